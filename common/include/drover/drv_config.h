@@ -1,0 +1,36 @@
+/*  drv_config — the engine configuration file (contract section 2): YAML in,
+    validated settings and normalized PipelineSpecs out. */
+#ifndef DRV_CONFIG_H
+#define DRV_CONFIG_H
+
+#include "drover/drv_cpus.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct {
+    char *path;              // the file this came from
+    char *run_dir;           // ipc sockets live here; created 0700
+    char *admin_zmq;         // admin ROUTER endpoint
+    char *admin_events;      // events PUB endpoint
+    char *admin_http;        // host:port, or "" for no HTTP
+    char *http_token_file;   // NULL: no bearer token required
+    bool admin_insecure;     // allow tcp without CURVE / public HTTP without token
+    int shutdown_timeout_secs; // SIGTERM: drain within this, then SIGKILL
+    int heartbeat_interval_ms; // workers heartbeat this often; 3 missed = unhealthy
+    int credit_window;         // batches the broker may have in flight per instance
+    json_t *groups;          // {group: {pipeline: normalized spec}}
+} drv_config_t;
+
+//  Loads and validates a file. Returns NULL with a one-line reason in err,
+//  "FILE:LINE: FIELD: message", when anything is wrong.
+drv_config_t *drv_config_load(const char *path, const drv_cpus_t *cpus, char *err, size_t errlen);
+
+//  The same from text (path is only used in messages).
+drv_config_t *drv_config_parse(const char *text, size_t size, const char *path,
+                               const drv_cpus_t *cpus, char *err, size_t errlen);
+
+void drv_config_destroy(drv_config_t **self_p);
+
+#endif

@@ -1,0 +1,16 @@
+/*  drv_mpjson — the spec document model (jansson) to and from msgpack bytes.
+    PipelineSpecs travel as msgpack over zmq and live as json_t in memory. */
+#ifndef DRV_MPJSON_H
+#define DRV_MPJSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+//  Encodes value; *data is malloc'd and owned by the caller. Returns 0 or -1.
+int drv_mpjson_encode(const json_t *value, char **data, size_t *size);
+
+//  Decodes one msgpack value that must fill the whole buffer. Returns a new
+//  reference, or NULL with a reason in err (malformed, trailing bytes, too deep).
+json_t *drv_mpjson_decode(const void *data, size_t size, char *err, size_t errlen);
+
+#endif

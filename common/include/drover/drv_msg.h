@@ -1,0 +1,108 @@
+/*  drv_msg — the control protocol between droverd, drover-broker and
+    drover-worker, and the data-plane headers between broker and workers.
+    schemas/control.md is the specification: every message is one msgpack map
+    {v: 1, type: "<name>", ...fields}. Unknown keys are ignored (so fields can
+    be added), a missing required field or a wrong type is malformed. */
+#ifndef DRV_MSG_H
+#define DRV_MSG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DRV_MSG_VERSION 1
+
+typedef enum {
+    DRV_MSG_HELLO = 0,    // worker|broker -> droverd: I am up
+    DRV_MSG_SPEC,         // droverd -> worker: what to run
+    DRV_MSG_READY,        // worker -> droverd: every node initialised
+    DRV_MSG_INIT_FAILED,  // worker -> droverd: a node cannot start (then exits 78)
+    DRV_MSG_HEARTBEAT,    // worker|broker -> droverd: alive, with counters
+    DRV_MSG_DRAIN,        // droverd -> worker, or broker -> worker on the data path
+    DRV_MSG_DRAINED,      // worker -> droverd: everything received is exported
+    DRV_MSG_PIPELINE_SET, // droverd -> broker: bind these receiver endpoints
+    DRV_MSG_PIPELINE_DEL, // droverd -> broker: close the front door, flush queued
+    DRV_MSG_INSTANCE_ADD, // droverd -> broker: route batches to this instance
+    DRV_MSG_INSTANCE_DRAIN, // droverd -> broker: no more batches; send DRAIN marker
+    DRV_MSG_INSTANCE_DEL, // droverd -> broker: forget this instance
+    DRV_MSG_BOUND,        // broker -> droverd: result of binding one endpoint
+    DRV_MSG_CREDIT,       // worker -> broker: may send n more batches
+    DRV_MSG_BATCH,        // broker -> worker: header frame; next frame is the payload
+    DRV_MSG_SYNC,         // broker -> worker: reset credit (broker restarted)
+    DRV_MSG_TYPE_COUNT
+} drv_msg_type_t;
+
+//  Field indexes, for drv_msg_t.present.
+typedef enum {
+    DRV_F_ROLE = 0,
+    DRV_F_INSTANCE,
+    DRV_F_PIPELINE,
+    DRV_F_NODE,
+    DRV_F_ENDPOINT,
+    DRV_F_REASON,
+    DRV_F_DATA_ENDPOINT,
+    DRV_F_PID,
+    DRV_F_GENERATION,
+    DRV_F_CORE,
+    DRV_F_HEARTBEAT_MS,
+    DRV_F_CREDIT_WINDOW,
+    DRV_F_N,
+    DRV_F_RECORDS_IN,
+    DRV_F_RECORDS_OUT,
+    DRV_F_ERRORS,
+    DRV_F_BATCHES,
+    DRV_F_OK,
+    DRV_F_RESET,
+    DRV_F_SPEC,
+    DRV_F_RECEIVERS,
+    DRV_F_COUNT
+} drv_msg_field_t;
+
+typedef struct {
+    drv_msg_type_t type;
+    uint32_t present; // bit per drv_msg_field_t set by decode (and by setters)
+    char *role;       // "worker" | "broker"
+    char *instance;   // "{group}/{pipeline}@{generation}#{core}"
+    char *pipeline;   // "{group}:{pipeline}"
+    char *node;       // node id within the pipeline
+    char *endpoint;   // a zmq endpoint
+    char *reason;     // human-readable failure
+    char *data_endpoint; // the broker's backend, for workers to connect to
+    int64_t pid;
+    int64_t generation;
+    int64_t core;
+    int64_t heartbeat_ms;
+    int64_t credit_window;
+    int64_t n;
+    int64_t records_in;
+    int64_t records_out;
+    int64_t errors;
+    int64_t batches;
+    bool ok;
+    bool reset;
+    json_t *spec;      // the normalized PipelineSpec (owned)
+    json_t *receivers; // [{node, endpoint}] (owned)
+} drv_msg_t;
+
+//  Starts an empty message of a type; free its contents with drv_msg_clear.
+void drv_msg_init(drv_msg_t *msg, drv_msg_type_t type);
+void drv_msg_clear(drv_msg_t *msg);
+
+//  Setters mark the field present; strings are copied, json references taken.
+void drv_msg_set_str(drv_msg_t *msg, drv_msg_field_t field, const char *value);
+void drv_msg_set_int(drv_msg_t *msg, drv_msg_field_t field, int64_t value);
+void drv_msg_set_bool(drv_msg_t *msg, drv_msg_field_t field, bool value);
+void drv_msg_set_json(drv_msg_t *msg, drv_msg_field_t field, json_t *value);
+bool drv_msg_has(const drv_msg_t *msg, drv_msg_field_t field);
+
+//  Encodes; *data is malloc'd. Returns 0, or -1 when a required field is unset.
+int drv_msg_encode(const drv_msg_t *msg, char **data, size_t *size);
+
+//  Decodes into msg (which it initialises). Returns 0 ok, -2 malformed, with
+//  the reason in err.
+int drv_msg_decode(drv_msg_t *msg, const void *data, size_t size, char *err, size_t errlen);
+
+const char *drv_msg_type_name(drv_msg_type_t type);
+
+#endif

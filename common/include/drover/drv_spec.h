@@ -1,0 +1,35 @@
+/*  drv_spec — the PipelineSpec model: validation, defaults, effective cores and
+    the canonical hash. One validator for specs from YAML, JSON and msgpack.
+    Contract section 3 is the specification. */
+#ifndef DRV_SPEC_H
+#define DRV_SPEC_H
+
+#include "drover/drv_cpus.h"
+#include "drover/drv_problems.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+//  Validates spec and returns a new normalized copy with every default filled
+//  in, or NULL when problems were found (each added to problems with its path
+//  prefixed by prefix, which may be "").
+json_t *drv_spec_normalize(const json_t *spec, const drv_cpus_t *cpus, const char *prefix,
+                           drv_problems_t *problems);
+
+//  The CPUs a normalized spec runs on, ascending. Returns the count, or -1.
+int drv_spec_cores(const json_t *spec, const drv_cpus_t *cpus, int *cores, int capacity);
+
+//  A canonical hash of a normalized spec (key order ignored): "sha1:<hex>".
+//  Caller frees.
+char *drv_spec_hash(const json_t *spec);
+
+//  True for a valid node id: [a-z0-9_-]{1,63}.
+bool drv_spec_valid_id(const char *id);
+
+//  Policy lookups on a normalized spec.
+int64_t drv_spec_policy(const json_t *spec, const char *policy, const char *key);
+
+//  Receiver nodes of type receiver:zmq as [{node, endpoint}] (new reference).
+json_t *drv_spec_zmq_receivers(const json_t *spec);
+
+#endif

@@ -1,0 +1,287 @@
+/*  drv_config — the engine configuration file.
+    Validation collects every problem; the caller gets the first one as a single
+    line naming file, line and field, plus how many more there are. */
+#include "drover/drv_config.h"
+#include "drover/drv_problems.h"
+#include "drover/drv_spec.h"
+#include "drover/drv_yaml.h"
+
+#include <arpa/inet.h>
+#include <czmq.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FILE_SIZE (16 * 1024 * 1024)
+
+static char *s_string_or(json_t *obj, const char *key, const char *fallback, drv_problems_t *problems,
+                         const char *path)
+{
+    json_t *value = json_object_get(obj, key);
+    if (!value || json_is_null(value)) {
+        return fallback ? strdup(fallback) : NULL;
+    }
+    if (!json_is_string(value)) {
+        drv_problems_add(problems, path, "must be a string");
+        return fallback ? strdup(fallback) : NULL;
+    }
+    return strdup(json_string_value(value));
+}
+
+static int s_int_or(json_t *obj, const char *key, int fallback, int minimum,
+                    drv_problems_t *problems, const char *path)
+{
+    json_t *value = json_object_get(obj, key);
+    if (!value) {
+        return fallback;
+    }
+    if (!json_is_integer(value) || json_integer_value(value) < minimum ||
+        json_integer_value(value) > 86400000) {
+        drv_problems_add(problems, path, "must be an integer >= %d", minimum);
+        return fallback;
+    }
+    return (int)json_integer_value(value);
+}
+
+static void s_unknown_keys(json_t *obj, const char *allowed, const char *prefix,
+                           drv_problems_t *problems)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(obj, key, value)
+    {
+        char word[80];
+        snprintf(word, sizeof word, " %s ", key);
+        char padded[300];
+        snprintf(padded, sizeof padded, " %s ", allowed);
+        if (!strstr(padded, word)) {
+            char path[300];
+            snprintf(path, sizeof path, "%s.%s", prefix, key);
+            drv_problems_add(problems, path, "unknown key \"%s\" (allowed: %s)", key, allowed);
+        }
+    }
+}
+
+//  True when an HTTP listen address is on loopback.
+static bool s_loopback(const char *hostport)
+{
+    char host[256];
+    snprintf(host, sizeof host, "%s", hostport);
+    char *colon = strrchr(host, ':');
+    if (colon) {
+        *colon = 0;
+    }
+    if (strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0) {
+        return true;
+    }
+    struct in_addr addr;
+    return inet_pton(AF_INET, host, &addr) == 1 && (ntohl(addr.s_addr) >> 24) == 127;
+}
+
+static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problems)
+{
+    if (engine && !json_is_object(engine)) {
+        drv_problems_add(problems, "engine", "must be a map");
+        engine = NULL;
+    }
+    s_unknown_keys(engine,
+                   "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file",
+                   "engine", problems);
+    self->run_dir = s_string_or(engine, "run_dir", "/tmp/drover", problems, "engine.run_dir");
+    self->shutdown_timeout_secs = s_int_or(engine, "shutdown_timeout_secs", 30, 1, problems,
+                                           "engine.shutdown_timeout_secs");
+    self->heartbeat_interval_ms = s_int_or(engine, "heartbeat_interval_ms", 1000, 10, problems,
+                                           "engine.heartbeat_interval_ms");
+    self->credit_window = s_int_or(engine, "credit_window", 16, 1, problems, "engine.credit_window");
+
+    json_t *admin = json_object_get(engine, "admin");
+    if (admin && !json_is_object(admin)) {
+        drv_problems_add(problems, "engine.admin", "must be a map");
+        admin = NULL;
+    }
+    s_unknown_keys(admin, "zmq events http http_token_file insecure", "engine.admin", problems);
+    char fallback[600];
+    snprintf(fallback, sizeof fallback, "ipc://%s/admin.sock", self->run_dir);
+    self->admin_zmq = s_string_or(admin, "zmq", fallback, problems, "engine.admin.zmq");
+    snprintf(fallback, sizeof fallback, "ipc://%s/events.sock", self->run_dir);
+    self->admin_events = s_string_or(admin, "events", fallback, problems, "engine.admin.events");
+    self->admin_http = s_string_or(admin, "http", "127.0.0.1:8080", problems, "engine.admin.http");
+    self->http_token_file =
+        s_string_or(admin, "http_token_file", NULL, problems, "engine.admin.http_token_file");
+    json_t *insecure = json_object_get(admin, "insecure");
+    if (insecure && !json_is_boolean(insecure)) {
+        drv_problems_add(problems, "engine.admin.insecure", "must be true or false");
+    }
+    self->admin_insecure = json_is_true(insecure);
+
+    //  Refuse to expose the control plane unauthenticated unless told to.
+    const char *endpoints[2] = {self->admin_zmq, self->admin_events};
+    const char *paths[2] = {"engine.admin.zmq", "engine.admin.events"};
+    for (int i = 0; i < 2; i++) {
+        if (strncmp(endpoints[i], "tcp://", 6) == 0 && !self->admin_insecure) {
+            drv_problems_add(problems, paths[i],
+                             "tcp:// admin endpoint without CURVE keys; use ipc:// or set "
+                             "insecure: true");
+        } else if (strncmp(endpoints[i], "tcp://", 6) && strncmp(endpoints[i], "ipc://", 6)) {
+            drv_problems_add(problems, paths[i], "endpoint \"%s\" must be ipc:// or tcp://",
+                             endpoints[i]);
+        }
+    }
+    if (self->admin_http[0] && !strchr(self->admin_http, ':')) {
+        drv_problems_add(problems, "engine.admin.http", "must be host:port, or \"\" to disable");
+    } else if (self->admin_http[0] && !s_loopback(self->admin_http) && !self->http_token_file &&
+               !self->admin_insecure) {
+        drv_problems_add(problems, "engine.admin.http",
+                         "non-loopback HTTP %s without http_token_file; set a token or "
+                         "insecure: true",
+                         self->admin_http);
+    }
+}
+
+static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus,
+                     drv_problems_t *problems)
+{
+    self->groups = json_object();
+    if (groups && !json_is_object(groups)) {
+        drv_problems_add(problems, "groups", "must be a map of group name to group");
+        return;
+    }
+    json_t *endpoints = json_object(); // endpoint -> "groups.g.pipelines.p.nodes.n"
+    const char *group_name;
+    json_t *group;
+    json_object_foreach(groups, group_name, group)
+    {
+        char path[300];
+        snprintf(path, sizeof path, "groups.%s", group_name);
+        if (!drv_spec_valid_id(group_name)) {
+            drv_problems_add(problems, path, "group name must match [a-z0-9_-]{1,63}");
+        }
+        if (group && !json_is_object(group) && !json_is_null(group)) {
+            drv_problems_add(problems, path, "must be a map with pipelines");
+            continue;
+        }
+        s_unknown_keys(group, "pipelines", path, problems);
+        json_t *pipelines = json_object_get(group, "pipelines");
+        json_t *out = json_object();
+        json_object_set_new(self->groups, group_name, out);
+        if (pipelines && !json_is_object(pipelines) && !json_is_null(pipelines)) {
+            snprintf(path, sizeof path, "groups.%s.pipelines", group_name);
+            drv_problems_add(problems, path, "must be a map of pipeline name to PipelineSpec");
+            continue;
+        }
+        const char *name;
+        json_t *spec;
+        json_object_foreach(pipelines, name, spec)
+        {
+            snprintf(path, sizeof path, "groups.%s.pipelines.%s", group_name, name);
+            if (!drv_spec_valid_id(name)) {
+                drv_problems_add(problems, path, "pipeline name must match [a-z0-9_-]{1,63}");
+            }
+            json_t *normalized = drv_spec_normalize(spec, cpus, path, problems);
+            if (!normalized) {
+                continue;
+            }
+            json_t *receivers = drv_spec_zmq_receivers(normalized);
+            size_t index;
+            json_t *receiver;
+            json_array_foreach(receivers, index, receiver)
+            {
+                const char *endpoint = json_string_value(json_object_get(receiver, "endpoint"));
+                char node_path[400];
+                snprintf(node_path, sizeof node_path, "%s.nodes.%s.config.endpoint", path,
+                         json_string_value(json_object_get(receiver, "node")));
+                json_t *owner = json_object_get(endpoints, endpoint);
+                if (owner) {
+                    drv_problems_add(problems, node_path, "endpoint %s is already bound by %s",
+                                     endpoint, json_string_value(owner));
+                } else {
+                    json_object_set_new(endpoints, endpoint, json_string(node_path));
+                }
+            }
+            json_decref(receivers);
+            json_object_set_new(out, name, normalized);
+        }
+    }
+    json_decref(endpoints);
+}
+
+drv_config_t *drv_config_parse(const char *text, size_t size, const char *path,
+                               const drv_cpus_t *cpus, char *err, size_t errlen)
+{
+    char why[400] = "";
+    json_t *lines = NULL;
+    json_t *doc = drv_yaml_parse(text, size, &lines, why, sizeof why);
+    if (!doc) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return NULL;
+    }
+    drv_config_t *self = calloc(1, sizeof *self);
+    self->path = strdup(path);
+    drv_problems_t *problems = drv_problems_new();
+    if (!json_is_object(doc)) {
+        drv_problems_add(problems, "", "the file must be a map with engine and groups");
+    } else {
+        s_unknown_keys(doc, "engine groups", "", problems);
+        s_engine(self, json_object_get(doc, "engine"), problems);
+        s_groups(self, json_object_get(doc, "groups"), cpus, problems);
+    }
+    size_t count = drv_problems_count(problems);
+    if (count > 0) {
+        const char *field = drv_problems_path(problems, 0);
+        if (field[0] == '.') {
+            field++;
+        }
+        int line = drv_yaml_line_of(lines, field);
+        char more[64] = "";
+        if (count > 1) {
+            snprintf(more, sizeof more, " (and %zu more problem%s)", count - 1, count > 2 ? "s" : "");
+        }
+        snprintf(err, errlen, "%s:%d: %s: %s%s", path, line, field[0] ? field : "(document)",
+                 drv_problems_message(problems, 0), more);
+        drv_config_destroy(&self);
+    }
+    drv_problems_destroy(&problems);
+    json_decref(doc);
+    json_decref(lines);
+    return self;
+}
+
+drv_config_t *drv_config_load(const char *path, const drv_cpus_t *cpus, char *err, size_t errlen)
+{
+    FILE *file = fopen(path, "rb");
+    if (!file) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *text = malloc(MAX_FILE_SIZE + 1);
+    size_t size = fread(text, 1, MAX_FILE_SIZE + 1, file);
+    bool read_error = ferror(file);
+    fclose(file);
+    drv_config_t *self = NULL;
+    if (read_error) {
+        snprintf(err, errlen, "%s: read error", path);
+    } else if (size > MAX_FILE_SIZE) {
+        snprintf(err, errlen, "%s: larger than %d bytes", path, MAX_FILE_SIZE);
+    } else {
+        self = drv_config_parse(text, size, path, cpus, err, errlen);
+    }
+    free(text);
+    return self;
+}
+
+void drv_config_destroy(drv_config_t **self_p)
+{
+    if (!self_p || !*self_p) {
+        return;
+    }
+    drv_config_t *self = *self_p;
+    free(self->path);
+    free(self->run_dir);
+    free(self->admin_zmq);
+    free(self->admin_events);
+    free(self->admin_http);
+    free(self->http_token_file);
+    json_decref(self->groups);
+    free(self);
+    *self_p = NULL;
+}

@@ -1,0 +1,174 @@
+/*  drv_mpjson — jansson values to and from msgpack.
+    msgpack strings and binaries both become JSON strings (binary is not valid in
+    a spec); extension types are refused. Depth is bounded so that a hostile
+    frame cannot exhaust the stack. */
+#include "drover/drv_mpjson.h"
+#include "drv_mpjson_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEPTH 64
+
+int drv_mpjson_pack(msgpack_packer *pk, const json_t *value)
+{
+    switch (json_typeof(value)) {
+    case JSON_OBJECT: {
+        const char *key;
+        json_t *member;
+        if (msgpack_pack_map(pk, json_object_size(value)) != 0) {
+            return -1;
+        }
+        json_object_foreach((json_t *)value, key, member)
+        {
+            size_t len = strlen(key);
+            if (msgpack_pack_str(pk, len) || msgpack_pack_str_body(pk, key, len) ||
+                drv_mpjson_pack(pk, member)) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    case JSON_ARRAY: {
+        size_t index;
+        json_t *item;
+        if (msgpack_pack_array(pk, json_array_size(value)) != 0) {
+            return -1;
+        }
+        json_array_foreach(value, index, item)
+        {
+            if (drv_mpjson_pack(pk, item)) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    case JSON_STRING: {
+        size_t len = json_string_length(value);
+        return msgpack_pack_str(pk, len) || msgpack_pack_str_body(pk, json_string_value(value), len)
+                   ? -1
+                   : 0;
+    }
+    case JSON_INTEGER:
+        return msgpack_pack_int64(pk, json_integer_value(value));
+    case JSON_REAL:
+        return msgpack_pack_double(pk, json_real_value(value));
+    case JSON_TRUE:
+        return msgpack_pack_true(pk);
+    case JSON_FALSE:
+        return msgpack_pack_false(pk);
+    case JSON_NULL:
+        return msgpack_pack_nil(pk);
+    }
+    return -1;
+}
+
+json_t *drv_mpjson_from_object(const msgpack_object *obj, int depth, char *err, size_t errlen)
+{
+    if (depth > MAX_DEPTH) {
+        snprintf(err, errlen, "nested deeper than %d levels", MAX_DEPTH);
+        return NULL;
+    }
+    switch (obj->type) {
+    case MSGPACK_OBJECT_NIL:
+        return json_null();
+    case MSGPACK_OBJECT_BOOLEAN:
+        return json_boolean(obj->via.boolean);
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        if (obj->via.u64 > (uint64_t)INT64_MAX) {
+            snprintf(err, errlen, "integer %llu out of range", (unsigned long long)obj->via.u64);
+            return NULL;
+        }
+        return json_integer((json_int_t)obj->via.u64);
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        return json_integer((json_int_t)obj->via.i64);
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        return json_real(obj->via.f64);
+    case MSGPACK_OBJECT_STR:
+        return json_stringn_nocheck(obj->via.str.ptr, obj->via.str.size);
+    case MSGPACK_OBJECT_BIN:
+        return json_stringn_nocheck(obj->via.bin.ptr, obj->via.bin.size);
+    case MSGPACK_OBJECT_ARRAY: {
+        json_t *array = json_array();
+        for (uint32_t i = 0; i < obj->via.array.size; i++) {
+            json_t *item = drv_mpjson_from_object(&obj->via.array.ptr[i], depth + 1, err, errlen);
+            if (!item) {
+                json_decref(array);
+                return NULL;
+            }
+            json_array_append_new(array, item);
+        }
+        return array;
+    }
+    case MSGPACK_OBJECT_MAP: {
+        json_t *object = json_object();
+        for (uint32_t i = 0; i < obj->via.map.size; i++) {
+            const msgpack_object_kv *kv = &obj->via.map.ptr[i];
+            if (kv->key.type != MSGPACK_OBJECT_STR) {
+                snprintf(err, errlen, "map key is not a string");
+                json_decref(object);
+                return NULL;
+            }
+            char key[256];
+            if (kv->key.via.str.size >= sizeof key) {
+                snprintf(err, errlen, "map key longer than %zu bytes", sizeof key - 1);
+                json_decref(object);
+                return NULL;
+            }
+            memcpy(key, kv->key.via.str.ptr, kv->key.via.str.size);
+            key[kv->key.via.str.size] = 0;
+            json_t *member = drv_mpjson_from_object(&kv->val, depth + 1, err, errlen);
+            if (!member) {
+                json_decref(object);
+                return NULL;
+            }
+            json_object_set_new_nocheck(object, key, member);
+        }
+        return object;
+    }
+    default:
+        snprintf(err, errlen, "unsupported msgpack type %d", (int)obj->type);
+        return NULL;
+    }
+}
+
+int drv_mpjson_encode(const json_t *value, char **data, size_t *size)
+{
+    msgpack_sbuffer sbuf;
+    msgpack_sbuffer_init(&sbuf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
+    if (drv_mpjson_pack(&pk, value) != 0) {
+        msgpack_sbuffer_destroy(&sbuf);
+        return -1;
+    }
+    *size = sbuf.size;
+    *data = msgpack_sbuffer_release(&sbuf);
+    return 0;
+}
+
+json_t *drv_mpjson_decode(const void *data, size_t size, char *err, size_t errlen)
+{
+    msgpack_zone zone;
+    if (!msgpack_zone_init(&zone, 2048)) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    msgpack_object obj;
+    size_t offset = 0;
+    json_t *result = NULL;
+    msgpack_unpack_return rc = msgpack_unpack(data, size, &offset, &zone, &obj);
+    if (rc == MSGPACK_UNPACK_SUCCESS) {
+        result = drv_mpjson_from_object(&obj, 0, err, errlen);
+    } else if (rc == MSGPACK_UNPACK_EXTRA_BYTES) {
+        snprintf(err, errlen, "%zu trailing bytes after the value", size - offset);
+    } else if (rc == MSGPACK_UNPACK_CONTINUE) {
+        snprintf(err, errlen, "truncated msgpack (%zu bytes)", size);
+    } else {
+        snprintf(err, errlen, "malformed msgpack");
+    }
+    msgpack_zone_destroy(&zone);
+    return result;
+}

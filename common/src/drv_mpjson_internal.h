@@ -1,0 +1,11 @@
+/*  Shared by the codecs inside common/: msgpack-c types stay in common/src. */
+#ifndef DRV_MPJSON_INTERNAL_H
+#define DRV_MPJSON_INTERNAL_H
+
+#include <jansson.h>
+#include <msgpack.h>
+
+int drv_mpjson_pack(msgpack_packer *pk, const json_t *value);
+json_t *drv_mpjson_from_object(const msgpack_object *obj, int depth, char *err, size_t errlen);
+
+#endif
