@@ -1,0 +1,50 @@
+/*  drv_dag — one pipeline's node graph inside a worker: receivers feed batches
+    through processors to exporters. Records are msgpack maps that live in a
+    per-batch zone, cleared after each batch, so the hot path does not malloc
+    per record. */
+#ifndef DRV_DAG_H
+#define DRV_DAG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct drv_dag_t drv_dag_t;
+
+typedef struct {
+    const char *group;
+    const char *pipeline;
+    int64_t generation;
+    int core;
+} drv_dag_identity_t;
+
+//  Called while an exporter is blocked by back-pressure, so the worker can
+//  heartbeat. Returns true to give up (the worker is being killed).
+typedef bool(drv_dag_stall_fn)(void *arg);
+
+//  Builds the graph from a normalized spec and initialises every node: files
+//  opened, sockets connected. Returns NULL with the reason in err when any node
+//  cannot start; such an instance never becomes ready.
+drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, char *err,
+                       size_t errlen);
+void drv_dag_destroy(drv_dag_t **self_p);
+
+void drv_dag_set_stall_hook(drv_dag_t *self, drv_dag_stall_fn *fn, void *arg);
+
+//  Feeds one producer message (a msgpack map or array of maps) into a
+//  receiver:zmq node. Returns the records taken, or -1 with the reason in err
+//  when the message is malformed (counted as an error, nothing forwarded).
+int drv_dag_ingest(drv_dag_t *self, const char *node, const void *data, size_t size, char *err,
+                   size_t errlen);
+
+//  Runs the generators that are due. Returns records emitted and sets
+//  *wait_us to how long until the next one is due (-1: none pending).
+int drv_dag_generate(drv_dag_t *self, int64_t now_us, int64_t *wait_us);
+
+bool drv_dag_has_zmq_receivers(const drv_dag_t *self);
+
+void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *records_out,
+                      int64_t *errors);
+
+#endif

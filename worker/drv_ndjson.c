@@ -1,0 +1,161 @@
+/*  drv_ndjson — msgpack objects to JSON text.
+    Map keys that are not strings are written as their JSON text in quotes, so
+    every line stays a JSON object. Non-finite floats become null. */
+#include "drv_ndjson.h"
+
+#include <czmq.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+static bool s_valid_utf8(const unsigned char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        size_t extra;
+        if (c < 0x80) {
+            extra = 0;
+        } else if ((c & 0xe0) == 0xc0 && c >= 0xc2) {
+            extra = 1;
+        } else if ((c & 0xf0) == 0xe0) {
+            extra = 2;
+        } else if ((c & 0xf8) == 0xf0 && c <= 0xf4) {
+            extra = 3;
+        } else {
+            return false;
+        }
+        if (extra > len - i - 1) {
+            return false;
+        }
+        for (size_t k = 1; k <= extra; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) {
+                return false;
+            }
+        }
+        i += extra + 1;
+    }
+    return true;
+}
+
+static int s_base64(drv_buf_t *out, const void *data, size_t size)
+{
+    zarmour_t *armour = zarmour_new();
+    zarmour_set_mode(armour, ZARMOUR_MODE_BASE64_STD);
+    zarmour_set_line_breaks(armour, false);
+    char *encoded = zarmour_encode(armour, (const byte *)data, size);
+    zarmour_destroy(&armour);
+    if (!encoded) {
+        return -1;
+    }
+    int rc = drv_buf_putc(out, '"') | drv_buf_append(out, encoded, strlen(encoded)) |
+             drv_buf_putc(out, '"');
+    zstr_free(&encoded);
+    return rc;
+}
+
+static int s_string(drv_buf_t *out, const char *s, size_t len)
+{
+    if (!s_valid_utf8((const unsigned char *)s, len)) {
+        return s_base64(out, s, len);
+    }
+    if (drv_buf_reserve(out, len + 2) != 0 || drv_buf_putc(out, '"') != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            drv_buf_putc(out, '\\');
+            drv_buf_putc(out, (char)c);
+        } else if (c < 0x20) {
+            char esc[8];
+            int n = c == '\n' ? snprintf(esc, sizeof esc, "\\n")
+                    : c == '\t' ? snprintf(esc, sizeof esc, "\\t")
+                    : c == '\r' ? snprintf(esc, sizeof esc, "\\r")
+                                : snprintf(esc, sizeof esc, "\\u%04x", c);
+            drv_buf_append(out, esc, (size_t)n);
+        } else if (drv_buf_putc(out, (char)c) != 0) {
+            return -1;
+        }
+    }
+    return drv_buf_putc(out, '"');
+}
+
+static int s_value(drv_buf_t *out, const msgpack_object *obj);
+
+static int s_key(drv_buf_t *out, const msgpack_object *key)
+{
+    if (key->type == MSGPACK_OBJECT_STR) {
+        return s_string(out, key->via.str.ptr, key->via.str.size);
+    }
+    drv_buf_t text = {0};
+    int rc = s_value(&text, key);
+    if (rc == 0) {
+        rc = s_string(out, text.data, text.len);
+    }
+    drv_buf_free(&text);
+    return rc;
+}
+
+static int s_value(drv_buf_t *out, const msgpack_object *obj)
+{
+    char num[64];
+    int n;
+    switch (obj->type) {
+    case MSGPACK_OBJECT_NIL:
+        return drv_buf_append(out, "null", 4);
+    case MSGPACK_OBJECT_BOOLEAN:
+        return obj->via.boolean ? drv_buf_append(out, "true", 4) : drv_buf_append(out, "false", 5);
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        n = snprintf(num, sizeof num, "%llu", (unsigned long long)obj->via.u64);
+        return drv_buf_append(out, num, (size_t)n);
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        n = snprintf(num, sizeof num, "%lld", (long long)obj->via.i64);
+        return drv_buf_append(out, num, (size_t)n);
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        if (!isfinite(obj->via.f64)) {
+            return drv_buf_append(out, "null", 4);
+        }
+        n = snprintf(num, sizeof num, "%.17g", obj->via.f64);
+        return drv_buf_append(out, num, (size_t)n);
+    case MSGPACK_OBJECT_STR:
+        return s_string(out, obj->via.str.ptr, obj->via.str.size);
+    case MSGPACK_OBJECT_BIN:
+        return s_base64(out, obj->via.bin.ptr, obj->via.bin.size);
+    case MSGPACK_OBJECT_EXT:
+        return s_base64(out, obj->via.ext.ptr, obj->via.ext.size);
+    case MSGPACK_OBJECT_ARRAY:
+        drv_buf_putc(out, '[');
+        for (uint32_t i = 0; i < obj->via.array.size; i++) {
+            if (i) {
+                drv_buf_putc(out, ',');
+            }
+            if (s_value(out, &obj->via.array.ptr[i]) != 0) {
+                return -1;
+            }
+        }
+        return drv_buf_putc(out, ']');
+    case MSGPACK_OBJECT_MAP:
+        drv_buf_putc(out, '{');
+        for (uint32_t i = 0; i < obj->via.map.size; i++) {
+            if (i) {
+                drv_buf_putc(out, ',');
+            }
+            if (s_key(out, &obj->via.map.ptr[i].key) != 0 || drv_buf_putc(out, ':') != 0 ||
+                s_value(out, &obj->via.map.ptr[i].val) != 0) {
+                return -1;
+            }
+        }
+        return drv_buf_putc(out, '}');
+    }
+    return -1;
+}
+
+int drv_ndjson_append(drv_buf_t *out, const msgpack_object *record)
+{
+    if (s_value(out, record) != 0) {
+        return -1;
+    }
+    return drv_buf_putc(out, '\n');
+}

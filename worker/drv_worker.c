@@ -1,0 +1,323 @@
+/*  drv_worker — the instance's event loop.
+    Two sockets: `control` (DEALER to droverd: hello, spec, ready, heartbeats,
+    drained) and `data` (DEALER to the broker: batches in, credit out). The
+    worker only ever asks the broker for as many batches as its credit window,
+    so a slow exporter becomes back-pressure at the broker's front door. */
+#include "drv_worker.h"
+#include "drv_dag.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_msg.h"
+#include "drover/drv_time.h"
+
+#include <czmq.h>
+#include <signal.h>
+#include <string.h>
+
+#define SPEC_WAIT_MS 10000
+#define DATA_BATCHES_PER_ROUND 64
+
+typedef struct {
+    zsock_t *control;        // DEALER to droverd
+    zsock_t *data;           // DEALER to the broker, NULL until the spec names it
+    drv_dag_t *dag;          // the pipeline, NULL until built
+    char *instance;          // "{group}/{pipeline}@{generation}#{core}"
+    int64_t heartbeat_ms;    // heartbeat period from the spec message
+    int64_t credit_window;   // batches the broker may send ahead
+    int64_t next_heartbeat_ms;
+    int64_t credit_owed;     // batches processed and not yet re-credited
+    int64_t batches;         // batches taken from the broker
+    bool has_zmq;            // pipeline has receiver:zmq nodes, so drains come via the broker
+    bool drain_requested;    // droverd or the broker asked us to drain
+    bool marker_seen;        // the broker's DRAIN marker arrived after our last batch
+} worker_t;
+
+static volatile sig_atomic_t s_terminating = 0;
+
+static void s_on_signal(int sig)
+{
+    (void)sig;
+    s_terminating = 1;
+}
+
+static int s_send(zsock_t *sock, drv_msg_t *msg)
+{
+    char *data;
+    size_t size;
+    if (drv_msg_encode(msg, &data, &size) != 0) {
+        drv_error("cannot encode %s", drv_msg_type_name(msg->type));
+        return -1;
+    }
+    int rc = zmq_send(zsock_resolve(sock), data, size, 0) < 0 ? -1 : 0;
+    free(data);
+    return rc;
+}
+
+static void s_send_simple(worker_t *self, drv_msg_type_t type)
+{
+    drv_msg_t msg;
+    drv_msg_init(&msg, type);
+    drv_msg_set_str(&msg, DRV_F_INSTANCE, self->instance);
+    if (self->dag && (type == DRV_MSG_HEARTBEAT || type == DRV_MSG_DRAINED)) {
+        int64_t in, out, errors;
+        drv_dag_counters(self->dag, &in, &out, &errors);
+        drv_msg_set_int(&msg, DRV_F_RECORDS_IN, in);
+        drv_msg_set_int(&msg, DRV_F_RECORDS_OUT, out);
+        drv_msg_set_int(&msg, DRV_F_ERRORS, errors);
+        drv_msg_set_int(&msg, DRV_F_BATCHES, self->batches);
+    }
+    s_send(self->control, &msg);
+    drv_msg_clear(&msg);
+}
+
+static void s_send_credit(worker_t *self, int64_t n, bool reset)
+{
+    drv_msg_t msg;
+    drv_msg_init(&msg, DRV_MSG_CREDIT);
+    drv_msg_set_int(&msg, DRV_F_N, n);
+    drv_msg_set_bool(&msg, DRV_F_RESET, reset);
+    s_send(self->data, &msg);
+    drv_msg_clear(&msg);
+}
+
+static void s_heartbeat_if_due(worker_t *self)
+{
+    int64_t now = drv_time_mono_ms();
+    if (now >= self->next_heartbeat_ms) {
+        s_send_simple(self, DRV_MSG_HEARTBEAT);
+        self->next_heartbeat_ms = now + self->heartbeat_ms;
+    }
+}
+
+static bool s_on_stall(void *arg)
+{
+    s_heartbeat_if_due(arg);
+    return s_terminating != 0;
+}
+
+//  Receives one message from a socket as a zmsg; NULL when nothing is ready.
+static zmsg_t *s_recv_nowait(zsock_t *sock)
+{
+    zmq_pollitem_t item = {zsock_resolve(sock), 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&item, 1, 0) <= 0) {
+        return NULL;
+    }
+    return zmsg_recv(sock);
+}
+
+//  Waits for the SPEC reply to our HELLO and builds the DAG from it.
+static int s_fetch_spec(worker_t *self)
+{
+    int64_t deadline = drv_time_mono_ms() + SPEC_WAIT_MS;
+    while (!s_terminating) {
+        int64_t left = deadline - drv_time_mono_ms();
+        if (left <= 0) {
+            drv_error("no spec from droverd within %d ms instance=%s", SPEC_WAIT_MS, self->instance);
+            return DRV_WORKER_EXIT_SYSTEM;
+        }
+        zmq_pollitem_t item = {zsock_resolve(self->control), 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&item, 1, left) <= 0) {
+            continue;
+        }
+        zframe_t *frame = zframe_recv(self->control);
+        if (!frame) {
+            continue;
+        }
+        drv_msg_t msg;
+        char err[200];
+        int rc = drv_msg_decode(&msg, zframe_data(frame), zframe_size(frame), err, sizeof err);
+        zframe_destroy(&frame);
+        if (rc != 0 || msg.type != DRV_MSG_SPEC) {
+            drv_warn("ignored control message while waiting for spec reason=\"%s\"",
+                     rc ? err : drv_msg_type_name(msg.type));
+            drv_msg_clear(&msg);
+            continue;
+        }
+        self->heartbeat_ms = msg.heartbeat_ms > 0 ? msg.heartbeat_ms : 1000;
+        self->credit_window = msg.credit_window > 0 ? msg.credit_window : 16;
+        char *sep = strchr(msg.pipeline, ':');
+        char group[128];
+        snprintf(group, sizeof group, "%.*s", sep ? (int)(sep - msg.pipeline) : 0, msg.pipeline);
+        drv_dag_identity_t who = {group, sep ? sep + 1 : msg.pipeline, msg.generation, (int)msg.core};
+        self->dag = drv_dag_new(msg.spec, &who, err, sizeof err);
+        if (!self->dag) {
+            drv_error("instance cannot start instance=%s reason=\"%s\"", self->instance, err);
+            drv_msg_t failed;
+            drv_msg_init(&failed, DRV_MSG_INIT_FAILED);
+            drv_msg_set_str(&failed, DRV_F_INSTANCE, self->instance);
+            drv_msg_set_str(&failed, DRV_F_REASON, err);
+            s_send(self->control, &failed);
+            drv_msg_clear(&failed);
+            drv_msg_clear(&msg);
+            return DRV_WORKER_EXIT_INIT_FAILED;
+        }
+        drv_dag_set_stall_hook(self->dag, s_on_stall, self);
+        self->has_zmq = drv_dag_has_zmq_receivers(self->dag);
+        if (self->has_zmq) {
+            self->data = zsock_new(ZMQ_DEALER);
+            zsock_set_identity(self->data, self->instance);
+            zsock_set_linger(self->data, 0);
+            if (zsock_connect(self->data, "%s", msg.data_endpoint) != 0) {
+                drv_error("cannot connect to broker endpoint=%s", msg.data_endpoint);
+                drv_msg_clear(&msg);
+                return DRV_WORKER_EXIT_SYSTEM;
+            }
+        }
+        drv_msg_clear(&msg);
+        return 0;
+    }
+    return DRV_WORKER_EXIT_OK;
+}
+
+static void s_handle_control(worker_t *self)
+{
+    zframe_t *frame;
+    zmq_pollitem_t item = {zsock_resolve(self->control), 0, ZMQ_POLLIN, 0};
+    while (zmq_poll(&item, 1, 0) > 0 && (frame = zframe_recv(self->control))) {
+        drv_msg_t msg;
+        char err[200];
+        if (drv_msg_decode(&msg, zframe_data(frame), zframe_size(frame), err, sizeof err) != 0) {
+            drv_warn("malformed control message reason=\"%s\"", err);
+        } else if (msg.type == DRV_MSG_DRAIN) {
+            //  Straight from droverd: the broker is not routing to us (it is
+            //  gone or never knew us), so what is queued now is all there is.
+            drv_info("drain requested by droverd instance=%s", self->instance);
+            self->drain_requested = true;
+            self->marker_seen = true;
+        }
+        drv_msg_clear(&msg);
+        zframe_destroy(&frame);
+    }
+}
+
+static void s_handle_data(worker_t *self)
+{
+    for (int round = 0; round < DATA_BATCHES_PER_ROUND; round++) {
+        zmsg_t *zmsg = s_recv_nowait(self->data);
+        if (!zmsg) {
+            break;
+        }
+        zframe_t *header = zmsg_first(zmsg);
+        drv_msg_t msg;
+        char err[200];
+        if (!header || drv_msg_decode(&msg, zframe_data(header), zframe_size(header), err, sizeof err)) {
+            drv_warn("malformed data header from broker");
+            zmsg_destroy(&zmsg);
+            continue;
+        }
+        if (msg.type == DRV_MSG_BATCH) {
+            zframe_t *payload = zmsg_next(zmsg);
+            self->batches++;
+            self->credit_owed++;
+            if (!payload) {
+                drv_warn("batch without payload node=%s", msg.node);
+            } else if (drv_dag_ingest(self->dag, msg.node, zframe_data(payload),
+                                      zframe_size(payload), err, sizeof err) < 0) {
+                drv_warn("rejected producer message node=%s bytes=%zu reason=\"%s\"", msg.node,
+                         zframe_size(payload), err);
+            }
+        } else if (msg.type == DRV_MSG_DRAIN) {
+            self->drain_requested = true;
+            self->marker_seen = true;
+        } else if (msg.type == DRV_MSG_SYNC) {
+            //  A new broker: whatever credit the old one held is void.
+            self->credit_owed = 0;
+            s_send_credit(self, self->credit_window, true);
+        }
+        drv_msg_clear(&msg);
+        zmsg_destroy(&zmsg);
+    }
+    if (self->credit_owed > 0 && !self->drain_requested) {
+        s_send_credit(self, self->credit_owed, false);
+        self->credit_owed = 0;
+    }
+}
+
+static int s_loop(worker_t *self)
+{
+    if (self->has_zmq) {
+        s_send_credit(self, self->credit_window, true);
+    }
+    s_send_simple(self, DRV_MSG_READY);
+    drv_info("ready instance=%s", self->instance);
+    self->next_heartbeat_ms = drv_time_mono_ms() + self->heartbeat_ms;
+    while (!s_terminating) {
+        int64_t gen_wait_us = -1;
+        if (!self->drain_requested) {
+            drv_dag_generate(self->dag, drv_time_mono_us(), &gen_wait_us);
+        }
+        int64_t timeout = self->next_heartbeat_ms - drv_time_mono_ms();
+        if (gen_wait_us >= 0 && gen_wait_us / 1000 < timeout) {
+            timeout = gen_wait_us / 1000;
+        }
+        if (timeout < 0) {
+            timeout = 0;
+        }
+        zmq_pollitem_t items[2] = {{zsock_resolve(self->control), 0, ZMQ_POLLIN, 0},
+                                   {self->data ? zsock_resolve(self->data) : NULL, 0, ZMQ_POLLIN, 0}};
+        int rc = zmq_poll(items, self->data ? 2 : 1, timeout);
+        if (rc < 0 && zmq_errno() != EINTR) {
+            drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
+            return DRV_WORKER_EXIT_SYSTEM;
+        }
+        if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
+            s_handle_control(self);
+        }
+        if (self->data && (rc > 0 || self->drain_requested)) {
+            s_handle_data(self);
+        }
+        s_heartbeat_if_due(self);
+        if (self->drain_requested && (!self->has_zmq || self->marker_seen)) {
+            //  Everything the broker sent us came before its marker and has been
+            //  exported synchronously; nothing is left in flight.
+            if (self->data) {
+                s_handle_data(self);
+            }
+            s_send_simple(self, DRV_MSG_DRAINED);
+            int64_t in, out, errors;
+            drv_dag_counters(self->dag, &in, &out, &errors);
+            drv_info("drained instance=%s records_in=%lld records_out=%lld errors=%lld",
+                     self->instance, (long long)in, (long long)out, (long long)errors);
+            return DRV_WORKER_EXIT_OK;
+        }
+    }
+    drv_info("stopping on signal instance=%s", self->instance);
+    return DRV_WORKER_EXIT_OK;
+}
+
+int drv_worker_run(const char *control_endpoint, const char *instance)
+{
+    struct sigaction action = {.sa_handler = s_on_signal};
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGINT, &action, NULL);
+
+    worker_t self = {.instance = strdup(instance)};
+    self.control = zsock_new(ZMQ_DEALER);
+    zsock_set_identity(self.control, instance);
+    zsock_set_linger(self.control, 1000);
+    int rc;
+    if (zsock_connect(self.control, "%s", control_endpoint) != 0) {
+        drv_error("cannot connect to droverd endpoint=%s", control_endpoint);
+        rc = DRV_WORKER_EXIT_SYSTEM;
+        goto done;
+    }
+    drv_msg_t hello;
+    drv_msg_init(&hello, DRV_MSG_HELLO);
+    drv_msg_set_str(&hello, DRV_F_ROLE, "worker");
+    drv_msg_set_str(&hello, DRV_F_INSTANCE, instance);
+    drv_msg_set_int(&hello, DRV_F_PID, getpid());
+    s_send(self.control, &hello);
+    drv_msg_clear(&hello);
+
+    rc = s_fetch_spec(&self);
+    if (rc == 0 && self.dag && !s_terminating) {
+        rc = s_loop(&self);
+    }
+done:
+    drv_dag_destroy(&self.dag);
+    zsock_destroy(&self.data);
+    zsock_destroy(&self.control);
+    free(self.instance);
+    return rc;
+}

@@ -1,0 +1,15 @@
+/*  drv_worker — one pipeline instance: fetch the spec from droverd, build the
+    DAG, say READY, then move batches, heartbeat, and drain on request. */
+#ifndef DRV_WORKER_H
+#define DRV_WORKER_H
+
+//  Exit codes of drover-worker.
+#define DRV_WORKER_EXIT_OK 0           // drained, or stopped on SIGTERM
+#define DRV_WORKER_EXIT_USAGE 100      // bad arguments
+#define DRV_WORKER_EXIT_INIT_FAILED 78 // a node could not start (EX_CONFIG)
+#define DRV_WORKER_EXIT_SYSTEM 111     // lost droverd, or a socket failed
+
+//  Runs the instance until it drains or is told to stop; returns an exit code.
+int drv_worker_run(const char *control_endpoint, const char *instance);
+
+#endif
