@@ -1,0 +1,555 @@
+/*  drv_broker — routing with credit-based flow control.
+
+    Each instance grants credit (batches it may receive ahead). A frontend is
+    polled only while its pipeline has an instance with credit; otherwise its
+    PULL queue fills to the high-water mark and producers block — back-pressure
+    with bounded memory, and nothing read that cannot be delivered.
+
+    Draining an instance: it leaves the routing set, then a DRAIN marker goes to
+    it on the same pipe as its batches, so the marker arrives after the last one.
+    Closing a pipeline's front door first unbinds and forwards what is already
+    queued (bounded in time), and only then sends the markers of that pipeline's
+    draining instances. */
+#include "drv_broker.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_msg.h"
+#include "drover/drv_time.h"
+
+#include <czmq.h>
+#include <signal.h>
+#include <string.h>
+
+#define MAX_POLL_ITEMS 256
+#define FORWARD_PER_ROUND 256
+#define CLOSE_FLUSH_MS 200
+#define SYNC_RETRY_MS 100
+#define HEARTBEAT_MS 1000
+
+typedef struct {
+    char *id;            // instance id, also its routing id on the backend
+    char *pipeline;      // "group:pipeline"; NULL until instance_add names it
+    int64_t credit;      // batches we may still send it
+    bool credit_known;   // it has granted credit to this broker
+    bool routable;       // added and not draining
+    bool drain_pending;  // drain asked; marker waits for closing frontends
+    int64_t next_sync_ms;
+} instance_t;
+
+typedef struct {
+    char *pipeline;       // "group:pipeline"
+    char *node;           // receiver node id
+    char *endpoint;       // what we bound
+    zsock_t *pull;        // the front door
+    zframe_t *header;     // encoded BATCH header for this node, reused
+    int64_t batches;      // messages accepted
+    bool closing;         // unbound; forwarding what is queued
+    int64_t close_deadline_ms;
+} frontend_t;
+
+typedef struct {
+    zsock_t *control;   // DEALER to droverd
+    zsock_t *backend;   // ROUTER to workers
+    zhashx_t *instances; // id -> instance_t
+    zlistx_t *frontends; // frontend_t
+    size_t rr;          // round-robin cursor
+    int64_t forwarded;  // batches forwarded in total
+    int64_t next_heartbeat_ms;
+} broker_t;
+
+static volatile sig_atomic_t s_terminating = 0;
+
+static void s_on_signal(int sig)
+{
+    (void)sig;
+    s_terminating = 1;
+}
+
+static void s_instance_free(void **item)
+{
+    instance_t *inst = *item;
+    if (inst) {
+        free(inst->id);
+        free(inst->pipeline);
+        free(inst);
+        *item = NULL;
+    }
+}
+
+static void s_frontend_free(void **item)
+{
+    frontend_t *fe = *item;
+    if (fe) {
+        zsock_destroy(&fe->pull);
+        zframe_destroy(&fe->header);
+        free(fe->pipeline);
+        free(fe->node);
+        free(fe->endpoint);
+        free(fe);
+        *item = NULL;
+    }
+}
+
+static int s_same_pointer(const void *a, const void *b)
+{
+    return a == b ? 0 : a < b ? -1 : 1;
+}
+
+static int s_send_msg(zsock_t *sock, const char *identity, drv_msg_t *msg, bool more)
+{
+    char *data;
+    size_t size;
+    if (drv_msg_encode(msg, &data, &size) != 0) {
+        return -1;
+    }
+    void *handle = zsock_resolve(sock);
+    int rc = 0;
+    if (identity) {
+        rc = zmq_send(handle, identity, strlen(identity), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ? -1 : 0;
+    }
+    if (rc == 0) {
+        rc = zmq_send(handle, data, size, more ? ZMQ_SNDMORE : 0) < 0 ? -1 : 0;
+    }
+    free(data);
+    return rc;
+}
+
+static instance_t *s_instance(broker_t *self, const char *id)
+{
+    instance_t *inst = zhashx_lookup(self->instances, id);
+    if (!inst) {
+        inst = calloc(1, sizeof *inst);
+        inst->id = strdup(id);
+        zhashx_insert(self->instances, id, inst);
+    }
+    return inst;
+}
+
+static bool s_pipeline_closing(broker_t *self, const char *pipeline)
+{
+    for (frontend_t *fe = zlistx_first(self->frontends); fe; fe = zlistx_next(self->frontends)) {
+        if (fe->closing && strcmp(fe->pipeline, pipeline) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void s_send_marker(broker_t *self, instance_t *inst)
+{
+    drv_msg_t msg;
+    drv_msg_init(&msg, DRV_MSG_DRAIN);
+    if (s_send_msg(self->backend, inst->id, &msg, false) != 0) {
+        drv_warn("drain marker undeliverable instance=%s reason=\"%s\"", inst->id,
+                 zmq_strerror(zmq_errno()));
+    } else {
+        drv_info("drain marker sent instance=%s", inst->id);
+    }
+    drv_msg_clear(&msg);
+    inst->drain_pending = false;
+}
+
+//  Picks the next routable instance of a pipeline that has credit.
+static instance_t *s_pick(broker_t *self, const char *pipeline)
+{
+    size_t count = zhashx_size(self->instances);
+    if (count == 0) {
+        return NULL;
+    }
+    instance_t *found = NULL;
+    size_t index = 0, start = self->rr % count;
+    //  Two passes over the table, starting after the last pick: round-robin.
+    for (int pass = 0; pass < 2 && !found; pass++) {
+        index = 0;
+        for (instance_t *inst = zhashx_first(self->instances); inst;
+             inst = zhashx_next(self->instances), index++) {
+            if ((pass == 0 && index < start) || (pass == 1 && index >= start)) {
+                continue;
+            }
+            if (inst->routable && inst->credit > 0 && inst->pipeline &&
+                strcmp(inst->pipeline, pipeline) == 0) {
+                found = inst;
+                self->rr = index + 1;
+                break;
+            }
+        }
+    }
+    return found;
+}
+
+static bool s_has_credit(broker_t *self, const char *pipeline)
+{
+    for (instance_t *inst = zhashx_first(self->instances); inst; inst = zhashx_next(self->instances)) {
+        if (inst->routable && inst->credit > 0 && inst->pipeline &&
+            strcmp(inst->pipeline, pipeline) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+//  Moves up to FORWARD_PER_ROUND messages from one frontend to instances.
+//  Returns how many were forwarded; sets *empty when the queue ran dry.
+static int s_forward(broker_t *self, frontend_t *fe, bool *empty)
+{
+    int moved = 0;
+    *empty = false;
+    void *pull = zsock_resolve(fe->pull);
+    while (moved < FORWARD_PER_ROUND) {
+        instance_t *inst = s_pick(self, fe->pipeline);
+        if (!inst) {
+            break;
+        }
+        zmq_msg_t payload;
+        zmq_msg_init(&payload);
+        if (zmq_msg_recv(&payload, pull, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&payload);
+            *empty = zmq_errno() == EAGAIN;
+            break;
+        }
+        //  Zero-copy: the producer's frame travels on as the batch payload.
+        void *backend = zsock_resolve(self->backend);
+        int rc = zmq_send(backend, inst->id, strlen(inst->id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+        if (rc >= 0) {
+            rc = zmq_send(backend, zframe_data(fe->header), zframe_size(fe->header), ZMQ_SNDMORE);
+        }
+        if (rc >= 0) {
+            rc = zmq_msg_send(&payload, backend, 0);
+        }
+        if (rc < 0) {
+            //  The instance vanished between credit and send; stop routing to it.
+            drv_warn("instance unreachable, removed from routing instance=%s reason=\"%s\"",
+                     inst->id, zmq_strerror(zmq_errno()));
+            inst->routable = false;
+            inst->credit = 0;
+            zmq_msg_close(&payload);
+            continue;
+        }
+        inst->credit--;
+        fe->batches++;
+        self->forwarded++;
+        moved++;
+    }
+    return moved;
+}
+
+static void s_reply_bound(broker_t *self, frontend_t *fe, bool ok, const char *reason)
+{
+    drv_msg_t msg;
+    drv_msg_init(&msg, DRV_MSG_BOUND);
+    drv_msg_set_str(&msg, DRV_F_PIPELINE, fe->pipeline);
+    drv_msg_set_str(&msg, DRV_F_NODE, fe->node);
+    drv_msg_set_str(&msg, DRV_F_ENDPOINT, fe->endpoint);
+    drv_msg_set_bool(&msg, DRV_F_OK, ok);
+    if (reason) {
+        drv_msg_set_str(&msg, DRV_F_REASON, reason);
+    }
+    s_send_msg(self->control, NULL, &msg, false);
+    drv_msg_clear(&msg);
+}
+
+static void s_close_frontend(broker_t *self, frontend_t *fe)
+{
+    (void)self;
+    if (fe->closing) {
+        return;
+    }
+    fe->closing = true;
+    fe->close_deadline_ms = drv_time_mono_ms() + CLOSE_FLUSH_MS;
+    zsock_unbind(fe->pull, "%s", fe->endpoint);
+    drv_info("front door closing pipeline=%s node=%s endpoint=%s", fe->pipeline, fe->node,
+             fe->endpoint);
+}
+
+static void s_pipeline_set(broker_t *self, drv_msg_t *msg)
+{
+    //  Close frontends of this pipeline that the new list does not have.
+    for (frontend_t *fe = zlistx_first(self->frontends); fe; fe = zlistx_next(self->frontends)) {
+        if (strcmp(fe->pipeline, msg->pipeline) || fe->closing) {
+            continue;
+        }
+        bool kept = false;
+        size_t index;
+        json_t *r;
+        json_array_foreach(msg->receivers, index, r)
+        {
+            kept |= !strcmp(json_string_value(json_object_get(r, "node")), fe->node) &&
+                    !strcmp(json_string_value(json_object_get(r, "endpoint")), fe->endpoint);
+        }
+        if (!kept) {
+            s_close_frontend(self, fe);
+        }
+    }
+    size_t index;
+    json_t *r;
+    json_array_foreach(msg->receivers, index, r)
+    {
+        const char *node = json_string_value(json_object_get(r, "node"));
+        const char *endpoint = json_string_value(json_object_get(r, "endpoint"));
+        if (!node || !endpoint) {
+            continue;
+        }
+        bool exists = false;
+        for (frontend_t *fe = zlistx_first(self->frontends); fe; fe = zlistx_next(self->frontends)) {
+            exists |= !fe->closing && !strcmp(fe->pipeline, msg->pipeline) &&
+                      !strcmp(fe->node, node) && !strcmp(fe->endpoint, endpoint);
+        }
+        if (exists) {
+            continue;
+        }
+        frontend_t *fe = calloc(1, sizeof *fe);
+        fe->pipeline = strdup(msg->pipeline);
+        fe->node = strdup(node);
+        fe->endpoint = strdup(endpoint);
+        fe->pull = zsock_new(ZMQ_PULL);
+        zsock_set_linger(fe->pull, 0);
+        drv_msg_t header;
+        drv_msg_init(&header, DRV_MSG_BATCH);
+        drv_msg_set_str(&header, DRV_F_NODE, node);
+        char *data;
+        size_t size;
+        drv_msg_encode(&header, &data, &size);
+        fe->header = zframe_new(data, size);
+        free(data);
+        drv_msg_clear(&header);
+        if (zsock_bind(fe->pull, "%s", endpoint) < 0) {
+            char reason[300];
+            snprintf(reason, sizeof reason, "cannot bind %s: %s", endpoint, zmq_strerror(zmq_errno()));
+            drv_error("front door failed pipeline=%s node=%s reason=\"%s\"", fe->pipeline, node, reason);
+            s_reply_bound(self, fe, false, reason);
+            s_frontend_free((void **)&fe);
+            continue;
+        }
+        drv_info("front door open pipeline=%s node=%s endpoint=%s", fe->pipeline, node, endpoint);
+        s_reply_bound(self, fe, true, NULL);
+        zlistx_add_end(self->frontends, fe);
+    }
+}
+
+static void s_handle_control(broker_t *self)
+{
+    zframe_t *frame = zframe_recv(self->control);
+    if (!frame) {
+        return;
+    }
+    drv_msg_t msg;
+    char err[200];
+    if (drv_msg_decode(&msg, zframe_data(frame), zframe_size(frame), err, sizeof err) != 0) {
+        drv_warn("malformed control message reason=\"%s\"", err);
+        zframe_destroy(&frame);
+        return;
+    }
+    zframe_destroy(&frame);
+    instance_t *inst;
+    switch (msg.type) {
+    case DRV_MSG_PIPELINE_SET:
+        s_pipeline_set(self, &msg);
+        break;
+    case DRV_MSG_PIPELINE_DEL:
+        for (frontend_t *fe = zlistx_first(self->frontends); fe; fe = zlistx_next(self->frontends)) {
+            if (!strcmp(fe->pipeline, msg.pipeline)) {
+                s_close_frontend(self, fe);
+            }
+        }
+        break;
+    case DRV_MSG_INSTANCE_ADD:
+        inst = s_instance(self, msg.instance);
+        free(inst->pipeline);
+        inst->pipeline = strdup(msg.pipeline);
+        inst->routable = true;
+        inst->drain_pending = false;
+        inst->next_sync_ms = 0; // sync at once if it has not granted us credit
+        drv_info("routing to instance=%s", inst->id);
+        break;
+    case DRV_MSG_INSTANCE_DRAIN:
+        inst = s_instance(self, msg.instance);
+        if (!inst->pipeline) {
+            inst->pipeline = strdup(msg.pipeline);
+        }
+        if (s_pipeline_closing(self, inst->pipeline)) {
+            inst->drain_pending = true; // stays routable until the queue is flushed
+        } else {
+            inst->routable = false;
+            s_send_marker(self, inst);
+        }
+        break;
+    case DRV_MSG_INSTANCE_DEL:
+        zhashx_delete(self->instances, msg.instance);
+        break;
+    default:
+        drv_warn("unexpected control message type=%s", drv_msg_type_name(msg.type));
+        break;
+    }
+    drv_msg_clear(&msg);
+}
+
+static void s_handle_backend(broker_t *self)
+{
+    zmsg_t *zmsg = zmsg_recv(self->backend);
+    if (!zmsg) {
+        return;
+    }
+    char *identity = zmsg_popstr(zmsg);
+    zframe_t *body = zmsg_first(zmsg);
+    drv_msg_t msg;
+    char err[200];
+    if (identity && body &&
+        drv_msg_decode(&msg, zframe_data(body), zframe_size(body), err, sizeof err) == 0) {
+        if (msg.type == DRV_MSG_CREDIT) {
+            instance_t *inst = s_instance(self, identity);
+            inst->credit = msg.reset ? msg.n : inst->credit + msg.n;
+            inst->credit_known = true;
+        }
+        drv_msg_clear(&msg);
+    } else {
+        drv_warn("malformed message on backend from=%s", identity ? identity : "?");
+    }
+    free(identity);
+    zmsg_destroy(&zmsg);
+}
+
+//  Timers: SYNC for instances that never granted us credit (we restarted),
+//  finishing closed frontends, and the heartbeat to droverd.
+static void s_tick(broker_t *self)
+{
+    int64_t now = drv_time_mono_ms();
+    for (instance_t *inst = zhashx_first(self->instances); inst; inst = zhashx_next(self->instances)) {
+        if (inst->routable && !inst->credit_known && now >= inst->next_sync_ms) {
+            drv_msg_t msg;
+            drv_msg_init(&msg, DRV_MSG_SYNC);
+            s_send_msg(self->backend, inst->id, &msg, false); // fails until it connects
+            drv_msg_clear(&msg);
+            inst->next_sync_ms = now + SYNC_RETRY_MS;
+        }
+    }
+    //  First find the closing frontends that are done, then delete them:
+    //  deleting moves the list's cursor.
+    frontend_t *finished[MAX_POLL_ITEMS];
+    int finished_count = 0;
+    for (frontend_t *fe = zlistx_first(self->frontends); fe && finished_count < MAX_POLL_ITEMS;
+         fe = zlistx_next(self->frontends)) {
+        if (!fe->closing) {
+            continue;
+        }
+        bool empty = false;
+        if (s_has_credit(self, fe->pipeline)) {
+            s_forward(self, fe, &empty);
+        }
+        if (empty || now >= fe->close_deadline_ms) {
+            finished[finished_count++] = fe;
+        }
+    }
+    for (int i = 0; i < finished_count; i++) {
+        frontend_t *fe = finished[i];
+        drv_info("front door closed pipeline=%s node=%s accepted_batches=%lld", fe->pipeline,
+                 fe->node, (long long)fe->batches);
+        char *pipeline = strdup(fe->pipeline);
+        zlistx_delete(self->frontends, zlistx_find(self->frontends, fe));
+        if (!s_pipeline_closing(self, pipeline)) {
+            for (instance_t *inst = zhashx_first(self->instances); inst;
+                 inst = zhashx_next(self->instances)) {
+                if (inst->drain_pending && inst->pipeline && !strcmp(inst->pipeline, pipeline)) {
+                    inst->routable = false;
+                    s_send_marker(self, inst);
+                }
+            }
+        }
+        free(pipeline);
+    }
+    if (now >= self->next_heartbeat_ms) {
+        drv_msg_t msg;
+        drv_msg_init(&msg, DRV_MSG_HEARTBEAT);
+        drv_msg_set_str(&msg, DRV_F_INSTANCE, "broker");
+        drv_msg_set_int(&msg, DRV_F_BATCHES, self->forwarded);
+        s_send_msg(self->control, NULL, &msg, false);
+        drv_msg_clear(&msg);
+        self->next_heartbeat_ms = now + HEARTBEAT_MS;
+    }
+}
+
+int drv_broker_run(const char *control_endpoint, const char *data_endpoint)
+{
+    struct sigaction action = {.sa_handler = s_on_signal};
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGINT, &action, NULL);
+
+    broker_t self = {0};
+    int rc = DRV_BROKER_EXIT_OK;
+    self.instances = zhashx_new();
+    zhashx_set_destructor(self.instances, s_instance_free);
+    self.frontends = zlistx_new();
+    zlistx_set_destructor(self.frontends, s_frontend_free);
+    zlistx_set_comparator(self.frontends, s_same_pointer);
+    self.control = zsock_new(ZMQ_DEALER);
+    zsock_set_identity(self.control, "broker");
+    zsock_set_linger(self.control, 1000);
+    self.backend = zsock_new(ZMQ_ROUTER);
+    zsock_set_router_mandatory(self.backend, 1);
+    zsock_set_linger(self.backend, 1000);
+    if (zsock_bind(self.backend, "%s", data_endpoint) < 0) {
+        drv_error("cannot bind backend endpoint=%s reason=\"%s\"", data_endpoint,
+                  zmq_strerror(zmq_errno()));
+        rc = DRV_BROKER_EXIT_SYSTEM;
+        goto done;
+    }
+    if (zsock_connect(self.control, "%s", control_endpoint) != 0) {
+        drv_error("cannot connect to droverd endpoint=%s", control_endpoint);
+        rc = DRV_BROKER_EXIT_SYSTEM;
+        goto done;
+    }
+    drv_msg_t hello;
+    drv_msg_init(&hello, DRV_MSG_HELLO);
+    drv_msg_set_str(&hello, DRV_F_ROLE, "broker");
+    drv_msg_set_int(&hello, DRV_F_PID, getpid());
+    s_send_msg(self.control, NULL, &hello, false);
+    drv_msg_clear(&hello);
+    drv_info("started pid=%d backend=%s", getpid(), data_endpoint);
+
+    zmq_pollitem_t items[MAX_POLL_ITEMS];
+    frontend_t *polled[MAX_POLL_ITEMS];
+    while (!s_terminating) {
+        int count = 0;
+        items[count++] = (zmq_pollitem_t){zsock_resolve(self.control), 0, ZMQ_POLLIN, 0};
+        items[count++] = (zmq_pollitem_t){zsock_resolve(self.backend), 0, ZMQ_POLLIN, 0};
+        for (frontend_t *fe = zlistx_first(self.frontends); fe && count < MAX_POLL_ITEMS;
+             fe = zlistx_next(self.frontends)) {
+            if (s_has_credit(&self, fe->pipeline)) {
+                polled[count] = fe;
+                items[count++] = (zmq_pollitem_t){zsock_resolve(fe->pull), 0, ZMQ_POLLIN, 0};
+            }
+        }
+        int ready = zmq_poll(items, count, 50);
+        if (ready < 0 && zmq_errno() != EINTR) {
+            drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
+            rc = DRV_BROKER_EXIT_SYSTEM;
+            break;
+        }
+        if (ready > 0) {
+            if (items[1].revents & ZMQ_POLLIN) {
+                for (int i = 0; i < 256 && (zsock_events(self.backend) & ZMQ_POLLIN); i++) {
+                    s_handle_backend(&self);
+                }
+            }
+            if (items[0].revents & ZMQ_POLLIN) {
+                while (zsock_events(self.control) & ZMQ_POLLIN) {
+                    s_handle_control(&self);
+                }
+            }
+            for (int i = 2; i < count; i++) {
+                if (items[i].revents & ZMQ_POLLIN) {
+                    bool empty;
+                    s_forward(&self, polled[i], &empty);
+                }
+            }
+        }
+        s_tick(&self);
+    }
+    drv_info("stopping forwarded_batches=%lld", (long long)self.forwarded);
+done:
+    zlistx_destroy(&self.frontends);
+    zhashx_destroy(&self.instances);
+    zsock_destroy(&self.backend);
+    zsock_destroy(&self.control);
+    return rc;
+}
