@@ -486,6 +486,7 @@ int drv_broker_run(const char *control_endpoint, const char *data_endpoint)
     zsock_set_linger(self.control, 1000);
     self.backend = zsock_new(ZMQ_ROUTER);
     zsock_set_router_mandatory(self.backend, 1);
+    zsock_set_router_handover(self.backend, 1); // a restarted instance keeps its id
     zsock_set_linger(self.backend, 1000);
     if (zsock_bind(self.backend, "%s", data_endpoint) < 0) {
         drv_error("cannot bind backend endpoint=%s reason=\"%s\"", data_endpoint,

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <msgpack.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define GENERATOR_BATCH 64
@@ -139,6 +140,20 @@ static char *s_expand_path(const char *pattern, const drv_dag_identity_t *who)
     return strdup(out);
 }
 
+//  mkdir -p of a file's directory, so a fresh machine needs no set-up.
+static void s_make_parent_dirs(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            mkdir(buf, 0755); // failures surface as the open() error below
+            *p = '/';
+        }
+    }
+}
+
 static int s_node_init(drv_dag_t *self, node_t *node, const char *type, json_t *config,
                        const drv_dag_identity_t *who, char *err, size_t errlen)
 {
@@ -208,6 +223,7 @@ static int s_node_init(drv_dag_t *self, node_t *node, const char *type, json_t *
         node->path = s_expand_path(json_string_value(json_object_get(config, "path")), who);
         const char *format = json_string_value(json_object_get(config, "format"));
         node->msgpack_format = format && strcmp(format, "msgpack") == 0;
+        s_make_parent_dirs(node->path);
         node->fd = open(node->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         if (node->fd < 0) {
             snprintf(err, errlen, "node %s: cannot open %s: %s", node->id, node->path,

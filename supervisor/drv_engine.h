@@ -1,0 +1,138 @@
+/*  drv_engine — the supervisor's live registry and shared state.
+    groups -> pipelines -> instances, changed while the engine runs. Every
+    supervisor module works on this one structure from the one loop thread. */
+#ifndef DRV_ENGINE_H
+#define DRV_ENGINE_H
+
+#include "drover/drv_config.h"
+#include "drover/drv_cpus.h"
+
+#include <czmq.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define DRV_ID_MAX 200
+#define DRV_MAX_CORES 256
+#define DRV_KILL_GRACE_MS 5000 // after SIGTERM, how long before SIGKILL
+
+typedef enum {
+    DRV_INST_STARTING = 0, // spawned, not yet READY
+    DRV_INST_READY,        // READY and heartbeating; routable
+    DRV_INST_DRAINING,     // asked to drain; finishing what it has
+    DRV_INST_EXITED,       // gone on purpose, or crashed and about to restart
+    DRV_INST_FAILED,       // crashed; waiting out its restart backoff
+} drv_inst_state_t;
+
+typedef struct drv_pipeline_t drv_pipeline_t;
+
+typedef struct {
+    drv_pipeline_t *pipeline;
+    int core;
+    int64_t generation;
+    char id[DRV_ID_MAX];     // {group}/{pipeline}@{generation}#{core}
+    pid_t pid;               // 0 while not running
+    drv_inst_state_t state;
+    bool retiring;           // stopping on purpose: do not restart
+    int restarts;            // restarts of this slot since it was created
+    int64_t recent_restarts[64]; // mono ms of restarts, newest last (ring)
+    int recent_count;
+    int64_t restart_at_ms;   // mono: when to respawn (0: not scheduled)
+    int64_t started_at;      // wall ms of the current process
+    int64_t spawned_mono_ms; // mono ms of the current spawn
+    int64_t ready_mono_ms;   // mono ms it said READY
+    int64_t last_heartbeat_at;   // wall ms
+    int64_t last_heartbeat_mono; // mono ms
+    int64_t records_in, records_out, errors; // from its last heartbeat
+    int64_t term_at_ms;      // mono: send SIGTERM then (0: none)
+    int64_t kill_at_ms;      // mono: send SIGKILL then (0: none)
+    int last_exit_code;      // exit code or 128+signal of the last process
+    char detail[256];        // last failure, for status
+} drv_instance_t;
+
+struct drv_pipeline_t {
+    char group[64];
+    char name[64];
+    char key[140];           // "{group}:{pipeline}"
+    json_t *spec;            // normalized PipelineSpec
+    char *spec_hash;
+    int64_t generation;      // the active generation
+    int cores[DRV_MAX_CORES];
+    int core_count;
+    bool has_zmq;            // has receiver:zmq nodes: the broker routes to it
+    bool degraded;           // restarted more than max_restarts within window_secs
+    bool stopping;           // being shut down
+    char frontend_error[300]; // the broker could not bind a receiver endpoint
+    zlistx_t *instances;     // drv_instance_t, owned
+};
+
+typedef struct {
+    char name[64];
+    zhashx_t *pipelines; // name -> drv_pipeline_t, owned
+} drv_group_t;
+
+typedef struct {
+    drv_config_t *config;
+    drv_cpus_t cpus;          // CPUs droverd may use
+    char *bin_dir;            // where drover-worker and drover-broker live
+    char *control_endpoint;   // ROUTER the broker and workers connect to
+    char *data_endpoint;      // the broker's backend, for workers
+    zsock_t *control;
+    int signal_fd;
+    zhashx_t *groups;         // name -> drv_group_t, owned
+    zhashx_t *live;           // instance id -> drv_instance_t (not owned)
+    //  the broker process
+    pid_t broker_pid;
+    bool broker_connected;
+    int64_t broker_restart_at_ms;
+    int64_t broker_backoff_ms;
+    int broker_restarts;
+    //  shutdown
+    bool shutting_down;
+    int64_t shutdown_deadline_ms;
+    bool broker_stopping;
+    bool done;                // the loop should end
+} drv_engine_t;
+
+//  ---- registry (drv_registry.c)
+drv_group_t *drv_registry_group(drv_engine_t *engine, const char *name, bool create);
+drv_pipeline_t *drv_registry_pipeline(drv_engine_t *engine, const char *group, const char *name);
+//  Creates a pipeline from a normalized spec at generation 1 with one instance
+//  slot per core (not yet started).
+drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *group,
+                                          const char *name, json_t *spec);
+drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *pipeline,
+                                          int core, int64_t generation);
+void drv_registry_remove_instance(drv_engine_t *engine, drv_instance_t *inst);
+drv_instance_t *drv_registry_by_pid(drv_engine_t *engine, pid_t pid);
+//  Calls fn for every instance of every pipeline.
+typedef void(drv_instance_fn)(drv_engine_t *engine, drv_instance_t *inst, void *arg);
+void drv_registry_each_instance(drv_engine_t *engine, drv_instance_fn *fn, void *arg);
+size_t drv_registry_instance_count(drv_engine_t *engine);
+void drv_registry_destroy(drv_engine_t *engine);
+const char *drv_inst_state_name(drv_inst_state_t state);
+
+//  ---- instance lifecycle (drv_lifecycle.c)
+void drv_lifecycle_start(drv_engine_t *engine, drv_instance_t *inst);
+void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *msg);
+void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int status);
+//  Drain, then SIGTERM at the drain deadline, then SIGKILL.
+void drv_lifecycle_retire(drv_engine_t *engine, drv_instance_t *inst, int64_t drain_timeout_ms);
+void drv_lifecycle_kill(drv_engine_t *engine, drv_instance_t *inst);
+//  Restarts, heartbeat checks, deadlines. Returns ms until the next is due (-1 none).
+int64_t drv_lifecycle_tick(drv_engine_t *engine);
+
+//  ---- broker link (drv_broker_link.c)
+void drv_broker_start(drv_engine_t *engine);
+void drv_broker_on_exit(drv_engine_t *engine, int status);
+void drv_broker_on_message(drv_engine_t *engine, void *msg);
+void drv_broker_pipeline_set(drv_engine_t *engine, drv_pipeline_t *pipeline);
+void drv_broker_pipeline_del(drv_engine_t *engine, drv_pipeline_t *pipeline);
+void drv_broker_instance(drv_engine_t *engine, drv_instance_t *inst, int msg_type);
+int64_t drv_broker_tick(drv_engine_t *engine);
+
+//  ---- messaging (drv_supervisor.c)
+int drv_engine_send(drv_engine_t *engine, const char *identity, void *msg);
+
+#endif

@@ -1,0 +1,17 @@
+/*  drv_spawn — start a child: fork, pin, reset signals, exec at once. */
+#ifndef DRV_SPAWN_H
+#define DRV_SPAWN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+//  Starts path with argv (argv[0] becomes the process title). cpu >= 0 pins
+//  the child to that CPU before exec. Returns the pid, or -1 with the reason in
+//  err when fork, pinning or exec failed (an exec failure's errno comes back
+//  over a close-on-exec pipe, so it is reported here and not as a crash).
+pid_t drv_spawn(const char *path, char *const argv[], int cpu, char *err, size_t errlen);
+
+//  Exit status as one number: the exit code, or 128 + signal.
+int drv_spawn_exit_code(int status);
+
+#endif

@@ -1,0 +1,330 @@
+/*  drv_supervisor — the one loop of droverd.
+
+    Everything happens here, on one thread: control messages from the broker and
+    workers, signals through signalfd (SIGCHLD reaps; SIGTERM/SIGINT drain; a
+    second one kills; SIGHUP reloads), and deadlines computed from the registry,
+    so an idle engine sleeps instead of ticking.
+
+    Shutdown, like nginx's: close every front door (the broker forwards what it
+    already accepted), drain every instance, stop the broker last; SIGKILL
+    whatever is left at shutdown_timeout_secs. */
+#include "drv_supervisor.h"
+#include "drv_engine.h"
+#include "drv_signals.h"
+#include "drv_spawn.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_msg.h"
+#include "drover/drv_time.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#define FINAL_REAP_MS 3000
+
+int drv_engine_send(drv_engine_t *engine, const char *identity, void *message)
+{
+    char *data;
+    size_t size;
+    if (drv_msg_encode(message, &data, &size) != 0) {
+        drv_error("cannot encode %s", drv_msg_type_name(((drv_msg_t *)message)->type));
+        return -1;
+    }
+    void *handle = zsock_resolve(engine->control);
+    int rc = zmq_send(handle, identity, strlen(identity), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (rc >= 0) {
+        rc = zmq_send(handle, data, size, ZMQ_DONTWAIT);
+    }
+    if (rc < 0) {
+        drv_debug("send to %s failed: %s", identity, zmq_strerror(zmq_errno()));
+    }
+    free(data);
+    return rc < 0 ? -1 : 0;
+}
+
+static int s_make_run_dir(const char *path)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+                return -1;
+            }
+            *p = '/';
+        }
+    }
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
+        return -1;
+    }
+    return chmod(buf, 0700);
+}
+
+static void s_reap(drv_engine_t *engine)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (pid == engine->broker_pid) {
+            drv_broker_on_exit(engine, status);
+            continue;
+        }
+        drv_instance_t *inst = drv_registry_by_pid(engine, pid);
+        if (inst) {
+            drv_lifecycle_on_exit(engine, inst, status);
+        } else {
+            drv_debug("reaped orphan pid=%d exit=%d", pid, drv_spawn_exit_code(status));
+        }
+    }
+}
+
+static void s_retire_all(drv_engine_t *engine, drv_instance_t *inst, void *arg)
+{
+    drv_lifecycle_retire(engine, inst, *(int64_t *)arg);
+}
+
+static void s_kill_all(drv_engine_t *engine, drv_instance_t *inst, void *arg)
+{
+    (void)arg;
+    drv_lifecycle_kill(engine, inst);
+}
+
+static void s_begin_shutdown(drv_engine_t *engine, int sig)
+{
+    int64_t timeout_ms = (int64_t)engine->config->shutdown_timeout_secs * 1000;
+    engine->shutting_down = true;
+    engine->shutdown_deadline_ms = drv_time_mono_ms() + timeout_ms;
+    drv_info("shutdown started signal=%s timeout_secs=%d instances=%zu", strsignal(sig),
+             engine->config->shutdown_timeout_secs, drv_registry_instance_count(engine));
+    if (engine->groups) {
+        for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+            for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+                p->stopping = true;
+                if (p->has_zmq) {
+                    drv_broker_pipeline_del(engine, p);
+                }
+            }
+        }
+    }
+    //  Leave room between the drain deadline and the hard one for SIGTERM.
+    int64_t drain_ms = timeout_ms > 2 * DRV_KILL_GRACE_MS ? timeout_ms - DRV_KILL_GRACE_MS : timeout_ms / 2;
+    drv_registry_each_instance(engine, s_retire_all, &drain_ms);
+}
+
+static void s_kill_everything(drv_engine_t *engine)
+{
+    drv_registry_each_instance(engine, s_kill_all, NULL);
+    if (engine->broker_pid > 0) {
+        kill(engine->broker_pid, SIGKILL);
+    }
+}
+
+static void s_on_signal(drv_engine_t *engine, int sig)
+{
+    switch (sig) {
+    case SIGCHLD:
+        s_reap(engine);
+        break;
+    case SIGTERM:
+    case SIGINT:
+    case SIGQUIT:
+        if (!engine->shutting_down) {
+            s_begin_shutdown(engine, sig);
+        } else {
+            drv_warn("second %s: killing everything now", strsignal(sig));
+            s_kill_everything(engine);
+            engine->done = true;
+        }
+        break;
+    case SIGHUP:
+        drv_warn("SIGHUP: configuration reload is not available yet; nothing changed");
+        break;
+    default:
+        break;
+    }
+}
+
+static void s_on_control(drv_engine_t *engine)
+{
+    zmsg_t *zmsg = zmsg_recv(engine->control);
+    if (!zmsg) {
+        return;
+    }
+    zframe_t *identity = zmsg_first(zmsg);
+    zframe_t *body = zmsg_next(zmsg);
+    char *who = identity ? zframe_strdup(identity) : NULL;
+    drv_msg_t msg;
+    char err[200];
+    if (!who || !body || zmsg_size(zmsg) != 2) {
+        drv_warn("malformed control envelope from=%s", who ? who : "?");
+    } else if (drv_msg_decode(&msg, zframe_data(body), zframe_size(body), err, sizeof err) != 0) {
+        drv_warn("malformed control message from=%s reason=\"%s\"", who, err);
+    } else {
+        if (strcmp(who, "broker") == 0) {
+            drv_broker_on_message(engine, &msg);
+        } else {
+            drv_instance_t *inst = zhashx_lookup(engine->live, who);
+            if (inst) {
+                drv_lifecycle_on_message(engine, inst, &msg);
+            } else {
+                drv_debug("message from unknown peer=%s type=%s", who, drv_msg_type_name(msg.type));
+            }
+        }
+        drv_msg_clear(&msg);
+    }
+    free(who);
+    zmsg_destroy(&zmsg);
+}
+
+static void s_start_pipelines(drv_engine_t *engine)
+{
+    const char *group_name;
+    json_t *pipelines;
+    json_object_foreach(engine->config->groups, group_name, pipelines)
+    {
+        drv_registry_group(engine, group_name, true);
+        const char *name;
+        json_t *spec;
+        json_object_foreach(pipelines, name, spec)
+        {
+            drv_pipeline_t *pipeline = drv_registry_add_pipeline(engine, group_name, name, spec);
+            drv_info("pipeline created pipeline=%s generation=%lld cores=%d hash=%s", pipeline->key,
+                     (long long)pipeline->generation, pipeline->core_count, pipeline->spec_hash);
+            if (pipeline->has_zmq) {
+                drv_broker_pipeline_set(engine, pipeline);
+            }
+            for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
+                 inst = zlistx_next(pipeline->instances)) {
+                drv_lifecycle_start(engine, inst);
+            }
+        }
+    }
+}
+
+static int64_t s_min_wait(int64_t a, int64_t b)
+{
+    if (a < 0) {
+        return b;
+    }
+    if (b < 0) {
+        return a;
+    }
+    return a < b ? a : b;
+}
+
+//  After the loop: nothing of ours may outlive droverd, and as PID 1 nothing
+//  may be left a zombie.
+static void s_final_reap(drv_engine_t *engine)
+{
+    int64_t deadline = drv_time_mono_ms() + FINAL_REAP_MS;
+    while (drv_time_mono_ms() < deadline) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid < 0 && errno == ECHILD) {
+            return;
+        }
+        if (pid > 0) {
+            if (pid == engine->broker_pid) {
+                engine->broker_pid = 0;
+            }
+            continue;
+        }
+        struct timespec pause = {0, 5 * 1000 * 1000};
+        nanosleep(&pause, NULL); // children are dying; wait for the kernel, not for an event
+    }
+    s_kill_everything(engine);
+}
+
+int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir,
+                       int signal_fd)
+{
+    drv_engine_t engine = {.config = config, .signal_fd = signal_fd};
+    engine.cpus = *cpus;
+    engine.bin_dir = strdup(bin_dir);
+    drv_registry_group(&engine, "default", true); // the default group always exists
+    int rc = DRV_EXIT_OK;
+    if (s_make_run_dir(config->run_dir) != 0) {
+        fprintf(stderr, "droverd: cannot create run_dir %s: %s\n", config->run_dir, strerror(errno));
+        rc = DRV_EXIT_SYSTEM;
+        goto done;
+    }
+    //  Orphans of our children come to us even when we are not PID 1.
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (asprintf(&engine.control_endpoint, "ipc://%s/control.sock", config->run_dir) < 0 ||
+        asprintf(&engine.data_endpoint, "ipc://%s/data.sock", config->run_dir) < 0) {
+        rc = DRV_EXIT_SYSTEM;
+        goto done;
+    }
+    engine.control = zsock_new(ZMQ_ROUTER);
+    zsock_set_router_handover(engine.control, 1); // a restarted worker takes over its id
+    zsock_set_router_mandatory(engine.control, 1);
+    zsock_set_linger(engine.control, 0);
+    if (zsock_bind(engine.control, "%s", engine.control_endpoint) < 0) {
+        fprintf(stderr, "droverd: cannot bind %s: %s\n", engine.control_endpoint,
+                zmq_strerror(zmq_errno()));
+        rc = DRV_EXIT_SYSTEM;
+        goto done;
+    }
+    chmod(engine.control_endpoint + strlen("ipc://"), 0600);
+    drv_info("started pid=%d config=%s cpus=%d run_dir=%s", getpid(), config->path, cpus->count,
+             config->run_dir);
+    drv_broker_start(&engine);
+    s_start_pipelines(&engine);
+
+    while (!engine.done) {
+        int64_t wait = s_min_wait(drv_lifecycle_tick(&engine), drv_broker_tick(&engine));
+        if (engine.shutting_down) {
+            int64_t now = drv_time_mono_ms();
+            if (now >= engine.shutdown_deadline_ms) {
+                drv_warn("shutdown deadline passed: killing what is left instances=%zu",
+                         drv_registry_instance_count(&engine));
+                s_kill_everything(&engine);
+                break;
+            }
+            if (drv_registry_instance_count(&engine) == 0 && !engine.broker_stopping) {
+                engine.broker_stopping = true;
+                if (engine.broker_pid > 0) {
+                    kill(engine.broker_pid, SIGTERM);
+                }
+            }
+            if (engine.broker_stopping && engine.broker_pid == 0) {
+                drv_info("shutdown complete");
+                break;
+            }
+            wait = s_min_wait(wait, engine.shutdown_deadline_ms - now);
+        }
+        zmq_pollitem_t items[2] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
+                                   {NULL, signal_fd, ZMQ_POLLIN, 0}};
+        int ready = zmq_poll(items, 2, wait < 0 ? -1 : (long)wait);
+        if (ready < 0 && zmq_errno() != EINTR) {
+            drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
+            rc = DRV_EXIT_SYSTEM;
+            break;
+        }
+        if (ready > 0 && (items[1].revents & ZMQ_POLLIN)) {
+            int sig;
+            while ((sig = drv_signals_read(signal_fd)) > 0) {
+                s_on_signal(&engine, sig);
+            }
+        }
+        if (ready > 0 && (items[0].revents & ZMQ_POLLIN)) {
+            for (int i = 0; i < 1000 && (zsock_events(engine.control) & ZMQ_POLLIN); i++) {
+                s_on_control(&engine);
+            }
+        }
+    }
+    s_final_reap(&engine);
+done:
+    zsock_destroy(&engine.control);
+    drv_registry_destroy(&engine);
+    free(engine.control_endpoint);
+    free(engine.data_endpoint);
+    free(engine.bin_dir);
+    drv_config_destroy(&config);
+    return rc;
+}

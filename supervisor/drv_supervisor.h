@@ -1,0 +1,18 @@
+/*  drv_supervisor — droverd's loop: the control socket, signals, the broker,
+    every pipeline's instances, and an orderly shutdown. */
+#ifndef DRV_SUPERVISOR_H
+#define DRV_SUPERVISOR_H
+
+#include "drover/drv_config.h"
+
+//  Exit codes of droverd (contract section 1).
+#define DRV_EXIT_OK 0
+#define DRV_EXIT_CONFIG 100
+#define DRV_EXIT_SYSTEM 111
+
+//  Runs until shut down; takes ownership of config. signal_fd comes from
+//  drv_signals_open(), called before any thread started.
+int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir,
+                       int signal_fd);
+
+#endif
