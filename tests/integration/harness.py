@@ -1,0 +1,197 @@
+"""Integration-test harness: runs the real droverd in its own PID namespace
+(unshare --fork --pid --mount-proc), as PID 1, and talks to it only through
+real sockets, files and /proc. Every wait polls with a deadline; nothing sleeps
+to synchronise."""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+import msgpack
+import zmq
+
+BIN = os.environ.get("DROVER_BIN", os.path.join(os.path.dirname(__file__), "../../build/bin"))
+DROVERD = os.path.abspath(os.path.join(BIN, "droverd"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout=10.0, what="condition", interval=0.01):
+    """Polls predicate until it returns a truthy value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def proc_status(pid, field):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return line.split(":", 1)[1].strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None
+
+
+def children_of(pid):
+    """Host pids whose parent is pid (from /proc, so it sees into namespaces)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid:
+            out.append(int(entry))
+    return out
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")[0].decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def zombies_of(pid):
+    return [c for c in children_of(pid) if (proc_status(c, "State") or "").startswith("Z")]
+
+
+class Engine:
+    """One droverd under test, with its own run_dir, config and log."""
+
+    def __init__(self, config_text, name="engine"):
+        self.dir = tempfile.mkdtemp(prefix="drv-")
+        self.run_dir = os.path.join(self.dir, "run")
+        self.out_dir = os.path.join(self.dir, "out")
+        os.makedirs(self.out_dir)
+        self.config_path = os.path.join(self.dir, "drover.yaml")
+        with open(self.config_path, "w") as f:
+            f.write(config_text.replace("{RUN}", self.run_dir).replace("{OUT}", self.out_dir))
+        self.log_path = os.path.join(self.dir, f"{name}.log")
+        self.proc = None
+        self.pid = None  # droverd's host pid (PID 1 inside its namespace)
+
+    def start(self, env=None):
+        self.log = open(self.log_path, "w")
+        full_env = dict(os.environ)
+        full_env.setdefault("DROVER_LOG", "info")
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(
+            ["unshare", "--fork", "--pid", "--mount-proc", DROVERD, "-c", self.config_path],
+            stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
+        self.pid = wait_until(lambda: next(iter(children_of(self.proc.pid)), None), 5,
+                              "droverd to start")
+        wait_until(lambda: "droverd" in cmdline(self.pid), 5, "droverd to exec")
+        return self
+
+    def log_text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def wait_log(self, pattern, timeout=10.0, count=1):
+        regex = re.compile(pattern)
+        return wait_until(lambda: len(regex.findall(self.log_text())) >= count and regex.findall(self.log_text()),
+                          timeout, f"log /{pattern}/ x{count}")
+
+    def instances(self):
+        """{instance id: host pid} of the running workers."""
+        found = {}
+        for child in children_of(self.pid):
+            title = cmdline(child)
+            if "@" in title and "#" in title:
+                state = proc_status(child, "State") or ""
+                if not state.startswith("Z"):
+                    found[title] = child
+        return found
+
+    def wait_instances(self, ids, timeout=10.0):
+        return wait_until(lambda: (lambda now: now if all(i in now for i in ids) else None)(self.instances()),
+                          timeout, f"instances {ids}")
+
+    def signal(self, sig):
+        os.kill(self.pid, sig)
+
+    def wait_exit(self, timeout=30.0):
+        return self.proc.wait(timeout=timeout)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.signal(signal.SIGTERM)
+                self.proc.wait(timeout=15)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.log.close()
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def read_ndjson(path):
+    import json
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+class Producer:
+    def __init__(self, endpoint):
+        self.ctx = zmq.Context.instance()
+        self.sock = self.ctx.socket(zmq.PUSH)
+        self.sock.setsockopt(zmq.LINGER, 5000)
+        self.sock.connect(endpoint)
+
+    def send(self, records):
+        self.sock.send(msgpack.packb(records))
+
+    def send_raw(self, data):
+        self.sock.send(data)
+
+    def close(self):
+        self.sock.close()
+
+
+class EngineTest(unittest.TestCase):
+    engine = None
+
+    def start_engine(self, config, **kw):
+        self.engine = Engine(config).start(**kw)
+        self.addCleanup(self._dump_and_cleanup)
+        return self.engine
+
+    def _dump_and_cleanup(self):
+        if self.engine is None:
+            return
+        result = getattr(getattr(self, "_outcome", None), "result", None)
+        failed = result is not None and any(t is self for t, _ in result.failures + result.errors)
+        self.engine.stop()
+        if failed or os.environ.get("DROVER_TEST_VERBOSE"):
+            print("---- droverd log ----")
+            print(self.engine.log_text()[-20000:])
+        shutil.rmtree(self.engine.dir, ignore_errors=True)

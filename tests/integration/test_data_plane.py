@@ -1,0 +1,129 @@
+"""The data plane through the real binaries: zmq -> transform -> filter -> file
+on two pinned cores, and a generator pipeline producing its configured count."""
+
+import os
+import unittest
+
+from harness import EngineTest, Producer, free_port, proc_status, read_ndjson, wait_until
+
+ZMQ_PIPELINE = """
+engine:
+  run_dir: {RUN}
+  admin: { http: "" }
+  heartbeat_interval_ms: 200
+groups:
+  default:
+    pipelines:
+      ingest:
+        cores: { count: 2 }
+        nodes:
+          in:
+            type: receiver:zmq
+            config: { endpoint: "tcp://127.0.0.1:PORT" }
+            to: [stamp]
+          stamp:
+            type: processor:transform
+            config: { set: { env: prod }, rename: { msg: message }, delete: [debug] }
+            to: [keep]
+          keep:
+            type: processor:filter
+            config: { field: level, op: ge, value: 3 }
+            to: [out]
+          out:
+            type: exporter:file
+            config: { path: "{OUT}/ingest-{core}-{generation}.ndjson", format: ndjson }
+"""
+
+GENERATOR_PIPELINE = """
+engine:
+  run_dir: {RUN}
+  admin: { http: "" }
+groups:
+  default:
+    pipelines:
+      gen:
+        cores: { count: 2 }
+        nodes:
+          g:
+            type: receiver:generator
+            config: { rate: 0, count: 5000, record: { kind: synthetic } }
+            to: [out]
+          out:
+            type: exporter:file
+            config: { path: "{OUT}/gen-{core}.ndjson" }
+"""
+
+
+class DataPlane(EngineTest):
+    def test_zmq_transform_filter_file_on_two_pinned_cores(self):
+        port = free_port()
+        engine = self.start_engine(ZMQ_PIPELINE.replace("PORT", str(port)))
+        ids = ["default/ingest@1#0", "default/ingest@1#1"]
+        engine.wait_log(r"instance ready instance=default/ingest@1#0")
+        engine.wait_log(r"instance ready instance=default/ingest@1#1")
+        pids = engine.wait_instances(ids)
+        for instance, pid in pids.items():
+            core = instance.rsplit("#", 1)[1]
+            self.assertEqual(proc_status(pid, "Cpus_allowed_list"), core, instance)
+
+        producer = Producer(f"tcp://127.0.0.1:{port}")
+        sent = 0
+        expected = {}
+        for batch in range(200):
+            records = []
+            for i in range(10):
+                seq = batch * 10 + i
+                level = seq % 5
+                records.append({"seq": seq, "msg": f"m{seq}", "level": level, "debug": "x"})
+                if level >= 3:
+                    expected[seq] = {"seq": seq, "message": f"m{seq}", "level": level, "env": "prod"}
+            producer.send(records if batch % 2 == 0 else records)
+            sent += len(records)
+        producer.send({"seq": 99999, "msg": "single", "level": 4})  # one map = one record
+        expected[99999] = {"seq": 99999, "message": "single", "level": 4, "env": "prod"}
+        producer.close()
+
+        def outputs():
+            rows = []
+            for core in (0, 1):
+                rows += read_ndjson(os.path.join(engine.out_dir, f"ingest-{core}-1.ndjson"))
+            return rows
+
+        wait_until(lambda: len(outputs()) >= len(expected), 15, "all expected records exported")
+        rows = outputs()
+        self.assertEqual(len(rows), len(expected), "no duplicates, nothing extra")
+        by_seq = {r["seq"]: r for r in rows}
+        self.assertEqual(by_seq, expected)
+        per_core = [len(read_ndjson(os.path.join(engine.out_dir, f"ingest-{c}-1.ndjson"))) for c in (0, 1)]
+        self.assertTrue(all(n > 0 for n in per_core), f"both instances got work: {per_core}")
+
+    def test_junk_from_a_producer_is_rejected_and_the_pipeline_carries_on(self):
+        port = free_port()
+        engine = self.start_engine(ZMQ_PIPELINE.replace("PORT", str(port)).replace("count: 2", "count: 1"))
+        engine.wait_log(r"instance ready instance=default/ingest@1#0")
+        producer = Producer(f"tcp://127.0.0.1:{port}")
+        producer.send_raw(b"\xc1\xc1 not msgpack")
+        producer.send([1, 2, 3])
+        producer.send("a string")
+        producer.send([{"seq": 1, "level": 5}])
+        producer.close()
+        path = os.path.join(engine.out_dir, "ingest-0-1.ndjson")
+        wait_until(lambda: read_ndjson(path), 10, "the good record")
+        self.assertEqual(read_ndjson(path), [{"seq": 1, "level": 5, "env": "prod"}])
+        engine.wait_log(r"rejected producer message .*malformed msgpack")
+        engine.wait_log(r"rejected producer message .*batch item 0 is not a map")
+        engine.wait_log(r"rejected producer message .*neither a map")
+
+    def test_generator_produces_its_configured_count(self):
+        engine = self.start_engine(GENERATOR_PIPELINE)
+        paths = [os.path.join(engine.out_dir, f"gen-{c}.ndjson") for c in (0, 1)]
+        wait_until(lambda: all(len(read_ndjson(p)) >= 5000 for p in paths), 15, "5000 records per core")
+        for core, path in enumerate(paths):
+            rows = read_ndjson(path)
+            self.assertEqual(len(rows), 5000)
+            self.assertEqual([r["seq"] for r in rows], list(range(5000)))
+            self.assertTrue(all(r["core"] == core and r["kind"] == "synthetic" for r in rows))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
