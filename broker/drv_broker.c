@@ -33,7 +33,9 @@ typedef struct {
     bool credit_known;   // it has granted credit to this broker
     bool routable;       // added and not draining
     bool drain_pending;  // drain asked; marker waits for closing frontends
+    bool marker_pending; // marker could not be delivered yet (not connected); retried
     int64_t next_sync_ms;
+    int64_t next_marker_ms;
 } instance_t;
 
 typedef struct {
@@ -140,10 +142,17 @@ static void s_send_marker(broker_t *self, instance_t *inst)
     drv_msg_t msg;
     drv_msg_init(&msg, DRV_MSG_DRAIN);
     if (s_send_msg(self->backend, inst->id, &msg, false) != 0) {
-        drv_warn("drain marker undeliverable instance=%s reason=\"%s\"", inst->id,
-                 zmq_strerror(zmq_errno()));
+        //  Not connected yet (it may be reconnecting to us): retry until it is,
+        //  or until droverd's drain deadline gives up on it.
+        if (!inst->marker_pending) {
+            drv_warn("drain marker undeliverable, retrying instance=%s reason=\"%s\"", inst->id,
+                     zmq_strerror(zmq_errno()));
+        }
+        inst->marker_pending = true;
+        inst->next_marker_ms = drv_time_mono_ms() + SYNC_RETRY_MS;
     } else {
         drv_info("drain marker sent instance=%s", inst->id);
+        inst->marker_pending = false;
     }
     drv_msg_clear(&msg);
     inst->drain_pending = false;
@@ -398,6 +407,9 @@ static void s_handle_backend(broker_t *self)
         if (msg.type == DRV_MSG_CREDIT) {
             instance_t *inst = s_instance(self, identity);
             inst->credit = msg.reset ? msg.n : inst->credit + msg.n;
+            if (!inst->credit_known) {
+                drv_info("instance connected instance=%s credit=%lld", inst->id, (long long)inst->credit);
+            }
             inst->credit_known = true;
         }
         drv_msg_clear(&msg);
@@ -414,6 +426,9 @@ static void s_tick(broker_t *self)
 {
     int64_t now = drv_time_mono_ms();
     for (instance_t *inst = zhashx_first(self->instances); inst; inst = zhashx_next(self->instances)) {
+        if (inst->marker_pending && now >= inst->next_marker_ms) {
+            s_send_marker(self, inst);
+        }
         if (inst->routable && !inst->credit_known && now >= inst->next_sync_ms) {
             drv_msg_t msg;
             drv_msg_init(&msg, DRV_MSG_SYNC);

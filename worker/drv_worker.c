@@ -157,6 +157,7 @@ static int s_fetch_spec(worker_t *self)
             self->data = zsock_new(ZMQ_DEALER);
             zsock_set_identity(self->data, self->instance);
             zsock_set_linger(self->data, 0);
+            zsock_set_reconnect_ivl(self->data, 10); // the broker may be (re)starting
             if (zsock_connect(self->data, "%s", msg.data_endpoint) != 0) {
                 drv_error("cannot connect to broker endpoint=%s", msg.data_endpoint);
                 drv_msg_clear(&msg);

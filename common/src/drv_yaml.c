@@ -17,6 +17,7 @@
 typedef struct {
     json_t *container;       // the object or array being filled
     char *pending_key;       // in a mapping: the key awaiting its value
+    size_t pending_key_line; // where that key was written: what errors point at
     char path[PATH_MAX_LEN]; // dotted path of the container
 } frame_t;
 
@@ -90,6 +91,7 @@ static int s_attach(builder_t *b, json_t *value, size_t line, char *path_out)
             }
             snprintf(path, sizeof path, "%s%s%s", top->path, top->path[0] ? "." : "",
                      top->pending_key);
+            line = top->pending_key_line;
             json_object_set_new(top->container, top->pending_key, value);
             free(top->pending_key);
             top->pending_key = NULL;
@@ -168,6 +170,7 @@ json_t *drv_yaml_parse(const char *text, size_t size, json_t **lines, char *err,
             if (s_expecting_key(&b)) {
                 b.stack[b.depth - 1].pending_key = strndup((const char *)event.data.scalar.value,
                                                            event.data.scalar.length);
+                b.stack[b.depth - 1].pending_key_line = line;
             } else {
                 failed = s_attach(&b, s_scalar_value(&event), line, NULL) != 0;
             }

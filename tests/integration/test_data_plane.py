@@ -61,6 +61,8 @@ class DataPlane(EngineTest):
         ids = ["default/ingest@1#0", "default/ingest@1#1"]
         engine.wait_log(r"instance ready instance=default/ingest@1#0")
         engine.wait_log(r"instance ready instance=default/ingest@1#1")
+        engine.wait_log(r"instance connected instance=default/ingest@1#0")
+        engine.wait_log(r"instance connected instance=default/ingest@1#1")
         pids = engine.wait_instances(ids)
         for instance, pid in pids.items():
             core = instance.rsplit("#", 1)[1]

@@ -1,0 +1,96 @@
+/*  Engine configuration: YAML typing, line numbers in errors, engine checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drover/drv_config.h"
+#include "drover/drv_yaml.h"
+
+#include <string.h>
+
+static drv_cpus_t s_cpus = {.count = 2, .ids = {0, 1}};
+
+static void test_yaml_scalars_are_typed_and_lines_recorded(void **state)
+{
+    (void)state;
+    const char *text = "a: 1\nb: 1.5\nc: true\nd: null\ne: \"1\"\nf: hello\ng:\n  - x\n  - {h: -3}\n";
+    json_t *lines = NULL;
+    char err[200];
+    json_t *doc = drv_yaml_parse(text, strlen(text), &lines, err, sizeof err);
+    assert_non_null(doc);
+    assert_true(json_is_integer(json_object_get(doc, "a")));
+    assert_true(json_is_real(json_object_get(doc, "b")));
+    assert_true(json_is_true(json_object_get(doc, "c")));
+    assert_true(json_is_null(json_object_get(doc, "d")));
+    assert_string_equal(json_string_value(json_object_get(doc, "e")), "1");
+    assert_string_equal(json_string_value(json_object_get(doc, "f")), "hello");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(doc, "g"), 1), "h")), -3);
+    assert_int_equal(drv_yaml_line_of(lines, "f"), 6);
+    assert_int_equal(drv_yaml_line_of(lines, "g[1].h"), 9);
+    assert_int_equal(drv_yaml_line_of(lines, "g[1].h.deeper"), 9);
+    json_decref(doc);
+    json_decref(lines);
+}
+
+static void test_yaml_refuses_duplicates_aliases_and_syntax_errors(void **state)
+{
+    (void)state;
+    char err[200];
+    const char *dup = "a: 1\na: 2\n";
+    assert_null(drv_yaml_parse(dup, strlen(dup), NULL, err, sizeof err));
+    assert_string_equal(err, "line 2: duplicate key \"a\"");
+    const char *alias = "a: &x 1\nb: *x\n";
+    assert_null(drv_yaml_parse(alias, strlen(alias), NULL, err, sizeof err));
+    assert_non_null(strstr(err, "aliases"));
+    const char *broken = "a: [1, 2\n";
+    assert_null(drv_yaml_parse(broken, strlen(broken), NULL, err, sizeof err));
+    assert_non_null(strstr(err, "line"));
+}
+
+static void test_config_defaults(void **state)
+{
+    (void)state;
+    char err[300];
+    const char *text = "engine:\n  run_dir: /tmp/d\n";
+    drv_config_t *config = drv_config_parse(text, strlen(text), "f.yaml", &s_cpus, err, sizeof err);
+    assert_non_null(config);
+    assert_string_equal(config->admin_zmq, "ipc:///tmp/d/admin.sock");
+    assert_string_equal(config->admin_events, "ipc:///tmp/d/events.sock");
+    assert_string_equal(config->admin_http, "127.0.0.1:8080");
+    assert_int_equal(config->shutdown_timeout_secs, 30);
+    assert_null(config->http_token_file);
+    drv_config_destroy(&config);
+    drv_config_destroy(&config); // safe twice
+}
+
+static void test_config_errors_name_file_line_field(void **state)
+{
+    (void)state;
+    char err[300];
+    const char *text = "engine:\n  admin:\n    zmq: tcp://0.0.0.0:1\n    insecure: false\n";
+    assert_null(drv_config_parse(text, strlen(text), "f.yaml", &s_cpus, err, sizeof err));
+    assert_non_null(strstr(err, "f.yaml:3: engine.admin.zmq: tcp:// admin endpoint without CURVE"));
+    const char *insecure = "engine:\n  admin:\n    zmq: tcp://0.0.0.0:1\n    http: 0.0.0.0:80\n    insecure: true\n";
+    drv_config_t *config = drv_config_parse(insecure, strlen(insecure), "f.yaml", &s_cpus, err, sizeof err);
+    assert_non_null(config);
+    drv_config_destroy(&config);
+    const char *two = "engine:\n  shutdown_timeout_secs: 0\n  credit_window: x\n";
+    assert_null(drv_config_parse(two, strlen(two), "f.yaml", &s_cpus, err, sizeof err));
+    assert_non_null(strstr(err, "f.yaml:2: engine.shutdown_timeout_secs: must be an integer >= 1 (and 1 more problem)"));
+    const char *group = "groups:\n  BAD:\n    pipelines: {}\n";
+    assert_null(drv_config_parse(group, strlen(group), "f.yaml", &s_cpus, err, sizeof err));
+    assert_non_null(strstr(err, "f.yaml:2: groups.BAD: group name must match"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_yaml_scalars_are_typed_and_lines_recorded),
+        cmocka_unit_test(test_yaml_refuses_duplicates_aliases_and_syntax_errors),
+        cmocka_unit_test(test_config_defaults),
+        cmocka_unit_test(test_config_errors_name_file_line_field),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

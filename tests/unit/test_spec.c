@@ -1,0 +1,159 @@
+/*  PipelineSpec validation: every invalid case of contract section 3 is
+    reported with its path; defaults are filled; the hash ignores key order. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drover/drv_spec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static drv_cpus_t s_cpus = {.count = 4, .ids = {0, 1, 2, 3}};
+
+//  Validates a JSON spec; expects exactly the problem (path, message substring).
+static void s_expect_problem(const char *json, const char *path, const char *message)
+{
+    json_error_t jerr;
+    json_t *spec = json_loads(json, 0, &jerr);
+    if (!spec) {
+        fail_msg("bad test JSON: %s", jerr.text);
+    }
+    drv_problems_t *problems = drv_problems_new();
+    json_t *normalized = drv_spec_normalize(spec, &s_cpus, "", problems);
+    assert_null(normalized);
+    bool found = false;
+    for (size_t i = 0; i < drv_problems_count(problems); i++) {
+        if (strcmp(drv_problems_path(problems, i), path) == 0 &&
+            strstr(drv_problems_message(problems, i), message)) {
+            found = true;
+        }
+    }
+    if (!found) {
+        for (size_t i = 0; i < drv_problems_count(problems); i++) {
+            printf("  got %s: %s\n", drv_problems_path(problems, i), drv_problems_message(problems, i));
+        }
+        fail_msg("expected %s: %s", path, message);
+    }
+    drv_problems_destroy(&problems);
+    json_decref(spec);
+}
+
+#define GEN "\"in\":{\"type\":\"receiver:generator\",\"to\":[\"out\"]}"
+#define NULLOUT "\"out\":{\"type\":\"exporter:null\"}"
+
+static void test_invalid_specs_name_path_and_reason(void **state)
+{
+    (void)state;
+    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"keep\"]},"
+                     "\"keep\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"level\",\"op\":\"gte\",\"value\":3},\"to\":[\"out\"]}," NULLOUT "}}",
+                     "nodes.keep.config.op", "unknown op \"gte\"");
+    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:kafka\"}}}", "nodes.out.type",
+                     "unknown node type");
+    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"x\"]}," NULLOUT "}}",
+                     "nodes.in.to", "dangling: no node \"x\"");
+    s_expect_problem("{\"nodes\":{" NULLOUT "}}", "nodes", "at least one receiver");
+    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"t\"]},"
+                     "\"t\":{\"type\":\"processor:transform\",\"to\":[\"t\"]}}}",
+                     "nodes", "at least one exporter");
+    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"a\"]},"
+                     "\"a\":{\"type\":\"processor:transform\",\"to\":[\"b\",\"out\"]},"
+                     "\"b\":{\"type\":\"processor:transform\",\"to\":[\"a\"]}," NULLOUT "}}",
+                     "nodes.a.to", "cycle");
+    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:null\",\"config\":{\"speed\":1}}}}",
+                     "nodes.out.config.speed", "unknown config key \"speed\"");
+    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\"}}}", "nodes.out.config.path",
+                     "required");
+    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"udp://x\"},\"to\":[\"out\"]}," NULLOUT "}}",
+                     "nodes.in.config.endpoint", "must start with tcp:// or ipc://");
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT ",\"Bad!\":{\"type\":\"exporter:null\"}}}", "nodes.Bad!",
+                     "must match");
+    s_expect_problem("{\"cores\":{\"count\":5},\"nodes\":{" GEN "," NULLOUT "}}", "cores.count",
+                     "5 cores asked, only 4 CPUs allowed");
+    s_expect_problem("{\"cores\":{\"set\":[1,9]},\"nodes\":{" GEN "," NULLOUT "}}", "cores.set[1]",
+                     "CPU 9 is not among");
+    s_expect_problem("{\"cores\":{\"count\":1,\"all\":true},\"nodes\":{" GEN "," NULLOUT "}}", "cores",
+                     "exactly one of");
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"extra\":1}", "extra", "unknown key");
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"restart\":{\"max_restarts\":-1}}}",
+                     "policies.restart.max_restarts", ">= 0");
+    s_expect_problem("{\"nodes\":{" GEN ",\"f\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\"},\"to\":[\"out\"]}," NULLOUT "}}",
+                     "nodes.f", "not reachable from any receiver");
+    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"f\"]},\"f\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\"},\"to\":[\"out\"]}," NULLOUT "}}",
+                     "nodes.f.config.value", "required unless op is exists");
+    s_expect_problem("{\"nodes\":{" GEN ",\"o2\":{\"type\":\"exporter:null\"}," NULLOUT "}}", "nodes.o2",
+                     "not reachable from any receiver");
+    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"in2\"]},"
+                     "\"in2\":{\"type\":\"receiver:generator\",\"to\":[\"out\"]}," NULLOUT "}}",
+                     "nodes.in.to", "is a receiver and cannot take input");
+    s_expect_problem("[]", "", "must be a map");
+}
+
+static void test_defaults_are_filled_and_hash_ignores_key_order(void **state)
+{
+    (void)state;
+    json_t *a = json_loads("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/x\"}}}}", 0, NULL);
+    json_t *b = json_loads("{\"nodes\":{\"out\":{\"config\":{\"format\":\"ndjson\",\"path\":\"/x\"},\"type\":\"exporter:file\",\"to\":[]}," GEN "},"
+                           "\"cores\":{\"count\":1},\"policies\":{\"rollout\":{\"step_timeout_secs\":60}}}", 0, NULL);
+    drv_problems_t *problems = drv_problems_new();
+    json_t *na = drv_spec_normalize(a, &s_cpus, "", problems);
+    json_t *nb = drv_spec_normalize(b, &s_cpus, "", problems);
+    assert_int_equal(drv_problems_count(problems), 0);
+    assert_non_null(na);
+    assert_non_null(nb);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(na, "cores"), "count")), 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(json_object_get(na, "nodes"), "out"), "config"), "format")),
+                        "ndjson");
+    assert_int_equal(drv_spec_policy(na, "restart", "max_backoff_ms"), 30000);
+    assert_int_equal(drv_spec_policy(na, "rollout", "drain_timeout_secs"), 60);
+    char *ha = drv_spec_hash(na);
+    char *hb = drv_spec_hash(nb);
+    assert_string_equal(ha, hb);
+    assert_int_equal(strncmp(ha, "sha1:", 5), 0);
+    //  A real change changes the hash.
+    json_object_set_new(json_object_get(na, "cores"), "count", json_integer(2));
+    char *hc = drv_spec_hash(na);
+    assert_string_not_equal(ha, hc);
+    free(ha);
+    free(hb);
+    free(hc);
+    json_decref(na);
+    json_decref(nb);
+    json_decref(a);
+    json_decref(b);
+    drv_problems_destroy(&problems);
+}
+
+static void test_cores_resolve_from_allowed_cpus(void **state)
+{
+    (void)state;
+    drv_cpus_t cpus = {.count = 3, .ids = {2, 5, 7}};
+    int cores[8];
+    json_t *spec = json_pack("{s:{s:i}}", "cores", "count", 2);
+    assert_int_equal(drv_spec_cores(spec, &cpus, cores, 8), 2);
+    assert_int_equal(cores[0], 2);
+    assert_int_equal(cores[1], 5);
+    json_decref(spec);
+    spec = json_pack("{s:{s:[i,i]}}", "cores", "set", 7, 2);
+    assert_int_equal(drv_spec_cores(spec, &cpus, cores, 8), 2);
+    assert_int_equal(cores[0], 2);
+    assert_int_equal(cores[1], 7);
+    json_decref(spec);
+    spec = json_pack("{s:{s:b}}", "cores", "all", 1);
+    assert_int_equal(drv_spec_cores(spec, &cpus, cores, 8), 3);
+    json_decref(spec);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_invalid_specs_name_path_and_reason),
+        cmocka_unit_test(test_defaults_are_filled_and_hash_ignores_key_order),
+        cmocka_unit_test(test_cores_resolve_from_allowed_cpus),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
