@@ -52,9 +52,11 @@ static void s_schedule_restart(drv_engine_t *engine, drv_instance_t *inst)
     inst->recent_restarts[inst->recent_count++] = now;
     inst->restarts++;
     int recent = s_recent(inst, now);
-    int64_t backoff = s_policy(inst, "restart", "initial_backoff_ms");
+    //  A one-off crash restarts at once (as s6 does); a second one within the
+    //  window waits initial_backoff_ms, and each further one twice as long.
+    int64_t backoff = recent <= 1 ? 0 : s_policy(inst, "restart", "initial_backoff_ms");
     int64_t maximum = s_policy(inst, "restart", "max_backoff_ms");
-    for (int i = 1; i < recent && backoff < maximum; i++) {
+    for (int i = 2; i < recent && backoff < maximum; i++) {
         backoff *= 2;
     }
     if (backoff > maximum) {
