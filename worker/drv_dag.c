@@ -6,6 +6,7 @@
 #include "drv_ndjson.h"
 
 #include "drover/drv_log.h"
+#include "drover/drv_mpcheck.h"
 #include "drover/drv_mpjson.h"
 #include "drover/drv_time.h"
 
@@ -625,11 +626,13 @@ int drv_dag_ingest(drv_dag_t *self, const char *node_id, const void *data, size_
     msgpack_zone_clear(&self->batch_zone);
     msgpack_object root;
     size_t offset = 0;
-    msgpack_unpack_return rc = msgpack_unpack(data, size, &offset, &self->batch_zone, &root);
-    if (rc != MSGPACK_UNPACK_SUCCESS) {
-        snprintf(err, errlen, "%s", rc == MSGPACK_UNPACK_EXTRA_BYTES ? "trailing bytes after the message"
-                                    : rc == MSGPACK_UNPACK_CONTINUE  ? "truncated msgpack"
-                                                                     : "malformed msgpack");
+    //  Checked first: a hostile count must not become a huge allocation.
+    if (drv_mpcheck(data, size, err, errlen) != 0) {
+        self->errors++;
+        return -1;
+    }
+    if (msgpack_unpack(data, size, &offset, &self->batch_zone, &root) != MSGPACK_UNPACK_SUCCESS) {
+        snprintf(err, errlen, "malformed msgpack");
         self->errors++;
         return -1;
     }

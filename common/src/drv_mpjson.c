@@ -4,6 +4,7 @@
     frame cannot exhaust the stack. */
 #include "drover/drv_mpjson.h"
 #include "drv_mpjson_internal.h"
+#include "drover/drv_mpcheck.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,13 +160,10 @@ json_t *drv_mpjson_decode(const void *data, size_t size, char *err, size_t errle
     msgpack_object obj;
     size_t offset = 0;
     json_t *result = NULL;
-    msgpack_unpack_return rc = msgpack_unpack(data, size, &offset, &zone, &obj);
-    if (rc == MSGPACK_UNPACK_SUCCESS) {
+    if (drv_mpcheck(data, size, err, errlen) != 0) {
+        // err says why
+    } else if (msgpack_unpack(data, size, &offset, &zone, &obj) == MSGPACK_UNPACK_SUCCESS) {
         result = drv_mpjson_from_object(&obj, 0, err, errlen);
-    } else if (rc == MSGPACK_UNPACK_EXTRA_BYTES) {
-        snprintf(err, errlen, "%zu trailing bytes after the value", size - offset);
-    } else if (rc == MSGPACK_UNPACK_CONTINUE) {
-        snprintf(err, errlen, "truncated msgpack (%zu bytes)", size);
     } else {
         snprintf(err, errlen, "malformed msgpack");
     }

@@ -2,6 +2,7 @@
     One table says which fields each message type requires or allows; encode and
     decode both follow it, so adding a message is one row, not two functions. */
 #include "drover/drv_msg.h"
+#include "drover/drv_mpcheck.h"
 #include "drv_mpjson_internal.h"
 
 #include <stdio.h>
@@ -240,11 +241,11 @@ int drv_msg_decode(drv_msg_t *msg, const void *data, size_t size, char *err, siz
     msgpack_object root;
     size_t offset = 0;
     int rc = -2;
-    msgpack_unpack_return urc = msgpack_unpack(data, size, &offset, &zone, &root);
-    if (urc != MSGPACK_UNPACK_SUCCESS) {
-        snprintf(err, errlen, urc == MSGPACK_UNPACK_EXTRA_BYTES ? "trailing bytes after message"
-                              : urc == MSGPACK_UNPACK_CONTINUE  ? "truncated message"
-                                                                : "malformed msgpack");
+    if (drv_mpcheck(data, size, err, errlen) != 0) {
+        goto done;
+    }
+    if (msgpack_unpack(data, size, &offset, &zone, &root) != MSGPACK_UNPACK_SUCCESS) {
+        snprintf(err, errlen, "malformed msgpack");
         goto done;
     }
     if (root.type != MSGPACK_OBJECT_MAP) {

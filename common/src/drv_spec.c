@@ -386,8 +386,9 @@ static json_t *s_nodes(ctx_t *ctx, json_t *nodes)
                 s_problem(ctx, to_path, "required: where %s sends its records", id);
             }
         }
-        json_t *config_out = type ? s_node_config(ctx, path, type, config ? config : json_object())
-                                  : json_object();
+        json_t *empty = json_object();
+        json_t *config_out = type ? s_node_config(ctx, path, type, config ? config : empty) : json_object();
+        json_decref(empty);
         json_object_set_new(result, id,
                             json_pack("{s:s, s:o, s:o}", "type",
                                       json_is_string(type_name) ? json_string_value(type_name) : "",

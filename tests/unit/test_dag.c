@@ -206,13 +206,15 @@ static void test_malformed_input_is_counted_not_forwarded(void **state)
     assert_int_equal(drv_dag_ingest(dag, "in", "\x92\x01\x02", 3, err, sizeof err), -1);
     assert_string_equal(err, "batch item 0 is not a map");
     assert_int_equal(drv_dag_ingest(dag, "in", "\x81\xa1k", 3, err, sizeof err), -1);
-    assert_string_equal(err, "truncated msgpack");
+    assert_string_equal(err, "truncated msgpack (3 bytes)");
+    assert_int_equal(drv_dag_ingest(dag, "in", "\xdd\x7f\xff\xff\xff", 5, err, sizeof err), -1);
+    assert_non_null(strstr(err, "claims 2147483647 items"));
     assert_int_equal(drv_dag_ingest(dag, "nope", "\x80", 1, err, sizeof err), -1);
     assert_int_equal(drv_dag_ingest(dag, "in", "\x80", 1, err, sizeof err), 1); // an empty map is a record
     int64_t in, out, errors;
     drv_dag_counters(dag, &in, &out, &errors);
     assert_int_equal(in, 1);
-    assert_int_equal(errors, 4);
+    assert_int_equal(errors, 5);
     drv_dag_destroy(&dag);
 }
 

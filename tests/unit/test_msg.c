@@ -106,10 +106,10 @@ static void test_malformed_messages_are_refused(void **state)
     drv_msg_t msg;
     const char garbage[] = "\xc1\xc1\xc1";
     assert_int_equal(drv_msg_decode(&msg, garbage, 3, err, sizeof err), -2);
-    assert_string_equal(err, "malformed msgpack");
+    assert_string_equal(err, "malformed msgpack: byte 0xc1 at offset 0");
     const char truncated[] = "\x83\xa1v\x01";
     assert_int_equal(drv_msg_decode(&msg, truncated, 4, err, sizeof err), -2);
-    assert_string_equal(err, "truncated message");
+    assert_string_equal(err, "container at offset 1 claims 6 items in 3 bytes");
     assert_int_equal(drv_msg_decode(&msg, "", 0, err, sizeof err), -2);
     assert_int_equal(s_decode_map("[1,2]", err, sizeof err), -2);
     assert_string_equal(err, "message is not a map");
@@ -134,7 +134,7 @@ static void test_malformed_messages_are_refused(void **state)
     data = realloc(data, size + 1);
     data[size] = 0;
     assert_int_equal(drv_msg_decode(&msg, data, size + 1, err, sizeof err), -2);
-    assert_string_equal(err, "trailing bytes after message");
+    assert_string_equal(err, "1 trailing bytes after the message");
     free(data);
     json_decref(value);
 }
@@ -155,6 +155,24 @@ static void test_random_bytes_never_crash(void **state)
         assert_true(rc == 0 || rc == -2);
         drv_msg_clear(&msg);
     }
+}
+
+static void test_hostile_counts_are_refused_without_allocating(void **state)
+{
+    (void)state;
+    char err[200];
+    drv_msg_t msg;
+    //  array32 claiming 4 billion items, map32 claiming as many pairs, a str32 longer than the frame.
+    assert_int_equal(drv_msg_decode(&msg, "\xdd\xff\xff\xff\xff", 5, err, sizeof err), -2);
+    assert_non_null(strstr(err, "claims 4294967295 items in 0 bytes"));
+    assert_int_equal(drv_msg_decode(&msg, "\xdf\xff\xff\xff\xff\x01", 6, err, sizeof err), -2);
+    assert_int_equal(drv_msg_decode(&msg, "\xdb\xff\xff\xff\xff" "ab", 7, err, sizeof err), -2);
+    assert_non_null(strstr(err, "truncated"));
+    char deep[40];
+    memset(deep, 0x91, sizeof deep);
+    deep[sizeof deep - 1] = 0x01;
+    assert_int_equal(drv_msg_decode(&msg, deep, sizeof deep, err, sizeof err), -2);
+    assert_non_null(strstr(err, "nested deeper than 32 levels"));
 }
 
 static void test_mpjson_round_trip_and_depth_limit(void **state)
@@ -185,6 +203,7 @@ int main(void)
         cmocka_unit_test(test_missing_required_field_is_not_encoded),
         cmocka_unit_test(test_malformed_messages_are_refused),
         cmocka_unit_test(test_random_bytes_never_crash),
+        cmocka_unit_test(test_hostile_counts_are_refused_without_allocating),
         cmocka_unit_test(test_mpjson_round_trip_and_depth_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
