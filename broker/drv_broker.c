@@ -25,6 +25,10 @@
 #define CLOSE_FLUSH_MS 200
 #define SYNC_RETRY_MS 100
 #define HEARTBEAT_MS 1000
+//  Messages queued in a front door before producers block. With credit this
+//  bounds the broker's memory at (FRONT_DOOR_HWM + instances x credit_window)
+//  messages per pipeline.
+#define FRONT_DOOR_HWM 100
 
 typedef struct {
     char *id;            // instance id, also its routing id on the backend
@@ -312,6 +316,7 @@ static void s_pipeline_set(broker_t *self, drv_msg_t *msg)
         fe->endpoint = strdup(endpoint);
         fe->pull = zsock_new(ZMQ_PULL);
         zsock_set_linger(fe->pull, 0);
+        zsock_set_rcvhwm(fe->pull, FRONT_DOOR_HWM);
         drv_msg_t header;
         drv_msg_init(&header, DRV_MSG_BATCH);
         drv_msg_set_str(&header, DRV_F_NODE, node);

@@ -236,12 +236,18 @@ static int s_node_init(drv_dag_t *self, node_t *node, const char *type, json_t *
         const char *kind = json_string_value(json_object_get(config, "socket"));
         const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
         node->socket = zsock_new(kind && strcmp(kind, "pub") == 0 ? ZMQ_PUB : ZMQ_PUSH);
+        if (node->socket) {
+            //  Batches queued for a slow or absent downstream: bounded (set before
+            //  connect), so a stalled consumer becomes back-pressure, not memory.
+            int64_t hwm = json_integer_value(json_object_get(config, "hwm"));
+            zsock_set_sndhwm(node->socket, hwm > 0 ? (int)hwm : 100);
+        }
         if (!node->socket || zsock_connect(node->socket, "%s", endpoint) != 0) {
             snprintf(err, errlen, "node %s: cannot connect %s: %s", node->id, endpoint,
                      zmq_strerror(zmq_errno()));
             return -1;
         }
-        zsock_set_linger(node->socket, 1000);
+        zsock_set_linger(node->socket, 5000);
     } else if (strcmp(type, "exporter:null") == 0) {
         node->kind = NODE_EXPORTER_NULL;
     } else {

@@ -62,7 +62,9 @@ static const node_type_t s_node_types[] = {
      {{"path", K_STRING, true, NULL, NULL}, {"format", K_CHOICE, false, "\"ndjson\"", "ndjson msgpack"}}},
     {"exporter:zmq",
      ROLE_EXPORTER,
-     {{"endpoint", K_ENDPOINT, true, NULL, NULL}, {"socket", K_CHOICE, false, "\"push\"", "push pub"}}},
+     {{"endpoint", K_ENDPOINT, true, NULL, NULL},
+      {"socket", K_CHOICE, false, "\"push\"", "push pub"},
+      {"hwm", K_NONNEG_INT, false, "100", NULL}}},
     {"exporter:null", ROLE_EXPORTER, {{NULL}}},
 };
 

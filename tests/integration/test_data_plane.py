@@ -2,7 +2,11 @@
 on two pinned cores, and a generator pipeline producing its configured count."""
 
 import os
+import time
 import unittest
+
+import msgpack
+import zmq
 
 from harness import EngineTest, Producer, free_port, proc_status, read_ndjson, wait_until
 
@@ -125,6 +129,68 @@ class DataPlane(EngineTest):
             self.assertEqual(len(rows), 5000)
             self.assertEqual([r["seq"] for r in rows], list(range(5000)))
             self.assertTrue(all(r["core"] == core and r["kind"] == "synthetic" for r in rows))
+
+
+    def test_slow_consumer_pushes_back_on_producers_and_nothing_is_lost(self):
+        # The pipeline exports to a zmq PUSH endpoint nobody reads yet: the worker
+        # blocks, stops granting credit, the broker stops reading the front door,
+        # and the producer's send finally blocks. Then a consumer appears and every
+        # record arrives, once.
+        port, down = free_port(), free_port()
+        config = FORWARD.replace("PORT", str(port)).replace("DOWN", str(down))
+        engine = self.start_engine(config)
+        engine.wait_log(r"instance connected instance=default/fwd@1#0")
+        ctx = zmq.Context()
+        push = ctx.socket(zmq.PUSH)
+        push.setsockopt(zmq.SNDHWM, 10)
+        push.setsockopt(zmq.SNDTIMEO, 200)
+        push.setsockopt(zmq.LINGER, 0)
+        push.connect(f"tcp://127.0.0.1:{port}")
+        payload = [{"pad": "x" * 1000}] * 100  # ~100 kB per message
+        sent = 0
+        blocked = False
+        for i in range(20000):  # bounded: at most ~2 GB would be needed to never block
+            try:
+                push.send(msgpack.packb([dict(r, seq=i * 100 + k) for k, r in enumerate(payload)]))
+                sent += 1
+            except zmq.Again:
+                blocked = True
+                break
+        self.assertTrue(blocked, f"producer never felt back-pressure after {sent} messages")
+        # What can be in flight: the producer's HWM, kernel socket buffers, the
+        # front door's HWM (100) and one credit window (4). Far below 20000.
+        self.assertLess(sent, 400)
+        pull = ctx.socket(zmq.PULL)
+        pull.bind(f"tcp://127.0.0.1:{down}")
+        seqs = []
+        deadline = time.monotonic() + 20
+        while len(seqs) < sent * 100 and time.monotonic() < deadline:
+            if pull.poll(200):
+                seqs += [r["seq"] for r in msgpack.unpackb(pull.recv())]
+        self.assertEqual(sorted(seqs), list(range(sent * 100)))
+        push.close()
+        pull.close(linger=0)
+        ctx.term()
+
+
+FORWARD = """
+engine:
+  run_dir: {RUN}
+  admin: { http: "" }
+  credit_window: 4
+groups:
+  default:
+    pipelines:
+      fwd:
+        nodes:
+          in:
+            type: receiver:zmq
+            config: { endpoint: "tcp://127.0.0.1:PORT" }
+            to: [out]
+          out:
+            type: exporter:zmq
+            config: { endpoint: "tcp://127.0.0.1:DOWN", socket: push }
+"""
 
 
 if __name__ == "__main__":

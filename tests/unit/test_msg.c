@@ -10,6 +10,7 @@
 #include "drover/drv_msg.h"
 
 #include <msgpack.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,51 @@ static void test_every_message_round_trips(void **state)
         drv_msg_clear(&msg);
         drv_msg_clear(&back);
     }
+}
+
+//  For every message type: each of its fields, dropped from a full message,
+//  is either optional (still decodes) or required (refused, naming it).
+static void test_every_message_refuses_each_missing_required_field(void **state)
+{
+    (void)state;
+    static const char *names[] = {"role", "instance", "pipeline", "node", "endpoint", "reason",
+                                  "data_endpoint", "pid", "generation", "core", "heartbeat_ms",
+                                  "credit_window", "n", "records_in", "records_out", "errors",
+                                  "batches", "ok", "reset", "spec", "receivers"};
+    int refusals = 0;
+    for (int type = 0; type < DRV_MSG_TYPE_COUNT; type++) {
+        drv_msg_t full;
+        s_fill(&full, (drv_msg_type_t)type);
+        char *data;
+        size_t size;
+        assert_int_equal(drv_msg_encode(&full, &data, &size), 0);
+        char err[200];
+        json_t *doc = drv_mpjson_decode(data, size, err, sizeof err);
+        assert_non_null(doc);
+        free(data);
+        for (int f = 0; f < DRV_F_COUNT; f++) {
+            if (!json_object_get(doc, names[f])) {
+                continue;
+            }
+            json_t *partial = json_deep_copy(doc);
+            json_object_del(partial, names[f]);
+            assert_int_equal(drv_mpjson_encode(partial, &data, &size), 0);
+            drv_msg_t back;
+            int rc = drv_msg_decode(&back, data, size, err, sizeof err);
+            if (rc != 0) {
+                char expected[120];
+                snprintf(expected, sizeof expected, "%s: missing field %s", drv_msg_type_name(type), names[f]);
+                assert_string_equal(err, expected);
+                refusals++;
+            }
+            drv_msg_clear(&back);
+            free(data);
+            json_decref(partial);
+        }
+        json_decref(doc);
+        drv_msg_clear(&full);
+    }
+    assert_true(refusals >= 30); // the table's required fields, all enforced
 }
 
 static void test_missing_required_field_is_not_encoded(void **state)
@@ -201,6 +247,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_message_round_trips),
         cmocka_unit_test(test_missing_required_field_is_not_encoded),
+        cmocka_unit_test(test_every_message_refuses_each_missing_required_field),
         cmocka_unit_test(test_malformed_messages_are_refused),
         cmocka_unit_test(test_random_bytes_never_crash),
         cmocka_unit_test(test_hostile_counts_are_refused_without_allocating),
