@@ -39,6 +39,7 @@ void drv_broker_start(drv_engine_t *engine)
     engine->broker_pid = pid;
     s_broker_started_mono = drv_time_mono_ms();
     drv_info("broker started pid=%d", pid);
+    drv_events_publish(engine, "broker.started", NULL, NULL, json_pack("{s:i}", "pid", pid));
 }
 
 void drv_broker_on_exit(drv_engine_t *engine, int status)
@@ -46,6 +47,10 @@ void drv_broker_on_exit(drv_engine_t *engine, int status)
     int code = drv_spawn_exit_code(status);
     engine->broker_pid = 0;
     engine->broker_connected = false;
+    drv_events_publish(engine, "broker.exited", NULL, NULL,
+                       json_pack("{s:o, s:o, s:b}", "exit_code", code < 128 ? json_integer(code) : json_null(),
+                                 "signal", code > 128 ? json_integer(code - 128) : json_null(),
+                                 "expected", engine->shutting_down));
     if (engine->shutting_down) {
         drv_info("broker exited exit=%d", code);
         return;
@@ -160,6 +165,7 @@ void drv_broker_on_message(drv_engine_t *engine, void *message)
         break;
     }
     case DRV_MSG_HEARTBEAT:
+        engine->broker_forwarded = msg->batches;
         break;
     default:
         drv_warn("unexpected message from broker type=%s", drv_msg_type_name(msg->type));

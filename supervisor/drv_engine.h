@@ -27,6 +27,14 @@ typedef enum {
 
 typedef struct drv_pipeline_t drv_pipeline_t;
 
+//  A PipelineStatus condition, Kubernetes style.
+typedef struct {
+    bool status;
+    char reason[48];    // CamelCase, machine-readable
+    char message[300];  // for humans
+    int64_t since;      // wall ms of the last change of status
+} drv_condition_t;
+
 typedef struct {
     drv_pipeline_t *pipeline;
     int core;
@@ -65,6 +73,10 @@ struct drv_pipeline_t {
     bool stopping;           // being shut down
     char frontend_error[300]; // the broker could not bind a receiver endpoint
     zlistx_t *instances;     // drv_instance_t, owned
+    int64_t created_at;      // wall ms
+    drv_condition_t cond_ready;       // every desired core has a ready instance
+    drv_condition_t cond_progressing; // a rollout or shutdown is under way
+    drv_condition_t cond_degraded;    // crash-looping, or a front door cannot bind
 };
 
 typedef struct {
@@ -88,6 +100,15 @@ typedef struct {
     int64_t broker_restart_at_ms;
     int64_t broker_backoff_ms;
     int broker_restarts;
+    //  admin plane
+    zsock_t *admin;           // ROUTER for ops tools (msgpack envelope)
+    zsock_t *events;          // PUB: topic frame + msgpack map
+    zactor_t *auth;           // zauth, when the admin endpoint uses CURVE
+    struct drv_admin_http_t *http; // libmicrohttpd, driven from this loop
+    char *http_token;         // bearer token for PUT/POST/DELETE, or NULL
+    int64_t started_at;       // wall ms
+    int64_t broker_forwarded; // batches the broker forwarded (its heartbeat)
+    int64_t rollout_counts[4][3]; // [create noop resize replace][succeeded failed rollback_failed]
     //  shutdown
     bool shutting_down;
     int64_t shutdown_deadline_ms;
@@ -134,5 +155,23 @@ int64_t drv_broker_tick(drv_engine_t *engine);
 
 //  ---- messaging (drv_supervisor.c)
 int drv_engine_send(drv_engine_t *engine, const char *identity, void *msg);
+
+//  ---- status (drv_status.c)
+//  Re-evaluates every pipeline's conditions; call once per loop turn.
+void drv_status_refresh(drv_engine_t *engine);
+const char *drv_status_phase(const drv_pipeline_t *pipeline);
+json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *pipeline);
+json_t *drv_status_all(drv_engine_t *engine);
+//  True when every pipeline that should run is ready; reasons lists what is not.
+bool drv_status_ready(drv_engine_t *engine, json_t *reasons);
+int drv_status_ready_instances(const drv_pipeline_t *pipeline);
+
+//  ---- events (drv_events.c)
+//  Publishes topic with {time, group, pipeline, ...fields}; fields is stolen.
+void drv_events_publish(drv_engine_t *engine, const char *topic, const char *group,
+                        const char *pipeline, json_t *fields);
+
+//  ---- metrics (drv_metrics.c)
+char *drv_metrics_render(drv_engine_t *engine);
 
 #endif

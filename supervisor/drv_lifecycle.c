@@ -21,6 +21,16 @@
 
 #define MISSED_HEARTBEATS 3
 
+static void s_event(drv_engine_t *engine, drv_instance_t *inst, const char *topic, json_t *fields)
+{
+    json_t *event = fields ? fields : json_object();
+    json_object_set_new(event, "instance", json_string(inst->id));
+    json_object_set_new(event, "core", json_integer(inst->core));
+    json_object_set_new(event, "generation", json_integer(inst->generation));
+    json_object_set_new(event, "pid", json_integer(inst->pid));
+    drv_events_publish(engine, topic, inst->pipeline->group, inst->pipeline->name, event);
+}
+
 static int64_t s_policy(drv_instance_t *inst, const char *policy, const char *key)
 {
     return drv_spec_policy(inst->pipeline->spec, policy, key);
@@ -41,7 +51,6 @@ static int s_recent(drv_instance_t *inst, int64_t now)
 
 static void s_schedule_restart(drv_engine_t *engine, drv_instance_t *inst)
 {
-    (void)engine;
     int64_t now = drv_time_mono_ms();
     int capacity = (int)(sizeof inst->recent_restarts / sizeof inst->recent_restarts[0]);
     if (inst->recent_count == capacity) {
@@ -72,6 +81,8 @@ static void s_schedule_restart(drv_engine_t *engine, drv_instance_t *inst)
         pipeline->degraded = true;
         drv_warn("pipeline degraded pipeline=%s instance=%s restarts=%d window_secs=%lld", pipeline->key,
                  inst->id, recent, (long long)s_policy(inst, "restart", "window_secs"));
+        drv_events_publish(engine, "pipeline.degraded", pipeline->group, pipeline->name,
+                           json_pack("{s:s, s:i}", "instance", inst->id, "restarts", recent));
     }
 }
 
@@ -95,6 +106,7 @@ void drv_lifecycle_start(drv_engine_t *engine, drv_instance_t *inst)
     inst->started_at = drv_time_wall_ms();
     inst->term_at_ms = inst->kill_at_ms = 0;
     drv_info("instance started instance=%s pid=%d core=%d", inst->id, pid, inst->core);
+    s_event(engine, inst, "instance.started", NULL);
 }
 
 static void s_send_spec(drv_engine_t *engine, drv_instance_t *inst)
@@ -147,6 +159,8 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
         if (inst->pipeline->has_zmq) {
             drv_broker_instance(engine, inst, DRV_MSG_INSTANCE_ADD);
         }
+        s_event(engine, inst, "instance.ready",
+                json_pack("{s:I}", "startup_us", (json_int_t)(drv_time_mono_us() - inst->spawned_mono_ms * 1000)));
         break;
     case DRV_MSG_HEARTBEAT:
         inst->last_heartbeat_mono = drv_time_mono_ms();
@@ -177,6 +191,10 @@ void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int statu
     if (inst->pipeline->has_zmq) {
         drv_broker_instance(engine, inst, DRV_MSG_INSTANCE_DEL);
     }
+    s_event(engine, inst, "instance.exited",
+            json_pack("{s:o, s:o, s:b}", "exit_code", code < 128 ? json_integer(code) : json_null(),
+                      "signal", code > 128 ? json_integer(code - 128) : json_null(), "expected",
+                      inst->retiring || engine->shutting_down));
     if (inst->retiring || engine->shutting_down) {
         inst->state = DRV_INST_EXITED;
         drv_info("instance exited instance=%s exit=%d", inst->id, code);
@@ -319,6 +337,7 @@ int64_t drv_lifecycle_tick(drv_engine_t *engine)
                 if (!over) {
                     p->degraded = false;
                     drv_info("pipeline recovered pipeline=%s", p->key);
+                    drv_events_publish(engine, "pipeline.recovered", p->group, p->name, NULL);
                 }
             }
         }

@@ -9,6 +9,7 @@
     already accepted), drain every instance, stop the broker last; SIGKILL
     whatever is left at shutdown_timeout_secs. */
 #include "drv_supervisor.h"
+#include "drv_admin.h"
 #include "drv_engine.h"
 #include "drv_signals.h"
 #include "drv_spawn.h"
@@ -65,6 +66,30 @@ static int s_make_run_dir(const char *path)
     return chmod(buf, 0700);
 }
 
+//  The bearer token for mutating HTTP requests: the file's first line.
+static int s_load_token(drv_engine_t *engine)
+{
+    FILE *file = fopen(engine->config->http_token_file, "r");
+    char line[1024] = "";
+    if (!file || !fgets(line, sizeof line, file)) {
+        fprintf(stderr, "droverd: engine.admin.http_token_file: cannot read %s: %s\n",
+                engine->config->http_token_file, file ? "empty" : strerror(errno));
+        if (file) {
+            fclose(file);
+        }
+        return -1;
+    }
+    fclose(file);
+    line[strcspn(line, "\r\n")] = 0;
+    if (strlen(line) < 16) {
+        fprintf(stderr, "droverd: engine.admin.http_token_file: token in %s is shorter than 16 characters\n",
+                engine->config->http_token_file);
+        return -1;
+    }
+    engine->http_token = strdup(line);
+    return 0;
+}
+
 static void s_reap(drv_engine_t *engine)
 {
     int status;
@@ -99,6 +124,7 @@ static void s_begin_shutdown(drv_engine_t *engine, int sig)
     int64_t timeout_ms = (int64_t)engine->config->shutdown_timeout_secs * 1000;
     engine->shutting_down = true;
     engine->shutdown_deadline_ms = drv_time_mono_ms() + timeout_ms;
+    drv_events_publish(engine, "engine.stopping", NULL, NULL, json_pack("{s:s}", "signal", strsignal(sig)));
     drv_info("shutdown started signal=%s timeout_secs=%d instances=%zu", strsignal(sig),
              engine->config->shutdown_timeout_secs, drv_registry_instance_count(engine));
     if (engine->groups) {
@@ -271,10 +297,23 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         goto done;
     }
     chmod(engine.control_endpoint + strlen("ipc://"), 0600);
+    if (config->http_token_file && s_load_token(&engine) != 0) {
+        rc = DRV_EXIT_CONFIG;
+        goto done;
+    }
+    char err[600];
+    if (drv_admin_zmq_start(&engine, err, sizeof err) != 0 || drv_admin_http_start(&engine, err, sizeof err) != 0) {
+        fprintf(stderr, "droverd: %s\n", err);
+        rc = strstr(err, "engine.admin") ? DRV_EXIT_CONFIG : DRV_EXIT_SYSTEM;
+        goto done;
+    }
+    engine.started_at = drv_time_wall_ms();
     drv_info("started pid=%d config=%s cpus=%d run_dir=%s", getpid(), config->path, cpus->count,
              config->run_dir);
     drv_broker_start(&engine);
     s_start_pipelines(&engine);
+    drv_events_publish(&engine, "config.loaded", NULL, NULL,
+                       json_pack("{s:s}", "path", config->path));
 
     while (!engine.done) {
         int64_t wait = s_min_wait(drv_lifecycle_tick(&engine), drv_broker_tick(&engine));
@@ -298,9 +337,14 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
             }
             wait = s_min_wait(wait, engine.shutdown_deadline_ms - now);
         }
-        zmq_pollitem_t items[2] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
-                                   {NULL, signal_fd, ZMQ_POLLIN, 0}};
-        int ready = zmq_poll(items, 2, wait < 0 ? -1 : (long)wait);
+        drv_status_refresh(&engine);
+        wait = s_min_wait(wait, drv_admin_http_timeout(&engine));
+        int http_fd = drv_admin_http_fd(&engine);
+        zmq_pollitem_t items[4] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
+                                   {NULL, signal_fd, ZMQ_POLLIN, 0},
+                                   {zsock_resolve(engine.admin), 0, ZMQ_POLLIN, 0},
+                                   {NULL, http_fd, ZMQ_POLLIN, 0}};
+        int ready = zmq_poll(items, http_fd >= 0 ? 4 : 3, wait < 0 ? -1 : (long)wait);
         if (ready < 0 && zmq_errno() != EINTR) {
             drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
             rc = DRV_EXIT_SYSTEM;
@@ -317,9 +361,16 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
                 s_on_control(&engine);
             }
         }
+        if (ready > 0 && (items[2].revents & ZMQ_POLLIN)) {
+            drv_admin_zmq_on_readable(&engine);
+        }
+        drv_admin_http_run(&engine); // accepts, reads, writes, times out: whatever is due
     }
     s_final_reap(&engine);
 done:
+    drv_admin_http_stop(&engine);
+    drv_admin_zmq_stop(&engine);
+    free(engine.http_token);
     zsock_destroy(&engine.control);
     drv_registry_destroy(&engine);
     free(engine.control_endpoint);

@@ -99,7 +99,23 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         drv_problems_add(problems, "engine.admin", "must be a map");
         admin = NULL;
     }
-    s_unknown_keys(admin, "zmq events http http_token_file insecure", "engine.admin", problems);
+    s_unknown_keys(admin, "zmq events http http_token_file insecure curve", "engine.admin", problems);
+    json_t *curve = json_object_get(admin, "curve");
+    if (curve && !json_is_object(curve)) {
+        drv_problems_add(problems, "engine.admin.curve", "must be a map with server_secret_file, clients_dir");
+        curve = NULL;
+    }
+    s_unknown_keys(curve, "server_secret_file clients_dir", "engine.admin.curve", problems);
+    if (curve) {
+        self->curve_server_secret_file = s_string_or(curve, "server_secret_file", NULL, problems,
+                                                     "engine.admin.curve.server_secret_file");
+        self->curve_clients_dir =
+            s_string_or(curve, "clients_dir", NULL, problems, "engine.admin.curve.clients_dir");
+        if (!self->curve_server_secret_file || !self->curve_clients_dir) {
+            drv_problems_add(problems, "engine.admin.curve",
+                             "needs both server_secret_file and clients_dir");
+        }
+    }
     char fallback[600];
     snprintf(fallback, sizeof fallback, "ipc://%s/admin.sock", self->run_dir);
     self->admin_zmq = s_string_or(admin, "zmq", fallback, problems, "engine.admin.zmq");
@@ -118,7 +134,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     const char *endpoints[2] = {self->admin_zmq, self->admin_events};
     const char *paths[2] = {"engine.admin.zmq", "engine.admin.events"};
     for (int i = 0; i < 2; i++) {
-        if (strncmp(endpoints[i], "tcp://", 6) == 0 && !self->admin_insecure) {
+        if (strncmp(endpoints[i], "tcp://", 6) == 0 && !self->admin_insecure && !curve) {
             drv_problems_add(problems, paths[i],
                              "tcp:// admin endpoint without CURVE keys; use ipc:// or set "
                              "insecure: true");
@@ -281,6 +297,8 @@ void drv_config_destroy(drv_config_t **self_p)
     free(self->admin_events);
     free(self->admin_http);
     free(self->http_token_file);
+    free(self->curve_server_secret_file);
+    free(self->curve_clients_dir);
     json_decref(self->groups);
     free(self);
     *self_p = NULL;

@@ -17,6 +17,8 @@ typedef struct {
     char *admin_http;        // host:port, or "" for no HTTP
     char *http_token_file;   // NULL: no bearer token required
     bool admin_insecure;     // allow tcp without CURVE / public HTTP without token
+    char *curve_server_secret_file; // zcert secret file of the admin sockets, or NULL
+    char *curve_clients_dir;  // directory of client public certs allowed in
     int shutdown_timeout_secs; // SIGTERM: drain within this, then SIGKILL
     int heartbeat_interval_ms; // workers heartbeat this often; 3 missed = unhealthy
     int credit_window;         // batches the broker may have in flight per instance

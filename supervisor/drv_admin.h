@@ -1,0 +1,60 @@
+/*  drv_admin — the admin API, once, for both transports (contract section 4).
+    A transport turns what it received into a drv_admin_request_t and gives it
+    to drv_admin_dispatch; the router answers through request->reply exactly
+    once — now, or later for requests that wait (rollouts), without ever
+    blocking the loop. */
+#ifndef DRV_ADMIN_H
+#define DRV_ADMIN_H
+
+#include "drv_engine.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#define DRV_ADMIN_MAX_BODY (1024 * 1024) // larger bodies get 413
+
+typedef struct drv_admin_request_t drv_admin_request_t;
+
+typedef struct {
+    int status;              // HTTP status code, also used over zmq
+    json_t *json;            // JSON body (owned), or NULL when text is set
+    char *text;              // plain-text body (owned): /livez, /metrics
+    const char *content_type;
+    char *location;          // Location header (202), owned
+    const char *allow;       // Allow header (405)
+} drv_admin_response_t;
+
+typedef void(drv_admin_reply_fn)(drv_admin_request_t *request, drv_admin_response_t *response);
+
+struct drv_admin_request_t {
+    char method[8];          // GET PUT POST DELETE ...
+    char *path;              // without the query string
+    json_t *query;           // {name: string}
+    json_t *body;            // parsed body or NULL
+    bool authorized;         // may mutate (token checked, or a trusted transport)
+    const char *transport;   // "http" | "zmq"
+    drv_admin_reply_fn *reply; // called exactly once; frees transport state
+    void *transport_ctx;
+};
+
+//  Routes the request. Always ends in exactly one request->reply call.
+void drv_admin_dispatch(drv_engine_t *engine, drv_admin_request_t *request);
+
+//  Helpers for transports: an error response in the contract's shape.
+void drv_admin_error(drv_admin_response_t *response, int status, const char *kind, const char *fmt,
+                     ...) __attribute__((format(printf, 4, 5)));
+void drv_admin_response_clear(drv_admin_response_t *response);
+
+//  ---- transports
+int drv_admin_zmq_start(drv_engine_t *engine, char *err, size_t errlen);
+void drv_admin_zmq_on_readable(drv_engine_t *engine);
+void drv_admin_zmq_stop(drv_engine_t *engine);
+
+int drv_admin_http_start(drv_engine_t *engine, char *err, size_t errlen);
+//  The fd to poll (epoll), and ms until MHD needs running anyway (-1 none).
+int drv_admin_http_fd(drv_engine_t *engine);
+int64_t drv_admin_http_timeout(drv_engine_t *engine);
+void drv_admin_http_run(drv_engine_t *engine);
+void drv_admin_http_stop(drv_engine_t *engine);
+
+#endif
