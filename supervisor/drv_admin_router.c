@@ -5,6 +5,9 @@
 #include "drv_admin.h"
 
 #include "drover/drv_spec.h"
+#include "drover/drv_time.h"
+
+#include <unistd.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -193,6 +196,23 @@ static void s_readyz(drv_engine_t *engine, drv_admin_response_t *response)
            json_pack("{s:b, s:o}", "ready", ready, "reasons", reasons));
 }
 
+static void s_engine_info(drv_engine_t *engine, drv_admin_response_t *response)
+{
+    drv_config_t *c = engine->config;
+    json_t *cpus = json_array();
+    for (int i = 0; i < engine->cpus.count; i++) {
+        json_array_append_new(cpus, json_integer(engine->cpus.ids[i]));
+    }
+    char started[40];
+    drv_time_rfc3339(engine->started_at, started, sizeof started);
+    s_json(response, 200,
+           json_pack("{s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:b, s:i}", "version",
+                     DROVER_VERSION, "pid", (int)getpid(), "started_at", started, "config", c->path,
+                     "run_dir", c->run_dir, "admin", "zmq", c->admin_zmq, "events", c->admin_events,
+                     "http", c->admin_http, "cpus", cpus, "shutting_down", engine->shutting_down,
+                     "shutdown_timeout_secs", c->shutdown_timeout_secs));
+}
+
 static bool s_method_is(drv_admin_request_t *request, const char *allowed,
                         drv_admin_response_t *response)
 {
@@ -243,6 +263,10 @@ static void s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
     } else if (n == 1 && !strcmp(seg[0], "status")) {
         if (s_method_is(request, "GET", response)) {
             s_json(response, 200, drv_status_all(engine));
+        }
+    } else if (n == 3 && !strcmp(seg[0], "api") && !strcmp(seg[1], "v1") && !strcmp(seg[2], "engine")) {
+        if (s_method_is(request, "GET", response)) {
+            s_engine_info(engine, response);
         }
     } else if (n >= 3 && !strcmp(seg[0], "api") && !strcmp(seg[1], "v1") && !strcmp(seg[2], "groups")) {
         if (n == 3) {

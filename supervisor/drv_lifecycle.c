@@ -185,7 +185,6 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
 void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int status)
 {
     int code = drv_spawn_exit_code(status);
-    inst->pid = 0;
     inst->last_exit_code = code;
     inst->term_at_ms = inst->kill_at_ms = 0;
     if (inst->pipeline->has_zmq) {
@@ -195,6 +194,7 @@ void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int statu
             json_pack("{s:o, s:o, s:b}", "exit_code", code < 128 ? json_integer(code) : json_null(),
                       "signal", code > 128 ? json_integer(code - 128) : json_null(), "expected",
                       inst->retiring || engine->shutting_down));
+    inst->pid = 0;
     if (inst->retiring || engine->shutting_down) {
         inst->state = DRV_INST_EXITED;
         drv_info("instance exited instance=%s exit=%d", inst->id, code);

@@ -1,0 +1,498 @@
+/*  drv_ctl_commands — what each droverctl subcommand asks and how it prints.
+    Human tables by default; -o json prints the engine's JSON as it came.
+    Every command exits non-zero with the engine's own error message when the
+    engine says no. */
+#include "drv_ctl_commands.h"
+#include "drv_ctl_table.h"
+
+#include "drover/drv_mpjson.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static volatile sig_atomic_t s_interrupted = 0;
+
+static void s_on_signal(int sig)
+{
+    (void)sig;
+    s_interrupted = 1;
+}
+
+//  Performs a request; on error prints the engine's message and returns the
+//  exit code; on success stores the body and returns 0.
+static int s_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *body, json_t **out)
+{
+    char err[400];
+    json_t *reply = NULL;
+    int status = drv_ctl_request(&ctl->options, method, path, NULL, body, &reply, err, sizeof err);
+    if (status < 0) {
+        fprintf(stderr, "droverctl: %s\n", err);
+        return DRV_CTL_UNREACHABLE;
+    }
+    if (status >= 400 && !(status == 503 && !strcmp(path, "/readyz"))) {
+        json_t *error = json_object_get(reply, "error");
+        if (ctl->json) {
+            char *text = json_dumps(reply, JSON_INDENT(2));
+            printf("%s\n", text);
+            free(text);
+        }
+        fprintf(stderr, "droverctl: %d %s: %s\n", status,
+                json_string_value(json_object_get(error, "kind")) ?: "error",
+                json_string_value(json_object_get(error, "message")) ?: "(no message)");
+        json_t *details = json_object_get(error, "details");
+        size_t i;
+        json_t *d;
+        json_array_foreach(details, i, d)
+        {
+            fprintf(stderr, "  %s: %s\n", json_string_value(json_object_get(d, "path")),
+                    json_string_value(json_object_get(d, "message")));
+        }
+        json_decref(reply);
+        return DRV_CTL_SERVER_ERROR;
+    }
+    *out = reply;
+    return DRV_CTL_OK;
+}
+
+static int s_print_json(json_t *body)
+{
+    if (json_is_string(body)) {
+        fputs(json_string_value(body), stdout);
+    } else {
+        char *text = json_dumps(body, JSON_INDENT(2) | JSON_ENCODE_ANY);
+        printf("%s\n", text);
+        free(text);
+    }
+    json_decref(body);
+    return DRV_CTL_OK;
+}
+
+static const char *s_str(json_t *obj, const char *key)
+{
+    const char *value = json_string_value(json_object_get(obj, key));
+    return value ? value : "-";
+}
+
+static char *s_fmt(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static char *s_fmt(char *buf, size_t size, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(buf, size, fmt, args);
+    va_end(args);
+    return buf;
+}
+
+static void s_cores(json_t *cores, char *buf, size_t size)
+{
+    buf[0] = 0;
+    size_t i;
+    json_t *core;
+    json_array_foreach(cores, i, core)
+    {
+        size_t used = strlen(buf);
+        snprintf(buf + used, size - used, "%s%lld", i ? "," : "", (long long)json_integer_value(core));
+    }
+}
+
+//  Sums an instance counter over a PipelineStatus.
+static long long s_sum(json_t *status, const char *key)
+{
+    long long total = 0;
+    size_t i;
+    json_t *inst;
+    json_array_foreach(json_object_get(status, "instances"), i, inst)
+    {
+        total += json_integer_value(json_object_get(inst, key));
+    }
+    return total;
+}
+
+static void s_pipeline_row(drv_ctl_table_t *table, const char *name, json_t *st)
+{
+    char gen[24], ready[32], cores[128], restarts[24], in[24], out[24], errors[24];
+    s_cores(json_object_get(st, "desired_cores"), cores, sizeof cores);
+    drv_ctl_table_add(table, name, s_str(st, "phase"),
+                      s_fmt(gen, sizeof gen, "%lld", (long long)json_integer_value(json_object_get(st, "generation"))),
+                      s_fmt(ready, sizeof ready, "%lld/%zu",
+                            (long long)json_integer_value(json_object_get(st, "ready_instances")),
+                            json_array_size(json_object_get(st, "desired_cores"))),
+                      cores, s_fmt(restarts, sizeof restarts, "%lld", s_sum(st, "restarts")),
+                      s_fmt(in, sizeof in, "%lld", s_sum(st, "records_in")),
+                      s_fmt(out, sizeof out, "%lld", s_sum(st, "records_out")),
+                      s_fmt(errors, sizeof errors, "%lld", s_sum(st, "errors")));
+}
+
+static const char *s_pipeline_columns[] = {"PIPELINE", "PHASE", "GEN", "READY", "CORES", "RESTARTS",
+                                           "RECORDS_IN", "RECORDS_OUT", "ERRORS", NULL};
+
+static int s_status(drv_ctl_t *ctl, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    json_t *body;
+    int rc = s_call(ctl, "GET", "/status", NULL, &body);
+    if (rc || ctl->json) {
+        return rc ? rc : s_print_json(body);
+    }
+    drv_ctl_table_t *table = drv_ctl_table_new(s_pipeline_columns);
+    const char *key;
+    json_t *st;
+    json_object_foreach(json_object_get(body, "pipelines"), key, st)
+    {
+        s_pipeline_row(table, key, st);
+    }
+    drv_ctl_table_print(table, stdout);
+    drv_ctl_table_destroy(&table);
+    json_decref(body);
+    return DRV_CTL_OK;
+}
+
+static int s_get(drv_ctl_t *ctl, int argc, char **argv)
+{
+    if (argc < 2 || (strcmp(argv[1], "groups") && strcmp(argv[1], "pipelines"))) {
+        fprintf(stderr, "droverctl: get what? groups | pipelines [GROUP]\n");
+        return DRV_CTL_USAGE;
+    }
+    json_t *body;
+    int rc;
+    if (!strcmp(argv[1], "groups")) {
+        rc = s_call(ctl, "GET", "/api/v1/groups", NULL, &body);
+        if (rc || ctl->json) {
+            return rc ? rc : s_print_json(body);
+        }
+        drv_ctl_table_t *table = drv_ctl_table_new((const char *[]){"GROUP", "PIPELINES", NULL});
+        size_t i;
+        json_t *g;
+        json_array_foreach(body, i, g)
+        {
+            char names[512] = "";
+            size_t k;
+            json_t *name;
+            json_array_foreach(json_object_get(g, "pipelines"), k, name)
+            {
+                size_t used = strlen(names);
+                snprintf(names + used, sizeof names - used, "%s%s", k ? "," : "", json_string_value(name));
+            }
+            drv_ctl_table_add(table, s_str(g, "name"), names[0] ? names : "-");
+        }
+        drv_ctl_table_print(table, stdout);
+        drv_ctl_table_destroy(&table);
+        json_decref(body);
+        return DRV_CTL_OK;
+    }
+    char path[300];
+    if (argc >= 3) {
+        snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines", argv[2]);
+        rc = s_call(ctl, "GET", path, NULL, &body);
+        if (rc || ctl->json) {
+            return rc ? rc : s_print_json(body);
+        }
+        drv_ctl_table_t *table = drv_ctl_table_new(s_pipeline_columns);
+        size_t i;
+        json_t *st;
+        json_array_foreach(body, i, st)
+        {
+            char name[200];
+            s_pipeline_row(table, s_fmt(name, sizeof name, "%s:%s", s_str(st, "group"), s_str(st, "pipeline")), st);
+        }
+        drv_ctl_table_print(table, stdout);
+        drv_ctl_table_destroy(&table);
+        json_decref(body);
+        return DRV_CTL_OK;
+    }
+    return s_status(ctl, argc, argv); // every pipeline of every group
+}
+
+static int s_split_name(const char *arg, char *group, char *pipeline, size_t size)
+{
+    const char *slash = strchr(arg, '/');
+    if (!slash || slash == arg || !slash[1]) {
+        fprintf(stderr, "droverctl: expected GROUP/PIPELINE, got \"%s\"\n", arg);
+        return -1;
+    }
+    snprintf(group, size, "%.*s", (int)(slash - arg), arg);
+    snprintf(pipeline, size, "%s", slash + 1);
+    return 0;
+}
+
+static int s_describe(drv_ctl_t *ctl, int argc, char **argv)
+{
+    char group[128], pipeline[128], path[400];
+    if (argc < 2 || s_split_name(argv[1], group, pipeline, sizeof group)) {
+        return DRV_CTL_USAGE;
+    }
+    snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s", group, pipeline);
+    json_t *body;
+    int rc = s_call(ctl, "GET", path, NULL, &body);
+    if (rc || ctl->json) {
+        return rc ? rc : s_print_json(body);
+    }
+    json_t *st = json_object_get(body, "status");
+    char cores[128];
+    s_cores(json_object_get(st, "desired_cores"), cores, sizeof cores);
+    printf("Pipeline:    %s/%s\n", s_str(st, "group"), s_str(st, "pipeline"));
+    printf("Phase:       %s\n", s_str(st, "phase"));
+    printf("Generation:  %lld\n", (long long)json_integer_value(json_object_get(st, "generation")));
+    printf("Spec hash:   %s\n", s_str(st, "spec_hash"));
+    printf("Cores:       %s (%lld ready)\n", cores,
+           (long long)json_integer_value(json_object_get(st, "ready_instances")));
+    printf("Conditions:\n");
+    drv_ctl_table_t *table = drv_ctl_table_new((const char *[]){"  TYPE", "STATUS", "REASON", "SINCE", "MESSAGE", NULL});
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(st, "conditions"), i, c)
+    {
+        char type[64];
+        drv_ctl_table_add(table, s_fmt(type, sizeof type, "  %s", s_str(c, "type")),
+                          json_is_true(json_object_get(c, "status")) ? "true" : "false", s_str(c, "reason"),
+                          s_str(c, "since"), s_str(c, "message"));
+    }
+    drv_ctl_table_print(table, stdout);
+    drv_ctl_table_destroy(&table);
+    printf("Instances:\n");
+    table = drv_ctl_table_new((const char *[]){"  ID", "STATE", "PID", "RESTARTS", "RECORDS_IN", "RECORDS_OUT",
+                                               "ERRORS", "LAST_HEARTBEAT", "DETAIL", NULL});
+    json_array_foreach(json_object_get(st, "instances"), i, c)
+    {
+        char id[200], pid[24], restarts[24], in[24], out[24], errors[24];
+        json_t *p = json_object_get(c, "pid");
+        drv_ctl_table_add(table, s_fmt(id, sizeof id, "  %s", s_str(c, "id")), s_str(c, "state"),
+                          json_is_integer(p) ? s_fmt(pid, sizeof pid, "%lld", (long long)json_integer_value(p)) : "-",
+                          s_fmt(restarts, sizeof restarts, "%lld", (long long)json_integer_value(json_object_get(c, "restarts"))),
+                          s_fmt(in, sizeof in, "%lld", (long long)json_integer_value(json_object_get(c, "records_in"))),
+                          s_fmt(out, sizeof out, "%lld", (long long)json_integer_value(json_object_get(c, "records_out"))),
+                          s_fmt(errors, sizeof errors, "%lld", (long long)json_integer_value(json_object_get(c, "errors"))),
+                          s_str(c, "last_heartbeat_at"), s_str(c, "detail")[0] ? s_str(c, "detail") : "-");
+    }
+    drv_ctl_table_print(table, stdout);
+    drv_ctl_table_destroy(&table);
+    json_decref(body);
+    return DRV_CTL_OK;
+}
+
+static int s_group_change(drv_ctl_t *ctl, int argc, char **argv, const char *method, const char *done)
+{
+    if (argc < 3 || strcmp(argv[1], "group")) {
+        fprintf(stderr, "droverctl: usage: droverctl %s group NAME\n", argv[0]);
+        return DRV_CTL_USAGE;
+    }
+    char path[300];
+    snprintf(path, sizeof path, "/api/v1/groups/%s", argv[2]);
+    json_t *body;
+    int rc = s_call(ctl, method, path, NULL, &body);
+    if (rc || ctl->json) {
+        return rc ? rc : s_print_json(body);
+    }
+    printf("group %s %s\n", argv[2], done);
+    json_decref(body);
+    return DRV_CTL_OK;
+}
+
+static int s_create(drv_ctl_t *ctl, int argc, char **argv)
+{
+    return s_group_change(ctl, argc, argv, "PUT", "created");
+}
+
+static int s_delete(drv_ctl_t *ctl, int argc, char **argv)
+{
+    return s_group_change(ctl, argc, argv, "DELETE", "deleted");
+}
+
+static int s_health(drv_ctl_t *ctl, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    json_t *live, *ready;
+    int rc = s_call(ctl, "GET", "/livez", NULL, &live);
+    if (rc) {
+        return rc;
+    }
+    rc = s_call(ctl, "GET", "/readyz", NULL, &ready);
+    if (rc) {
+        json_decref(live);
+        return rc;
+    }
+    bool is_ready = json_is_true(json_object_get(ready, "ready"));
+    if (ctl->json) {
+        json_t *both = json_pack("{s:b, s:O}", "live", 1, "ready", ready);
+        s_print_json(both);
+    } else {
+        printf("live:  yes\nready: %s\n", is_ready ? "yes" : "no");
+        size_t i;
+        json_t *reason;
+        json_array_foreach(json_object_get(ready, "reasons"), i, reason)
+        {
+            printf("  - %s\n", json_string_value(reason));
+        }
+    }
+    json_decref(live);
+    json_decref(ready);
+    return is_ready ? DRV_CTL_OK : DRV_CTL_SERVER_ERROR;
+}
+
+static int s_metrics(drv_ctl_t *ctl, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    json_t *body;
+    int rc = s_call(ctl, "GET", "/metrics", NULL, &body);
+    return rc ? rc : s_print_json(body);
+}
+
+static int s_call_raw(drv_ctl_t *ctl, int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "droverctl: usage: droverctl call METHOD PATH [JSON-BODY]\n");
+        return DRV_CTL_USAGE;
+    }
+    json_t *request_body = NULL;
+    if (argc >= 4) {
+        json_error_t jerr;
+        request_body = json_loads(argv[3], JSON_DECODE_ANY, &jerr);
+        if (!request_body) {
+            fprintf(stderr, "droverctl: body is not JSON: %s\n", jerr.text);
+            return DRV_CTL_USAGE;
+        }
+    }
+    json_t *body;
+    int rc = s_call(ctl, argv[1], argv[2], request_body, &body);
+    json_decref(request_body);
+    return rc ? rc : s_print_json(body);
+}
+
+static int s_events(drv_ctl_t *ctl, int argc, char **argv)
+{
+    const char *endpoint = getenv("DROVER_EVENTS");
+    long count = -1;
+    long seconds = -1;
+    int first_topic = argc;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+            count = atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--for") && i + 1 < argc) {
+            seconds = atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--events") && i + 1 < argc) {
+            endpoint = argv[++i];
+        } else {
+            first_topic = i;
+            break;
+        }
+    }
+    json_t *info = NULL;
+    if (!endpoint) {
+        //  Ask the engine where its events are published.
+        int rc = s_call(ctl, "GET", "/api/v1/engine", NULL, &info);
+        if (rc) {
+            return rc;
+        }
+        endpoint = json_string_value(json_object_get(json_object_get(info, "admin"), "events"));
+    }
+    zsock_t *sub = zsock_new(ZMQ_SUB);
+    char err[300];
+    if (drv_ctl_secure(sub, &ctl->options, err, sizeof err) != 0 || zsock_connect(sub, "%s", endpoint) != 0) {
+        fprintf(stderr, "droverctl: cannot subscribe to %s %s\n", endpoint, err);
+        zsock_destroy(&sub);
+        json_decref(info);
+        return DRV_CTL_UNREACHABLE;
+    }
+    if (first_topic >= argc) {
+        zsock_set_subscribe(sub, "");
+    }
+    for (int i = first_topic; i < argc; i++) {
+        zsock_set_subscribe(sub, argv[i]);
+    }
+    signal(SIGINT, s_on_signal);
+    signal(SIGTERM, s_on_signal);
+    if (!ctl->json) {
+        fprintf(stderr, "droverctl: following %s (Ctrl-C to stop)\n", endpoint);
+    }
+    fflush(stderr);
+    int64_t deadline = seconds >= 0 ? zclock_mono() + seconds * 1000 : -1;
+    long seen = 0;
+    while (!s_interrupted && (count < 0 || seen < count)) {
+        long wait = deadline < 0 ? 200 : (long)(deadline - zclock_mono());
+        if (deadline >= 0 && wait <= 0) {
+            break;
+        }
+        zmq_pollitem_t item = {zsock_resolve(sub), 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&item, 1, wait < 200 ? wait : 200) <= 0) {
+            continue;
+        }
+        zmsg_t *msg = zmsg_recv(sub);
+        if (!msg || zmsg_size(msg) != 2) {
+            zmsg_destroy(&msg);
+            continue;
+        }
+        char *topic = zmsg_popstr(msg);
+        zframe_t *frame = zmsg_pop(msg);
+        char why[200];
+        json_t *event = drv_mpjson_decode(zframe_data(frame), zframe_size(frame), why, sizeof why);
+        if (event) {
+            if (ctl->json) {
+                json_object_set_new(event, "topic", json_string(topic));
+                char *text = json_dumps(event, JSON_COMPACT);
+                printf("%s\n", text);
+                free(text);
+            } else {
+                printf("%s %-20s", s_str(event, "time"), topic);
+                const char *key;
+                json_t *value;
+                json_object_foreach(event, key, value)
+                {
+                    if (!strcmp(key, "time")) {
+                        continue;
+                    }
+                    char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+                    printf(" %s=%s", key, text);
+                    free(text);
+                }
+                printf("\n");
+            }
+            fflush(stdout);
+            seen++;
+            json_decref(event);
+        }
+        free(topic);
+        zframe_destroy(&frame);
+        zmsg_destroy(&msg);
+    }
+    zsock_destroy(&sub);
+    json_decref(info);
+    return DRV_CTL_OK;
+}
+
+static int s_version(drv_ctl_t *ctl, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    json_t *body;
+    printf("droverctl %s\n", DROVER_VERSION);
+    int rc = s_call(ctl, "GET", "/api/v1/engine", NULL, &body);
+    if (rc) {
+        return rc;
+    }
+    printf("droverd   %s (pid %lld, started %s, config %s)\n", s_str(body, "version"),
+           (long long)json_integer_value(json_object_get(body, "pid")), s_str(body, "started_at"),
+           s_str(body, "config"));
+    json_decref(body);
+    return DRV_CTL_OK;
+}
+
+const drv_ctl_command_t drv_ctl_commands[] = {
+    {"status", "", "every pipeline: phase, generation, ready cores, counters", s_status},
+    {"get", "groups | pipelines [GROUP]", "list groups, or pipelines with their status", s_get},
+    {"describe", "GROUP/PIPELINE", "one pipeline: conditions and instances", s_describe},
+    {"create", "group NAME", "create a group (idempotent)", s_create},
+    {"delete", "group NAME", "delete an empty group", s_delete},
+    {"health", "", "liveness and readiness, with reasons; exit 1 when not ready", s_health},
+    {"metrics", "", "the Prometheus metrics text", s_metrics},
+    {"events", "[--count N] [--for SECS] [--events ENDPOINT] [TOPIC-PREFIX...]",
+     "follow the event stream", s_events},
+    {"call", "METHOD PATH [JSON-BODY]", "any admin route, raw", s_call_raw},
+    {"version", "", "client and engine versions", s_version},
+    {NULL, NULL, NULL, NULL},
+};
