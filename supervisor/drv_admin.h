@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #define DRV_ADMIN_MAX_BODY (1024 * 1024) // larger bodies get 413
+#define DRV_ADMIN_HTTP_IDLE_SECS 10      // an idle or half-sent HTTP connection is closed after this
 
 typedef struct drv_admin_request_t drv_admin_request_t;
 
@@ -51,10 +52,9 @@ void drv_admin_zmq_on_readable(drv_engine_t *engine);
 void drv_admin_zmq_stop(drv_engine_t *engine);
 
 int drv_admin_http_start(drv_engine_t *engine, char *err, size_t errlen);
-//  The fd to poll (epoll), and ms until MHD needs running anyway (-1 none).
-int drv_admin_http_fd(drv_engine_t *engine);
-int64_t drv_admin_http_timeout(drv_engine_t *engine);
-void drv_admin_http_run(drv_engine_t *engine);
+//  The socket on which MHD's thread hands requests to the loop (NULL: no HTTP).
+zsock_t *drv_admin_http_socket(drv_engine_t *engine);
+void drv_admin_http_on_readable(drv_engine_t *engine);
 void drv_admin_http_stop(drv_engine_t *engine);
 
 #endif

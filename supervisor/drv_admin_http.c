@@ -1,8 +1,11 @@
 /*  drv_admin_http — the admin API over HTTP with libmicrohttpd.
-    MHD runs inside droverd's own loop (external polling with epoll: one fd in
-    the zmq_poll set), so handlers touch the registry from the loop thread with
-    no locks. A request whose answer is not ready (a waiting rollout) suspends
-    its connection and is resumed when the router replies. */
+
+    MHD runs its own polling thread (epoll). That thread only speaks HTTP: it
+    reads a request, suspends the connection and hands the parsed request to
+    droverd's loop over an inproc PAIR socket. The loop routes it (the registry
+    is only ever touched from the loop thread) and the reply resumes the
+    connection, which MHD's thread then answers. A request whose answer is not
+    ready (a waiting rollout) simply stays suspended: nothing blocks. */
 #include "drv_admin.h"
 
 #include "drover/drv_log.h"
@@ -14,6 +17,8 @@
 
 struct drv_admin_http_t {
     struct MHD_Daemon *daemon;
+    zsock_t *loop_end; // PAIR read by droverd's loop
+    zsock_t *mhd_end;  // PAIR written only by MHD's thread
 };
 
 typedef struct {
@@ -176,12 +181,10 @@ static enum MHD_Result s_handler(void *cls, struct MHD_Connection *connection, c
     request->reply = s_reply;
     request->transport_ctx = ctx;
     ctx->pending = request;
-    drv_admin_dispatch(engine, request);
-    if (ctx->has_response) {
-        return s_queue(connection, &ctx->response);
-    }
+    //  Suspend first, so a reply can never try to resume a running connection.
     ctx->suspended = true;
     MHD_suspend_connection(connection);
+    zsock_send(engine->http->mhd_end, "p", request);
     return MHD_YES;
 }
 
@@ -230,7 +233,7 @@ int drv_admin_http_start(drv_engine_t *engine, char *err, size_t errlen)
     struct sockaddr_in addr4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     struct sockaddr_in6 addr6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
     struct sockaddr *addr;
-    unsigned int flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned int flags = MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     char *h = host;
     if (h[0] == '[') {
         h++;
@@ -249,12 +252,20 @@ int drv_admin_http_start(drv_engine_t *engine, char *err, size_t errlen)
         return -1;
     }
     engine->http = calloc(1, sizeof *engine->http);
+    char pipe[64];
+    snprintf(pipe, sizeof pipe, "@inproc://drover-http-%p", (void *)engine);
+    engine->http->loop_end = zsock_new_pair(pipe);
+    pipe[0] = '>';
+    engine->http->mhd_end = zsock_new_pair(pipe);
     engine->http->daemon = MHD_start_daemon(
-        flags, (uint16_t)port, NULL, NULL, s_handler, engine, MHD_OPTION_SOCK_ADDR, addr,
-        MHD_OPTION_NOTIFY_COMPLETED, s_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-        MHD_OPTION_CONNECTION_LIMIT, 512u, MHD_OPTION_EXTERNAL_LOGGER, s_log, NULL, MHD_OPTION_END);
+        flags, (uint16_t)port, NULL, NULL, s_handler, engine, MHD_OPTION_EXTERNAL_LOGGER, s_log, NULL,
+        MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, s_completed, NULL,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DRV_ADMIN_HTTP_IDLE_SECS, MHD_OPTION_CONNECTION_LIMIT,
+        512u, MHD_OPTION_END);
     if (!engine->http->daemon) {
         snprintf(err, errlen, "cannot listen for HTTP on %s: %s", listen, strerror(errno));
+        zsock_destroy(&engine->http->mhd_end);
+        zsock_destroy(&engine->http->loop_end);
         free(engine->http);
         engine->http = NULL;
         return -1;
@@ -263,36 +274,41 @@ int drv_admin_http_start(drv_engine_t *engine, char *err, size_t errlen)
     return 0;
 }
 
-int drv_admin_http_fd(drv_engine_t *engine)
+zsock_t *drv_admin_http_socket(drv_engine_t *engine)
 {
-    if (!engine->http) {
-        return -1;
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(engine->http->daemon, MHD_DAEMON_INFO_EPOLL_FD);
-    return info ? info->epoll_fd : -1;
+    return engine->http ? engine->http->loop_end : NULL;
 }
 
-int64_t drv_admin_http_timeout(drv_engine_t *engine)
+void drv_admin_http_on_readable(drv_engine_t *engine)
 {
-    MHD_UNSIGNED_LONG_LONG timeout;
-    if (!engine->http || MHD_get_timeout(engine->http->daemon, &timeout) != MHD_YES) {
-        return -1;
-    }
-    return (int64_t)timeout;
-}
-
-void drv_admin_http_run(drv_engine_t *engine)
-{
-    if (engine->http) {
-        MHD_run(engine->http->daemon);
+    for (int i = 0; i < 256 && (zsock_events(engine->http->loop_end) & ZMQ_POLLIN); i++) {
+        drv_admin_request_t *request = NULL;
+        if (zsock_recv(engine->http->loop_end, "p", &request) == 0 && request) {
+            drv_admin_dispatch(engine, request);
+        }
     }
 }
 
 void drv_admin_http_stop(drv_engine_t *engine)
 {
-    if (engine->http) {
-        MHD_stop_daemon(engine->http->daemon);
-        free(engine->http);
-        engine->http = NULL;
+    if (!engine->http) {
+        return;
     }
+    //  Requests still in the pipe get an answer, so no connection is left
+    //  suspended when the daemon stops.
+    while (zsock_events(engine->http->loop_end) & ZMQ_POLLIN) {
+        drv_admin_request_t *request = NULL;
+        if (zsock_recv(engine->http->loop_end, "p", &request) == 0 && request) {
+            drv_admin_response_t response = {0};
+            drv_admin_error(&response, 503, "internal", "droverd is shutting down");
+            response.content_type = "application/json";
+            request->reply(request, &response);
+            drv_admin_response_clear(&response);
+        }
+    }
+    MHD_stop_daemon(engine->http->daemon);
+    zsock_destroy(&engine->http->mhd_end);
+    zsock_destroy(&engine->http->loop_end);
+    free(engine->http);
+    engine->http = NULL;
 }

@@ -338,13 +338,12 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
             wait = s_min_wait(wait, engine.shutdown_deadline_ms - now);
         }
         drv_status_refresh(&engine);
-        wait = s_min_wait(wait, drv_admin_http_timeout(&engine));
-        int http_fd = drv_admin_http_fd(&engine);
+        zsock_t *http = drv_admin_http_socket(&engine);
         zmq_pollitem_t items[4] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
                                    {NULL, signal_fd, ZMQ_POLLIN, 0},
                                    {zsock_resolve(engine.admin), 0, ZMQ_POLLIN, 0},
-                                   {NULL, http_fd, ZMQ_POLLIN, 0}};
-        int ready = zmq_poll(items, http_fd >= 0 ? 4 : 3, wait < 0 ? -1 : (long)wait);
+                                   {http ? zsock_resolve(http) : NULL, 0, ZMQ_POLLIN, 0}};
+        int ready = zmq_poll(items, http ? 4 : 3, wait < 0 ? -1 : (long)wait);
         if (ready < 0 && zmq_errno() != EINTR) {
             drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
             rc = DRV_EXIT_SYSTEM;
@@ -364,7 +363,9 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         if (ready > 0 && (items[2].revents & ZMQ_POLLIN)) {
             drv_admin_zmq_on_readable(&engine);
         }
-        drv_admin_http_run(&engine); // accepts, reads, writes, times out: whatever is due
+        if (ready > 0 && http && (items[3].revents & ZMQ_POLLIN)) {
+            drv_admin_http_on_readable(&engine);
+        }
     }
     s_final_reap(&engine);
 done:

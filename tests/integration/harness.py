@@ -160,6 +160,57 @@ def read_ndjson(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+class Admin:
+    """The admin API over both transports: zmq (msgpack envelope) and HTTP."""
+
+    def __init__(self, engine, http_port=None, token=None):
+        self.engine = engine
+        self.http_port = http_port
+        self.token = token
+        self.ctx = zmq.Context.instance()
+        self.endpoint = f"ipc://{engine.run_dir}/admin.sock"
+
+    def zmq(self, method, path, query=None, body=None, timeout=5.0, raw=None):
+        sock = self.ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(self.endpoint)
+        try:
+            if raw is not None:
+                sock.send(raw)
+            else:
+                request = {"method": method, "path": path}
+                if query is not None:
+                    request["query"] = query
+                if body is not None:
+                    request["body"] = body
+                sock.send(msgpack.packb(request))
+            if not sock.poll(int(timeout * 1000)):
+                raise AssertionError(f"no zmq answer to {method} {path}")
+            reply = msgpack.unpackb(sock.recv())
+            return reply["status"], reply["body"]
+        finally:
+            sock.close()
+
+    def http(self, method, path, body=None, headers=None, raw_body=None, timeout=5.0):
+        import http.client
+        import json
+        conn = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=timeout)
+        all_headers = dict(headers or {})
+        if self.token and "Authorization" not in all_headers:
+            all_headers["Authorization"] = f"Bearer {self.token}"
+        data = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
+        conn.request(method, path, body=data, headers=all_headers)
+        resp = conn.getresponse()
+        text = resp.read().decode()
+        conn.close()
+        ctype = resp.getheader("Content-Type", "")
+        parsed = json.loads(text) if ctype.startswith("application/json") else text
+        return resp.status, parsed, resp
+
+    def wait_ready(self, timeout=10.0):
+        return wait_until(lambda: self.zmq("GET", "/readyz")[0] == 200, timeout, "readyz 200")
+
+
 class Producer:
     def __init__(self, endpoint):
         self.ctx = zmq.Context.instance()
