@@ -23,6 +23,7 @@ test: build
 
 bench: build
 	/usr/bin/python3 bench/lifecycle.py 20
+	/usr/bin/python3 bench/admin_latency.py 2000
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

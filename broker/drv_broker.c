@@ -19,6 +19,7 @@
 #include <czmq.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_POLL_ITEMS 256
 #define FORWARD_PER_ROUND 256
@@ -513,6 +514,9 @@ int drv_broker_run(const char *control_endpoint, const char *data_endpoint)
                   zmq_strerror(zmq_errno()));
         rc = DRV_BROKER_EXIT_SYSTEM;
         goto done;
+    }
+    if (strncmp(data_endpoint, "ipc://", 6) == 0) {
+        chmod(data_endpoint + 6, 0600); // only droverd's user may feed instances
     }
     if (zsock_connect(self.control, "%s", control_endpoint) != 0) {
         drv_error("cannot connect to droverd endpoint=%s", control_endpoint);

@@ -138,6 +138,15 @@ class AdminPlane(EngineTest):
         for name in now - wanted:
             self.admin.zmq("DELETE", f"/api/v1/groups/{name}")
 
+    def test_run_dir_and_sockets_are_private(self):
+        engine = self.start()
+        import stat
+        self.assertEqual(stat.S_IMODE(os.stat(engine.run_dir).st_mode), 0o700)
+        for name in ("admin.sock", "events.sock", "control.sock", "data.sock"):
+            path = os.path.join(engine.run_dir, name)
+            wait_until(lambda: os.path.exists(path), 5, name)
+            self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600, name)
+
     def test_metrics_over_both_transports(self):
         engine = self.start()
         wait_until(lambda: 'drover_instance_records_in_total{group="default",pipeline="gen",core="0",generation="1"} 0'
