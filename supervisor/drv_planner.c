@@ -1,0 +1,171 @@
+/*  drv_planner — create, noop, resize or replace, and the order of steps.
+
+    replace, core by core: added cores first (nothing to hand over), then each
+    kept core (start N+1, wait until ready, switch traffic, drain N), removed
+    cores last (drain N). So capacity never drops below what it was, and a
+    failure is found on the first core, before the old generation lost any.
+    resize keeps the generation and touches only added and removed cores. */
+#include "drv_planner.h"
+
+#include "drover/drv_spec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *drv_action_name(drv_action_t action)
+{
+    static const char *names[] = {"create", "noop", "resize", "replace"};
+    return action <= DRV_ACTION_REPLACE ? names[action] : "?";
+}
+
+const char *drv_op_name(drv_op_t op)
+{
+    static const char *names[] = {"start", "wait_ready", "switch", "drain", "stop"};
+    return op <= DRV_OP_STOP ? names[op] : "?";
+}
+
+static void s_add(drv_plan_t *plan, drv_op_t op, int core, int64_t generation)
+{
+    if (plan->count < DRV_PLAN_MAX_STEPS) {
+        plan->steps[plan->count++] = (drv_step_t){op, core, generation};
+    }
+}
+
+static void s_bring_up(drv_plan_t *plan, int core, int64_t generation)
+{
+    s_add(plan, DRV_OP_START, core, generation);
+    s_add(plan, DRV_OP_WAIT_READY, core, generation);
+    s_add(plan, DRV_OP_SWITCH, core, generation);
+}
+
+static bool s_has(const int *cores, int count, int core)
+{
+    for (int i = 0; i < count; i++) {
+        if (cores[i] == core) {
+            return true;
+        }
+    }
+    return false;
+}
+
+//  Hash of a spec with `cores` left out: equal means "only cores changed".
+static char *s_hash_without_cores(const json_t *spec)
+{
+    json_t *copy = json_deep_copy(spec);
+    json_object_del(copy, "cores");
+    char *hash = drv_spec_hash(copy);
+    json_decref(copy);
+    return hash;
+}
+
+void drv_plan_make(const json_t *spec, const int *cores, int core_count, const drv_observed_t *observed,
+                   drv_plan_t *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    if (!observed->running) {
+        plan->action = DRV_ACTION_CREATE;
+        plan->target_generation = observed->generation + 1;
+        plan->previous_generation = 0;
+        for (int i = 0; i < core_count; i++) {
+            s_bring_up(plan, cores[i], plan->target_generation);
+        }
+        return;
+    }
+    char *desired = drv_spec_hash(spec);
+    char *current = drv_spec_hash(observed->spec);
+    bool same = !strcmp(desired, current);
+    free(desired);
+    free(current);
+    bool same_cores = core_count == observed->core_count;
+    for (int i = 0; same_cores && i < core_count; i++) {
+        same_cores = cores[i] == observed->cores[i];
+    }
+    int64_t n = observed->generation;
+    plan->previous_generation = n;
+    if (same) {
+        plan->action = DRV_ACTION_NOOP;
+        plan->target_generation = n;
+        return;
+    }
+    char *desired_rest = s_hash_without_cores(spec);
+    char *current_rest = s_hash_without_cores(observed->spec);
+    bool only_cores = !strcmp(desired_rest, current_rest);
+    free(desired_rest);
+    free(current_rest);
+    if (only_cores && same_cores) {
+        //  {count: 2} became {set: [0, 1]}: a different spec, the same cores.
+        plan->action = DRV_ACTION_RESIZE;
+        plan->target_generation = n;
+        return;
+    }
+    if (only_cores) {
+        plan->action = DRV_ACTION_RESIZE;
+        plan->target_generation = n;
+        for (int i = 0; i < core_count; i++) {
+            if (!s_has(observed->cores, observed->core_count, cores[i])) {
+                s_bring_up(plan, cores[i], n);
+            }
+        }
+        for (int i = 0; i < observed->core_count; i++) {
+            if (!s_has(cores, core_count, observed->cores[i])) {
+                s_add(plan, DRV_OP_DRAIN, observed->cores[i], n);
+            }
+        }
+        return;
+    }
+    plan->action = DRV_ACTION_REPLACE;
+    plan->target_generation = n + 1;
+    for (int i = 0; i < core_count; i++) {
+        if (!s_has(observed->cores, observed->core_count, cores[i])) {
+            s_bring_up(plan, cores[i], n + 1);
+        }
+    }
+    for (int i = 0; i < core_count; i++) {
+        if (s_has(observed->cores, observed->core_count, cores[i])) {
+            s_bring_up(plan, cores[i], n + 1);
+            s_add(plan, DRV_OP_DRAIN, cores[i], n);
+        }
+    }
+    for (int i = 0; i < observed->core_count; i++) {
+        if (!s_has(cores, core_count, observed->cores[i])) {
+            s_add(plan, DRV_OP_DRAIN, observed->cores[i], n);
+        }
+    }
+}
+
+void drv_plan_rollback(const drv_plan_t *plan, size_t done, const drv_observed_t *observed,
+                       drv_plan_t *rollback)
+{
+    memset(rollback, 0, sizeof *rollback);
+    rollback->action = plan->action;
+    rollback->target_generation = plan->previous_generation;
+    rollback->previous_generation = plan->target_generation;
+    //  Walk back over what was done, newest first. An old instance that was
+    //  drained comes back (and is ready) before the new one on its core goes.
+    for (size_t i = done; i-- > 0;) {
+        const drv_step_t *step = &plan->steps[i];
+        bool old_generation = step->generation == plan->previous_generation &&
+                              plan->action != DRV_ACTION_CREATE;
+        if (step->op == DRV_OP_DRAIN && old_generation &&
+            s_has(observed->cores, observed->core_count, step->core)) {
+            s_bring_up(rollback, step->core, step->generation);
+        } else if (step->op == DRV_OP_START &&
+                   (plan->action == DRV_ACTION_REPLACE || plan->action == DRV_ACTION_CREATE ||
+                    !s_has(observed->cores, observed->core_count, step->core))) {
+            //  Started by this rollout: it goes. Drained if it may have had
+            //  traffic, which the executor knows; the plan says stop.
+            s_add(rollback, DRV_OP_STOP, step->core, step->generation);
+        }
+    }
+}
+
+json_t *drv_plan_to_json(const drv_plan_t *plan)
+{
+    json_t *steps = json_array();
+    for (size_t i = 0; i < plan->count; i++) {
+        json_array_append_new(steps, json_pack("{s:i, s:s, s:i, s:I}", "step", (int)i + 1, "op",
+                                               drv_op_name(plan->steps[i].op), "core", plan->steps[i].core,
+                                               "generation", (json_int_t)plan->steps[i].generation));
+    }
+    return steps;
+}

@@ -1,0 +1,198 @@
+/*  The planner with no processes at all: every action, the order of steps,
+    and the rollback of a plan that failed part-way. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drv_planner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *s_spec(const char *filter_value)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"config\":{},\"to\":[\"f\"]},"
+             "\"f\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\",\"value\":%s},\"to\":[\"out\"]},"
+             "\"out\":{\"type\":\"exporter:null\",\"config\":{},\"to\":[]}}}",
+             filter_value);
+    return json_loads(text, 0, NULL);
+}
+
+//  Renders a plan as "op:core@gen op:core@gen ..." for compact assertions.
+static char *s_render(const drv_plan_t *plan)
+{
+    static char out[4096];
+    out[0] = 0;
+    for (size_t i = 0; i < plan->count; i++) {
+        size_t used = strlen(out);
+        snprintf(out + used, sizeof out - used, "%s%s:%d@%lld", i ? " " : "", drv_op_name(plan->steps[i].op),
+                 plan->steps[i].core, (long long)plan->steps[i].generation);
+    }
+    return out;
+}
+
+static drv_plan_t s_plan;
+static drv_plan_t s_back;
+
+static void test_create_brings_up_every_core(void **state)
+{
+    (void)state;
+    json_t *spec = s_spec("1");
+    int cores[] = {0, 1};
+    drv_observed_t none = {.running = false, .generation = 0};
+    drv_plan_make(spec, cores, 2, &none, &s_plan);
+    assert_int_equal(s_plan.action, DRV_ACTION_CREATE);
+    assert_int_equal(s_plan.target_generation, 1);
+    assert_string_equal(s_render(&s_plan),
+                        "start:0@1 wait_ready:0@1 switch:0@1 start:1@1 wait_ready:1@1 switch:1@1");
+    //  A pipeline that was shut down at generation 3 comes back as generation 4.
+    drv_observed_t stopped = {.running = false, .generation = 3};
+    drv_plan_make(spec, cores, 1, &stopped, &s_plan);
+    assert_int_equal(s_plan.action, DRV_ACTION_CREATE);
+    assert_string_equal(s_render(&s_plan), "start:0@4 wait_ready:0@4 switch:0@4");
+    json_decref(spec);
+}
+
+static void test_identical_spec_is_noop_whatever_the_key_order(void **state)
+{
+    (void)state;
+    json_t *a = s_spec("1");
+    json_t *b = json_loads("{\"nodes\":{\"out\":{\"to\":[],\"config\":{},\"type\":\"exporter:null\"},"
+                           "\"f\":{\"to\":[\"out\"],\"config\":{\"value\":1,\"op\":\"eq\",\"field\":\"a\"},\"type\":\"processor:filter\"},"
+                           "\"in\":{\"to\":[\"f\"],\"config\":{},\"type\":\"receiver:generator\"}}}",
+                           0, NULL);
+    int cores[] = {0, 1};
+    drv_observed_t running = {true, a, 5, cores, 2};
+    drv_plan_make(b, cores, 2, &running, &s_plan);
+    assert_int_equal(s_plan.action, DRV_ACTION_NOOP);
+    assert_int_equal(s_plan.count, 0);
+    assert_int_equal(s_plan.target_generation, 5);
+    json_decref(a);
+    json_decref(b);
+}
+
+static void test_resize_touches_only_added_and_removed_cores(void **state)
+{
+    (void)state;
+    json_t *old_spec = s_spec("1");
+    json_t *new_spec = s_spec("1");
+    json_object_set_new(new_spec, "cores", json_pack("{s:i}", "count", 3));
+    int old_cores[] = {0, 2};
+    int new_cores[] = {0, 1, 2};
+    drv_observed_t running = {true, old_spec, 2, old_cores, 2};
+    drv_plan_make(new_spec, new_cores, 3, &running, &s_plan);
+    assert_int_equal(s_plan.action, DRV_ACTION_RESIZE);
+    assert_int_equal(s_plan.target_generation, 2);
+    assert_string_equal(s_render(&s_plan), "start:1@2 wait_ready:1@2 switch:1@2");
+    int shrink[] = {2};
+    drv_plan_make(new_spec, shrink, 1, &running, &s_plan);
+    assert_int_equal(s_plan.action, DRV_ACTION_RESIZE);
+    assert_string_equal(s_render(&s_plan), "drain:0@2");
+    int moved[] = {1};
+    drv_plan_make(new_spec, moved, 1, &running, &s_plan);
+    assert_string_equal(s_render(&s_plan), "start:1@2 wait_ready:1@2 switch:1@2 drain:0@2 drain:2@2");
+    //  Another way of saying the same cores: a resize with nothing to do.
+    json_object_set_new(new_spec, "cores", json_pack("{s:[i,i]}", "set", 0, 2));
+    drv_plan_make(new_spec, old_cores, 2, &running, &s_plan);
+    assert_int_equal(s_plan.action, DRV_ACTION_RESIZE);
+    assert_int_equal(s_plan.count, 0);
+    json_decref(old_spec);
+    json_decref(new_spec);
+}
+
+static void test_replace_goes_core_by_core_added_first_removed_last(void **state)
+{
+    (void)state;
+    json_t *old_spec = s_spec("1");
+    json_t *new_spec = s_spec("2");
+    int cores[] = {0, 1};
+    drv_observed_t running = {true, old_spec, 1, cores, 2};
+    drv_plan_make(new_spec, cores, 2, &running, &s_plan);
+    assert_int_equal(s_plan.action, DRV_ACTION_REPLACE);
+    assert_int_equal(s_plan.target_generation, 2);
+    assert_int_equal(s_plan.previous_generation, 1);
+    assert_string_equal(s_render(&s_plan), "start:0@2 wait_ready:0@2 switch:0@2 drain:0@1 "
+                                           "start:1@2 wait_ready:1@2 switch:1@2 drain:1@1");
+    int one[] = {0};
+    drv_observed_t small = {true, old_spec, 1, one, 1};
+    drv_plan_make(new_spec, cores, 2, &small, &s_plan);
+    assert_string_equal(s_render(&s_plan), "start:1@2 wait_ready:1@2 switch:1@2 "
+                                           "start:0@2 wait_ready:0@2 switch:0@2 drain:0@1");
+    drv_plan_make(new_spec, one, 1, &running, &s_plan);
+    assert_string_equal(s_render(&s_plan), "start:0@2 wait_ready:0@2 switch:0@2 drain:0@1 drain:1@1");
+    json_object_set_new(new_spec, "cores", json_pack("{s:i}", "count", 2)); // cores and more changed
+    drv_plan_make(new_spec, cores, 2, &running, &s_plan);
+    assert_int_equal(s_plan.action, DRV_ACTION_REPLACE);
+    json_decref(old_spec);
+    json_decref(new_spec);
+}
+
+static void test_rollback_restores_the_old_generation_from_where_it_stopped(void **state)
+{
+    (void)state;
+    json_t *old_spec = s_spec("1");
+    json_t *new_spec = s_spec("2");
+    int cores[] = {0, 1};
+    drv_observed_t running = {true, old_spec, 1, cores, 2};
+    drv_plan_make(new_spec, cores, 2, &running, &s_plan);
+    //  Failed while waiting for core 0's new instance: only it goes.
+    drv_plan_rollback(&s_plan, 1, &running, &s_back);
+    assert_string_equal(s_render(&s_back), "stop:0@2");
+    assert_int_equal(s_back.target_generation, 1);
+    //  Failed on core 1, after core 0 was handed over and its old instance drained:
+    //  core 0's old instance comes back and is ready before the new one goes.
+    drv_plan_rollback(&s_plan, 6, &running, &s_back);
+    assert_string_equal(s_render(&s_back), "stop:1@2 start:0@1 wait_ready:0@1 switch:0@1 stop:0@2");
+    //  A failed create leaves nothing running.
+    drv_observed_t none = {.running = false, .generation = 0};
+    drv_plan_make(new_spec, cores, 2, &none, &s_plan);
+    drv_plan_rollback(&s_plan, 4, &none, &s_back);
+    assert_string_equal(s_render(&s_back), "stop:1@1 stop:0@1");
+    //  A failed resize: the added core's instance goes; kept cores were never touched.
+    json_t *bigger = s_spec("1");
+    json_object_set_new(bigger, "cores", json_pack("{s:i}", "count", 2));
+    int one[] = {0};
+    drv_observed_t small = {true, old_spec, 1, one, 1};
+    drv_plan_make(bigger, cores, 2, &small, &s_plan);
+    assert_int_equal(s_plan.action, DRV_ACTION_RESIZE);
+    drv_plan_rollback(&s_plan, 2, &small, &s_back);
+    assert_string_equal(s_render(&s_back), "stop:1@1");
+    json_decref(bigger);
+    json_decref(old_spec);
+    json_decref(new_spec);
+}
+
+static void test_plan_as_json(void **state)
+{
+    (void)state;
+    json_t *spec = s_spec("1");
+    int cores[] = {3};
+    drv_observed_t none = {.running = false};
+    drv_plan_make(spec, cores, 1, &none, &s_plan);
+    json_t *steps = drv_plan_to_json(&s_plan);
+    char *text = json_dumps(steps, JSON_COMPACT);
+    assert_string_equal(text, "[{\"step\":1,\"op\":\"start\",\"core\":3,\"generation\":1},"
+                              "{\"step\":2,\"op\":\"wait_ready\",\"core\":3,\"generation\":1},"
+                              "{\"step\":3,\"op\":\"switch\",\"core\":3,\"generation\":1}]");
+    free(text);
+    json_decref(steps);
+    json_decref(spec);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_brings_up_every_core),
+        cmocka_unit_test(test_identical_spec_is_noop_whatever_the_key_order),
+        cmocka_unit_test(test_resize_touches_only_added_and_removed_cores),
+        cmocka_unit_test(test_replace_goes_core_by_core_added_first_removed_last),
+        cmocka_unit_test(test_rollback_restores_the_old_generation_from_where_it_stopped),
+        cmocka_unit_test(test_plan_as_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
