@@ -34,6 +34,7 @@
 typedef struct {
     char *id;            // instance id, also its routing id on the backend
     char *pipeline;      // "group:pipeline"; NULL until instance_add names it
+    json_t *nodes;       // its receiver:zmq node ids, or NULL for any
     int64_t credit;      // batches we may still send it
     bool credit_known;   // it has granted credit to this broker
     bool routable;       // added and not draining
@@ -78,6 +79,7 @@ static void s_instance_free(void **item)
     if (inst) {
         free(inst->id);
         free(inst->pipeline);
+        json_decref(inst->nodes);
         free(inst);
         *item = NULL;
     }
@@ -163,8 +165,28 @@ static void s_send_marker(broker_t *self, instance_t *inst)
     inst->drain_pending = false;
 }
 
-//  Picks the next routable instance of a pipeline that has credit.
-static instance_t *s_pick(broker_t *self, const char *pipeline)
+//  True when the instance can take batches from this front door.
+static bool s_serves(const instance_t *inst, const frontend_t *fe)
+{
+    if (!inst->routable || inst->credit <= 0 || !inst->pipeline || strcmp(inst->pipeline, fe->pipeline)) {
+        return false;
+    }
+    if (!inst->nodes) {
+        return true;
+    }
+    size_t index;
+    json_t *node;
+    json_array_foreach(inst->nodes, index, node)
+    {
+        if (json_is_string(node) && !strcmp(json_string_value(node), fe->node)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+//  Picks the next instance, round-robin, that can take a batch from fe.
+static instance_t *s_pick(broker_t *self, const frontend_t *fe)
 {
     size_t count = zhashx_size(self->instances);
     if (count == 0) {
@@ -180,8 +202,7 @@ static instance_t *s_pick(broker_t *self, const char *pipeline)
             if ((pass == 0 && index < start) || (pass == 1 && index >= start)) {
                 continue;
             }
-            if (inst->routable && inst->credit > 0 && inst->pipeline &&
-                strcmp(inst->pipeline, pipeline) == 0) {
+            if (s_serves(inst, fe)) {
                 found = inst;
                 self->rr = index + 1;
                 break;
@@ -191,11 +212,10 @@ static instance_t *s_pick(broker_t *self, const char *pipeline)
     return found;
 }
 
-static bool s_has_credit(broker_t *self, const char *pipeline)
+static bool s_has_credit(broker_t *self, const frontend_t *fe)
 {
     for (instance_t *inst = zhashx_first(self->instances); inst; inst = zhashx_next(self->instances)) {
-        if (inst->routable && inst->credit > 0 && inst->pipeline &&
-            strcmp(inst->pipeline, pipeline) == 0) {
+        if (s_serves(inst, fe)) {
             return true;
         }
     }
@@ -210,7 +230,7 @@ static int s_forward(broker_t *self, frontend_t *fe, bool *empty)
     *empty = false;
     void *pull = zsock_resolve(fe->pull);
     while (moved < FORWARD_PER_ROUND) {
-        instance_t *inst = s_pick(self, fe->pipeline);
+        instance_t *inst = s_pick(self, fe);
         if (!inst) {
             break;
         }
@@ -373,6 +393,8 @@ static void s_handle_control(broker_t *self)
         inst->pipeline = strdup(msg.pipeline);
         inst->routable = true;
         inst->drain_pending = false;
+        json_decref(inst->nodes);
+        inst->nodes = json_is_array(msg.receivers) ? json_incref(msg.receivers) : NULL;
         inst->next_sync_ms = 0; // sync at once if it has not granted us credit
         drv_info("routing to instance=%s", inst->id);
         break;
@@ -453,7 +475,7 @@ static void s_tick(broker_t *self)
             continue;
         }
         bool empty = false;
-        if (s_has_credit(self, fe->pipeline)) {
+        if (s_has_credit(self, fe)) {
             s_forward(self, fe, &empty);
         }
         if (empty || now >= fe->close_deadline_ms) {
@@ -539,7 +561,7 @@ int drv_broker_run(const char *control_endpoint, const char *data_endpoint)
         items[count++] = (zmq_pollitem_t){zsock_resolve(self.backend), 0, ZMQ_POLLIN, 0};
         for (frontend_t *fe = zlistx_first(self.frontends); fe && count < MAX_POLL_ITEMS;
              fe = zlistx_next(self.frontends)) {
-            if (s_has_credit(&self, fe->pipeline)) {
+            if (s_has_credit(&self, fe)) {
                 polled[count] = fe;
                 items[count++] = (zmq_pollitem_t){zsock_resolve(fe->pull), 0, ZMQ_POLLIN, 0};
             }

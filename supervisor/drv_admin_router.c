@@ -3,6 +3,8 @@
     handler reads the registry and fills a response. Errors follow the
     contract: {error: {kind, message, details?}}. */
 #include "drv_admin.h"
+#include "drv_admin_pipelines.h"
+#include "drv_rollout.h"
 
 #include "drover/drv_spec.h"
 #include "drover/drv_time.h"
@@ -236,7 +238,8 @@ static void s_not_yet(drv_admin_request_t *request, drv_admin_response_t *respon
                     request->method, request->path);
 }
 
-static void s_route(drv_engine_t *engine, drv_admin_request_t *request, route_path_t *path,
+//  Returns true when the request was kept to be answered later.
+static bool s_route(drv_engine_t *engine, drv_admin_request_t *request, route_path_t *path,
                     drv_admin_response_t *response)
 {
     char **seg = path->segments;
@@ -246,7 +249,7 @@ static void s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
         drv_admin_error(response, 401, "unauthorized",
                         "%s needs \"Authorization: Bearer <token>\" with the engine's http token",
                         request->method);
-        return;
+        return false;
     }
     if (n == 1 && !strcmp(seg[0], "livez")) {
         if (s_method_is(request, "GET", response)) {
@@ -275,7 +278,7 @@ static void s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
             }
         } else if (n == 4) {
             if (!s_method_is(request, "GET PUT DELETE", response)) {
-                return;
+                return false;
             }
             if (!strcmp(request->method, "PUT")) {
                 s_group_put(engine, seg[3], response);
@@ -297,11 +300,14 @@ static void s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
             const char *g = seg[3], *p = seg[5];
             if (n == 6) {
                 if (!s_method_is(request, "GET PUT DELETE", response)) {
-                    return;
+                    return false;
+                }
+                if (!strcmp(request->method, "PUT")) {
+                    return drv_admin_pipeline_put(engine, request, g, p, response);
                 }
                 if (strcmp(request->method, "GET")) {
                     s_not_yet(request, response);
-                    return;
+                    return false;
                 }
                 drv_pipeline_t *pipeline = s_pipeline(engine, g, p, response);
                 if (pipeline) {
@@ -317,12 +323,18 @@ static void s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
                     s_json(response, 200, drv_status_pipeline(engine, pipeline));
                 }
             } else if (n == 7 && !strcmp(seg[6], "rollouts")) {
-                if (s_method_is(request, "GET", response) && s_pipeline(engine, g, p, response)) {
-                    s_json(response, 200, json_array());
+                drv_pipeline_t *pipeline = s_method_is(request, "GET", response)
+                                               ? s_pipeline(engine, g, p, response)
+                                               : NULL;
+                if (pipeline) {
+                    drv_admin_rollouts_list(engine, pipeline, response);
                 }
             } else if (n == 8 && !strcmp(seg[6], "rollouts")) {
-                if (s_method_is(request, "GET", response) && s_pipeline(engine, g, p, response)) {
-                    drv_admin_error(response, 404, "rollout_not_found", "no rollout \"%s\"", seg[7]);
+                drv_pipeline_t *pipeline = s_method_is(request, "GET", response)
+                                               ? s_pipeline(engine, g, p, response)
+                                               : NULL;
+                if (pipeline) {
+                    drv_admin_rollout_get(engine, pipeline, seg[7], response);
                 }
             } else if (n == 8 && !strcmp(seg[6], "shutdowns")) {
                 if (s_method_is(request, "GET", response) && s_pipeline(engine, g, p, response)) {
@@ -344,6 +356,7 @@ static void s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
         drv_admin_error(response, 404, "invalid_request", "no route %s %s", request->method,
                         request->path);
     }
+    return false;
 }
 
 void drv_admin_dispatch(drv_engine_t *engine, drv_admin_request_t *request)
@@ -354,8 +367,10 @@ void drv_admin_dispatch(drv_engine_t *engine, drv_admin_request_t *request)
     if (s_split(request->path, &path) != 0) {
         drv_admin_error(&response, 404, "invalid_request", "no route %s %s", request->method,
                         request->path);
-    } else {
-        s_route(engine, request, &path, &response);
+    } else if (s_route(engine, request, &path, &response)) {
+        s_path_free(&path);
+        drv_admin_response_clear(&response);
+        return; // kept: answered when its rollout ends
     }
     s_path_free(&path);
     if (!response.content_type) {

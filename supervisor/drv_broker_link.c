@@ -74,12 +74,40 @@ static void s_send(drv_engine_t *engine, drv_msg_t *msg)
     }
 }
 
+//  Every front door some live generation needs: while a replace overlaps two
+//  generations, the union of both.
+static json_t *s_receivers(drv_pipeline_t *pipeline)
+{
+    json_t *receivers = drv_spec_zmq_receivers(pipeline->spec);
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
+         inst = zlistx_next(pipeline->instances)) {
+        json_t *more = drv_spec_zmq_receivers(inst->spec);
+        size_t i;
+        json_t *r;
+        json_array_foreach(more, i, r)
+        {
+            bool known = false;
+            size_t k;
+            json_t *have;
+            json_array_foreach(receivers, k, have)
+            {
+                known |= json_equal(have, r);
+            }
+            if (!known) {
+                json_array_append(receivers, r);
+            }
+        }
+        json_decref(more);
+    }
+    return receivers;
+}
+
 void drv_broker_pipeline_set(drv_engine_t *engine, drv_pipeline_t *pipeline)
 {
     drv_msg_t msg;
     drv_msg_init(&msg, DRV_MSG_PIPELINE_SET);
     drv_msg_set_str(&msg, DRV_F_PIPELINE, pipeline->key);
-    json_t *receivers = drv_spec_zmq_receivers(pipeline->spec);
+    json_t *receivers = s_receivers(pipeline);
     drv_msg_set_json(&msg, DRV_F_RECEIVERS, receivers);
     json_decref(receivers);
     s_send(engine, &msg);
@@ -101,6 +129,19 @@ void drv_broker_instance(drv_engine_t *engine, drv_instance_t *inst, int msg_typ
     drv_msg_init(&msg, (drv_msg_type_t)msg_type);
     drv_msg_set_str(&msg, DRV_F_PIPELINE, inst->pipeline->key);
     drv_msg_set_str(&msg, DRV_F_INSTANCE, inst->id);
+    if (msg_type == DRV_MSG_INSTANCE_ADD) {
+        json_t *receivers = drv_spec_zmq_receivers(inst->spec);
+        json_t *nodes = json_array();
+        size_t i;
+        json_t *r;
+        json_array_foreach(receivers, i, r)
+        {
+            json_array_append(nodes, json_object_get(r, "node"));
+        }
+        drv_msg_set_json(&msg, DRV_F_RECEIVERS, nodes);
+        json_decref(nodes);
+        json_decref(receivers);
+    }
     s_send(engine, &msg);
     drv_msg_clear(&msg);
 }
@@ -108,7 +149,7 @@ void drv_broker_instance(drv_engine_t *engine, drv_instance_t *inst, int msg_typ
 static void s_replay_instance(drv_engine_t *engine, drv_instance_t *inst, void *arg)
 {
     (void)arg;
-    if (!inst->pipeline->has_zmq) {
+    if (!inst->has_zmq) {
         return;
     }
     if (inst->state == DRV_INST_READY) {

@@ -35,8 +35,13 @@ typedef struct {
     int64_t since;      // wall ms of the last change of status
 } drv_condition_t;
 
+typedef struct drv_rollout_t drv_rollout_t;
+
 typedef struct {
     drv_pipeline_t *pipeline;
+    json_t *spec;            // the spec of its generation (two overlap during a replace)
+    bool gated;              // started by a rollout, not ready yet: an exit fails the step
+    bool has_zmq;            // its spec has receiver:zmq nodes: the broker routes to it
     int core;
     int64_t generation;
     char id[DRV_ID_MAX];     // {group}/{pipeline}@{generation}#{core}
@@ -63,11 +68,14 @@ struct drv_pipeline_t {
     char group[64];
     char name[64];
     char key[140];           // "{group}:{pipeline}"
-    json_t *spec;            // normalized PipelineSpec
+    json_t *spec;            // normalized PipelineSpec of the active generation
     char *spec_hash;
-    int64_t generation;      // the active generation
-    int cores[DRV_MAX_CORES];
+    int64_t generation;      // the active generation (0 before the first create succeeds)
+    bool running;            // a generation serves; false before create and after shutdown
+    int cores[DRV_MAX_CORES]; // the cores it should run on
     int core_count;
+    zlistx_t *rollouts;      // drv_rollout_t history, oldest first, owned
+    drv_rollout_t *active;   // the rollout under way, or NULL
     bool has_zmq;            // has receiver:zmq nodes: the broker routes to it
     bool degraded;           // restarted more than max_restarts within window_secs
     bool stopping;           // being shut down
@@ -109,6 +117,7 @@ typedef struct {
     int64_t started_at;       // wall ms
     int64_t broker_forwarded; // batches the broker forwarded (its heartbeat)
     int64_t rollout_counts[4][3]; // [create noop resize replace][succeeded failed rollback_failed]
+    int64_t next_rollout_id;
     //  shutdown
     bool shutting_down;
     int64_t shutdown_deadline_ms;
@@ -119,12 +128,15 @@ typedef struct {
 //  ---- registry (drv_registry.c)
 drv_group_t *drv_registry_group(drv_engine_t *engine, const char *name, bool create);
 drv_pipeline_t *drv_registry_pipeline(drv_engine_t *engine, const char *group, const char *name);
-//  Creates a pipeline from a normalized spec at generation 1 with one instance
-//  slot per core (not yet started).
+//  Registers a pipeline that does not run yet (generation 0, no instances):
+//  a create rollout brings it up.
 drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *group,
                                           const char *name, json_t *spec);
+//  Sets the pipeline's spec (and its hash, cores and receivers) to spec.
+void drv_registry_set_spec(drv_engine_t *engine, drv_pipeline_t *pipeline, json_t *spec);
 drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *pipeline,
-                                          int core, int64_t generation);
+                                          int core, int64_t generation, json_t *spec);
+drv_instance_t *drv_registry_find_instance(drv_pipeline_t *pipeline, int core, int64_t generation);
 void drv_registry_remove_instance(drv_engine_t *engine, drv_instance_t *inst);
 drv_instance_t *drv_registry_by_pid(drv_engine_t *engine, pid_t pid);
 //  Calls fn for every instance of every pipeline.

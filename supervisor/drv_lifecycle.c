@@ -33,7 +33,7 @@ static void s_event(drv_engine_t *engine, drv_instance_t *inst, const char *topi
 
 static int64_t s_policy(drv_instance_t *inst, const char *policy, const char *key)
 {
-    return drv_spec_policy(inst->pipeline->spec, policy, key);
+    return drv_spec_policy(inst->spec, policy, key);
 }
 
 //  Restarts of this slot within the restart window, counting now.
@@ -117,7 +117,7 @@ static void s_send_spec(drv_engine_t *engine, drv_instance_t *inst)
     drv_msg_set_str(&msg, DRV_F_PIPELINE, inst->pipeline->key);
     drv_msg_set_int(&msg, DRV_F_GENERATION, inst->generation);
     drv_msg_set_int(&msg, DRV_F_CORE, inst->core);
-    drv_msg_set_json(&msg, DRV_F_SPEC, inst->pipeline->spec);
+    drv_msg_set_json(&msg, DRV_F_SPEC, inst->spec);
     drv_msg_set_int(&msg, DRV_F_HEARTBEAT_MS, engine->config->heartbeat_interval_ms);
     drv_msg_set_int(&msg, DRV_F_CREDIT_WINDOW, engine->config->credit_window);
     drv_msg_set_str(&msg, DRV_F_DATA_ENDPOINT, engine->data_endpoint);
@@ -151,12 +151,13 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
             return;
         }
         inst->state = DRV_INST_READY;
+        inst->gated = false;
         inst->ready_mono_ms = inst->last_heartbeat_mono = drv_time_mono_ms();
         inst->last_heartbeat_at = drv_time_wall_ms();
         inst->detail[0] = 0;
         drv_info("instance ready instance=%s pid=%d startup_us=%lld", inst->id, inst->pid,
                  (long long)(drv_time_mono_us() - inst->spawned_mono_ms * 1000));
-        if (inst->pipeline->has_zmq) {
+        if (inst->has_zmq) {
             drv_broker_instance(engine, inst, DRV_MSG_INSTANCE_ADD);
         }
         s_event(engine, inst, "instance.ready",
@@ -187,7 +188,7 @@ void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int statu
     int code = drv_spawn_exit_code(status);
     inst->last_exit_code = code;
     inst->term_at_ms = inst->kill_at_ms = 0;
-    if (inst->pipeline->has_zmq) {
+    if (inst->has_zmq) {
         drv_broker_instance(engine, inst, DRV_MSG_INSTANCE_DEL);
     }
     s_event(engine, inst, "instance.exited",
@@ -210,6 +211,13 @@ void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int statu
     }
     drv_warn("instance crashed instance=%s exit=%d state=%s detail=\"%s\"", inst->id, code,
              drv_inst_state_name(inst->state), inst->detail);
+    if (inst->gated) {
+        //  A rollout is waiting for this one: its exit fails the step; the
+        //  rollout decides what happens next, not the restart policy.
+        inst->state = DRV_INST_FAILED;
+        inst->restart_at_ms = 0;
+        return;
+    }
     s_schedule_restart(engine, inst);
 }
 
@@ -233,7 +241,7 @@ void drv_lifecycle_retire(drv_engine_t *engine, drv_instance_t *inst, int64_t dr
     }
     inst->state = DRV_INST_DRAINING;
     inst->term_at_ms = now + drain_timeout_ms;
-    if (inst->pipeline->has_zmq && engine->broker_connected) {
+    if (inst->has_zmq && engine->broker_connected) {
         //  Through the broker, so the DRAIN marker follows the last batch.
         drv_broker_instance(engine, inst, DRV_MSG_INSTANCE_DRAIN);
     } else {

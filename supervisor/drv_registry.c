@@ -2,6 +2,7 @@
     An instance slot is one (pipeline, core, generation); its process may be
     restarted many times, and its restart history lives with the slot. */
 #include "drv_engine.h"
+#include "drv_rollout.h"
 
 #include "drover/drv_spec.h"
 
@@ -15,6 +16,7 @@ static void s_pipeline_free(void **item)
         return;
     }
     zlistx_destroy(&pipeline->instances);
+    zlistx_destroy(&pipeline->rollouts);
     json_decref(pipeline->spec);
     free(pipeline->spec_hash);
     free(pipeline);
@@ -34,8 +36,17 @@ static void s_group_free(void **item)
 
 static void s_instance_free(void **item)
 {
-    free(*item);
+    drv_instance_t *inst = *item;
+    if (inst) {
+        json_decref(inst->spec);
+        free(inst);
+    }
     *item = NULL;
+}
+
+static void s_rollout_free(void **item)
+{
+    drv_rollout_destroy((drv_rollout_t **)item);
 }
 
 static int s_same_pointer(const void *a, const void *b)
@@ -81,28 +92,39 @@ drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *grou
     snprintf(pipeline->group, sizeof pipeline->group, "%s", group);
     snprintf(pipeline->name, sizeof pipeline->name, "%s", name);
     snprintf(pipeline->key, sizeof pipeline->key, "%s:%s", group, name);
-    pipeline->spec = json_incref(spec);
+    drv_registry_set_spec(engine, pipeline, spec);
+    pipeline->instances = zlistx_new();
+    zlistx_set_destructor(pipeline->instances, s_instance_free);
+    zlistx_set_comparator(pipeline->instances, s_same_pointer);
+    pipeline->rollouts = zlistx_new();
+    zlistx_set_destructor(pipeline->rollouts, s_rollout_free);
+    zlistx_set_comparator(pipeline->rollouts, s_same_pointer);
+    zhashx_insert(g->pipelines, name, pipeline);
+    return pipeline;
+}
+
+void drv_registry_set_spec(drv_engine_t *engine, drv_pipeline_t *pipeline, json_t *spec)
+{
+    json_incref(spec);
+    json_decref(pipeline->spec);
+    pipeline->spec = spec;
+    free(pipeline->spec_hash);
     pipeline->spec_hash = drv_spec_hash(spec);
-    pipeline->generation = 1;
     pipeline->core_count = drv_spec_cores(spec, &engine->cpus, pipeline->cores, DRV_MAX_CORES);
     json_t *receivers = drv_spec_zmq_receivers(spec);
     pipeline->has_zmq = json_array_size(receivers) > 0;
     json_decref(receivers);
-    pipeline->instances = zlistx_new();
-    zlistx_set_destructor(pipeline->instances, s_instance_free);
-    zlistx_set_comparator(pipeline->instances, s_same_pointer);
-    zhashx_insert(g->pipelines, name, pipeline);
-    for (int i = 0; i < pipeline->core_count; i++) {
-        drv_registry_add_instance(engine, pipeline, pipeline->cores[i], pipeline->generation);
-    }
-    return pipeline;
 }
 
 drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *pipeline,
-                                          int core, int64_t generation)
+                                          int core, int64_t generation, json_t *spec)
 {
     drv_instance_t *inst = calloc(1, sizeof *inst);
     inst->pipeline = pipeline;
+    inst->spec = json_incref(spec);
+    json_t *receivers = drv_spec_zmq_receivers(spec);
+    inst->has_zmq = json_array_size(receivers) > 0;
+    json_decref(receivers);
     inst->core = core;
     inst->generation = generation;
     inst->state = DRV_INST_STARTING;
@@ -111,6 +133,17 @@ drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *
     zlistx_add_end(pipeline->instances, inst);
     zhashx_update(engine->live, inst->id, inst);
     return inst;
+}
+
+drv_instance_t *drv_registry_find_instance(drv_pipeline_t *pipeline, int core, int64_t generation)
+{
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
+         inst = zlistx_next(pipeline->instances)) {
+        if (inst->core == core && inst->generation == generation) {
+            return inst;
+        }
+    }
+    return NULL;
 }
 
 void drv_registry_remove_instance(drv_engine_t *engine, drv_instance_t *inst)

@@ -1,6 +1,7 @@
 /*  drv_status — what operators and probes see: PipelineStatus documents,
     conditions, phases and readiness, all computed from the registry. */
 #include "drv_engine.h"
+#include "drv_rollout.h"
 
 #include "drover/drv_time.h"
 
@@ -87,6 +88,12 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
     }
     if (p->stopping) {
         s_set(&p->cond_progressing, true, "ShuttingDown", "instances are draining", now);
+    } else if (p->active) {
+        char progress[300];
+        snprintf(progress, sizeof progress, "%s: %s to generation %lld", drv_rollout_id(p->active),
+                 drv_action_name(drv_rollout_action(p->active)),
+                 (long long)drv_rollout_target_generation(p->active));
+        s_set(&p->cond_progressing, true, "RolloutInProgress", progress, now);
     } else {
         s_set(&p->cond_progressing, false, "Idle", "no rollout or shutdown in progress", now);
     }
@@ -122,6 +129,13 @@ void drv_status_refresh(drv_engine_t *engine)
 
 const char *drv_status_phase(const drv_pipeline_t *pipeline)
 {
+    if (pipeline->active) {
+        return drv_rollout_action(pipeline->active) == DRV_ACTION_CREATE ? "pending" : "updating";
+    }
+    if (!pipeline->running && !pipeline->stopping) {
+        drv_rollout_t *last = zlistx_last(pipeline->rollouts);
+        return last && drv_rollout_state(last) != DRV_RO_SUCCEEDED ? "failed" : "stopped";
+    }
     if (pipeline->stopping) {
         return drv_status_ready_instances(pipeline) > 0 || zlistx_size(pipeline->instances) > 0
                    ? "updating"
@@ -176,12 +190,17 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
     json_t *conditions = json_pack("[o, o, o]", s_condition("ready", &p->cond_ready),
                                    s_condition("progressing", &p->cond_progressing),
                                    s_condition("degraded", &p->cond_degraded));
-    return json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:i, s:o, s:o, s:n, s:n, s:o}", "group", p->group,
+    json_t *status = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:i, s:o, s:o, s:n, s:n, s:o}", "group", p->group,
                      "pipeline", p->name, "generation", (json_int_t)p->generation, "spec_hash",
                      p->spec_hash, "phase", drv_status_phase(p), "desired_cores", cores,
                      "ready_instances", drv_status_ready_instances(p), "conditions", conditions,
                      "instances", instances, "rollout", "shutdown", "created_at",
                      s_time(p->created_at));
+    drv_rollout_t *latest = zlistx_last(p->rollouts);
+    if (latest) {
+        json_object_set_new(status, "rollout", drv_rollout_json(latest));
+    }
+    return status;
 }
 
 json_t *drv_status_all(drv_engine_t *engine)
@@ -205,7 +224,7 @@ bool drv_status_ready(drv_engine_t *engine, json_t *reasons)
     bool needs_broker = false;
     for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
         for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            needs_broker |= p->has_zmq && !p->stopping;
+            needs_broker |= p->has_zmq && !p->stopping && (p->running || p->active);
         }
     }
     if (needs_broker && !engine->broker_connected) {
@@ -214,8 +233,8 @@ bool drv_status_ready(drv_engine_t *engine, json_t *reasons)
     }
     for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
         for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            if (p->stopping) {
-                continue; // shut down on purpose: not expected to run
+            if (p->stopping || (!p->running && !p->active)) {
+                continue; // shut down on purpose, or never came up: not expected to run
             }
             if (!p->cond_ready.status) {
                 char reason[400];

@@ -11,6 +11,7 @@
 #include "drv_supervisor.h"
 #include "drv_admin.h"
 #include "drv_engine.h"
+#include "drv_rollout.h"
 #include "drv_signals.h"
 #include "drv_spawn.h"
 
@@ -207,6 +208,8 @@ static void s_on_control(drv_engine_t *engine)
     zmsg_destroy(&zmsg);
 }
 
+//  The config file's pipelines come up the way a PUT would bring them: as
+//  create rollouts, health-gated, visible in each pipeline's rollout history.
 static void s_start_pipelines(drv_engine_t *engine)
 {
     const char *group_name;
@@ -219,15 +222,8 @@ static void s_start_pipelines(drv_engine_t *engine)
         json_object_foreach(pipelines, name, spec)
         {
             drv_pipeline_t *pipeline = drv_registry_add_pipeline(engine, group_name, name, spec);
-            drv_info("pipeline created pipeline=%s generation=%lld cores=%d hash=%s", pipeline->key,
-                     (long long)pipeline->generation, pipeline->core_count, pipeline->spec_hash);
-            if (pipeline->has_zmq) {
-                drv_broker_pipeline_set(engine, pipeline);
-            }
-            for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
-                 inst = zlistx_next(pipeline->instances)) {
-                drv_lifecycle_start(engine, inst);
-            }
+            drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group_name, name, spec, 0, 0, false, true);
+            drv_rollout_start(engine, pipeline, rollout);
         }
     }
 }
@@ -317,6 +313,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
 
     while (!engine.done) {
         int64_t wait = s_min_wait(drv_lifecycle_tick(&engine), drv_broker_tick(&engine));
+        wait = s_min_wait(wait, drv_rollout_tick(&engine));
         if (engine.shutting_down) {
             int64_t now = drv_time_mono_ms();
             if (now >= engine.shutdown_deadline_ms) {
@@ -369,6 +366,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     }
     s_final_reap(&engine);
 done:
+    drv_rollout_abandon_waiters(&engine);
     drv_admin_http_stop(&engine);
     drv_admin_zmq_stop(&engine);
     free(engine.http_token);

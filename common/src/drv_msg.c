@@ -55,7 +55,7 @@ static const type_def_t s_types[DRV_MSG_TYPE_COUNT] = {
      0},
     {"pipeline_set", B(DRV_F_PIPELINE) | B(DRV_F_RECEIVERS), 0},
     {"pipeline_del", B(DRV_F_PIPELINE), 0},
-    {"instance_add", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), 0},
+    {"instance_add", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), B(DRV_F_RECEIVERS)},
     {"instance_drain", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), 0},
     {"instance_del", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), 0},
     {"bound", B(DRV_F_PIPELINE) | B(DRV_F_NODE) | B(DRV_F_ENDPOINT) | B(DRV_F_OK),

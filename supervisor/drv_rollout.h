@@ -1,0 +1,56 @@
+/*  drv_rollout — carries out a plan step by step, records each core's state in
+    a RolloutStatus, rolls back on failure, and answers the requests waiting
+    for it. Driven by the loop: drv_rollout_tick after every event. */
+#ifndef DRV_ROLLOUT_H
+#define DRV_ROLLOUT_H
+
+#include "drv_admin.h"
+#include "drv_engine.h"
+#include "drv_planner.h"
+
+#define DRV_ROLLOUT_HISTORY 64 // rollouts kept per pipeline (the contract asks for 32)
+
+typedef enum {
+    DRV_RO_PENDING = 0,
+    DRV_RO_RUNNING,
+    DRV_RO_SUCCEEDED,
+    DRV_RO_FAILED,
+    DRV_RO_ROLLING_BACK,
+    DRV_RO_ROLLBACK_FAILED,
+} drv_rollout_state_t;
+
+//  Plans a change to (group, name) without touching anything: the result is a
+//  pending rollout (what dry_run returns), not attached to any pipeline.
+//  pipeline may be NULL (it does not exist yet). Timeouts of 0 mean "from the
+//  spec's rollout policy".
+//  supervised (pipelines from the config file): every core starts at once,
+//  instances follow the restart policy instead of failing the step, and a step
+//  that times out ends the rollout failed without rolling back, so the
+//  supervisor keeps trying, as with a Kubernetes Deployment.
+drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group,
+                                const char *name, json_t *spec, int64_t step_timeout_secs,
+                                int64_t drain_timeout_secs, bool dry_run, bool supervised);
+//  Attaches a planned rollout to its pipeline (now existing) and starts it.
+void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollout_t *rollout);
+void drv_rollout_destroy(drv_rollout_t **self_p);
+
+json_t *drv_rollout_json(const drv_rollout_t *rollout);
+drv_action_t drv_rollout_action(const drv_rollout_t *rollout);
+drv_rollout_state_t drv_rollout_state(const drv_rollout_t *rollout);
+const char *drv_rollout_id(const drv_rollout_t *rollout);
+int64_t drv_rollout_target_generation(const drv_rollout_t *rollout);
+bool drv_rollout_finished(const drv_rollout_t *rollout);
+drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id);
+
+//  Keeps request until the rollout ends (200, or 409 when it failed) or
+//  timeout_ms passes (504 with the latest status).
+void drv_rollout_wait(drv_rollout_t *rollout, drv_admin_request_t *request, int64_t timeout_ms);
+
+//  Advances every active rollout and expires waiters; returns ms until the next
+//  deadline, or -1.
+int64_t drv_rollout_tick(drv_engine_t *engine);
+
+//  Answers everyone still waiting with 503 (droverd is stopping).
+void drv_rollout_abandon_waiters(drv_engine_t *engine);
+
+#endif
