@@ -1,0 +1,276 @@
+"""Live reconfiguration through the real binaries: PUT create, noop, resize,
+replace under load with exact accounting, a failing replace that rolls back,
+a rollout that times out, 409 while busy, dry runs, bad bodies."""
+
+import json
+import os
+import threading
+import time
+import unittest
+
+import msgpack
+import zmq
+
+from harness import Admin, EngineTest, free_port, read_ndjson, wait_until
+
+ENGINE = """
+engine:
+  run_dir: {RUN}
+  heartbeat_interval_ms: 200
+  admin: { http: "127.0.0.1:HTTP" }
+groups:
+  default:
+    pipelines: {}
+"""
+
+
+def zmq_spec(port, out_dir, cores=1, env="v1", path=None):
+    return {"pipeline": {
+        "cores": {"count": cores},
+        "nodes": {
+            "in": {"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{port}"}, "to": ["stamp"]},
+            "stamp": {"type": "processor:transform", "config": {"set": {"env": env}}, "to": ["out"]},
+            "out": {"type": "exporter:file",
+                    "config": {"path": path or f"{out_dir}/ingest-{{core}}-{{generation}}.ndjson"}},
+        },
+        "policies": {"rollout": {"step_timeout_secs": 10, "drain_timeout_secs": 10}},
+    }}
+
+
+def gen_spec(out_dir, cores=1, rate=50):
+    return {"pipeline": {
+        "cores": {"count": cores},
+        "nodes": {
+            "g": {"type": "receiver:generator", "config": {"rate": rate}, "to": ["out"]},
+            "out": {"type": "exporter:file", "config": {"path": f"{out_dir}/gen-{{core}}-{{generation}}.ndjson"}},
+        },
+    }}
+
+
+class Load:
+    """A producer at a steady rate with sequence numbers, on its own thread."""
+
+    def __init__(self, port, rate=2000, batch=20):
+        self.port, self.rate, self.batch = port, rate, batch
+        self.sent = 0
+        self.stop_flag = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+
+    def run(self):
+        ctx = zmq.Context()
+        sock = ctx.socket(zmq.PUSH)
+        sock.setsockopt(zmq.LINGER, 10000)
+        sock.connect(f"tcp://127.0.0.1:{self.port}")
+        start = time.monotonic()
+        while not self.stop_flag.is_set():
+            due = int((time.monotonic() - start) * self.rate)
+            if self.sent + self.batch > due:
+                time.sleep(0.002)  # pacing the producer, not synchronising with the engine
+                continue
+            sock.send(msgpack.packb([{"seq": self.sent + i} for i in range(self.batch)]))
+            self.sent += self.batch
+        sock.close()  # linger: everything queued still goes out
+        ctx.term()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_flag.set()
+        self.thread.join()
+
+
+class Rollouts(EngineTest):
+    def setUp(self):
+        self.http_port = free_port()
+        self.engine = self.start_engine(ENGINE.replace("HTTP", str(self.http_port)))
+        self.admin = Admin(self.engine, self.http_port)
+        self.admin.wait_ready()
+        self.out = self.engine.out_dir
+
+    def put(self, name, body, query="", group="default"):
+        status, reply, resp = self.admin.http("PUT", f"/api/v1/groups/{group}/pipelines/{name}{query}", body=body,
+                                              timeout=60)
+        return status, reply, resp
+
+    def pids(self, prefix):
+        return {k: v for k, v in self.engine.instances().items() if k.startswith(prefix)}
+
+    def exported(self, pattern="ingest-"):
+        rows = []
+        for name in sorted(os.listdir(self.out)):
+            if name.startswith(pattern):
+                rows += read_ndjson(os.path.join(self.out, name))
+        return rows
+
+    def test_create_in_an_existing_group_and_404_for_an_unknown_one(self):
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/team-a")[0], 200)
+        status, body, _ = self.put("ticks", gen_spec(self.out), group="team-a")
+        self.assertEqual(status, 200, body)
+        self.assertEqual((body["action"], body["state"], body["target_generation"]), ("create", "succeeded", 1))
+        self.assertEqual([s["op"] for s in body["plan"]], ["start", "wait_ready", "switch"])
+        self.assertIn("team-a/ticks@1#0", self.engine.instances())
+        status, body, _ = self.put("ticks", gen_spec(self.out), group="nope")
+        self.assertEqual((status, body["error"]["kind"]), (404, "group_not_found"))
+        status, st, _ = self.admin.http("GET", "/api/v1/groups/team-a/pipelines/ticks/status")
+        self.assertEqual((st["phase"], st["generation"], st["rollout"]["rollout_id"]),
+                         ("running", 1, body_id(self.admin, "team-a", "ticks")))
+
+    def test_noop_changes_no_pid(self):
+        self.assertEqual(self.put("p", gen_spec(self.out, cores=2))[0], 200)
+        before = self.pids("default/p@")
+        # the same spec, keys in another order and defaults spelled out: still a noop
+        same = gen_spec(self.out, cores=2)
+        same["pipeline"] = dict(reversed(list(same["pipeline"].items())))
+        same["pipeline"]["policies"] = {"restart": {"max_restarts": 5}}
+        started = time.monotonic()
+        status, body, _ = self.put("p", same)
+        self.assertEqual((status, body["action"], body["state"]), (200, "noop", "succeeded"))
+        self.assertEqual(body["plan"], [])
+        self.assertLess(time.monotonic() - started, 1.0)
+        self.assertEqual(self.pids("default/p@"), before)
+
+    def test_resize_1_to_2_to_1_keeps_the_kept_core(self):
+        self.assertEqual(self.put("p", gen_spec(self.out, cores=1))[0], 200)
+        kept = self.pids("default/p@")["default/p@1#0"]
+        status, body, _ = self.put("p", gen_spec(self.out, cores=2))
+        self.assertEqual((status, body["action"], body["target_generation"]), (200, "resize", 1))
+        now = self.pids("default/p@")
+        self.assertEqual(now["default/p@1#0"], kept)
+        self.assertIn("default/p@1#1", now)
+        status, body, _ = self.put("p", gen_spec(self.out, cores=1))
+        self.assertEqual((status, body["action"]), (200, "resize"))
+        self.assertEqual([s["op"] for s in body["plan"]], ["drain"])
+        wait_until(lambda: set(self.pids("default/p@")) == {"default/p@1#0"}, 10, "core 1 drained")
+        self.assertEqual(self.pids("default/p@")["default/p@1#0"], kept)
+
+    def test_replace_under_load_exports_every_record_exactly_once(self):
+        port = free_port()
+        self.assertEqual(self.put("ingest", zmq_spec(port, self.out, cores=2, env="v1"))[0], 200)
+        self.engine.wait_log(r"instance connected instance=default/ingest@1#1")
+        with Load(port) as load:
+            wait_until(lambda: load.sent > 2000, 10, "load flowing")
+            status, body, _ = self.put("ingest", zmq_spec(port, self.out, cores=2, env="v2"))
+            self.assertEqual(status, 200, body)
+            self.assertEqual((body["action"], body["target_generation"]), ("replace", 2))
+            self.assertEqual([c["state"] for c in body["cores"]], ["retired", "retired"])
+            sent_at_cutover = load.sent
+            wait_until(lambda: load.sent > sent_at_cutover + 2000, 10, "load after the cutover")
+        wait_until(lambda: len(self.exported()) >= load.sent, 20, f"all {load.sent} records exported")
+        rows = self.exported()
+        seqs = sorted(r["seq"] for r in rows)
+        self.assertEqual(seqs, list(range(load.sent)), "every sequence number exactly once")
+        last = max(rows, key=lambda r: r["seq"])
+        self.assertEqual(last["env"], "v2", "the new config is visible after the cutover")
+        gen2 = sum(len(read_ndjson(os.path.join(self.out, f"ingest-{c}-2.ndjson"))) for c in (0, 1))
+        self.assertGreater(gen2, 0)
+        self.assertEqual(set(self.pids("default/ingest@")), {"default/ingest@2#0", "default/ingest@2#1"})
+
+    def test_failing_replace_rolls_back_and_the_old_generation_keeps_serving(self):
+        port = free_port()
+        self.assertEqual(self.put("ingest", zmq_spec(port, self.out, cores=2))[0], 200)
+        self.engine.wait_log(r"instance connected instance=default/ingest@1#1")
+        old = self.pids("default/ingest@")
+        with Load(port) as load:
+            wait_until(lambda: load.sent > 1000, 10, "load flowing")
+            bad = zmq_spec(port, self.out, cores=2, env="v2", path="/proc/drover-nope/{core}.ndjson")
+            status, body, _ = self.put("ingest", bad)
+            self.assertEqual(status, 409, body)
+            rollout = body["rollout"]
+            self.assertEqual((rollout["state"], rollout["action"]), ("failed", "replace"))
+            self.assertIn("cannot open /proc/drover-nope/0.ndjson", rollout["failure_reason"])
+            self.assertIn("cannot open", body["error"]["message"])
+            sent_after = load.sent
+            wait_until(lambda: load.sent > sent_after + 1000, 10, "load after the rollback")
+        self.assertEqual(self.pids("default/ingest@"), old, "generation 1 kept every core, same pids")
+        wait_until(lambda: len(self.exported()) >= load.sent, 20, "all records exported")
+        self.assertEqual(sorted(r["seq"] for r in self.exported()), list(range(load.sent)))
+        status, st, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/ingest/status")
+        self.assertEqual((st["generation"], st["phase"], st["rollout"]["state"]), (1, "running", "failed"))
+
+    def test_a_rollout_that_times_out_rolls_back(self):
+        self.assertEqual(self.put("p", gen_spec(self.out))[0], 200)
+        old = self.pids("default/p@")
+        fifo = os.path.join(self.out, "fifo")
+        os.mkfifo(fifo)  # opening it for writing blocks: the instance never becomes ready
+        slow = gen_spec(self.out, rate=51)
+        slow["pipeline"]["nodes"]["out"]["config"]["path"] = fifo
+        slow["step_timeout_secs"] = 1
+        started = time.monotonic()
+        status, body, _ = self.put("p", slow)
+        self.assertEqual(status, 409, body)
+        self.assertIn("not ready within 1 s", body["rollout"]["failure_reason"])
+        self.assertLess(time.monotonic() - started, 8)
+        wait_until(lambda: self.pids("default/p@") == old, 10, "only generation 1 left")
+
+    def test_busy_pipeline_409_wait_timeout_504_and_no_wait_202(self):
+        self.assertEqual(self.put("p", gen_spec(self.out))[0], 200)
+        fifo = os.path.join(self.out, "fifo")
+        os.mkfifo(fifo)
+        slow = gen_spec(self.out, rate=51)
+        slow["pipeline"]["nodes"]["out"]["config"]["path"] = fifo
+        slow["step_timeout_secs"] = 3
+        status, body, resp = self.put("p", slow, query="?wait=false")
+        self.assertEqual((status, body["state"]), (202, "running"))
+        location = resp.getheader("Location")
+        self.assertEqual(location, f"/api/v1/groups/default/pipelines/p/rollouts/{body['rollout_id']}")
+        status, busy, _ = self.put("p", gen_spec(self.out, rate=52))
+        self.assertEqual((status, busy["error"]["kind"]), (409, "conflict"))
+        self.assertIn(body["rollout_id"], busy["error"]["message"])
+        status, latest, _ = self.admin.http("GET", location)
+        self.assertEqual((status, latest["state"]), (200, "running"))
+        wait_until(lambda: self.admin.http("GET", location)[1]["state"] == "failed", 15, "rollout ends failed")
+        # a waited PUT that outlives its timeout gets 504 and the latest status
+        slow["step_timeout_secs"] = 5
+        status, body, _ = self.put("p", slow, query="?timeout_secs=1")
+        self.assertEqual((status, body["state"]), (504, "running"))
+        self.assertEqual(self.admin.zmq("GET", "/api/v1/groups/default/pipelines/p/rollouts")[1][0]["rollout_id"],
+                         body["rollout_id"])
+
+    def test_dry_run_changes_nothing(self):
+        self.assertEqual(self.put("p", gen_spec(self.out, cores=1))[0], 200)
+        before = self.pids("default/p@")
+        history = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rollouts")[1]
+        status, body, _ = self.put("p", gen_spec(self.out, cores=2, rate=99), query="?dry_run=true")
+        self.assertEqual((status, body["dry_run"], body["action"], body["state"]), (200, True, "replace", "pending"))
+        self.assertEqual([(s["op"], s["core"], s["generation"]) for s in body["plan"]],
+                         [("start", 1, 2), ("wait_ready", 1, 2), ("switch", 1, 2),
+                          ("start", 0, 2), ("wait_ready", 0, 2), ("switch", 0, 2), ("drain", 0, 1)])
+        self.assertEqual(self.pids("default/p@"), before)
+        self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rollouts")[1], history)
+        status, st, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")
+        self.assertEqual(st["generation"], 1)
+        # over zmq too, for a pipeline that does not exist: nothing is created
+        status, body = self.admin.zmq("PUT", "/api/v1/groups/default/pipelines/q", query={"dry_run": "true"},
+                                      body=gen_spec(self.out))
+        self.assertEqual((status, body["action"]), (200, "create"))
+        self.assertEqual(self.admin.zmq("GET", "/api/v1/groups/default/pipelines/q")[0], 404)
+
+    def test_invalid_spec_422_with_every_problem_and_malformed_body_400(self):
+        bad = gen_spec(self.out)
+        bad["pipeline"]["nodes"]["g"]["type"] = "receiver:kafka"
+        bad["pipeline"]["nodes"]["out"]["config"]["speed"] = 1
+        status, body, _ = self.put("p", bad)
+        self.assertEqual((status, body["error"]["kind"]), (422, "invalid_request"))
+        paths = {d["path"] for d in body["error"]["details"]}
+        self.assertIn("nodes.g.type", paths)
+        self.assertIn("nodes.out.config.speed", paths)
+        self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/p")[0], 404, "nothing half-applied")
+        self.assertEqual(self.put("p", {"spec": {}})[0], 400)
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", raw_body="{broken")
+        self.assertEqual(status, 400)
+        self.assertEqual(self.put("p", gen_spec(self.out), query="?wait=maybe")[0], 400)
+        port = free_port()
+        self.assertEqual(self.put("a", zmq_spec(port, self.out))[0], 200)
+        status, body, _ = self.put("b", zmq_spec(port, self.out))
+        self.assertEqual(status, 422)
+        self.assertIn("already bound by pipeline default:a", body["error"]["details"][0]["message"])
+
+
+def body_id(admin, group, name):
+    return admin.http("GET", f"/api/v1/groups/{group}/pipelines/{name}/rollouts")[1][0]["rollout_id"]
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
