@@ -3,6 +3,7 @@
     its request to the rollout, which answers it when it ends or times out. */
 #include "drv_admin_pipelines.h"
 #include "drv_rollout.h"
+#include "drv_shutdown.h"
 
 #include "drover/drv_problems.h"
 #include "drover/drv_spec.h"
@@ -97,45 +98,13 @@ static void s_invalid(drv_admin_response_t *response, drv_problems_t *problems)
     json_object_set_new(json_object_get(response->json, "error"), "details", drv_problems_to_json(problems));
 }
 
-bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
-                            const char *name, drv_admin_response_t *response)
+//  The part of PUT after parsing: validate, plan, start, wait. Also rollback's.
+static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const char *group, const char *name,
+                    json_t *raw_spec, int64_t step_secs, int64_t drain_secs, bool wait, bool dry_run,
+                    int64_t timeout_secs, drv_admin_response_t *response)
 {
-    if (!drv_registry_group(engine, group, false)) {
-        drv_admin_error(response, 404, "group_not_found", "no group \"%s\" (create it with PUT /api/v1/groups/%s)",
-                        group, group);
-        return false;
-    }
-    if (!drv_spec_valid_id(name)) {
-        drv_admin_error(response, 400, "invalid_request", "pipeline name \"%s\" must match [a-z0-9_-]{1,63}", name);
-        return false;
-    }
-    json_t *body = request->body;
-    if (!json_is_object(body) || !json_object_get(body, "pipeline")) {
-        drv_admin_error(response, 400, "invalid_request",
-                        "body must be {\"pipeline\": PipelineSpec, \"step_timeout_secs\"?, \"drain_timeout_secs\"?}");
-        return false;
-    }
-    const char *key;
-    json_t *value;
-    json_object_foreach(body, key, value)
-    {
-        if (strcmp(key, "pipeline") && strcmp(key, "step_timeout_secs") && strcmp(key, "drain_timeout_secs")) {
-            drv_admin_error(response, 400, "invalid_request",
-                            "unknown body key \"%s\" (pipeline, step_timeout_secs, drain_timeout_secs)", key);
-            return false;
-        }
-    }
-    int64_t step_secs, drain_secs, timeout_secs;
-    bool wait, dry_run;
-    if (s_body_secs(body, "step_timeout_secs", &step_secs, response) ||
-        s_body_secs(body, "drain_timeout_secs", &drain_secs, response) ||
-        s_query_bool(request, "wait", true, &wait, response) ||
-        s_query_bool(request, "dry_run", false, &dry_run, response) ||
-        s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
-        return false;
-    }
     drv_problems_t *problems = drv_problems_new();
-    json_t *spec = drv_spec_normalize(json_object_get(body, "pipeline"), &engine->cpus, "", problems);
+    json_t *spec = drv_spec_normalize(raw_spec, &engine->cpus, "", problems);
     drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
     if (spec) {
         json_t *receivers = drv_spec_zmq_receivers(spec);
@@ -160,6 +129,12 @@ bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, 
         return false;
     }
     drv_problems_destroy(&problems);
+    if (pipeline && pipeline->shutdown_active) {
+        drv_admin_error(response, 409, "conflict", "%s is in progress on %s/%s",
+                        drv_shutdown_id(pipeline->shutdown_active), group, name);
+        json_decref(spec);
+        return false;
+    }
     if (pipeline && pipeline->active) {
         drv_admin_error(response, 409, "conflict", "%s is in progress on %s/%s; try again when it ends",
                         drv_rollout_id(pipeline->active), group, name);
@@ -198,6 +173,47 @@ bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, 
     return true;
 }
 
+bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
+                            const char *name, drv_admin_response_t *response)
+{
+    if (!drv_registry_group(engine, group, false)) {
+        drv_admin_error(response, 404, "group_not_found", "no group \"%s\" (create it with PUT /api/v1/groups/%s)",
+                        group, group);
+        return false;
+    }
+    if (!drv_spec_valid_id(name)) {
+        drv_admin_error(response, 400, "invalid_request", "pipeline name \"%s\" must match [a-z0-9_-]{1,63}", name);
+        return false;
+    }
+    json_t *body = request->body;
+    if (!json_is_object(body) || !json_object_get(body, "pipeline")) {
+        drv_admin_error(response, 400, "invalid_request",
+                        "body must be {\"pipeline\": PipelineSpec, \"step_timeout_secs\"?, \"drain_timeout_secs\"?}");
+        return false;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach(body, key, value)
+    {
+        if (strcmp(key, "pipeline") && strcmp(key, "step_timeout_secs") && strcmp(key, "drain_timeout_secs")) {
+            drv_admin_error(response, 400, "invalid_request",
+                            "unknown body key \"%s\" (pipeline, step_timeout_secs, drain_timeout_secs)", key);
+            return false;
+        }
+    }
+    int64_t step_secs, drain_secs, timeout_secs;
+    bool wait, dry_run;
+    if (s_body_secs(body, "step_timeout_secs", &step_secs, response) ||
+        s_body_secs(body, "drain_timeout_secs", &drain_secs, response) ||
+        s_query_bool(request, "wait", true, &wait, response) ||
+        s_query_bool(request, "dry_run", false, &dry_run, response) ||
+        s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
+        return false;
+    }
+    return s_apply(engine, request, group, name, json_object_get(body, "pipeline"), step_secs, drain_secs, wait,
+                   dry_run, timeout_secs, response);
+}
+
 void drv_admin_rollouts_list(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_admin_response_t *response)
 {
     (void)engine;
@@ -220,4 +236,96 @@ void drv_admin_rollout_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const
     }
     response->status = 200;
     response->json = drv_rollout_json(rollout);
+}
+
+static drv_pipeline_t *s_pipeline(drv_engine_t *engine, const char *group, const char *name,
+                                  drv_admin_response_t *response)
+{
+    if (!drv_registry_group(engine, group, false)) {
+        drv_admin_error(response, 404, "group_not_found", "no group \"%s\"", group);
+        return NULL;
+    }
+    drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
+    if (!pipeline) {
+        drv_admin_error(response, 404, "pipeline_not_found", "no pipeline \"%s\" in group \"%s\"", name, group);
+    }
+    return pipeline;
+}
+
+static bool s_busy(drv_pipeline_t *pipeline, drv_admin_response_t *response)
+{
+    if (pipeline->active) {
+        drv_admin_error(response, 409, "conflict", "%s is in progress on %s", drv_rollout_id(pipeline->active),
+                        pipeline->key);
+        return true;
+    }
+    if (pipeline->shutdown_active) {
+        drv_admin_error(response, 409, "conflict", "%s is in progress on %s",
+                        drv_shutdown_id(pipeline->shutdown_active), pipeline->key);
+        return true;
+    }
+    return false;
+}
+
+bool drv_admin_pipeline_shutdown(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
+                                 const char *name, bool forget, drv_admin_response_t *response)
+{
+    drv_pipeline_t *pipeline = s_pipeline(engine, group, name, response);
+    bool wait;
+    int64_t timeout_secs;
+    if (!pipeline || s_busy(pipeline, response) || s_query_bool(request, "wait", true, &wait, response) ||
+        s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
+        return false;
+    }
+    //  Completion is always noticed by the loop (drv_shutdown_tick), which
+    //  answers waiters before a DELETE frees the pipeline and this record.
+    drv_shutdown_t *shutdown = drv_shutdown_start(engine, pipeline, 0, forget);
+    if (!wait) {
+        response->status = 202;
+        response->json = drv_shutdown_json(shutdown);
+        if (asprintf(&response->location, "/api/v1/groups/%s/pipelines/%s/shutdowns/%s", group, name,
+                     drv_shutdown_id(shutdown)) < 0) {
+            response->location = NULL;
+        }
+        return false;
+    }
+    drv_shutdown_wait(shutdown, request, timeout_secs * 1000);
+    return true;
+}
+
+bool drv_admin_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
+                                 const char *name, drv_admin_response_t *response)
+{
+    drv_pipeline_t *pipeline = s_pipeline(engine, group, name, response);
+    if (!pipeline || s_busy(pipeline, response)) {
+        return false;
+    }
+    if (!pipeline->previous_spec) {
+        drv_admin_error(response, 409, "conflict", "%s has no previous generation to roll back to", pipeline->key);
+        return false;
+    }
+    bool wait, dry_run;
+    int64_t timeout_secs;
+    if (s_query_bool(request, "wait", true, &wait, response) ||
+        s_query_bool(request, "dry_run", false, &dry_run, response) ||
+        s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
+        return false;
+    }
+    json_t *previous = json_incref(pipeline->previous_spec);
+    bool kept = s_apply(engine, request, group, name, previous, 0, 0, wait, dry_run, timeout_secs, response);
+    json_decref(previous);
+    return kept;
+}
+
+void drv_admin_shutdown_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *id,
+                            drv_admin_response_t *response)
+{
+    (void)engine;
+    drv_shutdown_t *shutdown = drv_shutdown_find(pipeline, id);
+    if (!shutdown) {
+        drv_admin_error(response, 404, "shutdown_not_found", "no shutdown \"%s\" on %s", id, pipeline->key);
+        return;
+    }
+    response->status = 200;
+    response->json = drv_shutdown_json(shutdown);
 }

@@ -12,4 +12,13 @@ void drv_admin_rollouts_list(drv_engine_t *engine, drv_pipeline_t *pipeline, drv
 void drv_admin_rollout_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *id,
                            drv_admin_response_t *response);
 
+//  POST .../shutdown, and DELETE (forget: the pipeline is removed once stopped).
+bool drv_admin_pipeline_shutdown(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
+                                 const char *name, bool forget, drv_admin_response_t *response);
+//  POST .../rollback: a replace with the spec before the last replace.
+bool drv_admin_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
+                                 const char *name, drv_admin_response_t *response);
+void drv_admin_shutdown_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *id,
+                            drv_admin_response_t *response);
+
 #endif

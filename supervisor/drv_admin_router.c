@@ -231,13 +231,6 @@ static bool s_method_is(drv_admin_request_t *request, const char *allowed,
     return false;
 }
 
-static void s_not_yet(drv_admin_request_t *request, drv_admin_response_t *response)
-{
-    drv_admin_error(response, 501, "internal",
-                    "%s %s is not implemented yet: it arrives with live reconfiguration",
-                    request->method, request->path);
-}
-
 //  Returns true when the request was kept to be answered later.
 static bool s_route(drv_engine_t *engine, drv_admin_request_t *request, route_path_t *path,
                     drv_admin_response_t *response)
@@ -305,9 +298,8 @@ static bool s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
                 if (!strcmp(request->method, "PUT")) {
                     return drv_admin_pipeline_put(engine, request, g, p, response);
                 }
-                if (strcmp(request->method, "GET")) {
-                    s_not_yet(request, response);
-                    return false;
+                if (!strcmp(request->method, "DELETE")) {
+                    return drv_admin_pipeline_shutdown(engine, request, g, p, true, response);
                 }
                 drv_pipeline_t *pipeline = s_pipeline(engine, g, p, response);
                 if (pipeline) {
@@ -337,12 +329,19 @@ static bool s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
                     drv_admin_rollout_get(engine, pipeline, seg[7], response);
                 }
             } else if (n == 8 && !strcmp(seg[6], "shutdowns")) {
-                if (s_method_is(request, "GET", response) && s_pipeline(engine, g, p, response)) {
-                    drv_admin_error(response, 404, "shutdown_not_found", "no shutdown \"%s\"", seg[7]);
+                drv_pipeline_t *pipeline = s_method_is(request, "GET", response)
+                                               ? s_pipeline(engine, g, p, response)
+                                               : NULL;
+                if (pipeline) {
+                    drv_admin_shutdown_get(engine, pipeline, seg[7], response);
                 }
-            } else if (n == 7 && (!strcmp(seg[6], "rollback") || !strcmp(seg[6], "shutdown"))) {
-                if (s_method_is(request, "POST", response) && s_pipeline(engine, g, p, response)) {
-                    s_not_yet(request, response);
+            } else if (n == 7 && !strcmp(seg[6], "shutdown")) {
+                if (s_method_is(request, "POST", response)) {
+                    return drv_admin_pipeline_shutdown(engine, request, g, p, false, response);
+                }
+            } else if (n == 7 && !strcmp(seg[6], "rollback")) {
+                if (s_method_is(request, "POST", response)) {
+                    return drv_admin_pipeline_rollback(engine, request, g, p, response);
                 }
             } else {
                 drv_admin_error(response, 404, "invalid_request", "no route %s %s", request->method,

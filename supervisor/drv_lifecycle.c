@@ -9,6 +9,7 @@
     window_secs marks the pipeline degraded (and restarts go on, at the longest
     backoff, like a Kubernetes CrashLoopBackOff). */
 #include "drv_engine.h"
+#include "drv_shutdown.h"
 #include "drv_spawn.h"
 
 #include "drover/drv_log.h"
@@ -196,6 +197,7 @@ void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int statu
                       "signal", code > 128 ? json_integer(code - 128) : json_null(), "expected",
                       inst->retiring || engine->shutting_down));
     inst->pid = 0;
+    drv_shutdown_note_exit(inst->pipeline, inst, code);
     if (inst->retiring || engine->shutting_down) {
         inst->state = DRV_INST_EXITED;
         drv_info("instance exited instance=%s exit=%d", inst->id, code);

@@ -3,6 +3,7 @@
     restarted many times, and its restart history lives with the slot. */
 #include "drv_engine.h"
 #include "drv_rollout.h"
+#include "drv_shutdown.h"
 
 #include "drover/drv_spec.h"
 
@@ -17,6 +18,8 @@ static void s_pipeline_free(void **item)
     }
     zlistx_destroy(&pipeline->instances);
     zlistx_destroy(&pipeline->rollouts);
+    zlistx_destroy(&pipeline->shutdowns);
+    json_decref(pipeline->previous_spec);
     json_decref(pipeline->spec);
     free(pipeline->spec_hash);
     free(pipeline);
@@ -47,6 +50,11 @@ static void s_instance_free(void **item)
 static void s_rollout_free(void **item)
 {
     drv_rollout_destroy((drv_rollout_t **)item);
+}
+
+static void s_shutdown_free(void **item)
+{
+    drv_shutdown_destroy((drv_shutdown_t **)item);
 }
 
 static int s_same_pointer(const void *a, const void *b)
@@ -99,6 +107,9 @@ drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *grou
     pipeline->rollouts = zlistx_new();
     zlistx_set_destructor(pipeline->rollouts, s_rollout_free);
     zlistx_set_comparator(pipeline->rollouts, s_same_pointer);
+    pipeline->shutdowns = zlistx_new();
+    zlistx_set_destructor(pipeline->shutdowns, s_shutdown_free);
+    zlistx_set_comparator(pipeline->shutdowns, s_same_pointer);
     zhashx_insert(g->pipelines, name, pipeline);
     return pipeline;
 }

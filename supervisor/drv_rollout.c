@@ -359,6 +359,8 @@ static void s_commit(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
         drv_registry_set_spec(engine, pipeline, self->new_spec);
         break;
     case DRV_ACTION_REPLACE:
+        json_decref(pipeline->previous_spec);
+        pipeline->previous_spec = json_incref(pipeline->spec);
         drv_registry_set_spec(engine, pipeline, self->new_spec);
         pipeline->generation = self->plan.target_generation;
         break;
@@ -543,6 +545,7 @@ void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollo
     pipeline->active = self;
     if (self->plan.action == DRV_ACTION_CREATE) {
         drv_registry_set_spec(engine, pipeline, self->new_spec); // what status shows meanwhile
+        pipeline->shut_down = false;
     }
     drv_info("rollout started pipeline=%s id=%s action=%s target_generation=%lld steps=%zu", pipeline->key,
              self->id, drv_action_name(self->plan.action), (long long)self->plan.target_generation,

@@ -2,6 +2,7 @@
     conditions, phases and readiness, all computed from the registry. */
 #include "drv_engine.h"
 #include "drv_rollout.h"
+#include "drv_shutdown.h"
 
 #include "drover/drv_time.h"
 
@@ -134,7 +135,7 @@ const char *drv_status_phase(const drv_pipeline_t *pipeline)
     }
     if (!pipeline->running && !pipeline->stopping) {
         drv_rollout_t *last = zlistx_last(pipeline->rollouts);
-        return last && drv_rollout_state(last) != DRV_RO_SUCCEEDED ? "failed" : "stopped";
+        return pipeline->shut_down || !last || drv_rollout_state(last) == DRV_RO_SUCCEEDED ? "stopped" : "failed";
     }
     if (pipeline->stopping) {
         return drv_status_ready_instances(pipeline) > 0 || zlistx_size(pipeline->instances) > 0
@@ -199,6 +200,10 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
     drv_rollout_t *latest = zlistx_last(p->rollouts);
     if (latest) {
         json_object_set_new(status, "rollout", drv_rollout_json(latest));
+    }
+    drv_shutdown_t *shutdown = zlistx_last(p->shutdowns);
+    if (shutdown) {
+        json_object_set_new(status, "shutdown", drv_shutdown_json(shutdown));
     }
     return status;
 }

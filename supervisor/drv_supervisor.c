@@ -12,6 +12,7 @@
 #include "drv_admin.h"
 #include "drv_engine.h"
 #include "drv_rollout.h"
+#include "drv_shutdown.h"
 #include "drv_signals.h"
 #include "drv_spawn.h"
 
@@ -314,6 +315,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     while (!engine.done) {
         int64_t wait = s_min_wait(drv_lifecycle_tick(&engine), drv_broker_tick(&engine));
         wait = s_min_wait(wait, drv_rollout_tick(&engine));
+        wait = s_min_wait(wait, drv_shutdown_tick(&engine));
         if (engine.shutting_down) {
             int64_t now = drv_time_mono_ms();
             if (now >= engine.shutdown_deadline_ms) {

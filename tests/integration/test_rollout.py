@@ -267,6 +267,49 @@ class Rollouts(EngineTest):
         self.assertEqual(status, 422)
         self.assertIn("already bound by pipeline default:a", body["error"]["details"][0]["message"])
 
+    def test_shutdown_succeeds_processes_gone_then_create_again_and_delete(self):
+        port = free_port()
+        self.assertEqual(self.put("ingest", zmq_spec(port, self.out, cores=2))[0], 200)
+        self.engine.wait_log(r"instance connected instance=default/ingest@1#1")
+        with Load(port, rate=1000) as load:
+            wait_until(lambda: load.sent > 500, 10, "load flowing")
+            status, body, _ = self.admin.http("POST", "/api/v1/groups/default/pipelines/ingest/shutdown")
+        self.assertEqual((status, body["state"]), (200, "succeeded"), body)
+        self.assertEqual({c["state"] for c in body["cores"]}, {"exited"})
+        self.assertEqual(self.pids("default/ingest@"), {}, "the processes are gone")
+        accepted = sum(int(n) for n in __import__("re").findall(
+            r"front door closed pipeline=default:ingest node=in accepted_batches=(\d+)", self.engine.log_text()))
+        self.assertEqual(len(self.exported()), accepted * 20, "every accepted record exported")
+        self.assertEqual(len({r["seq"] for r in self.exported()}), accepted * 20, "none twice")
+        status, st, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/ingest/status")
+        self.assertEqual((st["phase"], st["shutdown"]["shutdown_id"]), ("stopped", body["shutdown_id"]))
+        status, again, _ = self.admin.http("GET", f"/api/v1/groups/default/pipelines/ingest/shutdowns/{body['shutdown_id']}")
+        self.assertEqual((status, again["state"]), (200, "succeeded"))
+        self.assertEqual(self.admin.http("GET", "/readyz")[0], 200, "a stopped pipeline is not expected to run")
+        # created again with PUT: a new generation
+        status, body, _ = self.put("ingest", zmq_spec(port, self.out, cores=1))
+        self.assertEqual((status, body["action"], body["target_generation"]), (200, "create", 2))
+        self.assertIn("default/ingest@2#0", self.pids("default/ingest@"))
+        # DELETE: shut down and forgotten
+        status, body, _ = self.admin.http("DELETE", "/api/v1/groups/default/pipelines/ingest")
+        self.assertEqual((status, body["state"]), (200, "succeeded"))
+        self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/ingest")[0], 404)
+        self.assertEqual(self.pids("default/ingest@"), {})
+        self.assertEqual(self.admin.http("POST", "/api/v1/groups/default/pipelines/ingest/shutdown")[0], 404)
+
+    def test_rollback_restores_the_previous_spec_as_a_new_generation(self):
+        self.assertEqual(self.put("p", gen_spec(self.out, rate=10))[0], 200)
+        status, body, _ = self.admin.http("POST", "/api/v1/groups/default/pipelines/p/rollback")
+        self.assertEqual((status, body["error"]["kind"]), (409, "conflict"))
+        self.assertEqual(self.put("p", gen_spec(self.out, rate=20))[0], 200)
+        status, body, _ = self.admin.http("POST", "/api/v1/groups/default/pipelines/p/rollback")
+        self.assertEqual((status, body["action"], body["target_generation"]), (200, "replace", 3))
+        status, got, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/p")
+        self.assertEqual(got["spec"]["nodes"]["g"]["config"]["rate"], 10)
+        self.assertEqual(got["status"]["generation"], 3)
+        history = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rollouts")[1]
+        self.assertEqual([r["action"] for r in history], ["replace", "replace", "create"])
+
 
 def body_id(admin, group, name):
     return admin.http("GET", f"/api/v1/groups/{group}/pipelines/{name}/rollouts")[1][0]["rollout_id"]

@@ -1,0 +1,255 @@
+/*  drv_shutdown — see drv_shutdown.h. The broker closes the pipeline's front
+    doors first (forwarding what it already accepted), then each instance gets
+    its DRAIN marker after its last batch; an instance that does not exit by
+    drain_timeout_secs gets SIGTERM, and SIGKILL 5 s later (drv_lifecycle). */
+#include "drv_shutdown.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_spec.h"
+#include "drover/drv_time.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef enum { CORE_REQUESTED = 0, CORE_DRAINING, CORE_EXITED, CORE_KILLED } core_state_t;
+static const char *s_core_names[] = {"shutdown_requested", "draining", "exited", "killed"};
+
+typedef struct {
+    char instance[DRV_ID_MAX];
+    int core;
+    int64_t generation;
+    core_state_t state;
+    char detail[120];
+} shutdown_core_t;
+
+typedef struct {
+    drv_admin_request_t *request;
+    int64_t deadline_ms;
+} waiter_t;
+
+struct drv_shutdown_t {
+    char id[32];
+    char group[64];
+    char pipeline[64];
+    drv_pipeline_t *owner;
+    bool forget;                // DELETE: remove the pipeline at the end
+    bool done;
+    int64_t started_at, updated_at;
+    shutdown_core_t cores[DRV_MAX_CORES * 2];
+    int core_count;
+    zlistx_t *waiters;
+};
+
+static int64_t s_next_id = 0;
+
+static json_t *s_time(int64_t ms)
+{
+    char buf[40];
+    drv_time_rfc3339(ms, buf, sizeof buf);
+    return json_string(buf);
+}
+
+drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipeline, int64_t drain_timeout_secs,
+                                   bool forget)
+{
+    drv_shutdown_t *self = calloc(1, sizeof *self);
+    snprintf(self->id, sizeof self->id, "shutdown-%lld", (long long)++s_next_id);
+    snprintf(self->group, sizeof self->group, "%s", pipeline->group);
+    snprintf(self->pipeline, sizeof self->pipeline, "%s", pipeline->name);
+    self->owner = pipeline;
+    self->forget = forget;
+    self->waiters = zlistx_new();
+    self->started_at = self->updated_at = drv_time_wall_ms();
+    if (drain_timeout_secs <= 0) {
+        drain_timeout_secs = drv_spec_policy(pipeline->spec, "rollout", "drain_timeout_secs");
+    }
+    zlistx_add_end(pipeline->shutdowns, self);
+    pipeline->shutdown_active = self;
+    pipeline->stopping = true;
+    drv_info("pipeline shutdown started pipeline=%s id=%s forget=%s", pipeline->key, self->id,
+             forget ? "yes" : "no");
+    if (pipeline->has_zmq) {
+        drv_broker_pipeline_del(engine, pipeline);
+    }
+    //  Snapshot first: retiring an instance that is not running removes it.
+    drv_instance_t *all[DRV_MAX_CORES * 2];
+    int n = 0;
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst && n < DRV_MAX_CORES * 2;
+         inst = zlistx_next(pipeline->instances)) {
+        all[n++] = inst;
+    }
+    for (int i = 0; i < n; i++) {
+        shutdown_core_t *c = &self->cores[self->core_count++];
+        snprintf(c->instance, sizeof c->instance, "%s", all[i]->id);
+        c->core = all[i]->core;
+        c->generation = all[i]->generation;
+        c->state = all[i]->pid > 0 ? CORE_DRAINING : CORE_EXITED;
+        snprintf(c->detail, sizeof c->detail, "%s", all[i]->pid > 0 ? "draining" : "was not running");
+        drv_lifecycle_retire(engine, all[i], drain_timeout_secs * 1000);
+    }
+    drv_events_publish(engine, "shutdown.running", pipeline->group, pipeline->name,
+                       json_pack("{s:s}", "shutdown_id", self->id));
+    return self;
+}
+
+void drv_shutdown_destroy(drv_shutdown_t **self_p)
+{
+    if (!self_p || !*self_p) {
+        return;
+    }
+    drv_shutdown_t *self = *self_p;
+    waiter_t *waiter;
+    while ((waiter = zlistx_first(self->waiters))) {
+        drv_admin_response_t response = {0};
+        drv_admin_error(&response, 503, "internal", "the shutdown record was discarded");
+        response.content_type = "application/json";
+        waiter->request->reply(waiter->request, &response);
+        drv_admin_response_clear(&response);
+        zlistx_delete(self->waiters, zlistx_cursor(self->waiters));
+        free(waiter);
+    }
+    zlistx_destroy(&self->waiters);
+    free(self);
+    *self_p = NULL;
+}
+
+const char *drv_shutdown_id(const drv_shutdown_t *self)
+{
+    return self->id;
+}
+
+bool drv_shutdown_finished(const drv_shutdown_t *self)
+{
+    return self->done;
+}
+
+drv_shutdown_t *drv_shutdown_find(drv_pipeline_t *pipeline, const char *id)
+{
+    for (drv_shutdown_t *s = zlistx_first(pipeline->shutdowns); s; s = zlistx_next(pipeline->shutdowns)) {
+        if (!strcmp(s->id, id)) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+json_t *drv_shutdown_json(const drv_shutdown_t *self)
+{
+    json_t *cores = json_array();
+    for (int i = 0; i < self->core_count; i++) {
+        const shutdown_core_t *c = &self->cores[i];
+        json_array_append_new(cores, json_pack("{s:i, s:I, s:s, s:s, s:s}", "core", c->core, "generation",
+                                               (json_int_t)c->generation, "instance", c->instance, "state",
+                                               s_core_names[c->state], "detail", c->detail));
+    }
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:n, s:o, s:b}", "shutdown_id", self->id, "group",
+                     self->group, "pipeline", self->pipeline, "state", self->done ? "succeeded" : "running",
+                     "started_at", s_time(self->started_at), "updated_at", s_time(self->updated_at),
+                     "failure_reason", "cores", cores, "forget", self->forget);
+}
+
+void drv_shutdown_note_exit(drv_pipeline_t *pipeline, drv_instance_t *inst, int code)
+{
+    drv_shutdown_t *self = pipeline->shutdown_active;
+    if (!self) {
+        return;
+    }
+    for (int i = 0; i < self->core_count; i++) {
+        shutdown_core_t *c = &self->cores[i];
+        if (!strcmp(c->instance, inst->id)) {
+            c->state = code == 128 + 9 ? CORE_KILLED : CORE_EXITED;
+            if (code > 128) {
+                snprintf(c->detail, sizeof c->detail, "killed by signal %d", code - 128);
+            } else {
+                snprintf(c->detail, sizeof c->detail, "exited with code %d", code);
+            }
+            self->updated_at = drv_time_wall_ms();
+        }
+    }
+}
+
+static void s_answer(drv_shutdown_t *self, bool expired_only, int64_t now)
+{
+    waiter_t *waiter = zlistx_first(self->waiters);
+    while (waiter) {
+        if (expired_only && now < waiter->deadline_ms) {
+            waiter = zlistx_next(self->waiters);
+            continue;
+        }
+        drv_admin_response_t response = {.content_type = "application/json"};
+        response.status = self->done ? 200 : 504;
+        response.json = drv_shutdown_json(self);
+        waiter->request->reply(waiter->request, &response);
+        drv_admin_response_clear(&response);
+        zlistx_delete(self->waiters, zlistx_cursor(self->waiters));
+        free(waiter);
+        waiter = zlistx_first(self->waiters);
+    }
+}
+
+void drv_shutdown_wait(drv_shutdown_t *self, drv_admin_request_t *request, int64_t timeout_ms)
+{
+    waiter_t *waiter = calloc(1, sizeof *waiter);
+    waiter->request = request;
+    waiter->deadline_ms = drv_time_mono_ms() + timeout_ms;
+    zlistx_add_end(self->waiters, waiter);
+    if (self->done) {
+        s_answer(self, false, 0);
+    }
+}
+
+//  Checks one pipeline's shutdown; true when the pipeline itself was removed.
+static bool s_progress(drv_engine_t *engine, drv_group_t *group, drv_pipeline_t *p)
+{
+    drv_shutdown_t *self = p->shutdown_active;
+    if (!self || zlistx_size(p->instances) > 0) {
+        return false;
+    }
+    self->done = true;
+    self->updated_at = drv_time_wall_ms();
+    p->shutdown_active = NULL;
+    p->stopping = false;
+    p->running = false;
+    p->shut_down = true;
+    drv_info("pipeline shutdown succeeded pipeline=%s id=%s", p->key, self->id);
+    drv_events_publish(engine, "shutdown.succeeded", p->group, p->name, json_pack("{s:s}", "shutdown_id", self->id));
+    s_answer(self, false, 0);
+    if (self->forget) {
+        drv_info("pipeline deleted pipeline=%s", p->key);
+        drv_events_publish(engine, "pipeline.deleted", p->group, p->name, NULL);
+        zhashx_delete(group->pipelines, p->name);
+        return true;
+    }
+    return false;
+}
+
+int64_t drv_shutdown_tick(drv_engine_t *engine)
+{
+    int64_t next = -1;
+    int64_t now = drv_time_mono_ms();
+    if (!engine->groups) {
+        return -1;
+    }
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        //  Deleting from the hash while walking it is not safe: collect first.
+        drv_pipeline_t *list[256];
+        int n = 0;
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p && n < 256; p = zhashx_next(g->pipelines)) {
+            list[n++] = p;
+        }
+        for (int i = 0; i < n; i++) {
+            drv_pipeline_t *p = list[i];
+            for (drv_shutdown_t *s = zlistx_first(p->shutdowns); s; s = zlistx_next(p->shutdowns)) {
+                if (zlistx_size(s->waiters) > 0 && !s->done) {
+                    s_answer(s, true, now);
+                    for (waiter_t *w = zlistx_first(s->waiters); w; w = zlistx_next(s->waiters)) {
+                        int64_t wait = w->deadline_ms > now ? w->deadline_ms - now : 0;
+                        next = next < 0 || wait < next ? wait : next;
+                    }
+                }
+            }
+            s_progress(engine, g, p);
+        }
+    }
+    return next;
+}
