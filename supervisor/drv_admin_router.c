@@ -155,6 +155,7 @@ static void s_group_put(drv_engine_t *engine, const char *name, drv_admin_respon
     drv_group_t *group = drv_registry_group(engine, name, true);
     if (!existed) {
         drv_events_publish(engine, "group.created", name, NULL, NULL);
+        engine->state_dirty = true;
     }
     s_json(response, 200, s_group_json(group));
 }
@@ -176,6 +177,7 @@ static void s_group_delete(drv_engine_t *engine, const char *name, drv_admin_res
     }
     zhashx_delete(engine->groups, name);
     drv_events_publish(engine, "group.deleted", name, NULL, NULL);
+    engine->state_dirty = true;
     s_json(response, 200, json_pack("{s:s, s:b}", "name", name, "deleted", 1));
 }
 

@@ -123,6 +123,7 @@ typedef struct {
     int64_t broker_forwarded; // batches the broker forwarded (its heartbeat)
     int64_t rollout_counts[4][3]; // [create noop resize replace][succeeded failed rollback_failed]
     int64_t next_rollout_id;
+    bool state_dirty;         // the applied state changed: write the state file
     //  shutdown
     bool shutting_down;
     int64_t shutdown_deadline_ms;

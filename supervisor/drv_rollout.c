@@ -381,6 +381,7 @@ static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
     engine->rollout_counts[self->plan.action][outcome]++;
     s_set_state(engine, self, state);
     pipeline->active = NULL;
+    engine->state_dirty = true;
     if (pipeline->has_zmq) {
         drv_broker_pipeline_set(engine, pipeline); // front doors of what runs now
     }

@@ -211,6 +211,7 @@ static bool s_progress(drv_engine_t *engine, drv_group_t *group, drv_pipeline_t 
     p->stopping = false;
     p->running = false;
     p->shut_down = true;
+    engine->state_dirty = true;
     drv_info("pipeline shutdown succeeded pipeline=%s id=%s", p->key, self->id);
     drv_events_publish(engine, "shutdown.succeeded", p->group, p->name, json_pack("{s:s}", "shutdown_id", self->id));
     s_answer(self, false, 0);

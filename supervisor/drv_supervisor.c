@@ -11,7 +11,9 @@
 #include "drv_supervisor.h"
 #include "drv_admin.h"
 #include "drv_engine.h"
+#include "drv_reload.h"
 #include "drv_rollout.h"
+#include "drv_state.h"
 #include "drv_shutdown.h"
 #include "drv_signals.h"
 #include "drv_spawn.h"
@@ -170,7 +172,11 @@ static void s_on_signal(drv_engine_t *engine, int sig)
         }
         break;
     case SIGHUP:
-        drv_warn("SIGHUP: configuration reload is not available yet; nothing changed");
+        if (engine->shutting_down) {
+            drv_warn("SIGHUP ignored: shutting down");
+        } else {
+            drv_reload_apply(engine);
+        }
         break;
     default:
         break;
@@ -207,26 +213,6 @@ static void s_on_control(drv_engine_t *engine)
     }
     free(who);
     zmsg_destroy(&zmsg);
-}
-
-//  The config file's pipelines come up the way a PUT would bring them: as
-//  create rollouts, health-gated, visible in each pipeline's rollout history.
-static void s_start_pipelines(drv_engine_t *engine)
-{
-    const char *group_name;
-    json_t *pipelines;
-    json_object_foreach(engine->config->groups, group_name, pipelines)
-    {
-        drv_registry_group(engine, group_name, true);
-        const char *name;
-        json_t *spec;
-        json_object_foreach(pipelines, name, spec)
-        {
-            drv_pipeline_t *pipeline = drv_registry_add_pipeline(engine, group_name, name, spec);
-            drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group_name, name, spec, 0, 0, false, true);
-            drv_rollout_start(engine, pipeline, rollout);
-        }
-    }
 }
 
 static int64_t s_min_wait(int64_t a, int64_t b)
@@ -308,7 +294,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     drv_info("started pid=%d config=%s cpus=%d run_dir=%s", getpid(), config->path, cpus->count,
              config->run_dir);
     drv_broker_start(&engine);
-    s_start_pipelines(&engine);
+    drv_reload_start_pipelines(&engine);
     drv_events_publish(&engine, "config.loaded", NULL, NULL,
                        json_pack("{s:s}", "path", config->path));
 
@@ -337,6 +323,11 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
             wait = s_min_wait(wait, engine.shutdown_deadline_ms - now);
         }
         drv_status_refresh(&engine);
+        if (engine.state_dirty && !engine.shutting_down) {
+            //  Not while stopping: what to restore is the state before SIGTERM.
+            engine.state_dirty = false;
+            drv_state_save(&engine);
+        }
         zsock_t *http = drv_admin_http_socket(&engine);
         zmq_pollitem_t items[4] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
                                    {NULL, signal_fd, ZMQ_POLLIN, 0},

@@ -93,6 +93,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     self->heartbeat_interval_ms = s_int_or(engine, "heartbeat_interval_ms", 1000, 10, problems,
                                            "engine.heartbeat_interval_ms");
     self->credit_window = s_int_or(engine, "credit_window", 16, 1, problems, "engine.credit_window");
+    self->state_file = s_string_or(engine, "state_file", NULL, problems, "engine.state_file");
 
     json_t *admin = json_object_get(engine, "admin");
     if (admin && !json_is_object(admin)) {
@@ -298,6 +299,7 @@ void drv_config_destroy(drv_config_t **self_p)
     free(self->admin_http);
     free(self->http_token_file);
     free(self->curve_server_secret_file);
+    free(self->state_file);
     free(self->curve_clients_dir);
     json_decref(self->groups);
     free(self);

@@ -22,6 +22,7 @@ typedef struct {
     int shutdown_timeout_secs; // SIGTERM: drain within this, then SIGKILL
     int heartbeat_interval_ms; // workers heartbeat this often; 3 missed = unhealthy
     int credit_window;         // batches the broker may have in flight per instance
+    char *state_file;          // where applied specs are kept across restarts, or NULL
     json_t *groups;          // {group: {pipeline: normalized spec}}
 } drv_config_t;
 

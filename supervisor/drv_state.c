@@ -1,0 +1,119 @@
+/*  drv_state — see drv_state.h. The file is JSON:
+      {"version": 1, "groups": {"g": {"pipelines": {"p": {"spec": {...}, "running": true}}}}} */
+#include "drv_state.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_problems.h"
+#include "drover/drv_spec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int drv_state_save(drv_engine_t *engine)
+{
+    const char *path = engine->config->state_file;
+    if (!path) {
+        return 0;
+    }
+    json_t *groups = json_object();
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        json_t *pipelines = json_object();
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            if (!p->running && !p->shut_down) {
+                continue; // never came up: nothing was applied
+            }
+            json_object_set_new(pipelines, p->name,
+                                json_pack("{s:O, s:b, s:I}", "spec", p->spec, "running", p->running && !p->stopping,
+                                          "generation", (json_int_t)p->generation));
+        }
+        json_object_set_new(groups, g->name, json_pack("{s:o}", "pipelines", pipelines));
+    }
+    json_t *doc = json_pack("{s:i, s:o}", "version", 1, "groups", groups);
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int rc = -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+        size_t len = strlen(text), done = 0;
+        while (done < len) {
+            ssize_t n = write(fd, text + done, len - done);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                break;
+            }
+            done += (size_t)n;
+        }
+        free(text);
+        if (done == len && fsync(fd) == 0 && close(fd) == 0 && rename(tmp, path) == 0) {
+            char dir[1100];
+            snprintf(dir, sizeof dir, "%s", path);
+            int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd >= 0) {
+                fsync(dfd);
+                close(dfd);
+            }
+            rc = 0;
+        } else {
+            close(fd);
+        }
+    }
+    if (rc != 0) {
+        drv_error("cannot write state file path=%s reason=\"%s\"", path, strerror(errno));
+        unlink(tmp);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen)
+{
+    const char *path = engine->config->state_file;
+    err[0] = 0;
+    if (!path || access(path, F_OK) != 0) {
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *doc = json_load_file(path, 0, &jerr);
+    if (!doc || json_integer_value(json_object_get(doc, "version")) != 1 ||
+        !json_is_object(json_object_get(doc, "groups"))) {
+        snprintf(err, errlen, "%s: %s", path, doc ? "not a version 1 state file" : jerr.text);
+        json_decref(doc);
+        return NULL;
+    }
+    json_t *result = json_object();
+    const char *group;
+    json_t *g;
+    json_object_foreach(json_object_get(doc, "groups"), group, g)
+    {
+        json_t *pipelines = json_object();
+        json_object_set_new(result, group, pipelines);
+        const char *name;
+        json_t *entry;
+        json_object_foreach(json_object_get(g, "pipelines"), name, entry)
+        {
+            drv_problems_t *problems = drv_problems_new();
+            char prefix[200];
+            snprintf(prefix, sizeof prefix, "groups.%s.pipelines.%s.spec", group, name);
+            json_t *spec = drv_spec_normalize(json_object_get(entry, "spec"), &engine->cpus, prefix, problems);
+            if (!spec) {
+                drv_error("state file: pipeline skipped path=%s field=%s reason=\"%s\"", path,
+                          drv_problems_path(problems, 0), drv_problems_message(problems, 0));
+            } else {
+                json_object_set_new(pipelines, name,
+                                    json_pack("{s:o, s:b, s:I}", "spec", spec, "running",
+                                              json_is_true(json_object_get(entry, "running")), "generation",
+                                              (json_int_t)json_integer_value(json_object_get(entry, "generation"))));
+            }
+            drv_problems_destroy(&problems);
+        }
+    }
+    json_decref(doc);
+    return result;
+}

@@ -1,0 +1,112 @@
+"""SIGHUP reload and the state file, through the real binaries."""
+
+import os
+import signal
+import unittest
+
+from harness import Admin, Engine, EngineTest, free_port, wait_until
+
+CONFIG = """
+engine:
+  run_dir: {RUN}
+  heartbeat_interval_ms: 200
+  admin: { http: "127.0.0.1:HTTP" }
+STATE
+groups:
+  default:
+    pipelines:
+PIPELINES
+"""
+
+
+def pipeline(name, rate, path):
+    return f"""      {name}:
+        nodes:
+          g: {{ type: receiver:generator, config: {{ rate: {rate} }}, to: [out] }}
+          out: {{ type: exporter:file, config: {{ path: "{path}" }} }}
+"""
+
+
+class Reload(EngineTest):
+    def write(self, engine, pipelines, state=""):
+        text = (CONFIG.replace("HTTP", str(self.http_port)).replace("STATE", state)
+                .replace("PIPELINES", "".join(pipelines)).replace("{RUN}", engine.run_dir))
+        with open(engine.config_path, "w") as f:
+            f.write(text.replace("{OUT}", engine.out_dir))
+
+    def test_sighup_applies_each_difference_and_an_invalid_file_changes_nothing(self):
+        self.http_port = free_port()
+        out = "{OUT}/{pipeline}-{generation}.ndjson"
+        text = (CONFIG.replace("HTTP", str(self.http_port)).replace("STATE", "")
+                .replace("PIPELINES", pipeline("keep", 10, out) + pipeline("change", 10, out) + pipeline("drop", 10, out)))
+        engine = self.start_engine(text)
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready()
+        keep_pid = engine.instances()["default/keep@1#0"]
+        status, _, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/api-made", body={"pipeline": {
+            "nodes": {"g": {"type": "receiver:generator", "to": ["out"]}, "out": {"type": "exporter:null"}}}})
+        self.assertEqual(status, 200)
+        self.write(engine, [pipeline("keep", 10, out), pipeline("change", 20, out), pipeline("added", 10, out)])
+        engine.signal(signal.SIGHUP)
+        engine.wait_log(r"config reloaded .* applied=3 skipped=0 removed=1")
+        wait_until(lambda: set(engine.instances()) == {"default/keep@1#0", "default/change@2#0",
+                                                        "default/added@1#0", "default/api-made@1#0"},
+                   10, "the file's changes applied")
+        self.assertEqual(engine.instances()["default/keep@1#0"], keep_pid, "an unchanged pipeline is a noop")
+        self.assertEqual(admin.http("GET", "/api/v1/groups/default/pipelines/drop")[0], 404)
+        history = admin.http("GET", "/api/v1/groups/default/pipelines/change/rollouts")[1]
+        self.assertEqual((history[0]["action"], history[0]["state"]), ("replace", "succeeded"))
+        # an invalid file: nothing changes, and it says why
+        with open(engine.config_path, "a") as f:
+            f.write("      broken: { nodes: { g: { type: receiver:kafka } } }\n")
+        before = engine.instances()
+        engine.signal(signal.SIGHUP)
+        engine.wait_log(r"reload refused, nothing changed: .*drover.yaml:\d+: groups.default.pipelines.broken")
+        self.assertEqual(engine.instances(), before)
+        self.assertEqual(admin.http("GET", "/readyz")[0], 200)
+
+    def test_runtime_changes_survive_a_restart_through_the_state_file(self):
+        self.http_port = free_port()
+        engine = Engine("placeholder")
+        self.addCleanup(engine.cleanup)
+        state = f"  state_file: {engine.dir}/state.json"
+        out = "{OUT}/{pipeline}-{generation}.ndjson"
+        self.write(engine, [pipeline("base", 10, out)], state)
+        engine.start()
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready()
+        self.assertEqual(admin.http("PUT", "/api/v1/groups/team")[0], 200)
+        spec = {"pipeline": {"cores": {"count": 2}, "nodes": {
+            "g": {"type": "receiver:generator", "config": {"rate": 5}, "to": ["out"]},
+            "out": {"type": "exporter:null"}}}}
+        self.assertEqual(admin.http("PUT", "/api/v1/groups/team/pipelines/extra", body=spec)[0], 200)
+        spec["pipeline"]["nodes"]["g"]["config"]["rate"] = 6
+        self.assertEqual(admin.http("PUT", "/api/v1/groups/team/pipelines/extra", body=spec)[0], 200)
+        self.assertEqual(admin.http("POST", "/api/v1/groups/default/pipelines/base/shutdown")[0], 200)
+        wait_until(lambda: os.path.exists(f"{engine.dir}/state.json"), 5, "state file written")
+        engine.signal(signal.SIGTERM)
+        self.assertEqual(engine.wait_exit(20), 0)
+        engine.log.close()
+        # the same config file, a new droverd: the operator's changes are back
+        engine.start()
+        admin.wait_ready()
+        wait_until(lambda: set(engine.instances()) == {"team/extra@2#0", "team/extra@2#1"}, 10,
+                   "restored instances, same generation")
+        status, got, _ = admin.http("GET", "/api/v1/groups/team/pipelines/extra")
+        self.assertEqual((status, got["spec"]["nodes"]["g"]["config"]["rate"]), (200, 6))
+        status, base, _ = admin.http("GET", "/api/v1/groups/default/pipelines/base/status")
+        self.assertEqual(base["phase"], "stopped", "a shut-down pipeline stays down")
+        self.assertIn("restored from state file", engine.log_text())
+        with open(f"{engine.dir}/state.json", "w") as f:
+            f.write("{ broken")
+        engine.signal(signal.SIGTERM)
+        engine.wait_exit(20)
+        engine.log.close()
+        engine.start()
+        admin.wait_ready()
+        self.assertIn("state file unusable, starting from the config file", engine.log_text())
+        wait_until(lambda: "default/base@1#0" in engine.instances(), 10, "config file pipelines")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
