@@ -22,16 +22,27 @@ static void s_on_signal(int sig)
 
 //  Performs a request; on error prints the engine's message and returns the
 //  exit code; on success stores the body and returns 0.
-static int s_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *body, json_t **out)
+int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *query, json_t *body, json_t **out)
 {
     char err[400];
     json_t *reply = NULL;
-    int status = drv_ctl_request(&ctl->options, method, path, NULL, body, &reply, err, sizeof err);
+    int status = drv_ctl_request(&ctl->options, method, path, query, body, &reply, err, sizeof err);
     if (status < 0) {
         fprintf(stderr, "droverctl: %s\n", err);
         return DRV_CTL_UNREACHABLE;
     }
     if (status >= 400 && !(status == 503 && !strcmp(path, "/readyz"))) {
+        if (json_is_object(json_object_get(reply, "rollout"))) {
+            //  A failed rollout: show how far it got before the error line.
+            json_t *r = json_object_get(reply, "rollout");
+            size_t i;
+            json_t *c;
+            json_array_foreach(json_object_get(r, "cores"), i, c)
+            {
+                fprintf(stderr, "  core %lld %s: %s\n", (long long)json_integer_value(json_object_get(c, "core")),
+                        json_string_value(json_object_get(c, "state")), json_string_value(json_object_get(c, "detail")));
+            }
+        }
         json_t *error = json_object_get(reply, "error");
         if (ctl->json) {
             char *text = json_dumps(reply, JSON_INDENT(2));
@@ -56,7 +67,7 @@ static int s_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *
     return DRV_CTL_OK;
 }
 
-static int s_print_json(json_t *body)
+int drv_ctl_print_json(json_t *body)
 {
     if (json_is_string(body)) {
         fputs(json_string_value(body), stdout);
@@ -134,9 +145,9 @@ static int s_status(drv_ctl_t *ctl, int argc, char **argv)
     (void)argc;
     (void)argv;
     json_t *body;
-    int rc = s_call(ctl, "GET", "/status", NULL, &body);
+    int rc = drv_ctl_call(ctl, "GET", "/status", NULL, NULL, &body);
     if (rc || ctl->json) {
-        return rc ? rc : s_print_json(body);
+        return rc ? rc : drv_ctl_print_json(body);
     }
     drv_ctl_table_t *table = drv_ctl_table_new(s_pipeline_columns);
     const char *key;
@@ -160,9 +171,9 @@ static int s_get(drv_ctl_t *ctl, int argc, char **argv)
     json_t *body;
     int rc;
     if (!strcmp(argv[1], "groups")) {
-        rc = s_call(ctl, "GET", "/api/v1/groups", NULL, &body);
+        rc = drv_ctl_call(ctl, "GET", "/api/v1/groups", NULL, NULL, &body);
         if (rc || ctl->json) {
-            return rc ? rc : s_print_json(body);
+            return rc ? rc : drv_ctl_print_json(body);
         }
         drv_ctl_table_t *table = drv_ctl_table_new((const char *[]){"GROUP", "PIPELINES", NULL});
         size_t i;
@@ -187,9 +198,9 @@ static int s_get(drv_ctl_t *ctl, int argc, char **argv)
     char path[300];
     if (argc >= 3) {
         snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines", argv[2]);
-        rc = s_call(ctl, "GET", path, NULL, &body);
+        rc = drv_ctl_call(ctl, "GET", path, NULL, NULL, &body);
         if (rc || ctl->json) {
-            return rc ? rc : s_print_json(body);
+            return rc ? rc : drv_ctl_print_json(body);
         }
         drv_ctl_table_t *table = drv_ctl_table_new(s_pipeline_columns);
         size_t i;
@@ -227,9 +238,9 @@ static int s_describe(drv_ctl_t *ctl, int argc, char **argv)
     }
     snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s", group, pipeline);
     json_t *body;
-    int rc = s_call(ctl, "GET", path, NULL, &body);
+    int rc = drv_ctl_call(ctl, "GET", path, NULL, NULL, &body);
     if (rc || ctl->json) {
-        return rc ? rc : s_print_json(body);
+        return rc ? rc : drv_ctl_print_json(body);
     }
     json_t *st = json_object_get(body, "status");
     char cores[128];
@@ -283,13 +294,36 @@ static int s_group_change(drv_ctl_t *ctl, int argc, char **argv, const char *met
     char path[300];
     snprintf(path, sizeof path, "/api/v1/groups/%s", argv[2]);
     json_t *body;
-    int rc = s_call(ctl, method, path, NULL, &body);
+    int rc = drv_ctl_call(ctl, method, path, NULL, NULL, &body);
     if (rc || ctl->json) {
-        return rc ? rc : s_print_json(body);
+        return rc ? rc : drv_ctl_print_json(body);
     }
     printf("group %s %s\n", argv[2], done);
     json_decref(body);
     return DRV_CTL_OK;
+}
+
+int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv);
+int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv);
+int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool no_wait);
+
+static bool s_flag(int argc, char **argv, const char *flag)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], flag)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int s_shutdown(drv_ctl_t *ctl, int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "droverctl: usage: droverctl shutdown GROUP/PIPELINE [--no-wait]\n");
+        return DRV_CTL_USAGE;
+    }
+    return drv_ctl_stop_pipeline(ctl, argv[1], false, s_flag(argc, argv, "--no-wait"));
 }
 
 static int s_create(drv_ctl_t *ctl, int argc, char **argv)
@@ -299,6 +333,9 @@ static int s_create(drv_ctl_t *ctl, int argc, char **argv)
 
 static int s_delete(drv_ctl_t *ctl, int argc, char **argv)
 {
+    if (argc >= 2 && strchr(argv[1], '/')) {
+        return drv_ctl_stop_pipeline(ctl, argv[1], true, s_flag(argc, argv, "--no-wait"));
+    }
     return s_group_change(ctl, argc, argv, "DELETE", "deleted");
 }
 
@@ -307,11 +344,11 @@ static int s_health(drv_ctl_t *ctl, int argc, char **argv)
     (void)argc;
     (void)argv;
     json_t *live, *ready;
-    int rc = s_call(ctl, "GET", "/livez", NULL, &live);
+    int rc = drv_ctl_call(ctl, "GET", "/livez", NULL, NULL, &live);
     if (rc) {
         return rc;
     }
-    rc = s_call(ctl, "GET", "/readyz", NULL, &ready);
+    rc = drv_ctl_call(ctl, "GET", "/readyz", NULL, NULL, &ready);
     if (rc) {
         json_decref(live);
         return rc;
@@ -319,7 +356,7 @@ static int s_health(drv_ctl_t *ctl, int argc, char **argv)
     bool is_ready = json_is_true(json_object_get(ready, "ready"));
     if (ctl->json) {
         json_t *both = json_pack("{s:b, s:O}", "live", 1, "ready", ready);
-        s_print_json(both);
+        drv_ctl_print_json(both);
     } else {
         printf("live:  yes\nready: %s\n", is_ready ? "yes" : "no");
         size_t i;
@@ -339,8 +376,8 @@ static int s_metrics(drv_ctl_t *ctl, int argc, char **argv)
     (void)argc;
     (void)argv;
     json_t *body;
-    int rc = s_call(ctl, "GET", "/metrics", NULL, &body);
-    return rc ? rc : s_print_json(body);
+    int rc = drv_ctl_call(ctl, "GET", "/metrics", NULL, NULL, &body);
+    return rc ? rc : drv_ctl_print_json(body);
 }
 
 static int s_call_raw(drv_ctl_t *ctl, int argc, char **argv)
@@ -359,9 +396,9 @@ static int s_call_raw(drv_ctl_t *ctl, int argc, char **argv)
         }
     }
     json_t *body;
-    int rc = s_call(ctl, argv[1], argv[2], request_body, &body);
+    int rc = drv_ctl_call(ctl, argv[1], argv[2], NULL, request_body, &body);
     json_decref(request_body);
-    return rc ? rc : s_print_json(body);
+    return rc ? rc : drv_ctl_print_json(body);
 }
 
 static int s_events(drv_ctl_t *ctl, int argc, char **argv)
@@ -385,7 +422,7 @@ static int s_events(drv_ctl_t *ctl, int argc, char **argv)
     json_t *info = NULL;
     if (!endpoint) {
         //  Ask the engine where its events are published.
-        int rc = s_call(ctl, "GET", "/api/v1/engine", NULL, &info);
+        int rc = drv_ctl_call(ctl, "GET", "/api/v1/engine", NULL, NULL, &info);
         if (rc) {
             return rc;
         }
@@ -471,7 +508,7 @@ static int s_version(drv_ctl_t *ctl, int argc, char **argv)
     (void)argv;
     json_t *body;
     printf("droverctl %s\n", DROVER_VERSION);
-    int rc = s_call(ctl, "GET", "/api/v1/engine", NULL, &body);
+    int rc = drv_ctl_call(ctl, "GET", "/api/v1/engine", NULL, NULL, &body);
     if (rc) {
         return rc;
     }
@@ -486,8 +523,14 @@ const drv_ctl_command_t drv_ctl_commands[] = {
     {"status", "", "every pipeline: phase, generation, ready cores, counters", s_status},
     {"get", "groups | pipelines [GROUP]", "list groups, or pipelines with their status", s_get},
     {"describe", "GROUP/PIPELINE", "one pipeline: conditions and instances", s_describe},
+    {"apply", "-f SPEC.yaml GROUP/PIPELINE [--dry-run] [--no-wait]",
+     "create or change a pipeline, following the rollout core by core", drv_ctl_apply},
+    {"rollout", "status|history|undo GROUP/PIPELINE [ROLLOUT-ID]",
+     "a rollout's progress, the history, or roll back to the previous spec", drv_ctl_rollout},
+    {"shutdown", "GROUP/PIPELINE [--no-wait]", "drain and stop a pipeline (PUT brings it back)", s_shutdown},
     {"create", "group NAME", "create a group (idempotent)", s_create},
-    {"delete", "group NAME", "delete an empty group", s_delete},
+    {"delete", "group NAME | GROUP/PIPELINE [--no-wait]", "delete an empty group, or shut down and forget a pipeline",
+     s_delete},
     {"health", "", "liveness and readiness, with reasons; exit 1 when not ready", s_health},
     {"metrics", "", "the Prometheus metrics text", s_metrics},
     {"events", "[--count N] [--for SECS] [--events ENDPOINT] [TOPIC-PREFIX...]",

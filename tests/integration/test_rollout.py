@@ -310,6 +310,56 @@ class Rollouts(EngineTest):
         history = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rollouts")[1]
         self.assertEqual([r["action"] for r in history], ["replace", "replace", "create"])
 
+    def test_droverctl_apply_rollout_shutdown_delete(self):
+        import subprocess
+        from harness import BIN
+        ctl = [os.path.join(BIN, "droverctl"), "-e", self.admin.endpoint]
+
+        def run(*args, code=0):
+            proc = subprocess.run(ctl + list(args), capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, code, proc.stdout + proc.stderr)
+            return proc.stdout + proc.stderr
+
+        spec_path = os.path.join(self.out, "p.yaml")
+
+        def write(rate, path=None):
+            with open(spec_path, "w") as f:
+                f.write("cores: { count: 2 }\nnodes:\n"
+                        f"  g: {{ type: receiver:generator, config: {{ rate: {rate} }}, to: [out] }}\n"
+                        f"  out: {{ type: exporter:file, config: {{ path: \"{path or self.out + '/p-{core}.ndjson'}\" }} }}\n")
+
+        write(5)
+        out = run("apply", "-f", spec_path, "default/p")
+        self.assertIn("create of default/p to generation 1, 6 steps", out)
+        self.assertIn("succeeded", out)
+        write(6)
+        out = run("apply", "-f", spec_path, "default/p", "--dry-run")
+        self.assertIn("replace of default/p to generation 2, 8 steps", out)
+        self.assertIn("dry run: nothing changed", out)
+        self.assertIn("default/p@1#0", self.engine.instances())
+        run("apply", "-f", spec_path, "default/p")
+        write(7, "/proc/drover-nope/x.ndjson")
+        out = run("apply", "-f", spec_path, "default/p", code=1)
+        self.assertIn("failed: core 0: generation 3 instance exited before ready", out)
+        out = run("rollout", "history", "default/p")
+        lines = out.splitlines()[1:]
+        self.assertEqual([line.split()[1] for line in lines], ["replace", "replace", "create"])
+        self.assertIn(" 2 -> 3 ", lines[0])
+        self.assertIn(" failed ", lines[0])
+        self.assertIn("failed", run("rollout", "status", "default/p"))
+        out = run("rollout", "undo", "default/p")
+        self.assertIn("succeeded", out)
+        status, got, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/p")
+        self.assertEqual(got["spec"]["nodes"]["g"]["config"]["rate"], 5)
+        json_history = json.loads(run("-o", "json", "rollout", "history", "default/p"))
+        self.assertEqual(json_history[0]["state"], "succeeded")
+        self.assertIn("stopped", run("shutdown", "default/p"))
+        self.assertEqual([k for k in self.engine.instances() if k.startswith("default/p@")], [])
+        self.assertIn("stopped and deleted", run("delete", "default/p"))
+        self.assertIn("pipeline_not_found", run("describe", "default/p", code=1))
+        for command in ("apply", "rollout", "shutdown"):
+            self.assertIn(f"usage: droverctl [options] {command}", run(command, "--help"))
+
 
 def body_id(admin, group, name):
     return admin.http("GET", f"/api/v1/groups/{group}/pipelines/{name}/rollouts")[1][0]["rollout_id"]

@@ -1,0 +1,320 @@
+/*  drv_ctl_rollout — droverctl's mutating commands: apply, rollout
+    status|history|undo, shutdown, delete of a pipeline. apply and undo start
+    the rollout without waiting and then follow it, printing each core's
+    progress as it changes, like `kubectl rollout status`. */
+#include "drv_ctl_commands.h"
+#include "drv_ctl_table.h"
+
+#include "drover/drv_yaml.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FOLLOW_POLL_MS 50
+
+int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *query, json_t *body, json_t **out);
+int drv_ctl_print_json(json_t *body);
+
+static int s_split(const char *arg, char *group, char *pipeline, size_t size)
+{
+    const char *slash = arg ? strchr(arg, '/') : NULL;
+    if (!slash || slash == arg || !slash[1]) {
+        fprintf(stderr, "droverctl: expected GROUP/PIPELINE, got \"%s\"\n", arg ? arg : "");
+        return -1;
+    }
+    snprintf(group, size, "%.*s", (int)(slash - arg), arg);
+    snprintf(pipeline, size, "%s", slash + 1);
+    return 0;
+}
+
+static const char *s_str(json_t *obj, const char *key)
+{
+    const char *value = json_string_value(json_object_get(obj, key));
+    return value ? value : "-";
+}
+
+static void s_print_plan(json_t *rollout)
+{
+    printf("%s: %s of %s/%s to generation %lld, %zu steps\n", s_str(rollout, "rollout_id"), s_str(rollout, "action"),
+           s_str(rollout, "group"), s_str(rollout, "pipeline"),
+           (long long)json_integer_value(json_object_get(rollout, "target_generation")),
+           json_array_size(json_object_get(rollout, "plan")));
+    size_t i;
+    json_t *step;
+    json_array_foreach(json_object_get(rollout, "plan"), i, step)
+    {
+        printf("  %2lld. %-10s core %lld generation %lld\n", (long long)json_integer_value(json_object_get(step, "step")),
+               s_str(step, "op"), (long long)json_integer_value(json_object_get(step, "core")),
+               (long long)json_integer_value(json_object_get(step, "generation")));
+    }
+}
+
+//  Polls a rollout until it ends, printing every change of a core's state.
+//  Returns the exit code: 0 succeeded, 1 otherwise.
+static int s_follow(drv_ctl_t *ctl, const char *location, json_t *first)
+{
+    json_t *seen = json_object(); // core -> last state printed
+    json_t *rollout = json_incref(first);
+    int rc = DRV_CTL_OK;
+    for (;;) {
+        size_t i;
+        json_t *core;
+        json_array_foreach(json_object_get(rollout, "cores"), i, core)
+        {
+            char key[16];
+            snprintf(key, sizeof key, "%lld", (long long)json_integer_value(json_object_get(core, "core")));
+            const char *state = s_str(core, "state");
+            if (!json_object_get(seen, key) || strcmp(json_string_value(json_object_get(seen, key)), state)) {
+                json_object_set_new(seen, key, json_string(state));
+                if (!ctl->json) {
+                    printf("  core %-3s %-13s %s\n", key, state, s_str(core, "detail"));
+                    fflush(stdout);
+                }
+            }
+        }
+        const char *state = s_str(rollout, "state");
+        if (!strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "rollback_failed")) {
+            if (ctl->json) {
+                drv_ctl_print_json(json_incref(rollout));
+            } else {
+                printf("%s %s", s_str(rollout, "rollout_id"), state);
+                if (json_is_string(json_object_get(rollout, "failure_reason"))) {
+                    printf(": %s", s_str(rollout, "failure_reason"));
+                }
+                printf("\n");
+            }
+            rc = strcmp(state, "succeeded") ? DRV_CTL_SERVER_ERROR : DRV_CTL_OK;
+            break;
+        }
+        usleep(FOLLOW_POLL_MS * 1000); // a client polling its server: pacing, not synchronisation
+        json_t *next = NULL;
+        rc = drv_ctl_call(ctl, "GET", location, NULL, NULL, &next);
+        if (rc) {
+            break;
+        }
+        json_decref(rollout);
+        rollout = next;
+    }
+    json_decref(rollout);
+    json_decref(seen);
+    return rc;
+}
+
+static json_t *s_load_spec(const char *path)
+{
+    FILE *file = !strcmp(path, "-") ? stdin : fopen(path, "rb");
+    if (!file) {
+        fprintf(stderr, "droverctl: cannot open %s\n", path);
+        return NULL;
+    }
+    char *text = malloc(1 << 20);
+    size_t size = fread(text, 1, (1 << 20) - 1, file);
+    if (file != stdin) {
+        fclose(file);
+    }
+    char err[300];
+    json_t *doc = drv_yaml_parse(text, size, NULL, err, sizeof err);
+    free(text);
+    if (!doc) {
+        fprintf(stderr, "droverctl: %s: %s\n", path, err);
+        return NULL;
+    }
+    //  Either a bare PipelineSpec, or the PUT body itself.
+    if (json_object_get(doc, "pipeline")) {
+        return doc;
+    }
+    return json_pack("{s:o}", "pipeline", doc);
+}
+
+int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv)
+{
+    const char *file = NULL, *target = NULL;
+    bool dry_run = false, no_wait = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-f") && i + 1 < argc) {
+            file = argv[++i];
+        } else if (!strcmp(argv[i], "--dry-run")) {
+            dry_run = true;
+        } else if (!strcmp(argv[i], "--no-wait")) {
+            no_wait = true;
+        } else {
+            target = argv[i];
+        }
+    }
+    char group[128], pipeline[128], path[400];
+    if (!file || s_split(target, group, pipeline, sizeof group)) {
+        fprintf(stderr, "droverctl: usage: droverctl apply -f SPEC.yaml GROUP/PIPELINE [--dry-run] [--no-wait]\n");
+        return DRV_CTL_USAGE;
+    }
+    json_t *body = s_load_spec(file);
+    if (!body) {
+        return DRV_CTL_USAGE;
+    }
+    snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s", group, pipeline);
+    json_t *query = json_pack("{s:s, s:s}", "wait", "false", "dry_run", dry_run ? "true" : "false");
+    json_t *rollout = NULL;
+    int rc = drv_ctl_call(ctl, "PUT", path, query, body, &rollout);
+    json_decref(query);
+    json_decref(body);
+    if (rc) {
+        return rc;
+    }
+    if (dry_run || no_wait || ctl->json) {
+        if (ctl->json && !dry_run && !no_wait) {
+            char location[500];
+            snprintf(location, sizeof location, "%s/rollouts/%s", path, s_str(rollout, "rollout_id"));
+            rc = s_follow(ctl, location, rollout);
+            json_decref(rollout);
+            return rc;
+        }
+        if (ctl->json) {
+            return drv_ctl_print_json(rollout);
+        }
+        s_print_plan(rollout);
+        if (dry_run) {
+            printf("(dry run: nothing changed)\n");
+        }
+        json_decref(rollout);
+        return DRV_CTL_OK;
+    }
+    s_print_plan(rollout);
+    char location[500];
+    snprintf(location, sizeof location, "%s/rollouts/%s", path, s_str(rollout, "rollout_id"));
+    rc = s_follow(ctl, location, rollout);
+    json_decref(rollout);
+    return rc;
+}
+
+int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
+{
+    char group[128], pipeline[128], path[500];
+    if (argc < 3 || s_split(argv[2], group, pipeline, sizeof group)) {
+        fprintf(stderr, "droverctl: usage: droverctl rollout status|history|undo GROUP/PIPELINE [ROLLOUT-ID]\n");
+        return DRV_CTL_USAGE;
+    }
+    json_t *body = NULL;
+    int rc;
+    if (!strcmp(argv[1], "undo")) {
+        snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/rollback", group, pipeline);
+        json_t *query = json_pack("{s:s}", "wait", "false");
+        rc = drv_ctl_call(ctl, "POST", path, query, NULL, &body);
+        json_decref(query);
+        if (rc) {
+            return rc;
+        }
+        s_print_plan(body);
+        char location[500];
+        snprintf(location, sizeof location, "/api/v1/groups/%s/pipelines/%s/rollouts/%s", group, pipeline,
+                 s_str(body, "rollout_id"));
+        rc = s_follow(ctl, location, body);
+        json_decref(body);
+        return rc;
+    }
+    if (!strcmp(argv[1], "status")) {
+        if (argc >= 4) {
+            snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/rollouts/%s", group, pipeline, argv[3]);
+        } else {
+            snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/rollouts", group, pipeline);
+        }
+        rc = drv_ctl_call(ctl, "GET", path, NULL, NULL, &body);
+        if (rc) {
+            return rc;
+        }
+        json_t *rollout = json_is_array(body) ? json_incref(json_array_get(body, 0)) : json_incref(body);
+        json_decref(body);
+        if (!rollout) {
+            fprintf(stderr, "droverctl: %s/%s has no rollouts\n", group, pipeline);
+            return DRV_CTL_SERVER_ERROR;
+        }
+        if (ctl->json) {
+            return drv_ctl_print_json(rollout);
+        }
+        printf("%s: %s to generation %lld: %s", s_str(rollout, "rollout_id"), s_str(rollout, "action"),
+               (long long)json_integer_value(json_object_get(rollout, "target_generation")), s_str(rollout, "state"));
+        if (json_is_string(json_object_get(rollout, "failure_reason"))) {
+            printf(" (%s)", s_str(rollout, "failure_reason"));
+        }
+        printf("\nstarted %s, updated %s\n", s_str(rollout, "started_at"), s_str(rollout, "updated_at"));
+        drv_ctl_table_t *table =
+            drv_ctl_table_new((const char *[]){"  CORE", "FROM", "TO", "STATE", "DETAIL", NULL});
+        size_t i;
+        json_t *core;
+        json_array_foreach(json_object_get(rollout, "cores"), i, core)
+        {
+            char c[16], from[24], to[24];
+            json_t *prev = json_object_get(core, "previous_generation");
+            json_t *next = json_object_get(core, "target_generation");
+            snprintf(c, sizeof c, "  %lld", (long long)json_integer_value(json_object_get(core, "core")));
+            snprintf(from, sizeof from, json_is_integer(prev) ? "%lld" : "-", (long long)json_integer_value(prev));
+            snprintf(to, sizeof to, json_is_integer(next) ? "%lld" : "-", (long long)json_integer_value(next));
+            drv_ctl_table_add(table, c, from, to, s_str(core, "state"), s_str(core, "detail"));
+        }
+        drv_ctl_table_print(table, stdout);
+        drv_ctl_table_destroy(&table);
+        json_decref(rollout);
+        return DRV_CTL_OK;
+    }
+    if (!strcmp(argv[1], "history")) {
+        snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/rollouts", group, pipeline);
+        rc = drv_ctl_call(ctl, "GET", path, NULL, NULL, &body);
+        if (rc || ctl->json) {
+            return rc ? rc : drv_ctl_print_json(body);
+        }
+        drv_ctl_table_t *table = drv_ctl_table_new(
+            (const char *[]){"ROLLOUT", "ACTION", "GENERATION", "STATE", "STARTED", "FAILURE", NULL});
+        size_t i;
+        json_t *r;
+        json_array_foreach(body, i, r)
+        {
+            char gen[48];
+            json_t *prev = json_object_get(r, "previous_generation");
+            if (json_is_integer(prev)) {
+                snprintf(gen, sizeof gen, "%lld -> %lld", (long long)json_integer_value(prev),
+                         (long long)json_integer_value(json_object_get(r, "target_generation")));
+            } else {
+                snprintf(gen, sizeof gen, "%lld", (long long)json_integer_value(json_object_get(r, "target_generation")));
+            }
+            drv_ctl_table_add(table, s_str(r, "rollout_id"), s_str(r, "action"), gen, s_str(r, "state"),
+                              s_str(r, "started_at"), s_str(r, "failure_reason"));
+        }
+        drv_ctl_table_print(table, stdout);
+        drv_ctl_table_destroy(&table);
+        json_decref(body);
+        return DRV_CTL_OK;
+    }
+    fprintf(stderr, "droverctl: rollout what? status | history | undo\n");
+    return DRV_CTL_USAGE;
+}
+
+//  shutdown GROUP/PIPELINE, and delete GROUP/PIPELINE (shut down and forget).
+int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool no_wait)
+{
+    char group[128], pipeline[128], path[500];
+    if (s_split(target, group, pipeline, sizeof group)) {
+        return DRV_CTL_USAGE;
+    }
+    if (forget) {
+        snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s", group, pipeline);
+    } else {
+        snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/shutdown", group, pipeline);
+    }
+    json_t *query = json_pack("{s:s}", "wait", no_wait ? "false" : "true");
+    json_t *body = NULL;
+    int rc = drv_ctl_call(ctl, forget ? "DELETE" : "POST", path, query, NULL, &body);
+    json_decref(query);
+    if (rc || ctl->json) {
+        return rc ? rc : drv_ctl_print_json(body);
+    }
+    printf("%s: %s/%s %s\n", s_str(body, "shutdown_id"), group, pipeline,
+           !strcmp(s_str(body, "state"), "succeeded") ? (forget ? "stopped and deleted" : "stopped")
+                                                      : s_str(body, "state"));
+    size_t i;
+    json_t *core;
+    json_array_foreach(json_object_get(body, "cores"), i, core)
+    {
+        printf("  %-28s %-9s %s\n", s_str(core, "instance"), s_str(core, "state"), s_str(core, "detail"));
+    }
+    json_decref(body);
+    return DRV_CTL_OK;
+}
