@@ -24,6 +24,7 @@ test: build
 bench: build
 	/usr/bin/python3 bench/lifecycle.py 20
 	/usr/bin/python3 bench/admin_latency.py 2000
+	/usr/bin/python3 bench/rollout.py 20
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
