@@ -137,6 +137,10 @@ const char *drv_status_phase(const drv_pipeline_t *pipeline)
         drv_rollout_t *last = zlistx_last(pipeline->rollouts);
         return pipeline->shut_down || !last || drv_rollout_state(last) == DRV_RO_SUCCEEDED ? "stopped" : "failed";
     }
+    drv_rollout_t *latest = zlistx_last(pipeline->rollouts);
+    if (latest && drv_rollout_state(latest) == DRV_RO_ROLLBACK_FAILED) {
+        return "failed"; // a mix of generations serves: the operator must act
+    }
     if (pipeline->stopping) {
         return drv_status_ready_instances(pipeline) > 0 || zlistx_size(pipeline->instances) > 0
                    ? "updating"

@@ -310,6 +310,32 @@ class Rollouts(EngineTest):
         history = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rollouts")[1]
         self.assertEqual([r["action"] for r in history], ["replace", "replace", "create"])
 
+    def test_a_failed_rollback_ends_rollback_failed_and_status_shows_the_mix(self):
+        def spec(path, rate):
+            body = gen_spec(self.out, cores=2, rate=rate)
+            body["pipeline"]["nodes"]["out"]["config"]["path"] = path
+            return body
+
+        self.assertEqual(self.put("p", spec(self.out + "/d1/{core}.ndjson", 10))[0], 200)
+        # Generation 1 runs; from now on it could not start again: its directory
+        # becomes a file.
+        import shutil
+        shutil.rmtree(os.path.join(self.out, "d1"))
+        open(os.path.join(self.out, "d1"), "w").close()
+        # Generation 2 works on core 0 but not on core 1.
+        open(os.path.join(self.out, "d2-1"), "w").close()
+        status, body, _ = self.put("p", spec(self.out + "/d2-{core}/x.ndjson", 20))
+        self.assertEqual(status, 409, body)
+        rollout = body["rollout"]
+        self.assertEqual(rollout["state"], "rollback_failed")
+        self.assertIn("core 1: generation 2 instance exited before ready", rollout["failure_reason"])
+        self.assertIn("rollback failed: core 0: generation 1", rollout["failure_reason"])
+        status, st, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")
+        serving = sorted((i["core"], i["generation"], i["state"]) for i in st["instances"] if i["state"] == "ready")
+        self.assertEqual(serving, [(0, 2, "ready"), (1, 1, "ready")], "the mix, as it is")
+        self.assertEqual((st["rollout"]["state"], st["phase"]), ("rollback_failed", "failed"))
+        self.assertEqual(set(self.pids("default/p@")), {"default/p@2#0", "default/p@1#1"})
+
     def test_droverctl_apply_rollout_shutdown_delete(self):
         import subprocess
         from harness import BIN
