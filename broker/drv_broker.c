@@ -30,6 +30,18 @@
 //  bounds the broker's memory at (FRONT_DOOR_HWM + instances x credit_window)
 //  messages per pipeline.
 #define FRONT_DOOR_HWM 100
+//  After droverd says an instance is gone, acks it sent just before exiting may
+//  still be on their way: wait this long before redelivering what is unacked.
+#define ACK_GRACE_MS 100
+
+//  A batch sent to an instance and not yet acknowledged: kept (a refcounted
+//  zmq message, not a copy of the bytes) until the instance has exported it.
+typedef struct {
+    char *pipeline;      // "group:pipeline"
+    char *node;          // receiver node it came in on
+    zframe_t *header;    // its BATCH header
+    zmq_msg_t payload;   // the producer's message
+} pending_t;
 
 typedef struct {
     char *id;            // instance id, also its routing id on the backend
@@ -40,6 +52,9 @@ typedef struct {
     bool routable;       // added and not draining
     bool drain_pending;  // drain asked; marker waits for closing frontends
     bool marker_pending; // marker could not be delivered yet (not connected); retried
+    zlistx_t *unacked;   // pending_t sent and not yet acknowledged, oldest first
+    bool drained_clean;  // it said DRAINED on the data path: everything sent was exported
+    int64_t deleted_at_ms; // droverd said it is gone (0: not yet)
     int64_t next_sync_ms;
     int64_t next_marker_ms;
 } instance_t;
@@ -57,6 +72,7 @@ typedef struct {
 
 typedef struct {
     zsock_t *control;   // DEALER to droverd
+    zlistx_t *redeliver; // pending_t of instances that died, waiting for another instance
     zsock_t *backend;   // ROUTER to workers
     zhashx_t *instances; // id -> instance_t
     zlistx_t *frontends; // frontend_t
@@ -67,16 +83,32 @@ typedef struct {
 
 static volatile sig_atomic_t s_terminating = 0;
 
+static void s_orphan_unacked(broker_t *self, instance_t *inst, const char *why);
+
 static void s_on_signal(int sig)
 {
     (void)sig;
     s_terminating = 1;
 }
 
+static void s_pending_free(void **item)
+{
+    pending_t *pending = *item;
+    if (pending) {
+        free(pending->pipeline);
+        free(pending->node);
+        zframe_destroy(&pending->header);
+        zmq_msg_close(&pending->payload);
+        free(pending);
+        *item = NULL;
+    }
+}
+
 static void s_instance_free(void **item)
 {
     instance_t *inst = *item;
     if (inst) {
+        zlistx_destroy(&inst->unacked);
         free(inst->id);
         free(inst->pipeline);
         json_decref(inst->nodes);
@@ -129,6 +161,8 @@ static instance_t *s_instance(broker_t *self, const char *id)
     if (!inst) {
         inst = calloc(1, sizeof *inst);
         inst->id = strdup(id);
+        inst->unacked = zlistx_new();
+        zlistx_set_destructor(inst->unacked, s_pending_free);
         zhashx_insert(self->instances, id, inst);
     }
     return inst;
@@ -165,10 +199,11 @@ static void s_send_marker(broker_t *self, instance_t *inst)
     inst->drain_pending = false;
 }
 
-//  True when the instance can take batches from this front door.
-static bool s_serves(const instance_t *inst, const frontend_t *fe)
+//  True when the instance can take a batch of this pipeline's receiver node.
+static bool s_serves_node(const instance_t *inst, const char *pipeline, const char *node_id)
 {
-    if (!inst->routable || inst->credit <= 0 || !inst->pipeline || strcmp(inst->pipeline, fe->pipeline)) {
+    if (!inst->routable || inst->deleted_at_ms || inst->credit <= 0 || !inst->pipeline ||
+        strcmp(inst->pipeline, pipeline)) {
         return false;
     }
     if (!inst->nodes) {
@@ -178,15 +213,20 @@ static bool s_serves(const instance_t *inst, const frontend_t *fe)
     json_t *node;
     json_array_foreach(inst->nodes, index, node)
     {
-        if (json_is_string(node) && !strcmp(json_string_value(node), fe->node)) {
+        if (json_is_string(node) && !strcmp(json_string_value(node), node_id)) {
             return true;
         }
     }
     return false;
 }
 
-//  Picks the next instance, round-robin, that can take a batch from fe.
-static instance_t *s_pick(broker_t *self, const frontend_t *fe)
+static bool s_serves(const instance_t *inst, const frontend_t *fe)
+{
+    return s_serves_node(inst, fe->pipeline, fe->node);
+}
+
+//  Picks the next instance, round-robin, that can take a batch of (pipeline, node).
+static instance_t *s_pick_node(broker_t *self, const char *pipeline, const char *node)
 {
     size_t count = zhashx_size(self->instances);
     if (count == 0) {
@@ -202,7 +242,7 @@ static instance_t *s_pick(broker_t *self, const frontend_t *fe)
             if ((pass == 0 && index < start) || (pass == 1 && index >= start)) {
                 continue;
             }
-            if (s_serves(inst, fe)) {
+            if (s_serves_node(inst, pipeline, node)) {
                 found = inst;
                 self->rr = index + 1;
                 break;
@@ -210,6 +250,41 @@ static instance_t *s_pick(broker_t *self, const frontend_t *fe)
         }
     }
     return found;
+}
+
+static instance_t *s_pick(broker_t *self, const frontend_t *fe)
+{
+    return s_pick_node(self, fe->pipeline, fe->node);
+}
+
+//  Sends one batch to an instance and keeps it until acknowledged. The
+//  payload is moved into the pending copy first (zmq_msg_copy shares the
+//  bytes), so nothing is copied. Returns 0, or -1 when the instance is gone.
+static int s_send_batch(broker_t *self, instance_t *inst, const char *pipeline, const char *node,
+                        zframe_t *header, zmq_msg_t *payload)
+{
+    pending_t *pending = calloc(1, sizeof *pending);
+    pending->pipeline = strdup(pipeline);
+    pending->node = strdup(node);
+    pending->header = zframe_dup(header);
+    zmq_msg_init(&pending->payload);
+    zmq_msg_copy(&pending->payload, payload);
+    void *backend = zsock_resolve(self->backend);
+    int rc = zmq_send(backend, inst->id, strlen(inst->id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (rc >= 0) {
+        rc = zmq_send(backend, zframe_data(header), zframe_size(header), ZMQ_SNDMORE);
+    }
+    if (rc >= 0) {
+        rc = zmq_msg_send(payload, backend, 0);
+    }
+    if (rc < 0) {
+        s_pending_free((void **)&pending);
+        return -1;
+    }
+    zlistx_add_end(inst->unacked, pending);
+    inst->credit--;
+    self->forwarded++;
+    return 0;
 }
 
 static bool s_has_credit(broker_t *self, const frontend_t *fe)
@@ -242,26 +317,36 @@ static int s_forward(broker_t *self, frontend_t *fe, bool *empty)
             break;
         }
         //  Zero-copy: the producer's frame travels on as the batch payload.
-        void *backend = zsock_resolve(self->backend);
-        int rc = zmq_send(backend, inst->id, strlen(inst->id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-        if (rc >= 0) {
-            rc = zmq_send(backend, zframe_data(fe->header), zframe_size(fe->header), ZMQ_SNDMORE);
-        }
-        if (rc >= 0) {
-            rc = zmq_msg_send(&payload, backend, 0);
-        }
+        int rc = s_send_batch(self, inst, fe->pipeline, fe->node, fe->header, &payload);
         if (rc < 0) {
-            //  The instance vanished between credit and send; stop routing to it.
+            //  The instance vanished between credit and send: stop routing to it
+            //  and give this same message to the next one (nothing was sent).
             drv_warn("instance unreachable, removed from routing instance=%s reason=\"%s\"",
                      inst->id, zmq_strerror(zmq_errno()));
             inst->routable = false;
             inst->credit = 0;
+            instance_t *other;
+            while ((other = s_pick(self, fe)) &&
+                   s_send_batch(self, other, fe->pipeline, fe->node, fe->header, &payload) != 0) {
+                other->routable = false;
+                other->credit = 0;
+            }
+            if (!other) {
+                //  Nobody left to take it: keep it for the next instance.
+                pending_t *pending = calloc(1, sizeof *pending);
+                pending->pipeline = strdup(fe->pipeline);
+                pending->node = strdup(fe->node);
+                pending->header = zframe_dup(fe->header);
+                zmq_msg_init(&pending->payload);
+                zmq_msg_move(&pending->payload, &payload);
+                zlistx_add_end(self->redeliver, pending);
+            }
             zmq_msg_close(&payload);
+            fe->batches++;
+            moved++;
             continue;
         }
-        inst->credit--;
         fe->batches++;
-        self->forwarded++;
         moved++;
     }
     return moved;
@@ -391,6 +476,12 @@ static void s_handle_control(broker_t *self)
         inst = s_instance(self, msg.instance);
         free(inst->pipeline);
         inst->pipeline = strdup(msg.pipeline);
+        if (inst->deleted_at_ms) {
+            //  Restarted under the same id before the old one was forgotten.
+            s_orphan_unacked(self, inst, "instance restarted");
+            inst->deleted_at_ms = 0;
+        }
+        inst->drained_clean = false;
         inst->routable = true;
         inst->drain_pending = false;
         json_decref(inst->nodes);
@@ -411,7 +502,11 @@ static void s_handle_control(broker_t *self)
         }
         break;
     case DRV_MSG_INSTANCE_DEL:
-        zhashx_delete(self->instances, msg.instance);
+        inst = zhashx_lookup(self->instances, msg.instance);
+        if (inst) {
+            inst->routable = false;
+            inst->deleted_at_ms = drv_time_mono_ms(); // finished in s_tick, after ACK_GRACE_MS
+        }
         break;
     default:
         drv_warn("unexpected control message type=%s", drv_msg_type_name(msg.type));
@@ -432,8 +527,24 @@ static void s_handle_backend(broker_t *self)
     char err[200];
     if (identity && body &&
         drv_msg_decode(&msg, zframe_data(body), zframe_size(body), err, sizeof err) == 0) {
-        if (msg.type == DRV_MSG_CREDIT) {
+        if (msg.type == DRV_MSG_DRAINED) {
+            //  After its last ack, on the same pipe: nothing it got is unexported.
             instance_t *inst = s_instance(self, identity);
+            inst->drained_clean = true;
+            zlistx_purge(inst->unacked);
+        } else if (msg.type == DRV_MSG_CREDIT) {
+            instance_t *inst = s_instance(self, identity);
+            if (msg.reset) {
+                //  A new process behind this id (or a SYNC): nothing sent
+                //  before can be acknowledged any more.
+                s_orphan_unacked(self, inst, "new incarnation");
+            } else {
+                //  Each credit returned is one batch exported: acknowledged.
+                for (int64_t k = 0; k < msg.n && zlistx_size(inst->unacked) > 0; k++) {
+                    zlistx_first(inst->unacked);
+                    zlistx_delete(inst->unacked, zlistx_cursor(inst->unacked));
+                }
+            }
             inst->credit = msg.reset ? msg.n : inst->credit + msg.n;
             if (!inst->credit_known) {
                 drv_info("instance connected instance=%s credit=%lld", inst->id, (long long)inst->credit);
@@ -446,6 +557,44 @@ static void s_handle_backend(broker_t *self)
     }
     free(identity);
     zmsg_destroy(&zmsg);
+}
+
+//  What an instance will never acknowledge (it died, or a new process took its
+//  id) goes to the redelivery queue.
+static void s_orphan_unacked(broker_t *self, instance_t *inst, const char *why)
+{
+    size_t lost = zlistx_size(inst->unacked);
+    if (lost == 0 || inst->drained_clean) {
+        zlistx_purge(inst->unacked);
+        return;
+    }
+    drv_warn("redelivering unacknowledged batches instance=%s batches=%zu reason=\"%s\"", inst->id, lost, why);
+    pending_t *pending;
+    while ((pending = zlistx_detach(inst->unacked, NULL))) {
+        zlistx_add_end(self->redeliver, pending);
+    }
+}
+
+//  Sends batches of dead instances to live ones with credit, oldest first.
+static void s_redeliver(broker_t *self)
+{
+    pending_t *pending = zlistx_first(self->redeliver);
+    while (pending) {
+        instance_t *inst = s_pick_node(self, pending->pipeline, pending->node);
+        if (!inst) {
+            pending = zlistx_next(self->redeliver);
+            continue;
+        }
+        void *cursor = zlistx_cursor(self->redeliver);
+        pending_t *taken = zlistx_detach(self->redeliver, cursor);
+        if (s_send_batch(self, inst, taken->pipeline, taken->node, taken->header, &taken->payload) != 0) {
+            inst->routable = false;
+            zlistx_add_start(self->redeliver, taken);
+            return;
+        }
+        s_pending_free((void **)&taken);
+        pending = zlistx_first(self->redeliver);
+    }
 }
 
 //  Timers: SYNC for instances that never granted us credit (we restarted),
@@ -465,6 +614,21 @@ static void s_tick(broker_t *self)
             inst->next_sync_ms = now + SYNC_RETRY_MS;
         }
     }
+    //  Instances droverd reported gone: after the grace, what they never
+    //  acknowledged goes to another instance of the pipeline (at least once).
+    instance_t *gone[MAX_POLL_ITEMS];
+    int gone_count = 0;
+    for (instance_t *inst = zhashx_first(self->instances); inst && gone_count < MAX_POLL_ITEMS;
+         inst = zhashx_next(self->instances)) {
+        if (inst->deleted_at_ms && now - inst->deleted_at_ms >= ACK_GRACE_MS) {
+            gone[gone_count++] = inst;
+        }
+    }
+    for (int i = 0; i < gone_count; i++) {
+        s_orphan_unacked(self, gone[i], "instance exited");
+        zhashx_delete(self->instances, gone[i]->id);
+    }
+    s_redeliver(self);
     //  First find the closing frontends that are done, then delete them:
     //  deleting moves the list's cursor.
     frontend_t *finished[MAX_POLL_ITEMS];
@@ -521,6 +685,8 @@ int drv_broker_run(const char *control_endpoint, const char *data_endpoint)
     int rc = DRV_BROKER_EXIT_OK;
     self.instances = zhashx_new();
     zhashx_set_destructor(self.instances, s_instance_free);
+    self.redeliver = zlistx_new();
+    zlistx_set_destructor(self.redeliver, s_pending_free);
     self.frontends = zlistx_new();
     zlistx_set_destructor(self.frontends, s_frontend_free);
     zlistx_set_comparator(self.frontends, s_same_pointer);
@@ -595,6 +761,7 @@ int drv_broker_run(const char *control_endpoint, const char *data_endpoint)
     drv_info("stopping forwarded_batches=%lld", (long long)self.forwarded);
 done:
     zlistx_destroy(&self.frontends);
+    zlistx_destroy(&self.redeliver);
     zhashx_destroy(&self.instances);
     zsock_destroy(&self.backend);
     zsock_destroy(&self.control);

@@ -156,7 +156,7 @@ static int s_fetch_spec(worker_t *self)
         if (self->has_zmq) {
             self->data = zsock_new(ZMQ_DEALER);
             zsock_set_identity(self->data, self->instance);
-            zsock_set_linger(self->data, 0);
+            zsock_set_linger(self->data, 2000); // the last acks must reach the broker
             zsock_set_reconnect_ivl(self->data, 10); // the broker may be (re)starting
             if (zsock_connect(self->data, "%s", msg.data_endpoint) != 0) {
                 drv_error("cannot connect to broker endpoint=%s", msg.data_endpoint);
@@ -228,7 +228,9 @@ static void s_handle_data(worker_t *self)
         drv_msg_clear(&msg);
         zmsg_destroy(&zmsg);
     }
-    if (self->credit_owed > 0 && !self->drain_requested) {
+    //  Credit is also the acknowledgement: every batch exported is returned,
+    //  draining or not, so the broker never redelivers what was done.
+    if (self->credit_owed > 0) {
         s_send_credit(self, self->credit_owed, false);
         self->credit_owed = 0;
     }
@@ -273,6 +275,18 @@ static int s_loop(worker_t *self)
             //  exported synchronously; nothing is left in flight.
             if (self->data) {
                 s_handle_data(self);
+                //  Behind the last ack on the same pipe: the broker may forget
+                //  every batch it sent us.
+                drv_msg_t drained;
+                drv_msg_init(&drained, DRV_MSG_DRAINED);
+                drv_msg_set_str(&drained, DRV_F_INSTANCE, self->instance);
+                int64_t in, out, errors;
+                drv_dag_counters(self->dag, &in, &out, &errors);
+                drv_msg_set_int(&drained, DRV_F_RECORDS_IN, in);
+                drv_msg_set_int(&drained, DRV_F_RECORDS_OUT, out);
+                drv_msg_set_int(&drained, DRV_F_ERRORS, errors);
+                s_send(self->data, &drained);
+                drv_msg_clear(&drained);
             }
             s_send_simple(self, DRV_MSG_DRAINED);
             int64_t in, out, errors;
