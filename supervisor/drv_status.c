@@ -170,7 +170,7 @@ static json_t *s_condition(const char *type, const drv_condition_t *cond)
 
 static json_t *s_instance(const drv_instance_t *inst)
 {
-    return json_pack("{s:i, s:I, s:s, s:O, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:s, s:O}", "core",
+    return json_pack("{s:i, s:I, s:s, s:o, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:s, s:o}", "core",
                      inst->core, "generation", (json_int_t)inst->generation, "id", inst->id, "pid",
                      inst->pid > 0 ? json_integer(inst->pid) : json_null(), "state",
                      drv_inst_state_name(inst->state), "restarts", inst->restarts, "started_at",
