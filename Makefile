@@ -22,9 +22,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure
 
 bench: build
-	/usr/bin/python3 bench/lifecycle.py 20
-	/usr/bin/python3 bench/admin_latency.py 2000
-	/usr/bin/python3 bench/rollout.py 20
+	sh bench/run_all.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -43,6 +43,7 @@ def stamp(text):
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    pause = 0.0 if "--smoke" in sys.argv else 1.05
     engine = Engine(CONFIG).start(env={"DROVER_LOG": "info"})
     kill_to_ready = []
     try:
@@ -53,7 +54,7 @@ def main():
             pid = engine.wait_instances(["default/p@1#0"])["default/p@1#0"]
             # Pace rounds past the 1 s restart window, so each kill is a one-off
             # crash (restarted at once) and not a crash loop (backed off).
-            time.sleep(1.05)
+            time.sleep(pause)
             killed_at = time.time()
             os.kill(pid, signal.SIGKILL)
             wait_until(lambda: len(READY.findall(engine.log_text())) > len(readies), 10, "replacement ready")

@@ -1,0 +1,148 @@
+/*  drover-bench — load and baseline processes for the benchmarks.
+
+      drover-bench produce ENDPOINT SECONDS [BATCH]
+          PUSHes one pre-encoded batch of BATCH (64) records of ~80 bytes as
+          fast as the socket accepts, for SECONDS; prints messages sent.
+      drover-bench proxy FRONT BACK SECONDS
+          the baseline's middle: PULL on FRONT, PUSH on BACK, bytes forwarded
+          untouched (zmq_proxy's job without decoding), for SECONDS.
+      drover-bench consume ENDPOINT SECONDS
+          the baseline's end: PULL, count messages; prints messages/s over the
+          last SECONDS-1 seconds (the first second is warm-up).
+
+    The baseline runs producer -> tcp -> proxy -> ipc -> consumer: the same
+    transports as producer -> broker -> worker in drover. */
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+static double s_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+//  64 records like {"seq": n, "level": 4, "msg": "...", "host": "..."} ~80 bytes each.
+static void s_batch(msgpack_sbuffer *sbuf, int records)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sbuf, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, records);
+    for (int i = 0; i < records; i++) {
+        msgpack_pack_map(&pk, 4);
+        msgpack_pack_str_with_body(&pk, "seq", 3);
+        msgpack_pack_uint32(&pk, (uint32_t)i);
+        msgpack_pack_str_with_body(&pk, "level", 5);
+        msgpack_pack_int(&pk, 3 + i % 2);
+        msgpack_pack_str_with_body(&pk, "msg", 3);
+        msgpack_pack_str_with_body(&pk, "request served in 12 ms path=/api/v1/items", 42);
+        msgpack_pack_str_with_body(&pk, "host", 4);
+        msgpack_pack_str_with_body(&pk, "web-17.example", 14);
+    }
+}
+
+static int s_produce(const char *endpoint, double seconds, int records)
+{
+    void *ctx = zmq_ctx_new();
+    void *push = zmq_socket(ctx, ZMQ_PUSH);
+    int linger = 0, hwm = 1000, timeout = 100; // a send that blocks is retried until the time is up
+    zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(push, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(push, ZMQ_SNDTIMEO, &timeout, sizeof timeout);
+    zmq_connect(push, endpoint);
+    msgpack_sbuffer sbuf;
+    msgpack_sbuffer_init(&sbuf);
+    s_batch(&sbuf, records);
+    long sent = 0;
+    double end = s_now() + seconds;
+    while (s_now() < end) {
+        for (int i = 0; i < 256; i++) {
+            if (zmq_send(push, sbuf.data, sbuf.size, 0) >= 0) {
+                sent++;
+            } else {
+                break; // back-pressure: look at the clock
+            }
+        }
+    }
+    printf("sent_messages=%ld bytes_per_message=%zu records_per_message=%d\n", sent, sbuf.size, records);
+    msgpack_sbuffer_destroy(&sbuf);
+    zmq_close(push);
+    zmq_ctx_term(ctx);
+    return 0;
+}
+
+static int s_proxy(const char *front, const char *back, double seconds)
+{
+    void *ctx = zmq_ctx_new();
+    void *pull = zmq_socket(ctx, ZMQ_PULL);
+    void *push = zmq_socket(ctx, ZMQ_PUSH);
+    int linger = 0, timeout = 100;
+    zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(push, ZMQ_SNDTIMEO, &timeout, sizeof timeout);
+    zmq_setsockopt(pull, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    zmq_bind(pull, front);
+    zmq_bind(push, back);
+    double end = s_now() + seconds;
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    while (s_now() < end) {
+        if (zmq_msg_recv(&msg, pull, 0) >= 0) {
+            zmq_msg_send(&msg, push, 0); // forwarded as is: no decode, no copy
+        }
+    }
+    zmq_msg_close(&msg);
+    zmq_close(pull);
+    zmq_close(push);
+    zmq_ctx_term(ctx);
+    return 0;
+}
+
+static int s_consume(const char *endpoint, double seconds)
+{
+    void *ctx = zmq_ctx_new();
+    void *pull = zmq_socket(ctx, ZMQ_PULL);
+    int timeout = 100;
+    zmq_setsockopt(pull, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    zmq_connect(pull, endpoint);
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    double start = s_now(), warm = start + 1.0, end = start + seconds;
+    long counted = 0;
+    double t0 = 0;
+    while (s_now() < end) {
+        if (zmq_msg_recv(&msg, pull, 0) >= 0) {
+            if (s_now() >= warm) {
+                if (t0 == 0) {
+                    t0 = s_now();
+                }
+                counted++;
+            }
+        }
+    }
+    double elapsed = s_now() - (t0 ? t0 : warm);
+    printf("messages_per_sec=%.0f\n", counted / (elapsed > 0 ? elapsed : 1));
+    zmq_msg_close(&msg);
+    zmq_close(pull);
+    zmq_ctx_term(ctx);
+    return 0;
+}
+
+int main(int argc, char *argv[])
+{
+    if (argc >= 4 && !strcmp(argv[1], "produce")) {
+        return s_produce(argv[2], atof(argv[3]), argc >= 5 ? atoi(argv[4]) : 64);
+    }
+    if (argc >= 5 && !strcmp(argv[1], "proxy")) {
+        return s_proxy(argv[2], argv[3], atof(argv[4]));
+    }
+    if (argc >= 4 && !strcmp(argv[1], "consume")) {
+        return s_consume(argv[2], atof(argv[3]));
+    }
+    fprintf(stderr, "usage: drover-bench produce ENDPOINT SECONDS [BATCH] | proxy FRONT BACK SECONDS | "
+                    "consume ENDPOINT SECONDS\n");
+    return 2;
+}

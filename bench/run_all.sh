@@ -1,0 +1,41 @@
+#!/bin/sh
+# make bench: every benchmark in one go, results in bench/results/latest.md.
+# SMOKE=1 runs each at a tiny size (part of make test): it checks they run,
+# not how fast.
+set -eu
+cd "$(dirname "$0")/.."
+PY=/usr/bin/python3
+out=bench/results/latest.md
+[ "${SMOKE:-0}" = 1 ] && out=$(mktemp /tmp/drover-bench-smoke.XXXXXX)
+mkdir -p bench/results
+{
+    echo "# drover benchmarks"
+    echo
+    echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) on $(nproc) CPUs, $(uname -r); rerun with \`make bench\`."
+    echo "How each is measured: docs/benchmarks.md."
+    echo
+    echo "## B1 throughput"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/throughput.py 2 --smoke; else $PY bench/throughput.py 6; fi
+    echo
+    echo "## Instance lifecycle (B3/B4, drover side)"
+    echo
+    echo '```'
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/lifecycle.py 2 --smoke; else $PY bench/lifecycle.py 20; fi
+    echo '```'
+    echo
+    echo "## Admin latency (B6, GET /status)"
+    echo
+    echo '```'
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/admin_latency.py 50; else $PY bench/admin_latency.py 2000; fi
+    echo '```'
+    echo
+    echo "## Rollout overhead"
+    echo
+    echo '```'
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/rollout.py 2; else $PY bench/rollout.py 20; fi
+    echo '```'
+} > "$out"
+cat "$out"
+[ "${SMOKE:-0}" = 1 ] && rm -f "$out"
+exit 0
