@@ -13,10 +13,12 @@
 #include "drv_broker.h"
 
 #include "drover/drv_log.h"
+#include "drover/drv_mpcheck.h"
 #include "drover/drv_msg.h"
 #include "drover/drv_time.h"
 
 #include <czmq.h>
+#include <msgpack.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,6 +43,9 @@ typedef struct {
     char *node;          // receiver node it came in on
     zframe_t *header;    // its BATCH header
     zmq_msg_t payload;   // the producer's message
+    zframe_t *reply_to;  // ack mode: the producer's routing id, else NULL
+    zframe_t *msg_id;    // ack mode: the producer's message id
+    char *endpoint;      // ack mode: the front door to answer through
 } pending_t;
 
 typedef struct {
@@ -63,7 +68,8 @@ typedef struct {
     char *pipeline;       // "group:pipeline"
     char *node;           // receiver node id
     char *endpoint;       // what we bound
-    zsock_t *pull;        // the front door
+    bool ack;             // ROUTER front door: producers get an ack per message once exported
+    zsock_t *pull;        // the front door (PULL, or ROUTER in ack mode)
     zframe_t *header;     // encoded BATCH header for this node, reused
     int64_t batches;      // messages accepted
     bool closing;         // unbound; forwarding what is queued
@@ -97,6 +103,9 @@ static void s_pending_free(void **item)
     if (pending) {
         free(pending->pipeline);
         free(pending->node);
+        free(pending->endpoint);
+        zframe_destroy(&pending->reply_to);
+        zframe_destroy(&pending->msg_id);
         zframe_destroy(&pending->header);
         zmq_msg_close(&pending->payload);
         free(pending);
@@ -261,12 +270,17 @@ static instance_t *s_pick(broker_t *self, const frontend_t *fe)
 //  payload is moved into the pending copy first (zmq_msg_copy shares the
 //  bytes), so nothing is copied. Returns 0, or -1 when the instance is gone.
 static int s_send_batch(broker_t *self, instance_t *inst, const char *pipeline, const char *node,
-                        zframe_t *header, zmq_msg_t *payload)
+                        zframe_t *header, zmq_msg_t *payload, const pending_t *ack_from)
 {
     pending_t *pending = calloc(1, sizeof *pending);
     pending->pipeline = strdup(pipeline);
     pending->node = strdup(node);
     pending->header = zframe_dup(header);
+    if (ack_from && ack_from->reply_to) {
+        pending->reply_to = zframe_dup(ack_from->reply_to);
+        pending->msg_id = zframe_dup(ack_from->msg_id);
+        pending->endpoint = strdup(ack_from->endpoint);
+    }
     zmq_msg_init(&pending->payload);
     zmq_msg_copy(&pending->payload, payload);
     void *backend = zsock_resolve(self->backend);
@@ -297,6 +311,92 @@ static bool s_has_credit(broker_t *self, const frontend_t *fe)
     return false;
 }
 
+static zmsg_t *s_recv_nowait(zsock_t *sock)
+{
+    if (!(zsock_events(sock) & ZMQ_POLLIN)) {
+        return NULL;
+    }
+    return zmsg_recv(sock);
+}
+
+static void s_ack_info_clear(pending_t *info)
+{
+    zframe_destroy(&info->reply_to);
+    zframe_destroy(&info->msg_id);
+    free(info->endpoint);
+    info->endpoint = NULL;
+}
+
+//  Answers a producer through an ack-mode front door: {ok} or {ok: false, error}.
+static void s_answer_producer(frontend_t *fe, zframe_t *reply_to, zframe_t *msg_id, const char *error)
+{
+    msgpack_sbuffer sbuf;
+    msgpack_sbuffer_init(&sbuf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, error ? 2 : 1);
+    msgpack_pack_str_with_body(&pk, "ok", 2);
+    error ? msgpack_pack_false(&pk) : msgpack_pack_true(&pk);
+    if (error) {
+        msgpack_pack_str_with_body(&pk, "error", 5);
+        msgpack_pack_str_with_body(&pk, error, strlen(error));
+    }
+    void *sock = zsock_resolve(fe->pull);
+    if (zmq_send(sock, zframe_data(reply_to), zframe_size(reply_to), ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0 &&
+        zmq_send(sock, zframe_data(msg_id), zframe_size(msg_id), ZMQ_SNDMORE) >= 0) {
+        zmq_send(sock, sbuf.data, sbuf.size, 0);
+    }
+    msgpack_sbuffer_destroy(&sbuf);
+}
+
+//  Unpacks [producer][id][payload] and checks the payload is a record or a
+//  batch before anything is sent on. Returns false (after answering) for junk.
+static bool s_ack_envelope(broker_t *self, frontend_t *fe, zmsg_t *msg, pending_t *info, zmq_msg_t *payload)
+{
+    (void)self;
+    if (zmsg_size(msg) != 3) {
+        return false; // not our protocol: nothing to answer to reliably
+    }
+    info->reply_to = zmsg_pop(msg);
+    info->msg_id = zmsg_pop(msg);
+    zframe_t *data = zmsg_pop(msg);
+    char err[200] = "";
+    if (zframe_size(info->msg_id) == 0 || zframe_size(info->msg_id) > 64) {
+        snprintf(err, sizeof err, "message id must be 1 to 64 bytes");
+    } else if (drv_mpcheck(zframe_data(data), zframe_size(data), err, sizeof err) == 0) {
+        //  An ack promises the records were exported, so what the worker would
+        //  refuse is refused here, before any ack can be given for it.
+        msgpack_zone zone;
+        msgpack_zone_init(&zone, 1024);
+        msgpack_object root;
+        size_t offset = 0;
+        bool ok = msgpack_unpack((const char *)zframe_data(data), zframe_size(data), &offset, &zone, &root) ==
+                  MSGPACK_UNPACK_SUCCESS;
+        if (ok && root.type == MSGPACK_OBJECT_ARRAY) {
+            for (uint32_t i = 0; i < root.via.array.size && ok; i++) {
+                ok = root.via.array.ptr[i].type == MSGPACK_OBJECT_MAP;
+            }
+        } else if (ok) {
+            ok = root.type == MSGPACK_OBJECT_MAP;
+        }
+        msgpack_zone_destroy(&zone);
+        if (!ok) {
+            snprintf(err, sizeof err, "message is neither a map (record) nor an array of maps (batch)");
+        }
+    }
+    if (err[0]) {
+        s_answer_producer(fe, info->reply_to, info->msg_id, err);
+        zframe_destroy(&data);
+        s_ack_info_clear(info);
+        return false;
+    }
+    info->endpoint = strdup(fe->endpoint);
+    zmq_msg_init_size(payload, zframe_size(data));
+    memcpy(zmq_msg_data(payload), zframe_data(data), zframe_size(data));
+    zframe_destroy(&data);
+    return true;
+}
+
 //  Moves up to FORWARD_PER_ROUND messages from one frontend to instances.
 //  Returns how many were forwarded; sets *empty when the queue ran dry.
 static int s_forward(broker_t *self, frontend_t *fe, bool *empty)
@@ -311,13 +411,30 @@ static int s_forward(broker_t *self, frontend_t *fe, bool *empty)
         }
         zmq_msg_t payload;
         zmq_msg_init(&payload);
-        if (zmq_msg_recv(&payload, pull, ZMQ_DONTWAIT) < 0) {
+        pending_t ack_info = {0};
+        const pending_t *ack_from = NULL;
+        if (fe->ack) {
+            //  [producer id][message id][payload]; junk is answered at once.
+            zmsg_t *msg = s_recv_nowait(fe->pull);
+            if (!msg) {
+                zmq_msg_close(&payload);
+                *empty = true;
+                break;
+            }
+            if (!s_ack_envelope(self, fe, msg, &ack_info, &payload)) {
+                zmsg_destroy(&msg);
+                zmq_msg_close(&payload);
+                continue;
+            }
+            zmsg_destroy(&msg);
+            ack_from = &ack_info;
+        } else if (zmq_msg_recv(&payload, pull, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&payload);
             *empty = zmq_errno() == EAGAIN;
             break;
         }
         //  Zero-copy: the producer's frame travels on as the batch payload.
-        int rc = s_send_batch(self, inst, fe->pipeline, fe->node, fe->header, &payload);
+        int rc = s_send_batch(self, inst, fe->pipeline, fe->node, fe->header, &payload, ack_from);
         if (rc < 0) {
             //  The instance vanished between credit and send: stop routing to it
             //  and give this same message to the next one (nothing was sent).
@@ -327,7 +444,7 @@ static int s_forward(broker_t *self, frontend_t *fe, bool *empty)
             inst->credit = 0;
             instance_t *other;
             while ((other = s_pick(self, fe)) &&
-                   s_send_batch(self, other, fe->pipeline, fe->node, fe->header, &payload) != 0) {
+                   s_send_batch(self, other, fe->pipeline, fe->node, fe->header, &payload, ack_from) != 0) {
                 other->routable = false;
                 other->credit = 0;
             }
@@ -337,15 +454,22 @@ static int s_forward(broker_t *self, frontend_t *fe, bool *empty)
                 pending->pipeline = strdup(fe->pipeline);
                 pending->node = strdup(fe->node);
                 pending->header = zframe_dup(fe->header);
+                if (ack_from) {
+                    pending->reply_to = zframe_dup(ack_from->reply_to);
+                    pending->msg_id = zframe_dup(ack_from->msg_id);
+                    pending->endpoint = strdup(ack_from->endpoint);
+                }
                 zmq_msg_init(&pending->payload);
                 zmq_msg_move(&pending->payload, &payload);
                 zlistx_add_end(self->redeliver, pending);
             }
             zmq_msg_close(&payload);
+            s_ack_info_clear(&ack_info);
             fe->batches++;
             moved++;
             continue;
         }
+        s_ack_info_clear(&ack_info);
         fe->batches++;
         moved++;
     }
@@ -405,6 +529,7 @@ static void s_pipeline_set(broker_t *self, drv_msg_t *msg)
     {
         const char *node = json_string_value(json_object_get(r, "node"));
         const char *endpoint = json_string_value(json_object_get(r, "endpoint"));
+        bool ack = json_is_true(json_object_get(r, "ack"));
         if (!node || !endpoint) {
             continue;
         }
@@ -420,7 +545,8 @@ static void s_pipeline_set(broker_t *self, drv_msg_t *msg)
         fe->pipeline = strdup(msg->pipeline);
         fe->node = strdup(node);
         fe->endpoint = strdup(endpoint);
-        fe->pull = zsock_new(ZMQ_PULL);
+        fe->ack = ack;
+        fe->pull = zsock_new(ack ? ZMQ_ROUTER : ZMQ_PULL);
         zsock_set_linger(fe->pull, 0);
         zsock_set_rcvhwm(fe->pull, FRONT_DOOR_HWM);
         drv_msg_t header;
@@ -515,6 +641,16 @@ static void s_handle_control(broker_t *self)
     drv_msg_clear(&msg);
 }
 
+static frontend_t *s_frontend_by_endpoint(broker_t *self, const char *endpoint)
+{
+    for (frontend_t *fe = zlistx_first(self->frontends); fe; fe = zlistx_next(self->frontends)) {
+        if (!strcmp(fe->endpoint, endpoint)) {
+            return fe;
+        }
+    }
+    return NULL;
+}
+
 static void s_handle_backend(broker_t *self)
 {
     zmsg_t *zmsg = zmsg_recv(self->backend);
@@ -541,7 +677,13 @@ static void s_handle_backend(broker_t *self)
             } else {
                 //  Each credit returned is one batch exported: acknowledged.
                 for (int64_t k = 0; k < msg.n && zlistx_size(inst->unacked) > 0; k++) {
-                    zlistx_first(inst->unacked);
+                    pending_t *done = zlistx_first(inst->unacked);
+                    if (done->reply_to) {
+                        frontend_t *fe = s_frontend_by_endpoint(self, done->endpoint);
+                        if (fe) {
+                            s_answer_producer(fe, done->reply_to, done->msg_id, NULL);
+                        }
+                    }
                     zlistx_delete(inst->unacked, zlistx_cursor(inst->unacked));
                 }
             }
@@ -587,7 +729,7 @@ static void s_redeliver(broker_t *self)
         }
         void *cursor = zlistx_cursor(self->redeliver);
         pending_t *taken = zlistx_detach(self->redeliver, cursor);
-        if (s_send_batch(self, inst, taken->pipeline, taken->node, taken->header, &taken->payload) != 0) {
+        if (s_send_batch(self, inst, taken->pipeline, taken->node, taken->header, &taken->payload, taken) != 0) {
             inst->routable = false;
             zlistx_add_start(self->redeliver, taken);
             return;

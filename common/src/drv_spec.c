@@ -41,7 +41,9 @@ typedef struct {
 } node_type_t;
 
 static const node_type_t s_node_types[] = {
-    {"receiver:zmq", ROLE_RECEIVER, {{"endpoint", K_ENDPOINT, true, NULL, NULL}}},
+    {"receiver:zmq",
+     ROLE_RECEIVER,
+     {{"endpoint", K_ENDPOINT, true, NULL, NULL}, {"ack", K_BOOL, false, "false", NULL}}},
     {"receiver:generator",
      ROLE_RECEIVER,
      {{"rate", K_NONNEG_INT, false, "0", NULL},
@@ -644,9 +646,10 @@ json_t *drv_spec_zmq_receivers(const json_t *spec)
     json_object_foreach(json_object_get(spec, "nodes"), id, node)
     {
         if (strcmp(json_string_value(json_object_get(node, "type")), "receiver:zmq") == 0) {
-            json_array_append_new(
-                list, json_pack("{s:s, s:O}", "node", id, "endpoint",
-                                json_object_get(json_object_get(node, "config"), "endpoint")));
+            json_t *config = json_object_get(node, "config");
+            json_array_append_new(list, json_pack("{s:s, s:O, s:b}", "node", id, "endpoint",
+                                                  json_object_get(config, "endpoint"), "ack",
+                                                  json_is_true(json_object_get(config, "ack"))));
         }
     }
     return list;
