@@ -27,7 +27,7 @@
 #define FORWARD_PER_ROUND 256
 #define CLOSE_FLUSH_MS 200
 #define SYNC_RETRY_MS 100
-#define HEARTBEAT_MS 1000
+#define HEARTBEAT_MS 5000 // only feeds a metric; droverd watches the process itself
 //  Messages queued in a front door before producers block. With credit this
 //  bounds the broker's memory at (FRONT_DOOR_HWM + instances x credit_window)
 //  messages per pipeline.
@@ -816,6 +816,34 @@ static void s_tick(broker_t *self)
     }
 }
 
+//  How long the loop may sleep: until the next heartbeat, retry, grace or
+//  closing front door; an idle broker wakes about once a second.
+static long s_next_wait(broker_t *self)
+{
+    int64_t now = drv_time_mono_ms();
+    int64_t next = self->next_heartbeat_ms;
+    for (instance_t *inst = zhashx_first(self->instances); inst; inst = zhashx_next(self->instances)) {
+        if (inst->marker_pending && inst->next_marker_ms < next) {
+            next = inst->next_marker_ms;
+        }
+        if (inst->routable && !inst->credit_known && inst->next_sync_ms < next) {
+            next = inst->next_sync_ms;
+        }
+        if (inst->deleted_at_ms && inst->deleted_at_ms + ACK_GRACE_MS < next) {
+            next = inst->deleted_at_ms + ACK_GRACE_MS;
+        }
+    }
+    for (frontend_t *fe = zlistx_first(self->frontends); fe; fe = zlistx_next(self->frontends)) {
+        if (fe->closing) {
+            next = now; // flushing: keep turning until it is done
+        }
+    }
+    if (zlistx_size(self->redeliver) > 0 && next > now + 10) {
+        next = now + 10; // waiting for an instance with credit to take them
+    }
+    return next > now ? (long)(next - now) : 0;
+}
+
 int drv_broker_run(const char *control_endpoint, const char *data_endpoint)
 {
     struct sigaction action = {.sa_handler = s_on_signal};
@@ -874,7 +902,7 @@ int drv_broker_run(const char *control_endpoint, const char *data_endpoint)
                 items[count++] = (zmq_pollitem_t){zsock_resolve(fe->pull), 0, ZMQ_POLLIN, 0};
             }
         }
-        int ready = zmq_poll(items, count, 50);
+        int ready = zmq_poll(items, count, s_next_wait(&self));
         if (ready < 0 && zmq_errno() != EINTR) {
             drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
             rc = DRV_BROKER_EXIT_SYSTEM;
