@@ -22,7 +22,11 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/footprint.py 1; else $PY bench/footprint.py 5; fi
     echo
-    echo "## Instance lifecycle (B3/B4, drover side)"
+    echo "## B3 spawn to ready, B4 crash restart (against supervisord and s6)"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/baselines.py 2; else $PY bench/baselines.py 10; fi
+    echo
+    echo "## Instance lifecycle (drover only, droverd's own clock)"
     echo
     echo '```'
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/lifecycle.py 2 --smoke; else $PY bench/lifecycle.py 20; fi

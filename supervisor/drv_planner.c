@@ -1,5 +1,6 @@
 /*  drv_planner — create, noop, resize or replace, and the order of steps.
 
+    create starts every core at once (there is nothing to hand over).
     replace, core by core: added cores first (nothing to hand over), then each
     kept core (start N+1, wait until ready, switch traffic, drain N), removed
     cores last (drain N). So capacity never drops below what it was, and a
@@ -63,11 +64,15 @@ void drv_plan_make(const json_t *spec, const int *cores, int core_count, const d
 {
     memset(plan, 0, sizeof *plan);
     if (!observed->running) {
+        //  Nothing to hand over: every core starts at once, then each is
+        //  waited for (health-gated) and switched.
         plan->action = DRV_ACTION_CREATE;
         plan->target_generation = observed->generation + 1;
         plan->previous_generation = 0;
-        for (int i = 0; i < core_count; i++) {
-            s_bring_up(plan, cores[i], plan->target_generation);
+        for (drv_op_t op = DRV_OP_START; op <= DRV_OP_SWITCH; op++) {
+            for (int i = 0; i < core_count; i++) {
+                s_add(plan, op, cores[i], plan->target_generation);
+            }
         }
         return;
     }

@@ -45,6 +45,7 @@ typedef struct {
     int64_t target_generation;   // 0: the core is being given up
     core_state_t state;
     char detail[200];
+    int64_t started_ms;          // mono: when its new instance was started (its wait_ready deadline base)
 } rollout_core_t;
 
 typedef struct {
@@ -439,7 +440,9 @@ static step_result_t s_step(drv_engine_t *engine, drv_rollout_t *self, drv_pipel
             drv_lifecycle_start(engine, inst);
         }
         s_core_state(self, step->core, CORE_STARTING, "starting %s", inst->id);
-        self->step_deadline_ms = now + self->step_timeout_ms;
+        if (s_core(self, step->core)) {
+            s_core(self, step->core)->started_ms = now;
+        }
         return STEP_DONE;
     case DRV_OP_WAIT_READY:
         if (inst && inst->state == DRV_INST_READY) {
@@ -447,6 +450,12 @@ static step_result_t s_step(drv_engine_t *engine, drv_rollout_t *self, drv_pipel
             self->step_deadline_ms = 0;
             return STEP_DONE;
         }
+        //  Each core's gate runs from when its instance was started (creates
+        //  start every core at once).
+        self->step_deadline_ms =
+            (s_core(self, step->core) && s_core(self, step->core)->started_ms ? s_core(self, step->core)->started_ms
+                                                                              : now) +
+            self->step_timeout_ms;
         bool restarting = inst && inst->state == DRV_INST_FAILED && inst->restart_at_ms > 0;
         if (!inst || (inst->state == DRV_INST_FAILED && !restarting) || inst->state == DRV_INST_EXITED) {
             snprintf(why, whylen, "core %d: generation %lld instance exited before ready: %s", step->core,

@@ -48,8 +48,9 @@ static void test_create_brings_up_every_core(void **state)
     drv_plan_make(spec, cores, 2, &none, &s_plan);
     assert_int_equal(s_plan.action, DRV_ACTION_CREATE);
     assert_int_equal(s_plan.target_generation, 1);
+    //  Nothing to hand over: every core starts at once.
     assert_string_equal(s_render(&s_plan),
-                        "start:0@1 wait_ready:0@1 switch:0@1 start:1@1 wait_ready:1@1 switch:1@1");
+                        "start:0@1 start:1@1 wait_ready:0@1 wait_ready:1@1 switch:0@1 switch:1@1");
     //  A pipeline that was shut down at generation 3 comes back as generation 4.
     drv_observed_t stopped = {.running = false, .generation = 3};
     drv_plan_make(spec, cores, 1, &stopped, &s_plan);
@@ -151,7 +152,7 @@ static void test_rollback_restores_the_old_generation_from_where_it_stopped(void
     //  A failed create leaves nothing running.
     drv_observed_t none = {.running = false, .generation = 0};
     drv_plan_make(new_spec, cores, 2, &none, &s_plan);
-    drv_plan_rollback(&s_plan, 4, &none, &s_back);
+    drv_plan_rollback(&s_plan, 3, &none, &s_back);
     assert_string_equal(s_render(&s_back), "stop:1@1 stop:0@1");
     //  A failed resize: the added core's instance goes; kept cores were never touched.
     json_t *bigger = s_spec("1");
