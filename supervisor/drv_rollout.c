@@ -13,6 +13,7 @@
     planner that gives every core back to the old generation; if that fails
     too, the rollout ends rollback_failed and the status shows the mix. */
 #include "drv_rollout.h"
+#include "drv_waiters.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_msg.h"
@@ -48,11 +49,6 @@ typedef struct {
     int64_t started_ms;          // mono: when its new instance was started (its wait_ready deadline base)
 } rollout_core_t;
 
-typedef struct {
-    drv_admin_request_t *request;
-    int64_t deadline_ms;
-} waiter_t;
-
 struct drv_rollout_t {
     char id[32];                 // "rollout-N"
     char group[64];
@@ -79,7 +75,7 @@ struct drv_rollout_t {
     bool old_running;
     rollout_core_t cores[DRV_MAX_CORES];
     int core_count;
-    zlistx_t *waiters;           // waiter_t, owned
+    drv_waiters_t *waiters;      // requests waiting for the outcome
 };
 
 static void s_touch(drv_rollout_t *self)
@@ -124,7 +120,7 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
     self->dry_run = dry_run;
     self->started_at = self->updated_at = drv_time_wall_ms();
     self->new_spec = json_incref(spec);
-    self->waiters = zlistx_new();
+    self->waiters = drv_waiters_new();
     if (step_timeout_secs <= 0) {
         step_timeout_secs = drv_spec_policy(spec, "rollout", "step_timeout_secs");
     }
@@ -190,18 +186,7 @@ void drv_rollout_destroy(drv_rollout_t **self_p)
         return;
     }
     drv_rollout_t *self = *self_p;
-    waiter_t *waiter;
-    while ((waiter = zlistx_first(self->waiters))) {
-        //  Nobody can answer them any more.
-        drv_admin_response_t response = {0};
-        drv_admin_error(&response, 503, "internal", "the rollout was discarded");
-        response.content_type = "application/json";
-        waiter->request->reply(waiter->request, &response);
-        drv_admin_response_clear(&response);
-        free(waiter);
-        zlistx_delete(self->waiters, zlistx_cursor(self->waiters));
-    }
-    zlistx_destroy(&self->waiters);
+    drv_waiters_destroy(&self->waiters, "the rollout was discarded");
     json_decref(self->new_spec);
     json_decref(self->old_spec);
     free(self);
@@ -300,44 +285,29 @@ static void s_set_state(drv_engine_t *engine, drv_rollout_t *self, drv_rollout_s
     s_event(engine, self);
 }
 
-//  Answers every waiting request with the rollout's outcome.
-static void s_answer_waiters(drv_rollout_t *self, bool timed_out_only, int64_t now)
+//  A waiting PUT's answer: 200 succeeded, 409 failed, 504 still going.
+static void s_outcome(void *arg, bool finished, drv_admin_response_t *response)
 {
-    waiter_t *waiter = zlistx_first(self->waiters);
-    while (waiter) {
-        if (timed_out_only && now < waiter->deadline_ms) {
-            waiter = zlistx_next(self->waiters);
-            continue;
-        }
-        drv_admin_response_t response = {.content_type = "application/json"};
-        json_t *status = drv_rollout_json(self);
-        if (!drv_rollout_finished(self)) {
-            response.status = 504;
-            response.json = status;
-        } else if (self->state == DRV_RO_SUCCEEDED) {
-            response.status = 200;
-            response.json = status;
-        } else {
-            response.status = 409;
-            response.json = json_pack("{s:{s:s, s:s}, s:o}", "error", "kind", "conflict", "message",
-                                      self->failure_reason, "rollout", status);
-        }
-        waiter->request->reply(waiter->request, &response);
-        drv_admin_response_clear(&response);
-        zlistx_delete(self->waiters, zlistx_cursor(self->waiters));
-        free(waiter);
-        waiter = zlistx_first(self->waiters);
+    drv_rollout_t *self = arg;
+    json_t *status = drv_rollout_json(self);
+    if (!finished || !drv_rollout_finished(self)) {
+        response->status = 504;
+        response->json = status;
+    } else if (self->state == DRV_RO_SUCCEEDED) {
+        response->status = 200;
+        response->json = status;
+    } else {
+        response->status = 409;
+        response->json = json_pack("{s:{s:s, s:s}, s:o}", "error", "kind", "conflict", "message",
+                                   self->failure_reason, "rollout", status);
     }
 }
 
 void drv_rollout_wait(drv_rollout_t *self, drv_admin_request_t *request, int64_t timeout_ms)
 {
-    waiter_t *waiter = calloc(1, sizeof *waiter);
-    waiter->request = request;
-    waiter->deadline_ms = drv_time_mono_ms() + timeout_ms;
-    zlistx_add_end(self->waiters, waiter);
+    drv_waiters_add(self->waiters, request, timeout_ms);
     if (drv_rollout_finished(self)) {
-        s_answer_waiters(self, false, 0);
+        drv_waiters_answer(self->waiters, true, s_outcome, self);
     }
 }
 
@@ -393,7 +363,7 @@ static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
         drv_warn("rollout %s pipeline=%s id=%s action=%s reason=\"%s\"", s_state_names[state], pipeline->key,
                  self->id, drv_action_name(self->plan.action), self->failure_reason);
     }
-    s_answer_waiters(self, false, 0);
+    drv_waiters_answer(self->waiters, true, s_outcome, self);
 }
 
 static void s_fail(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline, int core,
@@ -574,12 +544,10 @@ int64_t drv_rollout_tick(drv_engine_t *engine)
     for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
         for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
             for (drv_rollout_t *r = zlistx_first(p->rollouts); r; r = zlistx_next(p->rollouts)) {
-                if (zlistx_size(r->waiters) > 0) {
-                    s_answer_waiters(r, true, now);
-                    for (waiter_t *w = zlistx_first(r->waiters); w; w = zlistx_next(r->waiters)) {
-                        int64_t wait = w->deadline_ms > now ? w->deadline_ms - now : 0;
-                        next = next < 0 || wait < next ? wait : next;
-                    }
+                if (drv_waiters_size(r->waiters) > 0) {
+                    drv_waiters_answer(r->waiters, false, s_outcome, r); // those whose time is up
+                    int64_t wait = drv_waiters_next(r->waiters);
+                    next = wait >= 0 && (next < 0 || wait < next) ? wait : next;
                 }
             }
             if (p->active) {
@@ -602,16 +570,7 @@ void drv_rollout_abandon_waiters(drv_engine_t *engine)
     for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
         for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
             for (drv_rollout_t *r = zlistx_first(p->rollouts); r; r = zlistx_next(p->rollouts)) {
-                waiter_t *waiter;
-                while ((waiter = zlistx_first(r->waiters))) {
-                    drv_admin_response_t response = {0};
-                    drv_admin_error(&response, 503, "internal", "droverd is shutting down");
-                    response.content_type = "application/json";
-                    waiter->request->reply(waiter->request, &response);
-                    drv_admin_response_clear(&response);
-                    zlistx_delete(r->waiters, zlistx_cursor(r->waiters));
-                    free(waiter);
-                }
+                drv_waiters_abandon(r->waiters, "droverd is shutting down");
             }
         }
     }

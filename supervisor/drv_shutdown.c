@@ -3,6 +3,7 @@
     its DRAIN marker after its last batch; an instance that does not exit by
     drain_timeout_secs gets SIGTERM, and SIGKILL 5 s later (drv_lifecycle). */
 #include "drv_shutdown.h"
+#include "drv_waiters.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_spec.h"
@@ -22,11 +23,6 @@ typedef struct {
     char detail[120];
 } shutdown_core_t;
 
-typedef struct {
-    drv_admin_request_t *request;
-    int64_t deadline_ms;
-} waiter_t;
-
 struct drv_shutdown_t {
     char id[32];
     char group[64];
@@ -37,7 +33,7 @@ struct drv_shutdown_t {
     int64_t started_at, updated_at;
     shutdown_core_t cores[DRV_MAX_CORES * 2];
     int core_count;
-    zlistx_t *waiters;
+    drv_waiters_t *waiters;     // requests waiting for the outcome
 };
 
 static int64_t s_next_id = 0;
@@ -58,7 +54,7 @@ drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipelin
     snprintf(self->pipeline, sizeof self->pipeline, "%s", pipeline->name);
     self->owner = pipeline;
     self->forget = forget;
-    self->waiters = zlistx_new();
+    self->waiters = drv_waiters_new();
     self->started_at = self->updated_at = drv_time_wall_ms();
     if (drain_timeout_secs <= 0) {
         drain_timeout_secs = drv_spec_policy(pipeline->spec, "rollout", "drain_timeout_secs");
@@ -98,17 +94,7 @@ void drv_shutdown_destroy(drv_shutdown_t **self_p)
         return;
     }
     drv_shutdown_t *self = *self_p;
-    waiter_t *waiter;
-    while ((waiter = zlistx_first(self->waiters))) {
-        drv_admin_response_t response = {0};
-        drv_admin_error(&response, 503, "internal", "the shutdown record was discarded");
-        response.content_type = "application/json";
-        waiter->request->reply(waiter->request, &response);
-        drv_admin_response_clear(&response);
-        zlistx_delete(self->waiters, zlistx_cursor(self->waiters));
-        free(waiter);
-    }
-    zlistx_destroy(&self->waiters);
+    drv_waiters_destroy(&self->waiters, "the shutdown record was discarded");
     free(self);
     *self_p = NULL;
 }
@@ -168,33 +154,19 @@ void drv_shutdown_note_exit(drv_pipeline_t *pipeline, drv_instance_t *inst, int 
     }
 }
 
-static void s_answer(drv_shutdown_t *self, bool expired_only, int64_t now)
+//  A waiting request's answer: 200 once stopped, 504 if its time ran out first.
+static void s_outcome(void *arg, bool finished, drv_admin_response_t *response)
 {
-    waiter_t *waiter = zlistx_first(self->waiters);
-    while (waiter) {
-        if (expired_only && now < waiter->deadline_ms) {
-            waiter = zlistx_next(self->waiters);
-            continue;
-        }
-        drv_admin_response_t response = {.content_type = "application/json"};
-        response.status = self->done ? 200 : 504;
-        response.json = drv_shutdown_json(self);
-        waiter->request->reply(waiter->request, &response);
-        drv_admin_response_clear(&response);
-        zlistx_delete(self->waiters, zlistx_cursor(self->waiters));
-        free(waiter);
-        waiter = zlistx_first(self->waiters);
-    }
+    drv_shutdown_t *self = arg;
+    response->status = finished && self->done ? 200 : 504;
+    response->json = drv_shutdown_json(self);
 }
 
 void drv_shutdown_wait(drv_shutdown_t *self, drv_admin_request_t *request, int64_t timeout_ms)
 {
-    waiter_t *waiter = calloc(1, sizeof *waiter);
-    waiter->request = request;
-    waiter->deadline_ms = drv_time_mono_ms() + timeout_ms;
-    zlistx_add_end(self->waiters, waiter);
+    drv_waiters_add(self->waiters, request, timeout_ms);
     if (self->done) {
-        s_answer(self, false, 0);
+        drv_waiters_answer(self->waiters, true, s_outcome, self);
     }
 }
 
@@ -214,7 +186,7 @@ static bool s_progress(drv_engine_t *engine, drv_group_t *group, drv_pipeline_t 
     engine->state_dirty = true;
     drv_info("pipeline shutdown succeeded pipeline=%s id=%s", p->key, self->id);
     drv_events_publish(engine, "shutdown.succeeded", p->group, p->name, json_pack("{s:s}", "shutdown_id", self->id));
-    s_answer(self, false, 0);
+    drv_waiters_answer(self->waiters, true, s_outcome, self);
     if (self->forget) {
         drv_info("pipeline deleted pipeline=%s", p->key);
         drv_events_publish(engine, "pipeline.deleted", p->group, p->name, NULL);
@@ -227,7 +199,6 @@ static bool s_progress(drv_engine_t *engine, drv_group_t *group, drv_pipeline_t 
 int64_t drv_shutdown_tick(drv_engine_t *engine)
 {
     int64_t next = -1;
-    int64_t now = drv_time_mono_ms();
     if (!engine->groups) {
         return -1;
     }
@@ -241,12 +212,10 @@ int64_t drv_shutdown_tick(drv_engine_t *engine)
         for (int i = 0; i < n; i++) {
             drv_pipeline_t *p = list[i];
             for (drv_shutdown_t *s = zlistx_first(p->shutdowns); s; s = zlistx_next(p->shutdowns)) {
-                if (zlistx_size(s->waiters) > 0 && !s->done) {
-                    s_answer(s, true, now);
-                    for (waiter_t *w = zlistx_first(s->waiters); w; w = zlistx_next(s->waiters)) {
-                        int64_t wait = w->deadline_ms > now ? w->deadline_ms - now : 0;
-                        next = next < 0 || wait < next ? wait : next;
-                    }
+                if (drv_waiters_size(s->waiters) > 0 && !s->done) {
+                    drv_waiters_answer(s->waiters, false, s_outcome, s); // those whose time is up
+                    int64_t wait = drv_waiters_next(s->waiters);
+                    next = wait >= 0 && (next < 0 || wait < next) ? wait : next;
                 }
             }
             s_progress(engine, g, p);
