@@ -126,7 +126,12 @@ def supervisor(rounds):
             b4.append(ms(start))
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=20)  # supervisord stops its programs first
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        subprocess.run(["pkill", "-f", f"supervisord -c {conf}"], capture_output=True)
         shutil.rmtree(d, ignore_errors=True)
     return b3, b4
 

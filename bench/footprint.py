@@ -105,7 +105,11 @@ def supervisord(seconds):
         return rss_kb(proc.pid) / 1024, wakeups([proc.pid], seconds), uss_kb(proc.pid) / 1024
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def main():
