@@ -38,15 +38,52 @@
 
 //  A batch sent to an instance and not yet acknowledged: kept (a refcounted
 //  zmq message, not a copy of the bytes) until the instance has exported it.
+//  Where a batch came from: shared (refcounted) by a front door and every
+//  batch of it still pending, so keeping a batch costs no string copies.
 typedef struct {
+    int refs;
     char *pipeline;      // "group:pipeline"
-    char *node;          // receiver node it came in on
-    zframe_t *header;    // its BATCH header
+    char *node;          // receiver node the batches came in on
+    char *endpoint;      // the front door, to answer ack-mode producers through
+    zframe_t *header;    // the BATCH header for that node, encoded once
+} route_t;
+
+typedef struct {
+    route_t *route;      // shared, one reference held
     zmq_msg_t payload;   // the producer's message
     zframe_t *reply_to;  // ack mode: the producer's routing id, else NULL
     zframe_t *msg_id;    // ack mode: the producer's message id
-    char *endpoint;      // ack mode: the front door to answer through
 } pending_t;
+
+static route_t *s_route_new(const char *pipeline, const char *node, const char *endpoint, zframe_t *header)
+{
+    route_t *route = calloc(1, sizeof *route);
+    route->refs = 1;
+    route->pipeline = strdup(pipeline);
+    route->node = strdup(node);
+    route->endpoint = strdup(endpoint);
+    route->header = zframe_dup(header);
+    return route;
+}
+
+static route_t *s_route_ref(route_t *route)
+{
+    route->refs++;
+    return route;
+}
+
+static void s_route_unref(route_t **route_p)
+{
+    route_t *route = *route_p;
+    if (route && --route->refs == 0) {
+        free(route->pipeline);
+        free(route->node);
+        free(route->endpoint);
+        zframe_destroy(&route->header);
+        free(route);
+    }
+    *route_p = NULL;
+}
 
 typedef struct {
     char *id;            // instance id, also its routing id on the backend
@@ -71,6 +108,7 @@ typedef struct {
     bool ack;             // ROUTER front door: producers get an ack per message once exported
     zsock_t *pull;        // the front door (PULL, or ROUTER in ack mode)
     zframe_t *header;     // encoded BATCH header for this node, reused
+    route_t *route;       // the same, shared with the batches still pending
     int64_t batches;      // messages accepted
     bool closing;         // unbound; forwarding what is queued
     int64_t close_deadline_ms;
@@ -101,12 +139,9 @@ static void s_pending_free(void **item)
 {
     pending_t *pending = *item;
     if (pending) {
-        free(pending->pipeline);
-        free(pending->node);
-        free(pending->endpoint);
+        s_route_unref(&pending->route);
         zframe_destroy(&pending->reply_to);
         zframe_destroy(&pending->msg_id);
-        zframe_destroy(&pending->header);
         zmq_msg_close(&pending->payload);
         free(pending);
         *item = NULL;
@@ -132,6 +167,7 @@ static void s_frontend_free(void **item)
     if (fe) {
         zsock_destroy(&fe->pull);
         zframe_destroy(&fe->header);
+        s_route_unref(&fe->route);
         free(fe->pipeline);
         free(fe->node);
         free(fe->endpoint);
@@ -269,17 +305,15 @@ static instance_t *s_pick(broker_t *self, const frontend_t *fe)
 //  Sends one batch to an instance and keeps it until acknowledged. The
 //  payload is moved into the pending copy first (zmq_msg_copy shares the
 //  bytes), so nothing is copied. Returns 0, or -1 when the instance is gone.
-static int s_send_batch(broker_t *self, instance_t *inst, const char *pipeline, const char *node,
-                        zframe_t *header, zmq_msg_t *payload, const pending_t *ack_from)
+static int s_send_batch(broker_t *self, instance_t *inst, route_t *route, zmq_msg_t *payload,
+                        const pending_t *ack_from)
 {
     pending_t *pending = calloc(1, sizeof *pending);
-    pending->pipeline = strdup(pipeline);
-    pending->node = strdup(node);
-    pending->header = zframe_dup(header);
+    pending->route = s_route_ref(route);
+    zframe_t *header = route->header;
     if (ack_from && ack_from->reply_to) {
         pending->reply_to = zframe_dup(ack_from->reply_to);
         pending->msg_id = zframe_dup(ack_from->msg_id);
-        pending->endpoint = strdup(ack_from->endpoint);
     }
     zmq_msg_init(&pending->payload);
     zmq_msg_copy(&pending->payload, payload);
@@ -323,8 +357,6 @@ static void s_ack_info_clear(pending_t *info)
 {
     zframe_destroy(&info->reply_to);
     zframe_destroy(&info->msg_id);
-    free(info->endpoint);
-    info->endpoint = NULL;
 }
 
 //  Answers a producer through an ack-mode front door: {ok} or {ok: false, error}.
@@ -390,7 +422,6 @@ static bool s_ack_envelope(broker_t *self, frontend_t *fe, zmsg_t *msg, pending_
         s_ack_info_clear(info);
         return false;
     }
-    info->endpoint = strdup(fe->endpoint);
     zmq_msg_init_size(payload, zframe_size(data));
     memcpy(zmq_msg_data(payload), zframe_data(data), zframe_size(data));
     zframe_destroy(&data);
@@ -434,7 +465,7 @@ static int s_forward(broker_t *self, frontend_t *fe, bool *empty)
             break;
         }
         //  Zero-copy: the producer's frame travels on as the batch payload.
-        int rc = s_send_batch(self, inst, fe->pipeline, fe->node, fe->header, &payload, ack_from);
+        int rc = s_send_batch(self, inst, fe->route, &payload, ack_from);
         if (rc < 0) {
             //  The instance vanished between credit and send: stop routing to it
             //  and give this same message to the next one (nothing was sent).
@@ -444,20 +475,17 @@ static int s_forward(broker_t *self, frontend_t *fe, bool *empty)
             inst->credit = 0;
             instance_t *other;
             while ((other = s_pick(self, fe)) &&
-                   s_send_batch(self, other, fe->pipeline, fe->node, fe->header, &payload, ack_from) != 0) {
+                   s_send_batch(self, other, fe->route, &payload, ack_from) != 0) {
                 other->routable = false;
                 other->credit = 0;
             }
             if (!other) {
                 //  Nobody left to take it: keep it for the next instance.
                 pending_t *pending = calloc(1, sizeof *pending);
-                pending->pipeline = strdup(fe->pipeline);
-                pending->node = strdup(fe->node);
-                pending->header = zframe_dup(fe->header);
+                pending->route = s_route_ref(fe->route);
                 if (ack_from) {
                     pending->reply_to = zframe_dup(ack_from->reply_to);
                     pending->msg_id = zframe_dup(ack_from->msg_id);
-                    pending->endpoint = strdup(ack_from->endpoint);
                 }
                 zmq_msg_init(&pending->payload);
                 zmq_msg_move(&pending->payload, &payload);
@@ -556,6 +584,7 @@ static void s_pipeline_set(broker_t *self, drv_msg_t *msg)
         size_t size;
         drv_msg_encode(&header, &data, &size);
         fe->header = zframe_new(data, size);
+        fe->route = s_route_new(msg->pipeline, node, endpoint, fe->header);
         free(data);
         drv_msg_clear(&header);
         if (zsock_bind(fe->pull, "%s", endpoint) < 0) {
@@ -679,7 +708,7 @@ static void s_handle_backend(broker_t *self)
                 for (int64_t k = 0; k < msg.n && zlistx_size(inst->unacked) > 0; k++) {
                     pending_t *done = zlistx_first(inst->unacked);
                     if (done->reply_to) {
-                        frontend_t *fe = s_frontend_by_endpoint(self, done->endpoint);
+                        frontend_t *fe = s_frontend_by_endpoint(self, done->route->endpoint);
                         if (fe) {
                             s_answer_producer(fe, done->reply_to, done->msg_id, NULL);
                         }
@@ -722,14 +751,14 @@ static void s_redeliver(broker_t *self)
 {
     pending_t *pending = zlistx_first(self->redeliver);
     while (pending) {
-        instance_t *inst = s_pick_node(self, pending->pipeline, pending->node);
+        instance_t *inst = s_pick_node(self, pending->route->pipeline, pending->route->node);
         if (!inst) {
             pending = zlistx_next(self->redeliver);
             continue;
         }
         void *cursor = zlistx_cursor(self->redeliver);
         pending_t *taken = zlistx_detach(self->redeliver, cursor);
-        if (s_send_batch(self, inst, taken->pipeline, taken->node, taken->header, &taken->payload, taken) != 0) {
+        if (s_send_batch(self, inst, taken->route, &taken->payload, taken) != 0) {
             inst->routable = false;
             zlistx_add_start(self->redeliver, taken);
             return;
