@@ -18,6 +18,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/throughput.py 2 --smoke; else $PY bench/throughput.py 6; fi
     echo
+    echo "## B2 cutover under load (drover side)"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/cutover.py 2 20000; else $PY bench/cutover.py 20 200000; fi
+    echo
     echo "## B5 footprint"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/footprint.py 1; else $PY bench/footprint.py 5; fi
