@@ -22,6 +22,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/cutover.py 2 20000; else $PY bench/cutover.py 20 200000; fi
     echo
+    echo "## B7 chaos"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/chaos.py 3; else $PY bench/chaos.py 60; fi
+    echo
     echo "## B5 footprint"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/footprint.py 1; else $PY bench/footprint.py 5; fi

@@ -1,12 +1,23 @@
 /*  drover-produce — an example producer built on libdrover-client.
     Sends COUNT messages of BATCH records {"seq": n, ...} to an ack-mode
     receiver:zmq, each acknowledged before the next (retrying as needed).
+    SIGTERM stops it after the message in flight; it then prints what was
+    acknowledged: records 0 .. acked*BATCH-1.
     Usage: drover-produce ENDPOINT COUNT [BATCH] [TIMEOUT_MS] */
 #include "drover/drv_client.h"
 
 #include <msgpack.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+static volatile sig_atomic_t s_stop = 0;
+
+static void s_on_signal(int sig)
+{
+    (void)sig;
+    s_stop = 1; // finish the message in flight, then report
+}
 
 int main(int argc, char *argv[])
 {
@@ -23,9 +34,11 @@ int main(int argc, char *argv[])
         return 2;
     }
     drv_client_set_retry_ms(client, 500);
+    signal(SIGTERM, s_on_signal);
+    signal(SIGINT, s_on_signal);
     long acked = 0;
     int rc = 0;
-    for (long m = 0; m < count; m++) {
+    for (long m = 0; m < count && !s_stop; m++) {
         msgpack_sbuffer sbuf;
         msgpack_sbuffer_init(&sbuf);
         msgpack_packer pk;
