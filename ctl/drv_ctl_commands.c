@@ -218,11 +218,11 @@ static int s_get(drv_ctl_t *ctl, int argc, char **argv)
     return s_status(ctl, argc, argv); // every pipeline of every group
 }
 
-static int s_split_name(const char *arg, char *group, char *pipeline, size_t size)
+int drv_ctl_split_target(const char *arg, char *group, char *pipeline, size_t size)
 {
-    const char *slash = strchr(arg, '/');
+    const char *slash = arg ? strchr(arg, '/') : NULL;
     if (!slash || slash == arg || !slash[1]) {
-        fprintf(stderr, "droverctl: expected GROUP/PIPELINE, got \"%s\"\n", arg);
+        fprintf(stderr, "droverctl: expected GROUP/PIPELINE, got \"%s\"\n", arg ? arg : "");
         return -1;
     }
     snprintf(group, size, "%.*s", (int)(slash - arg), arg);
@@ -233,7 +233,7 @@ static int s_split_name(const char *arg, char *group, char *pipeline, size_t siz
 static int s_describe(drv_ctl_t *ctl, int argc, char **argv)
 {
     char group[128], pipeline[128], path[400];
-    if (argc < 2 || s_split_name(argv[1], group, pipeline, sizeof group)) {
+    if (argc < 2 || drv_ctl_split_target(argv[1], group, pipeline, sizeof group)) {
         return DRV_CTL_USAGE;
     }
     snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s", group, pipeline);
@@ -303,9 +303,6 @@ static int s_group_change(drv_ctl_t *ctl, int argc, char **argv, const char *met
     return DRV_CTL_OK;
 }
 
-int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv);
-int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv);
-int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool no_wait);
 
 static bool s_flag(int argc, char **argv, const char *flag)
 {

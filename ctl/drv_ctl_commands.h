@@ -26,4 +26,17 @@ typedef struct {
 
 extern const drv_ctl_command_t drv_ctl_commands[];
 
+//  One admin request; on an error answer prints the engine's message and
+//  returns the exit code, else stores the body in *out and returns 0.
+int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *query, json_t *body, json_t **out);
+//  Prints a body (text as is, JSON indented) and releases it.
+int drv_ctl_print_json(json_t *body);
+//  The mutating commands (drv_ctl_rollout.c).
+int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv);
+int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv);
+int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool no_wait);
+
+//  Splits "GROUP/PIPELINE"; prints the usage problem and returns -1 if it is not one.
+int drv_ctl_split_target(const char *arg, char *group, char *pipeline, size_t size);
+
 #endif

@@ -13,20 +13,6 @@
 
 #define FOLLOW_POLL_MS 50
 
-int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *query, json_t *body, json_t **out);
-int drv_ctl_print_json(json_t *body);
-
-static int s_split(const char *arg, char *group, char *pipeline, size_t size)
-{
-    const char *slash = arg ? strchr(arg, '/') : NULL;
-    if (!slash || slash == arg || !slash[1]) {
-        fprintf(stderr, "droverctl: expected GROUP/PIPELINE, got \"%s\"\n", arg ? arg : "");
-        return -1;
-    }
-    snprintf(group, size, "%.*s", (int)(slash - arg), arg);
-    snprintf(pipeline, size, "%s", slash + 1);
-    return 0;
-}
 
 static const char *s_str(json_t *obj, const char *key)
 {
@@ -143,7 +129,7 @@ int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv)
         }
     }
     char group[128], pipeline[128], path[400];
-    if (!file || s_split(target, group, pipeline, sizeof group)) {
+    if (!file || drv_ctl_split_target(target, group, pipeline, sizeof group)) {
         fprintf(stderr, "droverctl: usage: droverctl apply -f SPEC.yaml GROUP/PIPELINE [--dry-run] [--no-wait]\n");
         return DRV_CTL_USAGE;
     }
@@ -189,7 +175,7 @@ int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv)
 int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
 {
     char group[128], pipeline[128], path[500];
-    if (argc < 3 || s_split(argv[2], group, pipeline, sizeof group)) {
+    if (argc < 3 || drv_ctl_split_target(argv[2], group, pipeline, sizeof group)) {
         fprintf(stderr, "droverctl: usage: droverctl rollout status|history|undo GROUP/PIPELINE [ROLLOUT-ID]\n");
         return DRV_CTL_USAGE;
     }
@@ -291,7 +277,7 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
 int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool no_wait)
 {
     char group[128], pipeline[128], path[500];
-    if (s_split(target, group, pipeline, sizeof group)) {
+    if (drv_ctl_split_target(target, group, pipeline, sizeof group)) {
         return DRV_CTL_USAGE;
     }
     if (forget) {

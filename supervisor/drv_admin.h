@@ -38,6 +38,11 @@ struct drv_admin_request_t {
     void *transport_ctx;
 };
 
+//  The pipeline a route names, or NULL with a 404 (group_not_found or
+//  pipeline_not_found) already in response.
+drv_pipeline_t *drv_admin_lookup_pipeline(drv_engine_t *engine, const char *group, const char *name,
+                                          drv_admin_response_t *response);
+
 //  Routes the request. Always ends in exactly one request->reply call.
 void drv_admin_dispatch(drv_engine_t *engine, drv_admin_request_t *request);
 

@@ -238,20 +238,6 @@ void drv_admin_rollout_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const
     response->json = drv_rollout_json(rollout);
 }
 
-static drv_pipeline_t *s_pipeline(drv_engine_t *engine, const char *group, const char *name,
-                                  drv_admin_response_t *response)
-{
-    if (!drv_registry_group(engine, group, false)) {
-        drv_admin_error(response, 404, "group_not_found", "no group \"%s\"", group);
-        return NULL;
-    }
-    drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
-    if (!pipeline) {
-        drv_admin_error(response, 404, "pipeline_not_found", "no pipeline \"%s\" in group \"%s\"", name, group);
-    }
-    return pipeline;
-}
-
 static bool s_busy(drv_pipeline_t *pipeline, drv_admin_response_t *response)
 {
     if (pipeline->active) {
@@ -270,7 +256,7 @@ static bool s_busy(drv_pipeline_t *pipeline, drv_admin_response_t *response)
 bool drv_admin_pipeline_shutdown(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
                                  const char *name, bool forget, drv_admin_response_t *response)
 {
-    drv_pipeline_t *pipeline = s_pipeline(engine, group, name, response);
+    drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, group, name, response);
     bool wait;
     int64_t timeout_secs;
     if (!pipeline || s_busy(pipeline, response) || s_query_bool(request, "wait", true, &wait, response) ||
@@ -296,7 +282,7 @@ bool drv_admin_pipeline_shutdown(drv_engine_t *engine, drv_admin_request_t *requ
 bool drv_admin_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
                                  const char *name, drv_admin_response_t *response)
 {
-    drv_pipeline_t *pipeline = s_pipeline(engine, group, name, response);
+    drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, group, name, response);
     if (!pipeline || s_busy(pipeline, response)) {
         return false;
     }

@@ -87,8 +87,8 @@ static drv_group_t *s_group(drv_engine_t *engine, const char *name, drv_admin_re
     return group;
 }
 
-static drv_pipeline_t *s_pipeline(drv_engine_t *engine, const char *group, const char *name,
-                                  drv_admin_response_t *response)
+drv_pipeline_t *drv_admin_lookup_pipeline(drv_engine_t *engine, const char *group, const char *name,
+                                          drv_admin_response_t *response)
 {
     if (!s_group(engine, group, response)) {
         return NULL;
@@ -303,7 +303,7 @@ static bool s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
                 if (!strcmp(request->method, "DELETE")) {
                     return drv_admin_pipeline_shutdown(engine, request, g, p, true, response);
                 }
-                drv_pipeline_t *pipeline = s_pipeline(engine, g, p, response);
+                drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, g, p, response);
                 if (pipeline) {
                     s_json(response, 200,
                            json_pack("{s:O, s:o}", "spec", pipeline->spec, "status",
@@ -311,28 +311,28 @@ static bool s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
                 }
             } else if (n == 7 && !strcmp(seg[6], "status")) {
                 drv_pipeline_t *pipeline = s_method_is(request, "GET", response)
-                                               ? s_pipeline(engine, g, p, response)
+                                               ? drv_admin_lookup_pipeline(engine, g, p, response)
                                                : NULL;
                 if (pipeline) {
                     s_json(response, 200, drv_status_pipeline(engine, pipeline));
                 }
             } else if (n == 7 && !strcmp(seg[6], "rollouts")) {
                 drv_pipeline_t *pipeline = s_method_is(request, "GET", response)
-                                               ? s_pipeline(engine, g, p, response)
+                                               ? drv_admin_lookup_pipeline(engine, g, p, response)
                                                : NULL;
                 if (pipeline) {
                     drv_admin_rollouts_list(engine, pipeline, response);
                 }
             } else if (n == 8 && !strcmp(seg[6], "rollouts")) {
                 drv_pipeline_t *pipeline = s_method_is(request, "GET", response)
-                                               ? s_pipeline(engine, g, p, response)
+                                               ? drv_admin_lookup_pipeline(engine, g, p, response)
                                                : NULL;
                 if (pipeline) {
                     drv_admin_rollout_get(engine, pipeline, seg[7], response);
                 }
             } else if (n == 8 && !strcmp(seg[6], "shutdowns")) {
                 drv_pipeline_t *pipeline = s_method_is(request, "GET", response)
-                                               ? s_pipeline(engine, g, p, response)
+                                               ? drv_admin_lookup_pipeline(engine, g, p, response)
                                                : NULL;
                 if (pipeline) {
                     drv_admin_shutdown_get(engine, pipeline, seg[7], response);

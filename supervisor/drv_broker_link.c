@@ -20,8 +20,6 @@
 #define BROKER_BACKOFF_MAX_MS 5000
 #define BROKER_STABLE_MS 10000
 
-static int64_t s_broker_started_mono;
-
 void drv_broker_start(drv_engine_t *engine)
 {
     char path[1024];
@@ -37,7 +35,7 @@ void drv_broker_start(drv_engine_t *engine)
         return;
     }
     engine->broker_pid = pid;
-    s_broker_started_mono = drv_time_mono_ms();
+    engine->broker_started_mono_ms = drv_time_mono_ms();
     drv_info("broker started pid=%d", pid);
     drv_events_publish(engine, "broker.started", NULL, NULL, json_pack("{s:i}", "pid", pid));
 }
@@ -56,7 +54,7 @@ void drv_broker_on_exit(drv_engine_t *engine, int status)
         return;
     }
     int64_t now = drv_time_mono_ms();
-    if (now - s_broker_started_mono > BROKER_STABLE_MS || engine->broker_backoff_ms == 0) {
+    if (now - engine->broker_started_mono_ms > BROKER_STABLE_MS || engine->broker_backoff_ms == 0) {
         engine->broker_backoff_ms = BROKER_BACKOFF_INITIAL_MS;
     } else if (engine->broker_backoff_ms < BROKER_BACKOFF_MAX_MS) {
         engine->broker_backoff_ms *= 2;

@@ -113,6 +113,7 @@ typedef struct {
     int64_t broker_restart_at_ms;
     int64_t broker_backoff_ms;
     int broker_restarts;
+    int64_t broker_started_mono_ms; // when the current broker was spawned
     //  admin plane
     zsock_t *admin;           // ROUTER for ops tools (msgpack envelope)
     zsock_t *events;          // PUB: topic frame + msgpack map
@@ -123,6 +124,7 @@ typedef struct {
     int64_t broker_forwarded; // batches the broker forwarded (its heartbeat)
     int64_t rollout_counts[4][3]; // [create noop resize replace][succeeded failed rollback_failed]
     int64_t next_rollout_id;
+    int64_t next_shutdown_id;
     bool state_dirty;         // the applied state changed: write the state file
     //  shutdown
     bool shutting_down;

@@ -36,8 +36,6 @@ struct drv_shutdown_t {
     drv_waiters_t *waiters;     // requests waiting for the outcome
 };
 
-static int64_t s_next_id = 0;
-
 static json_t *s_time(int64_t ms)
 {
     char buf[40];
@@ -49,7 +47,7 @@ drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipelin
                                    bool forget)
 {
     drv_shutdown_t *self = calloc(1, sizeof *self);
-    snprintf(self->id, sizeof self->id, "shutdown-%lld", (long long)++s_next_id);
+    snprintf(self->id, sizeof self->id, "shutdown-%lld", (long long)++engine->next_shutdown_id);
     snprintf(self->group, sizeof self->group, "%s", pipeline->group);
     snprintf(self->pipeline, sizeof self->pipeline, "%s", pipeline->name);
     self->owner = pipeline;

@@ -210,6 +210,37 @@ class Admin:
     def wait_ready(self, timeout=10.0):
         return wait_until(lambda: self.zmq("GET", "/readyz")[0] == 200, timeout, "readyz 200")
 
+    def probe_events(self, is_live, timeout=10.0):
+        """A zmq subscription reaches its publisher asynchronously. Instead of
+        sleeping, make events happen (group.created of throwaway groups) until
+        is_live() reports that one arrived."""
+        count = [0]
+
+        def attempt():
+            count[0] += 1
+            self.zmq("PUT", f"/api/v1/groups/events-probe-{count[0]}")
+            return is_live()
+
+        return wait_until(attempt, timeout, "the event subscription to be live", interval=0.05)
+
+    def subscribe(self, *topics):
+        """A SUB on the events socket, known to be live; its first frames are
+        probe events (topic group.*), which readers skip."""
+        sock = self.ctx.socket(zmq.SUB)
+        sock.setsockopt(zmq.LINGER, 0)
+        for topic in topics + ("group.created",):
+            sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        sock.connect(f"ipc://{self.engine.run_dir}/events.sock")
+
+        def live():
+            while sock.poll(20):
+                if sock.recv_multipart()[0] == b"group.created":
+                    return True
+            return False
+
+        self.probe_events(live)
+        return sock
+
 
 class Producer:
     def __init__(self, endpoint):

@@ -294,12 +294,7 @@ class AdminPlane(EngineTest):
 
     def test_events_stream(self):
         engine = self.start()
-        ctx = zmq.Context.instance()
-        sub = ctx.socket(zmq.SUB)
-        sub.setsockopt(zmq.LINGER, 0)
-        sub.setsockopt(zmq.SUBSCRIBE, b"instance.")
-        sub.connect(f"ipc://{engine.run_dir}/events.sock")
-        time.sleep(0.2)  # a SUB needs its subscription to reach the PUB before anything is published (slow joiner)
+        sub = self.admin.subscribe("instance.")
         pid = engine.wait_instances(["default/gen@1#0"])["default/gen@1#0"]
         os.kill(pid, signal.SIGKILL)
         events = {}
@@ -307,7 +302,8 @@ class AdminPlane(EngineTest):
         while len(events) < 3 and time.monotonic() < deadline:
             if sub.poll(200):
                 topic, data = sub.recv_multipart()
-                events.setdefault(topic.decode(), msgpack.unpackb(data))
+                if topic.startswith(b"instance."):
+                    events.setdefault(topic.decode(), msgpack.unpackb(data))
         sub.close()
         self.assertEqual(set(events), {"instance.exited", "instance.started", "instance.ready"})
         exited = events["instance.exited"]
@@ -356,15 +352,32 @@ class AdminPlane(EngineTest):
                               capture_output=True, text=True, timeout=10)
         self.assertEqual(proc.returncode, 3)
         self.assertIn("no answer", proc.stderr)
-        # events: follow the stream while an instance restarts
-        follower = subprocess.Popen([DROVERCTL, "-e", endpoint, "-o", "json", "events", "--count", "3", "--for", "10",
-                                     "instance."], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.3)  # slow joiner: let the subscription reach the publisher
-        os.kill(engine.wait_instances(["default/gen@1#0"])["default/gen@1#0"], signal.SIGKILL)
-        out, _ = follower.communicate(timeout=15)
-        topics = [json.loads(line)["topic"] for line in out.splitlines()]
-        self.assertEqual(topics, ["instance.exited", "instance.started", "instance.ready"])
+        # events: follow the stream while an instance restarts. droverctl's
+        # subscription is known live once it prints a probe event.
+        import queue
+        import threading
+        follower = subprocess.Popen([DROVERCTL, "-e", endpoint, "-o", "json", "events", "--for", "30",
+                                     "group.created", "instance."], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        lines = queue.Queue()
+        reader = threading.Thread(target=lambda: [lines.put(json.loads(l)) for l in follower.stdout])
+        reader.start()
+        seen = []
 
+        def printed(topic_prefix):
+            while not lines.empty():
+                seen.append(lines.get())
+            return any(e["topic"].startswith(topic_prefix) for e in seen)
+
+        self.admin.probe_events(lambda: printed("group."))
+        os.kill(engine.wait_instances(["default/gen@1#0"])["default/gen@1#0"], signal.SIGKILL)
+        wait_until(lambda: printed("instance.ready"), 10, "droverctl printed the restart")
+        follower.terminate()
+        follower.wait(timeout=10)
+        reader.join(timeout=10)
+        self.assertEqual(follower.returncode, 0)
+        topics = [e["topic"] for e in seen if e["topic"].startswith("instance.")]
+        self.assertEqual(topics, ["instance.exited", "instance.started", "instance.ready"])
 
 CURVE_CONFIG = """
 engine:

@@ -2,7 +2,10 @@
 
 import os
 import signal
+import time
 import unittest
+
+import msgpack
 
 from harness import Admin, Engine, EngineTest, free_port, wait_until
 
@@ -56,12 +59,23 @@ class Reload(EngineTest):
         self.assertEqual(admin.http("GET", "/api/v1/groups/default/pipelines/drop")[0], 404)
         history = admin.http("GET", "/api/v1/groups/default/pipelines/change/rollouts")[1]
         self.assertEqual((history[0]["action"], history[0]["state"]), ("replace", "succeeded"))
-        # an invalid file: nothing changes, and it says why
+        # an invalid file: nothing changes, and it says why, in the log and as an event
+        sub = admin.subscribe("config.")
         with open(engine.config_path, "a") as f:
             f.write("      broken: { nodes: { g: { type: receiver:kafka } } }\n")
         before = engine.instances()
         engine.signal(signal.SIGHUP)
         engine.wait_log(r"reload refused, nothing changed: .*drover.yaml:\d+: groups.default.pipelines.broken")
+        event = None
+        deadline = time.monotonic() + 5
+        while event is None and time.monotonic() < deadline:
+            if sub.poll(200):
+                topic, data = sub.recv_multipart()
+                if topic == b"config.invalid":
+                    event = msgpack.unpackb(data)
+        sub.close()
+        self.assertIsNotNone(event, "a config.invalid event")
+        self.assertIn("groups.default.pipelines.broken.nodes.g.type", event["reason"])
         self.assertEqual(engine.instances(), before)
         self.assertEqual(admin.http("GET", "/readyz")[0], 200)
 

@@ -188,6 +188,10 @@ class Rollouts(EngineTest):
         self.assertEqual(sorted(r["seq"] for r in self.exported()), list(range(load.sent)))
         status, st, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/ingest/status")
         self.assertEqual((st["generation"], st["phase"], st["rollout"]["state"]), (1, "running", "failed"))
+        metrics = self.admin.http("GET", "/metrics")[1]
+        self.assertIn('drover_rollouts_total{action="create",state="succeeded"} 1', metrics)
+        self.assertIn('drover_rollouts_total{action="replace",state="failed"} 1', metrics)
+        self.assertIn('drover_rollouts_total{action="replace",state="succeeded"} 0', metrics)
 
     def test_a_rollout_that_times_out_rolls_back(self):
         self.assertEqual(self.put("p", gen_spec(self.out))[0], 200)
@@ -227,6 +231,35 @@ class Rollouts(EngineTest):
         self.assertEqual((status, body["state"]), (504, "running"))
         self.assertEqual(self.admin.zmq("GET", "/api/v1/groups/default/pipelines/p/rollouts")[1][0]["rollout_id"],
                          body["rollout_id"])
+
+    def test_a_waiting_put_blocks_neither_the_loop_nor_other_requests(self):
+        import threading
+        self.assertEqual(self.put("p", gen_spec(self.out))[0], 200)
+        fifo = os.path.join(self.out, "fifo")
+        os.mkfifo(fifo)  # the new generation blocks opening it: the rollout waits for its step timeout
+        slow = gen_spec(self.out, rate=51)
+        slow["pipeline"]["nodes"]["out"]["config"]["path"] = fifo
+        slow["step_timeout_secs"] = 30
+        waited = {}
+        waiting = threading.Thread(target=lambda: waited.update(zip(("status", "body"), self.put("p", slow)[:2])))
+        waiting.start()
+        running = lambda: (lambda h: h and h[0]["state"] == "running" and h[0])(  # noqa: E731
+            self.admin.zmq("GET", "/api/v1/groups/default/pipelines/p/rollouts")[1])
+        rollout = wait_until(running, 10, "the slow rollout under way")
+        # While that PUT waits (for up to 30 s), everything else is answered,
+        # over both transports, and other pipelines can be changed.
+        for _ in range(20):
+            self.assertEqual(self.admin.http("GET", "/status", timeout=2)[0], 200)
+            self.assertEqual(self.admin.zmq("GET", "/readyz", timeout=2)[0], 200)
+        self.assertEqual(self.put("other", gen_spec(self.out))[0], 200)
+        self.assertTrue(waiting.is_alive(), "the waiting PUT is still waiting")
+        self.assertEqual(self.admin.http("GET", f"/api/v1/groups/default/pipelines/p/rollouts/{rollout['rollout_id']}")[1]
+                         ["state"], "running")
+        # End it: opening the fifo for reading lets the instance become ready.
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        self.addCleanup(os.close, reader)
+        waiting.join(timeout=30)
+        self.assertEqual((waited["status"], waited["body"]["state"]), (200, "succeeded"))
 
     def test_dry_run_changes_nothing(self):
         self.assertEqual(self.put("p", gen_spec(self.out, cores=1))[0], 200)
