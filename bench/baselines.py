@@ -31,16 +31,9 @@ import time
 import xmlrpc.client
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../tests/integration"))
-from harness import Admin, Engine, children_of, cmdline, free_port, wait_until  # noqa: E402
+from harness import Admin, Engine, children_of, cmdline, engine_yaml, free_port, wait_until  # noqa: E402
 
-CONFIG = """
-engine:
-  run_dir: {RUN}
-  admin: { http: "127.0.0.1:HTTP" }
-groups:
-  default:
-    pipelines: {}
-"""
+CONFIG = engine_yaml()
 
 
 class UnixTransport(xmlrpc.client.Transport):

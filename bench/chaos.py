@@ -22,17 +22,9 @@ import time
 import http.client
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../tests/integration"))
-from harness import BIN, Admin, Engine, children_of, cmdline, free_port, read_ndjson, wait_until  # noqa: E402
+from harness import Admin, BIN, Engine, children_of, cmdline, engine_yaml, free_port, read_ndjson, wait_until  # noqa: E402
 
-CONFIG = """
-engine:
-  run_dir: {RUN}
-  heartbeat_interval_ms: 200
-  admin: { http: "127.0.0.1:HTTP" }
-groups:
-  default:
-    pipelines: {}
-"""
+CONFIG = engine_yaml(engine_extra="  heartbeat_interval_ms: 200\n")
 
 
 def spec(port, out, tag):

@@ -23,16 +23,9 @@ import msgpack
 import zmq
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../tests/integration"))
-from harness import Admin, Engine, free_port  # noqa: E402
+from harness import Admin, Engine, engine_yaml, free_port  # noqa: E402
 
-CONFIG = """
-engine:
-  run_dir: {RUN}
-  admin: { http: "127.0.0.1:HTTP" }
-groups:
-  default:
-    pipelines: {}
-"""
+CONFIG = engine_yaml()
 BATCH = 200
 
 

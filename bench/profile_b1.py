@@ -8,7 +8,7 @@ import os, sys, subprocess, time
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here); sys.path.insert(0, os.path.join(here, "../tests/integration"))
 import throughput
-from harness import *
+from harness import Admin, Engine, children_of, cmdline, free_port  # noqa: E402
 http, port = free_port(), free_port()
 e = Engine(throughput.CONFIG.replace("HTTP", str(http)).replace("PORT", str(port)).replace("CORES", "1")).start()
 Admin(e, http).wait_ready()

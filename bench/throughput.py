@@ -20,20 +20,12 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../tests/integration"))
-from harness import BIN, Admin, Engine, free_port  # noqa: E402
+from harness import Admin, BIN, Engine, engine_yaml, free_port  # noqa: E402
 
 BENCH = os.path.join(BIN, "drover-bench")
 RECORDS_PER_BATCH = 64
 
-CONFIG = """
-engine:
-  run_dir: {RUN}
-  heartbeat_interval_ms: 100
-  credit_window: 64
-  admin: { http: "127.0.0.1:HTTP" }
-groups:
-  default:
-    pipelines:
+CONFIG = engine_yaml(engine_extra="  heartbeat_interval_ms: 100\n  credit_window: 64\n", pipelines="""
       b1:
         cores: { count: CORES }
         nodes:
@@ -41,7 +33,7 @@ groups:
           stamp: { type: processor:transform, config: { set: { env: prod } }, to: [keep] }
           keep: { type: processor:filter, config: { field: level, op: ge, value: 3 }, to: [out] }
           out: { type: exporter:null }
-"""
+""")
 
 
 def records_in(port):

@@ -26,6 +26,14 @@ def free_port():
         return s.getsockname()[1]
 
 
+def engine_yaml(pipelines="{}", engine_extra=""):
+    """An engine config: HTTP admin on 127.0.0.1:HTTP (the caller puts in the
+    port), any extra engine keys (indented lines), the default group's
+    pipelines ("{}", or an indented YAML block starting with a newline)."""
+    return ("engine:\n  run_dir: {RUN}\n" + engine_extra + '  admin: { http: "127.0.0.1:HTTP" }\n'
+            "groups:\n  default:\n    pipelines: " + pipelines + "\n")
+
+
 def wait_until(predicate, timeout=10.0, what="condition", interval=0.01):
     """Polls predicate until it returns a truthy value or the deadline passes."""
     deadline = time.monotonic() + timeout
