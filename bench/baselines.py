@@ -22,30 +22,17 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import xmlrpc.client
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../tests/integration"))
 from harness import Admin, Engine, children_of, cmdline, engine_yaml, free_port, wait_until  # noqa: E402
+from supervisord import Supervisord  # noqa: E402
 
 CONFIG = engine_yaml()
-
-
-class UnixTransport(xmlrpc.client.Transport):
-    def __init__(self, path):
-        super().__init__()
-        self.path = path
-
-    def make_connection(self, host):
-        conn = http.client.HTTPConnection("localhost")
-        conn.sock = socket.socket(socket.AF_UNIX)
-        conn.sock.connect(self.path)
-        return conn
 
 
 def ms(start):
@@ -86,21 +73,10 @@ def drover(rounds):
 
 
 def supervisor(rounds):
-    d = tempfile.mkdtemp(prefix="drv-sup-")
-    conf = os.path.join(d, "supervisord.conf")
-    with open(conf, "w") as f:
-        f.write(f"[supervisord]\nnodaemon=true\nlogfile={d}/s.log\npidfile={d}/s.pid\n"
-                f"[unix_http_server]\nfile={d}/s.sock\n"
-                "[rpcinterface:supervisor]\n"
-                "supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface\n")
-        for name in ("a", "b"):
-            f.write(f"[program:{name}]\ncommand=sleep 3600\nautostart=false\nautorestart=true\nstartsecs=0\n")
-    proc = subprocess.Popen(["supervisord", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sup = Supervisord({name: ("sleep 3600", False) for name in ("a", "b")})
     b3, b4 = [], []
     try:
-        wait_until(lambda: os.path.exists(f"{d}/s.sock"), 10, "supervisord socket")
-        rpc = xmlrpc.client.ServerProxy("http://localhost", transport=UnixTransport(f"{d}/s.sock"))
-        wait_until(lambda: rpc.supervisor.getState()["statename"] == "RUNNING", 10, "supervisord up")
+        rpc = sup.start().rpc
         for i in range(rounds):
             start = time.perf_counter()
             rpc.supervisor.startProcess("a", True)  # wait=True: returns once RUNNING
@@ -118,14 +94,7 @@ def supervisor(rounds):
                 rpc.supervisor.getProcessInfo("a")), 10, "supervisord restart", interval=0.0005)
             b4.append(ms(start))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)  # supervisord stops its programs first
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        subprocess.run(["pkill", "-f", f"supervisord -c {conf}"], capture_output=True)
-        shutil.rmtree(d, ignore_errors=True)
+        sup.stop()
     return b3, b4
 
 

@@ -18,7 +18,7 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/throughput.py 2 --smoke; else $PY bench/throughput.py 6; fi
     echo
-    echo "## B2 cutover under load (drover side)"
+    echo "## B2 cutover under load (against supervisord)"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/cutover.py 2 20000; else $PY bench/cutover.py 20 200000; fi
     echo
@@ -40,10 +40,10 @@ mkdir -p bench/results
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/lifecycle.py 2 --smoke; else $PY bench/lifecycle.py 20; fi
     echo '```'
     echo
-    echo "## Admin latency (B6, GET /status)"
+    echo "## Admin latency (B6, GET /status and wrk on /readyz)"
     echo
     echo '```'
-    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/admin_latency.py 50; else $PY bench/admin_latency.py 2000; fi
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/admin_latency.py 50 1; else $PY bench/admin_latency.py 2000 5; fi
     echo '```'
     echo
     echo "## Rollout overhead"

@@ -699,9 +699,15 @@ static void s_handle_backend(broker_t *self)
             zlistx_purge(inst->unacked);
         } else if (msg.type == DRV_MSG_CREDIT) {
             instance_t *inst = s_instance(self, identity);
-            if (msg.reset) {
-                //  A new process behind this id (or a SYNC): nothing sent
-                //  before can be acknowledged any more.
+            if (msg.synced) {
+                //  The answer to our SYNC, behind the acks for everything we
+                //  sent before it: what is unacked now went out after the
+                //  SYNC, is in flight to the instance and uses its window.
+                int64_t in_flight = (int64_t)zlistx_size(inst->unacked);
+                msg.n = msg.n > in_flight ? msg.n - in_flight : 0;
+            } else if (msg.reset) {
+                //  A new process behind this id: nothing sent before can be
+                //  acknowledged any more.
                 s_orphan_unacked(self, inst, "new incarnation");
             } else {
                 //  Each credit returned is one batch exported: acknowledged.

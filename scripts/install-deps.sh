@@ -1,12 +1,12 @@
 #!/bin/sh
 # Installs the Debian packages drover builds, tests and runs with, when any is
-# missing (supervisor and s6 are the benchmarks' baselines). Idempotent and quiet when everything is already there, so `make` can
+# missing (supervisor and s6 are the benchmarks' baselines, wrk their HTTP load). Idempotent and quiet when everything is already there, so `make` can
 # call it on every run.
 set -eu
 
 PACKAGES="build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev
-libjansson-dev libyaml-dev libmicrohttpd-dev libcmocka-dev python3 python3-zmq
-python3-msgpack util-linux procps curl supervisor s6"
+libjansson-dev libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev python3 python3-zmq
+python3-msgpack util-linux procps curl supervisor s6 wrk"
 
 missing=""
 for pkg in $PACKAGES; do

@@ -53,7 +53,7 @@ typedef struct {
     int recent_count;
     int64_t restart_at_ms;   // mono: when to respawn (0: not scheduled)
     int64_t started_at;      // wall ms of the current process
-    int64_t spawned_mono_ms; // mono ms of the current spawn
+    int64_t spawned_mono_us; // mono µs of the current spawn (just before fork)
     int64_t ready_mono_ms;   // mono ms it said READY
     int64_t last_heartbeat_at;   // wall ms
     int64_t last_heartbeat_mono; // mono ms
@@ -122,6 +122,7 @@ typedef struct {
     char *http_token;         // bearer token for PUT/POST/DELETE, or NULL
     int64_t started_at;       // wall ms
     int64_t broker_forwarded; // batches the broker forwarded (its heartbeat)
+    int64_t broker_refused;   // producer messages it refused as too large (its heartbeat)
     int64_t rollout_counts[4][3]; // [create noop resize replace][succeeded failed rollback_failed]
     int64_t next_rollout_id;
     int64_t next_shutdown_id;
@@ -131,6 +132,10 @@ typedef struct {
     int64_t shutdown_deadline_ms;
     bool broker_stopping;
     bool done;                // the loop should end
+    //  service manager notification (drv_notify.c)
+    bool notify_ready_sent;   // READY=1 sent since start or the last RELOADING=1
+    int64_t watchdog_ms;      // ping interval (half of WATCHDOG_USEC), 0: none
+    int64_t next_watchdog_ms; // mono
 } drv_engine_t;
 
 //  ---- registry (drv_registry.c)
@@ -151,6 +156,8 @@ drv_instance_t *drv_registry_by_pid(drv_engine_t *engine, pid_t pid);
 typedef void(drv_instance_fn)(drv_engine_t *engine, drv_instance_t *inst, void *arg);
 void drv_registry_each_instance(drv_engine_t *engine, drv_instance_fn *fn, void *arg);
 size_t drv_registry_instance_count(drv_engine_t *engine);
+//  Pipelines across all groups (engine.limits.max_pipelines bounds it).
+size_t drv_registry_pipeline_count(drv_engine_t *engine);
 void drv_registry_destroy(drv_engine_t *engine);
 const char *drv_inst_state_name(drv_inst_state_t state);
 
@@ -185,6 +192,15 @@ json_t *drv_status_all(drv_engine_t *engine);
 //  True when every pipeline that should run is ready; reasons lists what is not.
 bool drv_status_ready(drv_engine_t *engine, json_t *reasons);
 int drv_status_ready_instances(const drv_pipeline_t *pipeline);
+
+//  ---- service manager notification (drv_notify.c): sd_notify(3), a no-op
+//  unless NOTIFY_SOCKET is set (systemd Type=notify).
+void drv_notify_init(drv_engine_t *engine);
+//  READY=1 once startup (or a reload) has settled, and watchdog pings.
+//  Returns ms until the next ping is due (-1: none).
+int64_t drv_notify_tick(drv_engine_t *engine);
+void drv_notify_reloading(drv_engine_t *engine);
+void drv_notify_stopping(drv_engine_t *engine);
 
 //  ---- events (drv_events.c)
 //  Publishes topic with {time, group, pipeline, ...fields}; fields is stolen.

@@ -94,7 +94,7 @@ void drv_lifecycle_start(drv_engine_t *engine, drv_instance_t *inst)
     char *argv[] = {inst->id, "--control", engine->control_endpoint, "--instance", inst->id, NULL};
     char err[300];
     inst->restart_at_ms = 0;
-    inst->spawned_mono_ms = drv_time_mono_ms();
+    inst->spawned_mono_us = drv_time_mono_us();
     pid_t pid = drv_spawn(path, argv, inst->core, err, sizeof err);
     if (pid < 0) {
         drv_error("instance spawn failed instance=%s reason=\"%s\"", inst->id, err);
@@ -156,13 +156,15 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
         inst->ready_mono_ms = inst->last_heartbeat_mono = drv_time_mono_ms();
         inst->last_heartbeat_at = drv_time_wall_ms();
         inst->detail[0] = 0;
-        drv_info("instance ready instance=%s pid=%d startup_us=%lld", inst->id, inst->pid,
-                 (long long)(drv_time_mono_us() - inst->spawned_mono_ms * 1000));
+        //  spawned_at_us (monotonic) lets bench/startup.py line this up with
+        //  the worker's own debug-level startup timestamps.
+        drv_info("instance ready instance=%s pid=%d startup_us=%lld spawned_at_us=%lld", inst->id, inst->pid,
+                 (long long)(drv_time_mono_us() - inst->spawned_mono_us), (long long)inst->spawned_mono_us);
         if (inst->has_zmq) {
             drv_broker_instance(engine, inst, DRV_MSG_INSTANCE_ADD);
         }
         s_event(engine, inst, "instance.ready",
-                json_pack("{s:I}", "startup_us", (json_int_t)(drv_time_mono_us() - inst->spawned_mono_ms * 1000)));
+                json_pack("{s:I}", "startup_us", (json_int_t)(drv_time_mono_us() - inst->spawned_mono_us)));
         break;
     case DRV_MSG_HEARTBEAT:
         inst->last_heartbeat_mono = drv_time_mono_ms();

@@ -70,12 +70,15 @@ static void s_send_simple(worker_t *self, drv_msg_type_t type)
     drv_msg_clear(&msg);
 }
 
-static void s_send_credit(worker_t *self, int64_t n, bool reset)
+static void s_send_credit(worker_t *self, int64_t n, bool reset, bool synced)
 {
     drv_msg_t msg;
     drv_msg_init(&msg, DRV_MSG_CREDIT);
     drv_msg_set_int(&msg, DRV_F_N, n);
     drv_msg_set_bool(&msg, DRV_F_RESET, reset);
+    if (synced) {
+        drv_msg_set_bool(&msg, DRV_F_SYNCED, true);
+    }
     s_send(self->data, &msg);
     drv_msg_clear(&msg);
 }
@@ -106,7 +109,7 @@ static zmsg_t *s_recv_nowait(zsock_t *sock)
 }
 
 //  Waits for the SPEC reply to our HELLO and builds the DAG from it.
-static int s_fetch_spec(worker_t *self)
+static int s_fetch_spec(worker_t *self, int64_t *spec_us)
 {
     int64_t deadline = drv_time_mono_ms() + SPEC_WAIT_MS;
     while (!s_terminating) {
@@ -123,6 +126,7 @@ static int s_fetch_spec(worker_t *self)
         if (!frame) {
             continue;
         }
+        *spec_us = drv_time_mono_us();
         drv_msg_t msg;
         char err[200];
         int rc = drv_msg_decode(&msg, zframe_data(frame), zframe_size(frame), err, sizeof err);
@@ -221,9 +225,15 @@ static void s_handle_data(worker_t *self)
             self->drain_requested = true;
             self->marker_seen = true;
         } else if (msg.type == DRV_MSG_SYNC) {
-            //  A new broker: whatever credit the old one held is void.
-            self->credit_owed = 0;
-            s_send_credit(self, self->credit_window, true);
+            //  A broker that has not seen our credit (it restarted, or our
+            //  first credit crossed its SYNC). Acknowledge what we exported,
+            //  then state the window: what it sent after the SYNC is still
+            //  in flight to us, and it counts that against the window.
+            if (self->credit_owed > 0) {
+                s_send_credit(self, self->credit_owed, false, false);
+                self->credit_owed = 0;
+            }
+            s_send_credit(self, self->credit_window, true, true);
         }
         drv_msg_clear(&msg);
         zmsg_destroy(&zmsg);
@@ -231,7 +241,7 @@ static void s_handle_data(worker_t *self)
     //  Credit is also the acknowledgement: every batch exported is returned,
     //  draining or not, so the broker never redelivers what was done.
     if (self->credit_owed > 0) {
-        s_send_credit(self, self->credit_owed, false);
+        s_send_credit(self, self->credit_owed, false, false);
         self->credit_owed = 0;
     }
 }
@@ -239,7 +249,7 @@ static void s_handle_data(worker_t *self)
 static int s_loop(worker_t *self)
 {
     if (self->has_zmq) {
-        s_send_credit(self, self->credit_window, true);
+        s_send_credit(self, self->credit_window, true, false);
     }
     s_send_simple(self, DRV_MSG_READY);
     drv_info("ready instance=%s", self->instance);
@@ -300,8 +310,9 @@ static int s_loop(worker_t *self)
     return DRV_WORKER_EXIT_OK;
 }
 
-int drv_worker_run(const char *control_endpoint, const char *instance)
+int drv_worker_run(const char *control_endpoint, const char *instance, int64_t main_us)
 {
+    int64_t sockets_us = 0, hello_us = 0, spec_us = 0;
     struct sigaction action = {.sa_handler = s_on_signal};
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, NULL);
@@ -317,6 +328,7 @@ int drv_worker_run(const char *control_endpoint, const char *instance)
         rc = DRV_WORKER_EXIT_SYSTEM;
         goto done;
     }
+    sockets_us = drv_time_mono_us();
     drv_msg_t hello;
     drv_msg_init(&hello, DRV_MSG_HELLO);
     drv_msg_set_str(&hello, DRV_F_ROLE, "worker");
@@ -325,8 +337,14 @@ int drv_worker_run(const char *control_endpoint, const char *instance)
     s_send(self.control, &hello);
     drv_msg_clear(&hello);
 
-    rc = s_fetch_spec(&self);
+    hello_us = drv_time_mono_us();
+    rc = s_fetch_spec(&self, &spec_us);
     if (rc == 0 && self.dag && !s_terminating) {
+        //  Absolute monotonic µs, lined up with droverd's spawned_at_us by
+        //  bench/startup.py.
+        drv_debug("startup instance=%s main_us=%lld sockets_us=%lld hello_us=%lld spec_us=%lld dag_us=%lld",
+                  instance, (long long)main_us, (long long)sockets_us, (long long)hello_us, (long long)spec_us,
+                  (long long)drv_time_mono_us());
         rc = s_loop(&self);
     }
 done:

@@ -3,6 +3,8 @@
 #ifndef DRV_WORKER_H
 #define DRV_WORKER_H
 
+#include <stdint.h>
+
 //  Exit codes of drover-worker.
 #define DRV_WORKER_EXIT_OK 0           // drained, or stopped on SIGTERM
 #define DRV_WORKER_EXIT_USAGE 100      // bad arguments
@@ -10,6 +12,8 @@
 #define DRV_WORKER_EXIT_SYSTEM 111     // lost droverd, or a socket failed
 
 //  Runs the instance until it drains or is told to stop; returns an exit code.
-int drv_worker_run(const char *control_endpoint, const char *instance);
+//  main_us: monotonic µs when main() began, for the startup timings logged
+//  at debug level.
+int drv_worker_run(const char *control_endpoint, const char *instance, int64_t main_us);
 
 #endif

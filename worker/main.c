@@ -1,10 +1,13 @@
 /*  drover-worker — one pipeline instance on one core, started by droverd.
     Usage: drover-worker --control ENDPOINT --instance ID
+           drover-worker --standalone SPEC.json   (benchmark baseline only)
     droverd pins the process before exec and sets argv[0] to the instance id,
     so `ps` shows {group}/{pipeline}@{generation}#{core}. */
+#include "drv_standalone.h"
 #include "drv_worker.h"
 
 #include "drover/drv_log.h"
+#include "drover/drv_time.h"
 
 #include <czmq.h>
 #include <getopt.h>
@@ -12,23 +15,37 @@
 
 int main(int argc, char *argv[])
 {
+    int64_t main_us = drv_time_mono_us();
     const char *control = NULL;
     const char *instance = NULL;
+    const char *standalone = NULL;
     static struct option options[] = {{"control", required_argument, 0, 'c'},
                                       {"instance", required_argument, 0, 'i'},
+                                      {"standalone", required_argument, 0, 's'},
                                       {0, 0, 0, 0}};
     int opt;
-    while ((opt = getopt_long(argc, argv, "c:i:", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:i:s:", options, NULL)) != -1) {
         if (opt == 'c') {
             control = optarg;
         } else if (opt == 'i') {
             instance = optarg;
+        } else if (opt == 's') {
+            standalone = optarg;
         } else {
             return DRV_WORKER_EXIT_USAGE;
         }
     }
+    if (standalone) {
+        drv_log_init("worker[standalone]");
+        zsys_handler_set(NULL);
+        zsys_init();
+        int rc = drv_standalone_run(standalone);
+        zsys_shutdown();
+        return rc;
+    }
     if (!control || !instance) {
-        fprintf(stderr, "usage: drover-worker --control ENDPOINT --instance ID\n");
+        fprintf(stderr, "usage: drover-worker --control ENDPOINT --instance ID\n"
+                        "       drover-worker --standalone SPEC.json\n");
         return DRV_WORKER_EXIT_USAGE;
     }
     char component[160];
@@ -36,7 +53,7 @@ int main(int argc, char *argv[])
     drv_log_init(component);
     zsys_handler_set(NULL); // our own signal handling; czmq's would swallow SIGTERM
     zsys_init();
-    int rc = drv_worker_run(control, instance);
+    int rc = drv_worker_run(control, instance, main_us);
     zsys_shutdown();
     return rc;
 }

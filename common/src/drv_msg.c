@@ -28,7 +28,7 @@ static const field_def_t s_fields[DRV_F_COUNT] = {
     STR(reason),       STR(data_endpoint), INT(pid),      INT(generation), INT(core),
     INT(heartbeat_ms), INT(credit_window), INT(n),        INT(records_in), INT(records_out),
     INT(errors),       INT(batches),     BOOL(ok),        BOOL(reset),     JSON(spec),
-    JSON(receivers),
+    JSON(receivers),   BOOL(synced),
 };
 
 #define B(f) (1u << (f))
@@ -60,7 +60,7 @@ static const type_def_t s_types[DRV_MSG_TYPE_COUNT] = {
     {"instance_del", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), 0},
     {"bound", B(DRV_F_PIPELINE) | B(DRV_F_NODE) | B(DRV_F_ENDPOINT) | B(DRV_F_OK),
      B(DRV_F_REASON)},
-    {"credit", B(DRV_F_N) | B(DRV_F_RESET), 0},
+    {"credit", B(DRV_F_N) | B(DRV_F_RESET), B(DRV_F_SYNCED)},
     {"batch", B(DRV_F_NODE), 0},
     {"sync", 0, 0},
 };

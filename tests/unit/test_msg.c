@@ -37,6 +37,7 @@ static void s_fill(drv_msg_t *msg, drv_msg_type_t type)
     drv_msg_set_int(msg, DRV_F_BATCHES, 9);
     drv_msg_set_bool(msg, DRV_F_OK, true);
     drv_msg_set_bool(msg, DRV_F_RESET, true);
+    drv_msg_set_bool(msg, DRV_F_SYNCED, true);
     json_t *spec = json_pack("{s:{s:i}, s:[s, f, n, b]}", "cores", "count", 2, "list", "x", 1.5, 1);
     drv_msg_set_json(msg, DRV_F_SPEC, spec);
     drv_msg_set_json(msg, DRV_F_RECEIVERS, spec);
@@ -82,7 +83,8 @@ static void test_every_message_refuses_each_missing_required_field(void **state)
     static const char *names[] = {"role", "instance", "pipeline", "node", "endpoint", "reason",
                                   "data_endpoint", "pid", "generation", "core", "heartbeat_ms",
                                   "credit_window", "n", "records_in", "records_out", "errors",
-                                  "batches", "ok", "reset", "spec", "receivers"};
+                                  "batches", "ok", "reset", "spec", "receivers", "synced"};
+    _Static_assert(sizeof names / sizeof *names == DRV_F_COUNT, "one name per field");
     int refusals = 0;
     for (int type = 0; type < DRV_MSG_TYPE_COUNT; type++) {
         drv_msg_t full;

@@ -56,6 +56,7 @@ typedef enum {
     DRV_F_RESET,
     DRV_F_SPEC,
     DRV_F_RECEIVERS,
+    DRV_F_SYNCED,
     DRV_F_COUNT
 } drv_msg_field_t;
 
@@ -81,6 +82,7 @@ typedef struct {
     int64_t batches;
     bool ok;
     bool reset;
+    bool synced;       // credit answering a SYNC: everything sent before the SYNC is acknowledged
     json_t *spec;      // the normalized PipelineSpec (owned)
     json_t *receivers; // [{node, endpoint}] (owned)
 } drv_msg_t;
