@@ -122,6 +122,9 @@ typedef struct {
     zlistx_t *frontends; // frontend_t
     size_t rr;          // round-robin cursor
     int64_t forwarded;  // batches forwarded in total
+    int64_t max_message_bytes; // larger producer messages are refused
+    int64_t refused;    // producer messages refused (too large), in total
+    int64_t next_refusal_log_ms; // refusals are logged at most once a second
     int64_t next_heartbeat_ms;
 } broker_t;
 
@@ -383,9 +386,22 @@ static void s_answer_producer(frontend_t *fe, zframe_t *reply_to, zframe_t *msg_
 
 //  Unpacks [producer][id][payload] and checks the payload is a record or a
 //  batch before anything is sent on. Returns false (after answering) for junk.
+//  Counts a message refused for its size; logs at most once a second.
+static void s_refuse_large(broker_t *self, frontend_t *fe, size_t size, char *err, size_t errlen)
+{
+    self->refused++;
+    snprintf(err, errlen, "message of %zu bytes is larger than engine.limits.max_message_bytes (%lld)", size,
+             (long long)self->max_message_bytes);
+    int64_t now = drv_time_mono_ms();
+    if (now >= self->next_refusal_log_ms) {
+        drv_warn("refused producer message pipeline=%s node=%s reason=\"%s\" refused_total=%lld", fe->pipeline,
+                 fe->node, err, (long long)self->refused);
+        self->next_refusal_log_ms = now + 1000;
+    }
+}
+
 static bool s_ack_envelope(broker_t *self, frontend_t *fe, zmsg_t *msg, pending_t *info, zmq_msg_t *payload)
 {
-    (void)self;
     if (zmsg_size(msg) != 3) {
         return false; // not our protocol: nothing to answer to reliably
     }
@@ -395,6 +411,8 @@ static bool s_ack_envelope(broker_t *self, frontend_t *fe, zmsg_t *msg, pending_
     char err[200] = "";
     if (zframe_size(info->msg_id) == 0 || zframe_size(info->msg_id) > 64) {
         snprintf(err, sizeof err, "message id must be 1 to 64 bytes");
+    } else if ((int64_t)zframe_size(data) > self->max_message_bytes) {
+        s_refuse_large(self, fe, zframe_size(data), err, sizeof err);
     } else if (drv_mpcheck(zframe_data(data), zframe_size(data), err, sizeof err) == 0) {
         //  An ack promises the records were exported, so what the worker would
         //  refuse is refused here, before any ack can be given for it.
@@ -463,6 +481,13 @@ static int s_forward(broker_t *self, frontend_t *fe, bool *empty)
             zmq_msg_close(&payload);
             *empty = zmq_errno() == EAGAIN;
             break;
+        } else if ((int64_t)zmq_msg_size(&payload) > self->max_message_bytes) {
+            //  No one to answer on a PULL front door: logged and counted
+            //  (drover_broker_refused_messages_total).
+            char err[200];
+            s_refuse_large(self, fe, zmq_msg_size(&payload), err, sizeof err);
+            zmq_msg_close(&payload);
+            continue;
         }
         //  Zero-copy: the producer's frame travels on as the batch payload.
         int rc = s_send_batch(self, inst, fe->route, &payload, ack_from);
@@ -577,6 +602,9 @@ static void s_pipeline_set(broker_t *self, drv_msg_t *msg)
         fe->pull = zsock_new(ack ? ZMQ_ROUTER : ZMQ_PULL);
         zsock_set_linger(fe->pull, 0);
         zsock_set_rcvhwm(fe->pull, FRONT_DOOR_HWM);
+        //  Up to twice the limit a message arrives and is refused with a reason;
+        //  past that libzmq drops the connection: memory stays bounded.
+        zsock_set_maxmsgsize(fe->pull, self->max_message_bytes * 2);
         drv_msg_t header;
         drv_msg_init(&header, DRV_MSG_BATCH);
         drv_msg_set_str(&header, DRV_F_NODE, node);
@@ -845,6 +873,7 @@ static void s_tick(broker_t *self)
         drv_msg_init(&msg, DRV_MSG_HEARTBEAT);
         drv_msg_set_str(&msg, DRV_F_INSTANCE, "broker");
         drv_msg_set_int(&msg, DRV_F_BATCHES, self->forwarded);
+        drv_msg_set_int(&msg, DRV_F_ERRORS, self->refused);
         s_send_msg(self->control, NULL, &msg, false);
         drv_msg_clear(&msg);
         self->next_heartbeat_ms = now + HEARTBEAT_MS;
@@ -879,14 +908,14 @@ static long s_next_wait(broker_t *self)
     return next > now ? (long)(next - now) : 0;
 }
 
-int drv_broker_run(const char *control_endpoint, const char *data_endpoint)
+int drv_broker_run(const char *control_endpoint, const char *data_endpoint, int64_t max_message_bytes)
 {
     struct sigaction action = {.sa_handler = s_on_signal};
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, NULL);
     sigaction(SIGINT, &action, NULL);
 
-    broker_t self = {0};
+    broker_t self = {.max_message_bytes = max_message_bytes};
     int rc = DRV_BROKER_EXIT_OK;
     self.instances = zhashx_new();
     zhashx_set_destructor(self.instances, s_instance_free);

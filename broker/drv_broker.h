@@ -4,10 +4,14 @@
 #ifndef DRV_BROKER_H
 #define DRV_BROKER_H
 
+#include <stdint.h>
+
 #define DRV_BROKER_EXIT_OK 0
 #define DRV_BROKER_EXIT_USAGE 100
 #define DRV_BROKER_EXIT_SYSTEM 111
 
-int drv_broker_run(const char *control_endpoint, const char *data_endpoint);
+//  max_message_bytes: larger producer messages are refused (ack mode: answered
+//  with an error; otherwise dropped, logged and counted).
+int drv_broker_run(const char *control_endpoint, const char *data_endpoint, int64_t max_message_bytes);
 
 #endif

@@ -146,6 +146,14 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
         json_decref(spec);
         return false;
     }
+    if (!pipeline && drv_registry_pipeline_count(engine) >= (size_t)engine->config->max_pipelines) {
+        drv_admin_error(response, 409, "conflict",
+                        "%zu pipelines exist, the most this engine runs (engine.limits.max_pipelines); "
+                        "delete one or raise the limit",
+                        drv_registry_pipeline_count(engine));
+        json_decref(spec);
+        return false;
+    }
     drv_rollout_t *rollout =
         drv_rollout_plan(engine, pipeline, group, name, spec, step_secs, drain_secs, dry_run, false);
     if (dry_run) {

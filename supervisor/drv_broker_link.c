@@ -24,8 +24,10 @@ void drv_broker_start(drv_engine_t *engine)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/drover-broker", engine->bin_dir);
+    char max_message[32];
+    snprintf(max_message, sizeof max_message, "%d", engine->config->max_message_bytes);
     char *argv[] = {"drover-broker", "--control", engine->control_endpoint, "--data",
-                    engine->data_endpoint, NULL};
+                    engine->data_endpoint, "--max-message-bytes", max_message, NULL};
     char err[300];
     engine->broker_restart_at_ms = 0;
     pid_t pid = drv_spawn(path, argv, -1, err, sizeof err);
@@ -205,6 +207,7 @@ void drv_broker_on_message(drv_engine_t *engine, void *message)
     }
     case DRV_MSG_HEARTBEAT:
         engine->broker_forwarded = msg->batches;
+        engine->broker_refused = msg->errors;
         break;
     default:
         drv_warn("unexpected message from broker type=%s", drv_msg_type_name(msg->type));

@@ -205,6 +205,17 @@ size_t drv_registry_instance_count(drv_engine_t *engine)
     return engine->live ? zhashx_size(engine->live) : 0;
 }
 
+size_t drv_registry_pipeline_count(drv_engine_t *engine)
+{
+    size_t count = 0;
+    if (engine->groups) {
+        for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+            count += zhashx_size(g->pipelines);
+        }
+    }
+    return count;
+}
+
 void drv_registry_destroy(drv_engine_t *engine)
 {
     zhashx_destroy(&engine->live);

@@ -106,6 +106,12 @@ void drv_reload_apply(drv_engine_t *engine)
                 skipped++;
                 continue;
             }
+            if (!pipeline && drv_registry_pipeline_count(engine) >= (size_t)engine->config->max_pipelines) {
+                drv_error("reload: skipped pipeline=%s:%s: %d pipelines exist (engine.limits.max_pipelines)",
+                          group, name, engine->config->max_pipelines);
+                skipped++;
+                continue;
+            }
             drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, 0, 0, false, false);
             if (!pipeline) {
                 pipeline = drv_registry_add_pipeline(engine, group, name, spec);

@@ -88,6 +88,7 @@ json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen)
         return NULL;
     }
     json_t *result = json_object();
+    size_t count = 0;
     const char *group;
     json_t *g;
     json_object_foreach(json_object_get(doc, "groups"), group, g)
@@ -102,7 +103,11 @@ json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen)
             char prefix[200];
             snprintf(prefix, sizeof prefix, "groups.%s.pipelines.%s.spec", group, name);
             json_t *spec = drv_spec_normalize(json_object_get(entry, "spec"), &engine->cpus, prefix, problems);
-            if (!spec) {
+            if (spec && ++count > (size_t)engine->config->max_pipelines) {
+                drv_error("state file: pipeline skipped path=%s pipeline=%s:%s reason=\"more than %d pipelines "
+                          "(engine.limits.max_pipelines)\"", path, group, name, engine->config->max_pipelines);
+                json_decref(spec);
+            } else if (!spec) {
                 drv_error("state file: pipeline skipped path=%s field=%s reason=\"%s\"", path,
                           drv_problems_path(problems, 0), drv_problems_message(problems, 0));
             } else {

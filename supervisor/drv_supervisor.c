@@ -128,6 +128,7 @@ static void s_begin_shutdown(drv_engine_t *engine, int sig)
     int64_t timeout_ms = (int64_t)engine->config->shutdown_timeout_secs * 1000;
     engine->shutting_down = true;
     engine->shutdown_deadline_ms = drv_time_mono_ms() + timeout_ms;
+    drv_notify_stopping(engine);
     drv_events_publish(engine, "engine.stopping", NULL, NULL, json_pack("{s:s}", "signal", strsignal(sig)));
     drv_info("shutdown started signal=%s timeout_secs=%d instances=%zu", strsignal(sig),
              engine->config->shutdown_timeout_secs, drv_registry_instance_count(engine));
@@ -175,6 +176,7 @@ static void s_on_signal(drv_engine_t *engine, int sig)
         if (engine->shutting_down) {
             drv_warn("SIGHUP ignored: shutting down");
         } else {
+            drv_notify_reloading(engine);
             drv_reload_apply(engine);
         }
         break;
@@ -293,6 +295,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     engine.started_at = drv_time_wall_ms();
     drv_info("started pid=%d config=%s cpus=%d run_dir=%s", getpid(), config->path, cpus->count,
              config->run_dir);
+    drv_notify_init(&engine);
     drv_broker_start(&engine);
     drv_reload_start_pipelines(&engine);
     drv_events_publish(&engine, "config.loaded", NULL, NULL,
@@ -323,6 +326,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
             wait = s_min_wait(wait, engine.shutdown_deadline_ms - now);
         }
         drv_status_refresh(&engine);
+        wait = s_min_wait(wait, drv_notify_tick(&engine));
         if (engine.state_dirty && !engine.shutting_down) {
             //  Not while stopping: what to restore is the state before SIGTERM.
             engine.state_dirty = false;

@@ -2,6 +2,7 @@
     Validation collects every problem; the caller gets the first one as a single
     line naming file, line and field, plus how many more there are. */
 #include "drover/drv_config.h"
+#include "drover/drv_limits.h"
 #include "drover/drv_problems.h"
 #include "drover/drv_spec.h"
 #include "drover/drv_yaml.h"
@@ -28,7 +29,7 @@ static char *s_string_or(json_t *obj, const char *key, const char *fallback, drv
     return strdup(json_string_value(value));
 }
 
-static int s_int_or(json_t *obj, const char *key, int fallback, int minimum,
+static int s_int_or(json_t *obj, const char *key, int fallback, int minimum, int maximum,
                     drv_problems_t *problems, const char *path)
 {
     json_t *value = json_object_get(obj, key);
@@ -36,8 +37,8 @@ static int s_int_or(json_t *obj, const char *key, int fallback, int minimum,
         return fallback;
     }
     if (!json_is_integer(value) || json_integer_value(value) < minimum ||
-        json_integer_value(value) > 86400000) {
-        drv_problems_add(problems, path, "must be an integer >= %d", minimum);
+        json_integer_value(value) > maximum) {
+        drv_problems_add(problems, path, "must be an integer from %d to %d", minimum, maximum);
         return fallback;
     }
     return (int)json_integer_value(value);
@@ -85,14 +86,24 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         engine = NULL;
     }
     s_unknown_keys(engine,
-                   "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file",
+                   "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file limits",
                    "engine", problems);
     self->run_dir = s_string_or(engine, "run_dir", "/tmp/drover", problems, "engine.run_dir");
-    self->shutdown_timeout_secs = s_int_or(engine, "shutdown_timeout_secs", 30, 1, problems,
+    self->shutdown_timeout_secs = s_int_or(engine, "shutdown_timeout_secs", 30, 1, 86400, problems,
                                            "engine.shutdown_timeout_secs");
-    self->heartbeat_interval_ms = s_int_or(engine, "heartbeat_interval_ms", 1000, 10, problems,
+    self->heartbeat_interval_ms = s_int_or(engine, "heartbeat_interval_ms", 1000, 10, 3600000, problems,
                                            "engine.heartbeat_interval_ms");
-    self->credit_window = s_int_or(engine, "credit_window", 16, 1, problems, "engine.credit_window");
+    self->credit_window = s_int_or(engine, "credit_window", 16, 1, 4096, problems, "engine.credit_window");
+    json_t *limits = json_object_get(engine, "limits");
+    if (limits && !json_is_object(limits)) {
+        drv_problems_add(problems, "engine.limits", "must be a map with max_pipelines, max_message_bytes");
+        limits = NULL;
+    }
+    s_unknown_keys(limits, "max_pipelines max_message_bytes", "engine.limits", problems);
+    self->max_pipelines = s_int_or(limits, "max_pipelines", DRV_LIMIT_PIPELINES_DEFAULT, 1,
+                                   DRV_LIMIT_PIPELINES_CEILING, problems, "engine.limits.max_pipelines");
+    self->max_message_bytes = s_int_or(limits, "max_message_bytes", DRV_LIMIT_MESSAGE_DEFAULT, DRV_LIMIT_MESSAGE_FLOOR,
+                                       DRV_LIMIT_MESSAGE_CEILING, problems, "engine.limits.max_message_bytes");
     self->state_file = s_string_or(engine, "state_file", NULL, problems, "engine.state_file");
 
     json_t *admin = json_object_get(engine, "admin");
@@ -164,6 +175,7 @@ static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus,
         return;
     }
     json_t *endpoints = json_object(); // endpoint -> "groups.g.pipelines.p.nodes.n"
+    size_t pipeline_count = 0;
     const char *group_name;
     json_t *group;
     json_object_foreach(groups, group_name, group)
@@ -191,6 +203,10 @@ static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus,
         json_object_foreach(pipelines, name, spec)
         {
             snprintf(path, sizeof path, "groups.%s.pipelines.%s", group_name, name);
+            if (++pipeline_count == (size_t)self->max_pipelines + 1) {
+                drv_problems_add(problems, path, "more than %d pipelines (engine.limits.max_pipelines)",
+                                 self->max_pipelines);
+            }
             if (!drv_spec_valid_id(name)) {
                 drv_problems_add(problems, path, "pipeline name must match [a-z0-9_-]{1,63}");
             }

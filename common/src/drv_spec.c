@@ -3,6 +3,7 @@
     normalized, so nothing half-valid ever reaches a running pipeline. The node
     type table below is what the validator knows; the worker implements the same
     types (worker/drv_nodes.c). */
+#include "drover/drv_limits.h"
 #include "drover/drv_spec.h"
 
 #include <czmq.h>
@@ -303,6 +304,10 @@ static json_t *s_nodes(ctx_t *ctx, json_t *nodes)
 {
     if (!json_is_object(nodes) || json_object_size(nodes) == 0) {
         s_problem(ctx, "nodes", "must be a non-empty map of node id to node");
+        return json_object();
+    }
+    if (json_object_size(nodes) > DRV_LIMIT_NODES) {
+        s_problem(ctx, "nodes", "%zu nodes; a pipeline has at most %d", json_object_size(nodes), DRV_LIMIT_NODES);
         return json_object();
     }
     json_t *result = json_object();

@@ -23,6 +23,8 @@ typedef struct {
     int heartbeat_interval_ms; // workers heartbeat this often; 3 missed = unhealthy
     int credit_window;         // batches the broker may have in flight per instance
     char *state_file;          // where applied specs are kept across restarts, or NULL
+    int max_pipelines;         // engine.limits: pipelines across all groups
+    int max_message_bytes;     // engine.limits: one producer message at a front door
     json_t *groups;          // {group: {pipeline: normalized spec}}
 } drv_config_t;
 
