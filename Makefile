@@ -12,8 +12,7 @@ deps:
 	@sh scripts/install-deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
-	@cmake --build $(BUILD) -j2
+	@sh scripts/build.sh $(BUILD) $(BUILD_TYPE)
 
 run: build
 	$(BUILD)/bin/droverd -c $(CONFIG)

@@ -1,12 +1,36 @@
 #!/bin/sh
-# Installs the Debian packages drover builds, tests and runs with, when any is
-# missing (supervisor and s6 are the benchmarks' baselines, wrk their HTTP load). Idempotent and quiet when everything is already there, so `make` can
-# call it on every run.
+# Installs the Debian packages drover needs, when any is missing. Idempotent
+# and quiet when everything is already there, so `make` calls it every run.
+#
+#   install-deps.sh [SET...]   sets: runtime build test fuzz (default: runtime build test)
+#
+#   runtime  the shared libraries the binaries load (the container's runtime
+#            stage installs only these; test_deploy checks the list against ldd)
+#   build    compilers, CMake and the -dev packages
+#   test     what the tests and benchmarks drive: Python with zmq and msgpack,
+#            supervisor and s6 (baselines), wrk (HTTP load), curl, valgrind,
+#            systemd-analyze and readelf (deployment checks)
+#   fuzz     clang and its sanitizer/libFuzzer runtime (make fuzz, make test-asan)
 set -eu
 
-PACKAGES="build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev
-libjansson-dev libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev python3 python3-zmq
-python3-msgpack util-linux procps curl supervisor s6 wrk"
+RUNTIME="libzmq5 libczmq4 libmsgpackc2 libjansson4 libyaml-0-2 libmicrohttpd12 libsystemd0"
+BUILD="build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev libjansson-dev
+libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev"
+TEST="python3 python3-zmq python3-msgpack python3-yaml util-linux procps curl supervisor s6 wrk valgrind
+systemd binutils"
+FUZZ="clang libclang-rt-14-dev"
+
+[ $# -eq 0 ] && set -- runtime build test
+PACKAGES=""
+for set in "$@"; do
+    case "$set" in
+    runtime) PACKAGES="$PACKAGES $RUNTIME" ;;
+    build) PACKAGES="$PACKAGES $BUILD" ;;
+    test) PACKAGES="$PACKAGES $TEST" ;;
+    fuzz) PACKAGES="$PACKAGES $FUZZ" ;;
+    *) echo "install-deps: unknown set $set (runtime build test fuzz)" >&2; exit 2 ;;
+    esac
+done
 
 missing=""
 for pkg in $PACKAGES; do

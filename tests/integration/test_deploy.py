@@ -1,14 +1,24 @@
 """How drover is deployed: systemd's notify protocol (a datagram socket of
 this test's stands in for systemd), and the deployment files under deploy/."""
 
+import http.client
 import os
+import re
+import shutil
 import signal
 import socket
+import subprocess
 import tempfile
 import time
 import unittest
 
-from harness import Admin, EngineTest, engine_yaml, free_port, wait_until
+import yaml
+
+from harness import BIN, Admin, EngineTest, engine_yaml, free_port, wait_until
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "../.."))
+DEPLOY = os.path.join(ROOT, "deploy")
+BUILD = os.path.normpath(os.path.join(BIN, ".."))
 
 PIPELINE = """
       gen:
@@ -96,6 +106,161 @@ class Systemd(EngineTest):
         Admin(engine, http).wait_ready()
         self.assertNotIn("sd_notify", engine.log_text())
         self.assertNotIn("watchdog", engine.log_text())
+
+
+def read(*path):
+    with open(os.path.join(*path)) as f:
+        return f.read()
+
+
+def runtime_packages():
+    """The runtime set of scripts/install-deps.sh: what the image installs."""
+    return set(re.search(r'^RUNTIME="([^"]*)"', read(ROOT, "scripts/install-deps.sh"), re.M).group(1).split())
+
+
+class Kubernetes(unittest.TestCase):
+    def setUp(self):
+        self.docs = []
+        for name in sorted(os.listdir(os.path.join(DEPLOY, "kubernetes"))):
+            with open(os.path.join(DEPLOY, "kubernetes", name)) as f:
+                self.docs += [d for d in yaml.safe_load_all(f) if d]
+        self.by_kind = {}
+        for d in self.docs:
+            self.by_kind.setdefault(d["kind"], []).append(d)
+
+    def test_configmap_is_the_deploy_config_and_droverd_accepts_it(self):
+        (cm,) = self.by_kind["ConfigMap"]
+        self.assertEqual(cm["data"]["drover.yaml"], read(DEPLOY, "drover.yaml"))
+        check = subprocess.run([f"{BIN}/droverd", "--check", "-c", os.path.join(DEPLOY, "drover.yaml")],
+                               capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stderr)
+
+    def test_workloads_are_guaranteed_whole_cpus_probed_and_drain_within_the_grace_period(self):
+        shutdown = yaml.safe_load(read(DEPLOY, "drover.yaml"))["engine"]["shutdown_timeout_secs"]
+        workloads = self.by_kind["DaemonSet"] + self.by_kind["Deployment"]
+        self.assertEqual(len(self.by_kind["DaemonSet"]), 1)
+        self.assertEqual(len(self.by_kind["Deployment"]), 1)
+        image_uid = re.search(r"^USER (\d+)", read(DEPLOY, "docker/Dockerfile"), re.M).group(1)
+        for w in workloads:
+            name = w["metadata"]["name"]
+            pod = w["spec"]["template"]["spec"]
+            self.assertGreater(pod["terminationGracePeriodSeconds"], shutdown, name)
+            self.assertTrue(pod["securityContext"]["runAsNonRoot"], name)
+            self.assertEqual(str(pod["securityContext"]["runAsUser"]), image_uid, name)
+            (c,) = pod["containers"]
+            res = c["resources"]
+            # Guaranteed QoS: requests == limits for cpu and memory; whole CPUs
+            # so the static CPU manager hands out exclusive cores.
+            self.assertEqual(res["requests"], res["limits"], name)
+            self.assertEqual(set(res["limits"]), {"cpu", "memory"}, name)
+            self.assertRegex(str(res["limits"]["cpu"]), r"^[1-9][0-9]*$", name)
+            ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+            http_port = int(yaml.safe_load(read(DEPLOY, "drover.yaml"))["engine"]["admin"]["http"].split(":")[1])
+            self.assertEqual(ports["admin"], http_port, name)
+            for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz"), ("startupProbe", "/livez")):
+                self.assertEqual(c[probe]["httpGet"], {"path": path, "port": "admin"}, f"{name} {probe}")
+            self.assertNotIn("lifecycle", c, f"{name}: SIGTERM drains, no preStop hook")
+            mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+            self.assertEqual(mounts["/etc/drover/drover.yaml"], "config")
+            volumes = {v["name"]: v for v in pod["volumes"]}
+            self.assertEqual(volumes["config"]["configMap"]["name"], self.by_kind["ConfigMap"][0]["metadata"]["name"])
+            self.assertIn("/etc/drover/secrets", mounts, f"{name}: the token file's directory")
+            self.assertEqual(w["spec"]["selector"]["matchLabels"], w["spec"]["template"]["metadata"]["labels"])
+        self.assertEqual(self.by_kind["Deployment"][0]["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0)
+
+
+class Container(unittest.TestCase):
+    def test_dockerfile_builds_with_the_make_scripts_and_runs_droverd_as_pid_1_unprivileged(self):
+        text = read(DEPLOY, "docker/Dockerfile")
+        stages = re.findall(r"^FROM (\S+)", text, re.M)
+        self.assertEqual(len(stages), 2, "multi-stage")
+        for base in stages:
+            self.assertRegex(base, r"^debian:[a-z]+-slim$")
+        build, runtime = re.split(r"^FROM ", text, flags=re.M)[1:]
+        self.assertIn("scripts/install-deps.sh build", build)
+        self.assertIn("scripts/build.sh", build)
+        self.assertIn("install-deps.sh runtime", runtime)
+        self.assertNotIn("install-deps.sh build", runtime)
+        self.assertRegex(runtime, r'(?m)^ENTRYPOINT \["/usr/local/bin/droverd"\]$', "exec form: droverd is PID 1")
+        self.assertRegex(runtime, r"(?m)^USER [1-9][0-9]*:[1-9][0-9]*$", "not root")
+        self.assertRegex(runtime, r"(?m)^HEALTHCHECK .*\n.*/livez")
+
+    def test_runtime_packages_cover_every_library_the_binaries_need(self):
+        wanted = runtime_packages()
+        for binary in ("droverd", "drover-worker", "drover-broker", "droverctl"):
+            dynamic = subprocess.run(["readelf", "-d", f"{BIN}/{binary}"], capture_output=True, text=True,
+                                     check=True).stdout
+            for lib in re.findall(r"\(NEEDED\)\s+Shared library: \[([^]]+)\]", dynamic):
+                owner = subprocess.run(["dpkg", "-S", f"*/{lib}"], capture_output=True, text=True).stdout
+                packages = {line.split(":")[0] for line in owner.splitlines() if not line.startswith("diversion")}
+                packages.discard("libc6-dev")
+                self.assertTrue(packages & (wanted | {"libc6"}),
+                                f"{binary} needs {lib} from {packages}; add it to RUNTIME in scripts/install-deps.sh")
+
+    def test_the_installed_layout_starts_answers_its_healthcheck_and_drains_on_sigterm(self):
+        prefix = tempfile.mkdtemp(prefix="drv-install-")
+        self.addCleanup(shutil.rmtree, prefix, True)
+        subprocess.run(["cmake", "--install", BUILD, "--prefix", prefix], check=True, capture_output=True)
+        port, ingest = free_port(), free_port()
+        os.makedirs(f"{prefix}/secrets")
+        with open(f"{prefix}/secrets/token", "w") as f:
+            f.write("a-token-of-at-least-16-chars\n")
+        config = (read(DEPLOY, "drover.yaml").replace("/run/drover", f"{prefix}/run")
+                  .replace("/var/lib/drover", prefix).replace("/etc/drover/secrets", f"{prefix}/secrets")
+                  .replace("0.0.0.0:8080", f"127.0.0.1:{port}").replace("0.0.0.0:5555", f"127.0.0.1:{ingest}"))
+        with open(f"{prefix}/drover.yaml", "w") as f:
+            f.write(config)
+        proc = subprocess.Popen([f"{prefix}/bin/droverd", "-c", f"{prefix}/drover.yaml"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+
+        def readyz():
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/readyz")
+                return conn.getresponse().status == 200
+            except OSError:
+                return False
+        wait_until(readyz, 10, "the installed droverd ready")
+        # The image's HEALTHCHECK command, with this run_dir.
+        text = read(DEPLOY, "docker/Dockerfile")
+        health = re.search(r'CMD (\["/usr/local/bin/droverctl".*\])', text).group(1)
+        argv = [a.replace("/usr/local/bin", f"{prefix}/bin").replace("/run/drover", f"{prefix}/run")
+                for a in yaml.safe_load(health)]
+        self.assertEqual(subprocess.run(argv, capture_output=True).returncode, 0, argv)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(timeout=30), 0)
+
+    def test_the_image_builds_and_runs_where_a_docker_engine_is(self):
+        if subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode != 0 if shutil.which(
+                "docker") else True:
+            self.skipTest("no Docker engine here; the Dockerfile's scripts run in every other test of this file")
+        tag = "drover-test:ci"
+        subprocess.run(["docker", "build", "-q", "-f", os.path.join(DEPLOY, "docker/Dockerfile"), "-t", tag, ROOT],
+                       check=True, capture_output=True, timeout=1800)
+        out = subprocess.run(["docker", "run", "--rm", "--entrypoint", "/usr/local/bin/droverd", tag, "--check", "-c",
+                              "/etc/drover/drover.yaml"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+
+
+class SystemdUnit(unittest.TestCase):
+    def test_unit_is_type_notify_reloads_with_hup_and_stops_after_the_drain(self):
+        text = read(DEPLOY, "systemd/droverd.service")
+        keys = dict(re.findall(r"(?m)^(\w+)=(.*)$", text))
+        self.assertEqual(keys["Type"], "notify")
+        self.assertEqual(keys["NotifyAccess"], "main")
+        self.assertIn("-HUP $MAINPID", keys["ExecReload"])
+        self.assertEqual(keys["KillMode"], "mixed", "SIGTERM to droverd alone: it drains its children")
+        shutdown = yaml.safe_load(read(DEPLOY, "drover.yaml"))["engine"]["shutdown_timeout_secs"]
+        self.assertGreater(int(keys["TimeoutStopSec"].rstrip("s")), shutdown)
+        self.assertTrue(keys["WatchdogSec"])
+        unit_dir = tempfile.mkdtemp(prefix="drv-unit-")
+        self.addCleanup(shutil.rmtree, unit_dir, True)
+        with open(os.path.join(unit_dir, "droverd.service"), "w") as f:
+            f.write(text.replace("/usr/local/bin/droverd", f"{BIN}/droverd"))
+        verify = subprocess.run(["systemd-analyze", "verify", os.path.join(unit_dir, "droverd.service")],
+                                capture_output=True, text=True)
+        self.assertEqual(verify.returncode, 0, verify.stderr)
 
 
 if __name__ == "__main__":
