@@ -13,6 +13,7 @@
 #include <czmq.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <msgpack.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -79,6 +80,7 @@ struct drv_dag_t {
     int64_t records_in;
     int64_t records_out;
     int64_t errors;
+    bool abandoned;          // an export gave up while stopping: that batch is not done
     drv_dag_stall_fn *stall_fn;
     void *stall_arg;
 };
@@ -333,6 +335,11 @@ void drv_dag_destroy(drv_dag_t **self_p)
     *self_p = NULL;
 }
 
+bool drv_dag_abandoned(const drv_dag_t *self)
+{
+    return self->abandoned;
+}
+
 void drv_dag_set_stall_hook(drv_dag_t *self, drv_dag_stall_fn *fn, void *arg)
 {
     self->stall_fn = fn;
@@ -500,14 +507,34 @@ static msgpack_object s_transform(drv_dag_t *self, const node_t *node, const msg
 
 //  ---------------------------------------------------------------- exporters
 
-static void s_export_error(drv_dag_t *self, node_t *node, size_t records, const char *what)
+//  Logs an export failure, at most once per 5 s per node.
+static void s_export_warn(node_t *node, size_t records, const char *what)
 {
-    self->errors += (int64_t)records;
     int64_t now = drv_time_mono_ms();
     if (now - node->last_warn_ms >= 5000) {
         node->last_warn_ms = now;
         drv_warn("export failed node=%s records=%zu reason=\"%s\"", node->id, records, what);
     }
+}
+
+static void s_export_error(drv_dag_t *self, node_t *node, size_t records, const char *what)
+{
+    self->errors += (int64_t)records;
+    s_export_warn(node, records, what);
+}
+
+//  Waits out a failing write (a full disk, a quota): heartbeats through the
+//  stall hook, backs off from 10 ms to 500 ms. Returns false to give up (the
+//  instance is stopping); the batch is then not acknowledged.
+static bool s_wait_to_retry(drv_dag_t *self, int64_t *backoff_ms)
+{
+    if (!self->stall_fn || self->stall_fn(self->stall_arg)) {
+        self->abandoned = true;
+        return false;
+    }
+    poll(NULL, 0, (int)*backoff_ms);
+    *backoff_ms = *backoff_ms * 2 > 500 ? 500 : *backoff_ms * 2;
+    return true;
 }
 
 static void s_export_file(drv_dag_t *self, node_t *node, const msgpack_object *records, size_t n)
@@ -523,18 +550,35 @@ static void s_export_file(drv_dag_t *self, node_t *node, const msgpack_object *r
             return;
         }
     }
-    //  One append per batch: records are never split by another writer.
+    //  One append per batch: records are never split by another writer. A
+    //  failing write is retried until it succeeds (back-pressure: the batch
+    //  is not acknowledged, so nothing more comes in); its records count as
+    //  errors once.
     size_t done = 0;
+    bool failed = false;
+    int64_t backoff_ms = 10;
     while (done < self->out.len) {
         ssize_t written = write(node->fd, self->out.data + done, self->out.len - done);
         if (written < 0 && errno == EINTR) {
             continue;
         }
         if (written <= 0) {
-            s_export_error(self, node, n, strerror(errno));
-            return;
+            const char *what = written < 0 ? strerror(errno) : "wrote nothing";
+            if (failed) {
+                s_export_warn(node, n, what); // still the same batch: counted once
+            } else {
+                s_export_error(self, node, n, what);
+            }
+            failed = true;
+            if (!s_wait_to_retry(self, &backoff_ms)) {
+                return;
+            }
+            continue;
         }
         done += (size_t)written;
+    }
+    if (failed) {
+        drv_info("export recovered node=%s records=%zu", node->id, n);
     }
     self->records_out += (int64_t)n;
 }
@@ -557,6 +601,7 @@ static void s_export_zmq(drv_dag_t *self, node_t *node, const msgpack_object *re
         //  Back-pressure from downstream: wait, but keep the instance alive.
         if (self->stall_fn && self->stall_fn(self->stall_arg)) {
             s_export_error(self, node, n, "stopped while blocked downstream");
+            self->abandoned = true;
             return;
         }
         zmq_pollitem_t item = {socket, 0, ZMQ_POLLOUT, 0};

@@ -32,6 +32,11 @@ void drv_dag_destroy(drv_dag_t **self_p);
 
 void drv_dag_set_stall_hook(drv_dag_t *self, drv_dag_stall_fn *fn, void *arg);
 
+//  True once an exporter gave up on a batch because the stall hook said stop
+//  (the instance is being killed): that batch was not exported and must not
+//  be acknowledged.
+bool drv_dag_abandoned(const drv_dag_t *self);
+
 //  Feeds one producer message (a msgpack map or array of maps) into a
 //  receiver:zmq node. Returns the records taken, or -1 with the reason in err
 //  when the message is malformed (counted as an error, nothing forwarded).

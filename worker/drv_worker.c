@@ -197,6 +197,9 @@ static void s_handle_control(worker_t *self)
 
 static void s_handle_data(worker_t *self)
 {
+    if (drv_dag_abandoned(self->dag)) {
+        return; // stopping with a batch unexported: acknowledge nothing more
+    }
     for (int round = 0; round < DATA_BATCHES_PER_ROUND; round++) {
         zmsg_t *zmsg = s_recv_nowait(self->data);
         if (!zmsg) {
@@ -220,6 +223,15 @@ static void s_handle_data(worker_t *self)
                                       zframe_size(payload), err, sizeof err) < 0) {
                 drv_warn("rejected producer message node=%s bytes=%zu reason=\"%s\"", msg.node,
                          zframe_size(payload), err);
+            }
+            if (drv_dag_abandoned(self->dag)) {
+                //  Stopped while its export was blocked: not exported, so not
+                //  acknowledged; nor is anything after it. The broker
+                //  redelivers it once we are gone.
+                self->credit_owed--;
+                drv_msg_clear(&msg);
+                zmsg_destroy(&zmsg);
+                break;
             }
         } else if (msg.type == DRV_MSG_DRAIN) {
             self->drain_requested = true;

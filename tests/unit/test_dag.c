@@ -218,6 +218,41 @@ static void test_malformed_input_is_counted_not_forwarded(void **state)
     drv_dag_destroy(&dag);
 }
 
+static bool s_give_up_on_third_stall(void *arg)
+{
+    int *stalls = arg;
+    return ++*stalls >= 3;
+}
+
+//  /dev/full answers every write with ENOSPC: the exporter retries (calling
+//  the stall hook, which heartbeats) until told to stop, counts the batch's
+//  records as errors once, and marks the batch abandoned (not to be acked).
+static void test_full_disk_retries_until_stopped_and_abandons_the_batch(void **state)
+{
+    (void)state;
+    json_t *spec = json_loads("{\"nodes\":{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":"
+                              "\"tcp://127.0.0.1:1\"},\"to\":[\"out\"]},"
+                              "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/dev/full\"}}}}",
+                              0, NULL);
+    drv_dag_identity_t who = {"default", "p", 1, 0};
+    char err[300];
+    drv_dag_t *dag = drv_dag_new(spec, &who, err, sizeof err);
+    assert_non_null(dag);
+    int stalls = 0;
+    drv_dag_set_stall_hook(dag, s_give_up_on_third_stall, &stalls);
+    assert_false(drv_dag_abandoned(dag));
+    assert_int_equal(drv_dag_ingest(dag, "in", "\x92\x81\xa1k\x01\x81\xa1k\x02", 9, err, sizeof err), 2);
+    assert_int_equal(stalls, 3);
+    assert_true(drv_dag_abandoned(dag));
+    int64_t in, out, errors;
+    drv_dag_counters(dag, &in, &out, &errors);
+    assert_int_equal(in, 2);
+    assert_int_equal(out, 0);
+    assert_int_equal(errors, 2);
+    drv_dag_destroy(&dag);
+    json_decref(spec);
+}
+
 static void test_unopenable_file_fails_init(void **state)
 {
     (void)state;
@@ -260,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_fan_out_branches_do_not_see_each_other),
         cmocka_unit_test(test_malformed_input_is_counted_not_forwarded),
         cmocka_unit_test(test_unopenable_file_fails_init),
+        cmocka_unit_test(test_full_disk_retries_until_stopped_and_abandons_the_batch),
         cmocka_unit_test(test_generator_paces_and_stops_at_count),
     };
     return cmocka_run_group_tests(tests, s_setup, s_teardown);
