@@ -4,7 +4,7 @@ BUILD ?= build
 CONFIG ?= examples/drover.yaml
 BUILD_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps build run test bench clean format
+.PHONY: all deps build run test test-asan fuzz bench clean format
 
 all: build
 
@@ -19,6 +19,10 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure
+
+# The whole suite under ASan + UBSan (build-asan/); any sanitizer report fails it.
+test-asan: deps
+	sh scripts/test-asan.sh
 
 bench: build
 	sh bench/run_all.sh

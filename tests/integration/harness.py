@@ -34,9 +34,15 @@ def engine_yaml(pipelines="{}", engine_extra=""):
             "groups:\n  default:\n    pipelines: " + pipelines + "\n")
 
 
+# make test-asan runs sanitized binaries, several times slower: every
+# deadline is stretched by this factor.
+SLOW = float(os.environ.get("DROVER_TEST_SLOW", "1"))
+
+
 def wait_until(predicate, timeout=10.0, what="condition", interval=0.01):
-    """Polls predicate until it returns a truthy value or the deadline passes."""
-    deadline = time.monotonic() + timeout
+    """Polls predicate until it returns a truthy value or the deadline passes
+    (timeout seconds, times DROVER_TEST_SLOW)."""
+    deadline = time.monotonic() + timeout * SLOW
     while True:
         value = predicate()
         if value:

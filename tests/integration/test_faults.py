@@ -177,6 +177,8 @@ class SlowConsumer(EngineTest):
         print(f"overload: sent={counts['sent']} read={counts['read']} refused={counts['refused']} "
               f"rss_kb first={first} last={samples[-1]}")
         self.assertGreater(counts["sent"], counts["read"] + 50, "the producer really outran the consumer")
+        if os.environ.get("DROVER_TEST_SANITIZED"):
+            return  # ASan's quarantine keeps freed memory: RSS says nothing about drover there
         for name in pids:
             grown = max(s[name] for s in samples) - first[name]
             self.assertLess(grown, 4096, f"{name} grew {grown} kB under overload")
