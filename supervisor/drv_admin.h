@@ -38,6 +38,13 @@ struct drv_admin_request_t {
     void *transport_ctx;
 };
 
+//  A zmq request frame, msgpack {method, path, query?, body?}, checked and
+//  turned into a request (transport, authorized and reply left for the
+//  caller), or NULL with the reason in why (drv_admin_envelope.c).
+drv_admin_request_t *drv_admin_envelope_decode(const void *data, size_t size, char *why, size_t whylen);
+//  Frees a request's path, query, body and the request itself.
+void drv_admin_request_free(drv_admin_request_t *request);
+
 //  The pipeline a route names, or NULL with a 404 (group_not_found or
 //  pipeline_not_found) already in response.
 drv_pipeline_t *drv_admin_lookup_pipeline(drv_engine_t *engine, const char *group, const char *name,

@@ -34,14 +34,6 @@ typedef struct {
     drv_admin_request_t *pending;  // dispatched, not yet answered
 } http_ctx_t;
 
-static void s_free_request(drv_admin_request_t *request)
-{
-    free(request->path);
-    json_decref(request->query);
-    json_decref(request->body);
-    free(request);
-}
-
 //  The router's answer: keep it for the connection, and wake it if suspended.
 static void s_reply(drv_admin_request_t *request, drv_admin_response_t *response)
 {
@@ -56,7 +48,7 @@ static void s_reply(drv_admin_request_t *request, drv_admin_response_t *response
             MHD_resume_connection(ctx->connection);
         }
     }
-    s_free_request(request);
+    drv_admin_request_free(request);
 }
 
 static enum MHD_Result s_queue(struct MHD_Connection *connection, drv_admin_response_t *r)

@@ -9,7 +9,6 @@
 #include "drover/drv_log.h"
 #include "drover/drv_mpjson.h"
 
-#include <ctype.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -49,10 +48,7 @@ static void s_reply(drv_admin_request_t *request, drv_admin_response_t *response
     s_send_reply(ctx->engine, ctx->envelope, response->status, body);
     json_decref(body);
     free(ctx);
-    free(request->path);
-    json_decref(request->query);
-    json_decref(request->body);
-    free(request);
+    drv_admin_request_free(request);
 }
 
 static void s_error_reply(drv_engine_t *engine, zmsg_t *envelope, int status, const char *kind,
@@ -61,81 +57,6 @@ static void s_error_reply(drv_engine_t *engine, zmsg_t *envelope, int status, co
     json_t *body = json_pack("{s:{s:s, s:s}}", "error", "kind", kind, "message", message);
     s_send_reply(engine, envelope, status, body);
     json_decref(body);
-}
-
-//  "a=1&b=x" into query (values are not percent-decoded beyond %XX).
-static void s_parse_query(const char *text, json_t *query)
-{
-    char *copy = strdup(text);
-    char *save = NULL;
-    for (char *pair = strtok_r(copy, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
-        char *eq = strchr(pair, '=');
-        if (eq) {
-            *eq = 0;
-        }
-        json_object_set_new(query, pair, json_string(eq ? eq + 1 : ""));
-    }
-    free(copy);
-}
-
-//  Validates the envelope; returns a request or NULL with why.
-static drv_admin_request_t *s_request(json_t *doc, char *why, size_t whylen)
-{
-    if (!json_is_object(doc)) {
-        snprintf(why, whylen, "the request must be a map {method, path, query?, body?}");
-        return NULL;
-    }
-    json_t *method = json_object_get(doc, "method");
-    json_t *path = json_object_get(doc, "path");
-    json_t *query = json_object_get(doc, "query");
-    if (!json_is_string(method) || json_string_length(method) == 0 || json_string_length(method) > 7) {
-        snprintf(why, whylen, "method: must be GET, PUT, POST or DELETE");
-        return NULL;
-    }
-    if (!json_is_string(path) || json_string_value(path)[0] != '/') {
-        snprintf(why, whylen, "path: must be a string starting with /");
-        return NULL;
-    }
-    if (query && !json_is_object(query) && !json_is_null(query)) {
-        snprintf(why, whylen, "query: must be a map of strings");
-        return NULL;
-    }
-    drv_admin_request_t *request = calloc(1, sizeof *request);
-    for (size_t i = 0; i < json_string_length(method); i++) {
-        request->method[i] = (char)toupper((unsigned char)json_string_value(method)[i]);
-    }
-    request->query = json_object();
-    const char *key;
-    json_t *value;
-    json_object_foreach(query, key, value)
-    {
-        if (json_is_string(value)) {
-            json_object_set(request->query, key, value);
-        } else if (json_is_boolean(value)) {
-            json_object_set_new(request->query, key, json_string(json_is_true(value) ? "true" : "false"));
-        } else if (json_is_integer(value)) {
-            char num[32];
-            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(value));
-            json_object_set_new(request->query, key, json_string(num));
-        } else {
-            snprintf(why, whylen, "query.%s: must be a string", key);
-            json_decref(request->query);
-            free(request);
-            return NULL;
-        }
-    }
-    const char *full = json_string_value(path);
-    const char *mark = strchr(full, '?');
-    request->path = mark ? strndup(full, (size_t)(mark - full)) : strdup(full);
-    if (mark) {
-        s_parse_query(mark + 1, request->query);
-    }
-    json_t *body = json_object_get(doc, "body");
-    request->body = body && !json_is_null(body) ? json_incref(body) : NULL;
-    request->transport = "zmq";
-    request->authorized = true; // ipc: file permissions; tcp: CURVE
-    request->reply = s_reply;
-    return request;
 }
 
 static void s_handle(drv_engine_t *engine, zmsg_t *msg)
@@ -154,18 +75,10 @@ static void s_handle(drv_engine_t *engine, zmsg_t *msg)
         zframe_destroy(&payload);
         return;
     }
-    char why[300] = "";
-    json_t *doc = drv_mpjson_decode(zframe_data(payload), zframe_size(payload), why, sizeof why);
+    char why[340] = "";
+    drv_admin_request_t *request =
+        drv_admin_envelope_decode(zframe_data(payload), zframe_size(payload), why, sizeof why);
     zframe_destroy(&payload);
-    drv_admin_request_t *request = NULL;
-    if (doc) {
-        request = s_request(doc, why, sizeof why);
-    } else {
-        char full[340];
-        snprintf(full, sizeof full, "request frame is not valid msgpack: %s", why);
-        snprintf(why, sizeof why, "%s", full);
-    }
-    json_decref(doc);
     if (!request) {
         s_error_reply(engine, msg, 400, "invalid_request", why);
         return;
@@ -173,6 +86,9 @@ static void s_handle(drv_engine_t *engine, zmsg_t *msg)
     zmq_ctx_t *ctx = calloc(1, sizeof *ctx);
     ctx->envelope = msg;
     ctx->engine = engine;
+    request->transport = "zmq";
+    request->authorized = true; // ipc: file permissions; tcp: CURVE
+    request->reply = s_reply;
     request->transport_ctx = ctx;
     drv_admin_dispatch(engine, request);
 }
