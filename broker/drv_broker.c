@@ -13,7 +13,7 @@
 #include "drv_broker.h"
 
 #include "drover/drv_log.h"
-#include "drover/drv_mpcheck.h"
+#include "drover/drv_batch.h"
 #include "drover/drv_msg.h"
 #include "drover/drv_time.h"
 
@@ -413,26 +413,15 @@ static bool s_ack_envelope(broker_t *self, frontend_t *fe, zmsg_t *msg, pending_
         snprintf(err, sizeof err, "message id must be 1 to 64 bytes");
     } else if ((int64_t)zframe_size(data) > self->max_message_bytes) {
         s_refuse_large(self, fe, zframe_size(data), err, sizeof err);
-    } else if (drv_mpcheck(zframe_data(data), zframe_size(data), err, sizeof err) == 0) {
+    } else {
         //  An ack promises the records were exported, so what the worker would
-        //  refuse is refused here, before any ack can be given for it.
+        //  refuse is refused here, with its reason, before any ack is given.
         msgpack_zone zone;
         msgpack_zone_init(&zone, 1024);
         msgpack_object root;
-        size_t offset = 0;
-        bool ok = msgpack_unpack((const char *)zframe_data(data), zframe_size(data), &offset, &zone, &root) ==
-                  MSGPACK_UNPACK_SUCCESS;
-        if (ok && root.type == MSGPACK_OBJECT_ARRAY) {
-            for (uint32_t i = 0; i < root.via.array.size && ok; i++) {
-                ok = root.via.array.ptr[i].type == MSGPACK_OBJECT_MAP;
-            }
-        } else if (ok) {
-            ok = root.type == MSGPACK_OBJECT_MAP;
-        }
+        const msgpack_object *records;
+        drv_batch_decode(zframe_data(data), zframe_size(data), &zone, &root, &records, err, sizeof err);
         msgpack_zone_destroy(&zone);
-        if (!ok) {
-            snprintf(err, sizeof err, "message is neither a map (record) nor an array of maps (batch)");
-        }
     }
     if (err[0]) {
         s_answer_producer(fe, info->reply_to, info->msg_id, err);

@@ -5,8 +5,8 @@
 #include "drv_buf.h"
 #include "drv_ndjson.h"
 
+#include "drover/drv_batch.h"
 #include "drover/drv_log.h"
-#include "drover/drv_mpcheck.h"
 #include "drover/drv_mpjson.h"
 #include "drover/drv_time.h"
 
@@ -676,40 +676,15 @@ int drv_dag_ingest(drv_dag_t *self, const char *node_id, const void *data, size_
     }
     msgpack_zone_clear(&self->batch_zone);
     msgpack_object root;
-    size_t offset = 0;
-    //  Checked first: a hostile count must not become a huge allocation.
-    if (drv_mpcheck(data, size, err, errlen) != 0) {
-        self->errors++;
-        return -1;
-    }
-    if (msgpack_unpack(data, size, &offset, &self->batch_zone, &root) != MSGPACK_UNPACK_SUCCESS) {
-        snprintf(err, errlen, "malformed msgpack");
-        self->errors++;
-        return -1;
-    }
     const msgpack_object *records;
-    size_t n;
-    if (root.type == MSGPACK_OBJECT_MAP) {
-        records = &root;
-        n = 1;
-    } else if (root.type == MSGPACK_OBJECT_ARRAY) {
-        for (uint32_t i = 0; i < root.via.array.size; i++) {
-            if (root.via.array.ptr[i].type != MSGPACK_OBJECT_MAP) {
-                snprintf(err, errlen, "batch item %u is not a map", i);
-                self->errors++;
-                return -1;
-            }
-        }
-        records = root.via.array.ptr;
-        n = root.via.array.size;
-    } else {
-        snprintf(err, errlen, "message is neither a map (record) nor an array of maps (batch)");
+    int n = drv_batch_decode(data, size, &self->batch_zone, &root, &records, err, errlen);
+    if (n < 0) {
         self->errors++;
         return -1;
     }
-    self->records_in += (int64_t)n;
-    s_forward(self, node, records, n);
-    return (int)n;
+    self->records_in += n;
+    s_forward(self, node, records, (size_t)n);
+    return n;
 }
 
 static void s_generate_batch(drv_dag_t *self, node_t *node, size_t n)
