@@ -24,6 +24,10 @@ test: build
 test-asan: deps
 	sh scripts/test-asan.sh
 
+# Every libFuzzer target for FUZZ_SECS seconds each (clang, ASan + UBSan, build-fuzz/).
+fuzz: deps
+	sh scripts/fuzz.sh
+
 bench: build
 	sh bench/run_all.sh
 

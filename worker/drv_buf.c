@@ -24,6 +24,9 @@ int drv_buf_reserve(drv_buf_t *buf, size_t extra)
 
 int drv_buf_append(drv_buf_t *buf, const void *data, size_t size)
 {
+    if (size == 0) {
+        return 0; // data may be NULL (msgpack-c's empty strings)
+    }
     if (drv_buf_reserve(buf, size) != 0) {
         return -1;
     }

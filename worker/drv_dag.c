@@ -370,7 +370,7 @@ static bool s_same_key(const msgpack_object *a, const msgpack_object *b)
 {
     return a->type == MSGPACK_OBJECT_STR && b->type == MSGPACK_OBJECT_STR &&
            a->via.str.size == b->via.str.size &&
-           memcmp(a->via.str.ptr, b->via.str.ptr, a->via.str.size) == 0;
+           (a->via.str.size == 0 || memcmp(a->via.str.ptr, b->via.str.ptr, a->via.str.size) == 0);
 }
 
 static int s_find(const msgpack_object_kv *kv, size_t n, const msgpack_object *key)
@@ -420,7 +420,7 @@ static bool s_compare(const msgpack_object *a, const msgpack_object *b, int *cmp
     if ((a->type == MSGPACK_OBJECT_STR || a->type == MSGPACK_OBJECT_BIN) &&
         b->type == MSGPACK_OBJECT_STR) {
         size_t n = a->via.str.size < b->via.str.size ? a->via.str.size : b->via.str.size;
-        int c = memcmp(a->via.str.ptr, b->via.str.ptr, n);
+        int c = n ? memcmp(a->via.str.ptr, b->via.str.ptr, n) : 0; // empty: ptr may be NULL
         *cmp = c ? c : a->via.str.size < b->via.str.size ? -1 : a->via.str.size > b->via.str.size;
         *ordered = true;
         return true;

@@ -118,7 +118,9 @@ json_t *drv_mpjson_from_object(const msgpack_object *obj, int depth, char *err, 
                 json_decref(object);
                 return NULL;
             }
-            memcpy(key, kv->key.via.str.ptr, kv->key.via.str.size);
+            if (kv->key.via.str.size > 0) { // msgpack-c leaves ptr NULL for ""
+                memcpy(key, kv->key.via.str.ptr, kv->key.via.str.size);
+            }
             key[kv->key.via.str.size] = 0;
             json_t *member = drv_mpjson_from_object(&kv->val, depth + 1, err, errlen);
             if (!member) {

@@ -181,7 +181,7 @@ static bool s_str_eq(const msgpack_object *obj, const char *s)
 {
     size_t len = strlen(s);
     return obj->type == MSGPACK_OBJECT_STR && obj->via.str.size == len &&
-           memcmp(obj->via.str.ptr, s, len) == 0;
+           (len == 0 || memcmp(obj->via.str.ptr, s, len) == 0); // empty: ptr may be NULL
 }
 
 static int s_decode_field(drv_msg_t *msg, int f, const msgpack_object *val, char *err,

@@ -68,7 +68,7 @@ static const node_type_t s_node_types[] = {
      {{"endpoint", K_ENDPOINT, true, NULL, NULL},
       {"socket", K_CHOICE, false, "\"push\"", "push pub"},
       {"hwm", K_NONNEG_INT, false, "100", NULL}}},
-    {"exporter:null", ROLE_EXPORTER, {{NULL}}},
+    {"exporter:null", ROLE_EXPORTER, {{0}}},
 };
 
 typedef struct {

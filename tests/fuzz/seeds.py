@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora (tests/fuzz/corpus/TARGET/): valid
+inputs of every kind each target parses, plus a few near misses, so the
+fuzzer starts from deep inside the parsers. Rerun after a format changes:
+    /usr/bin/python3 tests/fuzz/seeds.py"""
+
+import glob
+import json
+import os
+import shutil
+
+import msgpack
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "../.."))
+
+SPEC = {"cores": {"count": 2}, "nodes": {
+    "in": {"type": "receiver:zmq", "config": {"endpoint": "tcp://127.0.0.1:5555", "ack": True}, "to": ["t"]},
+    "t": {"type": "processor:transform", "config": {"set": {"env": "prod"}, "rename": {"msg": "message"},
+                                                      "delete": ["debug"]}, "to": ["f"]},
+    "f": {"type": "processor:filter", "config": {"field": "level", "op": "ge", "value": 3}, "to": ["out", "z"]},
+    "out": {"type": "exporter:file", "config": {"path": "/tmp/x-{core}-{generation}.ndjson", "format": "ndjson"}},
+    "z": {"type": "exporter:zmq", "config": {"endpoint": "tcp://127.0.0.1:6000", "socket": "push", "hwm": 10}}},
+    "policies": {"restart": {"max_restarts": 5, "window_secs": 60, "initial_backoff_ms": 100,
+                             "max_backoff_ms": 30000}}}
+GEN = {"cores": {"set": [0, 1]}, "nodes": {
+    "g": {"type": "receiver:generator", "config": {"rate": 10, "count": 5, "record": {"a": 1}}, "to": ["n"]},
+    "n": {"type": "exporter:null"}}}
+
+
+def write(target, name, data):
+    path = os.path.join(HERE, "corpus", target, name)
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def main():
+    for target in ("config", "spec", "msg", "admin", "batch"):
+        shutil.rmtree(os.path.join(HERE, "corpus", target), ignore_errors=True)
+        os.makedirs(os.path.join(HERE, "corpus", target))
+
+    for path in [os.path.join(ROOT, "examples/drover.yaml"), os.path.join(ROOT, "deploy/drover.yaml")]:
+        write("config", os.path.basename(os.path.dirname(path)) + ".yaml", open(path).read())
+    write("config", "engine.yaml", "engine:\n  run_dir: /tmp/d\n  heartbeat_interval_ms: 200\n  credit_window: 8\n"
+          "  limits: { max_pipelines: 3, max_message_bytes: 2048 }\n  state_file: /tmp/s.json\n"
+          "  admin: { zmq: 'ipc:///tmp/a', http: '127.0.0.1:1', curve: { server_secret_file: a, clients_dir: b } }\n")
+    write("config", "flow.yaml", "groups:\n  g:\n    pipelines:\n      p: " + json.dumps(SPEC) + "\n      q: "
+          + json.dumps(GEN) + "\n")
+    write("config", "anchors.yaml", "a: &x [1, 2]\nb: *x\n")
+    write("config", "bad.yaml", "engine:\n  shutdown_timeout_secs: -1\ngroups: [1\n")
+
+    write("spec", "zmq.json", json.dumps({"pipeline": SPEC, "step_timeout_secs": 5}))
+    write("spec", "gen.json", json.dumps({"pipeline": GEN}))
+    write("spec", "all.json", json.dumps({"cores": {"all": True}, "nodes": {"g": {"type": "receiver:generator",
+                                                                                   "to": ["n"]},
+                                                                             "n": {"type": "exporter:null"}}}))
+    write("spec", "cycle.json", json.dumps({"nodes": {"a": {"type": "processor:filter", "to": ["a"]}}}))
+
+    def msg(**fields):
+        return msgpack.packb({"v": 1, **fields})
+    spec = {"nodes": GEN["nodes"]}
+    seeds = {
+        "hello": msg(type="hello", role="worker", instance="default/p@1#0", pid=42),
+        "spec": msg(type="spec", instance="default/p@1#0", pipeline="default:p", generation=1, core=0, spec=spec,
+                    heartbeat_ms=1000, credit_window=16, data_endpoint="ipc:///tmp/d"),
+        "ready": msg(type="ready", instance="default/p@1#0"),
+        "heartbeat": msg(type="heartbeat", instance="broker", records_in=1, records_out=2, errors=3, batches=4),
+        "credit": msg(type="credit", n=16, reset=True, synced=True),
+        "pipeline_set": msg(type="pipeline_set", pipeline="default:p",
+                            receivers=[{"node": "in", "endpoint": "tcp://127.0.0.1:1", "ack": True}]),
+        "instance_add": msg(type="instance_add", pipeline="default:p", instance="default/p@1#0", receivers=["in"]),
+        "bound": msg(type="bound", pipeline="default:p", node="in", endpoint="tcp://x:1", ok=False, reason="busy"),
+        "batch": msg(type="batch", node="in"),
+        "version2": msgpack.packb({"v": 2, "type": "ready", "instance": "x"}),
+    }
+    for name, data in seeds.items():
+        write("msg", name, data)
+
+    envelopes = {
+        "status": {"method": "GET", "path": "/status"},
+        "put": {"method": "put", "path": "/api/v1/groups/default/pipelines/p?wait=true&timeout_secs=5",
+                "query": {"dry_run": True, "n": 3}, "body": {"pipeline": SPEC}},
+        "delete": {"method": "DELETE", "path": "/api/v1/groups/g", "body": None},
+        "bad": {"method": "GET", "path": "status", "query": [1]},
+    }
+    for name, doc in envelopes.items():
+        write("admin", name, msgpack.packb(doc))
+
+    batches = {
+        "record": {"seq": 1, "level": 3, "a": "x", "c": None},
+        "batch": [{"seq": i, "level": i % 5, "msg": "héllo\n\"quoted\"\t\u0001", "f": 1.5 / (i + 1),
+                   "neg": -i, "big": 2 ** 63 + i, "bin": b"\x00\xff", "nested": {"l": [1, [2, {"k": True}]]}}
+                   for i in range(8)],
+        "empty": [],
+        "notmap": [{"a": 1}, 2],
+    }
+    for name, doc in batches.items():
+        write("batch", name, msgpack.packb(doc, use_bin_type=True))
+    write("batch", "ext", msgpack.packb([{"e": msgpack.ExtType(5, b"abc")}]))
+    write("batch", "nonstr-keys", b"\x81\x01\x02")
+    print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in
+                     ("config", "spec", "msg", "admin", "batch")})
+
+
+if __name__ == "__main__":
+    main()
