@@ -12,9 +12,13 @@
 #define DRV_CTL_USAGE 2
 #define DRV_CTL_UNREACHABLE 3  // no answer from the engine
 
+#define DRV_CTL_MAX_ENDPOINTS 256
+
 typedef struct {
-    drv_ctl_options_t options;
+    drv_ctl_options_t options; // options.endpoint: the one being talked to
     bool json;        // -o json
+    const char *endpoints[DRV_CTL_MAX_ENDPOINTS]; // every -e, in order (apply goes node by node)
+    int endpoint_count;
 } drv_ctl_t;
 
 typedef struct {

@@ -113,6 +113,40 @@ static json_t *s_load_spec(const char *path)
     return json_pack("{s:o}", "pipeline", doc);
 }
 
+//  One engine: PUT, then follow the rollout (or show the plan).
+static int s_apply_one(drv_ctl_t *ctl, const char *path, json_t *body, bool dry_run, bool no_wait)
+{
+    json_t *query = json_pack("{s:s, s:s}", "wait", "false", "dry_run", dry_run ? "true" : "false");
+    json_t *rollout = NULL;
+    int rc = drv_ctl_call(ctl, "PUT", path, query, body, &rollout);
+    json_decref(query);
+    if (rc) {
+        return rc;
+    }
+    char location[500];
+    snprintf(location, sizeof location, "%s/rollouts/%s", path, s_str(rollout, "rollout_id"));
+    if (dry_run || no_wait) {
+        if (ctl->json) {
+            return drv_ctl_print_json(rollout);
+        }
+        s_print_plan(rollout);
+        if (dry_run) {
+            printf("(dry run: nothing changed)\n");
+        }
+        json_decref(rollout);
+        return DRV_CTL_OK;
+    }
+    if (!ctl->json) {
+        s_print_plan(rollout);
+    }
+    rc = s_follow(ctl, location, rollout);
+    json_decref(rollout);
+    return rc;
+}
+
+//  Several -e: the same change on each engine in turn, each rollout followed
+//  to its end before the next engine is touched; the first that fails (or
+//  cannot be reached) stops the walk, leaving the rest as they were.
 int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv)
 {
     const char *file = NULL, *target = NULL;
@@ -138,37 +172,21 @@ int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv)
         return DRV_CTL_USAGE;
     }
     snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s", group, pipeline);
-    json_t *query = json_pack("{s:s, s:s}", "wait", "false", "dry_run", dry_run ? "true" : "false");
-    json_t *rollout = NULL;
-    int rc = drv_ctl_call(ctl, "PUT", path, query, body, &rollout);
-    json_decref(query);
+    int rc = DRV_CTL_OK;
+    for (int i = 0; i < ctl->endpoint_count; i++) {
+        ctl->options.endpoint = ctl->endpoints[i];
+        if (ctl->endpoint_count > 1 && !ctl->json) {
+            printf("==> %s (%d/%d)\n", ctl->endpoints[i], i + 1, ctl->endpoint_count);
+            fflush(stdout);
+        }
+        rc = s_apply_one(ctl, path, body, dry_run, no_wait);
+        if (rc && ctl->endpoint_count > 1) {
+            fprintf(stderr, "droverctl: apply stopped at %s (%d/%d); %d later engine(s) not changed\n",
+                    ctl->endpoints[i], i + 1, ctl->endpoint_count, ctl->endpoint_count - i - 1);
+            break;
+        }
+    }
     json_decref(body);
-    if (rc) {
-        return rc;
-    }
-    if (dry_run || no_wait || ctl->json) {
-        if (ctl->json && !dry_run && !no_wait) {
-            char location[500];
-            snprintf(location, sizeof location, "%s/rollouts/%s", path, s_str(rollout, "rollout_id"));
-            rc = s_follow(ctl, location, rollout);
-            json_decref(rollout);
-            return rc;
-        }
-        if (ctl->json) {
-            return drv_ctl_print_json(rollout);
-        }
-        s_print_plan(rollout);
-        if (dry_run) {
-            printf("(dry run: nothing changed)\n");
-        }
-        json_decref(rollout);
-        return DRV_CTL_OK;
-    }
-    s_print_plan(rollout);
-    char location[500];
-    snprintf(location, sizeof location, "%s/rollouts/%s", path, s_str(rollout, "rollout_id"));
-    rc = s_follow(ctl, location, rollout);
-    json_decref(rollout);
     return rc;
 }
 

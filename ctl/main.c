@@ -11,7 +11,8 @@ static void s_usage(FILE *out)
     fprintf(out,
             "usage: droverctl [options] COMMAND [ARGS]\n\n"
             "options:\n"
-            "  -e, --endpoint ENDPOINT  admin socket (default $DROVER_ADMIN, or ipc:///tmp/drover/admin.sock)\n"
+            "  -e, --endpoint ENDPOINT  admin socket (default $DROVER_ADMIN, or ipc:///tmp/drover/admin.sock);\n"
+            "                           apply takes several: one engine after another\n"
             "  -o, --output table|json  human tables (default) or the engine's JSON\n"
             "  -t, --timeout SECS       how long to wait for an answer (default 10)\n"
             "      --key FILE           your CURVE certificate (secret), for a tcp:// endpoint\n"
@@ -39,7 +40,12 @@ int main(int argc, char *argv[])
     while ((opt = getopt_long(argc, argv, "+e:o:t:h", options, NULL)) != -1) {
         switch (opt) {
         case 'e':
-            ctl.options.endpoint = optarg;
+            if (ctl.endpoint_count == DRV_CTL_MAX_ENDPOINTS) {
+                fprintf(stderr, "droverctl: at most %d -e endpoints\n", DRV_CTL_MAX_ENDPOINTS);
+                return DRV_CTL_USAGE;
+            }
+            ctl.endpoints[ctl.endpoint_count++] = optarg;
+            ctl.options.endpoint = ctl.endpoints[0];
             break;
         case 'o':
             if (strcmp(optarg, "json") && strcmp(optarg, "table")) {
@@ -70,6 +76,14 @@ int main(int argc, char *argv[])
         return DRV_CTL_USAGE;
     }
     const char *name = argv[optind];
+    if (ctl.endpoint_count == 0) {
+        ctl.endpoints[ctl.endpoint_count++] = ctl.options.endpoint;
+    }
+    if (ctl.endpoint_count > 1 && strcmp(name, "apply")) {
+        fprintf(stderr, "droverctl: -e given %d times: only apply goes through several engines (node by node)\n",
+                ctl.endpoint_count);
+        return DRV_CTL_USAGE;
+    }
     for (const drv_ctl_command_t *c = drv_ctl_commands; c->name; c++) {
         if (strcmp(c->name, name)) {
             continue;

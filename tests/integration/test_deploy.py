@@ -14,7 +14,7 @@ import unittest
 
 import yaml
 
-from harness import BIN, Admin, EngineTest, engine_yaml, free_port, wait_until
+from harness import BIN, Admin, Engine, EngineTest, engine_yaml, free_port, wait_until
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "../.."))
 DEPLOY = os.path.join(ROOT, "deploy")
@@ -243,6 +243,67 @@ class Container(unittest.TestCase):
         out = subprocess.run(["docker", "run", "--rm", "--entrypoint", "/usr/local/bin/droverd", tag, "--check", "-c",
                               "/etc/drover/drover.yaml"], capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
+
+
+class Fleet(unittest.TestCase):
+    """droverctl apply with several -e: one engine after another, each
+    rollout followed to its end, stopping at the first that fails."""
+
+    def setUp(self):
+        self.engines = []
+        for _ in range(3):
+            port = free_port()
+            engine = Engine(engine_yaml().replace("HTTP", str(port))).start()
+            self.addCleanup(engine.cleanup)
+            Admin(engine, port).wait_ready()
+            self.engines.append((engine, Admin(engine, port)))
+        self.out = tempfile.mkdtemp(prefix="drv-fleet-")
+        self.addCleanup(shutil.rmtree, self.out, True)
+
+    def apply(self, rate, code):
+        spec = os.path.join(self.out, "p.yaml")
+        with open(spec, "w") as f:
+            f.write(f"nodes:\n  g: {{ type: receiver:generator, config: {{ rate: {rate} }}, to: [out] }}\n"
+                    f"  out: {{ type: exporter:file, config: {{ path: \"{self.out}/data/p-{{generation}}.ndjson\" }} }}\n")
+        argv = [f"{BIN}/droverctl"]
+        for engine, _ in self.engines:
+            argv += ["-e", f"ipc://{engine.run_dir}/admin.sock"]
+        proc = subprocess.run(argv + ["apply", "-f", spec, "default/p"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, code, proc.stdout + proc.stderr)
+        return proc.stdout + proc.stderr
+
+    def rate(self, admin):
+        status, body, _ = admin.http("GET", "/api/v1/groups/default/pipelines/p")
+        return body["spec"]["nodes"]["g"]["config"]["rate"] if status == 200 else None
+
+    def test_apply_goes_node_by_node_and_stops_at_the_first_failed_rollout(self):
+        os.makedirs(f"{self.out}/data")
+        out = self.apply(5, 0)
+        marks = [out.index(f"==> ipc://{e.run_dir}/admin.sock ({i + 1}/3)") for i, (e, _) in enumerate(self.engines)]
+        self.assertEqual(marks, sorted(marks), "one engine after another")
+        self.assertEqual(out.count("succeeded"), 3)
+        self.assertEqual([self.rate(a) for _, a in self.engines], [5, 5, 5])
+
+        # On the second node only, the output directory becomes read-only
+        # (a tmpfs over it in that droverd's own mount namespace): its new
+        # generation cannot open its file, so its rollout fails and rolls back.
+        subprocess.run(["nsenter", "-t", str(self.engines[1][0].pid), "-m", "--", "mount", "-t", "tmpfs", "-o",
+                        "ro", "tmpfs", f"{self.out}/data"], check=True)
+        out = self.apply(6, 1)
+        self.assertIn("failed", out)
+        self.assertIn(f"apply stopped at ipc://{self.engines[1][0].run_dir}/admin.sock (2/3); "
+                      "1 later engine(s) not changed", out)
+        self.assertNotIn("(3/3)", out)
+        self.assertEqual([self.rate(a) for _, a in self.engines], [6, 5, 5],
+                         "the first changed, the second rolled back, the third untouched")
+
+    def test_several_endpoints_are_refused_by_commands_other_than_apply(self):
+        argv = [f"{BIN}/droverctl"]
+        for engine, _ in self.engines[:2]:
+            argv += ["-e", f"ipc://{engine.run_dir}/admin.sock"]
+        proc = subprocess.run(argv + ["status"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("only apply goes through several engines", proc.stderr)
 
 
 class SystemdUnit(unittest.TestCase):
