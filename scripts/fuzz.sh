@@ -17,7 +17,7 @@ failed=""
 for target in config spec msg admin batch; do
     mkdir -p "$dir/corpus/$target"
     echo "fuzz: $target for ${secs}s"
-    if ! ASAN_OPTIONS=detect_leaks=1 "$dir/fuzz/fuzz_$target" -max_total_time="$secs" -timeout=10 \
+    if ! ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 "$dir/fuzz/fuzz_$target" -max_total_time="$secs" -timeout=10 \
         -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
         -artifact_prefix="$dir/crashes/$target-" "$dir/corpus/$target" "tests/fuzz/corpus/$target" \
         >"$dir/fuzz-$target.log" 2>&1; then

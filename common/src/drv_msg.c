@@ -195,7 +195,13 @@ static int s_decode_field(drv_msg_t *msg, int f, const msgpack_object *val, char
             return -2;
         }
         free(*(char **)slot);
-        *(char **)slot = strndup(val->via.str.ptr, val->via.str.size);
+        //  Not strndup: the bytes sit in the frame, with no NUL after them.
+        char *copy = malloc(val->via.str.size + 1);
+        if (val->via.str.size > 0) {
+            memcpy(copy, val->via.str.ptr, val->via.str.size);
+        }
+        copy[val->via.str.size] = 0;
+        *(char **)slot = copy;
         break;
     case KIND_INT:
         if (val->type == MSGPACK_OBJECT_POSITIVE_INTEGER && val->via.u64 <= (uint64_t)INT64_MAX) {
