@@ -6,11 +6,14 @@
   kill_to_ready:  SIGKILL of an instance (taken here, before kill) -> its
                   replacement's 'instance ready' line (droverd's log clock)
 
-  startup phases: where spawn_to_ready goes, from droverd's fork time
+  startup phases: where spawn_to_ready goes, from droverd's spawn time
                   (spawned_at_us) and the worker's own monotonic timestamps
-                  (its debug-level 'startup' line): fork+exec+dynamic loading
-                  until main(), the zmq context and sockets, the HELLO->SPEC
-                  round trip, building the DAG, READY until droverd sees it
+                  (its debug-level 'startup' line): until the worker's code
+                  runs (from the zygote: its request; by exec: fork, exec and
+                  the dynamic loading until main()), the zygote's two forks,
+                  reparenting and pinning with the zmq context and sockets,
+                  the HELLO->SPEC round trip, building the DAG, READY until
+                  droverd sees it
   exec baseline:  spawning `drover-worker` with no arguments (prints usage,
                   exits) against /bin/true: the cost of loading its shared
                   libraries, measured from here with fork+exec+wait
@@ -48,8 +51,8 @@ READY = re.compile(r"^(\S+) INFO droverd: instance ready instance=default/p@1#0 
                    r"spawned_at_us=(\d+)", re.M)
 STARTUP = re.compile(r"DEBUG worker\[default/p@1#0\]: startup instance=\S+ main_us=(\d+) sockets_us=(\d+) "
                      r"hello_us=(\d+) spec_us=(\d+) dag_us=(\d+)")
-PHASES = ("fork+exec+loading to main()", "zmq context+sockets", "HELLO->SPEC round trip", "build DAG",
-          "READY to droverd")
+PHASES = ("to the worker's code (exec: loading)", "forks, pinning, zmq context+sockets", "HELLO->SPEC round trip",
+          "build DAG", "READY to droverd")
 
 
 def phases(text):

@@ -132,6 +132,10 @@ typedef struct {
     int64_t shutdown_deadline_ms;
     bool broker_stopping;
     bool done;                // the loop should end
+    //  the worker zygote (drv_zygote.c)
+    pid_t zygote_pid;         // 0 while not running
+    int zygote_fd;            // droverd's end of the socketpair, -1 when none
+    int64_t zygote_started_ms; // mono, of the last start attempt
     //  service manager notification (drv_notify.c)
     bool notify_ready_sent;   // READY=1 sent since start or the last RELOADING=1
     int64_t watchdog_ms;      // ping interval (half of WATCHDOG_USEC), 0: none
@@ -170,6 +174,14 @@ void drv_lifecycle_retire(drv_engine_t *engine, drv_instance_t *inst, int64_t dr
 void drv_lifecycle_kill(drv_engine_t *engine, drv_instance_t *inst);
 //  Restarts, heartbeat checks, deadlines. Returns ms until the next is due (-1 none).
 int64_t drv_lifecycle_tick(drv_engine_t *engine);
+
+//  ---- the worker zygote (drv_zygote.c): instances forked from a pre-loaded
+//  worker instead of exec'd. drv_zygote_spawn returns the instance's pid, or
+//  -1 with err (the caller then uses fork+exec).
+void drv_zygote_start(drv_engine_t *engine);
+void drv_zygote_stop(drv_engine_t *engine);
+void drv_zygote_on_exit(drv_engine_t *engine, int status);
+pid_t drv_zygote_spawn(drv_engine_t *engine, const char *instance, int core, char *err, size_t errlen);
 
 //  ---- broker link (drv_broker_link.c)
 void drv_broker_start(drv_engine_t *engine);

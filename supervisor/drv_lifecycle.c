@@ -95,7 +95,11 @@ void drv_lifecycle_start(drv_engine_t *engine, drv_instance_t *inst)
     char err[300];
     inst->restart_at_ms = 0;
     inst->spawned_mono_us = drv_time_mono_us();
-    pid_t pid = drv_spawn(path, argv, inst->core, err, sizeof err);
+    pid_t pid = drv_zygote_spawn(engine, inst->id, inst->core, err, sizeof err);
+    if (pid < 0) {
+        drv_debug("instance by exec instance=%s reason=\"%s\"", inst->id, err);
+        pid = drv_spawn(path, argv, inst->core, err, sizeof err);
+    }
     if (pid < 0) {
         drv_error("instance spawn failed instance=%s reason=\"%s\"", inst->id, err);
         snprintf(inst->detail, sizeof inst->detail, "spawn failed: %s", err);

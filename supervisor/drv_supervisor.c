@@ -103,6 +103,10 @@ static void s_reap(drv_engine_t *engine)
             drv_broker_on_exit(engine, status);
             continue;
         }
+        if (pid == engine->zygote_pid) {
+            drv_zygote_on_exit(engine, status);
+            continue;
+        }
         drv_instance_t *inst = drv_registry_by_pid(engine, pid);
         if (inst) {
             drv_lifecycle_on_exit(engine, inst, status);
@@ -128,6 +132,7 @@ static void s_begin_shutdown(drv_engine_t *engine, int sig)
     int64_t timeout_ms = (int64_t)engine->config->shutdown_timeout_secs * 1000;
     engine->shutting_down = true;
     engine->shutdown_deadline_ms = drv_time_mono_ms() + timeout_ms;
+    drv_zygote_stop(engine);
     drv_notify_stopping(engine);
     drv_events_publish(engine, "engine.stopping", NULL, NULL, json_pack("{s:s}", "signal", strsignal(sig)));
     drv_info("shutdown started signal=%s timeout_secs=%d instances=%zu", strsignal(sig),
@@ -152,6 +157,9 @@ static void s_kill_everything(drv_engine_t *engine)
     drv_registry_each_instance(engine, s_kill_all, NULL);
     if (engine->broker_pid > 0) {
         kill(engine->broker_pid, SIGKILL);
+    }
+    if (engine->zygote_pid > 0) {
+        kill(engine->zygote_pid, SIGKILL);
     }
 }
 
@@ -254,7 +262,7 @@ static void s_final_reap(drv_engine_t *engine)
 int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir,
                        int signal_fd)
 {
-    drv_engine_t engine = {.config = config, .signal_fd = signal_fd};
+    drv_engine_t engine = {.config = config, .signal_fd = signal_fd, .zygote_fd = -1};
     engine.cpus = *cpus;
     engine.bin_dir = strdup(bin_dir);
     drv_registry_group(&engine, "default", true); // the default group always exists
@@ -297,6 +305,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
              config->run_dir);
     drv_notify_init(&engine);
     drv_broker_start(&engine);
+    drv_zygote_start(&engine);
     drv_reload_start_pipelines(&engine);
     drv_events_publish(&engine, "config.loaded", NULL, NULL,
                        json_pack("{s:s}", "path", config->path));

@@ -5,6 +5,7 @@
     so `ps` shows {group}/{pipeline}@{generation}#{core}. */
 #include "drv_standalone.h"
 #include "drv_worker.h"
+#include "drv_zygote.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
@@ -12,10 +13,17 @@
 #include <czmq.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char *argv[])
 {
     int64_t main_us = drv_time_mono_us();
+    //  droverd's pre-loaded instance factory: before getopt reorders argv,
+    //  whose memory becomes the instances' process titles.
+    if (argc == 4 && !strcmp(argv[1], "--zygote")) {
+        return drv_zygote_run(atoi(argv[2]), argc, argv);
+    }
     const char *control = NULL;
     const char *instance = NULL;
     const char *standalone = NULL;

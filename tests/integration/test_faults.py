@@ -101,10 +101,10 @@ class DroverdKilled(unittest.TestCase):
         droverd = subprocess.Popen([f"{BIN}/droverd", "-c", config], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
         self.addCleanup(lambda: droverd.poll() is None and droverd.kill())
-        children = wait_until(lambda: (lambda c: c if len(c) == 4 else None)(
-            {pid: cmdline(pid) for pid in children_of(droverd.pid)}), 10, "broker and three instances")
+        children = wait_until(lambda: (lambda c: c if len(c) == 5 else None)(
+            {pid: cmdline(pid) for pid in children_of(droverd.pid)}), 10, "broker, zygote and three instances")
         self.assertEqual(sorted(children.values()),
-                         ["default/gen@1#0", "default/gen@1#1", "default/ingest@1#0", "drover-broker"])
+                         ["default/gen@1#0", "default/gen@1#1", "default/ingest@1#0", "drover-broker", "drover-zygote"])
         droverd.kill()
         droverd.wait()
 
@@ -112,6 +112,46 @@ class DroverdKilled(unittest.TestCase):
             return not os.path.exists(f"/proc/{pid}") or (proc_status(pid, "State") or "Z").startswith("Z")
         wait_until(lambda: all(gone(pid) for pid in children), 10,
                    "every child of the killed droverd exited (parent-death signal)")
+
+
+class Zygote(EngineTest):
+    def test_instances_come_from_the_zygote_and_by_exec_while_it_is_gone(self):
+        engine = self.start_engine(engine_yaml(pipelines="""
+      gen:
+        nodes:
+          g: { type: receiver:generator, config: { rate: 10 }, to: [out] }
+          out: { type: exporter:null }
+        policies:
+          restart: { max_restarts: 100, window_secs: 1 }
+""").replace("HTTP", str(free_port())), env={"DROVER_LOG": "debug"})
+        pid = engine.wait_instances(["default/gen@1#0"])["default/gen@1#0"]
+        zygote = next(c for c in children_of(engine.pid) if cmdline(c) == "drover-zygote")
+        # Forked by the zygote, yet droverd's own child, pinned, titled.
+        self.assertIn(pid, children_of(engine.pid))
+        self.assertEqual(proc_status(pid, "Cpus_allowed_list"), "0")
+        self.assertNotIn("instance by exec", engine.log_text())
+
+        os.kill(zygote, signal.SIGKILL)
+        engine.wait_log(r"WARN droverd: zygote exited exit=137")
+        os.kill(pid, signal.SIGKILL)
+        replacement = wait_until(lambda: (lambda p: p if p and p != pid else None)(
+            engine.instances().get("default/gen@1#0")), 10, "a replacement")
+        engine.wait_log(r"instance ready instance=default/gen@1#0", count=2)
+        self.assertIn(r"instance by exec instance=default/gen@1#0", engine.log_text(),
+                      "started by exec while the zygote was gone (or too recently started)")
+        # At least a second after its last start, the next instance start
+        # starts the zygote again: crash the instance until that happens.
+        def crash_once_more():
+            ready = engine.log_text().count("instance ready instance=default/gen@1#0")
+            os.kill(engine.wait_instances(["default/gen@1#0"])["default/gen@1#0"], signal.SIGKILL)
+            engine.wait_log(r"instance ready instance=default/gen@1#0", count=ready + 1)
+            return engine.log_text().count("zygote started pid=") >= 2
+        wait_until(crash_once_more, 10, "the zygote back", interval=0.3)
+        newest = engine.instances()["default/gen@1#0"]
+        engine.wait_log(r"instance ready instance=default/gen@1#0", count=1)
+        self.assertIn(newest, children_of(engine.pid))
+        self.assertEqual(zombies_of(engine.pid), [])
+        self.assertNotEqual(replacement, pid)
 
 
 class SlowConsumer(EngineTest):
