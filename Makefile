@@ -4,7 +4,7 @@ BUILD ?= build
 CONFIG ?= examples/drover.yaml
 BUILD_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps build run test test-asan fuzz bench clean format
+.PHONY: all deps build run test test-asan fuzz image-check bench clean format
 
 all: build
 
@@ -27,6 +27,10 @@ test-asan: deps
 # Every libFuzzer target for FUZZ_SECS seconds each (clang, ASan + UBSan, build-fuzz/).
 fuzz: deps
 	sh scripts/fuzz.sh
+
+# The Dockerfile's two stages in debootstrap'd Debian roots, without Docker (root).
+image-check:
+	sh scripts/image-check.sh
 
 bench: build
 	sh bench/run_all.sh

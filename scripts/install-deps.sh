@@ -11,6 +11,7 @@
 #            supervisor and s6 (baselines), wrk (HTTP load), curl, valgrind,
 #            systemd-analyze and readelf (deployment checks)
 #   fuzz     clang and its sanitizer/libFuzzer runtime (make fuzz, make test-asan)
+#   image    debootstrap (make image-check: the Dockerfile without Docker)
 set -eu
 
 RUNTIME="libzmq5 libczmq4 libmsgpackc2 libjansson4 libyaml-0-2 libmicrohttpd12 libsystemd0"
@@ -19,6 +20,7 @@ libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev"
 TEST="python3 python3-zmq python3-msgpack python3-yaml util-linux procps curl supervisor s6 wrk valgrind
 systemd binutils"
 FUZZ="clang libclang-rt-14-dev"
+IMAGE="debootstrap"
 
 [ $# -eq 0 ] && set -- runtime build test
 PACKAGES=""
@@ -28,7 +30,8 @@ for set in "$@"; do
     build) PACKAGES="$PACKAGES $BUILD" ;;
     test) PACKAGES="$PACKAGES $TEST" ;;
     fuzz) PACKAGES="$PACKAGES $FUZZ" ;;
-    *) echo "install-deps: unknown set $set (runtime build test fuzz)" >&2; exit 2 ;;
+    image) PACKAGES="$PACKAGES $IMAGE" ;;
+    *) echo "install-deps: unknown set $set (runtime build test fuzz image)" >&2; exit 2 ;;
     esac
 done
 
