@@ -10,13 +10,12 @@ Wake-ups are context switches (voluntary + involuntary) summed over every
 thread of the processes, from /proc/PID/task/*/status, over SECONDS."""
 
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../tests/integration"))
 from harness import Admin, Engine, children_of, cmdline, engine_yaml, free_port, wait_until  # noqa: E402
+from supervisord import Supervisord  # noqa: E402
 
 IDLE = engine_yaml("PIPELINES")
 
@@ -89,24 +88,14 @@ def drover(pipelines, seconds):
 
 
 def supervisord(seconds):
-    d = tempfile.mkdtemp(prefix="drv-sup-")
-    conf = os.path.join(d, "supervisord.conf")
-    with open(conf, "w") as f:
-        f.write(f"[supervisord]\nnodaemon=true\nlogfile={d}/s.log\npidfile={d}/s.pid\n"
-                f"[unix_http_server]\nfile={d}/s.sock\n"
-                "[program:a]\ncommand=sleep 3600\n[program:b]\ncommand=sleep 3600\n")
-    proc = subprocess.Popen(["supervisord", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sup = Supervisord({name: ("sleep 3600", True) for name in ("a", "b")}).start()
     try:
-        wait_until(lambda: len(children_of(proc.pid)) == 2, 10, "supervisord's programs")
-        time.sleep(1.0)
-        return rss_kb(proc.pid) / 1024, wakeups([proc.pid], seconds), uss_kb(proc.pid) / 1024
+        wait_until(lambda: len(children_of(sup.proc.pid)) == 2, 10, "supervisord's programs")
+        time.sleep(1.0)  # let start-up work finish before observing idle behaviour
+        pid = sup.proc.pid
+        return rss_kb(pid) / 1024, wakeups([pid], seconds), uss_kb(pid) / 1024
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        sup.stop()
 
 
 def main():

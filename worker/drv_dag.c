@@ -523,16 +523,21 @@ static void s_export_error(drv_dag_t *self, node_t *node, size_t records, const 
     s_export_warn(node, records, what);
 }
 
-//  Waits out a failing write (a full disk, a quota): heartbeats through the
-//  stall hook, backs off from 10 ms to 500 ms. Returns false to give up (the
-//  instance is stopping); the batch is then not acknowledged.
+//  Waits out a failing write (a full disk, a quota), backing off from 10 ms
+//  to 500 ms between attempts, in 10 ms slices with the stall hook called
+//  after each, so the instance heartbeats however short its interval.
+//  Returns false to give up (the instance is stopping); the batch is then not
+//  acknowledged.
 static bool s_wait_to_retry(drv_dag_t *self, int64_t *backoff_ms)
 {
-    if (!self->stall_fn || self->stall_fn(self->stall_arg)) {
-        self->abandoned = true;
-        return false;
-    }
-    poll(NULL, 0, (int)*backoff_ms);
+    int64_t until = drv_time_mono_ms() + *backoff_ms;
+    do {
+        if (!self->stall_fn || self->stall_fn(self->stall_arg)) {
+            self->abandoned = true;
+            return false;
+        }
+        poll(NULL, 0, 10);
+    } while (drv_time_mono_ms() < until);
     *backoff_ms = *backoff_ms * 2 > 500 ? 500 : *backoff_ms * 2;
     return true;
 }

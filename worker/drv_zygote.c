@@ -29,6 +29,8 @@
 //  shows. droverd starts the zygote with a blank argument wide enough for
 //  any instance id; a title is written over the whole area, NUL-padded, so
 //  that cmdline reads exactly the title (as an exec'd worker's argv[0]).
+//  Not libbsd's setproctitle: it appends a space to a title exactly as long
+//  as the original argv[0], which breaks tools matching the instance id.
 static char *s_title;
 static size_t s_title_size;
 

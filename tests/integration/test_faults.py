@@ -8,7 +8,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 import unittest
 
 import msgpack
@@ -36,7 +35,7 @@ class FullDisk(EngineTest):
 
     def test_full_disk_counts_errors_holds_back_the_producer_and_recovers_when_space_returns(self):
         http, port = free_port(), free_port()
-        engine = self.start_engine(engine_yaml().replace("HTTP", str(http)))
+        engine = self.start_engine(engine_yaml(engine_extra="  heartbeat_interval_ms: 100\n").replace("HTTP", str(http)))
         admin = Admin(engine, http)
         admin.wait_ready()
         path = os.path.join(self.disk, "out.ndjson")
@@ -57,11 +56,15 @@ class FullDisk(EngineTest):
             (inst,) = admin.http("GET", "/api/v1/groups/default/pipelines/disk/status")[1]["instances"]
             return inst
         wait_until(lambda: counters()["errors"] > 0, 5, "errors counted (with the next heartbeat)")
-        # Back-pressure, not loss: nothing more is exported while the disk is
-        # full, and the producer is held back waiting for its ack.
-        exported = counters()["records_out"]
-        time.sleep(0.5)  # a window in which nothing may happen (not synchronisation)
-        self.assertEqual(counters()["records_out"], exported)
+        # Back-pressure, not loss: across three more heartbeats of the stuck
+        # instance (it keeps heartbeating while it retries) nothing more is
+        # exported, and the producer is held back waiting for its ack.
+        exported, beat = counters()["records_out"], counters()["last_heartbeat_at"]
+        for _ in range(3):
+            beat = wait_until(lambda: (lambda b: b if b > beat else None)(counters()["last_heartbeat_at"]), 5,
+                              "the next heartbeat")
+            now = counters()
+            self.assertEqual(now["records_out"], exported, now)
         self.assertIsNone(producer.poll(), "the producer waits for its acknowledgement")
         self.assertEqual(engine.instances()["default/disk@1#0"], worker, "no crash, no restart")
 

@@ -61,13 +61,18 @@ class Limits(EngineTest):
         nodes["t61"]["to"] = ["t63"]
         self.assertEqual(self.put("big", {"pipeline": {"nodes": nodes}})[0], 200, "64 nodes are fine")
 
-    def test_a_message_over_max_message_bytes_is_refused_with_its_size_in_ack_mode(self):
+    def zmq_pipeline(self, name, ack, socket_type, linger):
+        """A receiver:zmq pipeline writing NDJSON; a connected producer socket."""
         endpoint = f"tcp://127.0.0.1:{free_port()}"
-        path = os.path.join(self.engine.out_dir, "ack.ndjson")
-        self.assertEqual(self.put("ack", zmq_spec(endpoint, path, True))[0], 200)
-        sock = zmq.Context.instance().socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 0)
+        path = os.path.join(self.engine.out_dir, f"{name}.ndjson")
+        self.assertEqual(self.put(name, zmq_spec(endpoint, path, ack))[0], 200)
+        sock = zmq.Context.instance().socket(socket_type)
+        sock.setsockopt(zmq.LINGER, linger)
         sock.connect(endpoint)
+        return path, sock
+
+    def test_a_message_over_max_message_bytes_is_refused_with_its_size_in_ack_mode(self):
+        path, sock = self.zmq_pipeline("ack", True, zmq.DEALER, 0)
         self.addCleanup(sock.close)
         big = msgpack.packb({"seq": 1, "pad": "x" * 3000})
         sock.send_multipart([b"big", big])
@@ -83,12 +88,7 @@ class Limits(EngineTest):
         self.assertEqual([r["seq"] for r in read_ndjson(path)], [2])
 
     def test_a_message_over_max_message_bytes_is_dropped_and_counted_on_a_pull_front_door(self):
-        endpoint = f"tcp://127.0.0.1:{free_port()}"
-        path = os.path.join(self.engine.out_dir, "pull.ndjson")
-        self.assertEqual(self.put("pull", zmq_spec(endpoint, path, False))[0], 200)
-        sock = zmq.Context.instance().socket(zmq.PUSH)
-        sock.setsockopt(zmq.LINGER, 1000)
-        sock.connect(endpoint)
+        path, sock = self.zmq_pipeline("pull", False, zmq.PUSH, 1000)
         sock.send(msgpack.packb({"seq": 1, "pad": "x" * 3000}))
         sock.send(msgpack.packb({"seq": 2}))
         sock.close()
