@@ -47,7 +47,7 @@ def main():
         conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=120)
 
         def put(tag):
-            conn.request("PUT", "/api/v1/groups/default/pipelines/chaos", body=json.dumps(spec(port, engine.out_dir, tag)))
+            conn.request("PUT", "/api/v1/groups/default/pipelines/chaos", body=json.dumps(spec(port, engine.out_dir, tag)), headers={"Content-Type": "application/json"})
             resp = conn.getresponse()
             return resp.status, json.loads(resp.read())
 

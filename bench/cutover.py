@@ -118,7 +118,7 @@ def drover(restarts, rate):
 
         def put(tag):
             spec = {"pipeline": {"cores": {"count": 2}, "nodes": nodes(port, down, tag)}}
-            conn.request("PUT", "/api/v1/groups/default/pipelines/b2", body=json.dumps(spec))
+            conn.request("PUT", "/api/v1/groups/default/pipelines/b2", body=json.dumps(spec), headers={"Content-Type": "application/json"})
             resp = conn.getresponse()
             body = json.loads(resp.read())
             assert resp.status == 200, body

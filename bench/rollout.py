@@ -41,7 +41,7 @@ def main():
 
         def put(body):
             start = time.perf_counter()
-            conn.request("PUT", "/api/v1/groups/default/pipelines/p", body=json.dumps(body))
+            conn.request("PUT", "/api/v1/groups/default/pipelines/p", body=json.dumps(body), headers={"Content-Type": "application/json"})
             resp = conn.getresponse()
             reply = json.loads(resp.read())
             assert resp.status == 200, reply

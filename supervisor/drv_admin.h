@@ -23,6 +23,7 @@ typedef struct {
     const char *content_type;
     char *location;          // Location header (202), owned
     const char *allow;       // Allow header (405)
+    int retry_after_secs;    // Retry-After header (503), 0: none
 } drv_admin_response_t;
 
 typedef void(drv_admin_reply_fn)(drv_admin_request_t *request, drv_admin_response_t *response);
@@ -49,6 +50,11 @@ void drv_admin_request_free(drv_admin_request_t *request);
 //  pipeline_not_found) already in response.
 drv_pipeline_t *drv_admin_lookup_pipeline(drv_engine_t *engine, const char *group, const char *name,
                                           drv_admin_response_t *response);
+
+//  Percent-decodes text in place and returns its new length. %00 becomes
+//  the byte 0xFF (never valid UTF-8), so that a NUL smuggled into a name is
+//  refused by the router with 400 instead of cutting the name short.
+size_t drv_admin_percent_decode(char *text);
 
 //  Routes the request. Always ends in exactly one request->reply call.
 void drv_admin_dispatch(drv_engine_t *engine, drv_admin_request_t *request);

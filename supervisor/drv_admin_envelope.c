@@ -11,7 +11,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-//  "a=1&b=x" into query (values are not percent-decoded beyond %XX).
+static int s_hex(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+size_t drv_admin_percent_decode(char *text)
+{
+    char *out = text;
+    for (const char *in = text; *in; in++) {
+        int hi, lo;
+        if (in[0] == '%' && (hi = s_hex(in[1])) >= 0 && (lo = s_hex(in[2])) >= 0) {
+            unsigned char byte = (unsigned char)(hi * 16 + lo);
+            *out++ = (char)(byte ? byte : 0xff);
+            in += 2;
+        } else {
+            *out++ = *in;
+        }
+    }
+    *out = 0;
+    return (size_t)(out - text);
+}
+
+//  "a=1&b=x" into query, percent-decoded as HTTP's is (the router checks
+//  that names and values are valid UTF-8).
 static void s_parse_query(const char *text, json_t *query)
 {
     char *copy = strdup(text);
@@ -21,7 +44,10 @@ static void s_parse_query(const char *text, json_t *query)
         if (eq) {
             *eq = 0;
         }
-        json_object_set_new(query, pair, json_string(eq ? eq + 1 : ""));
+        drv_admin_percent_decode(pair);
+        const char *value = eq ? eq + 1 : "";
+        size_t len = eq ? drv_admin_percent_decode(eq + 1) : 0;
+        json_object_set_new_nocheck(query, pair, json_stringn_nocheck(value, len));
     }
     free(copy);
 }
@@ -75,6 +101,7 @@ static drv_admin_request_t *s_request(json_t *doc, char *why, size_t whylen)
     const char *full = json_string_value(path);
     const char *mark = strchr(full, '?');
     request->path = mark ? strndup(full, (size_t)(mark - full)) : strdup(full);
+    drv_admin_percent_decode(request->path);
     if (mark) {
         s_parse_query(mark + 1, request->query);
     }
@@ -88,7 +115,7 @@ drv_admin_request_t *drv_admin_envelope_decode(const void *data, size_t size, ch
     char reason[300] = "";
     json_t *doc = drv_mpjson_decode(data, size, reason, sizeof reason);
     if (!doc) {
-        snprintf(why, whylen, "request frame is not valid msgpack: %s", reason);
+        snprintf(why, whylen, "request frame refused: %s", reason);
         return NULL;
     }
     drv_admin_request_t *request = s_request(doc, why, whylen);

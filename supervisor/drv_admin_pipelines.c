@@ -104,7 +104,7 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
                     int64_t timeout_secs, drv_admin_response_t *response)
 {
     drv_problems_t *problems = drv_problems_new();
-    json_t *spec = drv_spec_normalize(raw_spec, &engine->cpus, "", problems);
+    json_t *spec = drv_spec_normalize(raw_spec, &engine->spec_env, "", problems);
     drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
     if (spec) {
         json_t *receivers = drv_spec_zmq_receivers(spec);

@@ -8,6 +8,7 @@
 
 #include "drover/drv_spec.h"
 #include "drover/drv_time.h"
+#include "drover/drv_utf8.h"
 
 #include <unistd.h>
 
@@ -31,7 +32,36 @@ void drv_admin_error(drv_admin_response_t *response, int status, const char *kin
     va_end(args);
     drv_admin_response_clear(response);
     response->status = status;
-    response->json = json_pack("{s:{s:s, s:s}}", "error", "kind", kind, "message", message);
+    //  Messages quote what the client sent, which need not be UTF-8: a
+    //  message jansson would refuse must still make a body.
+    char *clean = drv_utf8_sanitize(message, strlen(message));
+    response->json = json_pack("{s:{s:s, s:s}}", "error", "kind", kind, "message", clean ? clean : "");
+    free(clean);
+}
+
+//  Every string of the request's head must be valid UTF-8 without NUL (the
+//  body was checked by its decoder). Returns false with a 400 in response.
+static bool s_strings_ok(drv_admin_request_t *request, drv_admin_response_t *response)
+{
+    if (!drv_utf8_valid(request->path, strlen(request->path), false)) {
+        drv_admin_error(response, 400, "invalid_request", "path: not valid UTF-8, or holds a NUL (%%00)");
+        return false;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach(request->query, key, value)
+    {
+        if (!drv_utf8_valid(key, strlen(key), false)) {
+            drv_admin_error(response, 400, "invalid_request", "query: a parameter name is not valid UTF-8");
+            return false;
+        }
+        if (!drv_utf8_valid(json_string_value(value), json_string_length(value), false)) {
+            drv_admin_error(response, 400, "invalid_request", "query.%s: not valid UTF-8, or holds a NUL (%%00)",
+                            key);
+            return false;
+        }
+    }
+    return true;
 }
 
 void drv_admin_response_clear(drv_admin_response_t *response)
@@ -365,7 +395,9 @@ void drv_admin_dispatch(drv_engine_t *engine, drv_admin_request_t *request)
     drv_admin_response_t response = {0};
     route_path_t path = {0};
     drv_status_refresh(engine); // answers reflect this very moment
-    if (s_split(request->path, &path) != 0) {
+    if (!s_strings_ok(request, &response)) {
+        // response says why
+    } else if (s_split(request->path, &path) != 0) {
         drv_admin_error(&response, 404, "invalid_request", "no route %s %s", request->method,
                         request->path);
     } else if (s_route(engine, request, &path, &response)) {

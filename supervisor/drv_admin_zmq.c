@@ -54,9 +54,10 @@ static void s_reply(drv_admin_request_t *request, drv_admin_response_t *response
 static void s_error_reply(drv_engine_t *engine, zmsg_t *envelope, int status, const char *kind,
                           const char *message)
 {
-    json_t *body = json_pack("{s:{s:s, s:s}}", "error", "kind", kind, "message", message);
-    s_send_reply(engine, envelope, status, body);
-    json_decref(body);
+    drv_admin_response_t response = {0};
+    drv_admin_error(&response, status, kind, "%s", message);
+    s_send_reply(engine, envelope, status, response.json);
+    drv_admin_response_clear(&response);
 }
 
 static void s_handle(drv_engine_t *engine, zmsg_t *msg)

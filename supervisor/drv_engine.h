@@ -100,6 +100,7 @@ typedef struct {
 typedef struct {
     drv_config_t *config;
     drv_cpus_t cpus;          // CPUs droverd may use
+    drv_spec_env_t spec_env;  // what specs are judged against: cpus, data_dirs, run_dir
     char *bin_dir;            // where drover-worker and drover-broker live
     char *control_endpoint;   // ROUTER the broker and workers connect to
     char *data_endpoint;      // the broker's backend, for workers

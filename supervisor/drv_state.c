@@ -102,7 +102,7 @@ json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen)
             drv_problems_t *problems = drv_problems_new();
             char prefix[200];
             snprintf(prefix, sizeof prefix, "groups.%s.pipelines.%s.spec", group, name);
-            json_t *spec = drv_spec_normalize(json_object_get(entry, "spec"), &engine->cpus, prefix, problems);
+            json_t *spec = drv_spec_normalize(json_object_get(entry, "spec"), &engine->spec_env, prefix, problems);
             if (spec && ++count > (size_t)engine->config->max_pipelines) {
                 drv_error("state file: pipeline skipped path=%s pipeline=%s:%s reason=\"more than %d pipelines "
                           "(engine.limits.max_pipelines)\"", path, group, name, engine->config->max_pipelines);

@@ -264,6 +264,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
 {
     drv_engine_t engine = {.config = config, .signal_fd = signal_fd, .zygote_fd = -1};
     engine.cpus = *cpus;
+    engine.spec_env = drv_config_spec_env(config, &engine.cpus);
     engine.bin_dir = strdup(bin_dir);
     drv_registry_group(&engine, "default", true); // the default group always exists
     int rc = DRV_EXIT_OK;

@@ -1,42 +1,15 @@
 /*  drv_ndjson — msgpack objects to JSON text.
     Map keys that are not strings are written as their JSON text in quotes, so
-    every line stays a JSON object. Non-finite floats become null. */
+    every line stays a JSON object. Non-finite floats become null. Strings
+    are written as strictly valid UTF-8 (contract 6.1); binary as base64. */
 #include "drv_ndjson.h"
+
+#include "drover/drv_utf8.h"
 
 #include <czmq.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
-
-static bool s_valid_utf8(const unsigned char *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        size_t extra;
-        if (c < 0x80) {
-            extra = 0;
-        } else if ((c & 0xe0) == 0xc0 && c >= 0xc2) {
-            extra = 1;
-        } else if ((c & 0xf0) == 0xe0) {
-            extra = 2;
-        } else if ((c & 0xf8) == 0xf0 && c <= 0xf4) {
-            extra = 3;
-        } else {
-            return false;
-        }
-        if (extra > len - i - 1) {
-            return false;
-        }
-        for (size_t k = 1; k <= extra; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) {
-                return false;
-            }
-        }
-        i += extra + 1;
-    }
-    return true;
-}
 
 static int s_base64(drv_buf_t *out, const void *data, size_t size)
 {
@@ -54,16 +27,27 @@ static int s_base64(drv_buf_t *out, const void *data, size_t size)
     return rc;
 }
 
+//  Strictly valid UTF-8 out, whatever came in: each ill-formed subpart
+//  (surrogates, overlongs, past U+10FFFF, truncated) becomes U+FFFD.
 static int s_string(drv_buf_t *out, const char *s, size_t len)
 {
-    if (!s_valid_utf8((const unsigned char *)s, len)) {
-        return s_base64(out, s, len);
-    }
     if (drv_buf_reserve(out, len + 2) != 0 || drv_buf_putc(out, '"') != 0) {
         return -1;
     }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = p[i];
+        if (c >= 0x80) {
+            size_t bad = 1;
+            size_t n = drv_utf8_seq(p + i, len - i, &bad);
+            int rc = n ? drv_buf_append(out, s + i, n) : drv_buf_append(out, "\xef\xbf\xbd", 3);
+            if (rc != 0) {
+                return -1;
+            }
+            i += n ? n : bad;
+            continue;
+        }
         if (c == '"' || c == '\\') {
             drv_buf_putc(out, '\\');
             drv_buf_putc(out, (char)c);
@@ -77,6 +61,7 @@ static int s_string(drv_buf_t *out, const char *s, size_t len)
         } else if (drv_buf_putc(out, (char)c) != 0) {
             return -1;
         }
+        i++;
     }
     return drv_buf_putc(out, '"');
 }

@@ -45,7 +45,8 @@ static json_t *s_load_spec(const char *path)
     drv_cpus_allowed(&cpus);
     drv_problems_t *problems = drv_problems_new();
     json_t *raw = json_object_get(doc, "pipeline") ? json_object_get(doc, "pipeline") : doc;
-    json_t *spec = drv_spec_normalize(raw, &cpus, "", problems);
+    drv_spec_env_t env = {.cpus = &cpus};
+    json_t *spec = drv_spec_normalize(raw, &env, "", problems);
     if (!spec) {
         drv_error("%s: %s: %s", path, drv_problems_path(problems, 0), drv_problems_message(problems, 0));
     }

@@ -63,6 +63,84 @@ static void s_unknown_keys(json_t *obj, const char *allowed, const char *prefix,
     }
 }
 
+int drv_config_hostport(const char *text, char *host, size_t hostlen, int *port)
+{
+    const char *colon = strrchr(text, ':');
+    if (!colon || colon == text || !colon[1] || strlen(colon + 1) > 5) {
+        return -1;
+    }
+    long value = 0;
+    for (const char *p = colon + 1; *p; p++) {
+        if (*p < '0' || *p > '9') {
+            return -1;
+        }
+        value = value * 10 + (*p - '0');
+    }
+    if (value < 1 || value > 65535) {
+        return -1;
+    }
+    const char *start = text;
+    size_t len = (size_t)(colon - text);
+    if (text[0] == '[') {
+        if (colon[-1] != ']' || len < 3) {
+            return -1;
+        }
+        start++;
+        len -= 2;
+    }
+    if (len + 1 > hostlen) {
+        return -1;
+    }
+    memcpy(host, start, len);
+    host[len] = 0;
+    unsigned char addr[16];
+    bool ok = strcmp(host, "localhost") == 0 ||
+              (text[0] == '[' ? inet_pton(AF_INET6, host, addr) == 1 : inet_pton(AF_INET, host, addr) == 1);
+    if (!ok) {
+        return -1;
+    }
+    *port = (int)value;
+    return 0;
+}
+
+drv_spec_env_t drv_config_spec_env(const drv_config_t *self, const drv_cpus_t *cpus)
+{
+    drv_spec_env_t env = {.cpus = cpus,
+                          .data_dirs = (const char *const *)self->data_dirs,
+                          .data_dir_count = self->data_dir_count,
+                          .run_dir = self->run_dir};
+    return env;
+}
+
+//  A list of strings into a NULL-terminated array (count in *count).
+static char **s_string_list(json_t *list, const char *path, size_t max, bool absolute, size_t *count,
+                            drv_problems_t *problems)
+{
+    *count = 0;
+    if (!list || json_is_null(list)) {
+        return NULL;
+    }
+    if (!json_is_array(list) || json_array_size(list) > max) {
+        drv_problems_add(problems, path, "must be a list of at most %zu strings", max);
+        return NULL;
+    }
+    char **out = calloc(json_array_size(list) + 1, sizeof *out);
+    size_t index;
+    json_t *item;
+    json_array_foreach(list, index, item)
+    {
+        const char *text = json_string_value(item);
+        if (!text || !text[0] || strlen(text) > 1000) {
+            drv_problems_add(problems, path, "item %zu must be a non-empty string", index);
+        } else if (absolute && (text[0] != '/' || strstr(text, "/../") || strstr(text, "/./"))) {
+            drv_problems_add(problems, path, "item %zu (%s) must be an absolute path without . or ..", index, text);
+        } else {
+            out[(*count)++] = strdup(text);
+        }
+    }
+    return out;
+}
+
 //  True when an HTTP listen address is on loopback.
 static bool s_loopback(const char *hostport)
 {
@@ -86,8 +164,11 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         engine = NULL;
     }
     s_unknown_keys(engine,
-                   "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file limits",
+                   "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file limits "
+                   "data_dirs",
                    "engine", problems);
+    self->data_dirs = s_string_list(json_object_get(engine, "data_dirs"), "engine.data_dirs", DRV_LIMIT_DATA_DIRS,
+                                    true, &self->data_dir_count, problems);
     self->run_dir = s_string_or(engine, "run_dir", "/tmp/drover", problems, "engine.run_dir");
     self->shutdown_timeout_secs = s_int_or(engine, "shutdown_timeout_secs", 30, 1, 86400, problems,
                                            "engine.shutdown_timeout_secs");
@@ -96,10 +177,20 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     self->credit_window = s_int_or(engine, "credit_window", 16, 1, 4096, problems, "engine.credit_window");
     json_t *limits = json_object_get(engine, "limits");
     if (limits && !json_is_object(limits)) {
-        drv_problems_add(problems, "engine.limits", "must be a map with max_pipelines, max_message_bytes");
+        drv_problems_add(problems, "engine.limits",
+                         "must be a map with max_pipelines, max_message_bytes, front_door_buffer_bytes");
         limits = NULL;
     }
-    s_unknown_keys(limits, "max_pipelines max_message_bytes", "engine.limits", problems);
+    s_unknown_keys(limits, "max_pipelines max_message_bytes front_door_buffer_bytes", "engine.limits", problems);
+    self->front_door_buffer_bytes = DRV_LIMIT_FRONT_DOOR_DEFAULT;
+    json_t *buffer = json_object_get(limits, "front_door_buffer_bytes");
+    if (buffer && (!json_is_integer(buffer) || json_integer_value(buffer) < DRV_LIMIT_FRONT_DOOR_FLOOR ||
+                   json_integer_value(buffer) > DRV_LIMIT_FRONT_DOOR_CEILING)) {
+        drv_problems_add(problems, "engine.limits.front_door_buffer_bytes", "must be an integer from %lld to %lld",
+                         (long long)DRV_LIMIT_FRONT_DOOR_FLOOR, (long long)DRV_LIMIT_FRONT_DOOR_CEILING);
+    } else if (buffer) {
+        self->front_door_buffer_bytes = json_integer_value(buffer);
+    }
     self->max_pipelines = s_int_or(limits, "max_pipelines", DRV_LIMIT_PIPELINES_DEFAULT, 1,
                                    DRV_LIMIT_PIPELINES_CEILING, problems, "engine.limits.max_pipelines");
     self->max_message_bytes = s_int_or(limits, "max_message_bytes", DRV_LIMIT_MESSAGE_DEFAULT, DRV_LIMIT_MESSAGE_FLOOR,
@@ -111,7 +202,9 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         drv_problems_add(problems, "engine.admin", "must be a map");
         admin = NULL;
     }
-    s_unknown_keys(admin, "zmq events http http_token_file insecure curve", "engine.admin", problems);
+    s_unknown_keys(admin, "zmq events http http_token_file http_hosts insecure curve", "engine.admin", problems);
+    self->http_hosts = s_string_list(json_object_get(admin, "http_hosts"), "engine.admin.http_hosts",
+                                     DRV_LIMIT_HTTP_HOSTS, false, &self->http_host_count, problems);
     json_t *curve = json_object_get(admin, "curve");
     if (curve && !json_is_object(curve)) {
         drv_problems_add(problems, "engine.admin.curve", "must be a map with server_secret_file, clients_dir");
@@ -141,6 +234,12 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         drv_problems_add(problems, "engine.admin.insecure", "must be true or false");
     }
     self->admin_insecure = json_is_true(insecure);
+    //  czmq's zauth reads "*" as "any client key": that is no authentication.
+    if (self->curve_clients_dir && !strcmp(self->curve_clients_dir, "*") && !self->admin_insecure) {
+        drv_problems_add(problems, "engine.admin.curve.clients_dir",
+                         "\"*\" lets any client key in; name a directory of client certificates, or set "
+                         "insecure: true");
+    }
 
     //  Refuse to expose the control plane unauthenticated unless told to.
     const char *endpoints[2] = {self->admin_zmq, self->admin_events};
@@ -155,8 +254,12 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
                              endpoints[i]);
         }
     }
-    if (self->admin_http[0] && !strchr(self->admin_http, ':')) {
-        drv_problems_add(problems, "engine.admin.http", "must be host:port, or \"\" to disable");
+    char http_host[256];
+    int http_port;
+    if (self->admin_http[0] && drv_config_hostport(self->admin_http, http_host, sizeof http_host, &http_port) != 0) {
+        drv_problems_add(problems, "engine.admin.http",
+                         "\"%s\" must be host:port (an IP address or localhost, port 1-65535), or \"\" to disable",
+                         self->admin_http);
     } else if (self->admin_http[0] && !s_loopback(self->admin_http) && !self->http_token_file &&
                !self->admin_insecure) {
         drv_problems_add(problems, "engine.admin.http",
@@ -210,7 +313,8 @@ static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus,
             if (!drv_spec_valid_id(name)) {
                 drv_problems_add(problems, path, "pipeline name must match [a-z0-9_-]{1,63}");
             }
-            json_t *normalized = drv_spec_normalize(spec, cpus, path, problems);
+            drv_spec_env_t env = drv_config_spec_env(self, cpus);
+            json_t *normalized = drv_spec_normalize(spec, &env, path, problems);
             if (!normalized) {
                 continue;
             }
@@ -317,6 +421,14 @@ void drv_config_destroy(drv_config_t **self_p)
     free(self->curve_server_secret_file);
     free(self->state_file);
     free(self->curve_clients_dir);
+    for (size_t i = 0; i < self->data_dir_count; i++) {
+        free(self->data_dirs[i]);
+    }
+    free(self->data_dirs);
+    for (size_t i = 0; i < self->http_host_count; i++) {
+        free(self->http_hosts[i]);
+    }
+    free(self->http_hosts);
     json_decref(self->groups);
     free(self);
     *self_p = NULL;

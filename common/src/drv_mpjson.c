@@ -1,10 +1,12 @@
 /*  drv_mpjson — jansson values to and from msgpack.
-    msgpack strings and binaries both become JSON strings (binary is not valid in
-    a spec); extension types are refused. Depth is bounded so that a hostile
-    frame cannot exhaust the stack. */
+    What comes in must be what a JSON document could hold (contract 6.1):
+    strings valid UTF-8 without NUL, string keys, no duplicate keys; `bin`
+    and extension types are refused with the path of the field. Depth is
+    bounded so that a hostile frame cannot exhaust the stack. */
 #include "drover/drv_mpjson.h"
 #include "drv_mpjson_internal.h"
 #include "drover/drv_mpcheck.h"
+#include "drover/drv_utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,10 +67,14 @@ int drv_mpjson_pack(msgpack_packer *pk, const json_t *value)
     return -1;
 }
 
-json_t *drv_mpjson_from_object(const msgpack_object *obj, int depth, char *err, size_t errlen)
+//  path names the value being decoded ("" at the top), so that a refusal
+//  says which field was wrong: "body.pipeline.nodes.in.config.endpoint".
+static json_t *s_from_object(const msgpack_object *obj, int depth, char *path, size_t pathlen, char *err,
+                             size_t errlen)
 {
+    const char *where = path[0] ? path : "(top)";
     if (depth > MAX_DEPTH) {
-        snprintf(err, errlen, "nested deeper than %d levels", MAX_DEPTH);
+        snprintf(err, errlen, "%s: nested deeper than %d levels", where, MAX_DEPTH);
         return NULL;
     }
     switch (obj->type) {
@@ -78,7 +84,7 @@ json_t *drv_mpjson_from_object(const msgpack_object *obj, int depth, char *err, 
         return json_boolean(obj->via.boolean);
     case MSGPACK_OBJECT_POSITIVE_INTEGER:
         if (obj->via.u64 > (uint64_t)INT64_MAX) {
-            snprintf(err, errlen, "integer %llu out of range", (unsigned long long)obj->via.u64);
+            snprintf(err, errlen, "%s: integer %llu out of range", where, (unsigned long long)obj->via.u64);
             return NULL;
         }
         return json_integer((json_int_t)obj->via.u64);
@@ -88,13 +94,21 @@ json_t *drv_mpjson_from_object(const msgpack_object *obj, int depth, char *err, 
     case MSGPACK_OBJECT_FLOAT64:
         return json_real(obj->via.f64);
     case MSGPACK_OBJECT_STR:
+        if (!drv_utf8_valid(obj->via.str.ptr, obj->via.str.size, false)) {
+            snprintf(err, errlen, "%s: string is not valid UTF-8 without NUL", where);
+            return NULL;
+        }
         return json_stringn_nocheck(obj->via.str.ptr, obj->via.str.size);
     case MSGPACK_OBJECT_BIN:
-        return json_stringn_nocheck(obj->via.bin.ptr, obj->via.bin.size);
+        snprintf(err, errlen, "%s: binary values are not allowed (send a string)", where);
+        return NULL;
     case MSGPACK_OBJECT_ARRAY: {
         json_t *array = json_array();
+        size_t base = strlen(path);
         for (uint32_t i = 0; i < obj->via.array.size; i++) {
-            json_t *item = drv_mpjson_from_object(&obj->via.array.ptr[i], depth + 1, err, errlen);
+            snprintf(path + base, pathlen - base, "[%u]", i);
+            json_t *item = s_from_object(&obj->via.array.ptr[i], depth + 1, path, pathlen, err, errlen);
+            path[base] = 0;
             if (!item) {
                 json_decref(array);
                 return NULL;
@@ -105,16 +119,22 @@ json_t *drv_mpjson_from_object(const msgpack_object *obj, int depth, char *err, 
     }
     case MSGPACK_OBJECT_MAP: {
         json_t *object = json_object();
+        size_t base = strlen(path);
         for (uint32_t i = 0; i < obj->via.map.size; i++) {
             const msgpack_object_kv *kv = &obj->via.map.ptr[i];
             if (kv->key.type != MSGPACK_OBJECT_STR) {
-                snprintf(err, errlen, "map key is not a string");
+                snprintf(err, errlen, "%s: map key is not a string", where);
                 json_decref(object);
                 return NULL;
             }
             char key[256];
             if (kv->key.via.str.size >= sizeof key) {
-                snprintf(err, errlen, "map key longer than %zu bytes", sizeof key - 1);
+                snprintf(err, errlen, "%s: map key longer than %zu bytes", where, sizeof key - 1);
+                json_decref(object);
+                return NULL;
+            }
+            if (!drv_utf8_valid(kv->key.via.str.ptr, kv->key.via.str.size, false)) {
+                snprintf(err, errlen, "%s: map key is not valid UTF-8 without NUL", where);
                 json_decref(object);
                 return NULL;
             }
@@ -122,7 +142,14 @@ json_t *drv_mpjson_from_object(const msgpack_object *obj, int depth, char *err, 
                 memcpy(key, kv->key.via.str.ptr, kv->key.via.str.size);
             }
             key[kv->key.via.str.size] = 0;
-            json_t *member = drv_mpjson_from_object(&kv->val, depth + 1, err, errlen);
+            if (json_object_get(object, key)) {
+                snprintf(err, errlen, "%s: duplicate key \"%s\"", where, key);
+                json_decref(object);
+                return NULL;
+            }
+            snprintf(path + base, pathlen - base, "%s%s", base ? "." : "", key);
+            json_t *member = s_from_object(&kv->val, depth + 1, path, pathlen, err, errlen);
+            path[base] = 0;
             if (!member) {
                 json_decref(object);
                 return NULL;
@@ -132,9 +159,16 @@ json_t *drv_mpjson_from_object(const msgpack_object *obj, int depth, char *err, 
         return object;
     }
     default:
-        snprintf(err, errlen, "unsupported msgpack type %d", (int)obj->type);
+        snprintf(err, errlen, "%s: unsupported msgpack type %d", where, (int)obj->type);
         return NULL;
     }
+}
+
+json_t *drv_mpjson_from_object(const msgpack_object *obj, const char *prefix, char *err, size_t errlen)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s", prefix ? prefix : "");
+    return s_from_object(obj, 0, path, sizeof path, err, errlen);
 }
 
 int drv_mpjson_encode(const json_t *value, char **data, size_t *size)
@@ -165,7 +199,7 @@ json_t *drv_mpjson_decode(const void *data, size_t size, char *err, size_t errle
     if (drv_mpcheck(data, size, err, errlen) != 0) {
         // err says why
     } else if (msgpack_unpack(data, size, &offset, &zone, &obj) == MSGPACK_UNPACK_SUCCESS) {
-        result = drv_mpjson_from_object(&obj, 0, err, errlen);
+        result = drv_mpjson_from_object(&obj, NULL, err, errlen);
     } else {
         snprintf(err, errlen, "malformed msgpack");
     }

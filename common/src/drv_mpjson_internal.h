@@ -6,6 +6,7 @@
 #include <msgpack.h>
 
 int drv_mpjson_pack(msgpack_packer *pk, const json_t *value);
-json_t *drv_mpjson_from_object(const msgpack_object *obj, int depth, char *err, size_t errlen);
+//  prefix names obj in error messages ("" or NULL: the top).
+json_t *drv_mpjson_from_object(const msgpack_object *obj, const char *prefix, char *err, size_t errlen);
 
 #endif

@@ -221,10 +221,10 @@ static int s_decode_field(drv_msg_t *msg, int f, const msgpack_object *val, char
         *(bool *)slot = val->via.boolean;
         break;
     case KIND_JSON: {
-        char why[160] = "";
-        json_t *value = drv_mpjson_from_object(val, 0, why, sizeof why);
+        char why[300] = "";
+        json_t *value = drv_mpjson_from_object(val, s_fields[f].name, why, sizeof why);
         if (!value) {
-            snprintf(err, errlen, "field %s: %s", s_fields[f].name, why);
+            snprintf(err, errlen, "field %s", why);
             return -2;
         }
         json_decref(*(json_t **)slot);

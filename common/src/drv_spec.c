@@ -7,6 +7,7 @@
 #include "drover/drv_spec.h"
 
 #include <czmq.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,7 @@ typedef struct {
     bool required;
     const char *fallback; // JSON text of the default, or NULL for none
     const char *choices;  // for K_CHOICE: space-separated
+    int64_t maximum;      // for K_NONNEG_INT: the largest value (0: INT64_MAX)
 } config_key_t;
 
 #define MAX_KEYS 6
@@ -44,30 +46,30 @@ typedef struct {
 static const node_type_t s_node_types[] = {
     {"receiver:zmq",
      ROLE_RECEIVER,
-     {{"endpoint", K_ENDPOINT, true, NULL, NULL}, {"ack", K_BOOL, false, "false", NULL}}},
+     {{"endpoint", K_ENDPOINT, true, NULL, NULL, 0}, {"ack", K_BOOL, false, "false", NULL, 0}}},
     {"receiver:generator",
      ROLE_RECEIVER,
-     {{"rate", K_NONNEG_INT, false, "0", NULL},
-      {"count", K_NONNEG_INT, false, "0", NULL},
-      {"record", K_OBJECT, false, "{}", NULL}}},
+     {{"rate", K_NONNEG_INT, false, "0", NULL, DRV_LIMIT_RATE},
+      {"count", K_NONNEG_INT, false, "0", NULL, 0},
+      {"record", K_OBJECT, false, "{}", NULL, 0}}},
     {"processor:filter",
      ROLE_PROCESSOR,
-     {{"field", K_STRING, true, NULL, NULL},
-      {"op", K_CHOICE, true, NULL, "eq ne lt le gt ge exists"},
-      {"value", K_ANY, false, NULL, NULL}}},
+     {{"field", K_STRING, true, NULL, NULL, 0},
+      {"op", K_CHOICE, true, NULL, "eq ne lt le gt ge exists", 0},
+      {"value", K_ANY, false, NULL, NULL, 0}}},
     {"processor:transform",
      ROLE_PROCESSOR,
-     {{"set", K_OBJECT, false, "{}", NULL},
-      {"rename", K_STRING_MAP, false, "{}", NULL},
-      {"delete", K_STRING_LIST, false, "[]", NULL}}},
+     {{"set", K_OBJECT, false, "{}", NULL, 0},
+      {"rename", K_STRING_MAP, false, "{}", NULL, 0},
+      {"delete", K_STRING_LIST, false, "[]", NULL, 0}}},
     {"exporter:file",
      ROLE_EXPORTER,
-     {{"path", K_STRING, true, NULL, NULL}, {"format", K_CHOICE, false, "\"ndjson\"", "ndjson msgpack"}}},
+     {{"path", K_STRING, true, NULL, NULL, 0}, {"format", K_CHOICE, false, "\"ndjson\"", "ndjson msgpack", 0}}},
     {"exporter:zmq",
      ROLE_EXPORTER,
-     {{"endpoint", K_ENDPOINT, true, NULL, NULL},
-      {"socket", K_CHOICE, false, "\"push\"", "push pub"},
-      {"hwm", K_NONNEG_INT, false, "100", NULL}}},
+     {{"endpoint", K_ENDPOINT, true, NULL, NULL, 0},
+      {"socket", K_CHOICE, false, "\"push\"", "push pub", 0},
+      {"hwm", K_NONNEG_INT, false, "100", NULL, DRV_LIMIT_HWM}}},
     {"exporter:null", ROLE_EXPORTER, {{0}}},
 };
 
@@ -75,23 +77,26 @@ typedef struct {
     const char *key;
     const char *fallback;
     int64_t minimum;
+    int64_t maximum;
 } policy_key_t;
 
 static const struct {
     const char *name;
     policy_key_t keys[4];
 } s_policies[] = {
-    {"rollout", {{"step_timeout_secs", "60", 1}, {"drain_timeout_secs", "60", 1}}},
+    {"rollout",
+     {{"step_timeout_secs", "60", 1, DRV_LIMIT_TIMEOUT_SECS}, {"drain_timeout_secs", "60", 1, DRV_LIMIT_TIMEOUT_SECS}}},
     {"restart",
-     {{"max_restarts", "5", 0},
-      {"window_secs", "60", 1},
-      {"initial_backoff_ms", "100", 1},
-      {"max_backoff_ms", "30000", 1}}},
+     {{"max_restarts", "5", 0, DRV_LIMIT_RESTARTS},
+      {"window_secs", "60", 1, DRV_LIMIT_TIMEOUT_SECS},
+      {"initial_backoff_ms", "100", 1, DRV_LIMIT_BACKOFF_MS},
+      {"max_backoff_ms", "30000", 1, DRV_LIMIT_BACKOFF_MS}}},
 };
 
 typedef struct {
     drv_problems_t *problems;
     const char *prefix;
+    const drv_spec_env_t *env;
 } ctx_t;
 
 static void s_problem(ctx_t *ctx, const char *path, const char *fmt, ...)
@@ -149,6 +154,56 @@ static bool s_in_choices(const char *choices, const char *value)
     return false;
 }
 
+bool drv_spec_path_allowed(const drv_spec_env_t *env, const char *path)
+{
+    if (!env || !env->data_dirs) {
+        return true;
+    }
+    if (path[0] != '/' || strstr(path, "/../") || (strlen(path) >= 3 && !strcmp(path + strlen(path) - 3, "/.."))) {
+        return false;
+    }
+    for (size_t i = 0; i <= env->data_dir_count; i++) {
+        const char *dir = i < env->data_dir_count ? env->data_dirs[i] : env->run_dir;
+        if (!dir) {
+            continue;
+        }
+        size_t len = strlen(dir);
+        while (len > 1 && dir[len - 1] == '/') {
+            len--;
+        }
+        if (strncmp(path, dir, len) == 0 && (path[len] == '/' || len == 1)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+//  Where an ipc:// endpoint of a pipeline may be, and what may be there:
+//  binding one unlinks whatever has its name, so an existing file that is
+//  not a socket is refused and left alone.
+static void s_check_ipc(ctx_t *ctx, const char *path, const char *file)
+{
+    struct stat st;
+    if (strlen(file) == 0 || strlen(file) > DRV_LIMIT_IPC_PATH) {
+        s_problem(ctx, path, "ipc:// path must be 1 to %d bytes", DRV_LIMIT_IPC_PATH);
+    } else if (!drv_spec_path_allowed(ctx->env, file)) {
+        s_problem(ctx, path, "%s is outside engine.data_dirs and run_dir", file);
+    } else if (lstat(file, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        s_problem(ctx, path, "%s exists and is not a socket; refusing to replace it", file);
+    }
+}
+
+//  An exporter:file path, before {core}, {generation} and {pipeline} are
+//  filled in (they never add a "/" or "..").
+static void s_check_file_path(ctx_t *ctx, const char *path, const char *file)
+{
+    if (strlen(file) > DRV_LIMIT_PATH) {
+        s_problem(ctx, path, "path longer than %d bytes", DRV_LIMIT_PATH);
+    } else if (!drv_spec_path_allowed(ctx->env, file)) {
+        s_problem(ctx, path, "%s is outside engine.data_dirs and run_dir (absolute, without \"..\")", file);
+    }
+}
+
 static void s_check_key(ctx_t *ctx, const char *path, const config_key_t *def, json_t *value)
 {
     switch (def->kind) {
@@ -160,17 +215,23 @@ static void s_check_key(ctx_t *ctx, const char *path, const config_key_t *def, j
     case K_ENDPOINT:
         if (!json_is_string(value)) {
             s_problem(ctx, path, "must be a string");
+        } else if (json_string_length(value) > DRV_LIMIT_ENDPOINT) {
+            s_problem(ctx, path, "endpoint longer than %d bytes", DRV_LIMIT_ENDPOINT);
         } else if (strncmp(json_string_value(value), "tcp://", 6) != 0 &&
                    strncmp(json_string_value(value), "ipc://", 6) != 0) {
             s_problem(ctx, path, "endpoint \"%s\" must start with tcp:// or ipc://",
                       json_string_value(value));
+        } else if (strncmp(json_string_value(value), "ipc://", 6) == 0) {
+            s_check_ipc(ctx, path, json_string_value(value) + 6);
         }
         break;
-    case K_NONNEG_INT:
-        if (!json_is_integer(value) || json_integer_value(value) < 0) {
-            s_problem(ctx, path, "must be an integer >= 0");
+    case K_NONNEG_INT: {
+        int64_t maximum = def->maximum ? def->maximum : INT64_MAX;
+        if (!json_is_integer(value) || json_integer_value(value) < 0 || json_integer_value(value) > maximum) {
+            s_problem(ctx, path, "must be an integer from 0 to %lld", (long long)maximum);
         }
         break;
+    }
     case K_OBJECT:
         if (!json_is_object(value)) {
             s_problem(ctx, path, "must be a map");
@@ -260,6 +321,11 @@ static json_t *s_node_config(ctx_t *ctx, const char *node_path, const node_type_
         }
         s_check_key(ctx, path, def, value);
         json_object_set(result, def->key, value);
+    }
+    json_t *file = json_object_get(config, "path");
+    if (strcmp(type->name, "exporter:file") == 0 && json_is_string(file) && json_string_length(file) > 0) {
+        snprintf(path, sizeof path, "%s.config.path", node_path);
+        s_check_file_path(ctx, path, json_string_value(file));
     }
     if (strcmp(type->name, "processor:filter") == 0) {
         json_t *op = json_object_get(config, "op");
@@ -463,6 +529,11 @@ static json_t *s_cores(ctx_t *ctx, json_t *cores, const drv_cpus_t *cpus)
                 s_problem(ctx, path, "must be a CPU id");
                 continue;
             }
+            if (json_integer_value(cpu) < 0 || json_integer_value(cpu) >= DRV_CPUS_MAX) {
+                s_problem(ctx, path, "CPU %lld is out of range (0 to %d)", (long long)json_integer_value(cpu),
+                          DRV_CPUS_MAX - 1);
+                continue;
+            }
             if (!drv_cpus_contains(cpus, (int)json_integer_value(cpu))) {
                 s_problem(ctx, path, "CPU %lld is not among the CPUs droverd may use",
                           (long long)json_integer_value(cpu));
@@ -528,8 +599,10 @@ static json_t *s_policies_of(ctx_t *ctx, json_t *policies)
             value = json_object_get(given, def->key);
             if (!value) {
                 json_object_set_new(out, def->key, json_loads(def->fallback, JSON_DECODE_ANY, NULL));
-            } else if (!json_is_integer(value) || json_integer_value(value) < def->minimum) {
-                s_problem(ctx, path, "must be an integer >= %lld", (long long)def->minimum);
+            } else if (!json_is_integer(value) || json_integer_value(value) < def->minimum ||
+                       json_integer_value(value) > def->maximum) {
+                s_problem(ctx, path, "must be an integer from %lld to %lld", (long long)def->minimum,
+                          (long long)def->maximum);
             } else {
                 json_object_set(out, def->key, value);
             }
@@ -545,13 +618,48 @@ static json_t *s_policies_of(ctx_t *ctx, json_t *policies)
     return result;
 }
 
-json_t *drv_spec_normalize(const json_t *spec, const drv_cpus_t *cpus, const char *prefix,
+//  How deeply maps and lists nest inside value (a scalar is 0).
+static int s_depth(const json_t *value, int limit)
+{
+    int deepest = 0;
+    if (limit < 0) {
+        return 1; // deeper than anyone asked about; stop looking
+    }
+    if (json_is_object(value)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach((json_t *)value, key, member)
+        {
+            int d = s_depth(member, limit - 1);
+            deepest = d > deepest ? d : deepest;
+        }
+        return deepest + 1;
+    }
+    if (json_is_array(value)) {
+        size_t index;
+        json_t *item;
+        json_array_foreach(value, index, item)
+        {
+            int d = s_depth(item, limit - 1);
+            deepest = d > deepest ? d : deepest;
+        }
+        return deepest + 1;
+    }
+    return 0;
+}
+
+json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const char *prefix,
                            drv_problems_t *problems)
 {
-    ctx_t ctx = {problems, prefix ? prefix : ""};
+    ctx_t ctx = {problems, prefix ? prefix : "", env};
+    const drv_cpus_t *cpus = env->cpus;
     size_t before = drv_problems_count(problems);
     if (!json_is_object(spec)) {
         s_problem(&ctx, "", "a PipelineSpec must be a map with cores, nodes, policies");
+        return NULL;
+    }
+    if (s_depth(spec, DRV_LIMIT_SPEC_DEPTH) > DRV_LIMIT_SPEC_DEPTH) {
+        s_problem(&ctx, "", "nested deeper than %d levels", DRV_LIMIT_SPEC_DEPTH);
         return NULL;
     }
     const char *key;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 static const drv_cpus_t s_cpus = {.count = 4, .ids = {0, 1, 2, 3}};
+static const drv_spec_env_t s_env = {.cpus = &s_cpus};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -21,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     json_t *raw = json_object_get(body, "pipeline") ? json_object_get(body, "pipeline") : body;
     drv_problems_t *problems = drv_problems_new();
-    json_t *spec = drv_spec_normalize(raw, &s_cpus, "", problems);
+    json_t *spec = drv_spec_normalize(raw, &s_env, "", problems);
     FUZZ_ASSERT(spec || drv_problems_count(problems) > 0);
     if (spec) {
         char *wire;

@@ -212,6 +212,8 @@ class Admin:
         all_headers = dict(headers or {})
         if self.token and "Authorization" not in all_headers:
             all_headers["Authorization"] = f"Bearer {self.token}"
+        if method not in ("GET", "HEAD") and "Content-Type" not in all_headers:
+            all_headers["Content-Type"] = "application/json"  # contract 6.1: else 415
         data = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
         conn.request(method, path, body=data, headers=all_headers)
         resp = conn.getresponse()

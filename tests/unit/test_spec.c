@@ -13,6 +13,8 @@
 #include <string.h>
 
 static drv_cpus_t s_cpus = {.count = 4, .ids = {0, 1, 2, 3}};
+static const char *const s_dirs[] = {"/data"};
+static drv_spec_env_t s_env = {.cpus = &s_cpus, .data_dirs = s_dirs, .data_dir_count = 1, .run_dir = "/run/drover"};
 
 //  Validates a JSON spec; expects exactly the problem (path, message substring).
 static void s_expect_problem(const char *json, const char *path, const char *message)
@@ -23,7 +25,7 @@ static void s_expect_problem(const char *json, const char *path, const char *mes
         fail_msg("bad test JSON: %s", jerr.text);
     }
     drv_problems_t *problems = drv_problems_new();
-    json_t *normalized = drv_spec_normalize(spec, &s_cpus, "", problems);
+    json_t *normalized = drv_spec_normalize(spec, &s_env, "", problems);
     assert_null(normalized);
     bool found = false;
     for (size_t i = 0; i < drv_problems_count(problems); i++) {
@@ -79,7 +81,35 @@ static void test_invalid_specs_name_path_and_reason(void **state)
                      "exactly one of");
     s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"extra\":1}", "extra", "unknown key");
     s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"restart\":{\"max_restarts\":-1}}}",
-                     "policies.restart.max_restarts", ">= 0");
+                     "policies.restart.max_restarts", "from 0 to");
+    //  Every number has a range (issue 10): no wrap into int, no overflow.
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"step_timeout_secs\":9223372036854775807}}}",
+                     "policies.rollout.step_timeout_secs", "from 1 to 86400");
+    s_expect_problem("{\"cores\":{\"set\":[4294967296]},\"nodes\":{" GEN "," NULLOUT "}}", "cores.set[0]",
+                     "out of range");
+    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:zmq\",\"config\":{\"endpoint\":\"tcp://127.0.0.1:1\",\"hwm\":4294967296}}}}",
+                     "nodes.out.config.hwm", "from 0 to 1000000");
+    //  Files and sockets stay inside data_dirs and run_dir.
+    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/etc/passwd\"}}}}",
+                     "nodes.out.config.path", "outside engine.data_dirs");
+    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/data/../etc/x\"}}}}",
+                     "nodes.out.config.path", "outside engine.data_dirs");
+    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/database/x\"}}}}",
+                     "nodes.out.config.path", "outside engine.data_dirs");
+    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"ipc:///tmp/x.sock\"},\"to\":[\"out\"]}," NULLOUT "}}",
+                     "nodes.in.config.endpoint", "outside engine.data_dirs");
+    //  Nesting is bounded the same way on every way in.
+    {
+        char deep[400] = "{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:null\",\"config\":";
+        for (int i = 0; i < 40; i++) {
+            strcat(deep, "[");
+        }
+        for (int i = 0; i < 40; i++) {
+            strcat(deep, "]");
+        }
+        strcat(deep, "}}}");
+        s_expect_problem(deep, "", "nested deeper than 32");
+    }
     s_expect_problem("{\"nodes\":{" GEN ",\"f\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\"},\"to\":[\"out\"]}," NULLOUT "}}",
                      "nodes.f", "not reachable from any receiver");
     s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"f\"]},\"f\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\"},\"to\":[\"out\"]}," NULLOUT "}}",
@@ -95,12 +125,12 @@ static void test_invalid_specs_name_path_and_reason(void **state)
 static void test_defaults_are_filled_and_hash_ignores_key_order(void **state)
 {
     (void)state;
-    json_t *a = json_loads("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/x\"}}}}", 0, NULL);
-    json_t *b = json_loads("{\"nodes\":{\"out\":{\"config\":{\"format\":\"ndjson\",\"path\":\"/x\"},\"type\":\"exporter:file\",\"to\":[]}," GEN "},"
+    json_t *a = json_loads("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/data/x\"}}}}", 0, NULL);
+    json_t *b = json_loads("{\"nodes\":{\"out\":{\"config\":{\"format\":\"ndjson\",\"path\":\"/data/x\"},\"type\":\"exporter:file\",\"to\":[]}," GEN "},"
                            "\"cores\":{\"count\":1},\"policies\":{\"rollout\":{\"step_timeout_secs\":60}}}", 0, NULL);
     drv_problems_t *problems = drv_problems_new();
-    json_t *na = drv_spec_normalize(a, &s_cpus, "", problems);
-    json_t *nb = drv_spec_normalize(b, &s_cpus, "", problems);
+    json_t *na = drv_spec_normalize(a, &s_env, "", problems);
+    json_t *nb = drv_spec_normalize(b, &s_env, "", problems);
     assert_int_equal(drv_problems_count(problems), 0);
     assert_non_null(na);
     assert_non_null(nb);

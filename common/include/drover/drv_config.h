@@ -4,6 +4,7 @@
 #define DRV_CONFIG_H
 
 #include "drover/drv_cpus.h"
+#include "drover/drv_spec.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -25,8 +26,20 @@ typedef struct {
     char *state_file;          // where applied specs are kept across restarts, or NULL
     int max_pipelines;         // engine.limits: pipelines across all groups
     int max_message_bytes;     // engine.limits: one producer message at a front door
+    int64_t front_door_buffer_bytes; // engine.limits: what one front door buffers, all producers
+    char **data_dirs;        // engine.data_dirs (absolute), or NULL: files anywhere
+    size_t data_dir_count;
+    char **http_hosts;       // engine.admin.http_hosts: more accepted Host values
+    size_t http_host_count;
     json_t *groups;          // {group: {pipeline: normalized spec}}
 } drv_config_t;
+
+//  What specs are judged against under this config (drv_spec_normalize).
+drv_spec_env_t drv_config_spec_env(const drv_config_t *self, const drv_cpus_t *cpus);
+
+//  "host:port" (host an IPv4 address, localhost or [IPv6]; port 1-65535,
+//  digits only) into host (brackets removed) and port. Returns 0 or -1.
+int drv_config_hostport(const char *text, char *host, size_t hostlen, int *port);
 
 //  Loads and validates a file. Returns NULL with a one-line reason in err,
 //  "FILE:LINE: FIELD: message", when anything is wrong.

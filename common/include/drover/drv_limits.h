@@ -18,4 +18,31 @@
 #define DRV_LIMIT_MESSAGE_FLOOR 1024
 #define DRV_LIMIT_MESSAGE_CEILING (256 * 1024 * 1024)
 
+//  Nesting of a PipelineSpec (maps and lists inside one another). The
+//  supervisor refuses deeper specs on every way in; the worker's decoder
+//  allows twice as much, so what one side accepts the other always does.
+#define DRV_LIMIT_SPEC_DEPTH 32
+
+//  Policy numbers (policies.rollout, policies.restart).
+#define DRV_LIMIT_TIMEOUT_SECS 86400          // step, drain and window seconds: one day
+#define DRV_LIMIT_BACKOFF_MS 3600000          // restart backoffs: one hour
+#define DRV_LIMIT_RESTARTS 1000000
+
+//  Node config numbers.
+#define DRV_LIMIT_HWM 1000000                 // exporter:zmq hwm (messages)
+#define DRV_LIMIT_RATE 1000000000             // receiver:generator rate (records/s)
+#define DRV_LIMIT_PATH 4095                   // exporter:file path, bytes
+#define DRV_LIMIT_ENDPOINT 255                // any endpoint, bytes
+#define DRV_LIMIT_IPC_PATH 107                // an ipc:// path: sizeof(sun_path) - 1
+
+//  engine.limits.front_door_buffer_bytes: what one front door buffers over
+//  all its producers before it holds them back.
+#define DRV_LIMIT_FRONT_DOOR_DEFAULT (64LL * 1024 * 1024)
+#define DRV_LIMIT_FRONT_DOOR_FLOOR (1024LL * 1024)
+#define DRV_LIMIT_FRONT_DOOR_CEILING (16LL * 1024 * 1024 * 1024)
+
+//  engine.data_dirs entries and engine.admin.http_hosts entries.
+#define DRV_LIMIT_DATA_DIRS 32
+#define DRV_LIMIT_HTTP_HOSTS 32
+
 #endif

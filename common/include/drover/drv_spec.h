@@ -10,11 +10,24 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+//  What a spec is judged against besides itself: the CPUs it may use and
+//  where its files and ipc:// sockets may be (contract 6.1).
+typedef struct {
+    const drv_cpus_t *cpus;
+    const char *const *data_dirs; // absolute directories; NULL: anywhere
+    size_t data_dir_count;
+    const char *run_dir;          // always allowed when data_dirs is set
+} drv_spec_env_t;
+
 //  Validates spec and returns a new normalized copy with every default filled
 //  in, or NULL when problems were found (each added to problems with its path
 //  prefixed by prefix, which may be "").
-json_t *drv_spec_normalize(const json_t *spec, const drv_cpus_t *cpus, const char *prefix,
+json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const char *prefix,
                            drv_problems_t *problems);
+
+//  True when path (absolute, no ".." component) lies inside one of env's
+//  directories, or anywhere when env confines nothing.
+bool drv_spec_path_allowed(const drv_spec_env_t *env, const char *path);
 
 //  The CPUs a normalized spec runs on, ascending. Returns the count, or -1.
 int drv_spec_cores(const json_t *spec, const drv_cpus_t *cpus, int *cores, int capacity);

@@ -1,0 +1,91 @@
+/*  drv_utf8 — strict UTF-8 checking and U+FFFD replacement.
+    The ranges are Table 3-7 of the Unicode standard: the second byte's range
+    depends on the first, which is what rules out overlongs (E0 80..9F,
+    F0 80..8F), surrogates (ED A0..BF) and code points past U+10FFFF
+    (F4 90.., F5..FF). */
+#include "drover/drv_utf8.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+size_t drv_utf8_seq(const unsigned char *s, size_t len, size_t *bad)
+{
+    unsigned char c = s[0];
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xbf; // allowed range of the second byte
+    if (c < 0x80) {
+        return 1;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+        need = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        need = 2;
+        lo = c == 0xe0 ? 0xa0 : 0x80;
+        hi = c == 0xed ? 0x9f : 0xbf;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        need = 3;
+        lo = c == 0xf0 ? 0x90 : 0x80;
+        hi = c == 0xf4 ? 0x8f : 0xbf;
+    } else {
+        *bad = 1;
+        return 0;
+    }
+    size_t i = 1;
+    for (; i <= need; i++) {
+        if (i >= len) {
+            break;
+        }
+        unsigned char min = i == 1 ? lo : 0x80, max = i == 1 ? hi : 0xbf;
+        if (s[i] < min || s[i] > max) {
+            break;
+        }
+    }
+    if (i == need + 1) {
+        return need + 1;
+    }
+    *bad = i; // the lead byte and the continuation bytes that were fine
+    return 0;
+}
+
+bool drv_utf8_valid(const char *s, size_t len, bool allow_nul)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        if (p[i] == 0 && !allow_nul) {
+            return false;
+        }
+        size_t bad;
+        size_t n = drv_utf8_seq(p + i, len - i, &bad);
+        if (n == 0) {
+            return false;
+        }
+        i += n;
+    }
+    return true;
+}
+
+char *drv_utf8_sanitize(const char *s, size_t len)
+{
+    //  Each input byte becomes at most three output bytes (U+FFFD).
+    char *out = malloc(len * 3 + 1);
+    if (!out) {
+        return NULL;
+    }
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, o = 0;
+    while (i < len) {
+        size_t bad = 1;
+        size_t n = p[i] ? drv_utf8_seq(p + i, len - i, &bad) : 0;
+        if (n) {
+            memcpy(out + o, p + i, n);
+            o += n;
+            i += n;
+        } else {
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i += bad;
+        }
+    }
+    out[o] = 0;
+    return out;
+}
