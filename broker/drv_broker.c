@@ -23,15 +23,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAX_POLL_ITEMS 256
 #define FORWARD_PER_ROUND 256
 #define CLOSE_FLUSH_MS 200
 #define SYNC_RETRY_MS 100
 #define HEARTBEAT_MS 5000 // only feeds a metric; droverd watches the process itself
-//  Messages queued in a front door before producers block. With credit this
-//  bounds the broker's memory at (FRONT_DOOR_HWM + instances x credit_window)
-//  messages per pipeline.
-#define FRONT_DOOR_HWM 100
+//  Messages ZeroMQ queues per producer connection before that producer
+//  blocks, at most: with the held bytes of each front door bounded by
+//  front_door_buffer_bytes, this is what is left outside the broker's count.
+#define FRONT_DOOR_HWM_MAX 100
 //  After droverd says an instance is gone, acks it sent just before exiting may
 //  still be on their way: wait this long before redelivering what is unacked.
 #define ACK_GRACE_MS 100
@@ -46,6 +45,7 @@ typedef struct {
     char *node;          // receiver node the batches came in on
     char *endpoint;      // the front door, to answer ack-mode producers through
     zframe_t *header;    // the BATCH header for that node, encoded once
+    int64_t held_bytes;  // payload bytes of its batches kept until acknowledged
 } route_t;
 
 typedef struct {
@@ -53,6 +53,7 @@ typedef struct {
     zmq_msg_t payload;   // the producer's message
     zframe_t *reply_to;  // ack mode: the producer's routing id, else NULL
     zframe_t *msg_id;    // ack mode: the producer's message id
+    int64_t held;        // bytes counted in route->held_bytes (the payload may be sent, hence empty)
 } pending_t;
 
 static route_t *s_route_new(const char *pipeline, const char *node, const char *endpoint, zframe_t *header)
@@ -123,6 +124,7 @@ typedef struct {
     size_t rr;          // round-robin cursor
     int64_t forwarded;  // batches forwarded in total
     int64_t max_message_bytes; // larger producer messages are refused
+    int64_t front_door_buffer_bytes; // a front door past this many held bytes is not read
     int64_t refused;    // producer messages refused (too large), in total
     int64_t next_refusal_log_ms; // refusals are logged at most once a second
     int64_t next_heartbeat_ms;
@@ -138,10 +140,30 @@ static void s_on_signal(int sig)
     s_terminating = 1;
 }
 
+//  A batch kept until acknowledged, counted against its front door's buffer.
+static pending_t *s_pending_new(route_t *route, const pending_t *ack_from)
+{
+    pending_t *pending = calloc(1, sizeof *pending);
+    pending->route = s_route_ref(route);
+    if (ack_from && ack_from->reply_to) {
+        pending->reply_to = zframe_dup(ack_from->reply_to);
+        pending->msg_id = zframe_dup(ack_from->msg_id);
+    }
+    zmq_msg_init(&pending->payload);
+    return pending;
+}
+
+static void s_pending_hold(pending_t *pending)
+{
+    pending->held = (int64_t)zmq_msg_size(&pending->payload);
+    pending->route->held_bytes += pending->held;
+}
+
 static void s_pending_free(void **item)
 {
     pending_t *pending = *item;
     if (pending) {
+        pending->route->held_bytes -= pending->held;
         s_route_unref(&pending->route);
         zframe_destroy(&pending->reply_to);
         zframe_destroy(&pending->msg_id);
@@ -311,15 +333,10 @@ static instance_t *s_pick(broker_t *self, const frontend_t *fe)
 static int s_send_batch(broker_t *self, instance_t *inst, route_t *route, zmq_msg_t *payload,
                         const pending_t *ack_from)
 {
-    pending_t *pending = calloc(1, sizeof *pending);
-    pending->route = s_route_ref(route);
+    pending_t *pending = s_pending_new(route, ack_from);
     zframe_t *header = route->header;
-    if (ack_from && ack_from->reply_to) {
-        pending->reply_to = zframe_dup(ack_from->reply_to);
-        pending->msg_id = zframe_dup(ack_from->msg_id);
-    }
-    zmq_msg_init(&pending->payload);
     zmq_msg_copy(&pending->payload, payload);
+    s_pending_hold(pending);
     void *backend = zsock_resolve(self->backend);
     int rc = zmq_send(backend, inst->id, strlen(inst->id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (rc >= 0) {
@@ -338,8 +355,23 @@ static int s_send_batch(broker_t *self, instance_t *inst, route_t *route, zmq_ms
     return 0;
 }
 
+//  ZeroMQ counts messages, not bytes: each connection may queue as many
+//  messages of the largest size as the buffer holds (16 with the defaults;
+//  fewer costs throughput: 1 halved B1).
+static int s_front_door_hwm(const broker_t *self)
+{
+    int64_t hwm = self->front_door_buffer_bytes / self->max_message_bytes;
+    return hwm < 1 ? 1 : hwm > FRONT_DOOR_HWM_MAX ? FRONT_DOOR_HWM_MAX : (int)hwm;
+}
+
+//  True when the front door may be read: an instance can take a batch and
+//  the front door holds less than its buffer limit (else its producers are
+//  held back in their own queues, never buffered here).
 static bool s_has_credit(broker_t *self, const frontend_t *fe)
 {
+    if (fe->route->held_bytes >= self->front_door_buffer_bytes) {
+        return false;
+    }
     for (instance_t *inst = zhashx_first(self->instances); inst; inst = zhashx_next(self->instances)) {
         if (s_serves(inst, fe)) {
             return true;
@@ -495,14 +527,9 @@ static int s_forward(broker_t *self, frontend_t *fe, bool *empty)
             }
             if (!other) {
                 //  Nobody left to take it: keep it for the next instance.
-                pending_t *pending = calloc(1, sizeof *pending);
-                pending->route = s_route_ref(fe->route);
-                if (ack_from) {
-                    pending->reply_to = zframe_dup(ack_from->reply_to);
-                    pending->msg_id = zframe_dup(ack_from->msg_id);
-                }
-                zmq_msg_init(&pending->payload);
+                pending_t *pending = s_pending_new(fe->route, ack_from);
                 zmq_msg_move(&pending->payload, &payload);
+                s_pending_hold(pending);
                 zlistx_add_end(self->redeliver, pending);
             }
             zmq_msg_close(&payload);
@@ -590,7 +617,7 @@ static void s_pipeline_set(broker_t *self, drv_msg_t *msg)
         fe->ack = ack;
         fe->pull = zsock_new(ack ? ZMQ_ROUTER : ZMQ_PULL);
         zsock_set_linger(fe->pull, 0);
-        zsock_set_rcvhwm(fe->pull, FRONT_DOOR_HWM);
+        zsock_set_rcvhwm(fe->pull, s_front_door_hwm(self));
         //  Up to twice the limit a message arrives and is refused with a reason;
         //  past that libzmq drops the connection: memory stays bounded.
         zsock_set_maxmsgsize(fe->pull, self->max_message_bytes * 2);
@@ -810,25 +837,24 @@ static void s_tick(broker_t *self)
     }
     //  Instances droverd reported gone: after the grace, what they never
     //  acknowledged goes to another instance of the pipeline (at least once).
-    instance_t *gone[MAX_POLL_ITEMS];
-    int gone_count = 0;
-    for (instance_t *inst = zhashx_first(self->instances); inst && gone_count < MAX_POLL_ITEMS;
-         inst = zhashx_next(self->instances)) {
+    //  (Collected first: deleting moves the table's cursor.)
+    zlistx_t *gone = NULL;
+    for (instance_t *inst = zhashx_first(self->instances); inst; inst = zhashx_next(self->instances)) {
         if (inst->deleted_at_ms && now - inst->deleted_at_ms >= ACK_GRACE_MS) {
-            gone[gone_count++] = inst;
+            gone = gone ? gone : zlistx_new();
+            zlistx_add_end(gone, inst);
         }
     }
-    for (int i = 0; i < gone_count; i++) {
-        s_orphan_unacked(self, gone[i], "instance exited");
-        zhashx_delete(self->instances, gone[i]->id);
+    for (instance_t *inst = gone ? zlistx_first(gone) : NULL; inst; inst = zlistx_next(gone)) {
+        s_orphan_unacked(self, inst, "instance exited");
+        zhashx_delete(self->instances, inst->id);
     }
+    zlistx_destroy(&gone);
     s_redeliver(self);
     //  First find the closing frontends that are done, then delete them:
     //  deleting moves the list's cursor.
-    frontend_t *finished[MAX_POLL_ITEMS];
-    int finished_count = 0;
-    for (frontend_t *fe = zlistx_first(self->frontends); fe && finished_count < MAX_POLL_ITEMS;
-         fe = zlistx_next(self->frontends)) {
+    zlistx_t *finished = NULL;
+    for (frontend_t *fe = zlistx_first(self->frontends); fe; fe = zlistx_next(self->frontends)) {
         if (!fe->closing) {
             continue;
         }
@@ -837,11 +863,11 @@ static void s_tick(broker_t *self)
             s_forward(self, fe, &empty);
         }
         if (empty || now >= fe->close_deadline_ms) {
-            finished[finished_count++] = fe;
+            finished = finished ? finished : zlistx_new();
+            zlistx_add_end(finished, fe);
         }
     }
-    for (int i = 0; i < finished_count; i++) {
-        frontend_t *fe = finished[i];
+    for (frontend_t *fe = finished ? zlistx_first(finished) : NULL; fe; fe = zlistx_next(finished)) {
         drv_info("front door closed pipeline=%s node=%s accepted_batches=%lld", fe->pipeline,
                  fe->node, (long long)fe->batches);
         char *pipeline = strdup(fe->pipeline);
@@ -857,6 +883,7 @@ static void s_tick(broker_t *self)
         }
         free(pipeline);
     }
+    zlistx_destroy(&finished);
     if (now >= self->next_heartbeat_ms) {
         drv_msg_t msg;
         drv_msg_init(&msg, DRV_MSG_HEARTBEAT);
@@ -897,14 +924,15 @@ static long s_next_wait(broker_t *self)
     return next > now ? (long)(next - now) : 0;
 }
 
-int drv_broker_run(const char *control_endpoint, const char *data_endpoint, int64_t max_message_bytes)
+int drv_broker_run(const char *control_endpoint, const char *data_endpoint, const drv_broker_limits_t *limits)
 {
     struct sigaction action = {.sa_handler = s_on_signal};
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, NULL);
     sigaction(SIGINT, &action, NULL);
 
-    broker_t self = {.max_message_bytes = max_message_bytes};
+    broker_t self = {.max_message_bytes = limits->max_message_bytes,
+                     .front_door_buffer_bytes = limits->front_door_buffer_bytes};
     int rc = DRV_BROKER_EXIT_OK;
     self.instances = zhashx_new();
     zhashx_set_destructor(self.instances, s_instance_free);
@@ -942,14 +970,21 @@ int drv_broker_run(const char *control_endpoint, const char *data_endpoint, int6
     drv_msg_clear(&hello);
     drv_info("started pid=%d backend=%s", getpid(), data_endpoint);
 
-    zmq_pollitem_t items[MAX_POLL_ITEMS];
-    frontend_t *polled[MAX_POLL_ITEMS];
+    //  As many poll items as there are front doors, however many that is.
+    zmq_pollitem_t *items = NULL;
+    frontend_t **polled = NULL;
+    size_t capacity = 0;
     while (!s_terminating) {
+        size_t needed = zlistx_size(self.frontends) + 2;
+        if (needed > capacity) {
+            capacity = needed * 2;
+            items = realloc(items, capacity * sizeof *items);
+            polled = realloc(polled, capacity * sizeof *polled);
+        }
         int count = 0;
         items[count++] = (zmq_pollitem_t){zsock_resolve(self.control), 0, ZMQ_POLLIN, 0};
         items[count++] = (zmq_pollitem_t){zsock_resolve(self.backend), 0, ZMQ_POLLIN, 0};
-        for (frontend_t *fe = zlistx_first(self.frontends); fe && count < MAX_POLL_ITEMS;
-             fe = zlistx_next(self.frontends)) {
+        for (frontend_t *fe = zlistx_first(self.frontends); fe; fe = zlistx_next(self.frontends)) {
             if (s_has_credit(&self, fe)) {
                 polled[count] = fe;
                 items[count++] = (zmq_pollitem_t){zsock_resolve(fe->pull), 0, ZMQ_POLLIN, 0};
@@ -982,6 +1017,8 @@ int drv_broker_run(const char *control_endpoint, const char *data_endpoint, int6
         s_tick(&self);
     }
     drv_info("stopping forwarded_batches=%lld", (long long)self.forwarded);
+    free(items);
+    free(polled);
 done:
     zlistx_destroy(&self.frontends);
     zlistx_destroy(&self.redeliver);

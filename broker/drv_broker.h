@@ -12,6 +12,11 @@
 
 //  max_message_bytes: larger producer messages are refused (ack mode: answered
 //  with an error; otherwise dropped, logged and counted).
-int drv_broker_run(const char *control_endpoint, const char *data_endpoint, int64_t max_message_bytes);
+typedef struct {
+    int64_t max_message_bytes;       // engine.limits.max_message_bytes
+    int64_t front_door_buffer_bytes; // engine.limits.front_door_buffer_bytes
+} drv_broker_limits_t;
+
+int drv_broker_run(const char *control_endpoint, const char *data_endpoint, const drv_broker_limits_t *limits);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <czmq.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,31 +15,41 @@ int main(int argc, char *argv[])
 {
     const char *control = NULL;
     const char *data = NULL;
-    int64_t max_message_bytes = DRV_LIMIT_MESSAGE_DEFAULT;
+    drv_broker_limits_t limits = {DRV_LIMIT_MESSAGE_DEFAULT, DRV_LIMIT_FRONT_DOOR_DEFAULT};
     static struct option options[] = {{"control", required_argument, 0, 'c'},
                                       {"data", required_argument, 0, 'd'},
                                       {"max-message-bytes", required_argument, 0, 'm'},
+                                      {"front-door-buffer-bytes", required_argument, 0, 'b'},
                                       {0, 0, 0, 0}};
     int opt;
-    while ((opt = getopt_long(argc, argv, "c:d:m:", options, NULL)) != -1) {
+    bool bad = false;
+    while ((opt = getopt_long(argc, argv, "c:d:m:b:", options, NULL)) != -1) {
+        char *end = NULL;
         if (opt == 'c') {
             control = optarg;
         } else if (opt == 'd') {
             data = optarg;
         } else if (opt == 'm') {
-            max_message_bytes = strtoll(optarg, NULL, 10);
+            limits.max_message_bytes = strtoll(optarg, &end, 10);
+            bad |= !*optarg || *end;
+        } else if (opt == 'b') {
+            limits.front_door_buffer_bytes = strtoll(optarg, &end, 10);
+            bad |= !*optarg || *end;
         } else {
             return DRV_BROKER_EXIT_USAGE;
         }
     }
-    if (!control || !data || max_message_bytes < DRV_LIMIT_MESSAGE_FLOOR || max_message_bytes > DRV_LIMIT_MESSAGE_CEILING) {
-        fprintf(stderr, "usage: drover-broker --control ENDPOINT --data ENDPOINT [--max-message-bytes N]\n");
+    if (bad || !control || !data || limits.max_message_bytes < DRV_LIMIT_MESSAGE_FLOOR ||
+        limits.max_message_bytes > DRV_LIMIT_MESSAGE_CEILING || limits.front_door_buffer_bytes < DRV_LIMIT_FRONT_DOOR_FLOOR ||
+        limits.front_door_buffer_bytes > DRV_LIMIT_FRONT_DOOR_CEILING) {
+        fprintf(stderr, "usage: drover-broker --control ENDPOINT --data ENDPOINT [--max-message-bytes N] "
+                        "[--front-door-buffer-bytes N]\n");
         return DRV_BROKER_EXIT_USAGE;
     }
     drv_log_init("broker");
     zsys_handler_set(NULL);
     zsys_init();
-    int rc = drv_broker_run(control, data, max_message_bytes);
+    int rc = drv_broker_run(control, data, &limits);
     zsys_shutdown();
     return rc;
 }

@@ -26,8 +26,10 @@ void drv_broker_start(drv_engine_t *engine)
     snprintf(path, sizeof path, "%s/drover-broker", engine->bin_dir);
     char max_message[32];
     snprintf(max_message, sizeof max_message, "%d", engine->config->max_message_bytes);
-    char *argv[] = {"drover-broker", "--control", engine->control_endpoint, "--data",
-                    engine->data_endpoint, "--max-message-bytes", max_message, NULL};
+    char front_door[32];
+    snprintf(front_door, sizeof front_door, "%lld", (long long)engine->config->front_door_buffer_bytes);
+    char *argv[] = {"drover-broker", "--control", engine->control_endpoint, "--data", engine->data_endpoint,
+                    "--max-message-bytes", max_message, "--front-door-buffer-bytes", front_door, NULL};
     char err[300];
     engine->broker_restart_at_ms = 0;
     pid_t pid = drv_spawn(path, argv, -1, err, sizeof err);

@@ -128,6 +128,10 @@ typedef struct {
     int64_t next_rollout_id;
     int64_t next_shutdown_id;
     bool state_dirty;         // the applied state changed: write the state file
+    int64_t state_retry_ms;   // backoff after a failed save (0: the last one worked)
+    int64_t state_retry_at_ms; // mono: not before then
+    int64_t state_save_failures; // failed saves since start
+    char state_save_error[600]; // why the last save failed, "" once one succeeds
     //  shutdown
     bool shutting_down;
     int64_t shutdown_deadline_ms;

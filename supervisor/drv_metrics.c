@@ -121,6 +121,9 @@ char *drv_metrics_render(drv_engine_t *engine)
              "Producer messages the current broker process refused as larger than "
              "engine.limits.max_message_bytes (updated with its heartbeat, every 5 s).");
     s_printf(&t, "drover_broker_refused_messages_total %lld\n", (long long)engine->broker_refused);
+    s_header(&t, "drover_state_save_failures_total", "counter",
+             "Failed writes of engine.state_file; each is retried until one succeeds.");
+    s_printf(&t, "drover_state_save_failures_total %lld\n", (long long)engine->state_save_failures);
     s_header(&t, "drover_start_time_seconds", "gauge", "When droverd started, Unix time.");
     s_printf(&t, "drover_start_time_seconds %.3f\n", engine->started_at / 1000.0);
     return t.data;

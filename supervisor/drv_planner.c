@@ -49,14 +49,18 @@ static bool s_has(const int *cores, int count, int core)
     return false;
 }
 
-//  Hash of a spec with `cores` left out: equal means "only cores changed".
-static char *s_hash_without_cores(const json_t *spec)
+//  Equal apart from `cores`: "only cores changed". json_equal ignores key
+//  order, as the spec hash does, and cannot fail on any input.
+static bool s_equal_without_cores(const json_t *a, const json_t *b)
 {
-    json_t *copy = json_deep_copy(spec);
-    json_object_del(copy, "cores");
-    char *hash = drv_spec_hash(copy);
-    json_decref(copy);
-    return hash;
+    json_t *copy_a = json_deep_copy(a);
+    json_t *copy_b = json_deep_copy(b);
+    json_object_del(copy_a, "cores");
+    json_object_del(copy_b, "cores");
+    bool equal = json_equal(copy_a, copy_b);
+    json_decref(copy_a);
+    json_decref(copy_b);
+    return equal;
 }
 
 void drv_plan_make(const json_t *spec, const int *cores, int core_count, const drv_observed_t *observed,
@@ -76,11 +80,7 @@ void drv_plan_make(const json_t *spec, const int *cores, int core_count, const d
         }
         return;
     }
-    char *desired = drv_spec_hash(spec);
-    char *current = drv_spec_hash(observed->spec);
-    bool same = !strcmp(desired, current);
-    free(desired);
-    free(current);
+    bool same = json_equal(spec, observed->spec);
     bool same_cores = core_count == observed->core_count;
     for (int i = 0; same_cores && i < core_count; i++) {
         same_cores = cores[i] == observed->cores[i];
@@ -92,11 +92,7 @@ void drv_plan_make(const json_t *spec, const int *cores, int core_count, const d
         plan->target_generation = n;
         return;
     }
-    char *desired_rest = s_hash_without_cores(spec);
-    char *current_rest = s_hash_without_cores(observed->spec);
-    bool only_cores = !strcmp(desired_rest, current_rest);
-    free(desired_rest);
-    free(current_rest);
+    bool only_cores = s_equal_without_cores(spec, observed->spec);
     if (only_cores && same_cores) {
         //  {count: 2} became {set: [0, 1]}: a different spec, the same cores.
         plan->action = DRV_ACTION_RESIZE;

@@ -121,6 +121,9 @@ void drv_registry_set_spec(drv_engine_t *engine, drv_pipeline_t *pipeline, json_
     pipeline->spec = spec;
     free(pipeline->spec_hash);
     pipeline->spec_hash = drv_spec_hash(spec);
+    if (!pipeline->spec_hash) { // only if the spec held what JSON cannot; every way in refuses that
+        pipeline->spec_hash = strdup("sha1:unavailable");
+    }
     pipeline->core_count = drv_spec_cores(spec, &engine->cpus, pipeline->cores, DRV_MAX_CORES);
     json_t *receivers = drv_spec_zmq_receivers(spec);
     pipeline->has_zmq = json_array_size(receivers) > 0;

@@ -221,3 +221,17 @@ int64_t drv_shutdown_tick(drv_engine_t *engine)
     }
     return next;
 }
+
+void drv_shutdown_abandon_waiters(drv_engine_t *engine)
+{
+    if (!engine->groups) {
+        return;
+    }
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            for (drv_shutdown_t *s = zlistx_first(p->shutdowns); s; s = zlistx_next(p->shutdowns)) {
+                drv_waiters_abandon(s->waiters, "droverd is shutting down");
+            }
+        }
+    }
+}

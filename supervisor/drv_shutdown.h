@@ -23,5 +23,8 @@ void drv_shutdown_note_exit(drv_pipeline_t *pipeline, drv_instance_t *inst, int 
 void drv_shutdown_wait(drv_shutdown_t *self, drv_admin_request_t *request, int64_t timeout_ms);
 //  Progress of every shutdown; returns ms until the next deadline, or -1.
 int64_t drv_shutdown_tick(drv_engine_t *engine);
+//  Answers every request still waiting for any shutdown with 503 (droverd
+//  is stopping; the HTTP daemon must not stop with a request held).
+void drv_shutdown_abandon_waiters(drv_engine_t *engine);
 
 #endif

@@ -6,8 +6,15 @@
 #include "drv_engine.h"
 
 //  Writes every group and pipeline (spec, and whether it runs) atomically:
-//  temp file, fsync, rename, fsync of the directory. Returns 0 or -1.
-int drv_state_save(drv_engine_t *engine);
+//  temp file, fsync, rename, fsync of the directory. Returns 0, or -1 with
+//  the reason in why.
+int drv_state_save(drv_engine_t *engine, char *why, size_t whylen);
+
+//  Saves the state when it changed; a failed save keeps it dirty and is
+//  retried with backoff (0.5 s doubling to 30 s), reported as the event
+//  state.save_failed, in drover_state_save_failures_total and in /readyz.
+//  Returns ms until the next retry, or -1.
+int64_t drv_state_tick(drv_engine_t *engine);
 
 //  Reads the state file into {groups: {g: {pipelines: {p: {spec, running}}}}}
 //  with every spec validated again. NULL when there is none; on a broken file,

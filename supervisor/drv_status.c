@@ -230,6 +230,13 @@ bool drv_status_ready(drv_engine_t *engine, json_t *reasons)
         json_array_append_new(reasons, json_string("droverd is shutting down"));
         ready = false;
     }
+    if (engine->state_save_error[0]) {
+        //  Data still flows; only what a restart would restore is at risk.
+        //  Reported, without taking the engine out of service.
+        char reason[700];
+        snprintf(reason, sizeof reason, "state file not saved (retrying): %s", engine->state_save_error);
+        json_array_append_new(reasons, json_string(reason));
+    }
     bool needs_broker = false;
     for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
         for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {

@@ -51,7 +51,11 @@ int drv_engine_send(drv_engine_t *engine, const char *identity, void *message)
     return rc < 0 ? -1 : 0;
 }
 
-static int s_make_run_dir(const char *path)
+//  run_dir holds the control and admin sockets: whoever can write into it
+//  can put a socket of theirs where droverd's should be. So it must be a
+//  directory of ours that nobody else may write to (contract 6.1).
+//  Returns 0, or -1 with the problem in why.
+static int s_make_run_dir(const char *path, char *why, size_t whylen)
 {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", path);
@@ -59,15 +63,39 @@ static int s_make_run_dir(const char *path)
         if (*p == '/') {
             *p = 0;
             if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+                snprintf(why, whylen, "cannot create %s: %s", buf, strerror(errno));
                 return -1;
             }
             *p = '/';
         }
     }
-    if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
+    if (mkdir(buf, 0700) == 0) {
+        return 0;
+    }
+    if (errno != EEXIST) {
+        snprintf(why, whylen, "cannot create run_dir %s: %s", buf, strerror(errno));
         return -1;
     }
-    return chmod(buf, 0700);
+    struct stat st;
+    if (lstat(buf, &st) != 0) {
+        snprintf(why, whylen, "cannot inspect run_dir %s: %s", buf, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, whylen, "run_dir %s exists and is not a directory (a symlink is refused too)", buf);
+        return -1;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(why, whylen, "run_dir %s is owned by uid %u, not by droverd's uid %u", buf, (unsigned)st.st_uid,
+                 (unsigned)geteuid());
+        return -1;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(why, whylen, "run_dir %s is writable by %s (mode %03o); it must not be", buf,
+                 (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 0777));
+        return -1;
+    }
+    return chmod(buf, 0700) == 0 ? 0 : (snprintf(why, whylen, "cannot chmod run_dir %s: %s", buf, strerror(errno)), -1);
 }
 
 //  The bearer token for mutating HTTP requests: the file's first line.
@@ -268,8 +296,9 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     engine.bin_dir = strdup(bin_dir);
     drv_registry_group(&engine, "default", true); // the default group always exists
     int rc = DRV_EXIT_OK;
-    if (s_make_run_dir(config->run_dir) != 0) {
-        fprintf(stderr, "droverd: cannot create run_dir %s: %s\n", config->run_dir, strerror(errno));
+    char why[1200];
+    if (s_make_run_dir(config->run_dir, why, sizeof why) != 0) {
+        fprintf(stderr, "droverd: %s\n", why);
         rc = DRV_EXIT_SYSTEM;
         goto done;
     }
@@ -304,6 +333,10 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     engine.started_at = drv_time_wall_ms();
     drv_info("started pid=%d config=%s cpus=%d run_dir=%s", getpid(), config->path, cpus->count,
              config->run_dir);
+    if (!config->data_dirs) {
+        drv_warn("engine.data_dirs is not set: exporter:file paths and ipc:// endpoints of pipelines may be "
+                 "anywhere droverd's user can write (docs/security.md)");
+    }
     drv_notify_init(&engine);
     drv_broker_start(&engine);
     drv_zygote_start(&engine);
@@ -337,11 +370,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         }
         drv_status_refresh(&engine);
         wait = s_min_wait(wait, drv_notify_tick(&engine));
-        if (engine.state_dirty && !engine.shutting_down) {
-            //  Not while stopping: what to restore is the state before SIGTERM.
-            engine.state_dirty = false;
-            drv_state_save(&engine);
-        }
+        wait = s_min_wait(wait, drv_state_tick(&engine));
         zsock_t *http = drv_admin_http_socket(&engine);
         zmq_pollitem_t items[4] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
                                    {NULL, signal_fd, ZMQ_POLLIN, 0},
@@ -373,7 +402,9 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     }
     s_final_reap(&engine);
 done:
+    //  Every waiter of every kind is answered before the HTTP daemon stops.
     drv_rollout_abandon_waiters(&engine);
+    drv_shutdown_abandon_waiters(&engine);
     drv_admin_http_stop(&engine);
     drv_admin_zmq_stop(&engine);
     free(engine.http_token);

@@ -2,6 +2,8 @@
     Processors never modify a record in place: they build new maps in the batch
     zone, so a node that fans out to several others hands each the same input. */
 #include "drv_dag.h"
+
+#include "drover/drv_limits.h"
 #include "drv_buf.h"
 #include "drv_ndjson.h"
 
@@ -113,34 +115,59 @@ static int s_string_object(drv_dag_t *self, const char *s, msgpack_object *obj)
     return rc;
 }
 
+//  The path with {core}, {generation}, {pipeline} and {group} filled in, as
+//  long as it needs to be; NULL when it would pass DRV_LIMIT_PATH.
 static char *s_expand_path(const char *pattern, const drv_dag_identity_t *who)
 {
-    char out[4096];
-    size_t len = 0;
-    for (const char *p = pattern; *p && len < sizeof out - 64;) {
-        char value[128] = "";
-        if (strncmp(p, "{core}", 6) == 0) {
-            snprintf(value, sizeof value, "%d", who->core);
-            p += 6;
-        } else if (strncmp(p, "{generation}", 12) == 0) {
-            snprintf(value, sizeof value, "%lld", (long long)who->generation);
-            p += 12;
-        } else if (strncmp(p, "{pipeline}", 10) == 0) {
-            snprintf(value, sizeof value, "%s", who->pipeline);
-            p += 10;
-        } else if (strncmp(p, "{group}", 7) == 0) {
-            snprintf(value, sizeof value, "%s", who->group);
-            p += 7;
-        } else {
-            out[len++] = *p++;
-            continue;
+    char core[24], generation[24];
+    snprintf(core, sizeof core, "%d", who->core);
+    snprintf(generation, sizeof generation, "%lld", (long long)who->generation);
+    const struct {
+        const char *name;
+        const char *value;
+    } fields[] = {{"{core}", core}, {"{generation}", generation}, {"{pipeline}", who->pipeline}, {"{group}", who->group}};
+    drv_buf_t out = {0};
+    for (const char *p = pattern; *p;) {
+        bool matched = false;
+        for (size_t i = 0; i < sizeof fields / sizeof fields[0] && !matched; i++) {
+            size_t n = strlen(fields[i].name);
+            if (strncmp(p, fields[i].name, n) == 0) {
+                drv_buf_append(&out, fields[i].value, strlen(fields[i].value));
+                p += n;
+                matched = true;
+            }
         }
-        size_t n = strlen(value);
-        memcpy(out + len, value, n);
-        len += n;
+        if (!matched) {
+            drv_buf_putc(&out, *p++);
+        }
     }
-    out[len] = 0;
-    return strdup(out);
+    char *path = NULL;
+    if (out.len <= DRV_LIMIT_PATH && drv_buf_putc(&out, 0) == 0) {
+        path = strdup(out.data);
+    }
+    drv_buf_free(&out);
+    return path;
+}
+
+//  Opens an exporter's file for appending without following a symlink at
+//  the last component (a link planted there would make droverd's user
+//  append to whatever it points at), and only if it is a regular file.
+static int s_open_output(const char *path, char *why, size_t whylen)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd < 0) {
+        snprintf(why, whylen, "%s", errno == ELOOP ? "it is a symbolic link; refusing to follow it" : strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "it is not a regular file");
+        close(fd);
+        return -1;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK); // only so that opening a FIFO cannot block
+    return fd;
 }
 
 //  mkdir -p of a file's directory, so a fresh machine needs no set-up.
@@ -224,13 +251,17 @@ static int s_node_init(drv_dag_t *self, node_t *node, const char *type, json_t *
     } else if (strcmp(type, "exporter:file") == 0) {
         node->kind = NODE_EXPORTER_FILE;
         node->path = s_expand_path(json_string_value(json_object_get(config, "path")), who);
+        if (!node->path) {
+            snprintf(err, errlen, "node %s: path longer than %d bytes once filled in", node->id, DRV_LIMIT_PATH);
+            return -1;
+        }
         const char *format = json_string_value(json_object_get(config, "format"));
         node->msgpack_format = format && strcmp(format, "msgpack") == 0;
         s_make_parent_dirs(node->path);
-        node->fd = open(node->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        char why[200];
+        node->fd = s_open_output(node->path, why, sizeof why);
         if (node->fd < 0) {
-            snprintf(err, errlen, "node %s: cannot open %s: %s", node->id, node->path,
-                     strerror(errno));
+            snprintf(err, errlen, "node %s: cannot open %s: %s", node->id, node->path, why);
             return -1;
         }
     } else if (strcmp(type, "exporter:zmq") == 0) {

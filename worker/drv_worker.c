@@ -27,6 +27,8 @@ typedef struct {
     int64_t next_heartbeat_ms;
     int64_t credit_owed;     // batches processed and not yet re-credited
     int64_t batches;         // batches taken from the broker
+    int64_t rejected;        // producer messages refused as junk
+    int64_t next_rejected_log_ms; // mono: refusals are logged at most once a second
     bool has_zmq;            // pipeline has receiver:zmq nodes, so drains come via the broker
     bool drain_requested;    // droverd or the broker asked us to drain
     bool marker_seen;        // the broker's DRAIN marker arrived after our last batch
@@ -221,8 +223,15 @@ static void s_handle_data(worker_t *self)
                 drv_warn("batch without payload node=%s", msg.node);
             } else if (drv_dag_ingest(self->dag, msg.node, zframe_data(payload),
                                       zframe_size(payload), err, sizeof err) < 0) {
-                drv_warn("rejected producer message node=%s bytes=%zu reason=\"%s\"", msg.node,
-                         zframe_size(payload), err);
+                //  A producer sending junk must not flood the log: once a
+                //  second at most, with how many were refused meanwhile.
+                self->rejected++;
+                int64_t now = drv_time_mono_ms();
+                if (now >= self->next_rejected_log_ms) {
+                    drv_warn("rejected producer message node=%s bytes=%zu reason=\"%s\" rejected_total=%lld", msg.node,
+                             zframe_size(payload), err, (long long)self->rejected);
+                    self->next_rejected_log_ms = now + 1000;
+                }
             }
             if (drv_dag_abandoned(self->dag)) {
                 //  Stopped while its export was blocked: not exported, so not

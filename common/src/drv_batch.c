@@ -2,7 +2,120 @@
 #include "drover/drv_batch.h"
 #include "drover/drv_mpcheck.h"
 
+#include <stdbool.h>
+
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAIRWISE_MAX 16 // up to this many keys, compare every pair; past it, sort
+
+static bool s_key_equal(const msgpack_object *a, const msgpack_object *b)
+{
+    if (a->type == MSGPACK_OBJECT_STR && b->type == MSGPACK_OBJECT_STR) {
+        return a->via.str.size == b->via.str.size &&
+               (a->via.str.size == 0 || memcmp(a->via.str.ptr, b->via.str.ptr, a->via.str.size) == 0);
+    }
+    return msgpack_object_equal(*a, *b);
+}
+
+//  Orders string keys by length then bytes; other keys after them, as equal
+//  (they are then compared pairwise by s_key_equal's slower path).
+static int s_key_order(const void *pa, const void *pb)
+{
+    const msgpack_object *a = *(const msgpack_object *const *)pa, *b = *(const msgpack_object *const *)pb;
+    bool sa = a->type == MSGPACK_OBJECT_STR, sb = b->type == MSGPACK_OBJECT_STR;
+    if (!sa || !sb) {
+        return sa ? -1 : sb ? 1 : 0;
+    }
+    if (a->via.str.size != b->via.str.size) {
+        return a->via.str.size < b->via.str.size ? -1 : 1;
+    }
+    return a->via.str.size ? memcmp(a->via.str.ptr, b->via.str.ptr, a->via.str.size) : 0;
+}
+
+//  The first key that appears twice in map, or NULL.
+static const msgpack_object *s_duplicate_key(const msgpack_object_map *map, msgpack_zone *zone)
+{
+    uint32_t n = map->size;
+    if (n <= PAIRWISE_MAX) {
+        for (uint32_t i = 1; i < n; i++) {
+            for (uint32_t j = 0; j < i; j++) {
+                if (s_key_equal(&map->ptr[i].key, &map->ptr[j].key)) {
+                    return &map->ptr[i].key;
+                }
+            }
+        }
+        return NULL;
+    }
+    const msgpack_object **keys = msgpack_zone_malloc(zone, n * sizeof *keys);
+    if (!keys) {
+        return &map->ptr[0].key; // cannot check: refuse rather than pass it unchecked
+    }
+    uint32_t other = 0; // non-string keys, sorted last
+    for (uint32_t i = 0; i < n; i++) {
+        keys[i] = &map->ptr[i].key;
+        other += map->ptr[i].key.type != MSGPACK_OBJECT_STR;
+    }
+    qsort(keys, n, sizeof *keys, s_key_order);
+    for (uint32_t i = 1; i < n - other; i++) {
+        if (s_key_equal(keys[i], keys[i - 1])) {
+            return keys[i];
+        }
+    }
+    for (uint32_t i = n - other; i < n; i++) {
+        for (uint32_t j = n - other; j < i; j++) {
+            if (s_key_equal(keys[i], keys[j])) {
+                return keys[i];
+            }
+        }
+    }
+    return NULL;
+}
+
+//  A duplicate key anywhere in value (maps inside maps and arrays too):
+//  readers disagree on which of two values counts, so processors and
+//  exporters must never see one (contract 6.1).
+static const msgpack_object *s_find_duplicate(const msgpack_object *value, msgpack_zone *zone)
+{
+    if (value->type == MSGPACK_OBJECT_MAP) {
+        const msgpack_object *dup = s_duplicate_key(&value->via.map, zone);
+        for (uint32_t i = 0; !dup && i < value->via.map.size; i++) {
+            const msgpack_object *v = &value->via.map.ptr[i].val;
+            if (v->type == MSGPACK_OBJECT_MAP || v->type == MSGPACK_OBJECT_ARRAY) {
+                dup = s_find_duplicate(v, zone);
+            }
+        }
+        return dup;
+    }
+    if (value->type == MSGPACK_OBJECT_ARRAY) {
+        for (uint32_t i = 0; i < value->via.array.size; i++) {
+            const msgpack_object *v = &value->via.array.ptr[i];
+            if (v->type == MSGPACK_OBJECT_MAP || v->type == MSGPACK_OBJECT_ARRAY) {
+                const msgpack_object *dup = s_find_duplicate(v, zone);
+                if (dup) {
+                    return dup;
+                }
+            }
+        }
+    }
+    return NULL;
+}
+
+static int s_refuse_duplicate(const msgpack_object *key, uint32_t index, bool batch, char *err, size_t errlen)
+{
+    char record[40] = "record";
+    if (batch) {
+        snprintf(record, sizeof record, "batch item %u", index);
+    }
+    if (key->type == MSGPACK_OBJECT_STR) {
+        snprintf(err, errlen, "%s has a duplicate key \"%.*s\"", record,
+                 (int)(key->via.str.size > 64 ? 64 : key->via.str.size), key->via.str.size ? key->via.str.ptr : "");
+    } else {
+        snprintf(err, errlen, "%s has a duplicate key", record);
+    }
+    return -1;
+}
 
 int drv_batch_decode(const void *data, size_t size, msgpack_zone *zone, msgpack_object *root,
                      const msgpack_object **records, char *err, size_t errlen)
@@ -17,6 +130,10 @@ int drv_batch_decode(const void *data, size_t size, msgpack_zone *zone, msgpack_
         return -1;
     }
     if (root->type == MSGPACK_OBJECT_MAP) {
+        const msgpack_object *dup = s_find_duplicate(root, zone);
+        if (dup) {
+            return s_refuse_duplicate(dup, 0, false, err, errlen);
+        }
         *records = root;
         return 1;
     }
@@ -28,6 +145,10 @@ int drv_batch_decode(const void *data, size_t size, msgpack_zone *zone, msgpack_
         if (root->via.array.ptr[i].type != MSGPACK_OBJECT_MAP) {
             snprintf(err, errlen, "batch item %u is not a map", i);
             return -1;
+        }
+        const msgpack_object *dup = s_find_duplicate(&root->via.array.ptr[i], zone);
+        if (dup) {
+            return s_refuse_duplicate(dup, i, true, err, errlen);
         }
     }
     *records = root->via.array.ptr;

@@ -1,5 +1,6 @@
 /*  drv_batch — a producer message decoded: one msgpack map (a record) or an
     array of maps (a batch), checked by drv_mpcheck before msgpack-c sees it.
+    A record with a duplicate key, at any depth, refuses the whole message.
     The worker decodes every message with it; the broker checks ack-mode
     messages with it before it may promise an acknowledgement. */
 #ifndef DRV_BATCH_H
