@@ -19,6 +19,7 @@
 
 #include "drover/drv_config.h"
 #include "drover/drv_log.h"
+#include "drover/drv_time.h"
 
 #include <arpa/inet.h>
 #include <malloc.h>
@@ -32,6 +33,7 @@
 #define CONNECTIONS_PER_CLIENT 64       // then a client's oldest unfinished request is cut
 #define CONNECTIONS_TOTAL 1000          // then anyone's oldest unfinished request is cut
 #define TRIM_AFTER_BYTES (256 * 1024)   // give a large body's memory back to the system
+#define STOP_FLUSH_MS 1000              // stopping waits this long at most for answers to go out
 
 typedef struct http_ctx_t http_ctx_t;
 typedef struct drv_admin_http_t drv_admin_http_t;
@@ -44,6 +46,7 @@ struct drv_admin_http_t {
     drv_http_guard_t *guard;
     pthread_mutex_t lock;        // guards pending: added by MHD's thread, answered by the loop
     http_ctx_t *pending;         // suspended connections, waiting for the loop's answer
+    int answering;               // answers handed back and not yet sent (guarded by lock)
 };
 
 struct http_ctx_t {
@@ -87,6 +90,7 @@ static void s_reply(drv_admin_request_t *request, drv_admin_response_t *response
         ctx->response = *response;
         memset(response, 0, sizeof *response); // moved
         ctx->has_response = true;
+        http->answering++;
         ctx->pending = NULL;
         drv_http_guard_client_turn(http->guard, ctx->conn);
         if (ctx->suspended) {
@@ -359,6 +363,9 @@ static void s_completed(void *cls, struct MHD_Connection *connection, void **con
         ctx->pending->transport_ctx = NULL; // the client left; the answer goes nowhere
         s_unlink_pending(http, ctx);
     }
+    if (ctx->has_response) {
+        http->answering--;
+    }
     pthread_mutex_unlock(&http->lock);
     drv_http_guard_client_turn(http->guard, ctx->conn); // a keep-alive connection's next request
     s_body_free(http, ctx);
@@ -501,12 +508,26 @@ void drv_admin_http_stop(drv_engine_t *engine)
         ctx->pending = NULL;
         drv_admin_error(&ctx->response, 503, "internal", "droverd is shutting down");
         ctx->has_response = true;
+        http->answering++;
         if (ctx->suspended) {
             ctx->suspended = false;
             MHD_resume_connection(ctx->connection);
         }
     }
     pthread_mutex_unlock(&http->lock);
+    //  Answers just handed back are sent by MHD's thread: give them a moment
+    //  (stopping the daemon would close their connections unanswered).
+    int64_t deadline = drv_time_mono_ms() + STOP_FLUSH_MS;
+    for (;;) {
+        pthread_mutex_lock(&http->lock);
+        int answering = http->answering;
+        pthread_mutex_unlock(&http->lock);
+        if (answering == 0 || drv_time_mono_ms() >= deadline || !http->daemon) {
+            break;
+        }
+        struct timespec pause = {0, 2 * 1000 * 1000};
+        nanosleep(&pause, NULL); // another thread's progress, which has no event to wait on
+    }
     if (http->daemon) {
         MHD_stop_daemon(http->daemon);
     }

@@ -35,7 +35,7 @@ def write(target, name, data):
 
 
 def main():
-    for target in ("config", "spec", "msg", "admin", "batch"):
+    for target in ("config", "spec", "msg", "admin", "batch", "plan"):
         shutil.rmtree(os.path.join(HERE, "corpus", target), ignore_errors=True)
         os.makedirs(os.path.join(HERE, "corpus", target))
 
@@ -86,6 +86,29 @@ def main():
     for name, doc in envelopes.items():
         write("admin", name, msgpack.packb(doc))
 
+    # The plan target: PUT envelopes whose spec goes through normalization
+    # and planning, hostile ones among them (bin values, bad UTF-8, depth).
+    plans = {
+        "zmq": {"pipeline": SPEC},
+        "gen": {"pipeline": GEN},
+        "resize": {"pipeline": {**GEN, "cores": {"count": 3}}},
+        "same": {"pipeline": {"cores": {"count": 2}, "nodes": {
+            "g": {"type": "receiver:generator", "to": ["n"]}, "n": {"type": "exporter:null"}}}},
+        "confined": {"pipeline": {"nodes": {"g": {"type": "receiver:generator", "to": ["o"]},
+                                            "o": {"type": "exporter:file",
+                                                  "config": {"path": "/var/lib/drover/{pipeline}.ndjson"}}}}},
+        "bin": {"pipeline": {"nodes": {"g": {"type": "receiver:generator", "to": ["o"]},
+                                       "o": {"type": "exporter:file", "config": {"path": b"/etc/x"}}}}},
+        "deep": {"pipeline": {"nodes": {"g": {"type": "receiver:generator", "config": {"record": {
+            "d": json.loads("[" * 20 + "1" + "]" * 20)}}, "to": ["n"]}, "n": {"type": "exporter:null"}}}},
+    }
+    for name, body in plans.items():
+        write("plan", name, msgpack.packb({"method": "PUT", "path": "/api/v1/groups/default/pipelines/p",
+                                           "body": body}, use_bin_type=True))
+    write("plan", "badutf8", msgpack.packb({"method": "PUT", "path": "/x", "body": {"pipeline": {"nodes": {
+        "g": {"type": "receiver:generator", "config": {"record": {"m": "\udcff"}}, "to": ["n"]},
+        "n": {"type": "exporter:null"}}}}}, unicode_errors="surrogateescape"))
+
     batches = {
         "record": {"seq": 1, "level": 3, "a": "x", "c": None},
         "batch": [{"seq": i, "level": i % 5, "msg": "héllo\n\"quoted\"\t\u0001", "f": 1.5 / (i + 1),
@@ -99,7 +122,7 @@ def main():
     write("batch", "ext", msgpack.packb([{"e": msgpack.ExtType(5, b"abc")}]))
     write("batch", "nonstr-keys", b"\x81\x01\x02")
     print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in
-                     ("config", "spec", "msg", "admin", "batch")})
+                     ("config", "spec", "msg", "admin", "batch", "plan")})
 
 
 if __name__ == "__main__":

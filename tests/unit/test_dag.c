@@ -266,6 +266,63 @@ static void test_unopenable_file_fails_init(void **state)
     json_decref(spec);
 }
 
+//  Contract 6.1: NDJSON is strictly valid UTF-8 whatever came in, and a
+//  record with a duplicate key never reaches a processor or an exporter.
+static void test_ndjson_is_valid_utf8_and_duplicate_keys_are_refused(void **state)
+{
+    (void)state;
+    drv_dag_t *dag = s_dag("{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"tcp://127.0.0.1:1\"},"
+                           "\"to\":[\"out\"]},\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"%s/%s.ndjson\"}}}",
+                           "strict");
+    char err[200];
+    //  {"s": surrogate, "o": overlong "/", "h": past U+10FFFF, "ok": "é"}
+    const char record[] = "\x84\xa1s\xa3\xed\xa0\x80\xa1o\xa2\xc0\xaf\xa1h\xa4\xf4\x90\x80\x80\xa2ok\xa2\xc3\xa9";
+    assert_int_equal(drv_dag_ingest(dag, "in", record, sizeof record - 1, err, sizeof err), 1);
+    //  {"a": 1, "b": 2, "a": 3}: refused whole, with the key named.
+    const char dup[] = "\x83\xa1" "a" "\x01\xa1" "b" "\x02\xa1" "a" "\x03";
+    assert_true(drv_dag_ingest(dag, "in", dup, sizeof dup - 1, err, sizeof err) < 0);
+    assert_string_equal(err, "record has a duplicate key \"a\"");
+    //  ... also inside a nested map of a batch.
+    const char nested[] = "\x91\x81\xa1m\x82\xa1x\x01\xa1x\x02";
+    assert_true(drv_dag_ingest(dag, "in", nested, sizeof nested - 1, err, sizeof err) < 0);
+    assert_string_equal(err, "batch item 0 has a duplicate key \"x\"");
+    char path[256];
+    snprintf(path, sizeof path, "%s/strict.ndjson", s_dir);
+    char *text = s_read(path);
+    const char *fffd = "\xef\xbf\xbd";
+    char expected[200];
+    snprintf(expected, sizeof expected, "{\"s\":\"%s%s%s\",\"o\":\"%s%s\",\"h\":\"%s%s%s%s\",\"ok\":\"\xc3\xa9\"}\n",
+             fffd, fffd, fffd, fffd, fffd, fffd, fffd, fffd, fffd);
+    assert_string_equal(text, expected);
+    free(text);
+    drv_dag_destroy(&dag);
+}
+
+static void test_symlinked_output_is_refused(void **state)
+{
+    (void)state;
+    char target[128], link[128];
+    snprintf(target, sizeof target, "%s/secret", s_dir);
+    snprintf(link, sizeof link, "%s/link.ndjson", s_dir);
+    FILE *f = fopen(target, "w");
+    fputs("keep\n", f);
+    fclose(f);
+    assert_int_equal(symlink(target, link), 0);
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"config\":{},\"to\":[\"out\"]},"
+             "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"%s\"}}}}", link);
+    json_t *spec = json_loads(json, 0, NULL);
+    drv_dag_identity_t who = {"default", "p", 1, 0};
+    char err[300];
+    assert_null(drv_dag_new(spec, &who, err, sizeof err));
+    assert_non_null(strstr(err, "symbolic link"));
+    char *text = s_read(target);
+    assert_string_equal(text, "keep\n");
+    free(text);
+    json_decref(spec);
+}
+
 static void test_generator_paces_and_stops_at_count(void **state)
 {
     (void)state;
@@ -297,6 +354,8 @@ int main(void)
         cmocka_unit_test(test_unopenable_file_fails_init),
         cmocka_unit_test(test_full_disk_retries_until_stopped_and_abandons_the_batch),
         cmocka_unit_test(test_generator_paces_and_stops_at_count),
+        cmocka_unit_test(test_ndjson_is_valid_utf8_and_duplicate_keys_are_refused),
+        cmocka_unit_test(test_symlinked_output_is_refused),
     };
     return cmocka_run_group_tests(tests, s_setup, s_teardown);
 }

@@ -244,6 +244,30 @@ static void test_mpjson_round_trip_and_depth_limit(void **state)
     assert_null(drv_mpjson_decode(deep, sizeof deep, err, sizeof err));
 }
 
+//  What a spec over zmq may hold is what JSON can (contract 6.1): each
+//  refusal names the field.
+static void test_mpjson_refuses_what_json_cannot_hold(void **state)
+{
+    (void)state;
+    char err[300];
+    //  {"a": {"b": bin "x"}}
+    const char with_bin[] = "\x81\xa1" "a" "\x81\xa1" "b" "\xc4\x01x";
+    assert_null(drv_mpjson_decode(with_bin, sizeof with_bin - 1, err, sizeof err));
+    assert_string_equal(err, "a.b: binary values are not allowed (send a string)");
+    //  {"a": ["ok", "\xff"]}
+    const char bad_utf8[] = "\x81\xa1" "a" "\x92\xa2" "ok" "\xa1\xff";
+    assert_null(drv_mpjson_decode(bad_utf8, sizeof bad_utf8 - 1, err, sizeof err));
+    assert_string_equal(err, "a[1]: string is not valid UTF-8 without NUL");
+    //  {"a": "x\0y"}
+    const char nul[] = "\x81\xa1" "a" "\xa3x\x00y";
+    assert_null(drv_mpjson_decode(nul, sizeof nul - 1, err, sizeof err));
+    assert_string_equal(err, "a: string is not valid UTF-8 without NUL");
+    //  {"a": 1, "a": 2}
+    const char dup[] = "\x82\xa1" "a" "\x01\xa1" "a" "\x02";
+    assert_null(drv_mpjson_decode(dup, sizeof dup - 1, err, sizeof err));
+    assert_string_equal(err, "(top): duplicate key \"a\"");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_random_bytes_never_crash),
         cmocka_unit_test(test_hostile_counts_are_refused_without_allocating),
         cmocka_unit_test(test_mpjson_round_trip_and_depth_limit),
+        cmocka_unit_test(test_mpjson_refuses_what_json_cannot_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,7 +108,7 @@ static void test_invalid_specs_name_path_and_reason(void **state)
             strcat(deep, "]");
         }
         strcat(deep, "}}}");
-        s_expect_problem(deep, "", "nested deeper than 32");
+        s_expect_problem(deep, "", "nested deeper than 24");
     }
     s_expect_problem("{\"nodes\":{" GEN ",\"f\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\"},\"to\":[\"out\"]}," NULLOUT "}}",
                      "nodes.f", "not reachable from any receiver");

@@ -19,9 +19,12 @@
 #define DRV_LIMIT_MESSAGE_CEILING (256 * 1024 * 1024)
 
 //  Nesting of a PipelineSpec (maps and lists inside one another). The
-//  supervisor refuses deeper specs on every way in; the worker's decoder
-//  allows twice as much, so what one side accepts the other always does.
-#define DRV_LIMIT_SPEC_DEPTH 32
+//  supervisor refuses deeper specs on every way in. Every msgpack decoder
+//  stops at DRV_MPCHECK_MAX_DEPTH (32, msgpack-c's own limit), and a spec
+//  travels inside a message (the worker's SPEC: one level more; the zmq
+//  admin envelope: three), so a spec the supervisor accepts always reaches
+//  the worker whole.
+#define DRV_LIMIT_SPEC_DEPTH 24
 
 //  Policy numbers (policies.rollout, policies.restart).
 #define DRV_LIMIT_TIMEOUT_SECS 86400          // step, drain and window seconds: one day

@@ -1,0 +1,694 @@
+"""The hostile-input suite (issue 10, contract 6.1): what a local attacker,
+a web page in the operator's browser, a careless script or a producer
+sending junk can do to droverd through its real sockets and files. Each
+test names the finding it covers; each failed before its fix."""
+
+import json
+import os
+import pwd
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import msgpack
+import zmq
+
+from harness import (BIN, DROVERD, Admin, Engine, EngineTest, Producer, engine_yaml, free_port, proc_status,
+                     read_ndjson, wait_until)
+
+TOKEN = "hostile-suite-token-0123456789"
+
+
+def rss_kb(pid):
+    return int((proc_status(pid, "VmRSS") or "0 kB").split()[0])
+
+
+def raw_http(port, request, timeout=5.0):
+    """Sends request bytes as they are and returns (status, head+body bytes)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(request)
+        data = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except (ConnectionResetError, TimeoutError):
+                break
+            if not chunk:
+                break
+            data += chunk
+            if b"\r\n\r\n" in data:
+                head, _, body = data.partition(b"\r\n\r\n")
+                m = re.search(rb"Content-Length: (\d+)", head, re.I)
+                if m and len(body) >= int(m.group(1)):
+                    break
+    m = re.match(rb"HTTP/1\.\d (\d+)", data)
+    return (int(m.group(1)) if m else None), data
+
+
+def gen_spec(out_path=None):
+    out = {"type": "exporter:file", "config": {"path": out_path}} if out_path else {"type": "exporter:null"}
+    return {"pipeline": {"nodes": {"g": {"type": "receiver:generator", "config": {"rate": 10}, "to": ["out"]},
+                                   "out": out}}}
+
+
+class HttpAdmin(EngineTest):
+    """Host, Origin, Content-Type and token rules; bodies; slow clients."""
+
+    def start(self, extra="", token=False):
+        self.http_port = free_port()
+        admin_extra = ""
+        if token:
+            self.token_file = tempfile.NamedTemporaryFile("w", delete=False, prefix="drv-token-")
+            self.token_file.write(TOKEN + "\n")
+            self.token_file.close()
+            self.addCleanup(os.unlink, self.token_file.name)
+            admin_extra = f", http_token_file: {self.token_file.name}"
+        text = engine_yaml(engine_extra=extra).replace(
+            '  admin: { http: "127.0.0.1:HTTP" }',
+            '  admin: { http: "127.0.0.1:HTTP", http_hosts: ["drover.test"]' + admin_extra + ' }')
+        engine = self.start_engine(text.replace("HTTP", str(self.http_port)))
+        self.admin = Admin(engine, self.http_port, token=TOKEN if token else None)
+        self.admin.wait_ready()
+        return engine
+
+    def test_dns_rebinding_foreign_host_gets_421_except_probes(self):
+        self.start()
+        for host in (b"evil.example", b"evil.example:%d" % self.http_port, b"127.0.0.1.evil.example"):
+            status, data = raw_http(self.http_port, b"GET /status HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+            self.assertEqual(status, 421, data[:200])
+            self.assertIn(b"misdirected_request", data)
+            # Probes and scrapers come by pod IP: they answer whatever the Host.
+            for probe in (b"/livez", b"/readyz", b"/metrics"):
+                status, data = raw_http(self.http_port, b"GET " + probe + b" HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+                self.assertEqual(status, 200, data[:200])
+        for host in (b"localhost", b"localhost:1234", b"127.0.0.1:%d" % self.http_port, b"[::1]", b"drover.test",
+                     b"DROVER.TEST:80"):
+            status, data = raw_http(self.http_port, b"GET /status HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+            self.assertEqual(status, 200, (host, data[:200]))
+
+    def test_cross_site_form_post_cannot_shut_a_pipeline_down(self):
+        self.start()
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=gen_spec())[0], 200)
+        path = "/api/v1/groups/default/pipelines/p/shutdown"
+        # What an HTML form can send: text/plain, form-urlencoded, multipart.
+        for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+            status, body, _ = self.admin.http("POST", path, raw_body='{"x":1}', headers={"Content-Type": ctype})
+            self.assertEqual((status, body["error"]["kind"]), (415, "unsupported_media_type"), body)
+        status, body, _ = self.admin.http("DELETE", "/api/v1/groups/default/pipelines/p",
+                                          headers={"Content-Type": "text/plain"})
+        self.assertEqual(status, 415, body)
+        # fetch() with a JSON type from a foreign page carries its Origin.
+        for origin in ("http://evil.example", "null", "http://127.0.0.1.evil.example:%d" % self.http_port):
+            status, body, _ = self.admin.http("POST", path, body={}, headers={"Origin": origin})
+            self.assertEqual((status, body["error"]["kind"]), (403, "forbidden"), body)
+        status, body, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")
+        self.assertEqual(body["phase"], "running", "nothing was shut down")
+        # The console's own origin is fine.
+        status, body, _ = self.admin.http("POST", path + "?wait=true", body={},
+                                          headers={"Origin": f"http://127.0.0.1:{self.http_port}"})
+        self.assertEqual(status, 200, body)
+
+    def test_token_is_checked_before_the_body_is_read(self):
+        self.start(token=True)
+        # No token, a large declared body: the 401 comes back before a byte is sent.
+        status, data = raw_http(self.http_port,
+                                b"PUT /api/v1/groups/default/pipelines/p HTTP/1.1\r\nHost: localhost\r\n"
+                                b"Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n")
+        self.assertEqual(status, 401, data[:200])
+        # 200 clients, each declaring ~1 MiB without the token, cost droverd nothing.
+        before = rss_kb(self.engine.pid)
+        socks = []
+        try:
+            for _ in range(200):
+                s = socket.create_connection(("127.0.0.1", self.http_port), timeout=5)
+                s.sendall(b"PUT /api/v1/groups/x HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: 1048000\r\n\r\n" + b"[" * 60000)
+                socks.append(s)
+            for s in socks:
+                self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 401"))
+        finally:
+            for s in socks:
+                s.close()
+        self.assertLess(rss_kb(self.engine.pid) - before, 20 * 1024, "bodies before the token check are not kept")
+
+    def test_bodies_in_flight_are_bounded_and_memory_is_given_back(self):
+        self.start()
+        before = rss_kb(self.engine.pid)
+        socks, statuses = [], []
+        try:
+            # 64 uploads of ~1 MiB held open: the body budget (16 MiB) takes 16,
+            # the others are told to retry at once.
+            for _ in range(64):
+                s = socket.create_connection(("127.0.0.1", self.http_port), timeout=5)
+                s.sendall(b"PUT /api/v1/groups/x HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: 1000000\r\n\r\n" + b" " * 900000)
+                socks.append(s)
+            peak = rss_kb(self.engine.pid)
+            for s in socks:
+                s.settimeout(0.5)
+                try:
+                    statuses.append(s.recv(4096)[:12])
+                except TimeoutError:
+                    statuses.append(b"waiting")
+        finally:
+            for s in socks:
+                s.close()
+        self.assertEqual(statuses.count(b"waiting"), 16, statuses)
+        self.assertEqual(statuses.count(b"HTTP/1.1 503"), 48, statuses)
+        self.assertLess(peak - before, 40 * 1024, f"RSS grew {peak - before} kB")
+        wait_until(lambda: rss_kb(self.engine.pid) - before < 12 * 1024, 10, "memory given back")
+
+    def test_slow_clients_cannot_starve_the_probes(self):
+        self.start()
+        socks = []
+        try:
+            # 500 clients that send half a request head and stall.
+            for _ in range(500):
+                s = socket.create_connection(("127.0.0.1", self.http_port), timeout=5)
+                s.sendall(b"GET /status HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+                socks.append(s)
+            for probe in ("/livez", "/readyz", "/livez", "/readyz"):
+                started = time.monotonic()
+                status = self.admin.http("GET", probe, timeout=2)[0]
+                elapsed = time.monotonic() - started
+                self.assertEqual(status, 200)
+                self.assertLess(elapsed, 1.0, f"{probe} took {elapsed:.3f} s")
+        finally:
+            for s in socks:
+                s.close()
+
+    def test_a_dripping_client_is_cut_after_10_seconds(self):
+        self.start()
+        with socket.create_connection(("127.0.0.1", self.http_port), timeout=15) as s:
+            started = time.monotonic()
+            s.sendall(b"GET /status HTTP/1.1\r\nHost: localhost\r\n")
+            closed_at = None
+            # One byte every 0.5 s keeps an idle timeout happy; not the request clock.
+            while time.monotonic() - started < 14:
+                try:
+                    s.sendall(b"X")
+                    s.settimeout(0.5)
+                    if s.recv(1) == b"":
+                        closed_at = time.monotonic() - started
+                        break
+                except TimeoutError:
+                    continue
+                except (BrokenPipeError, ConnectionResetError):
+                    closed_at = time.monotonic() - started
+                    break
+            self.assertIsNotNone(closed_at, "still open after 14 s")
+            self.assertGreater(closed_at, 9.0)
+
+    def test_strings_with_nul_or_invalid_utf8_are_refused_with_400(self):
+        self.start()
+        for path, field in (("/api/v1/groups/a%00b", "path"), ("/api/v1/groups/%ff", "path"),
+                            ("/status?x=%00", "query.x"), ("/status?x=%c0%af", "query.x")):
+            status, data = raw_http(self.http_port, f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+            self.assertEqual(status, 400, data[:300])
+            body = json.loads(data.partition(b"\r\n\r\n")[2])
+            self.assertTrue(body["error"]["message"].startswith(field + ":"), body)
+        # A PUT of a group named with a NUL creates nothing.
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/ok%00evil")
+        self.assertEqual(status, 400, body)
+        self.assertNotIn("ok", [g["name"] for g in self.admin.http("GET", "/api/v1/groups")[1]])
+        # Duplicate keys in a JSON body: refused, not silently one of them.
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/d",
+                                          raw_body='{"pipeline": {"nodes": {}}, "pipeline": {}}')
+        self.assertEqual(status, 400, body)
+        self.assertIn("duplicate", body["error"]["message"])
+        self.assertEqual(self.admin.http("GET", "/livez")[0], 200)
+
+
+class ZmqAdmin(EngineTest):
+    """The zmq admin: bin values, invalid UTF-8, junk envelopes; nesting."""
+
+    def setUp(self):
+        self.http_port = free_port()
+        self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)))
+        self.admin = Admin(self.engine, self.http_port)
+        self.admin.wait_ready()
+
+    def put_raw(self, spec_bytes):
+        """A PUT whose body.pipeline is spliced in as raw msgpack."""
+        head = msgpack.packb({"method": "PUT", "path": "/api/v1/groups/default/pipelines/x"})
+        # head is a fixmap of 2; make it 3 and add "body": {"pipeline": <raw>}.
+        envelope = bytes([0x83]) + head[1:] + msgpack.packb("body") + b"\x81" + msgpack.packb("pipeline") + spec_bytes
+        return self.admin.zmq(None, None, raw=envelope)
+
+    def test_bin_values_and_invalid_utf8_are_refused_naming_the_field(self):
+        good = gen_spec()["pipeline"]
+        cases = [
+            # (spec with a hostile value, the field named)
+            ({**good, "nodes": {**good["nodes"], "out": {"type": "exporter:file", "config": {"path": b"/tmp/x"}}}},
+             "body.pipeline.nodes.out.config.path: binary values are not allowed"),
+            ({**good, "nodes": {**good["nodes"], "out": {"type": "exporter:null", "config": {}},
+                                "g": {"type": "receiver:generator", "config": {"record": {"m": "\udcff"}},
+                                      "to": ["out"]}}},
+             "body.pipeline.nodes.g.config.record.m: string is not valid UTF-8"),
+        ]
+        for spec, expected in cases:
+            raw = msgpack.packb(spec, use_bin_type=True, unicode_errors="surrogateescape")
+            status, body = self.put_raw(raw)
+            self.assertEqual(status, 400, body)
+            self.assertIn(expected, body["error"]["message"])
+        # A key that is not UTF-8, and a NUL in a value.
+        for raw in (b"\x81\xa2\xc3\x28\x01", b"\x81\xa5nodes\xa3a\x00b"):
+            status, body = self.put_raw(raw)
+            self.assertEqual(status, 400, body)
+        # Each was refused whole: nothing was created, droverd is alive.
+        self.assertEqual(self.admin.zmq("GET", "/api/v1/groups/default/pipelines/x")[0], 404)
+        self.assertEqual(self.admin.zmq("GET", "/livez"), (200, "ok\n"))
+        self.assertEqual(self.admin.http("GET", "/status")[0], 200, "status still serialises")
+
+    def test_query_values_are_percent_decoded_and_checked_like_http(self):
+        status, body = self.admin.zmq("GET", "/api/v1/groups/a%00b")
+        self.assertEqual(status, 400, body)
+        status, body = self.admin.zmq("GET", "/status?x=%ff")
+        self.assertEqual(status, 400, body)
+        self.assertTrue(body["error"]["message"].startswith("query.x:"), body)
+
+    def test_one_nesting_limit_on_every_way_in(self):
+        def spec_of_depth(depth):
+            # spec > nodes > g > config > record > deep: 6 levels, then lists.
+            deep = 0
+            for _ in range(depth - 6):
+                deep = [deep]
+            spec = gen_spec()
+            spec["pipeline"]["nodes"]["g"]["config"]["record"] = {"deep": deep}
+            return spec
+        for transport in ("zmq", "http"):
+            if transport == "zmq":
+                status, body = self.admin.zmq("PUT", "/api/v1/groups/default/pipelines/d", body=spec_of_depth(28))
+            else:
+                status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/d",
+                                                  body=spec_of_depth(28))
+            self.assertEqual(status, 422, body)
+            self.assertIn("nested deeper than 24", body["error"]["message"])
+        # At the limit, the spec is accepted and the worker takes it too.
+        out = os.path.join(self.engine.out_dir, "deep.ndjson")
+        spec = spec_of_depth(24)
+        spec["pipeline"]["nodes"]["out"] = {"type": "exporter:file", "config": {"path": out}}
+        status, body = self.admin.zmq("PUT", "/api/v1/groups/default/pipelines/d", body=spec)
+        self.assertEqual(status, 200, body)
+        wait_until(lambda: read_ndjson(out), 5, "records from the deepest spec allowed")
+
+    def test_every_number_has_a_range(self):
+        cases = [
+            ({"cores": {"set": [4294967296]}}, "cores.set[0]"),
+            ({"policies": {"rollout": {"step_timeout_secs": 2 ** 62}}}, "policies.rollout.step_timeout_secs"),
+            ({"policies": {"restart": {"max_backoff_ms": 2 ** 40}}}, "policies.restart.max_backoff_ms"),
+        ]
+        for extra, field in cases:
+            spec = gen_spec()
+            spec["pipeline"].update(extra)
+            status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/n", body=spec)
+            self.assertEqual(status, 422, body)
+            self.assertEqual(body["error"]["details"][0]["path"], field)
+        spec = gen_spec()
+        spec["pipeline"]["nodes"]["out"] = {"type": "exporter:zmq",
+                                            "config": {"endpoint": "tcp://127.0.0.1:1", "hwm": 2 ** 32}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/n", body=spec)
+        self.assertEqual(status, 422, body)
+        self.assertEqual(body["error"]["details"][0]["path"], "nodes.out.config.hwm")
+
+
+class Files(EngineTest):
+    """data_dirs, symlinks, ipc:// paths, run_dir, the state file."""
+
+    def start(self, extra=""):
+        self.http_port = free_port()
+        self.data = tempfile.mkdtemp(prefix="drv-data-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.data])
+        engine = self.start_engine(engine_yaml(engine_extra=f"  data_dirs: [{self.data}]\n" + extra)
+                                   .replace("HTTP", str(self.http_port)))
+        self.admin = Admin(engine, self.http_port)
+        self.admin.wait_ready()
+        return engine
+
+    def put(self, name, spec, **kw):
+        return self.admin.http("PUT", f"/api/v1/groups/default/pipelines/{name}", body=spec, **kw)
+
+    def test_exporter_file_is_confined_to_data_dirs(self):
+        self.start()
+        for path in ("/etc/cron.d/drover", f"{self.data}/../escape.ndjson", "relative.ndjson",
+                     f"{self.data}-sibling/x.ndjson"):
+            status, body, _ = self.put("f", gen_spec(path))
+            self.assertEqual(status, 422, (path, body))
+            self.assertEqual(body["error"]["details"][0]["path"], "nodes.out.config.path")
+            self.assertIn("outside engine.data_dirs", body["error"]["details"][0]["message"])
+        self.assertFalse(os.path.exists("/etc/cron.d/drover"))
+        status, body, _ = self.put("f", gen_spec(f"{self.data}/ok-{{core}}.ndjson"))
+        self.assertEqual(status, 200, body)
+        wait_until(lambda: read_ndjson(f"{self.data}/ok-0.ndjson"), 5, "records in the allowed file")
+
+    def test_a_planted_symlink_is_never_followed(self):
+        self.start()
+        victim = os.path.join(self.data, "victim")
+        with open(victim, "w") as f:
+            f.write("secret\n")
+        os.chmod(victim, 0o600)
+        os.symlink(victim, os.path.join(self.data, "out.ndjson"))
+        status, body, _ = self.put("s", gen_spec(os.path.join(self.data, "out.ndjson")) |
+                                   {"step_timeout_secs": 2})
+        self.assertEqual(status, 409, body)  # the create failed: the instance never became ready
+        self.assertIn("symbolic link", json.dumps(body))
+        with open(victim) as f:
+            self.assertEqual(f.read(), "secret\n", "the file behind the link is untouched")
+
+    def test_an_ipc_path_that_is_not_a_socket_is_left_alone(self):
+        self.start()
+        precious = os.path.join(self.data, "precious.db")
+        with open(precious, "w") as f:
+            f.write("data\n")
+        spec = {"pipeline": {"nodes": {
+            "in": {"type": "receiver:zmq", "config": {"endpoint": f"ipc://{precious}"}, "to": ["out"]},
+            "out": {"type": "exporter:null"}}}}
+        status, body, _ = self.put("i", spec)
+        self.assertEqual(status, 422, body)
+        self.assertIn("exists and is not a socket", body["error"]["details"][0]["message"])
+        spec["pipeline"]["nodes"]["in"]["config"]["endpoint"] = "ipc:///tmp/drv-anywhere.sock"
+        status, body, _ = self.put("i", spec)
+        self.assertEqual(status, 422, body)
+        self.assertIn("outside engine.data_dirs", body["error"]["details"][0]["message"])
+        with open(precious) as f:
+            self.assertEqual(f.read(), "data\n")
+
+    def test_names_in_the_state_file_are_validated(self):
+        state = tempfile.mktemp(prefix="drv-state-")
+        self.addCleanup(lambda: os.path.exists(state) and os.unlink(state))
+        spec = gen_spec()["pipeline"]
+        with open(state, "w") as f:
+            json.dump({"version": 1, "groups": {
+                "../../x": {"pipelines": {"p": {"spec": spec, "running": True, "generation": 1}}},
+                "default": {"pipelines": {"a" * 100: {"spec": spec, "running": True, "generation": 1},
+                                          "ok": {"spec": spec, "running": True, "generation": 1}}}}}, f)
+        self.start(extra=f"  state_file: {state}\n")
+        self.engine.wait_log(r"state file: group skipped .*must match")
+        self.engine.wait_log(r"state file: pipeline skipped .*must match")
+        self.admin.wait_ready()
+        names = [p["name"] for p in self.admin.http("GET", "/api/v1/groups/default/pipelines")[1]]
+        self.assertEqual(names, ["ok"])
+        self.assertNotIn("../../x", [g["name"] for g in self.admin.http("GET", "/api/v1/groups")[1]])
+
+    def test_a_failed_state_save_is_retried_and_reported(self):
+        state_dir = tempfile.mkdtemp(prefix="drv-statedir-")
+        os.rmdir(state_dir)  # gone: every save fails until it is back
+        state = os.path.join(state_dir, "state.json")
+        self.addCleanup(subprocess.run, ["rm", "-rf", state_dir])
+        self.start(extra=f"  state_file: {state}\n")
+        events = self.admin.subscribe("state.")
+        self.assertEqual(self.put("p", gen_spec())[0], 200)
+        topic, payload = events.recv_multipart()
+        while topic != b"state.save_failed":
+            topic, payload = events.recv_multipart()
+        self.assertIn("No such file or directory", msgpack.unpackb(payload)["reason"])
+
+        def failures():
+            text = self.admin.http("GET", "/metrics")[1]
+            return int(re.search(r"^drover_state_save_failures_total (\d+)", text, re.M).group(1))
+        self.assertGreater(failures(), 0)
+        reasons = self.admin.http("GET", "/readyz")[1]["reasons"]
+        self.assertTrue(any("state file not saved" in r for r in reasons), reasons)
+        # Space (here: the directory) comes back: the next retry saves it.
+        os.makedirs(state_dir)
+        wait_until(lambda: os.path.exists(state), 10, "the state saved by a retry")
+        with open(state) as f:
+            self.assertIn("p", json.load(f)["groups"]["default"]["pipelines"])
+        wait_until(lambda: not any("state file" in r for r in self.admin.http("GET", "/readyz")[1]["reasons"]),
+                   5, "the /readyz reason cleared")
+
+
+class RunDir(unittest.TestCase):
+    def run_with_run_dir(self, prepare):
+        with tempfile.TemporaryDirectory(prefix="drv-rd-") as d:
+            run_dir = os.path.join(d, "run")
+            os.mkdir(run_dir)
+            prepare(run_dir)
+            path = os.path.join(d, "drover.yaml")
+            with open(path, "w") as f:
+                f.write(f"engine:\n  run_dir: {run_dir}\n  admin: {{ http: \"\" }}\n")
+            proc = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=10)
+            return proc.returncode, proc.stderr
+
+    def test_a_world_writable_or_foreign_run_dir_is_refused_with_111(self):
+        code, err = self.run_with_run_dir(lambda p: os.chmod(p, 0o777))
+        self.assertEqual(code, 111, err)
+        self.assertIn("writable by others (mode 777)", err)
+        nobody = pwd.getpwnam("nobody").pw_uid
+        code, err = self.run_with_run_dir(lambda p: os.chown(p, nobody, -1))
+        self.assertEqual(code, 111, err)
+        self.assertIn(f"is owned by uid {nobody}", err)
+
+    def test_curve_clients_dir_star_is_refused(self):
+        with tempfile.TemporaryDirectory(prefix="drv-rd-") as d:
+            path = os.path.join(d, "drover.yaml")
+            with open(path, "w") as f:
+                f.write("engine:\n  admin:\n    zmq: tcp://127.0.0.1:7999\n    curve: { server_secret_file: /x, "
+                        "clients_dir: \"*\" }\n")
+            proc = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=10)
+            self.assertEqual(proc.returncode, 100, proc.stderr)
+            self.assertIn("engine.admin.curve.clients_dir: \"*\" lets any client key in", proc.stderr)
+
+    def test_the_http_port_is_parsed_strictly(self):
+        with tempfile.TemporaryDirectory(prefix="drv-rd-") as d:
+            path = os.path.join(d, "drover.yaml")
+            for listen in ("127.0.0.1:8080abc", "127.0.0.1:0", "127.0.0.1:70000", "127.0.0.1:", "nohost:80"):
+                with open(path, "w") as f:
+                    f.write(f"engine:\n  admin:\n    http: \"{listen}\"\n")
+                proc = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=10)
+                self.assertEqual(proc.returncode, 100, (listen, proc.stderr))
+                self.assertIn("engine.admin.http", proc.stderr)
+
+
+class DataPlane(EngineTest):
+    """Producers sending junk: duplicate keys, bad UTF-8, floods; many front doors."""
+
+    def start(self, extra=""):
+        self.http_port = free_port()
+        engine = self.start_engine(engine_yaml(engine_extra="  heartbeat_interval_ms: 100\n" + extra)
+                                   .replace("HTTP", str(self.http_port)))
+        self.admin = Admin(engine, self.http_port)
+        self.admin.wait_ready()
+        return engine
+
+    def zmq_pipeline(self, name, port, out, ack=False, processors=True):
+        nodes = {"in": {"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{port}", "ack": ack},
+                        "to": ["drop" if processors else "out"]},
+                 "out": {"type": "exporter:file", "config": {"path": out}}}
+        if processors:
+            nodes["drop"] = {"type": "processor:transform", "config": {"delete": ["secret"]}, "to": ["keep"]}
+            nodes["keep"] = {"type": "processor:filter", "config": {"field": "level", "op": "ge", "value": 3},
+                             "to": ["out"]}
+        status, body, _ = self.admin.http("PUT", f"/api/v1/groups/default/pipelines/{name}",
+                                          body={"pipeline": {"nodes": nodes}})
+        self.assertEqual(status, 200, body)
+
+    def test_records_with_duplicate_keys_never_reach_a_processor(self):
+        self.start()
+        port = free_port()
+        out = os.path.join(self.engine.out_dir, "dup.ndjson")
+        self.zmq_pipeline("dup", port, out)
+        producer = Producer(f"tcp://127.0.0.1:{port}")
+        # {"level": 1, "secret": "s1", "level": 5, "secret": "s2"}: a filter
+        # judging the first level and a reader seeing the second; a delete
+        # removing one secret and leaving the other.
+        dup = (b"\x84" + msgpack.packb("level") + msgpack.packb(1) + msgpack.packb("secret") + msgpack.packb("s1")
+               + msgpack.packb("level") + msgpack.packb(5) + msgpack.packb("secret") + msgpack.packb("s2"))
+        producer.send_raw(dup)
+        producer.send_raw(b"\x92" + dup + msgpack.packb({"level": 4, "n": 1}))  # refused whole, with its good record
+        producer.send({"level": 5, "n": 2})
+        wait_until(lambda: read_ndjson(out), 5, "the good record")
+        self.assertEqual(read_ndjson(out), [{"level": 5, "n": 2}])
+        self.engine.wait_log(r"rejected producer message .*duplicate key .level.")
+
+        def errors():
+            (inst,) = self.admin.http("GET", "/api/v1/groups/default/pipelines/dup/status")[1]["instances"]
+            return inst["errors"]
+        wait_until(lambda: errors() >= 1, 5, "refusals counted in errors")
+        producer.close()
+
+    def test_acked_producers_are_told_why_a_duplicate_key_record_is_refused(self):
+        self.start()
+        port = free_port()
+        out = os.path.join(self.engine.out_dir, "dupack.ndjson")
+        self.zmq_pipeline("dupack", port, out, ack=True)
+        ctx = zmq.Context.instance()
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(f"tcp://127.0.0.1:{port}")
+        dup = b"\x82" + msgpack.packb("a") + msgpack.packb(1) + msgpack.packb("a") + msgpack.packb(2)
+        sock.send_multipart([b"m1", dup])
+        self.assertTrue(sock.poll(5000), "an answer")
+        frames = sock.recv_multipart()
+        self.assertEqual(frames[0], b"m1")
+        self.assertIn("duplicate key", json.dumps(msgpack.unpackb(frames[-1])))
+        sock.close()
+
+    def test_ndjson_output_is_strictly_valid_utf8(self):
+        self.start()
+        port = free_port()
+        out = os.path.join(self.engine.out_dir, "utf8.ndjson")
+        self.zmq_pipeline("utf8", port, out, processors=False)
+        producer = Producer(f"tcp://127.0.0.1:{port}")
+        hostile = {"surrogate": b"\xed\xa0\x80", "overlong": b"\xc0\xaf", "overlong3": b"\xe0\x80\xaf",
+                   "beyond": b"\xf4\x90\x80\x80", "ok": "é".encode()}
+        record = b"\x85" + b"".join(msgpack.packb(k) + bytes([0xa0 | len(v)]) + v for k, v in hostile.items())
+        producer.send_raw(record)
+        wait_until(lambda: os.path.exists(out) and os.path.getsize(out) > 0, 5, "the line")
+        with open(out, "rb") as f:
+            line = f.read()
+        text = line.decode("utf-8")  # strict: raises on any invalid sequence
+        doc = json.loads(text)
+        self.assertEqual(doc["ok"], "é")
+        for key in ("surrogate", "overlong", "overlong3", "beyond"):
+            self.assertTrue(doc[key] and set(doc[key]) == {"\ufffd"}, (key, doc[key]))
+        producer.close()
+
+    def test_junk_is_logged_at_most_once_a_second(self):
+        self.start()
+        port = free_port()
+        self.zmq_pipeline("junk", port, os.path.join(self.engine.out_dir, "junk.ndjson"), processors=False)
+        producer = Producer(f"tcp://127.0.0.1:{port}")
+        started = time.monotonic()
+        for _ in range(300):
+            producer.send_raw(b"\xc1 junk")
+        self.engine.wait_log(r"rejected producer message")
+
+        def refused():
+            (inst,) = self.admin.http("GET", "/api/v1/groups/default/pipelines/junk/status")[1]["instances"]
+            return inst["errors"]
+        wait_until(lambda: refused() >= 300, 10, "all 300 refused")
+        seconds = time.monotonic() - started
+        lines = len(re.findall(r"rejected producer message", self.engine.log_text()))
+        self.assertLessEqual(lines, int(seconds) + 2, f"{lines} lines in {seconds:.1f} s")
+        producer.close()
+
+    def test_front_doors_past_the_254th_are_served(self):
+        self.start(extra="  limits: { max_pipelines: 10 }\n")
+        ipc = os.path.join(self.engine.run_dir, "fd")
+        out = os.path.join(self.engine.out_dir, "many.ndjson")
+        for p in range(5):
+            nodes = {f"in{i}": {"type": "receiver:zmq", "config": {"endpoint": f"ipc://{ipc}-{p}-{i}"},
+                                "to": ["out"]} for i in range(60)}
+            nodes["out"] = {"type": "exporter:file", "config": {"path": out}}
+            status, body, _ = self.admin.http("PUT", f"/api/v1/groups/default/pipelines/many{p}",
+                                              body={"pipeline": {"nodes": nodes}})
+            self.assertEqual(status, 200, body)
+        # The 300th front door, and one in the middle.
+        for endpoint in (f"ipc://{ipc}-4-59", f"ipc://{ipc}-2-10"):
+            producer = Producer(endpoint)
+            producer.send({"to": endpoint})
+            producer.close()
+        wait_until(lambda: len(read_ndjson(out)) == 2, 10, "records through front doors 300 and 131")
+
+    def test_a_front_door_holds_a_bounded_number_of_bytes_over_all_its_producers(self):
+        # 8 MiB per front door, 1 MiB messages: ZeroMQ may queue 8 per connection.
+        self.start(extra="  limits: { max_message_bytes: 1048576, front_door_buffer_bytes: 8388608 }\n")
+        port = free_port()
+        # An exporter that never sends: the instance stalls, its credit runs out.
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/stuck", body={"pipeline": {
+            "nodes": {"in": {"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{port}"},
+                             "to": ["out"]},
+                      "out": {"type": "exporter:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{free_port()}",
+                                                                 "hwm": 1}}}}})
+        self.assertEqual(status, 200, body)
+        broker = next(pid for title, pid in self.engine_children().items() if title.startswith("drover-broker"))
+        before = rss_kb(broker)
+        record = msgpack.packb({"pad": "x" * (512 * 1024)})
+        stop = time.monotonic() + 8
+        sent = [0]
+
+        def produce():
+            sock = zmq.Context.instance().socket(zmq.PUSH)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.SNDHWM, 1000)
+            sock.connect(f"tcp://127.0.0.1:{port}")
+            while time.monotonic() < stop:
+                try:
+                    sock.send(record, zmq.NOBLOCK)
+                    sent[0] += 1
+                except zmq.Again:
+                    time.sleep(0.01)
+            sock.close()
+        threads = [threading.Thread(target=produce) for _ in range(8)]
+        peak = 0
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            peak = max(peak, rss_kb(broker))
+            time.sleep(0.05)
+        for t in threads:
+            t.join()
+        grown = peak - before
+        # Held by the broker: at most 8 MiB; queued by ZeroMQ: 8 connections x
+        # 8 messages x 0.5 MiB = 32 MiB. Before the bound: 8 x 100 x 0.5 MiB.
+        self.assertGreater(sent[0], 200, "the producers did push")
+        self.assertLess(grown, 64 * 1024, f"broker RSS grew {grown} kB")
+
+    def engine_children(self):
+        from harness import children_of, cmdline
+        return {cmdline(c): c for c in children_of(self.engine.pid)}
+
+
+class Shutdown(EngineTest):
+    """SIGTERM while requests wait: every waiter answered, exit 0."""
+
+    def slow_to_drain(self):
+        self.http_port = free_port()
+        port = free_port()
+        engine = self.start_engine(engine_yaml(engine_extra="  shutdown_timeout_secs: 20\n")
+                                   .replace("HTTP", str(self.http_port)))
+        self.admin = Admin(engine, self.http_port)
+        self.admin.wait_ready()
+        # exporter:zmq towards nobody: a batch in it never leaves, so the drain waits.
+        spec = {"pipeline": {"nodes": {
+            "in": {"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{port}"}, "to": ["out"]},
+            "out": {"type": "exporter:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{free_port()}", "hwm": 1}}}},
+            "drain_timeout_secs": 60}
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/slow", body=spec)[0], 200)
+        producer = Producer(f"tcp://127.0.0.1:{port}")
+        for i in range(20):
+            producer.send({"i": i})
+        producer.close()
+        return engine
+
+    def wait_in_thread(self, path):
+        result = {}
+
+        def call():
+            try:
+                result["status"] = self.admin.http("POST", path, body={}, timeout=30)[0]
+            except Exception as e:  # noqa: BLE001 - the test reports it
+                result["error"] = repr(e)
+        t = threading.Thread(target=call)
+        t.start()
+        return t, result
+
+    def test_sigterm_while_a_shutdown_waits_answers_it_and_exits_0(self):
+        engine = self.slow_to_drain()
+        t, result = self.wait_in_thread("/api/v1/groups/default/pipelines/slow/shutdown?wait=true&timeout_secs=30")
+        engine.wait_log(r"pipeline shutdown started pipeline=default:slow", 5)
+        engine.signal(signal.SIGTERM)
+        self.assertEqual(engine.wait_exit(30), 0, engine.log_text()[-3000:])
+        t.join(10)
+        self.assertIn("status", result, result)
+
+    def test_a_second_sigterm_while_waiting_also_exits_0(self):
+        engine = self.slow_to_drain()
+        t, result = self.wait_in_thread("/api/v1/groups/default/pipelines/slow/shutdown?wait=true&timeout_secs=30")
+        engine.wait_log(r"pipeline shutdown started pipeline=default:slow", 5)
+        engine.signal(signal.SIGTERM)
+        engine.wait_log(r"shutdown started signal")
+        engine.signal(signal.SIGTERM)
+        self.assertEqual(engine.wait_exit(30), 0, engine.log_text()[-3000:])
+        t.join(10)
+        self.assertIn("status", result, result)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
