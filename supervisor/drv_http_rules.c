@@ -15,6 +15,7 @@
 struct drv_http_rules_t {
     char *hosts[MAX_HOSTS]; // accepted host names, lower case, without port ("[::1]" keeps brackets)
     size_t count;
+    bool any_host;          // http_hosts has "*": every Host is accepted (reached by pod IP, with a token)
     char *token;            // bearer token, or NULL
 };
 
@@ -73,7 +74,11 @@ drv_http_rules_t *drv_http_rules_new(const char *listen, const char *const *extr
         s_add(self, listen, s_host_len(listen));
     }
     for (size_t i = 0; i < extra_count; i++) {
-        s_add(self, extra_hosts[i], s_host_len(extra_hosts[i]));
+        if (strcmp(extra_hosts[i], "*") == 0) {
+            self->any_host = true;
+        } else {
+            s_add(self, extra_hosts[i], s_host_len(extra_hosts[i]));
+        }
     }
     self->token = token ? strdup(token) : NULL;
     return self;
@@ -93,11 +98,9 @@ void drv_http_rules_destroy(drv_http_rules_t **self_p)
     *self_p = NULL;
 }
 
-static bool s_host_ok(const drv_http_rules_t *self, const char *value)
+//  True when "host[:port]" names one of the accepted hosts (any port).
+static bool s_listed(const drv_http_rules_t *self, const char *value)
 {
-    if (!value) {
-        return false;
-    }
     size_t len = s_host_len(value);
     for (size_t i = 0; len && i < self->count; i++) {
         if (strlen(self->hosts[i]) == len && strncasecmp(self->hosts[i], value, len) == 0) {
@@ -107,14 +110,22 @@ static bool s_host_ok(const drv_http_rules_t *self, const char *value)
     return false;
 }
 
+static bool s_host_ok(const drv_http_rules_t *self, const char *value)
+{
+    return value && (self->any_host || s_listed(self, value));
+}
+
 //  An Origin is "scheme://host[:port]"; "null" and anything else is foreign.
-static bool s_origin_ok(const drv_http_rules_t *self, const char *origin)
+//  It is ours when it is the very host the request was sent to (the page
+//  came from this engine), or one of the accepted names.
+static bool s_origin_ok(const drv_http_rules_t *self, const char *origin, const char *host)
 {
     const char *sep = strstr(origin, "://");
     if (!sep || (strncasecmp(origin, "http", 4) != 0)) {
         return false;
     }
-    return s_host_ok(self, sep + 3);
+    const char *origin_host = sep + 3;
+    return (host && strcasecmp(origin_host, host) == 0) || s_listed(self, origin_host);
 }
 
 //  Constant-time comparison of the presented token with ours.
@@ -176,7 +187,7 @@ void drv_http_rules_check(const drv_http_rules_t *self, const drv_http_request_h
     if (!drv_http_rules_is_probe(head->path) && !s_host_ok(self, head->host)) {
         s_refuse(verdict, 421, "misdirected_request",
                  "Host \"%.200s\" is not one this engine answers to (engine.admin.http_hosts)", head->host);
-    } else if (mutating && head->origin && !s_origin_ok(self, head->origin)) {
+    } else if (mutating && head->origin && !s_origin_ok(self, head->origin, head->host)) {
         s_refuse(verdict, 403, "forbidden", "Origin \"%.200s\" may not change this engine", head->origin);
     } else if (mutating && !*authorized) {
         s_refuse(verdict, 401, "unauthorized",

@@ -12,7 +12,10 @@
 typedef struct drv_http_rules_t drv_http_rules_t;
 
 //  Accepted Host values: listen's host, localhost, 127.0.0.1, [::1] and the
-//  extra names (engine.admin.http_hosts), each with or without a port.
+//  extra names (engine.admin.http_hosts), each with or without a port; an
+//  extra "*" accepts every Host (an engine reached by pod IP, behind a
+//  token). An Origin is accepted when it names the Host the request was
+//  sent to, or an accepted name.
 //  token: the bearer token mutating requests need, or NULL.
 drv_http_rules_t *drv_http_rules_new(const char *listen, const char *const *extra_hosts, size_t extra_count,
                                      const char *token);

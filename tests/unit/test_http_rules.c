@@ -40,6 +40,18 @@ static void test_host_rules(void **state)
     assert_int_equal(s_status(rules, "GET", "/metrics", "10.1.2.3:8080", NULL, NULL, NULL, -1), 0);
     drv_http_rules_destroy(&rules);
     assert_null(rules);
+    const char *any[] = {"*"};
+    rules = drv_http_rules_new("0.0.0.0:8080", any, 1, "0123456789abcdef");
+    assert_int_equal(s_status(rules, "GET", "/status", "10.1.2.3:8080", NULL, NULL, NULL, -1), 0);
+    //  A page served by the engine itself posts with its own origin ...
+    assert_int_equal(s_status(rules, "POST", "/x", "10.1.2.3:8080", "http://10.1.2.3:8080", "application/json",
+                              "Bearer 0123456789abcdef", 2),
+                     0);
+    //  ... another page may not.
+    assert_int_equal(s_status(rules, "POST", "/x", "10.1.2.3:8080", "http://10.9.9.9:8080", "application/json",
+                              "Bearer 0123456789abcdef", 2),
+                     403);
+    drv_http_rules_destroy(&rules);
 }
 
 static void test_mutations_need_json_same_origin_and_token(void **state)
