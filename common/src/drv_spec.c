@@ -618,19 +618,25 @@ static json_t *s_policies_of(ctx_t *ctx, json_t *policies)
     return result;
 }
 
-//  How deeply maps and lists nest inside value (a scalar is 0).
-static int s_depth(const json_t *value, int limit)
+//  How deeply maps and lists nest inside value (a scalar is 0). Also finds
+//  strings with a NUL inside (jansson keeps them; C would cut them short),
+//  which a YAML "\0" escape can make: *nul is set.
+static int s_depth(const json_t *value, int limit, bool *nul)
 {
     int deepest = 0;
     if (limit < 0) {
         return 1; // deeper than anyone asked about; stop looking
+    }
+    if (json_is_string(value)) {
+        *nul |= strlen(json_string_value(value)) != json_string_length(value);
+        return 0;
     }
     if (json_is_object(value)) {
         const char *key;
         json_t *member;
         json_object_foreach((json_t *)value, key, member)
         {
-            int d = s_depth(member, limit - 1);
+            int d = s_depth(member, limit - 1, nul);
             deepest = d > deepest ? d : deepest;
         }
         return deepest + 1;
@@ -640,7 +646,7 @@ static int s_depth(const json_t *value, int limit)
         json_t *item;
         json_array_foreach(value, index, item)
         {
-            int d = s_depth(item, limit - 1);
+            int d = s_depth(item, limit - 1, nul);
             deepest = d > deepest ? d : deepest;
         }
         return deepest + 1;
@@ -658,8 +664,13 @@ json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const 
         s_problem(&ctx, "", "a PipelineSpec must be a map with cores, nodes, policies");
         return NULL;
     }
-    if (s_depth(spec, DRV_LIMIT_SPEC_DEPTH) > DRV_LIMIT_SPEC_DEPTH) {
+    bool nul = false;
+    if (s_depth(spec, DRV_LIMIT_SPEC_DEPTH, &nul) > DRV_LIMIT_SPEC_DEPTH) {
         s_problem(&ctx, "", "nested deeper than %d levels", DRV_LIMIT_SPEC_DEPTH);
+        return NULL;
+    }
+    if (nul) {
+        s_problem(&ctx, "", "a string holds a NUL character");
         return NULL;
     }
     const char *key;

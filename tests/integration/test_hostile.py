@@ -454,6 +454,17 @@ class RunDir(unittest.TestCase):
             self.assertEqual(proc.returncode, 100, proc.stderr)
             self.assertIn("engine.admin.curve.clients_dir: \"*\" lets any client key in", proc.stderr)
 
+    def test_a_nul_in_the_config_file_is_refused(self):
+        with tempfile.TemporaryDirectory(prefix="drv-rd-") as d:
+            path = os.path.join(d, "drover.yaml")
+            with open(path, "w") as f:
+                f.write("groups:\n  default:\n    pipelines:\n      p:\n        nodes:\n"
+                        "          g: { type: receiver:generator, to: [o] }\n"
+                        "          o: { type: exporter:file, config: { path: \"/tmp/ok\\0/../../etc/x\" } }\n")
+            proc = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=10)
+            self.assertEqual(proc.returncode, 100, proc.stderr)
+            self.assertIn("a string holds a NUL character", proc.stderr)
+
     def test_the_http_port_is_parsed_strictly(self):
         with tempfile.TemporaryDirectory(prefix="drv-rd-") as d:
             path = os.path.join(d, "drover.yaml")
