@@ -53,7 +53,8 @@ def drover(rounds):
             "policies": {"restart": {"window_secs": 1, "max_restarts": 100}}}}
         for i in range(rounds):
             start = time.perf_counter()
-            conn.request("PUT", f"/api/v1/groups/default/pipelines/p{i}", body=json.dumps(spec))
+            conn.request("PUT", f"/api/v1/groups/default/pipelines/p{i}", body=json.dumps(spec),
+                         headers={"Content-Type": "application/json"})
             resp = conn.getresponse()
             body = json.loads(resp.read())
             assert resp.status == 200 and body["state"] == "succeeded", body

@@ -6,6 +6,7 @@
 #include "drv_shutdown.h"
 
 #include "drover/drv_problems.h"
+#include "drover/drv_limits.h"
 #include "drover/drv_spec.h"
 
 #include <stdio.h>
@@ -41,9 +42,9 @@ static int s_query_secs(drv_admin_request_t *request, const char *name, int64_t 
     }
     char *end;
     long long secs = strtoll(value, &end, 10);
-    if (*value == 0 || *end || secs < 1 || secs > 86400) {
-        drv_admin_error(response, 400, "invalid_request", "query %s=%s: must be whole seconds, 1 to 86400", name,
-                        value);
+    if (*value == 0 || *end || secs < 1 || secs > DRV_LIMIT_TIMEOUT_SECS) {
+        drv_admin_error(response, 400, "invalid_request", "query %s=%s: must be whole seconds, 1 to %d", name,
+                        value, DRV_LIMIT_TIMEOUT_SECS);
         return -1;
     }
     *out = secs;
@@ -57,8 +58,9 @@ static int s_body_secs(json_t *body, const char *name, int64_t *out, drv_admin_r
     if (!value) {
         return 0;
     }
-    if (!json_is_integer(value) || json_integer_value(value) < 1 || json_integer_value(value) > 86400) {
-        drv_admin_error(response, 400, "invalid_request", "%s: must be whole seconds, 1 to 86400", name);
+    if (!json_is_integer(value) || json_integer_value(value) < 1 || json_integer_value(value) > DRV_LIMIT_TIMEOUT_SECS) {
+        drv_admin_error(response, 400, "invalid_request", "%s: must be whole seconds, 1 to %d", name,
+                        DRV_LIMIT_TIMEOUT_SECS);
         return -1;
     }
     *out = json_integer_value(value);

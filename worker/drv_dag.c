@@ -151,23 +151,22 @@ static char *s_expand_path(const char *pattern, const drv_dag_identity_t *who)
 
 //  Opens an exporter's file for appending without following a symlink at
 //  the last component (a link planted there would make droverd's user
-//  append to whatever it points at), and only if it is a regular file or a
-//  character device (/dev/null, /dev/console): never a block device.
+//  append to whatever it points at). A regular file, a FIFO (a reader
+//  process; opening waits for it) or a character device (/dev/null); never
+//  a block device.
 static int s_open_output(const char *path, char *why, size_t whylen)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
         snprintf(why, whylen, "%s", errno == ELOOP ? "it is a symbolic link; refusing to follow it" : strerror(errno));
         return -1;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
-        snprintf(why, whylen, "it is not a regular file or a character device");
+    if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+        snprintf(why, whylen, "it is not a regular file, a FIFO or a character device");
         close(fd);
         return -1;
     }
-    int flags = fcntl(fd, F_GETFL);
-    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK); // only so that opening a FIFO cannot block
     return fd;
 }
 

@@ -18,10 +18,12 @@ import unittest
 import msgpack
 import zmq
 
-from harness import (BIN, DROVERD, Admin, Engine, EngineTest, Producer, engine_yaml, free_port, proc_status,
-                     read_ndjson, wait_until)
+from harness import (DROVERD, SLOW, Admin, EngineTest, Producer, engine_yaml, free_port,
+                     proc_status, read_ndjson, wait_until)
 
 TOKEN = "hostile-suite-token-0123456789"
+# ASan's quarantine keeps freed memory: RSS says nothing about drover there.
+SANITIZED = bool(os.environ.get("DROVER_TEST_SANITIZED"))
 
 
 def rss_kb(pid):
@@ -134,7 +136,8 @@ class HttpAdmin(EngineTest):
         finally:
             for s in socks:
                 s.close()
-        self.assertLess(rss_kb(self.engine.pid) - before, 20 * 1024, "bodies before the token check are not kept")
+        if not SANITIZED:
+            self.assertLess(rss_kb(self.engine.pid) - before, 20 * 1024, "bodies before the token check are not kept")
 
     def test_bodies_in_flight_are_bounded_and_memory_is_given_back(self):
         self.start()
@@ -160,8 +163,9 @@ class HttpAdmin(EngineTest):
                 s.close()
         self.assertEqual(statuses.count(b"waiting"), 16, statuses)
         self.assertEqual(statuses.count(b"HTTP/1.1 503"), 48, statuses)
-        self.assertLess(peak - before, 40 * 1024, f"RSS grew {peak - before} kB")
-        wait_until(lambda: rss_kb(self.engine.pid) - before < 12 * 1024, 10, "memory given back")
+        if not SANITIZED:
+            self.assertLess(peak - before, 40 * 1024, f"RSS grew {peak - before} kB")
+            wait_until(lambda: rss_kb(self.engine.pid) - before < 12 * 1024, 10, "memory given back")
 
     def test_slow_clients_cannot_starve_the_probes(self):
         self.start()
@@ -177,7 +181,7 @@ class HttpAdmin(EngineTest):
                 status = self.admin.http("GET", probe, timeout=2)[0]
                 elapsed = time.monotonic() - started
                 self.assertEqual(status, 200)
-                self.assertLess(elapsed, 1.0, f"{probe} took {elapsed:.3f} s")
+                self.assertLess(elapsed, 1.0 * SLOW, f"{probe} took {elapsed:.3f} s")
         finally:
             for s in socks:
                 s.close()
@@ -639,7 +643,8 @@ class DataPlane(EngineTest):
         # Held by the broker: at most 8 MiB; queued by ZeroMQ: 8 connections x
         # 8 messages x 0.5 MiB = 32 MiB. Before the bound: 8 x 100 x 0.5 MiB.
         self.assertGreater(sent[0], 200, "the producers did push")
-        self.assertLess(grown, 64 * 1024, f"broker RSS grew {grown} kB")
+        if not SANITIZED:
+            self.assertLess(grown, 64 * 1024, f"broker RSS grew {grown} kB")
 
     def engine_children(self):
         from harness import children_of, cmdline
