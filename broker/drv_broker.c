@@ -631,9 +631,15 @@ static void s_pipeline_set(broker_t *self, drv_msg_t *msg)
         fe->route = s_route_new(msg->pipeline, node, endpoint, fe->header);
         free(data);
         drv_msg_clear(&header);
-        if (zsock_bind(fe->pull, "%s", endpoint) < 0) {
+        //  Binding an ipc endpoint unlinks whatever has its name: validation
+        //  refused a file that is not a socket, and so does the bind, in
+        //  case one appeared since.
+        struct stat st;
+        bool not_socket = !strncmp(endpoint, "ipc://", 6) && lstat(endpoint + 6, &st) == 0 && !S_ISSOCK(st.st_mode);
+        if (not_socket || zsock_bind(fe->pull, "%s", endpoint) < 0) {
             char reason[300];
-            snprintf(reason, sizeof reason, "cannot bind %s: %s", endpoint, zmq_strerror(zmq_errno()));
+            snprintf(reason, sizeof reason, "cannot bind %s: %s", endpoint,
+                     not_socket ? "it exists and is not a socket" : zmq_strerror(zmq_errno()));
             drv_error("front door failed pipeline=%s node=%s reason=\"%s\"", fe->pipeline, node, reason);
             s_reply_bound(self, fe, false, reason);
             s_frontend_free((void **)&fe);

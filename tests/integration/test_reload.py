@@ -57,7 +57,9 @@ class Reload(EngineTest):
                    10, "the file's changes applied")
         self.assertEqual(engine.instances()["default/keep@1#0"], keep_pid, "an unchanged pipeline is a noop")
         self.assertEqual(admin.http("GET", "/api/v1/groups/default/pipelines/drop")[0], 404)
-        history = admin.http("GET", "/api/v1/groups/default/pipelines/change/rollouts")[1]
+        # The old instance's exit and the rollout's end are one loop turn apart.
+        history = wait_until(lambda: (lambda h: h if h[0]["state"] != "running" else None)(
+            admin.http("GET", "/api/v1/groups/default/pipelines/change/rollouts")[1]), 10, "the rollout's end")
         self.assertEqual((history[0]["action"], history[0]["state"]), ("replace", "succeeded"))
         # an invalid file: nothing changes, and it says why, in the log and as an event
         sub = admin.subscribe("config.")
