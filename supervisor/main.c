@@ -4,6 +4,7 @@
 #include "drv_signals.h"
 #include "drv_supervisor.h"
 
+#include "drv_node.h"
 #include "drover/drv_config.h"
 #include "drover/drv_cpus.h"
 #include "drover/drv_log.h"
@@ -52,6 +53,7 @@ int main(int argc, char *argv[])
         return DRV_EXIT_CONFIG;
     }
     drv_log_init("droverd");
+    drv_nodes_register(); // specs are validated against every node kind's schema
     if (signal_fd < 0) {
         fprintf(stderr, "droverd: cannot set up signals\n");
         return DRV_EXIT_SYSTEM;

@@ -7,6 +7,7 @@
 #include "drv_worker.h"
 #include "drv_zygote.h"
 
+#include "drv_node.h"
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
 
@@ -45,6 +46,7 @@ int main(int argc, char *argv[])
     }
     if (standalone) {
         drv_log_init("worker[standalone]");
+        drv_nodes_register();
         zsys_handler_set(NULL);
         zsys_init();
         int rc = drv_standalone_run(standalone);

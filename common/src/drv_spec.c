@@ -1,8 +1,8 @@
 /*  drv_spec — PipelineSpec validation and normalization.
     Every problem is collected with its path; a spec with any problem is not
-    normalized, so nothing half-valid ever reaches a running pipeline. The node
-    type table below is what the validator knows; the worker implements the same
-    types (worker/drv_nodes.c). */
+    normalized, so nothing half-valid ever reaches a running pipeline. What each
+    node kind accepts is declared by the kind itself (worker/nodes/), and
+    registered here with drv_spec_set_kinds. */
 #include "drover/drv_limits.h"
 #include "drover/drv_spec.h"
 
@@ -12,66 +12,15 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef enum { ROLE_RECEIVER, ROLE_PROCESSOR, ROLE_EXPORTER } node_role_t;
+//  The node kinds this program knows (drv_spec_set_kinds), in table order.
+static const drv_node_schema_t *const *s_kinds;
+static size_t s_kind_count;
 
-typedef enum {
-    K_STRING,      // non-empty string
-    K_ENDPOINT,    // tcp://... or ipc://...
-    K_NONNEG_INT,  // integer >= 0
-    K_OBJECT,      // any object
-    K_ANY,         // any value
-    K_STRING_LIST, // array of strings
-    K_STRING_MAP,  // object whose values are strings
-    K_CHOICE,      // one of choices
-    K_BOOL,        // true or false
-} key_kind_t;
-
-typedef struct {
-    const char *key;
-    key_kind_t kind;
-    bool required;
-    const char *fallback; // JSON text of the default, or NULL for none
-    const char *choices;  // for K_CHOICE: space-separated
-    int64_t maximum;      // for K_NONNEG_INT: the largest value (0: INT64_MAX)
-} config_key_t;
-
-#define MAX_KEYS 6
-
-typedef struct {
-    const char *name;
-    node_role_t role;
-    config_key_t keys[MAX_KEYS];
-} node_type_t;
-
-static const node_type_t s_node_types[] = {
-    {"receiver:zmq",
-     ROLE_RECEIVER,
-     {{"endpoint", K_ENDPOINT, true, NULL, NULL, 0}, {"ack", K_BOOL, false, "false", NULL, 0}}},
-    {"receiver:generator",
-     ROLE_RECEIVER,
-     {{"rate", K_NONNEG_INT, false, "0", NULL, DRV_LIMIT_RATE},
-      {"count", K_NONNEG_INT, false, "0", NULL, 0},
-      {"record", K_OBJECT, false, "{}", NULL, 0}}},
-    {"processor:filter",
-     ROLE_PROCESSOR,
-     {{"field", K_STRING, true, NULL, NULL, 0},
-      {"op", K_CHOICE, true, NULL, "eq ne lt le gt ge exists", 0},
-      {"value", K_ANY, false, NULL, NULL, 0}}},
-    {"processor:transform",
-     ROLE_PROCESSOR,
-     {{"set", K_OBJECT, false, "{}", NULL, 0},
-      {"rename", K_STRING_MAP, false, "{}", NULL, 0},
-      {"delete", K_STRING_LIST, false, "[]", NULL, 0}}},
-    {"exporter:file",
-     ROLE_EXPORTER,
-     {{"path", K_STRING, true, NULL, NULL, 0}, {"format", K_CHOICE, false, "\"ndjson\"", "ndjson msgpack", 0}}},
-    {"exporter:zmq",
-     ROLE_EXPORTER,
-     {{"endpoint", K_ENDPOINT, true, NULL, NULL, 0},
-      {"socket", K_CHOICE, false, "\"push\"", "push pub", 0},
-      {"hwm", K_NONNEG_INT, false, "100", NULL, DRV_LIMIT_HWM}}},
-    {"exporter:null", ROLE_EXPORTER, {{0}}},
-};
+void drv_spec_set_kinds(const drv_node_schema_t *const *kinds, size_t count)
+{
+    s_kinds = kinds;
+    s_kind_count = count;
+}
 
 typedef struct {
     const char *key;
@@ -93,11 +42,12 @@ static const struct {
       {"max_backoff_ms", "30000", 1, DRV_LIMIT_BACKOFF_MS}}},
 };
 
-typedef struct {
+struct drv_spec_check_t {
     drv_problems_t *problems;
     const char *prefix;
     const drv_spec_env_t *env;
-} ctx_t;
+};
+typedef drv_spec_check_t ctx_t;
 
 static void s_problem(ctx_t *ctx, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -114,14 +64,34 @@ static void s_problem(ctx_t *ctx, const char *path, const char *fmt, ...)
     drv_problems_add(ctx->problems, full, "%s", message);
 }
 
-static const node_type_t *s_node_type(const char *name)
+void drv_spec_check_problem(drv_spec_check_t *check, const char *path, const char *fmt, ...)
 {
-    for (size_t i = 0; i < sizeof s_node_types / sizeof s_node_types[0]; i++) {
-        if (strcmp(s_node_types[i].name, name) == 0) {
-            return &s_node_types[i];
+    char message[400];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof message, fmt, args);
+    va_end(args);
+    s_problem(check, path, "%s", message);
+}
+
+static const drv_node_schema_t *s_node_type(const char *name)
+{
+    for (size_t i = 0; i < s_kind_count; i++) {
+        if (strcmp(s_kinds[i]->name, name) == 0) {
+            return s_kinds[i];
         }
     }
     return NULL;
+}
+
+//  "receiver:zmq, receiver:generator, ..." for messages.
+static void s_kind_names(char *out, size_t outlen)
+{
+    size_t used = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < s_kind_count && used < outlen; i++) {
+        used += (size_t)snprintf(out + used, outlen - used, "%s%s", i ? ", " : "", s_kinds[i]->name);
+    }
 }
 
 bool drv_spec_valid_id(const char *id)
@@ -204,15 +174,15 @@ static void s_check_file_path(ctx_t *ctx, const char *path, const char *file)
     }
 }
 
-static void s_check_key(ctx_t *ctx, const char *path, const config_key_t *def, json_t *value)
+static void s_check_key(ctx_t *ctx, const char *path, const drv_config_key_t *def, json_t *value)
 {
     switch (def->kind) {
-    case K_STRING:
+    case DRV_KEY_STRING:
         if (!json_is_string(value) || json_string_length(value) == 0) {
             s_problem(ctx, path, "must be a non-empty string");
         }
         break;
-    case K_ENDPOINT:
+    case DRV_KEY_ENDPOINT:
         if (!json_is_string(value)) {
             s_problem(ctx, path, "must be a string");
         } else if (json_string_length(value) > DRV_LIMIT_ENDPOINT) {
@@ -225,26 +195,33 @@ static void s_check_key(ctx_t *ctx, const char *path, const config_key_t *def, j
             s_check_ipc(ctx, path, json_string_value(value) + 6);
         }
         break;
-    case K_NONNEG_INT: {
+    case DRV_KEY_NONNEG_INT: {
         int64_t maximum = def->maximum ? def->maximum : INT64_MAX;
         if (!json_is_integer(value) || json_integer_value(value) < 0 || json_integer_value(value) > maximum) {
             s_problem(ctx, path, "must be an integer from 0 to %lld", (long long)maximum);
         }
         break;
     }
-    case K_OBJECT:
+    case DRV_KEY_OBJECT:
         if (!json_is_object(value)) {
             s_problem(ctx, path, "must be a map");
         }
         break;
-    case K_ANY:
+    case DRV_KEY_ANY:
         break;
-    case K_BOOL:
+    case DRV_KEY_FILE_PATH:
+        if (!json_is_string(value) || json_string_length(value) == 0) {
+            s_problem(ctx, path, "must be a non-empty string");
+        } else {
+            s_check_file_path(ctx, path, json_string_value(value));
+        }
+        break;
+    case DRV_KEY_BOOL:
         if (!json_is_boolean(value)) {
             s_problem(ctx, path, "must be true or false");
         }
         break;
-    case K_STRING_LIST: {
+    case DRV_KEY_STRING_LIST: {
         size_t index;
         json_t *item;
         if (!json_is_array(value)) {
@@ -259,7 +236,7 @@ static void s_check_key(ctx_t *ctx, const char *path, const config_key_t *def, j
         }
         break;
     }
-    case K_STRING_MAP: {
+    case DRV_KEY_STRING_MAP: {
         const char *key;
         json_t *item;
         if (!json_is_object(value)) {
@@ -274,7 +251,7 @@ static void s_check_key(ctx_t *ctx, const char *path, const config_key_t *def, j
         }
         break;
     }
-    case K_CHOICE:
+    case DRV_KEY_CHOICE:
         if (!json_is_string(value) || !s_in_choices(def->choices, json_string_value(value))) {
             char shown[200];
             if (json_is_string(value)) {
@@ -289,7 +266,7 @@ static void s_check_key(ctx_t *ctx, const char *path, const config_key_t *def, j
 }
 
 //  Validates one node's config against its type and fills in defaults.
-static json_t *s_node_config(ctx_t *ctx, const char *node_path, const node_type_t *type,
+static json_t *s_node_config(ctx_t *ctx, const char *node_path, const drv_node_schema_t *type,
                              json_t *config)
 {
     char path[600];
@@ -299,7 +276,7 @@ static json_t *s_node_config(ctx_t *ctx, const char *node_path, const node_type_
     json_object_foreach(config, key, value)
     {
         bool known = false;
-        for (int i = 0; i < MAX_KEYS && type->keys[i].key; i++) {
+        for (int i = 0; i < DRV_NODE_MAX_KEYS && type->keys[i].key; i++) {
             known |= strcmp(type->keys[i].key, key) == 0;
         }
         if (!known) {
@@ -307,8 +284,8 @@ static json_t *s_node_config(ctx_t *ctx, const char *node_path, const node_type_
             s_problem(ctx, path, "unknown config key \"%s\" for %s", key, type->name);
         }
     }
-    for (int i = 0; i < MAX_KEYS && type->keys[i].key; i++) {
-        const config_key_t *def = &type->keys[i];
+    for (int i = 0; i < DRV_NODE_MAX_KEYS && type->keys[i].key; i++) {
+        const drv_config_key_t *def = &type->keys[i];
         snprintf(path, sizeof path, "%s.config.%s", node_path, def->key);
         value = json_object_get(config, def->key);
         if (!value) {
@@ -322,18 +299,8 @@ static json_t *s_node_config(ctx_t *ctx, const char *node_path, const node_type_
         s_check_key(ctx, path, def, value);
         json_object_set(result, def->key, value);
     }
-    json_t *file = json_object_get(config, "path");
-    if (strcmp(type->name, "exporter:file") == 0 && json_is_string(file) && json_string_length(file) > 0) {
-        snprintf(path, sizeof path, "%s.config.path", node_path);
-        s_check_file_path(ctx, path, json_string_value(file));
-    }
-    if (strcmp(type->name, "processor:filter") == 0) {
-        json_t *op = json_object_get(config, "op");
-        bool needs_value = !(json_is_string(op) && strcmp(json_string_value(op), "exists") == 0);
-        if (needs_value && !json_object_get(config, "value")) {
-            snprintf(path, sizeof path, "%s.config.value", node_path);
-            s_problem(ctx, path, "required unless op is exists");
-        }
+    if (type->check) {
+        type->check(ctx, node_path, config);
     }
     return result;
 }
@@ -402,13 +369,13 @@ static json_t *s_nodes(ctx_t *ctx, json_t *nodes)
             }
         }
         json_t *type_name = json_object_get(node, "type");
-        const node_type_t *type = json_is_string(type_name) ? s_node_type(json_string_value(type_name)) : NULL;
+        const drv_node_schema_t *type = json_is_string(type_name) ? s_node_type(json_string_value(type_name)) : NULL;
         char type_path[700];
         snprintf(type_path, sizeof type_path, "%s.type", path);
         if (!json_is_string(type_name)) {
-            s_problem(ctx, type_path, "required: one of receiver:zmq, receiver:generator, "
-                                      "processor:filter, processor:transform, exporter:file, "
-                                      "exporter:zmq, exporter:null");
+            char names[600];
+            s_kind_names(names, sizeof names);
+            s_problem(ctx, type_path, "required: one of %s", names);
         } else if (!type) {
             s_problem(ctx, type_path, "unknown node type \"%s\"", json_string_value(type_name));
         }
@@ -449,10 +416,10 @@ static json_t *s_nodes(ctx_t *ctx, json_t *nodes)
             json_array_append(to_list, target);
         }
         if (type) {
-            if (type->role == ROLE_RECEIVER) {
+            if (type->role == DRV_ROLE_RECEIVER) {
                 receivers++;
             }
-            if (type->role == ROLE_EXPORTER) {
+            if (type->role == DRV_ROLE_EXPORTER) {
                 exporters++;
                 if (json_array_size(to_list) > 0) {
                     s_problem(ctx, to_path, "an exporter sends nowhere else; remove to");

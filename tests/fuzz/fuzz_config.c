@@ -3,12 +3,15 @@
     refused; nothing may crash, leak or hang. */
 #include "fuzz.h"
 
+#include "drv_node.h"
+
 #include "drover/drv_config.h"
 
 static const drv_cpus_t s_cpus = {.count = 4, .ids = {0, 1, 2, 3}};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    drv_nodes_register();
     char err[600];
     drv_config_t *config = drv_config_parse((const char *)data, size, "fuzz.yaml", &s_cpus, err, sizeof err);
     FUZZ_ASSERT(config || err[0]); // refused means a reason

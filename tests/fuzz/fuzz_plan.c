@@ -6,6 +6,8 @@
     used unchecked in the state save and the planner. */
 #include "fuzz.h"
 
+#include "drv_node.h"
+
 #include "drv_admin.h"
 #include "drv_planner.h"
 
@@ -57,6 +59,7 @@ static void s_plan(const json_t *spec)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    drv_nodes_register();
     char why[340] = "";
     drv_admin_request_t *request = drv_admin_envelope_decode(data, size, why, sizeof why);
     if (!request) {

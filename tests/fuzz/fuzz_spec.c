@@ -3,6 +3,8 @@
     must survive the msgpack wire encoding unchanged and hash the same. */
 #include "fuzz.h"
 
+#include "drv_node.h"
+
 #include "drover/drv_mpjson.h"
 #include "drover/drv_problems.h"
 #include "drover/drv_spec.h"
@@ -15,6 +17,7 @@ static const drv_spec_env_t s_env = {.cpus = &s_cpus};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    drv_nodes_register();
     json_error_t jerr;
     json_t *body = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!body) {

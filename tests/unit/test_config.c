@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "drv_node.h"
+
 #include "drover/drv_config.h"
 #include "drover/drv_yaml.h"
 
@@ -112,6 +114,7 @@ static void test_config_limits(void **state)
 
 int main(void)
 {
+    drv_nodes_register();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_yaml_scalars_are_typed_and_lines_recorded),
         cmocka_unit_test(test_yaml_refuses_duplicates_aliases_and_syntax_errors),

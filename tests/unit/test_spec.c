@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "drv_node.h"
+
 #include "drover/drv_spec.h"
 
 #include <stdio.h>
@@ -180,6 +182,7 @@ static void test_cores_resolve_from_allowed_cpus(void **state)
 
 int main(void)
 {
+    drv_nodes_register();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_invalid_specs_name_path_and_reason),
         cmocka_unit_test(test_defaults_are_filled_and_hash_ignores_key_order),

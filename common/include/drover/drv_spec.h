@@ -5,6 +5,7 @@
 #define DRV_SPEC_H
 
 #include "drover/drv_cpus.h"
+#include "drover/drv_node_schema.h"
 #include "drover/drv_problems.h"
 
 #include <jansson.h>

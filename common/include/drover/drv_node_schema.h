@@ -1,0 +1,56 @@
+/*  drv_node_schema — what a node kind accepts in its config, as data the
+    spec validator reads. Each kind declares its schema once, in its own file
+    under worker/nodes/, beside its code; programs that validate specs
+    register the list of kinds (drv_nodes_register) before the first one. */
+#ifndef DRV_NODE_SCHEMA_H
+#define DRV_NODE_SCHEMA_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { DRV_ROLE_RECEIVER, DRV_ROLE_PROCESSOR, DRV_ROLE_EXPORTER } drv_node_role_t;
+
+typedef enum {
+    DRV_KEY_STRING,      // non-empty string
+    DRV_KEY_ENDPOINT,    // tcp://... or ipc://... (ipc paths confined to engine.data_dirs)
+    DRV_KEY_NONNEG_INT,  // integer from 0 to maximum
+    DRV_KEY_OBJECT,      // any map
+    DRV_KEY_ANY,         // any value
+    DRV_KEY_STRING_LIST, // list of strings
+    DRV_KEY_STRING_MAP,  // map whose values are strings
+    DRV_KEY_CHOICE,      // one of choices
+    DRV_KEY_BOOL,        // true or false
+    DRV_KEY_FILE_PATH,   // a path to write (confined to engine.data_dirs and run_dir)
+} drv_key_kind_t;
+
+typedef struct {
+    const char *key;
+    drv_key_kind_t kind;
+    bool required;
+    const char *fallback; // JSON text of the default, or NULL for none
+    const char *choices;  // for DRV_KEY_CHOICE: space-separated
+    int64_t maximum;      // for DRV_KEY_NONNEG_INT: the largest value (0: INT64_MAX)
+} drv_config_key_t;
+
+#define DRV_NODE_MAX_KEYS 12
+
+//  Where a kind's own rules report what is wrong (drv_spec.c).
+typedef struct drv_spec_check_t drv_spec_check_t;
+void drv_spec_check_problem(drv_spec_check_t *check, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+typedef struct {
+    const char *name;                        // "processor:filter"
+    drv_node_role_t role;
+    drv_config_key_t keys[DRV_NODE_MAX_KEYS]; // ends at the first without a key
+    //  Rules beyond single keys (NULL: none); config is the node's config
+    //  as given, node_path "nodes.ID".
+    void (*check)(drv_spec_check_t *check, const char *node_path, const json_t *config);
+} drv_node_schema_t;
+
+//  The kinds a program knows. Call once, before validating any spec.
+void drv_spec_set_kinds(const drv_node_schema_t *const *kinds, size_t count);
+
+#endif

@@ -1,0 +1,183 @@
+/*  exporter:file — appends whole records to a file, NDJSON or msgpack. The
+    path may hold {core}, {generation}, {pipeline} and {group}; it was
+    confined to engine.data_dirs when the spec was validated, and a symlink
+    at its last component is never followed (docs/security.md). A failing
+    write (a full disk) is retried until it succeeds: back-pressure, never
+    a dropped batch. */
+#include "drv_node.h"
+#include "drv_ndjson.h"
+
+#include "drover/drv_limits.h"
+#include "drover/drv_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct {
+    int fd;
+    bool msgpack_format;
+    char *path;
+} file_t;
+
+//  The path with {core}, {generation}, {pipeline} and {group} filled in, as
+//  long as it needs to be; NULL when it would pass DRV_LIMIT_PATH.
+static char *s_expand_path(const char *pattern, const drv_dag_identity_t *who)
+{
+    char core[24], generation[24];
+    snprintf(core, sizeof core, "%d", who->core);
+    snprintf(generation, sizeof generation, "%lld", (long long)who->generation);
+    const struct {
+        const char *name;
+        const char *value;
+    } fields[] = {{"{core}", core}, {"{generation}", generation}, {"{pipeline}", who->pipeline}, {"{group}", who->group}};
+    drv_buf_t out = {0};
+    for (const char *p = pattern; *p;) {
+        bool matched = false;
+        for (size_t i = 0; i < sizeof fields / sizeof fields[0] && !matched; i++) {
+            size_t n = strlen(fields[i].name);
+            if (strncmp(p, fields[i].name, n) == 0) {
+                drv_buf_append(&out, fields[i].value, strlen(fields[i].value));
+                p += n;
+                matched = true;
+            }
+        }
+        if (!matched) {
+            drv_buf_putc(&out, *p++);
+        }
+    }
+    char *path = NULL;
+    if (out.len <= DRV_LIMIT_PATH && drv_buf_putc(&out, 0) == 0) {
+        path = strdup(out.data);
+    }
+    drv_buf_free(&out);
+    return path;
+}
+
+//  mkdir -p of a file's directory, so a fresh machine needs no set-up.
+static void s_make_parent_dirs(const char *path)
+{
+    char buf[DRV_LIMIT_PATH + 1];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            mkdir(buf, 0755); // failures surface as the open() error below
+            *p = '/';
+        }
+    }
+}
+
+//  Opens the file for appending without following a symlink at the last
+//  component (a link planted there would make droverd's user append to
+//  whatever it points at). A regular file, a FIFO (a reader process;
+//  opening waits for it) or a character device (/dev/null); never a block
+//  device.
+static int s_open_output(const char *path, char *why, size_t whylen)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        snprintf(why, whylen, "%s", errno == ELOOP ? "it is a symbolic link; refusing to follow it" : strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+        snprintf(why, whylen, "it is not a regular file, a FIFO or a character device");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
+{
+    file_t *self = calloc(1, sizeof *self);
+    node->state = self;
+    self->fd = -1;
+    self->path = s_expand_path(json_string_value(json_object_get(config, "path")), drv_node_identity(node));
+    if (!self->path) {
+        snprintf(err, errlen, "node %s: path longer than %d bytes once filled in", node->id, DRV_LIMIT_PATH);
+        return -1;
+    }
+    const char *format = json_string_value(json_object_get(config, "format"));
+    self->msgpack_format = format && strcmp(format, "msgpack") == 0;
+    s_make_parent_dirs(self->path);
+    char why[200];
+    self->fd = s_open_output(self->path, why, sizeof why);
+    if (self->fd < 0) {
+        snprintf(err, errlen, "node %s: cannot open %s: %s", node->id, self->path, why);
+        return -1;
+    }
+    return 0;
+}
+
+static void s_destroy(drv_node_t *node)
+{
+    file_t *self = node->state;
+    if (self) {
+        if (self->fd >= 0) {
+            close(self->fd);
+        }
+        free(self->path);
+        free(self);
+    }
+}
+
+static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    file_t *self = node->state;
+    drv_buf_t *out = drv_node_buffer(node);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, out, drv_buf_msgpack_write);
+    for (size_t i = 0; i < n; i++) {
+        int rc = self->msgpack_format ? msgpack_pack_object(&pk, records[i]) : drv_ndjson_append(out, &records[i]);
+        if (rc != 0) {
+            drv_node_export_error(node, n, "out of memory encoding");
+            return;
+        }
+    }
+    //  One append per batch: records are never split by another writer. A
+    //  failing write is retried until it succeeds (back-pressure: the batch
+    //  is not acknowledged, so nothing more comes in); its records count as
+    //  errors once.
+    size_t done = 0;
+    bool failed = false;
+    int64_t backoff_ms = 10;
+    while (done < out->len) {
+        ssize_t written = write(self->fd, out->data + done, out->len - done);
+        if (written < 0 && errno == EINTR) {
+            continue;
+        }
+        if (written <= 0) {
+            const char *what = written < 0 ? strerror(errno) : "wrote nothing";
+            if (failed) {
+                drv_node_export_warn(node, n, what); // still the same batch: counted once
+            } else {
+                drv_node_export_error(node, n, what);
+            }
+            failed = true;
+            if (!drv_node_wait_to_retry(node, &backoff_ms)) {
+                return;
+            }
+            continue;
+        }
+        done += (size_t)written;
+    }
+    if (failed) {
+        drv_info("export recovered node=%s records=%zu", node->id, n);
+    }
+    drv_node_count_out(node, n);
+}
+
+const drv_node_kind_t drv_exporter_file = {
+    .schema = {.name = "exporter:file",
+               .role = DRV_ROLE_EXPORTER,
+               .keys = {{"path", DRV_KEY_FILE_PATH, true, NULL, NULL, 0},
+                        {"format", DRV_KEY_CHOICE, false, "\"ndjson\"", "ndjson msgpack", 0}}},
+    .init = s_init,
+    .run = s_run,
+    .destroy = s_destroy,
+};

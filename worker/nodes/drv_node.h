@@ -1,0 +1,87 @@
+/*  drv_node — a node kind: its config schema (read by the spec validator)
+    and its code (run by the DAG), in one file per kind under worker/nodes/,
+    listed once in drv_nodes.c. A new kind is one new file and one line
+    there.
+
+    A node gets records from the DAG (run) and hands what it emits to the
+    nodes after it (drv_node_forward); receivers are driven by the worker
+    instead: receiver:zmq through drv_dag_ingest, generators through their
+    generate hook. Everything a node allocates per batch comes from the
+    batch zone (drv_node_alloc), cleared after each batch. */
+#ifndef DRV_NODE_H
+#define DRV_NODE_H
+
+#include "drv_buf.h"
+#include "drv_dag.h"
+
+#include "drover/drv_node_schema.h"
+
+#include <jansson.h>
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct drv_node_t drv_node_t;
+
+typedef struct {
+    drv_node_schema_t schema;
+    //  Sets node->state up from the normalized config: files opened, sockets
+    //  connected. Returns 0, or -1 with the reason in err (the instance then
+    //  never becomes ready).
+    int (*init)(drv_node_t *node, const json_t *config, char *err, size_t errlen);
+    //  Takes a batch of records (maps in the batch zone). NULL: forwards as is.
+    void (*run)(drv_node_t *node, const msgpack_object *records, size_t n);
+    //  Receivers that make records themselves: emits what is due at now_us
+    //  and sets *wait_us until the next (-1: none). Returns records emitted.
+    int (*generate)(drv_node_t *node, int64_t now_us, int64_t *wait_us);
+    //  Frees node->state. NULL: free(node->state).
+    void (*destroy)(drv_node_t *node);
+    bool fed_by_broker; // receives producer messages from the broker (drv_dag_ingest)
+} drv_node_kind_t;
+
+struct drv_node_t {
+    char id[64];
+    const drv_node_kind_t *kind;
+    drv_dag_t *dag;          // the graph it belongs to
+    int *to;                 // indexes of the nodes it feeds
+    size_t to_count;
+    void *state;             // the kind's own
+    int64_t last_warn_ms;    // rate-limits its export warnings
+};
+
+//  ---- what the DAG offers node kinds (drv_dag.c)
+
+//  Memory that lives until the end of the current batch.
+void *drv_node_alloc(drv_node_t *node, size_t size);
+//  Hands records on to every node after this one.
+void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n);
+//  Records entering the pipeline (receivers) and leaving it (exporters).
+void drv_node_count_in(drv_node_t *node, size_t n);
+void drv_node_count_out(drv_node_t *node, size_t n);
+//  An export that failed for n records: counted as errors once, logged at
+//  most every 5 s per node (drv_node_export_warn logs without counting,
+//  for retries of the same batch).
+void drv_node_export_error(drv_node_t *node, size_t n, const char *what);
+void drv_node_export_warn(drv_node_t *node, size_t n, const char *what);
+//  Waits out a failing export, backing off from 10 ms to 500 ms in 10 ms
+//  slices, heartbeating through the stall hook. Returns false to give up:
+//  the instance is stopping, and the batch is marked abandoned.
+bool drv_node_wait_to_retry(drv_node_t *node, int64_t *backoff_ms);
+//  Blocked downstream: returns true to give up (the batch is then abandoned).
+bool drv_node_stalled(drv_node_t *node);
+//  A JSON config value as a msgpack object that lives as long as the DAG.
+int drv_node_object(drv_node_t *node, const json_t *value, msgpack_object *obj);
+int drv_node_string_object(drv_node_t *node, const char *text, msgpack_object *obj);
+//  The DAG's encoding buffer, reset, for one export at a time.
+drv_buf_t *drv_node_buffer(drv_node_t *node);
+//  Which instance this is.
+const drv_dag_identity_t *drv_node_identity(drv_node_t *node);
+
+//  ---- the kinds (drv_nodes.c)
+const drv_node_kind_t *drv_nodes_find(const char *name);
+//  Registers every kind's schema with the spec validator. Every program
+//  that validates specs calls it once at start.
+void drv_nodes_register(void);
+
+#endif

@@ -1,0 +1,40 @@
+/*  drv_nodes — the node kinds every build has: one line each. */
+#include "drv_node.h"
+
+#include "drover/drv_spec.h"
+
+#include <string.h>
+
+extern const drv_node_kind_t drv_receiver_zmq;
+extern const drv_node_kind_t drv_receiver_generator;
+extern const drv_node_kind_t drv_processor_filter;
+extern const drv_node_kind_t drv_processor_transform;
+extern const drv_node_kind_t drv_exporter_file;
+extern const drv_node_kind_t drv_exporter_zmq;
+extern const drv_node_kind_t drv_exporter_null;
+
+static const drv_node_kind_t *const s_kinds[] = {
+    &drv_receiver_zmq,    &drv_receiver_generator, &drv_processor_filter, &drv_processor_transform,
+    &drv_exporter_file,   &drv_exporter_zmq,       &drv_exporter_null,
+};
+
+#define KIND_COUNT (sizeof s_kinds / sizeof s_kinds[0])
+
+const drv_node_kind_t *drv_nodes_find(const char *name)
+{
+    for (size_t i = 0; i < KIND_COUNT; i++) {
+        if (strcmp(s_kinds[i]->schema.name, name) == 0) {
+            return s_kinds[i];
+        }
+    }
+    return NULL;
+}
+
+void drv_nodes_register(void)
+{
+    static const drv_node_schema_t *schemas[KIND_COUNT];
+    for (size_t i = 0; i < KIND_COUNT; i++) {
+        schemas[i] = &s_kinds[i]->schema; // the schema is the kind's first member
+    }
+    drv_spec_set_kinds(schemas, KIND_COUNT);
+}
