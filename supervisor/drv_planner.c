@@ -27,9 +27,41 @@ const char *drv_op_name(drv_op_t op)
 
 static void s_add(drv_plan_t *plan, drv_op_t op, int core, int64_t generation)
 {
-    if (plan->count < DRV_PLAN_MAX_STEPS) {
-        plan->steps[plan->count++] = (drv_step_t){op, core, generation};
+    if (plan->count == plan->capacity) {
+        size_t capacity = plan->capacity ? plan->capacity * 2 : 8;
+        drv_step_t *steps = realloc(plan->steps, capacity * sizeof *steps);
+        if (!steps) {
+            abort(); // a plan is a few steps per core: no memory for that is not recoverable
+        }
+        plan->steps = steps;
+        plan->capacity = capacity;
     }
+    plan->steps[plan->count++] = (drv_step_t){op, core, generation};
+}
+
+void drv_plan_clear(drv_plan_t *plan)
+{
+    free(plan->steps);
+    memset(plan, 0, sizeof *plan);
+}
+
+void drv_plan_starts_first(drv_plan_t *plan)
+{
+    drv_step_t *ordered = malloc((plan->count ? plan->count : 1) * sizeof *ordered);
+    if (!ordered) {
+        abort();
+    }
+    size_t n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < plan->count; i++) {
+            if ((plan->steps[i].op == DRV_OP_START) == (pass == 0)) {
+                ordered[n++] = plan->steps[i];
+            }
+        }
+    }
+    free(plan->steps);
+    plan->steps = ordered;
+    plan->capacity = plan->count;
 }
 
 static void s_bring_up(drv_plan_t *plan, int core, int64_t generation)
@@ -66,7 +98,7 @@ static bool s_equal_without_cores(const json_t *a, const json_t *b)
 void drv_plan_make(const json_t *spec, const int *cores, int core_count, const drv_observed_t *observed,
                    drv_plan_t *plan)
 {
-    memset(plan, 0, sizeof *plan);
+    drv_plan_clear(plan);
     if (!observed->running) {
         //  Nothing to hand over: every core starts at once, then each is
         //  waited for (health-gated) and switched.
@@ -137,7 +169,7 @@ void drv_plan_make(const json_t *spec, const int *cores, int core_count, const d
 void drv_plan_rollback(const drv_plan_t *plan, size_t done, const drv_observed_t *observed,
                        drv_plan_t *rollback)
 {
-    memset(rollback, 0, sizeof *rollback);
+    drv_plan_clear(rollback);
     rollback->action = plan->action;
     rollback->target_generation = plan->previous_generation;
     rollback->previous_generation = plan->target_generation;

@@ -19,15 +19,21 @@ typedef struct {
     int64_t generation;
 } drv_step_t;
 
-#define DRV_PLAN_MAX_STEPS 2048
-
 typedef struct {
     drv_action_t action;
     int64_t target_generation;
     int64_t previous_generation; // 0 when there is none (create)
-    drv_step_t steps[DRV_PLAN_MAX_STEPS];
+    drv_step_t *steps;           // count of them, owned (sized to the plan, not the worst case)
     size_t count;
+    size_t capacity;
 } drv_plan_t;
+
+//  Frees a plan's steps; it is then empty. A plan starts zeroed.
+void drv_plan_clear(drv_plan_t *plan);
+
+//  Moves every start step first, keeping the order otherwise: a supervised
+//  create (from the config file) starts every core at once.
+void drv_plan_starts_first(drv_plan_t *plan);
 
 typedef struct {
     bool running;            // a generation is serving (false: none, or shut down)
@@ -37,7 +43,7 @@ typedef struct {
     int core_count;
 } drv_observed_t;
 
-//  Plans the change from observed to (spec, cores). Key order never matters:
+//  Plans the change from observed to (spec, cores), replacing what plan held. Key order never matters:
 //  specs are compared by canonical hash.
 void drv_plan_make(const json_t *spec, const int *cores, int core_count, const drv_observed_t *observed,
                    drv_plan_t *plan);

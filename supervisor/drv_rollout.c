@@ -69,11 +69,11 @@ struct drv_rollout_t {
     int64_t drain_timeout_ms;
     json_t *new_spec;            // target generation's spec
     json_t *old_spec;            // previous generation's spec, or NULL
-    int old_cores[DRV_MAX_CORES];
+    int *old_cores;              // old_core_count of them, owned
     int old_core_count;
     int64_t old_generation;
     bool old_running;
-    rollout_core_t cores[DRV_MAX_CORES];
+    rollout_core_t *cores;       // every core the rollout touches, owned
     int core_count;
     drv_waiters_t *waiters;      // requests waiting for the outcome
 };
@@ -140,30 +140,20 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
         self->old_generation = pipeline->generation;
         self->old_running = pipeline->running;
         self->old_core_count = observed.core_count;
+        self->old_cores = calloc((size_t)observed.core_count + 1, sizeof *self->old_cores);
         memcpy(self->old_cores, pipeline->cores, sizeof(int) * (size_t)observed.core_count);
     }
     int cores[DRV_MAX_CORES];
     int count = drv_spec_cores(spec, &engine->cpus, cores, DRV_MAX_CORES);
     drv_plan_make(spec, cores, count, &observed, &self->plan);
     if (supervised) {
-        //  Start every core at once (a stable partition: starts first).
-        drv_plan_t *ordered = calloc(1, sizeof *ordered);
-        *ordered = self->plan;
-        ordered->count = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            for (size_t i = 0; i < self->plan.count; i++) {
-                if ((self->plan.steps[i].op == DRV_OP_START) == (pass == 0)) {
-                    ordered->steps[ordered->count++] = self->plan.steps[i];
-                }
-            }
-        }
-        self->plan = *ordered;
-        free(ordered);
+        drv_plan_starts_first(&self->plan); // every core at once
     }
     //  Every core the rollout touches, with where it comes from and goes to.
+    self->cores = calloc(self->plan.count + 1, sizeof *self->cores);
     for (size_t i = 0; i < self->plan.count; i++) {
         const drv_step_t *step = &self->plan.steps[i];
-        if (!s_core(self, step->core) && self->core_count < DRV_MAX_CORES) {
+        if (!s_core(self, step->core)) {
             rollout_core_t *c = &self->cores[self->core_count++];
             c->core = step->core;
             bool was = false, will = false;
@@ -189,6 +179,10 @@ void drv_rollout_destroy(drv_rollout_t **self_p)
     drv_waiters_destroy(&self->waiters, "the rollout was discarded");
     json_decref(self->new_spec);
     json_decref(self->old_spec);
+    drv_plan_clear(&self->plan);
+    drv_plan_clear(&self->rollback);
+    free(self->cores);
+    free(self->old_cores);
     free(self);
     *self_p = NULL;
 }

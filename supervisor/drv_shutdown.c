@@ -31,7 +31,7 @@ struct drv_shutdown_t {
     bool forget;                // DELETE: remove the pipeline at the end
     bool done;
     int64_t started_at, updated_at;
-    shutdown_core_t cores[DRV_MAX_CORES * 2];
+    shutdown_core_t *cores;     // one per instance it stops, owned
     int core_count;
     drv_waiters_t *waiters;     // requests waiting for the outcome
 };
@@ -66,13 +66,13 @@ drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipelin
         drv_broker_pipeline_del(engine, pipeline);
     }
     //  Snapshot first: retiring an instance that is not running removes it.
-    drv_instance_t *all[DRV_MAX_CORES * 2];
-    int n = 0;
-    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst && n < DRV_MAX_CORES * 2;
-         inst = zlistx_next(pipeline->instances)) {
+    size_t n = 0;
+    drv_instance_t **all = calloc(zlistx_size(pipeline->instances) + 1, sizeof *all);
+    self->cores = calloc(zlistx_size(pipeline->instances) + 1, sizeof *self->cores);
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
         all[n++] = inst;
     }
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         shutdown_core_t *c = &self->cores[self->core_count++];
         snprintf(c->instance, sizeof c->instance, "%s", all[i]->id);
         c->core = all[i]->core;
@@ -81,6 +81,7 @@ drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipelin
         snprintf(c->detail, sizeof c->detail, "%s", all[i]->pid > 0 ? "draining" : "was not running");
         drv_lifecycle_retire(engine, all[i], drain_timeout_secs * 1000);
     }
+    free(all);
     drv_events_publish(engine, "shutdown.running", pipeline->group, pipeline->name,
                        json_pack("{s:s}", "shutdown_id", self->id));
     return self;
@@ -93,6 +94,7 @@ void drv_shutdown_destroy(drv_shutdown_t **self_p)
     }
     drv_shutdown_t *self = *self_p;
     drv_waiters_destroy(&self->waiters, "the shutdown record was discarded");
+    free(self->cores);
     free(self);
     *self_p = NULL;
 }

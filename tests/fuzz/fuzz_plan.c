@@ -36,16 +36,16 @@ static void s_plan(const json_t *spec)
     char *text = json_dumps(spec, JSON_SORT_KEYS | JSON_COMPACT);
     FUZZ_ASSERT(text);
     free(text);
-    static drv_plan_t plan, undo;
+    drv_plan_t plan = {0}, undo = {0};
     drv_observed_t none = {.running = false, .generation = 0};
     drv_plan_make(spec, cores, count, &none, &plan);
-    FUZZ_ASSERT(plan.action == DRV_ACTION_CREATE && plan.count > 0 && plan.count <= DRV_PLAN_MAX_STEPS);
+    FUZZ_ASSERT(plan.action == DRV_ACTION_CREATE && plan.count > 0 && plan.count <= 3 * (size_t)s_cpus.count);
     json_t *running = json_loads(s_running, 0, NULL);
     const int running_cores[] = {0, 1};
     drv_observed_t observed = {.running = true, .spec = running, .generation = 3, .cores = running_cores,
                                .core_count = 2};
     drv_plan_make(spec, cores, count, &observed, &plan);
-    FUZZ_ASSERT(plan.count <= DRV_PLAN_MAX_STEPS);
+    FUZZ_ASSERT(plan.count <= 4 * (size_t)s_cpus.count + 4);
     FUZZ_ASSERT(plan.action != DRV_ACTION_CREATE);
     json_t *shown = drv_plan_to_json(&plan);
     text = json_dumps(shown, JSON_COMPACT);
@@ -53,7 +53,9 @@ static void s_plan(const json_t *spec)
     free(text);
     json_decref(shown);
     drv_plan_rollback(&plan, plan.count / 2, &observed, &undo);
-    FUZZ_ASSERT(undo.count <= DRV_PLAN_MAX_STEPS);
+    FUZZ_ASSERT(undo.count <= plan.count * 3);
+    drv_plan_clear(&plan);
+    drv_plan_clear(&undo);
     json_decref(running);
 }
 

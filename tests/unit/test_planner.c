@@ -185,6 +185,29 @@ static void test_plan_as_json(void **state)
     json_decref(spec);
 }
 
+//  A supervised create starts every core at once: start steps first, the
+//  rest in their order.
+static void test_starts_first_is_a_stable_partition(void **state)
+{
+    (void)state;
+    json_t *spec = json_loads("{\"cores\":{\"count\":2},\"nodes\":{}}", 0, NULL);
+    int cores[] = {0, 1};
+    drv_observed_t none = {.running = false, .generation = 0};
+    drv_plan_make(spec, cores, 2, &none, &s_plan);
+    drv_plan_starts_first(&s_plan);
+    assert_string_equal(s_render(&s_plan), "start:0@1 start:1@1 wait_ready:0@1 wait_ready:1@1 switch:0@1 switch:1@1");
+    json_decref(spec);
+}
+
+//  Plans are sized to what they hold; the statics are freed at the end.
+static int s_teardown(void **state)
+{
+    (void)state;
+    drv_plan_clear(&s_plan);
+    drv_plan_clear(&s_back);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_replace_goes_core_by_core_added_first_removed_last),
         cmocka_unit_test(test_rollback_restores_the_old_generation_from_where_it_stopped),
         cmocka_unit_test(test_plan_as_json),
+        cmocka_unit_test(test_starts_first_is_a_stable_partition),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, s_teardown);
 }
