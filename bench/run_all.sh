@@ -51,6 +51,10 @@ mkdir -p bench/results
     echo '```'
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/rollout.py 2; else $PY bench/rollout.py 20; fi
     echo '```'
+    echo
+    echo "## B8 scale (many pipelines, many replaces)"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scale.py 5 2; else $PY bench/scale.py 200 40; fi
 } > "$out"
 cat "$out"
 [ "${SMOKE:-0}" = 1 ] && rm -f "$out"

@@ -55,11 +55,11 @@ in_root "$root/runtime" '
         >/tmp/droverd.log 2>&1 &
     pid=$!
     i=0
-    until /usr/local/bin/droverctl -e ipc:///run/drover/admin.sock -t 2 call GET /livez >/dev/null 2>&1; do
+    until /usr/local/bin/droverctl -e ipc:///run/drover/sockets/admin.sock -t 2 call GET /livez >/dev/null 2>&1; do
         i=$((i + 1)); [ $i -lt 100 ] || { cat /tmp/droverd.log; exit 1; }; sleep 0.1
     done
     echo "HEALTHCHECK /livez: ok"
-    /usr/local/bin/droverctl -e ipc:///run/drover/admin.sock status
+    /usr/local/bin/droverctl -e ipc:///run/drover/sockets/admin.sock status
     kill -TERM $pid; wait $pid; rc=$?
     echo "droverd exit after SIGTERM: $rc"; [ $rc -eq 0 ]'
 echo "image-check: runtime root $(du -sh "$root/runtime" | cut -f1)"

@@ -67,8 +67,8 @@ struct drv_rollout_t {
     int64_t step_deadline_ms;    // mono: the current wait_ready must be done by then
     int64_t step_timeout_ms;
     int64_t drain_timeout_ms;
-    json_t *new_spec;            // target generation's spec
-    json_t *old_spec;            // previous generation's spec, or NULL
+    json_t *new_spec;            // target generation's spec (released once finished)
+    json_t *old_spec;            // previous generation's spec, or NULL (released once finished)
     int *old_cores;              // old_core_count of them, owned
     int old_core_count;
     int64_t old_generation;
@@ -358,6 +358,11 @@ static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
                  self->id, drv_action_name(self->plan.action), self->failure_reason);
     }
     drv_waiters_answer(self->waiters, true, s_outcome, self);
+    //  What stays in the history is the status, not the specs (the pipeline
+    //  keeps its current and previous ones): 64 records x every pipeline.
+    json_decref(self->new_spec);
+    json_decref(self->old_spec);
+    self->new_spec = self->old_spec = NULL;
 }
 
 static void s_fail(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline, int core,
