@@ -1,0 +1,217 @@
+/*  drv_broker_flow — batches from front doors to instances, credit and acks
+    back, and redelivery of what an instance will never acknowledge. */
+#include "drv_broker_core.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <string.h>
+
+int drv_broker_send(zsock_t *sock, const char *identity, drv_msg_t *msg)
+{
+    char *data;
+    size_t size;
+    if (drv_msg_encode(msg, &data, &size) != 0) {
+        return -1;
+    }
+    void *handle = zsock_resolve(sock);
+    int rc = 0;
+    if (identity) {
+        rc = zmq_send(handle, identity, strlen(identity), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ? -1 : 0;
+    }
+    if (rc == 0) {
+        rc = zmq_send(handle, data, size, 0) < 0 ? -1 : 0;
+    }
+    free(data);
+    return rc;
+}
+
+void drv_broker_send_marker(drv_broker_t *self, drv_instance_t *inst)
+{
+    drv_msg_t msg;
+    drv_msg_init(&msg, DRV_MSG_DRAIN);
+    if (drv_broker_send(self->backend, inst->id, &msg) != 0) {
+        //  Not connected yet (it may be reconnecting to us): retry until it is,
+        //  or until droverd's drain deadline gives up on it.
+        if (!inst->marker_pending) {
+            drv_warn("drain marker undeliverable, retrying instance=%s reason=\"%s\"", inst->id,
+                     zmq_strerror(zmq_errno()));
+        }
+        inst->marker_pending = true;
+        inst->next_marker_ms = drv_time_mono_ms() + SYNC_RETRY_MS;
+    } else {
+        drv_info("drain marker sent instance=%s", inst->id);
+        inst->marker_pending = false;
+    }
+    drv_msg_clear(&msg);
+    inst->drain_pending = false;
+}
+
+//  Sends one batch to an instance and keeps it in the ledger until
+//  acknowledged. The kept copy shares the payload's bytes, so nothing is
+//  copied. Returns 0, or -1 when the instance is gone (nothing was sent).
+static int s_send_batch(drv_broker_t *self, drv_instance_t *inst, drv_route_t *route, zmq_msg_t *payload,
+                        const drv_pending_t *ack_from)
+{
+    drv_pending_t *pending = drv_pending_new(route, payload, ack_from);
+    void *backend = zsock_resolve(self->backend);
+    int rc = zmq_send(backend, inst->id, strlen(inst->id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (rc >= 0) {
+        rc = zmq_send(backend, zframe_data(route->header), zframe_size(route->header), ZMQ_SNDMORE);
+    }
+    if (rc >= 0) {
+        rc = zmq_msg_send(payload, backend, 0);
+    }
+    if (rc < 0) {
+        drv_pending_destroy(&pending);
+        return -1;
+    }
+    drv_ledger_sent(self->ledger, inst->id, &pending);
+    inst->credit--;
+    self->forwarded++;
+    return 0;
+}
+
+//  True when the front door may be read: an instance can take a batch and
+//  the front door holds less than its buffer limit (else its producers are
+//  held back in their own queues, never buffered here).
+bool drv_broker_readable(drv_broker_t *self, const drv_front_door_t *fe)
+{
+    return fe->route->held_bytes < self->front_door_buffer_bytes &&
+           drv_instances_serving(self->instances, fe->pipeline, fe->node);
+}
+
+//  Gives a message to the next instance that takes it, or parks it in the
+//  ledger for the next one that can (nothing is dropped).
+static void s_dispatch(drv_broker_t *self, drv_front_door_t *fe, drv_instance_t *inst, zmq_msg_t *payload,
+                       const drv_pending_t *ack_from)
+{
+    while (inst && s_send_batch(self, inst, fe->route, payload, ack_from) != 0) {
+        //  It vanished between credit and send: stop routing to it and give
+        //  this same message to the next one.
+        drv_warn("instance unreachable, removed from routing instance=%s reason=\"%s\"", inst->id,
+                 zmq_strerror(zmq_errno()));
+        drv_instance_unroute(inst);
+        inst = drv_instances_pick(self->instances, fe->pipeline, fe->node);
+    }
+    if (!inst) {
+        drv_pending_t *pending = drv_pending_new(fe->route, payload, ack_from);
+        drv_ledger_park(self->ledger, &pending);
+    }
+}
+
+//  Moves up to FORWARD_PER_ROUND messages from one front door to instances
+//  (zero-copy: the producer's frame travels on as the batch payload).
+//  Returns true when its queue ran dry.
+bool drv_broker_forward(drv_broker_t *self, drv_front_door_t *fe)
+{
+    for (int moved = 0; moved < FORWARD_PER_ROUND;) {
+        drv_instance_t *inst = drv_instances_pick(self->instances, fe->pipeline, fe->node);
+        if (!inst) {
+            return false;
+        }
+        zmq_msg_t payload;
+        drv_pending_t from = {0};
+        int rc = drv_front_door_recv(fe, &self->refusals, &payload, &from);
+        if (rc == -1) {
+            continue; // refused, answered and counted
+        }
+        if (rc != 1) {
+            return rc == 0;
+        }
+        s_dispatch(self, fe, inst, &payload, fe->ack ? &from : NULL);
+        zmq_msg_close(&payload);
+        drv_front_door_from_clear(&from);
+        fe->batches++;
+        moved++;
+    }
+    return false;
+}
+
+//  What an instance will never acknowledge goes to the redelivery queue.
+void drv_broker_orphan(drv_broker_t *self, drv_instance_t *inst, const char *why)
+{
+    size_t moved = drv_ledger_orphan(self->ledger, inst->id);
+    if (moved > 0) {
+        drv_warn("redelivering unacknowledged batches instance=%s batches=%zu reason=\"%s\"", inst->id, moved,
+                 why);
+    }
+}
+
+static drv_front_door_t *s_front_door_by_endpoint(drv_broker_t *self, const char *endpoint)
+{
+    for (drv_front_door_t *fe = zlistx_first(self->front_doors); fe; fe = zlistx_next(self->front_doors)) {
+        if (!strcmp(fe->endpoint, endpoint)) {
+            return fe;
+        }
+    }
+    return NULL;
+}
+
+//  An acknowledged batch of an ack-mode producer: answer it.
+static void s_acked(const drv_pending_t *done, void *arg)
+{
+    drv_front_door_t *fe = done->reply_to ? s_front_door_by_endpoint(arg, done->route->endpoint) : NULL;
+    if (fe) {
+        drv_front_door_answer(fe, done->reply_to, done->msg_id, NULL);
+    }
+}
+
+void drv_broker_handle_backend(drv_broker_t *self)
+{
+    zmsg_t *zmsg = zmsg_recv(self->backend);
+    if (!zmsg) {
+        return;
+    }
+    char *identity = zmsg_popstr(zmsg);
+    zframe_t *body = zmsg_first(zmsg);
+    drv_msg_t msg;
+    char err[200];
+    if (identity && body && drv_msg_decode(&msg, zframe_data(body), zframe_size(body), err, sizeof err) == 0) {
+        drv_instance_t *inst = drv_instances_get(self->instances, identity);
+        if (msg.type == DRV_MSG_DRAINED) {
+            //  After its last ack, on the same pipe: nothing it got is unexported.
+            drv_ledger_drained(self->ledger, identity);
+        } else if (msg.type == DRV_MSG_CREDIT) {
+            if (msg.reset && !msg.synced) {
+                //  A new process behind this id: nothing sent before can be
+                //  acknowledged any more.
+                drv_broker_orphan(self, inst, "new incarnation");
+            } else if (!msg.synced) {
+                //  Each credit returned is one batch exported: acknowledged.
+                drv_ledger_acked(self->ledger, identity, msg.n, s_acked, self);
+            }
+            bool known = inst->credit_known;
+            drv_instance_credit(inst, msg.n, msg.reset, msg.synced,
+                                (int64_t)drv_ledger_unacked(self->ledger, identity));
+            if (!known) {
+                drv_info("instance connected instance=%s credit=%lld", inst->id, (long long)inst->credit);
+            }
+        }
+        drv_msg_clear(&msg);
+    } else {
+        drv_warn("malformed message on backend from=%s", identity ? identity : "?");
+    }
+    free(identity);
+    zmsg_destroy(&zmsg);
+}
+
+//  Offers a parked batch to a live instance of its pipeline with credit.
+static int s_redeliver_one(drv_pending_t *pending, void *arg)
+{
+    drv_broker_t *self = arg;
+    drv_instance_t *inst = drv_instances_pick(self->instances, pending->route->pipeline, pending->route->node);
+    if (!inst) {
+        return 0;
+    }
+    if (s_send_batch(self, inst, pending->route, &pending->payload, pending) != 0) {
+        inst->routable = false;
+        return -1;
+    }
+    return 1;
+}
+
+void drv_broker_redeliver(drv_broker_t *self)
+{
+    drv_ledger_redeliver(self->ledger, s_redeliver_one, self);
+}

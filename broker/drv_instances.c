@@ -1,0 +1,154 @@
+/*  drv_instances — routing state and credit of each instance the broker
+    feeds. */
+#include "drv_instances.h"
+
+#include <czmq.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct drv_instances_t {
+    zhashx_t *table; // id -> drv_instance_t
+    size_t rr;       // round-robin cursor: index after the last pick
+};
+
+static void s_instance_free(void **item)
+{
+    drv_instance_t *inst = *item;
+    if (inst) {
+        free(inst->id);
+        free(inst->pipeline);
+        json_decref(inst->nodes);
+        free(inst);
+        *item = NULL;
+    }
+}
+
+drv_instances_t *drv_instances_new(void)
+{
+    drv_instances_t *self = calloc(1, sizeof *self);
+    self->table = zhashx_new();
+    zhashx_set_destructor(self->table, s_instance_free);
+    return self;
+}
+
+void drv_instances_destroy(drv_instances_t **self_p)
+{
+    drv_instances_t *self = *self_p;
+    if (self) {
+        zhashx_destroy(&self->table);
+        free(self);
+        *self_p = NULL;
+    }
+}
+
+drv_instance_t *drv_instances_get(drv_instances_t *self, const char *id)
+{
+    drv_instance_t *inst = zhashx_lookup(self->table, id);
+    if (!inst) {
+        inst = calloc(1, sizeof *inst);
+        inst->id = strdup(id);
+        zhashx_insert(self->table, id, inst);
+    }
+    return inst;
+}
+
+drv_instance_t *drv_instances_lookup(drv_instances_t *self, const char *id)
+{
+    return zhashx_lookup(self->table, id);
+}
+
+void drv_instances_delete(drv_instances_t *self, const char *id)
+{
+    zhashx_delete(self->table, id);
+}
+
+drv_instance_t *drv_instances_first(drv_instances_t *self)
+{
+    return zhashx_first(self->table);
+}
+
+drv_instance_t *drv_instances_next(drv_instances_t *self)
+{
+    return zhashx_next(self->table);
+}
+
+void drv_instance_route(drv_instance_t *inst, const char *pipeline, json_t *nodes)
+{
+    free(inst->pipeline);
+    inst->pipeline = strdup(pipeline);
+    inst->routable = true;
+    inst->drain_pending = false;
+    json_decref(inst->nodes);
+    inst->nodes = json_is_array(nodes) ? json_incref(nodes) : NULL;
+    inst->next_sync_ms = 0; // sync at once if it has not granted us credit
+}
+
+void drv_instance_unroute(drv_instance_t *inst)
+{
+    inst->routable = false;
+    inst->credit = 0;
+}
+
+void drv_instance_credit(drv_instance_t *inst, int64_t count, bool reset, bool synced, int64_t in_flight)
+{
+    if (synced) {
+        //  Behind the acks for everything sent before the SYNC: what is
+        //  unacked now went out after it and uses the window already.
+        count = count > in_flight ? count - in_flight : 0;
+    }
+    inst->credit = reset ? count : inst->credit + count;
+    inst->credit_known = true;
+}
+
+bool drv_instance_serves(const drv_instance_t *inst, const char *pipeline, const char *node)
+{
+    if (!inst->routable || inst->deleted_at_ms || inst->credit <= 0 || !inst->pipeline ||
+        strcmp(inst->pipeline, pipeline)) {
+        return false;
+    }
+    if (!inst->nodes) {
+        return true;
+    }
+    size_t index;
+    json_t *name;
+    json_array_foreach(inst->nodes, index, name)
+    {
+        if (json_is_string(name) && !strcmp(json_string_value(name), node)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+drv_instance_t *drv_instances_pick(drv_instances_t *self, const char *pipeline, const char *node)
+{
+    size_t count = zhashx_size(self->table);
+    if (count == 0) {
+        return NULL;
+    }
+    size_t start = self->rr % count;
+    //  Two passes over the table, starting after the last pick: round-robin.
+    for (int pass = 0; pass < 2; pass++) {
+        size_t index = 0;
+        for (drv_instance_t *inst = zhashx_first(self->table); inst; inst = zhashx_next(self->table), index++) {
+            if ((pass == 0 && index < start) || (pass == 1 && index >= start)) {
+                continue;
+            }
+            if (drv_instance_serves(inst, pipeline, node)) {
+                self->rr = index + 1;
+                return inst;
+            }
+        }
+    }
+    return NULL;
+}
+
+bool drv_instances_serving(drv_instances_t *self, const char *pipeline, const char *node)
+{
+    for (drv_instance_t *inst = zhashx_first(self->table); inst; inst = zhashx_next(self->table)) {
+        if (drv_instance_serves(inst, pipeline, node)) {
+            return true;
+        }
+    }
+    return false;
+}

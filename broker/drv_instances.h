@@ -1,0 +1,56 @@
+/*  drv_instances — the broker's view of pipeline instances: which may be
+    routed to, how much credit each has granted, and the timers of the
+    messages it still owes them (SYNC, the DRAIN marker). Picks the next
+    instance for a batch round-robin among those with credit. */
+#ifndef DRV_INSTANCES_H
+#define DRV_INSTANCES_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+    char *id;              // instance id, also its routing id on the backend
+    char *pipeline;        // "group:pipeline"; NULL until INSTANCE_ADD names it
+    json_t *nodes;         // its receiver:zmq node ids, or NULL for any
+    int64_t credit;        // batches we may still send it
+    bool credit_known;     // it has granted credit to this broker
+    bool routable;         // added and not draining
+    bool drain_pending;    // drain asked; marker waits for closing front doors
+    bool marker_pending;   // marker could not be delivered yet (not connected); retried
+    int64_t deleted_at_ms; // droverd said it is gone (0: not yet)
+    int64_t next_sync_ms;  // when to send SYNC again while it has granted no credit
+    int64_t next_marker_ms; // when to retry an undelivered DRAIN marker
+} drv_instance_t;
+
+typedef struct drv_instances_t drv_instances_t;
+
+drv_instances_t *drv_instances_new(void);
+void drv_instances_destroy(drv_instances_t **self_p);
+
+//  The instance with this id, created (not routable, no credit) if unknown.
+drv_instance_t *drv_instances_get(drv_instances_t *self, const char *id);
+//  The instance with this id, or NULL.
+drv_instance_t *drv_instances_lookup(drv_instances_t *self, const char *id);
+void drv_instances_delete(drv_instances_t *self, const char *id);
+//  Iteration (not safe across delete).
+drv_instance_t *drv_instances_first(drv_instances_t *self);
+drv_instance_t *drv_instances_next(drv_instances_t *self);
+
+//  INSTANCE_ADD: route (pipeline, receiver nodes or NULL for all) to it.
+void drv_instance_route(drv_instance_t *inst, const char *pipeline, json_t *nodes);
+//  Stops routing to it and forgets its credit (it is unreachable or gone).
+void drv_instance_unroute(drv_instance_t *inst);
+//  A CREDIT message: `reset` (a new process: its window is `count`),
+//  `synced` (the answer to our SYNC: `in_flight` batches already use the
+//  window) or else `count` batches exported and returned as credit.
+void drv_instance_credit(drv_instance_t *inst, int64_t count, bool reset, bool synced, int64_t in_flight);
+//  True when it can take a batch of this pipeline's receiver node now.
+bool drv_instance_serves(const drv_instance_t *inst, const char *pipeline, const char *node);
+
+//  The next instance, round-robin, that can take a batch of (pipeline, node).
+drv_instance_t *drv_instances_pick(drv_instances_t *self, const char *pipeline, const char *node);
+//  True when some instance can take a batch of (pipeline, node).
+bool drv_instances_serving(drv_instances_t *self, const char *pipeline, const char *node);
+
+#endif

@@ -1,0 +1,85 @@
+/*  The broker's instance table: credit accounting and round-robin picking. */
+#include "drv_instances.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void test_credit_reset_synced_and_returned(void **state)
+{
+    (void)state;
+    drv_instances_t *table = drv_instances_new();
+    drv_instance_t *inst = drv_instances_get(table, "i1");
+    assert_false(inst->credit_known);
+    drv_instance_credit(inst, 8, true, false, 0); // a new process: its window
+    assert_int_equal(inst->credit, 8);
+    assert_true(inst->credit_known);
+    drv_instance_credit(inst, 3, false, false, 0); // three exported
+    assert_int_equal(inst->credit, 11);
+    //  The answer to a SYNC with 5 batches in flight: they use the window.
+    drv_instance_credit(inst, 8, true, true, 5);
+    assert_int_equal(inst->credit, 3);
+    drv_instance_credit(inst, 8, true, true, 20);
+    assert_int_equal(inst->credit, 0);
+    drv_instances_destroy(&table);
+    drv_instances_destroy(&table);
+}
+
+static void test_serves_only_its_pipeline_and_nodes(void **state)
+{
+    (void)state;
+    drv_instances_t *table = drv_instances_new();
+    drv_instance_t *inst = drv_instances_get(table, "i1");
+    drv_instance_credit(inst, 1, true, false, 0);
+    assert_false(drv_instance_serves(inst, "g:p", "in")); // not routed yet
+    json_t *nodes = json_pack("[s]", "in");
+    drv_instance_route(inst, "g:p", nodes);
+    json_decref(nodes);
+    assert_true(drv_instance_serves(inst, "g:p", "in"));
+    assert_false(drv_instance_serves(inst, "g:p", "other"));
+    assert_false(drv_instance_serves(inst, "g:q", "in"));
+    inst->credit = 0;
+    assert_false(drv_instances_serving(table, "g:p", "in"));
+    inst->credit = 1;
+    inst->deleted_at_ms = 1;
+    assert_null(drv_instances_pick(table, "g:p", "in"));
+    inst->deleted_at_ms = 0;
+    drv_instance_unroute(inst);
+    assert_false(drv_instance_serves(inst, "g:p", "in"));
+    drv_instances_destroy(&table);
+}
+
+static void test_pick_is_round_robin(void **state)
+{
+    (void)state;
+    drv_instances_t *table = drv_instances_new();
+    const char *ids[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        drv_instance_t *inst = drv_instances_get(table, ids[i]);
+        drv_instance_route(inst, "g:p", NULL);
+        drv_instance_credit(inst, 100, true, false, 0);
+    }
+    int picked[3] = {0};
+    for (int k = 0; k < 30; k++) {
+        drv_instance_t *inst = drv_instances_pick(table, "g:p", "in");
+        assert_non_null(inst);
+        picked[inst->id[0] - 'a']++;
+    }
+    assert_int_equal(picked[0], 10);
+    assert_int_equal(picked[1], 10);
+    assert_int_equal(picked[2], 10);
+    drv_instances_destroy(&table);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_credit_reset_synced_and_returned),
+        cmocka_unit_test(test_serves_only_its_pipeline_and_nodes),
+        cmocka_unit_test(test_pick_is_round_robin),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
