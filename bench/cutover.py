@@ -7,7 +7,7 @@ between two deliveries and p99 latency (send time to receipt here).
 drover: N rolling replaces (PUT, wait=true) of a 2-core pipeline behind the
    broker's front door.
 supervisord (the baseline, as people do it today): the same worker binary and
-   nodes run standalone (`drover-worker --standalone spec.json`, binding its
+   nodes run standalone (`drover-standalone spec.json`, binding its
    own PULL socket) under supervisord, restarted N times with
    `supervisorctl restart`. One process: two could not bind one endpoint.
 
@@ -136,7 +136,7 @@ def supervisord(restarts, rate):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"pipeline": {"nodes": nodes(port, down, 0)}}, f)
     load = Load(port, down, rate)
-    sup = Supervisord({"b2": (f"{BIN}/drover-worker --standalone {f.name}", True)}).start()
+    sup = Supervisord({"b2": (f"{BIN}/drover-standalone {f.name}", True)}).start()
     try:
         wait_until(lambda: "ready standalone" in sup.log("b2"), 10, "standalone worker ready")
 

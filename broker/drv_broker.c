@@ -109,7 +109,7 @@ static void s_tick(drv_broker_t *self)
         if (inst->routable && !inst->credit_known && now >= inst->next_sync_ms) {
             drv_msg_t msg;
             drv_msg_init(&msg, DRV_MSG_SYNC);
-            drv_broker_send(self->backend, inst->id, &msg); // fails until it connects
+            drv_msg_send(self->backend, inst->id, &msg, true); // fails until it connects
             drv_msg_clear(&msg);
             inst->next_sync_ms = now + SYNC_RETRY_MS;
         }
@@ -123,7 +123,7 @@ static void s_tick(drv_broker_t *self)
         drv_msg_set_str(&msg, DRV_F_INSTANCE, "broker");
         drv_msg_set_int(&msg, DRV_F_BATCHES, self->forwarded);
         drv_msg_set_int(&msg, DRV_F_ERRORS, self->refusals.total);
-        drv_broker_send(self->control, NULL, &msg);
+        drv_msg_send(self->control, NULL, &msg, false);
         drv_msg_clear(&msg);
         self->next_heartbeat_ms = now + HEARTBEAT_MS;
     }
@@ -196,7 +196,7 @@ int drv_broker_run(const char *control_endpoint, const char *data_endpoint, cons
     drv_msg_init(&hello, DRV_MSG_HELLO);
     drv_msg_set_str(&hello, DRV_F_ROLE, "broker");
     drv_msg_set_int(&hello, DRV_F_PID, getpid());
-    drv_broker_send(self.control, NULL, &hello);
+    drv_msg_send(self.control, NULL, &hello, false);
     drv_msg_clear(&hello);
     drv_info("started pid=%d backend=%s", getpid(), data_endpoint);
 

@@ -31,7 +31,7 @@ static void s_reply_bound(drv_broker_t *self, const char *pipeline, const char *
     if (reason) {
         drv_msg_set_str(&msg, DRV_F_REASON, reason);
     }
-    drv_broker_send(self->control, NULL, &msg);
+    drv_msg_send(self->control, NULL, &msg, false);
     drv_msg_clear(&msg);
 }
 

@@ -9,7 +9,7 @@
 #include "drv_instances.h"
 #include "drv_ledger.h"
 
-#include "drover/drv_msg.h"
+#include "drover/drv_msg_send.h"
 
 #include <czmq.h>
 #include <stdbool.h>
@@ -36,8 +36,6 @@ typedef struct drv_broker_t {
     int64_t next_heartbeat_ms;
 } drv_broker_t;
 
-//  Sends one control message, to `identity` on a ROUTER (else NULL). 0 or -1.
-int drv_broker_send(zsock_t *sock, const char *identity, drv_msg_t *msg);
 
 //  drv_broker_flow.c: batches out, acks and credit back.
 //  Sends the DRAIN marker after the instance's last batch (retried until it

@@ -7,30 +7,11 @@
 
 #include <string.h>
 
-int drv_broker_send(zsock_t *sock, const char *identity, drv_msg_t *msg)
-{
-    char *data;
-    size_t size;
-    if (drv_msg_encode(msg, &data, &size) != 0) {
-        return -1;
-    }
-    void *handle = zsock_resolve(sock);
-    int rc = 0;
-    if (identity) {
-        rc = zmq_send(handle, identity, strlen(identity), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ? -1 : 0;
-    }
-    if (rc == 0) {
-        rc = zmq_send(handle, data, size, 0) < 0 ? -1 : 0;
-    }
-    free(data);
-    return rc;
-}
-
 void drv_broker_send_marker(drv_broker_t *self, drv_instance_t *inst)
 {
     drv_msg_t msg;
     drv_msg_init(&msg, DRV_MSG_DRAIN);
-    if (drv_broker_send(self->backend, inst->id, &msg) != 0) {
+    if (drv_msg_send(self->backend, inst->id, &msg, true) != 0) {
         //  Not connected yet (it may be reconnecting to us): retry until it is,
         //  or until droverd's drain deadline gives up on it.
         if (!inst->marker_pending) {

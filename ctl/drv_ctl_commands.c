@@ -5,20 +5,9 @@
 #include "drv_ctl_commands.h"
 #include "drv_ctl_table.h"
 
-#include "drover/drv_mpjson.h"
-
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-static volatile sig_atomic_t s_interrupted = 0;
-
-static void s_on_signal(int sig)
-{
-    (void)sig;
-    s_interrupted = 1;
-}
 
 //  Performs a request; on error prints the engine's message and returns the
 //  exit code; on success stores the body and returns 0.
@@ -80,7 +69,7 @@ int drv_ctl_print_json(json_t *body)
     return DRV_CTL_OK;
 }
 
-static const char *s_str(json_t *obj, const char *key)
+const char *drv_ctl_str(json_t *obj, const char *key)
 {
     const char *value = json_string_value(json_object_get(obj, key));
     return value ? value : "-";
@@ -126,7 +115,7 @@ static void s_pipeline_row(drv_ctl_table_t *table, const char *name, json_t *st)
 {
     char gen[24], ready[32], cores[128], restarts[24], in[24], out[24], errors[24];
     s_cores(json_object_get(st, "desired_cores"), cores, sizeof cores);
-    drv_ctl_table_add(table, name, s_str(st, "phase"),
+    drv_ctl_table_add(table, name, drv_ctl_str(st, "phase"),
                       s_fmt(gen, sizeof gen, "%lld", (long long)json_integer_value(json_object_get(st, "generation"))),
                       s_fmt(ready, sizeof ready, "%lld/%zu",
                             (long long)json_integer_value(json_object_get(st, "ready_instances")),
@@ -188,7 +177,7 @@ static int s_get(drv_ctl_t *ctl, int argc, char **argv)
                 size_t used = strlen(names);
                 snprintf(names + used, sizeof names - used, "%s%s", k ? "," : "", json_string_value(name));
             }
-            drv_ctl_table_add(table, s_str(g, "name"), names[0] ? names : "-");
+            drv_ctl_table_add(table, drv_ctl_str(g, "name"), names[0] ? names : "-");
         }
         drv_ctl_table_print(table, stdout);
         drv_ctl_table_destroy(&table);
@@ -208,7 +197,7 @@ static int s_get(drv_ctl_t *ctl, int argc, char **argv)
         json_array_foreach(body, i, st)
         {
             char name[200];
-            s_pipeline_row(table, s_fmt(name, sizeof name, "%s:%s", s_str(st, "group"), s_str(st, "pipeline")), st);
+            s_pipeline_row(table, s_fmt(name, sizeof name, "%s:%s", drv_ctl_str(st, "group"), drv_ctl_str(st, "pipeline")), st);
         }
         drv_ctl_table_print(table, stdout);
         drv_ctl_table_destroy(&table);
@@ -245,10 +234,10 @@ static int s_describe(drv_ctl_t *ctl, int argc, char **argv)
     json_t *st = json_object_get(body, "status");
     char cores[128];
     s_cores(json_object_get(st, "desired_cores"), cores, sizeof cores);
-    printf("Pipeline:    %s/%s\n", s_str(st, "group"), s_str(st, "pipeline"));
-    printf("Phase:       %s\n", s_str(st, "phase"));
+    printf("Pipeline:    %s/%s\n", drv_ctl_str(st, "group"), drv_ctl_str(st, "pipeline"));
+    printf("Phase:       %s\n", drv_ctl_str(st, "phase"));
     printf("Generation:  %lld\n", (long long)json_integer_value(json_object_get(st, "generation")));
-    printf("Spec hash:   %s\n", s_str(st, "spec_hash"));
+    printf("Spec hash:   %s\n", drv_ctl_str(st, "spec_hash"));
     printf("Cores:       %s (%lld ready)\n", cores,
            (long long)json_integer_value(json_object_get(st, "ready_instances")));
     printf("Conditions:\n");
@@ -258,9 +247,9 @@ static int s_describe(drv_ctl_t *ctl, int argc, char **argv)
     json_array_foreach(json_object_get(st, "conditions"), i, c)
     {
         char type[64];
-        drv_ctl_table_add(table, s_fmt(type, sizeof type, "  %s", s_str(c, "type")),
-                          json_is_true(json_object_get(c, "status")) ? "true" : "false", s_str(c, "reason"),
-                          s_str(c, "since"), s_str(c, "message"));
+        drv_ctl_table_add(table, s_fmt(type, sizeof type, "  %s", drv_ctl_str(c, "type")),
+                          json_is_true(json_object_get(c, "status")) ? "true" : "false", drv_ctl_str(c, "reason"),
+                          drv_ctl_str(c, "since"), drv_ctl_str(c, "message"));
     }
     drv_ctl_table_print(table, stdout);
     drv_ctl_table_destroy(&table);
@@ -271,13 +260,13 @@ static int s_describe(drv_ctl_t *ctl, int argc, char **argv)
     {
         char id[200], pid[24], restarts[24], in[24], out[24], errors[24];
         json_t *p = json_object_get(c, "pid");
-        drv_ctl_table_add(table, s_fmt(id, sizeof id, "  %s", s_str(c, "id")), s_str(c, "state"),
+        drv_ctl_table_add(table, s_fmt(id, sizeof id, "  %s", drv_ctl_str(c, "id")), drv_ctl_str(c, "state"),
                           json_is_integer(p) ? s_fmt(pid, sizeof pid, "%lld", (long long)json_integer_value(p)) : "-",
                           s_fmt(restarts, sizeof restarts, "%lld", (long long)json_integer_value(json_object_get(c, "restarts"))),
                           s_fmt(in, sizeof in, "%lld", (long long)json_integer_value(json_object_get(c, "records_in"))),
                           s_fmt(out, sizeof out, "%lld", (long long)json_integer_value(json_object_get(c, "records_out"))),
                           s_fmt(errors, sizeof errors, "%lld", (long long)json_integer_value(json_object_get(c, "errors"))),
-                          s_str(c, "last_heartbeat_at"), s_str(c, "detail")[0] ? s_str(c, "detail") : "-");
+                          drv_ctl_str(c, "last_heartbeat_at"), drv_ctl_str(c, "detail")[0] ? drv_ctl_str(c, "detail") : "-");
     }
     drv_ctl_table_print(table, stdout);
     drv_ctl_table_destroy(&table);
@@ -398,107 +387,6 @@ static int s_call_raw(drv_ctl_t *ctl, int argc, char **argv)
     return rc ? rc : drv_ctl_print_json(body);
 }
 
-static int s_events(drv_ctl_t *ctl, int argc, char **argv)
-{
-    const char *endpoint = getenv("DROVER_EVENTS");
-    long count = -1;
-    long seconds = -1;
-    int first_topic = argc;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--count") && i + 1 < argc) {
-            count = atol(argv[++i]);
-        } else if (!strcmp(argv[i], "--for") && i + 1 < argc) {
-            seconds = atol(argv[++i]);
-        } else if (!strcmp(argv[i], "--events") && i + 1 < argc) {
-            endpoint = argv[++i];
-        } else {
-            first_topic = i;
-            break;
-        }
-    }
-    json_t *info = NULL;
-    if (!endpoint) {
-        //  Ask the engine where its events are published.
-        int rc = drv_ctl_call(ctl, "GET", "/api/v1/engine", NULL, NULL, &info);
-        if (rc) {
-            return rc;
-        }
-        endpoint = json_string_value(json_object_get(json_object_get(info, "admin"), "events"));
-    }
-    zsock_t *sub = zsock_new(ZMQ_SUB);
-    char err[300];
-    if (drv_ctl_secure(sub, &ctl->options, err, sizeof err) != 0 || zsock_connect(sub, "%s", endpoint) != 0) {
-        fprintf(stderr, "droverctl: cannot subscribe to %s %s\n", endpoint, err);
-        zsock_destroy(&sub);
-        json_decref(info);
-        return DRV_CTL_UNREACHABLE;
-    }
-    if (first_topic >= argc) {
-        zsock_set_subscribe(sub, "");
-    }
-    for (int i = first_topic; i < argc; i++) {
-        zsock_set_subscribe(sub, argv[i]);
-    }
-    signal(SIGINT, s_on_signal);
-    signal(SIGTERM, s_on_signal);
-    if (!ctl->json) {
-        fprintf(stderr, "droverctl: following %s (Ctrl-C to stop)\n", endpoint);
-    }
-    fflush(stderr);
-    int64_t deadline = seconds >= 0 ? zclock_mono() + seconds * 1000 : -1;
-    long seen = 0;
-    while (!s_interrupted && (count < 0 || seen < count)) {
-        long wait = deadline < 0 ? 200 : (long)(deadline - zclock_mono());
-        if (deadline >= 0 && wait <= 0) {
-            break;
-        }
-        zmq_pollitem_t item = {zsock_resolve(sub), 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&item, 1, wait < 200 ? wait : 200) <= 0) {
-            continue;
-        }
-        zmsg_t *msg = zmsg_recv(sub);
-        if (!msg || zmsg_size(msg) != 2) {
-            zmsg_destroy(&msg);
-            continue;
-        }
-        char *topic = zmsg_popstr(msg);
-        zframe_t *frame = zmsg_pop(msg);
-        char why[200];
-        json_t *event = drv_mpjson_decode(zframe_data(frame), zframe_size(frame), why, sizeof why);
-        if (event) {
-            if (ctl->json) {
-                json_object_set_new(event, "topic", json_string(topic));
-                char *text = json_dumps(event, JSON_COMPACT);
-                printf("%s\n", text);
-                free(text);
-            } else {
-                printf("%s %-20s", s_str(event, "time"), topic);
-                const char *key;
-                json_t *value;
-                json_object_foreach(event, key, value)
-                {
-                    if (!strcmp(key, "time")) {
-                        continue;
-                    }
-                    char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
-                    printf(" %s=%s", key, text);
-                    free(text);
-                }
-                printf("\n");
-            }
-            fflush(stdout);
-            seen++;
-            json_decref(event);
-        }
-        free(topic);
-        zframe_destroy(&frame);
-        zmsg_destroy(&msg);
-    }
-    zsock_destroy(&sub);
-    json_decref(info);
-    return DRV_CTL_OK;
-}
-
 static int s_version(drv_ctl_t *ctl, int argc, char **argv)
 {
     (void)argc;
@@ -509,9 +397,9 @@ static int s_version(drv_ctl_t *ctl, int argc, char **argv)
     if (rc) {
         return rc;
     }
-    printf("droverd   %s (pid %lld, started %s, config %s)\n", s_str(body, "version"),
-           (long long)json_integer_value(json_object_get(body, "pid")), s_str(body, "started_at"),
-           s_str(body, "config"));
+    printf("droverd   %s (pid %lld, started %s, config %s)\n", drv_ctl_str(body, "version"),
+           (long long)json_integer_value(json_object_get(body, "pid")), drv_ctl_str(body, "started_at"),
+           drv_ctl_str(body, "config"));
     json_decref(body);
     return DRV_CTL_OK;
 }
@@ -531,7 +419,7 @@ const drv_ctl_command_t drv_ctl_commands[] = {
     {"health", "", "liveness and readiness, with reasons; exit 1 when not ready", s_health},
     {"metrics", "", "the Prometheus metrics text", s_metrics},
     {"events", "[--count N] [--for SECS] [--events ENDPOINT] [TOPIC-PREFIX...]",
-     "follow the event stream", s_events},
+     "follow the event stream", drv_ctl_events},
     {"call", "METHOD PATH [JSON-BODY]", "any admin route, raw", s_call_raw},
     {"version", "", "client and engine versions", s_version},
     {NULL, NULL, NULL, NULL},

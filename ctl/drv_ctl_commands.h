@@ -35,6 +35,10 @@ extern const drv_ctl_command_t drv_ctl_commands[];
 int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *query, json_t *body, json_t **out);
 //  Prints a body (text as is, JSON indented) and releases it.
 int drv_ctl_print_json(json_t *body);
+//  A string member of obj, or "-" when missing (for tables).
+const char *drv_ctl_str(json_t *obj, const char *key);
+//  Following the event stream (drv_ctl_events.c).
+int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv);
 //  The mutating commands (drv_ctl_rollout.c).
 int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv);

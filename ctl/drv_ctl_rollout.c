@@ -14,16 +14,10 @@
 #define FOLLOW_POLL_MS 50
 
 
-static const char *s_str(json_t *obj, const char *key)
-{
-    const char *value = json_string_value(json_object_get(obj, key));
-    return value ? value : "-";
-}
-
 static void s_print_plan(json_t *rollout)
 {
-    printf("%s: %s of %s/%s to generation %lld, %zu steps\n", s_str(rollout, "rollout_id"), s_str(rollout, "action"),
-           s_str(rollout, "group"), s_str(rollout, "pipeline"),
+    printf("%s: %s of %s/%s to generation %lld, %zu steps\n", drv_ctl_str(rollout, "rollout_id"), drv_ctl_str(rollout, "action"),
+           drv_ctl_str(rollout, "group"), drv_ctl_str(rollout, "pipeline"),
            (long long)json_integer_value(json_object_get(rollout, "target_generation")),
            json_array_size(json_object_get(rollout, "plan")));
     size_t i;
@@ -31,7 +25,7 @@ static void s_print_plan(json_t *rollout)
     json_array_foreach(json_object_get(rollout, "plan"), i, step)
     {
         printf("  %2lld. %-10s core %lld generation %lld\n", (long long)json_integer_value(json_object_get(step, "step")),
-               s_str(step, "op"), (long long)json_integer_value(json_object_get(step, "core")),
+               drv_ctl_str(step, "op"), (long long)json_integer_value(json_object_get(step, "core")),
                (long long)json_integer_value(json_object_get(step, "generation")));
     }
 }
@@ -50,23 +44,23 @@ static int s_follow(drv_ctl_t *ctl, const char *location, json_t *first)
         {
             char key[16];
             snprintf(key, sizeof key, "%lld", (long long)json_integer_value(json_object_get(core, "core")));
-            const char *state = s_str(core, "state");
+            const char *state = drv_ctl_str(core, "state");
             if (!json_object_get(seen, key) || strcmp(json_string_value(json_object_get(seen, key)), state)) {
                 json_object_set_new(seen, key, json_string(state));
                 if (!ctl->json) {
-                    printf("  core %-3s %-13s %s\n", key, state, s_str(core, "detail"));
+                    printf("  core %-3s %-13s %s\n", key, state, drv_ctl_str(core, "detail"));
                     fflush(stdout);
                 }
             }
         }
-        const char *state = s_str(rollout, "state");
+        const char *state = drv_ctl_str(rollout, "state");
         if (!strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "rollback_failed")) {
             if (ctl->json) {
                 drv_ctl_print_json(json_incref(rollout));
             } else {
-                printf("%s %s", s_str(rollout, "rollout_id"), state);
+                printf("%s %s", drv_ctl_str(rollout, "rollout_id"), state);
                 if (json_is_string(json_object_get(rollout, "failure_reason"))) {
-                    printf(": %s", s_str(rollout, "failure_reason"));
+                    printf(": %s", drv_ctl_str(rollout, "failure_reason"));
                 }
                 printf("\n");
             }
@@ -124,7 +118,7 @@ static int s_apply_one(drv_ctl_t *ctl, const char *path, json_t *body, bool dry_
         return rc;
     }
     char location[500];
-    snprintf(location, sizeof location, "%s/rollouts/%s", path, s_str(rollout, "rollout_id"));
+    snprintf(location, sizeof location, "%s/rollouts/%s", path, drv_ctl_str(rollout, "rollout_id"));
     if (dry_run || no_wait) {
         if (ctl->json) {
             return drv_ctl_print_json(rollout);
@@ -210,7 +204,7 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
         s_print_plan(body);
         char location[500];
         snprintf(location, sizeof location, "/api/v1/groups/%s/pipelines/%s/rollouts/%s", group, pipeline,
-                 s_str(body, "rollout_id"));
+                 drv_ctl_str(body, "rollout_id"));
         rc = s_follow(ctl, location, body);
         json_decref(body);
         return rc;
@@ -234,12 +228,12 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
         if (ctl->json) {
             return drv_ctl_print_json(rollout);
         }
-        printf("%s: %s to generation %lld: %s", s_str(rollout, "rollout_id"), s_str(rollout, "action"),
-               (long long)json_integer_value(json_object_get(rollout, "target_generation")), s_str(rollout, "state"));
+        printf("%s: %s to generation %lld: %s", drv_ctl_str(rollout, "rollout_id"), drv_ctl_str(rollout, "action"),
+               (long long)json_integer_value(json_object_get(rollout, "target_generation")), drv_ctl_str(rollout, "state"));
         if (json_is_string(json_object_get(rollout, "failure_reason"))) {
-            printf(" (%s)", s_str(rollout, "failure_reason"));
+            printf(" (%s)", drv_ctl_str(rollout, "failure_reason"));
         }
-        printf("\nstarted %s, updated %s\n", s_str(rollout, "started_at"), s_str(rollout, "updated_at"));
+        printf("\nstarted %s, updated %s\n", drv_ctl_str(rollout, "started_at"), drv_ctl_str(rollout, "updated_at"));
         drv_ctl_table_t *table =
             drv_ctl_table_new((const char *[]){"  CORE", "FROM", "TO", "STATE", "DETAIL", NULL});
         size_t i;
@@ -252,7 +246,7 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
             snprintf(c, sizeof c, "  %lld", (long long)json_integer_value(json_object_get(core, "core")));
             snprintf(from, sizeof from, json_is_integer(prev) ? "%lld" : "-", (long long)json_integer_value(prev));
             snprintf(to, sizeof to, json_is_integer(next) ? "%lld" : "-", (long long)json_integer_value(next));
-            drv_ctl_table_add(table, c, from, to, s_str(core, "state"), s_str(core, "detail"));
+            drv_ctl_table_add(table, c, from, to, drv_ctl_str(core, "state"), drv_ctl_str(core, "detail"));
         }
         drv_ctl_table_print(table, stdout);
         drv_ctl_table_destroy(&table);
@@ -279,8 +273,8 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
             } else {
                 snprintf(gen, sizeof gen, "%lld", (long long)json_integer_value(json_object_get(r, "target_generation")));
             }
-            drv_ctl_table_add(table, s_str(r, "rollout_id"), s_str(r, "action"), gen, s_str(r, "state"),
-                              s_str(r, "started_at"), s_str(r, "failure_reason"));
+            drv_ctl_table_add(table, drv_ctl_str(r, "rollout_id"), drv_ctl_str(r, "action"), gen, drv_ctl_str(r, "state"),
+                              drv_ctl_str(r, "started_at"), drv_ctl_str(r, "failure_reason"));
         }
         drv_ctl_table_print(table, stdout);
         drv_ctl_table_destroy(&table);
@@ -310,14 +304,14 @@ int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool 
     if (rc || ctl->json) {
         return rc ? rc : drv_ctl_print_json(body);
     }
-    printf("%s: %s/%s %s\n", s_str(body, "shutdown_id"), group, pipeline,
-           !strcmp(s_str(body, "state"), "succeeded") ? (forget ? "stopped and deleted" : "stopped")
-                                                      : s_str(body, "state"));
+    printf("%s: %s/%s %s\n", drv_ctl_str(body, "shutdown_id"), group, pipeline,
+           !strcmp(drv_ctl_str(body, "state"), "succeeded") ? (forget ? "stopped and deleted" : "stopped")
+                                                      : drv_ctl_str(body, "state"));
     size_t i;
     json_t *core;
     json_array_foreach(json_object_get(body, "cores"), i, core)
     {
-        printf("  %-28s %-9s %s\n", s_str(core, "instance"), s_str(core, "state"), s_str(core, "detail"));
+        printf("  %-28s %-9s %s\n", drv_ctl_str(core, "instance"), drv_ctl_str(core, "state"), drv_ctl_str(core, "detail"));
     }
     json_decref(body);
     return DRV_CTL_OK;

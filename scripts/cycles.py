@@ -5,10 +5,12 @@ A file depends on another when it calls (or reads) something defined there:
 its object file has an undefined symbol that the other's object file defines.
 The circles are the strongly connected components of that graph (Tarjan).
 
-    scripts/cycles.py [--max N] OBJDIR [OBJDIR ...]
+    scripts/cycles.py [--max N] [--layers a,b,c] OBJDIR [OBJDIR ...]
 
-prints every circle and exits 1 when one holds more than N files (default 2),
-so `make test` keeps the supervisor's layers from calling upward.
+prints every circle and exits 1 when one holds more than N files (default 2).
+With --layers (folders, lowest first; a file in none of them is above them
+all), a call from a lower layer into a higher one fails it too. `make test`
+runs it over droverd's and the broker's objects.
 """
 import argparse
 import os
@@ -107,10 +109,40 @@ def circles(edges):
     return found
 
 
+def self_test():
+    """Compiles a three-file circle and an upward call; both must be found."""
+    import tempfile
+    sources = {
+        "low/a.c": "int b(void); int a(void) { return b(); }",
+        "mid/b.c": "int c(void); int b(void) { return c(); }",
+        "mid/c.c": "int a(void); int c(void) { return a(); }",
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in sources.items():
+            os.makedirs(os.path.join(tmp, "src", os.path.dirname(name)), exist_ok=True)
+            obj = os.path.join(tmp, "CMakeFiles", "t.dir", name + ".o")
+            os.makedirs(os.path.dirname(obj), exist_ok=True)
+            path = os.path.join(tmp, "src", name)
+            with open(path, "w") as f:
+                f.write(text + "\n")
+            subprocess.run(["cc", "-c", path, "-o", obj], check=True)
+        edges = graph(objects([tmp]))
+        found = circles(edges)
+        assert found == [["low/a.c", "mid/b.c", "mid/c.c"]], found
+        assert layer_violations(edges, ["low", "mid"]) == [("low/a.c", "mid/b.c")]
+        assert layer_violations(edges, []) == []
+    print("cycles: self-test ok")
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max", type=int, default=2,
                         help="largest circle allowed (files)")
+    parser.add_argument("--layers", default="",
+                        help="comma-separated folders, lowest layer first")
     parser.add_argument("dirs", nargs="+", help="directories holding the .o files")
     args = parser.parse_args()
     paths = objects(args.dirs)
@@ -126,7 +158,24 @@ def main():
             inside = sorted(edges[name] & set(component))
             print("    %s -> %s" % (name, ", ".join(inside)))
     print("cycles: %d files, largest circle %d (allowed %d)" % (len(edges), worst, args.max))
-    return 1 if worst > args.max else 0
+    upward = layer_violations(edges, [l for l in args.layers.split(",") if l])
+    for caller, callee in upward:
+        print("upward call: %s -> %s" % (caller, callee))
+    if args.layers:
+        print("layers: %s; %d upward calls" % (" < ".join(args.layers.split(",") + ["top"]), len(upward)))
+    return 1 if worst > args.max or upward else 0
+
+
+def layer_violations(edges, layers):
+    """Calls from a file of a lower layer into a file of a higher one."""
+    if not layers:
+        return []
+
+    def rank(name):
+        top = name.split("/", 1)[0] if "/" in name else None
+        return layers.index(top) if top in layers else len(layers)
+
+    return sorted((a, b) for a, targets in edges.items() for b in targets if rank(a) < rank(b))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,15 @@
 #include "drv_shutdown.h"
 #include "drv_signals.h"
 #include "drv_spawn.h"
+#include "drv_registry.h"
+#include "drv_lifecycle.h"
+#include "drv_zygote_link.h"
+#include "drv_broker_link.h"
+#include "drv_status.h"
+#include "drv_notify.h"
+#include "drv_events.h"
+#include "drv_admin_zmq.h"
+#include "drv_admin_http.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_msg.h"
@@ -30,26 +39,6 @@
 #include <sys/wait.h>
 
 #define FINAL_REAP_MS 3000
-
-int drv_engine_send(drv_engine_t *engine, const char *identity, void *message)
-{
-    char *data;
-    size_t size;
-    if (drv_msg_encode(message, &data, &size) != 0) {
-        drv_error("cannot encode %s", drv_msg_type_name(((drv_msg_t *)message)->type));
-        return -1;
-    }
-    void *handle = zsock_resolve(engine->control);
-    int rc = zmq_send(handle, identity, strlen(identity), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    if (rc >= 0) {
-        rc = zmq_send(handle, data, size, ZMQ_DONTWAIT);
-    }
-    if (rc < 0) {
-        drv_debug("send to %s failed: %s", identity, zmq_strerror(zmq_errno()));
-    }
-    free(data);
-    return rc < 0 ? -1 : 0;
-}
 
 //  run_dir holds the control and admin sockets: whoever can write into it
 //  can put a socket of theirs where droverd's should be. So it must be a
@@ -294,6 +283,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     engine.cpus = *cpus;
     engine.spec_env = drv_config_spec_env(config, &engine.cpus);
     engine.bin_dir = strdup(bin_dir);
+    engine.instance_listener = drv_shutdown_on_instance;
     drv_registry_group(&engine, "default", true); // the default group always exists
     int rc = DRV_EXIT_OK;
     char why[1200];

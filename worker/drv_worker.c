@@ -7,7 +7,7 @@
 #include "drv_dag.h"
 
 #include "drover/drv_log.h"
-#include "drover/drv_msg.h"
+#include "drover/drv_msg_send.h"
 #include "drover/drv_time.h"
 
 #include <czmq.h>
@@ -42,19 +42,6 @@ static void s_on_signal(int sig)
     s_terminating = 1;
 }
 
-static int s_send(zsock_t *sock, drv_msg_t *msg)
-{
-    char *data;
-    size_t size;
-    if (drv_msg_encode(msg, &data, &size) != 0) {
-        drv_error("cannot encode %s", drv_msg_type_name(msg->type));
-        return -1;
-    }
-    int rc = zmq_send(zsock_resolve(sock), data, size, 0) < 0 ? -1 : 0;
-    free(data);
-    return rc;
-}
-
 static void s_send_simple(worker_t *self, drv_msg_type_t type)
 {
     drv_msg_t msg;
@@ -68,7 +55,7 @@ static void s_send_simple(worker_t *self, drv_msg_type_t type)
         drv_msg_set_int(&msg, DRV_F_ERRORS, errors);
         drv_msg_set_int(&msg, DRV_F_BATCHES, self->batches);
     }
-    s_send(self->control, &msg);
+    drv_msg_send(self->control, NULL, &msg, false);
     drv_msg_clear(&msg);
 }
 
@@ -81,7 +68,7 @@ static void s_send_credit(worker_t *self, int64_t n, bool reset, bool synced)
     if (synced) {
         drv_msg_set_bool(&msg, DRV_F_SYNCED, true);
     }
-    s_send(self->data, &msg);
+    drv_msg_send(self->data, NULL, &msg, false);
     drv_msg_clear(&msg);
 }
 
@@ -152,7 +139,7 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
             drv_msg_init(&failed, DRV_MSG_INIT_FAILED);
             drv_msg_set_str(&failed, DRV_F_INSTANCE, self->instance);
             drv_msg_set_str(&failed, DRV_F_REASON, err);
-            s_send(self->control, &failed);
+            drv_msg_send(self->control, NULL, &failed, false);
             drv_msg_clear(&failed);
             drv_msg_clear(&msg);
             return DRV_WORKER_EXIT_INIT_FAILED;
@@ -316,7 +303,7 @@ static int s_loop(worker_t *self)
                 drv_msg_set_int(&drained, DRV_F_RECORDS_IN, in);
                 drv_msg_set_int(&drained, DRV_F_RECORDS_OUT, out);
                 drv_msg_set_int(&drained, DRV_F_ERRORS, errors);
-                s_send(self->data, &drained);
+                drv_msg_send(self->data, NULL, &drained, false);
                 drv_msg_clear(&drained);
             }
             s_send_simple(self, DRV_MSG_DRAINED);
@@ -355,7 +342,7 @@ int drv_worker_run(const char *control_endpoint, const char *instance, int64_t m
     drv_msg_set_str(&hello, DRV_F_ROLE, "worker");
     drv_msg_set_str(&hello, DRV_F_INSTANCE, instance);
     drv_msg_set_int(&hello, DRV_F_PID, getpid());
-    s_send(self.control, &hello);
+    drv_msg_send(self.control, NULL, &hello, false);
     drv_msg_clear(&hello);
 
     hello_us = drv_time_mono_us();

@@ -9,7 +9,7 @@
 #include "drv_zygote.h"
 #include "drv_worker.h"
 
-#include "drover/drv_cpus.h"
+#include "drover/drv_child.h"
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
 #include "drover/drv_zygote.h"
@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,17 +66,9 @@ static void s_instance(const drv_zygote_request_t *req, pid_t helper, pid_t drov
     while (getppid() == helper && drv_time_mono_ms() < deadline) {
         usleep(20);
     }
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != droverd) {
-        _exit(DRV_WORKER_EXIT_SYSTEM); // droverd died meanwhile, or we were not reparented to it
+    if (drv_child_first_steps(droverd, req->core) != DRV_CHILD_OK) {
+        _exit(DRV_WORKER_EXIT_SYSTEM); // droverd died meanwhile (we were not reparented to it), or pinning failed
     }
-    setpgid(0, 0);
-    if (req->core >= 0 && drv_cpus_pin(req->core) != 0) {
-        _exit(DRV_WORKER_EXIT_SYSTEM);
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
     s_set_title(req->instance);
     char component[240];
     snprintf(component, sizeof component, "worker[%s]", req->instance);

@@ -1,13 +1,10 @@
 /*  drover-worker — one pipeline instance on one core, started by droverd.
     Usage: drover-worker --control ENDPOINT --instance ID
-           drover-worker --standalone SPEC.json   (benchmark baseline only)
     droverd pins the process before exec and sets argv[0] to the instance id,
     so `ps` shows {group}/{pipeline}@{generation}#{core}. */
-#include "drv_standalone.h"
 #include "drv_worker.h"
 #include "drv_zygote.h"
 
-#include "drv_node.h"
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
 
@@ -27,35 +24,21 @@ int main(int argc, char *argv[])
     }
     const char *control = NULL;
     const char *instance = NULL;
-    const char *standalone = NULL;
     static struct option options[] = {{"control", required_argument, 0, 'c'},
                                       {"instance", required_argument, 0, 'i'},
-                                      {"standalone", required_argument, 0, 's'},
                                       {0, 0, 0, 0}};
     int opt;
-    while ((opt = getopt_long(argc, argv, "c:i:s:", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:i:", options, NULL)) != -1) {
         if (opt == 'c') {
             control = optarg;
         } else if (opt == 'i') {
             instance = optarg;
-        } else if (opt == 's') {
-            standalone = optarg;
         } else {
             return DRV_WORKER_EXIT_USAGE;
         }
     }
-    if (standalone) {
-        drv_log_init("worker[standalone]");
-        drv_nodes_register();
-        zsys_handler_set(NULL);
-        zsys_init();
-        int rc = drv_standalone_run(standalone);
-        zsys_shutdown();
-        return rc;
-    }
     if (!control || !instance) {
-        fprintf(stderr, "usage: drover-worker --control ENDPOINT --instance ID\n"
-                        "       drover-worker --standalone SPEC.json\n");
+        fprintf(stderr, "usage: drover-worker --control ENDPOINT --instance ID\n");
         return DRV_WORKER_EXIT_USAGE;
     }
     char component[160];

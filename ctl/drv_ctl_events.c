@@ -1,0 +1,121 @@
+/*  drv_ctl_events — droverctl events: follows the engine's event stream
+    (a SUB socket on the events endpoint, asked from the engine unless given),
+    one line per event, until --count events, --for seconds or Ctrl-C. */
+#include "drv_ctl_commands.h"
+
+#include "drover/drv_mpjson.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile sig_atomic_t s_interrupted = 0;
+
+static void s_on_signal(int sig)
+{
+    (void)sig;
+    s_interrupted = 1;
+}
+
+int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv)
+{
+    const char *endpoint = getenv("DROVER_EVENTS");
+    long count = -1;
+    long seconds = -1;
+    int first_topic = argc;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+            count = atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--for") && i + 1 < argc) {
+            seconds = atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--events") && i + 1 < argc) {
+            endpoint = argv[++i];
+        } else {
+            first_topic = i;
+            break;
+        }
+    }
+    json_t *info = NULL;
+    if (!endpoint) {
+        //  Ask the engine where its events are published.
+        int rc = drv_ctl_call(ctl, "GET", "/api/v1/engine", NULL, NULL, &info);
+        if (rc) {
+            return rc;
+        }
+        endpoint = json_string_value(json_object_get(json_object_get(info, "admin"), "events"));
+    }
+    zsock_t *sub = zsock_new(ZMQ_SUB);
+    char err[300];
+    if (drv_ctl_secure(sub, &ctl->options, err, sizeof err) != 0 || zsock_connect(sub, "%s", endpoint) != 0) {
+        fprintf(stderr, "droverctl: cannot subscribe to %s %s\n", endpoint, err);
+        zsock_destroy(&sub);
+        json_decref(info);
+        return DRV_CTL_UNREACHABLE;
+    }
+    if (first_topic >= argc) {
+        zsock_set_subscribe(sub, "");
+    }
+    for (int i = first_topic; i < argc; i++) {
+        zsock_set_subscribe(sub, argv[i]);
+    }
+    signal(SIGINT, s_on_signal);
+    signal(SIGTERM, s_on_signal);
+    if (!ctl->json) {
+        fprintf(stderr, "droverctl: following %s (Ctrl-C to stop)\n", endpoint);
+    }
+    fflush(stderr);
+    int64_t deadline = seconds >= 0 ? zclock_mono() + seconds * 1000 : -1;
+    long seen = 0;
+    while (!s_interrupted && (count < 0 || seen < count)) {
+        long wait = deadline < 0 ? 200 : (long)(deadline - zclock_mono());
+        if (deadline >= 0 && wait <= 0) {
+            break;
+        }
+        zmq_pollitem_t item = {zsock_resolve(sub), 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&item, 1, wait < 200 ? wait : 200) <= 0) {
+            continue;
+        }
+        zmsg_t *msg = zmsg_recv(sub);
+        if (!msg || zmsg_size(msg) != 2) {
+            zmsg_destroy(&msg);
+            continue;
+        }
+        char *topic = zmsg_popstr(msg);
+        zframe_t *frame = zmsg_pop(msg);
+        char why[200];
+        json_t *event = drv_mpjson_decode(zframe_data(frame), zframe_size(frame), why, sizeof why);
+        if (event) {
+            if (ctl->json) {
+                json_object_set_new(event, "topic", json_string(topic));
+                char *text = json_dumps(event, JSON_COMPACT);
+                printf("%s\n", text);
+                free(text);
+            } else {
+                printf("%s %-20s", drv_ctl_str(event, "time"), topic);
+                const char *key;
+                json_t *value;
+                json_object_foreach(event, key, value)
+                {
+                    if (!strcmp(key, "time")) {
+                        continue;
+                    }
+                    char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+                    printf(" %s=%s", key, text);
+                    free(text);
+                }
+                printf("\n");
+            }
+            fflush(stdout);
+            seen++;
+            json_decref(event);
+        }
+        free(topic);
+        zframe_destroy(&frame);
+        zmsg_destroy(&msg);
+    }
+    zsock_destroy(&sub);
+    json_decref(info);
+    return DRV_CTL_OK;
+}

@@ -1,0 +1,67 @@
+/*  drv_admin_http_answer — an admin response as an HTTP answer: the JSON or
+    text body, Content-Type, Location, Allow, Retry-After and, for 401,
+    WWW-Authenticate. */
+#include "drv_admin_http_answer.h"
+
+#include "drover/drv_log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum MHD_Result drv_admin_http_answer(struct MHD_Connection *connection, drv_admin_response_t *r)
+{
+    char *text = NULL;
+    size_t len;
+    if (r->json) {
+        text = json_dumps(r->json, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!text) { // cannot happen with checked input; never send an empty 200
+            drv_error("http: cannot serialise a %d answer", r->status);
+            r->status = 500;
+            text = strdup("{\"error\":{\"kind\":\"internal\",\"message\":\"cannot serialise the answer\"}}");
+        }
+        len = strlen(text);
+        char *grown = realloc(text, len + 2);
+        if (!grown) {
+            free(text);
+            return MHD_NO;
+        }
+        text = grown;
+        text[len++] = '\n';
+        text[len] = 0;
+    } else {
+        text = strdup(r->text ? r->text : "");
+        len = strlen(text);
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            r->content_type ? r->content_type : "application/json");
+    if (r->location) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
+    }
+    if (r->allow) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+    }
+    if (r->retry_after_secs > 0) {
+        char secs[16];
+        snprintf(secs, sizeof secs, "%d", r->retry_after_secs);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+    }
+    if (r->status == 401) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    }
+    enum MHD_Result rc = MHD_queue_response(connection, (unsigned int)r->status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+enum MHD_Result drv_admin_http_refuse(struct MHD_Connection *connection, int status, const char *kind,
+                                const char *message, int retry_after_secs)
+{
+    drv_admin_response_t response = {0};
+    drv_admin_error(&response, status, kind, "%s", message);
+    response.retry_after_secs = retry_after_secs;
+    enum MHD_Result rc = drv_admin_http_answer(connection, &response);
+    drv_admin_response_clear(&response);
+    return rc;
+}

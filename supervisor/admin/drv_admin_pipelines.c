@@ -1,0 +1,352 @@
+/*  drv_admin_pipelines — the mutating pipeline routes: PUT (create, noop,
+    resize, replace, dry run) and the rollout history. A PUT that waits hands
+    its request to the rollout, which answers it when it ends or times out. */
+#include "drv_admin_pipelines.h"
+#include "drv_rollout.h"
+#include "drv_shutdown.h"
+#include "drv_registry.h"
+#include "drv_admin_request.h"
+
+#include "drover/drv_problems.h"
+#include "drover/drv_limits.h"
+#include "drover/drv_spec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+drv_group_t *drv_admin_lookup_group(drv_engine_t *engine, const char *name, drv_admin_response_t *response)
+{
+    drv_group_t *group = drv_registry_group(engine, name, false);
+    if (!group) {
+        drv_admin_error(response, 404, "group_not_found", "no group \"%s\"", name);
+    }
+    return group;
+}
+
+drv_pipeline_t *drv_admin_lookup_pipeline(drv_engine_t *engine, const char *group, const char *name,
+                                          drv_admin_response_t *response)
+{
+    if (!drv_admin_lookup_group(engine, group, response)) {
+        return NULL;
+    }
+    drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
+    if (!pipeline) {
+        drv_admin_error(response, 404, "pipeline_not_found", "no pipeline \"%s\" in group \"%s\"", name,
+                        group);
+    }
+    return pipeline;
+}
+
+//  Query booleans: true/false/1/0; anything else is a 400.
+static int s_query_bool(drv_admin_request_t *request, const char *name, bool fallback, bool *out,
+                        drv_admin_response_t *response)
+{
+    const char *value = json_string_value(json_object_get(request->query, name));
+    if (!value) {
+        *out = fallback;
+        return 0;
+    }
+    if (!strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "")) {
+        *out = true;
+    } else if (!strcmp(value, "false") || !strcmp(value, "0")) {
+        *out = false;
+    } else {
+        drv_admin_error(response, 400, "invalid_request", "query %s=%s: must be true or false", name, value);
+        return -1;
+    }
+    return 0;
+}
+
+static int s_query_secs(drv_admin_request_t *request, const char *name, int64_t fallback, int64_t *out,
+                        drv_admin_response_t *response)
+{
+    const char *value = json_string_value(json_object_get(request->query, name));
+    if (!value) {
+        *out = fallback;
+        return 0;
+    }
+    char *end;
+    long long secs = strtoll(value, &end, 10);
+    if (*value == 0 || *end || secs < 1 || secs > DRV_LIMIT_TIMEOUT_SECS) {
+        drv_admin_error(response, 400, "invalid_request", "query %s=%s: must be whole seconds, 1 to %d", name,
+                        value, DRV_LIMIT_TIMEOUT_SECS);
+        return -1;
+    }
+    *out = secs;
+    return 0;
+}
+
+static int s_body_secs(json_t *body, const char *name, int64_t *out, drv_admin_response_t *response)
+{
+    json_t *value = json_object_get(body, name);
+    *out = 0;
+    if (!value) {
+        return 0;
+    }
+    if (!json_is_integer(value) || json_integer_value(value) < 1 || json_integer_value(value) > DRV_LIMIT_TIMEOUT_SECS) {
+        drv_admin_error(response, 400, "invalid_request", "%s: must be whole seconds, 1 to %d", name,
+                        DRV_LIMIT_TIMEOUT_SECS);
+        return -1;
+    }
+    *out = json_integer_value(value);
+    return 0;
+}
+
+//  Another pipeline (or another generation of one) already has this endpoint.
+static const char *s_endpoint_owner(drv_engine_t *engine, drv_pipeline_t *self, const char *endpoint)
+{
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            if (p == self || (!p->running && !p->active)) {
+                continue;
+            }
+            json_t *receivers = drv_spec_zmq_receivers(p->spec);
+            size_t i;
+            json_t *r;
+            bool found = false;
+            json_array_foreach(receivers, i, r)
+            {
+                found |= !strcmp(json_string_value(json_object_get(r, "endpoint")), endpoint);
+            }
+            json_decref(receivers);
+            if (found) {
+                return p->key;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void s_invalid(drv_admin_response_t *response, drv_problems_t *problems)
+{
+    drv_admin_error(response, 422, "invalid_request", "invalid PipelineSpec: %s: %s%s",
+                    drv_problems_path(problems, 0), drv_problems_message(problems, 0),
+                    drv_problems_count(problems) > 1 ? " (see details)" : "");
+    json_object_set_new(json_object_get(response->json, "error"), "details", drv_problems_to_json(problems));
+}
+
+//  The part of PUT after parsing: validate, plan, start, wait. Also rollback's.
+static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const char *group, const char *name,
+                    json_t *raw_spec, int64_t step_secs, int64_t drain_secs, bool wait, bool dry_run,
+                    int64_t timeout_secs, drv_admin_response_t *response)
+{
+    drv_problems_t *problems = drv_problems_new();
+    json_t *spec = drv_spec_normalize(raw_spec, &engine->spec_env, "", problems);
+    drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
+    if (spec) {
+        json_t *receivers = drv_spec_zmq_receivers(spec);
+        size_t i;
+        json_t *r;
+        json_array_foreach(receivers, i, r)
+        {
+            const char *endpoint = json_string_value(json_object_get(r, "endpoint"));
+            const char *owner = s_endpoint_owner(engine, pipeline, endpoint);
+            if (owner) {
+                char path[200];
+                snprintf(path, sizeof path, "nodes.%s.config.endpoint", json_string_value(json_object_get(r, "node")));
+                drv_problems_add(problems, path, "endpoint %s is already bound by pipeline %s", endpoint, owner);
+            }
+        }
+        json_decref(receivers);
+    }
+    if (drv_problems_count(problems) > 0) {
+        s_invalid(response, problems);
+        drv_problems_destroy(&problems);
+        json_decref(spec);
+        return false;
+    }
+    drv_problems_destroy(&problems);
+    if (pipeline && pipeline->shutdown_active) {
+        drv_admin_error(response, 409, "conflict", "%s is in progress on %s/%s",
+                        drv_shutdown_id(pipeline->shutdown_active), group, name);
+        json_decref(spec);
+        return false;
+    }
+    if (pipeline && pipeline->active) {
+        drv_admin_error(response, 409, "conflict", "%s is in progress on %s/%s; try again when it ends",
+                        drv_rollout_id(pipeline->active), group, name);
+        json_decref(spec);
+        return false;
+    }
+    if (engine->shutting_down) {
+        drv_admin_error(response, 409, "conflict", "droverd is shutting down");
+        json_decref(spec);
+        return false;
+    }
+    if (!pipeline && drv_registry_pipeline_count(engine) >= (size_t)engine->config->max_pipelines) {
+        drv_admin_error(response, 409, "conflict",
+                        "%zu pipelines exist, the most this engine runs (engine.limits.max_pipelines); "
+                        "delete one or raise the limit",
+                        drv_registry_pipeline_count(engine));
+        json_decref(spec);
+        return false;
+    }
+    drv_rollout_t *rollout =
+        drv_rollout_plan(engine, pipeline, group, name, spec, step_secs, drain_secs, dry_run, false);
+    if (dry_run) {
+        response->status = 200;
+        response->json = drv_rollout_json(rollout);
+        drv_rollout_destroy(&rollout);
+        json_decref(spec);
+        return false;
+    }
+    if (!pipeline) {
+        pipeline = drv_registry_add_pipeline(engine, group, name, spec);
+    }
+    json_decref(spec);
+    drv_rollout_start(engine, pipeline, rollout); // the pipeline's history owns it now
+    if (!wait && !drv_rollout_finished(rollout)) {
+        response->status = 202;
+        response->json = drv_rollout_json(rollout);
+        if (asprintf(&response->location, "/api/v1/groups/%s/pipelines/%s/rollouts/%s", group, name,
+                     drv_rollout_id(rollout)) < 0) {
+            response->location = NULL;
+        }
+        return false;
+    }
+    drv_rollout_wait(rollout, request, timeout_secs * 1000);
+    return true;
+}
+
+bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
+                            const char *name, drv_admin_response_t *response)
+{
+    if (!drv_registry_group(engine, group, false)) {
+        drv_admin_error(response, 404, "group_not_found", "no group \"%s\" (create it with PUT /api/v1/groups/%s)",
+                        group, group);
+        return false;
+    }
+    if (!drv_spec_valid_id(name)) {
+        drv_admin_error(response, 400, "invalid_request", "pipeline name \"%s\" must match [a-z0-9_-]{1,63}", name);
+        return false;
+    }
+    json_t *body = request->body;
+    if (!json_is_object(body) || !json_object_get(body, "pipeline")) {
+        drv_admin_error(response, 400, "invalid_request",
+                        "body must be {\"pipeline\": PipelineSpec, \"step_timeout_secs\"?, \"drain_timeout_secs\"?}");
+        return false;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach(body, key, value)
+    {
+        if (strcmp(key, "pipeline") && strcmp(key, "step_timeout_secs") && strcmp(key, "drain_timeout_secs")) {
+            drv_admin_error(response, 400, "invalid_request",
+                            "unknown body key \"%s\" (pipeline, step_timeout_secs, drain_timeout_secs)", key);
+            return false;
+        }
+    }
+    int64_t step_secs, drain_secs, timeout_secs;
+    bool wait, dry_run;
+    if (s_body_secs(body, "step_timeout_secs", &step_secs, response) ||
+        s_body_secs(body, "drain_timeout_secs", &drain_secs, response) ||
+        s_query_bool(request, "wait", true, &wait, response) ||
+        s_query_bool(request, "dry_run", false, &dry_run, response) ||
+        s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
+        return false;
+    }
+    return s_apply(engine, request, group, name, json_object_get(body, "pipeline"), step_secs, drain_secs, wait,
+                   dry_run, timeout_secs, response);
+}
+
+void drv_admin_rollouts_list(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_admin_response_t *response)
+{
+    (void)engine;
+    json_t *list = json_array();
+    for (drv_rollout_t *r = zlistx_last(pipeline->rollouts); r; r = zlistx_prev(pipeline->rollouts)) {
+        json_array_append_new(list, drv_rollout_json(r));
+    }
+    response->status = 200;
+    response->json = list;
+}
+
+void drv_admin_rollout_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *id,
+                           drv_admin_response_t *response)
+{
+    (void)engine;
+    drv_rollout_t *rollout = drv_rollout_find(pipeline, id);
+    if (!rollout) {
+        drv_admin_error(response, 404, "rollout_not_found", "no rollout \"%s\" on %s", id, pipeline->key);
+        return;
+    }
+    response->status = 200;
+    response->json = drv_rollout_json(rollout);
+}
+
+static bool s_busy(drv_pipeline_t *pipeline, drv_admin_response_t *response)
+{
+    if (pipeline->active) {
+        drv_admin_error(response, 409, "conflict", "%s is in progress on %s", drv_rollout_id(pipeline->active),
+                        pipeline->key);
+        return true;
+    }
+    if (pipeline->shutdown_active) {
+        drv_admin_error(response, 409, "conflict", "%s is in progress on %s",
+                        drv_shutdown_id(pipeline->shutdown_active), pipeline->key);
+        return true;
+    }
+    return false;
+}
+
+bool drv_admin_pipeline_shutdown(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
+                                 const char *name, bool forget, drv_admin_response_t *response)
+{
+    drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, group, name, response);
+    bool wait;
+    int64_t timeout_secs;
+    if (!pipeline || s_busy(pipeline, response) || s_query_bool(request, "wait", true, &wait, response) ||
+        s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
+        return false;
+    }
+    //  Completion is always noticed by the loop (drv_shutdown_tick), which
+    //  answers waiters before a DELETE frees the pipeline and this record.
+    drv_shutdown_t *shutdown = drv_shutdown_start(engine, pipeline, 0, forget);
+    if (!wait) {
+        response->status = 202;
+        response->json = drv_shutdown_json(shutdown);
+        if (asprintf(&response->location, "/api/v1/groups/%s/pipelines/%s/shutdowns/%s", group, name,
+                     drv_shutdown_id(shutdown)) < 0) {
+            response->location = NULL;
+        }
+        return false;
+    }
+    drv_shutdown_wait(shutdown, request, timeout_secs * 1000);
+    return true;
+}
+
+bool drv_admin_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
+                                 const char *name, drv_admin_response_t *response)
+{
+    drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, group, name, response);
+    if (!pipeline || s_busy(pipeline, response)) {
+        return false;
+    }
+    if (!pipeline->previous_spec) {
+        drv_admin_error(response, 409, "conflict", "%s has no previous generation to roll back to", pipeline->key);
+        return false;
+    }
+    bool wait, dry_run;
+    int64_t timeout_secs;
+    if (s_query_bool(request, "wait", true, &wait, response) ||
+        s_query_bool(request, "dry_run", false, &dry_run, response) ||
+        s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
+        return false;
+    }
+    json_t *previous = json_incref(pipeline->previous_spec);
+    bool kept = s_apply(engine, request, group, name, previous, 0, 0, wait, dry_run, timeout_secs, response);
+    json_decref(previous);
+    return kept;
+}
+
+void drv_admin_shutdown_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *id,
+                            drv_admin_response_t *response)
+{
+    (void)engine;
+    drv_shutdown_t *shutdown = drv_shutdown_find(pipeline, id);
+    if (!shutdown) {
+        drv_admin_error(response, 404, "shutdown_not_found", "no shutdown \"%s\" on %s", id, pipeline->key);
+        return;
+    }
+    response->status = 200;
+    response->json = drv_shutdown_json(shutdown);
+}

@@ -1,0 +1,164 @@
+/*  drv_engine — the records of the supervisor's live state: the engine,
+    groups -> pipelines -> instances, changed while the engine runs, only
+    ever from the one loop thread. Each module's functions are in its own
+    header (core/drv_registry.h, instances/drv_lifecycle.h, ...); this one
+    holds only the records every layer reads. */
+#ifndef DRV_ENGINE_H
+#define DRV_ENGINE_H
+
+#include "drover/drv_config.h"
+#include "drover/drv_cpus.h"
+
+#include <czmq.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define DRV_ID_MAX 200
+#define DRV_MAX_CORES 256
+#define DRV_KILL_GRACE_MS 5000 // after SIGTERM, how long before SIGKILL
+
+typedef enum {
+    DRV_INST_STARTING = 0, // spawned, not yet READY
+    DRV_INST_READY,        // READY and heartbeating; routable
+    DRV_INST_DRAINING,     // asked to drain; finishing what it has
+    DRV_INST_EXITED,       // gone on purpose, or crashed and about to restart
+    DRV_INST_FAILED,       // crashed; waiting out its restart backoff
+} drv_inst_state_t;
+
+typedef struct drv_pipeline_t drv_pipeline_t;
+typedef struct drv_engine_t drv_engine_t;
+
+//  A PipelineStatus condition, Kubernetes style.
+typedef struct {
+    bool status;
+    char reason[48];    // CamelCase, machine-readable
+    char message[300];  // for humans
+    int64_t since;      // wall ms of the last change of status
+} drv_condition_t;
+
+typedef struct drv_rollout_t drv_rollout_t;
+
+struct drv_instance_t {
+    drv_pipeline_t *pipeline;
+    json_t *spec;            // the spec of its generation (two overlap during a replace)
+    bool gated;              // started by a rollout, not ready yet: an exit fails the step
+    bool has_zmq;            // its spec has receiver:zmq nodes: the broker routes to it
+    int core;
+    int64_t generation;
+    char id[DRV_ID_MAX];     // {group}/{pipeline}@{generation}#{core}
+    pid_t pid;               // 0 while not running
+    drv_inst_state_t state;
+    bool retiring;           // stopping on purpose: do not restart
+    int restarts;            // restarts of this slot since it was created
+    int64_t recent_restarts[64]; // mono ms of restarts, newest last (ring)
+    int recent_count;
+    int64_t restart_at_ms;   // mono: when to respawn (0: not scheduled)
+    int64_t started_at;      // wall ms of the current process
+    int64_t spawned_mono_us; // mono µs of the current spawn (just before fork)
+    int64_t ready_mono_ms;   // mono ms it said READY
+    int64_t last_heartbeat_at;   // wall ms
+    int64_t last_heartbeat_mono; // mono ms
+    int64_t records_in, records_out, errors; // from its last heartbeat
+    int64_t term_at_ms;      // mono: send SIGTERM then (0: none)
+    int64_t kill_at_ms;      // mono: send SIGKILL then (0: none)
+    int last_exit_code;      // exit code or 128+signal of the last process
+    char detail[256];        // last failure, for status
+};
+
+struct drv_pipeline_t {
+    char group[64];
+    char name[64];
+    char key[140];           // "{group}:{pipeline}"
+    json_t *spec;            // normalized PipelineSpec of the active generation
+    char *spec_hash;
+    int64_t generation;      // the active generation (0 before the first create succeeds)
+    bool running;            // a generation serves; false before create and after shutdown
+    int cores[DRV_MAX_CORES]; // the cores it should run on
+    int core_count;
+    zlistx_t *rollouts;      // drv_rollout_t history, oldest first, owned
+    drv_rollout_t *active;   // the rollout under way, or NULL
+    zlistx_t *shutdowns;     // struct drv_shutdown_t history, owned
+    struct drv_shutdown_t *shutdown_active; // the shutdown under way, or NULL
+    json_t *previous_spec;   // the spec before the last replace, for rollback (or NULL)
+    bool from_config;        // declared in the config file (SIGHUP may remove it)
+    bool shut_down;          // stopped by a shutdown (not by a failed create)
+    bool has_zmq;            // has receiver:zmq nodes: the broker routes to it
+    bool degraded;           // restarted more than max_restarts within window_secs
+    bool stopping;           // being shut down
+    char frontend_error[300]; // the broker could not bind a receiver endpoint
+    zlistx_t *instances;     // drv_instance_t, owned
+    int64_t created_at;      // wall ms
+    drv_condition_t cond_ready;       // every desired core has a ready instance
+    drv_condition_t cond_progressing; // a rollout or shutdown is under way
+    drv_condition_t cond_degraded;    // crash-looping, or a front door cannot bind
+};
+
+typedef struct {
+    char name[64];
+    zhashx_t *pipelines; // name -> drv_pipeline_t, owned
+} drv_group_t;
+
+typedef struct drv_instance_t drv_instance_t;
+
+//  What happened to an instance, told to the operations that wait on it: the
+//  instances layer reports through engine->instance_listener, which the loop
+//  points at the operations layer (a lower layer never calls upward).
+typedef enum {
+    DRV_INST_EV_EXITED = 0, // its process ended; code is its exit code or 128+signal
+} drv_inst_event_t;
+typedef void(drv_inst_listener_fn)(drv_engine_t *engine, drv_instance_t *inst, drv_inst_event_t event, int code);
+
+struct drv_engine_t {
+    drv_config_t *config;
+    drv_inst_listener_fn *instance_listener; // operations' ear for instance events
+    drv_cpus_t cpus;          // CPUs droverd may use
+    drv_spec_env_t spec_env;  // what specs are judged against: cpus, data_dirs, run_dir
+    char *bin_dir;            // where drover-worker and drover-broker live
+    char *control_endpoint;   // ROUTER the broker and workers connect to
+    char *data_endpoint;      // the broker's backend, for workers
+    zsock_t *control;
+    int signal_fd;
+    zhashx_t *groups;         // name -> drv_group_t, owned
+    zhashx_t *live;           // instance id -> drv_instance_t (not owned)
+    //  the broker process
+    pid_t broker_pid;
+    bool broker_connected;
+    int64_t broker_restart_at_ms;
+    int64_t broker_backoff_ms;
+    int broker_restarts;
+    int64_t broker_started_mono_ms; // when the current broker was spawned
+    //  admin plane
+    zsock_t *admin;           // ROUTER for ops tools (msgpack envelope)
+    zsock_t *events;          // PUB: topic frame + msgpack map
+    zactor_t *auth;           // zauth, when the admin endpoint uses CURVE
+    struct drv_admin_http_t *http; // libmicrohttpd, driven from this loop
+    char *http_token;         // bearer token for PUT/POST/DELETE, or NULL
+    int64_t started_at;       // wall ms
+    int64_t broker_forwarded; // batches the broker forwarded (its heartbeat)
+    int64_t broker_refused;   // producer messages it refused as too large (its heartbeat)
+    int64_t rollout_counts[4][3]; // [create noop resize replace][succeeded failed rollback_failed]
+    int64_t next_rollout_id;
+    int64_t next_shutdown_id;
+    bool state_dirty;         // the applied state changed: write the state file
+    int64_t state_retry_ms;   // backoff after a failed save (0: the last one worked)
+    int64_t state_retry_at_ms; // mono: not before then
+    int64_t state_save_failures; // failed saves since start
+    char state_save_error[600]; // why the last save failed, "" once one succeeds
+    //  shutdown
+    bool shutting_down;
+    int64_t shutdown_deadline_ms;
+    bool broker_stopping;
+    bool done;                // the loop should end
+    //  the worker zygote (drv_zygote.c)
+    pid_t zygote_pid;         // 0 while not running
+    int zygote_fd;            // droverd's end of the socketpair, -1 when none
+    int64_t zygote_started_ms; // mono, of the last start attempt
+    //  service manager notification (drv_notify.c)
+    bool notify_ready_sent;   // READY=1 sent since start or the last RELOADING=1
+    int64_t watchdog_ms;      // ping interval (half of WATCHDOG_USEC), 0: none
+    int64_t next_watchdog_ms; // mono
+};
+
+#endif

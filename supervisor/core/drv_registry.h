@@ -1,0 +1,30 @@
+/*  drv_registry — groups, pipelines and instances: finding, adding and
+    removing them. The records themselves are in drv_engine.h. */
+#ifndef DRV_REGISTRY_H
+#define DRV_REGISTRY_H
+
+#include "drv_engine.h"
+
+drv_group_t *drv_registry_group(drv_engine_t *engine, const char *name, bool create);
+drv_pipeline_t *drv_registry_pipeline(drv_engine_t *engine, const char *group, const char *name);
+//  Registers a pipeline that does not run yet (generation 0, no instances):
+//  a create rollout brings it up.
+drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *group,
+                                          const char *name, json_t *spec);
+//  Sets the pipeline's spec (and its hash, cores and receivers) to spec.
+void drv_registry_set_spec(drv_engine_t *engine, drv_pipeline_t *pipeline, json_t *spec);
+drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *pipeline,
+                                          int core, int64_t generation, json_t *spec);
+drv_instance_t *drv_registry_find_instance(drv_pipeline_t *pipeline, int core, int64_t generation);
+void drv_registry_remove_instance(drv_engine_t *engine, drv_instance_t *inst);
+drv_instance_t *drv_registry_by_pid(drv_engine_t *engine, pid_t pid);
+//  Calls fn for every instance of every pipeline.
+typedef void(drv_instance_fn)(drv_engine_t *engine, drv_instance_t *inst, void *arg);
+void drv_registry_each_instance(drv_engine_t *engine, drv_instance_fn *fn, void *arg);
+size_t drv_registry_instance_count(drv_engine_t *engine);
+//  Pipelines across all groups (engine.limits.max_pipelines bounds it).
+size_t drv_registry_pipeline_count(drv_engine_t *engine);
+void drv_registry_destroy(drv_engine_t *engine);
+const char *drv_inst_state_name(drv_inst_state_t state);
+
+#endif

@@ -1,0 +1,17 @@
+/*  drv_lifecycle — one instance from spawn to exit: HELLO, READY,
+    heartbeats, restarts with backoff, drain, SIGTERM, SIGKILL. */
+#ifndef DRV_LIFECYCLE_H
+#define DRV_LIFECYCLE_H
+
+#include "drv_engine.h"
+
+void drv_lifecycle_start(drv_engine_t *engine, drv_instance_t *inst);
+void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *msg);
+void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int status);
+//  Drain, then SIGTERM at the drain deadline, then SIGKILL.
+void drv_lifecycle_retire(drv_engine_t *engine, drv_instance_t *inst, int64_t drain_timeout_ms);
+void drv_lifecycle_kill(drv_engine_t *engine, drv_instance_t *inst);
+//  Restarts, heartbeat checks, deadlines. Returns ms until the next is due (-1 none).
+int64_t drv_lifecycle_tick(drv_engine_t *engine);
+
+#endif

@@ -1,0 +1,84 @@
+/*  drv_spawn — fork and exec, the libuv way: the child does nothing but set
+    itself up and exec; no ZeroMQ, no allocation. */
+#include "drv_spawn.h"
+
+#include "drover/drv_child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct {
+    int stage; // 1 = pinning, 2 = exec
+    int err;   // errno
+} child_error_t;
+
+static void s_child(int report_fd, const char *path, char *const argv[], int cpu, pid_t parent)
+{
+    child_error_t failure;
+    int rc = drv_child_first_steps(parent, cpu);
+    if (rc == DRV_CHILD_ORPHANED) {
+        _exit(111);
+    }
+    if (rc == DRV_CHILD_PIN_FAILED) {
+        failure = (child_error_t){1, errno};
+        ssize_t n = write(report_fd, &failure, sizeof failure);
+        (void)n;
+        _exit(111);
+    }
+    execv(path, argv);
+    failure = (child_error_t){2, errno};
+    ssize_t n = write(report_fd, &failure, sizeof failure);
+    (void)n;
+    _exit(127);
+}
+
+pid_t drv_spawn(const char *path, char *const argv[], int cpu, char *err, size_t errlen)
+{
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(pipefd[0]);
+        s_child(pipefd[1], path, argv, cpu, parent);
+    }
+    close(pipefd[1]);
+    child_error_t failure;
+    ssize_t got;
+    do {
+        got = read(pipefd[0], &failure, sizeof failure);
+    } while (got < 0 && errno == EINTR);
+    close(pipefd[0]);
+    if (got == (ssize_t)sizeof failure) {
+        snprintf(err, errlen, "%s %s: %s", failure.stage == 1 ? "pin to CPU" : "exec",
+                 failure.stage == 1 ? "" : path, strerror(failure.err));
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    return pid; // EOF: exec succeeded and closed the pipe
+}
+
+int drv_spawn_exit_code(int status)
+{
+    if (WIFEXITED(status)) {
+        return WEXITSTATUS(status);
+    }
+    if (WIFSIGNALED(status)) {
+        return 128 + WTERMSIG(status);
+    }
+    return -1;
+}

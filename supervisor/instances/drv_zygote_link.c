@@ -1,0 +1,114 @@
+/*  drv_zygote (droverd's side) — starts the worker zygote and asks it for
+    instances; see drover/drv_zygote.h for why. When the zygote is not there
+    (not started yet, crashed, or droverd is stopping), instances are started
+    by fork+exec as before, and the zygote is started again at most once a
+    second. */
+#include "drv_zygote_link.h"
+#include "drv_spawn.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+#include "drover/drv_zygote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define ZYGOTE_REPLY_MS 2000    // the first reply includes the zygote's own start
+#define ZYGOTE_RESTART_MS 1000
+
+void drv_zygote_start(drv_engine_t *engine)
+{
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
+        drv_warn("zygote unavailable: socketpair: %s", strerror(errno));
+        return;
+    }
+    //  The zygote's end survives its exec (and only its exec: droverd closes
+    //  it right after).
+    fcntl(fds[1], F_SETFD, 0);
+    char path[1024], fd_arg[16];
+    snprintf(path, sizeof path, "%s/drover-worker", engine->bin_dir);
+    snprintf(fd_arg, sizeof fd_arg, "%d", fds[1]);
+    //  Room for the instances' process titles (ids are < DRV_ID_MAX).
+    char blank[DRV_ID_MAX + 1];
+    memset(blank, ' ', DRV_ID_MAX);
+    blank[DRV_ID_MAX] = 0;
+    char *argv[] = {"drover-zygote", "--zygote", fd_arg, blank, NULL};
+    char err[300];
+    engine->zygote_started_ms = drv_time_mono_ms();
+    pid_t pid = drv_spawn(path, argv, -1, err, sizeof err);
+    close(fds[1]);
+    if (pid < 0) {
+        drv_warn("zygote unavailable: %s", err);
+        close(fds[0]);
+        return;
+    }
+    engine->zygote_pid = pid;
+    engine->zygote_fd = fds[0];
+    drv_info("zygote started pid=%d", pid);
+}
+
+static void s_close(drv_engine_t *engine)
+{
+    if (engine->zygote_fd >= 0) {
+        close(engine->zygote_fd);
+    }
+    engine->zygote_fd = -1;
+}
+
+void drv_zygote_stop(drv_engine_t *engine)
+{
+    s_close(engine); // EOF: the zygote exits
+    if (engine->zygote_pid > 0) {
+        kill(engine->zygote_pid, SIGTERM);
+    }
+}
+
+void drv_zygote_on_exit(drv_engine_t *engine, int status)
+{
+    if (!engine->shutting_down) {
+        drv_warn("zygote exited exit=%d; instances start by exec until it is back",
+                 drv_spawn_exit_code(status));
+    }
+    engine->zygote_pid = 0;
+    s_close(engine);
+}
+
+pid_t drv_zygote_spawn(drv_engine_t *engine, const char *instance, int core, char *err, size_t errlen)
+{
+    if (engine->zygote_fd < 0 && engine->zygote_pid == 0 && !engine->shutting_down &&
+        drv_time_mono_ms() - engine->zygote_started_ms >= ZYGOTE_RESTART_MS) {
+        drv_zygote_start(engine);
+    }
+    if (engine->zygote_fd < 0) {
+        snprintf(err, errlen, "no zygote");
+        return -1;
+    }
+    drv_zygote_request_t req = {.core = core};
+    snprintf(req.instance, sizeof req.instance, "%s", instance);
+    snprintf(req.control, sizeof req.control, "%s", engine->control_endpoint);
+    drv_zygote_reply_t reply;
+    struct pollfd item = {engine->zygote_fd, POLLIN, 0};
+    ssize_t got = -1;
+    if (send(engine->zygote_fd, &req, sizeof req, MSG_NOSIGNAL) == (ssize_t)sizeof req &&
+        poll(&item, 1, ZYGOTE_REPLY_MS) == 1) {
+        got = recv(engine->zygote_fd, &reply, sizeof reply, 0);
+    }
+    if (got != (ssize_t)sizeof reply) {
+        //  Dead or wedged: stop using it (it is reaped, or killed, like any child).
+        snprintf(err, errlen, "zygote did not answer");
+        drv_warn("zygote did not answer; instances start by exec until it is back pid=%d", engine->zygote_pid);
+        drv_zygote_stop(engine);
+        return -1;
+    }
+    if (reply.pid <= 0) {
+        snprintf(err, errlen, "zygote: %.*s: %s", (int)sizeof reply.reason, reply.reason, strerror(reply.err));
+        return -1;
+    }
+    return reply.pid;
+}

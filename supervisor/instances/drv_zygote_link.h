@@ -1,0 +1,14 @@
+/*  drv_zygote_link — droverd's side of the worker zygote: instances forked
+    from a pre-loaded worker instead of exec'd. drv_zygote_spawn returns the
+    instance's pid, or -1 with err (the caller then uses fork+exec). */
+#ifndef DRV_ZYGOTE_LINK_H
+#define DRV_ZYGOTE_LINK_H
+
+#include "drv_engine.h"
+
+void drv_zygote_start(drv_engine_t *engine);
+void drv_zygote_stop(drv_engine_t *engine);
+void drv_zygote_on_exit(drv_engine_t *engine, int status);
+pid_t drv_zygote_spawn(drv_engine_t *engine, const char *instance, int core, char *err, size_t errlen);
+
+#endif

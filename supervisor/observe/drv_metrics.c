@@ -1,0 +1,131 @@
+/*  drv_metrics — Prometheus text exposition (format 0.0.4) of the registry.
+    Per-instance counters are the worker's own since its process started, so
+    they reset on a restart: Prometheus' rate() handles counter resets. */
+#include "drv_metrics.h"
+#include "drv_status.h"
+
+#include "drover/drv_time.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    char *data;
+    size_t len;
+    size_t capacity;
+} text_t;
+
+static void s_printf(text_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void s_printf(text_t *t, const char *fmt, ...)
+{
+    for (;;) {
+        va_list args;
+        va_start(args, fmt);
+        int n = vsnprintf(t->data + t->len, t->capacity - t->len, fmt, args);
+        va_end(args);
+        if (n >= 0 && (size_t)n < t->capacity - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->capacity = t->capacity * 2 + (size_t)(n > 0 ? n : 0) + 4096;
+        t->data = realloc(t->data, t->capacity);
+    }
+}
+
+static void s_header(text_t *t, const char *name, const char *type, const char *help)
+{
+    s_printf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+typedef int64_t(instance_value_fn)(const drv_instance_t *inst);
+
+static int64_t s_in(const drv_instance_t *i) { return i->records_in; }
+static int64_t s_out(const drv_instance_t *i) { return i->records_out; }
+static int64_t s_errors(const drv_instance_t *i) { return i->errors; }
+static int64_t s_restarts(const drv_instance_t *i) { return i->restarts; }
+static int64_t s_up(const drv_instance_t *i) { return i->state == DRV_INST_READY; }
+
+static void s_instance_metric(text_t *t, drv_engine_t *engine, const char *name, const char *type,
+                              const char *help, instance_value_fn *fn)
+{
+    s_header(t, name, type, help);
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            for (drv_instance_t *i = zlistx_first(p->instances); i; i = zlistx_next(p->instances)) {
+                s_printf(t, "%s{group=\"%s\",pipeline=\"%s\",core=\"%d\",generation=\"%lld\"} %lld\n",
+                         name, p->group, p->name, i->core, (long long)i->generation, (long long)fn(i));
+            }
+        }
+    }
+}
+
+char *drv_metrics_render(drv_engine_t *engine)
+{
+    text_t t = {malloc(8192), 0, 8192};
+    s_instance_metric(&t, engine, "drover_instance_records_in_total", "counter",
+                      "Records that entered the instance's receivers.", s_in);
+    s_instance_metric(&t, engine, "drover_instance_records_out_total", "counter",
+                      "Records written by the instance's exporters (each exporter counts).", s_out);
+    s_instance_metric(&t, engine, "drover_instance_errors_total", "counter",
+                      "Rejected producer messages and failed exports.", s_errors);
+    s_instance_metric(&t, engine, "drover_instance_restarts_total", "counter",
+                      "Restarts of this instance slot after crashes.", s_restarts);
+    s_instance_metric(&t, engine, "drover_instance_up", "gauge",
+                      "1 when the instance is ready, else 0.", s_up);
+
+    s_header(&t, "drover_pipeline_desired_cores", "gauge", "Cores the pipeline should run on.");
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            s_printf(&t, "drover_pipeline_desired_cores{group=\"%s\",pipeline=\"%s\"} %d\n", p->group,
+                     p->name, p->core_count);
+        }
+    }
+    s_header(&t, "drover_pipeline_ready_instances", "gauge", "Ready instances of the pipeline.");
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            s_printf(&t, "drover_pipeline_ready_instances{group=\"%s\",pipeline=\"%s\"} %d\n", p->group,
+                     p->name, drv_status_ready_instances(p));
+        }
+    }
+    s_header(&t, "drover_pipeline_degraded", "gauge", "1 when the pipeline is degraded.");
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            s_printf(&t, "drover_pipeline_degraded{group=\"%s\",pipeline=\"%s\"} %d\n", p->group,
+                     p->name, p->cond_degraded.status ? 1 : 0);
+        }
+    }
+    s_header(&t, "drover_pipeline_generation", "gauge", "The pipeline's active generation.");
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            s_printf(&t, "drover_pipeline_generation{group=\"%s\",pipeline=\"%s\"} %lld\n", p->group,
+                     p->name, (long long)p->generation);
+        }
+    }
+    s_header(&t, "drover_rollouts_total", "counter", "Rollouts by action and final state.");
+    static const char *actions[] = {"create", "noop", "resize", "replace"};
+    static const char *states[] = {"succeeded", "failed", "rollback_failed"};
+    for (int a = 0; a < 4; a++) {
+        for (int s = 0; s < 3; s++) {
+            s_printf(&t, "drover_rollouts_total{action=\"%s\",state=\"%s\"} %lld\n", actions[a], states[s],
+                     (long long)engine->rollout_counts[a][s]);
+        }
+    }
+    s_header(&t, "drover_broker_up", "gauge", "1 when the broker is connected to droverd.");
+    s_printf(&t, "drover_broker_up %d\n", engine->broker_connected ? 1 : 0);
+    s_header(&t, "drover_broker_restarts_total", "counter", "Restarts of the broker after it exited.");
+    s_printf(&t, "drover_broker_restarts_total %d\n", engine->broker_restarts);
+    s_header(&t, "drover_broker_forwarded_batches_total", "counter",
+             "Producer messages the current broker process forwarded to instances.");
+    s_printf(&t, "drover_broker_forwarded_batches_total %lld\n", (long long)engine->broker_forwarded);
+    s_header(&t, "drover_broker_refused_messages_total", "counter",
+             "Producer messages the current broker process refused as larger than "
+             "engine.limits.max_message_bytes (updated with its heartbeat, every 5 s).");
+    s_printf(&t, "drover_broker_refused_messages_total %lld\n", (long long)engine->broker_refused);
+    s_header(&t, "drover_state_save_failures_total", "counter",
+             "Failed writes of engine.state_file; each is retried until one succeeds.");
+    s_printf(&t, "drover_state_save_failures_total %lld\n", (long long)engine->state_save_failures);
+    s_header(&t, "drover_start_time_seconds", "gauge", "When droverd started, Unix time.");
+    s_printf(&t, "drover_start_time_seconds %.3f\n", engine->started_at / 1000.0);
+    return t.data;
+}

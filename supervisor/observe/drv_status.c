@@ -1,0 +1,265 @@
+/*  drv_status — what operators and probes see: PipelineStatus documents,
+    conditions, phases and readiness, all computed from the registry. */
+#include "drv_status.h"
+#include "drv_rollout.h"
+#include "drv_shutdown.h"
+#include "drv_registry.h"
+
+#include "drover/drv_time.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static json_t *s_time(int64_t wall_ms)
+{
+    if (wall_ms <= 0) {
+        return json_null();
+    }
+    char buf[40];
+    drv_time_rfc3339(wall_ms, buf, sizeof buf);
+    return json_string(buf);
+}
+
+//  The ready instance serving a core, if any (any generation).
+static drv_instance_t *s_ready_on(const drv_pipeline_t *pipeline, int core)
+{
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
+         inst = zlistx_next(pipeline->instances)) {
+        if (inst->core == core && inst->state == DRV_INST_READY) {
+            return inst;
+        }
+    }
+    return NULL;
+}
+
+static drv_instance_t *s_any_on(const drv_pipeline_t *pipeline, int core)
+{
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
+         inst = zlistx_next(pipeline->instances)) {
+        if (inst->core == core) {
+            return inst;
+        }
+    }
+    return NULL;
+}
+
+int drv_status_ready_instances(const drv_pipeline_t *pipeline)
+{
+    int count = 0;
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
+         inst = zlistx_next(pipeline->instances)) {
+        count += inst->state == DRV_INST_READY;
+    }
+    return count;
+}
+
+static void s_set(drv_condition_t *cond, bool status, const char *reason, const char *message,
+                  int64_t now)
+{
+    if (cond->since == 0 || cond->status != status) {
+        cond->since = now;
+    }
+    cond->status = status;
+    snprintf(cond->reason, sizeof cond->reason, "%s", reason);
+    snprintf(cond->message, sizeof cond->message, "%s", message);
+}
+
+static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
+{
+    (void)engine;
+    char message[300] = "";
+    int missing = 0;
+    for (int i = 0; i < p->core_count; i++) {
+        if (!s_ready_on(p, p->cores[i])) {
+            drv_instance_t *inst = s_any_on(p, p->cores[i]);
+            if (missing++ == 0) {
+                snprintf(message, sizeof message, "core %d: %s%s%s", p->cores[i],
+                         inst ? drv_inst_state_name(inst->state) : "no instance",
+                         inst && inst->detail[0] ? ": " : "", inst ? inst->detail : "");
+            }
+        }
+    }
+    if (p->stopping) {
+        s_set(&p->cond_ready, false, "Stopped", "the pipeline is shut down", now);
+    } else if (missing == 0) {
+        s_set(&p->cond_ready, true, "AllCoresReady", "every desired core has a ready instance", now);
+    } else {
+        char full[300];
+        snprintf(full, sizeof full, "%d of %d cores not ready; %s", missing, p->core_count, message);
+        s_set(&p->cond_ready, false, "CoresNotReady", full, now);
+    }
+    if (p->stopping) {
+        s_set(&p->cond_progressing, true, "ShuttingDown", "instances are draining", now);
+    } else if (p->active) {
+        char progress[300];
+        snprintf(progress, sizeof progress, "%s: %s to generation %lld", drv_rollout_id(p->active),
+                 drv_action_name(drv_rollout_action(p->active)),
+                 (long long)drv_rollout_target_generation(p->active));
+        s_set(&p->cond_progressing, true, "RolloutInProgress", progress, now);
+    } else {
+        s_set(&p->cond_progressing, false, "Idle", "no rollout or shutdown in progress", now);
+    }
+    if (p->frontend_error[0]) {
+        s_set(&p->cond_degraded, true, "FrontDoorUnavailable", p->frontend_error, now);
+    } else if (p->degraded) {
+        snprintf(message, sizeof message, "restarted more than %lld times within %lld s",
+                 (long long)json_integer_value(json_object_get(
+                     json_object_get(json_object_get(p->spec, "policies"), "restart"), "max_restarts")),
+                 (long long)json_integer_value(json_object_get(
+                     json_object_get(json_object_get(p->spec, "policies"), "restart"), "window_secs")));
+        s_set(&p->cond_degraded, true, "CrashLoop", message, now);
+    } else {
+        s_set(&p->cond_degraded, false, "Healthy", "no crash loop, front doors bound", now);
+    }
+}
+
+void drv_status_refresh(drv_engine_t *engine)
+{
+    if (!engine->groups) {
+        return;
+    }
+    int64_t now = drv_time_wall_ms();
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            if (p->created_at == 0) {
+                p->created_at = now;
+            }
+            s_refresh(engine, p, now);
+        }
+    }
+}
+
+const char *drv_status_phase(const drv_pipeline_t *pipeline)
+{
+    if (pipeline->active) {
+        return drv_rollout_action(pipeline->active) == DRV_ACTION_CREATE ? "pending" : "updating";
+    }
+    if (!pipeline->running && !pipeline->stopping) {
+        drv_rollout_t *last = zlistx_last(pipeline->rollouts);
+        return pipeline->shut_down || !last || drv_rollout_state(last) == DRV_RO_SUCCEEDED ? "stopped" : "failed";
+    }
+    drv_rollout_t *latest = zlistx_last(pipeline->rollouts);
+    if (latest && drv_rollout_state(latest) == DRV_RO_ROLLBACK_FAILED) {
+        return "failed"; // a mix of generations serves: the operator must act
+    }
+    if (pipeline->stopping) {
+        return drv_status_ready_instances(pipeline) > 0 || zlistx_size(pipeline->instances) > 0
+                   ? "updating"
+                   : "stopped";
+    }
+    if (pipeline->cond_degraded.status) {
+        return "degraded";
+    }
+    if (pipeline->cond_ready.status) {
+        return "running";
+    }
+    //  Not all cores ready: still starting, or lost an instance after running.
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
+         inst = zlistx_next(pipeline->instances)) {
+        if (inst->restarts > 0 || inst->state == DRV_INST_FAILED) {
+            return "degraded";
+        }
+    }
+    return "pending";
+}
+
+static json_t *s_condition(const char *type, const drv_condition_t *cond)
+{
+    return json_pack("{s:s, s:b, s:s, s:s, s:o}", "type", type, "status", cond->status, "reason",
+                     cond->reason, "message", cond->message, "since", s_time(cond->since));
+}
+
+static json_t *s_instance(const drv_instance_t *inst)
+{
+    return json_pack("{s:i, s:I, s:s, s:o, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:s, s:o}", "core",
+                     inst->core, "generation", (json_int_t)inst->generation, "id", inst->id, "pid",
+                     inst->pid > 0 ? json_integer(inst->pid) : json_null(), "state",
+                     drv_inst_state_name(inst->state), "restarts", inst->restarts, "started_at",
+                     s_time(inst->started_at), "last_heartbeat_at", s_time(inst->last_heartbeat_at),
+                     "records_in", (json_int_t)inst->records_in, "records_out",
+                     (json_int_t)inst->records_out, "errors", (json_int_t)inst->errors, "detail",
+                     inst->detail, "last_exit_code",
+                     inst->restarts > 0 ? json_integer(inst->last_exit_code) : json_null());
+}
+
+json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
+{
+    (void)engine;
+    json_t *cores = json_array();
+    for (int i = 0; i < p->core_count; i++) {
+        json_array_append_new(cores, json_integer(p->cores[i]));
+    }
+    json_t *instances = json_array();
+    for (drv_instance_t *inst = zlistx_first(p->instances); inst; inst = zlistx_next(p->instances)) {
+        json_array_append_new(instances, s_instance(inst));
+    }
+    json_t *conditions = json_pack("[o, o, o]", s_condition("ready", &p->cond_ready),
+                                   s_condition("progressing", &p->cond_progressing),
+                                   s_condition("degraded", &p->cond_degraded));
+    json_t *status = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:i, s:o, s:o, s:n, s:n, s:o}", "group", p->group,
+                     "pipeline", p->name, "generation", (json_int_t)p->generation, "spec_hash",
+                     p->spec_hash, "phase", drv_status_phase(p), "desired_cores", cores,
+                     "ready_instances", drv_status_ready_instances(p), "conditions", conditions,
+                     "instances", instances, "rollout", "shutdown", "created_at",
+                     s_time(p->created_at));
+    drv_rollout_t *latest = zlistx_last(p->rollouts);
+    if (latest) {
+        json_object_set_new(status, "rollout", drv_rollout_json(latest));
+    }
+    drv_shutdown_t *shutdown = zlistx_last(p->shutdowns);
+    if (shutdown) {
+        json_object_set_new(status, "shutdown", drv_shutdown_json(shutdown));
+    }
+    return status;
+}
+
+json_t *drv_status_all(drv_engine_t *engine)
+{
+    json_t *pipelines = json_object();
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            json_object_set_new(pipelines, p->key, drv_status_pipeline(engine, p));
+        }
+    }
+    return json_pack("{s:o, s:o}", "generated_at", s_time(drv_time_wall_ms()), "pipelines", pipelines);
+}
+
+bool drv_status_ready(drv_engine_t *engine, json_t *reasons)
+{
+    bool ready = true;
+    if (engine->shutting_down) {
+        json_array_append_new(reasons, json_string("droverd is shutting down"));
+        ready = false;
+    }
+    if (engine->state_save_error[0]) {
+        //  Data still flows; only what a restart would restore is at risk.
+        //  Reported, without taking the engine out of service.
+        char reason[700];
+        snprintf(reason, sizeof reason, "state file not saved (retrying): %s", engine->state_save_error);
+        json_array_append_new(reasons, json_string(reason));
+    }
+    bool needs_broker = false;
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            needs_broker |= p->has_zmq && !p->stopping && (p->running || p->active);
+        }
+    }
+    if (needs_broker && !engine->broker_connected) {
+        json_array_append_new(reasons, json_string("the broker is not connected"));
+        ready = false;
+    }
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            if (p->stopping || (!p->running && !p->active)) {
+                continue; // shut down on purpose, or never came up: not expected to run
+            }
+            if (!p->cond_ready.status) {
+                char reason[400];
+                snprintf(reason, sizeof reason, "%s: %s", p->key, p->cond_ready.message);
+                json_array_append_new(reasons, json_string(reason));
+                ready = false;
+            }
+        }
+    }
+    return ready;
+}

@@ -1,0 +1,16 @@
+/*  drv_status — PipelineStatus documents and their conditions, and /readyz. */
+#ifndef DRV_STATUS_H
+#define DRV_STATUS_H
+
+#include "drv_engine.h"
+
+//  Re-evaluates every pipeline's conditions; call once per loop turn.
+void drv_status_refresh(drv_engine_t *engine);
+const char *drv_status_phase(const drv_pipeline_t *pipeline);
+json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *pipeline);
+json_t *drv_status_all(drv_engine_t *engine);
+//  True when every pipeline that should run is ready; reasons lists what is not.
+bool drv_status_ready(drv_engine_t *engine, json_t *reasons);
+int drv_status_ready_instances(const drv_pipeline_t *pipeline);
+
+#endif

@@ -1,0 +1,144 @@
+/*  drv_reload — see drv_reload.h. A reload goes through the same planner and
+    executor as PUT (health-gated, rolled back on failure), so a bad change in
+    the file behaves like a bad PUT: the old generation keeps serving. Only
+    pipelines that came from the file are removed when the file drops them;
+    pipelines created through the API are the API's. */
+#include "drv_reload.h"
+#include "drv_rollout.h"
+#include "drv_shutdown.h"
+#include "drv_state.h"
+#include "drv_registry.h"
+#include "drv_events.h"
+
+#include "drover/drv_log.h"
+
+#include <string.h>
+
+//  generation: the one to come up as (a restored pipeline keeps its number).
+static void s_create(drv_engine_t *engine, const char *group, const char *name, json_t *spec, bool from_config,
+                     int64_t generation)
+{
+    drv_pipeline_t *pipeline = drv_registry_add_pipeline(engine, group, name, spec);
+    pipeline->from_config = from_config;
+    pipeline->generation = generation > 1 ? generation - 1 : 0; // create targets the next one
+    drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, 0, 0, false, true);
+    drv_rollout_start(engine, pipeline, rollout);
+}
+
+void drv_reload_start_pipelines(drv_engine_t *engine)
+{
+    char err[600];
+    json_t *state = drv_state_load(engine, err, sizeof err);
+    if (!state && err[0]) {
+        drv_error("state file unusable, starting from the config file: %s", err);
+        drv_events_publish(engine, "state.invalid", NULL, NULL, json_pack("{s:s}", "reason", err));
+    }
+    if (state) {
+        int count = 0;
+        const char *group;
+        json_t *pipelines;
+        json_object_foreach(state, group, pipelines)
+        {
+            drv_registry_group(engine, group, true);
+            const char *name;
+            json_t *entry;
+            json_object_foreach(pipelines, name, entry)
+            {
+                json_t *spec = json_object_get(entry, "spec");
+                bool from_config = json_object_get(json_object_get(engine->config->groups, group), name) != NULL;
+                int64_t generation = json_integer_value(json_object_get(entry, "generation"));
+                if (json_is_true(json_object_get(entry, "running"))) {
+                    s_create(engine, group, name, spec, from_config, generation);
+                } else {
+                    drv_pipeline_t *p = drv_registry_add_pipeline(engine, group, name, spec);
+                    p->from_config = from_config;
+                    p->generation = generation;
+                    p->shut_down = true; // it was shut down: it stays down
+                }
+                count++;
+            }
+        }
+        drv_info("restored from state file path=%s pipelines=%d", engine->config->state_file, count);
+        json_decref(state);
+        return;
+    }
+    const char *group;
+    json_t *pipelines;
+    json_object_foreach(engine->config->groups, group, pipelines)
+    {
+        drv_registry_group(engine, group, true);
+        const char *name;
+        json_t *spec;
+        json_object_foreach(pipelines, name, spec)
+        {
+            s_create(engine, group, name, spec, true, 1);
+        }
+    }
+}
+
+void drv_reload_apply(drv_engine_t *engine)
+{
+    char err[1024];
+    const char *path = engine->config->path;
+    drv_info("SIGHUP: reloading config=%s", path);
+    drv_config_t *fresh = drv_config_load(path, &engine->cpus, err, sizeof err);
+    if (!fresh) {
+        drv_error("reload refused, nothing changed: %s", err);
+        drv_events_publish(engine, "config.invalid", NULL, NULL, json_pack("{s:s, s:s}", "path", path, "reason", err));
+        return;
+    }
+    if (strcmp(fresh->run_dir, engine->config->run_dir) || strcmp(fresh->admin_zmq, engine->config->admin_zmq) ||
+        strcmp(fresh->admin_events, engine->config->admin_events) ||
+        strcmp(fresh->admin_http, engine->config->admin_http)) {
+        drv_warn("reload: engine settings (run_dir, admin endpoints) take effect only when droverd restarts");
+    }
+    int applied = 0, skipped = 0, removed = 0;
+    const char *group;
+    json_t *pipelines;
+    json_object_foreach(fresh->groups, group, pipelines)
+    {
+        drv_registry_group(engine, group, true);
+        const char *name;
+        json_t *spec;
+        json_object_foreach(pipelines, name, spec)
+        {
+            drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
+            if (pipeline && (pipeline->active || pipeline->shutdown_active)) {
+                drv_warn("reload: skipped pipeline=%s: an operation is in progress", pipeline->key);
+                skipped++;
+                continue;
+            }
+            if (!pipeline && drv_registry_pipeline_count(engine) >= (size_t)engine->config->max_pipelines) {
+                drv_error("reload: skipped pipeline=%s:%s: %d pipelines exist (engine.limits.max_pipelines)",
+                          group, name, engine->config->max_pipelines);
+                skipped++;
+                continue;
+            }
+            drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, 0, 0, false, false);
+            if (!pipeline) {
+                pipeline = drv_registry_add_pipeline(engine, group, name, spec);
+            }
+            pipeline->from_config = true;
+            drv_rollout_start(engine, pipeline, rollout);
+            applied++;
+        }
+    }
+    //  Pipelines the file used to declare and no longer does.
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            bool declared = json_object_get(json_object_get(fresh->groups, g->name), p->name) != NULL;
+            if (p->from_config && !declared && !p->shutdown_active && !p->active) {
+                drv_info("reload: pipeline=%s is gone from the file: shutting it down", p->key);
+                drv_shutdown_start(engine, p, 0, true);
+                removed++;
+            }
+        }
+    }
+    json_decref(engine->config->groups);
+    engine->config->groups = json_incref(fresh->groups);
+    drv_config_destroy(&fresh);
+    drv_info("config reloaded path=%s applied=%d skipped=%d removed=%d", path, applied, skipped, removed);
+    drv_events_publish(engine, "config.reloaded", NULL, NULL,
+                       json_pack("{s:s, s:i, s:i, s:i}", "path", path, "applied", applied, "skipped", skipped,
+                                 "removed", removed));
+}

@@ -1,0 +1,296 @@
+/*  drv_rollout — a rollout as a record: planned (what dry_run shows),
+    attached to its pipeline's history, shown as a RolloutStatus, and
+    answering the requests that wait for it. How its plan is carried out is
+    in drv_rollout_steps.c. */
+#include "drv_rollout_internal.h"
+#include "drv_registry.h"
+#include "drv_events.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_spec.h"
+#include "drover/drv_time.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *s_core_state_names[] = {"pending", "starting",    "ready",  "switched",
+                                           "draining_old", "retired", "failed", "rolled_back"};
+static const char *s_state_names[] = {"pending", "running", "succeeded", "failed", "rolling_back",
+                                      "rollback_failed"};
+
+void drv_rollout_touch(drv_rollout_t *self)
+{
+    self->updated_at = drv_time_wall_ms();
+}
+
+rollout_core_t *drv_rollout_core(drv_rollout_t *self, int core)
+{
+    for (int i = 0; i < self->core_count; i++) {
+        if (self->cores[i].core == core) {
+            return &self->cores[i];
+        }
+    }
+    return NULL;
+}
+
+void drv_rollout_core_state(drv_rollout_t *self, int core, core_state_t state, const char *fmt, ...)
+{
+    rollout_core_t *c = drv_rollout_core(self, core);
+    if (!c) {
+        return;
+    }
+    c->state = state;
+    if (fmt) {
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(c->detail, sizeof c->detail, fmt, args);
+        va_end(args);
+    }
+    drv_rollout_touch(self);
+}
+
+drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group,
+                                const char *name, json_t *spec, int64_t step_timeout_secs,
+                                int64_t drain_timeout_secs, bool dry_run, bool supervised)
+{
+    drv_rollout_t *self = calloc(1, sizeof *self);
+    self->supervised = supervised;
+    snprintf(self->group, sizeof self->group, "%s", group);
+    snprintf(self->pipeline, sizeof self->pipeline, "%s", name);
+    self->dry_run = dry_run;
+    self->started_at = self->updated_at = drv_time_wall_ms();
+    self->new_spec = json_incref(spec);
+    self->waiters = drv_waiters_new();
+    if (step_timeout_secs <= 0) {
+        step_timeout_secs = drv_spec_policy(spec, "rollout", "step_timeout_secs");
+    }
+    if (drain_timeout_secs <= 0) {
+        drain_timeout_secs = drv_spec_policy(spec, "rollout", "drain_timeout_secs");
+    }
+    self->step_timeout_ms = step_timeout_secs * 1000;
+    self->drain_timeout_ms = drain_timeout_secs * 1000;
+    drv_observed_t observed = {.running = false};
+    if (pipeline) {
+        observed.running = pipeline->running;
+        observed.spec = pipeline->spec;
+        observed.generation = pipeline->generation;
+        observed.cores = pipeline->cores;
+        observed.core_count = pipeline->running ? pipeline->core_count : 0;
+        self->old_spec = pipeline->running ? json_incref(pipeline->spec) : NULL;
+        self->old_generation = pipeline->generation;
+        self->old_running = pipeline->running;
+        self->old_core_count = observed.core_count;
+        self->old_cores = calloc((size_t)observed.core_count + 1, sizeof *self->old_cores);
+        memcpy(self->old_cores, pipeline->cores, sizeof(int) * (size_t)observed.core_count);
+    }
+    int cores[DRV_MAX_CORES];
+    int count = drv_spec_cores(spec, &engine->cpus, cores, DRV_MAX_CORES);
+    drv_plan_make(spec, cores, count, &observed, &self->plan);
+    if (supervised) {
+        drv_plan_starts_first(&self->plan); // every core at once
+    }
+    //  Every core the rollout touches, with where it comes from and goes to.
+    self->cores = calloc(self->plan.count + 1, sizeof *self->cores);
+    for (size_t i = 0; i < self->plan.count; i++) {
+        const drv_step_t *step = &self->plan.steps[i];
+        if (!drv_rollout_core(self, step->core)) {
+            rollout_core_t *c = &self->cores[self->core_count++];
+            c->core = step->core;
+            bool was = false, will = false;
+            for (int k = 0; k < self->old_core_count; k++) {
+                was |= self->old_cores[k] == step->core;
+            }
+            for (int k = 0; k < count; k++) {
+                will |= cores[k] == step->core;
+            }
+            c->previous_generation = was ? self->plan.previous_generation : 0;
+            c->target_generation = will ? self->plan.target_generation : 0;
+        }
+    }
+    return self;
+}
+
+void drv_rollout_destroy(drv_rollout_t **self_p)
+{
+    if (!self_p || !*self_p) {
+        return;
+    }
+    drv_rollout_t *self = *self_p;
+    drv_waiters_destroy(&self->waiters, "the rollout was discarded");
+    json_decref(self->new_spec);
+    json_decref(self->old_spec);
+    drv_plan_clear(&self->plan);
+    drv_plan_clear(&self->rollback);
+    free(self->cores);
+    free(self->old_cores);
+    free(self);
+    *self_p = NULL;
+}
+
+drv_action_t drv_rollout_action(const drv_rollout_t *rollout)
+{
+    return rollout->plan.action;
+}
+
+drv_rollout_state_t drv_rollout_state(const drv_rollout_t *rollout)
+{
+    return rollout->state;
+}
+
+const char *drv_rollout_id(const drv_rollout_t *rollout)
+{
+    return rollout->id;
+}
+
+int64_t drv_rollout_target_generation(const drv_rollout_t *rollout)
+{
+    return rollout->plan.target_generation;
+}
+
+bool drv_rollout_finished(const drv_rollout_t *rollout)
+{
+    return rollout->state == DRV_RO_SUCCEEDED || rollout->state == DRV_RO_FAILED ||
+           rollout->state == DRV_RO_ROLLBACK_FAILED;
+}
+
+drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id)
+{
+    for (drv_rollout_t *r = zlistx_first(pipeline->rollouts); r; r = zlistx_next(pipeline->rollouts)) {
+        if (!strcmp(r->id, id)) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static json_t *s_time(int64_t wall_ms)
+{
+    char buf[40];
+    drv_time_rfc3339(wall_ms, buf, sizeof buf);
+    return json_string(buf);
+}
+
+static json_t *s_generation(int64_t generation)
+{
+    return generation > 0 ? json_integer(generation) : json_null();
+}
+
+json_t *drv_rollout_json(const drv_rollout_t *self)
+{
+    json_t *cores = json_array();
+    for (int i = 0; i < self->core_count; i++) {
+        const rollout_core_t *c = &self->cores[i];
+        json_array_append_new(cores, json_pack("{s:i, s:o, s:o, s:s, s:s}", "core", c->core,
+                                               "previous_generation", s_generation(c->previous_generation),
+                                               "target_generation", s_generation(c->target_generation),
+                                               "state", s_core_state_names[c->state], "detail", c->detail));
+    }
+    json_t *result = json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:b, s:o, s:o}", "rollout_id",
+        self->id[0] ? self->id : "rollout-0", "group", self->group, "pipeline", self->pipeline, "action",
+        drv_action_name(self->plan.action), "state", s_state_names[self->state], "target_generation",
+        (json_int_t)self->plan.target_generation, "previous_generation",
+        s_generation(self->plan.previous_generation), "started_at", s_time(self->started_at),
+        "updated_at", s_time(self->updated_at), "failure_reason",
+        self->failure_reason[0] ? json_string(self->failure_reason) : json_null(), "dry_run",
+        self->dry_run, "plan", drv_plan_to_json(&self->plan), "cores", cores);
+    if (self->rollback.count > 0) {
+        json_object_set_new(result, "rollback_plan", drv_plan_to_json(&self->rollback));
+    }
+    json_object_set_new(result, "step", json_integer((json_int_t)self->next));
+    return result;
+}
+
+const char *drv_rollout_state_name(drv_rollout_state_t state)
+{
+    return s_state_names[state];
+}
+
+static void s_event(drv_engine_t *engine, drv_rollout_t *self)
+{
+    json_t *fields = json_pack("{s:s, s:s, s:I, s:o}", "rollout_id", self->id, "action",
+                               drv_action_name(self->plan.action), "target_generation",
+                               (json_int_t)self->plan.target_generation, "failure_reason",
+                               self->failure_reason[0] ? json_string(self->failure_reason) : json_null());
+    char topic[64];
+    snprintf(topic, sizeof topic, "rollout.%s", s_state_names[self->state]);
+    drv_events_publish(engine, topic, self->group, self->pipeline, fields);
+}
+
+void drv_rollout_set_state(drv_engine_t *engine, drv_rollout_t *self, drv_rollout_state_t state)
+{
+    self->state = state;
+    drv_rollout_touch(self);
+    s_event(engine, self);
+}
+
+//  A waiting PUT's answer: 200 succeeded, 409 failed, 504 still going.
+void drv_rollout_outcome(void *arg, bool finished, drv_admin_response_t *response)
+{
+    drv_rollout_t *self = arg;
+    json_t *status = drv_rollout_json(self);
+    if (!finished || !drv_rollout_finished(self)) {
+        response->status = 504;
+        response->json = status;
+    } else if (self->state == DRV_RO_SUCCEEDED) {
+        response->status = 200;
+        response->json = status;
+    } else {
+        response->status = 409;
+        response->json = json_pack("{s:{s:s, s:s}, s:o}", "error", "kind", "conflict", "message",
+                                   self->failure_reason, "rollout", status);
+    }
+}
+
+void drv_rollout_wait(drv_rollout_t *self, drv_admin_request_t *request, int64_t timeout_ms)
+{
+    drv_waiters_add(self->waiters, request, timeout_ms);
+    if (drv_rollout_finished(self)) {
+        drv_waiters_answer(self->waiters, true, drv_rollout_outcome, self);
+    }
+}
+
+static void s_rollout_free(void **item)
+{
+    drv_rollout_destroy((drv_rollout_t **)item);
+}
+
+void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollout_t *self)
+{
+    snprintf(self->id, sizeof self->id, "rollout-%lld", (long long)++engine->next_rollout_id);
+    self->owner = pipeline;
+    zlistx_set_destructor(pipeline->rollouts, s_rollout_free); // the history owns its rollouts
+    zlistx_add_end(pipeline->rollouts, self);
+    while (zlistx_size(pipeline->rollouts) > DRV_ROLLOUT_HISTORY) {
+        drv_rollout_t *oldest = zlistx_first(pipeline->rollouts);
+        if (oldest == pipeline->active) {
+            break;
+        }
+        zlistx_delete(pipeline->rollouts, zlistx_cursor(pipeline->rollouts));
+    }
+    pipeline->active = self;
+    if (self->plan.action == DRV_ACTION_CREATE) {
+        drv_registry_set_spec(engine, pipeline, self->new_spec); // what status shows meanwhile
+        pipeline->shut_down = false;
+    }
+    drv_info("rollout started pipeline=%s id=%s action=%s target_generation=%lld steps=%zu", pipeline->key,
+             self->id, drv_action_name(self->plan.action), (long long)self->plan.target_generation,
+             self->plan.count);
+    drv_rollout_set_state(engine, self, DRV_RO_RUNNING);
+    drv_rollout_advance(engine, self, pipeline);
+}
+
+void drv_rollout_abandon_waiters(drv_engine_t *engine)
+{
+    if (!engine->groups) {
+        return;
+    }
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            for (drv_rollout_t *r = zlistx_first(p->rollouts); r; r = zlistx_next(p->rollouts)) {
+                drv_waiters_abandon(r->waiters, "droverd is shutting down");
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+/*  drv_rollout_internal — a rollout's record, shared by drv_rollout.c (the
+    RolloutStatus: planning, history, JSON, waiting requests) and
+    drv_rollout_steps.c (carrying the plan out). Private to operations/. */
+#ifndef DRV_ROLLOUT_INTERNAL_H
+#define DRV_ROLLOUT_INTERNAL_H
+
+#include "drv_rollout.h"
+#include "drv_waiters.h"
+
+typedef enum {
+    CORE_PENDING = 0,
+    CORE_STARTING,
+    CORE_READY,
+    CORE_SWITCHED,
+    CORE_DRAINING_OLD,
+    CORE_RETIRED,
+    CORE_FAILED,
+    CORE_ROLLED_BACK,
+} core_state_t;
+
+typedef struct {
+    int core;
+    int64_t previous_generation; // 0: the core was not served before
+    int64_t target_generation;   // 0: the core is being given up
+    core_state_t state;
+    char detail[200];
+    int64_t started_ms;          // mono: when its new instance was started (its wait_ready deadline base)
+} rollout_core_t;
+
+struct drv_rollout_t {
+    char id[32];                 // "rollout-N"
+    char group[64];
+    char pipeline[64];
+    drv_pipeline_t *owner;       // set once started
+    drv_rollout_state_t state;
+    bool dry_run;
+    int64_t started_at;          // wall ms
+    int64_t updated_at;
+    char failure_reason[400];
+    bool supervised;             // from the config file: keep trying, never roll back
+    drv_plan_t plan;             // what to do
+    size_t next;                 // next step of plan
+    drv_plan_t rollback;         // what to undo, once failed
+    size_t rollback_next;
+    int64_t step_deadline_ms;    // mono: the current wait_ready must be done by then
+    int64_t step_timeout_ms;
+    int64_t drain_timeout_ms;
+    json_t *new_spec;            // target generation's spec (released once finished)
+    json_t *old_spec;            // previous generation's spec, or NULL (released once finished)
+    int *old_cores;              // old_core_count of them, owned
+    int old_core_count;
+    int64_t old_generation;
+    bool old_running;
+    rollout_core_t *cores;       // every core the rollout touches, owned
+    int core_count;
+    drv_waiters_t *waiters;      // requests waiting for the outcome
+};
+
+//  "running", "rolling_back"... as in RolloutStatus.state.
+const char *drv_rollout_state_name(drv_rollout_state_t state);
+//  The record changed (updated_at).
+void drv_rollout_touch(drv_rollout_t *self);
+//  The entry of one core, or NULL when the rollout does not touch it.
+rollout_core_t *drv_rollout_core(drv_rollout_t *self, int core);
+//  Sets a core's state and, when fmt is not NULL, its detail.
+void drv_rollout_core_state(drv_rollout_t *self, int core, core_state_t state, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+//  Sets the rollout's state and publishes rollout.<state>.
+void drv_rollout_set_state(drv_engine_t *engine, drv_rollout_t *self, drv_rollout_state_t state);
+//  A waiting request's answer (drv_waiters_answer_fn): 200, 409 or 504.
+void drv_rollout_outcome(void *arg, bool finished, drv_admin_response_t *response);
+//  Runs as many steps as can complete now (drv_rollout_steps.c).
+void drv_rollout_advance(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline);
+
+#endif

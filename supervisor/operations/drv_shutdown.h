@@ -1,0 +1,33 @@
+/*  drv_shutdown — stopping one pipeline on request: close its front doors,
+    drain every instance (SIGTERM, then SIGKILL at drain_timeout), tracked as a
+    ShutdownStatus. DELETE is a shutdown that forgets the pipeline at the end. */
+#ifndef DRV_SHUTDOWN_H
+#define DRV_SHUTDOWN_H
+
+#include "drv_admin.h"
+#include "drv_engine.h"
+
+#define DRV_SHUTDOWN_HISTORY 64 // shutdowns kept per pipeline, like rollouts
+
+typedef struct drv_shutdown_t drv_shutdown_t;
+
+//  Starts shutting the pipeline down. forget: remove it once stopped (DELETE).
+drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipeline, int64_t drain_timeout_secs,
+                                   bool forget);
+void drv_shutdown_destroy(drv_shutdown_t **self_p);
+json_t *drv_shutdown_json(const drv_shutdown_t *self);
+const char *drv_shutdown_id(const drv_shutdown_t *self);
+bool drv_shutdown_finished(const drv_shutdown_t *self);
+drv_shutdown_t *drv_shutdown_find(drv_pipeline_t *pipeline, const char *id);
+//  Instance events (engine->instance_listener): an instance of a pipeline
+//  being shut down exited with this code.
+void drv_shutdown_on_instance(drv_engine_t *engine, drv_instance_t *inst, drv_inst_event_t event, int code);
+//  Answers when stopped (200) or at timeout (504 with the latest status).
+void drv_shutdown_wait(drv_shutdown_t *self, drv_admin_request_t *request, int64_t timeout_ms);
+//  Progress of every shutdown; returns ms until the next deadline, or -1.
+int64_t drv_shutdown_tick(drv_engine_t *engine);
+//  Answers every request still waiting for any shutdown with 503 (droverd
+//  is stopping; the HTTP daemon must not stop with a request held).
+void drv_shutdown_abandon_waiters(drv_engine_t *engine);
+
+#endif

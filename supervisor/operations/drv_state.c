@@ -1,0 +1,193 @@
+/*  drv_state — see drv_state.h. The file is JSON:
+      {"version": 1, "groups": {"g": {"pipelines": {"p": {"spec": {...}, "running": true}}}}} */
+#include "drv_state.h"
+#include "drv_events.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_problems.h"
+#include "drover/drv_spec.h"
+#include "drover/drv_time.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RETRY_FIRST_MS 500
+#define RETRY_MAX_MS 30000
+
+int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
+{
+    const char *path = engine->config->state_file;
+    why[0] = 0;
+    if (!path) {
+        return 0;
+    }
+    json_t *groups = json_object();
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        json_t *pipelines = json_object();
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            if (!p->running && !p->shut_down) {
+                continue; // never came up: nothing was applied
+            }
+            json_object_set_new(pipelines, p->name,
+                                json_pack("{s:O, s:b, s:I}", "spec", p->spec, "running", p->running && !p->stopping,
+                                          "generation", (json_int_t)p->generation));
+        }
+        json_object_set_new(groups, g->name, json_pack("{s:o}", "pipelines", pipelines));
+    }
+    json_t *doc = json_pack("{s:i, s:o}", "version", 1, "groups", groups);
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int rc = -1;
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+    int fd = text ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+    if (!text) {
+        snprintf(why, whylen, "cannot serialise the state");
+    } else if (fd < 0) {
+        snprintf(why, whylen, "cannot create %s: %s", tmp, strerror(errno));
+    }
+    if (fd >= 0) {
+        size_t len = strlen(text), done = 0;
+        while (done < len) {
+            ssize_t n = write(fd, text + done, len - done);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                break;
+            }
+            done += (size_t)n;
+        }
+        int saved_errno = done == len ? 0 : errno ? errno : ENOSPC;
+        if (done == len && fsync(fd) != 0) {
+            saved_errno = errno;
+        }
+        if (close(fd) != 0 && !saved_errno) {
+            saved_errno = errno;
+        }
+        fd = -1;
+        if (!saved_errno && rename(tmp, path) != 0) {
+            saved_errno = errno;
+        }
+        if (!saved_errno) {
+            char dir[1100];
+            snprintf(dir, sizeof dir, "%s", path);
+            int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd >= 0) {
+                fsync(dfd);
+                close(dfd);
+            }
+            rc = 0;
+        } else {
+            snprintf(why, whylen, "cannot write %s: %s", path, strerror(saved_errno));
+        }
+    }
+    free(text);
+    if (rc != 0) {
+        unlink(tmp);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+int64_t drv_state_tick(drv_engine_t *engine)
+{
+    if (!engine->state_dirty || engine->shutting_down) {
+        return -1; // not while stopping: what to restore is the state before SIGTERM
+    }
+    int64_t now = drv_time_mono_ms();
+    if (now < engine->state_retry_at_ms) {
+        return engine->state_retry_at_ms - now;
+    }
+    char why[600];
+    if (drv_state_save(engine, why, sizeof why) == 0) {
+        engine->state_dirty = false;
+        engine->state_retry_ms = 0;
+        engine->state_retry_at_ms = 0;
+        if (engine->state_save_error[0]) {
+            drv_info("state file saved again path=%s", engine->config->state_file);
+            drv_events_publish(engine, "state.saved", NULL, NULL,
+                               json_pack("{s:s}", "path", engine->config->state_file));
+            engine->state_save_error[0] = 0;
+        }
+        return -1;
+    }
+    //  Kept dirty and retried with backoff: a full disk must not make the
+    //  engine forget what was applied.
+    engine->state_save_failures++;
+    engine->state_retry_ms = engine->state_retry_ms ? engine->state_retry_ms * 2 : RETRY_FIRST_MS;
+    if (engine->state_retry_ms > RETRY_MAX_MS) {
+        engine->state_retry_ms = RETRY_MAX_MS;
+    }
+    engine->state_retry_at_ms = now + engine->state_retry_ms;
+    snprintf(engine->state_save_error, sizeof engine->state_save_error, "%s", why);
+    drv_error("state file not saved, retrying in %lld ms path=%s reason=\"%s\"", (long long)engine->state_retry_ms,
+              engine->config->state_file, why);
+    drv_events_publish(engine, "state.save_failed", NULL, NULL,
+                       json_pack("{s:s, s:s, s:I}", "path", engine->config->state_file, "reason", why, "retry_in_ms",
+                                 (json_int_t)engine->state_retry_ms));
+    return engine->state_retry_ms;
+}
+
+json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen)
+{
+    const char *path = engine->config->state_file;
+    err[0] = 0;
+    if (!path || access(path, F_OK) != 0) {
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *doc = json_load_file(path, 0, &jerr);
+    if (!doc || json_integer_value(json_object_get(doc, "version")) != 1 ||
+        !json_is_object(json_object_get(doc, "groups"))) {
+        snprintf(err, errlen, "%s: %s", path, doc ? "not a version 1 state file" : jerr.text);
+        json_decref(doc);
+        return NULL;
+    }
+    json_t *result = json_object();
+    size_t count = 0;
+    const char *group;
+    json_t *g;
+    json_object_foreach(json_object_get(doc, "groups"), group, g)
+    {
+        if (!drv_spec_valid_id(group)) {
+            drv_error("state file: group skipped path=%s reason=\"group name must match [a-z0-9_-]{1,63}\"", path);
+            continue;
+        }
+        json_t *pipelines = json_object();
+        json_object_set_new(result, group, pipelines);
+        const char *name;
+        json_t *entry;
+        json_object_foreach(json_object_get(g, "pipelines"), name, entry)
+        {
+            if (!drv_spec_valid_id(name)) {
+                drv_error("state file: pipeline skipped path=%s group=%s reason=\"pipeline name must match "
+                          "[a-z0-9_-]{1,63}\"", path, group);
+                continue;
+            }
+            drv_problems_t *problems = drv_problems_new();
+            char prefix[200];
+            snprintf(prefix, sizeof prefix, "groups.%s.pipelines.%s.spec", group, name);
+            json_t *spec = drv_spec_normalize(json_object_get(entry, "spec"), &engine->spec_env, prefix, problems);
+            if (spec && ++count > (size_t)engine->config->max_pipelines) {
+                drv_error("state file: pipeline skipped path=%s pipeline=%s:%s reason=\"more than %d pipelines "
+                          "(engine.limits.max_pipelines)\"", path, group, name, engine->config->max_pipelines);
+                json_decref(spec);
+            } else if (!spec) {
+                drv_error("state file: pipeline skipped path=%s field=%s reason=\"%s\"", path,
+                          drv_problems_path(problems, 0), drv_problems_message(problems, 0));
+            } else {
+                json_object_set_new(pipelines, name,
+                                    json_pack("{s:o, s:b, s:I}", "spec", spec, "running",
+                                              json_is_true(json_object_get(entry, "running")), "generation",
+                                              (json_int_t)json_integer_value(json_object_get(entry, "generation"))));
+            }
+            drv_problems_destroy(&problems);
+        }
+    }
+    json_decref(doc);
+    return result;
+}
