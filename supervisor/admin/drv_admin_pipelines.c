@@ -4,6 +4,7 @@
 #include "drv_admin_pipelines.h"
 #include "drv_rollout.h"
 #include "drv_shutdown.h"
+#include "drv_admission.h"
 #include "drv_registry.h"
 #include "drv_admin_request.h"
 
@@ -92,31 +93,6 @@ static int s_body_secs(json_t *body, const char *name, int64_t *out, drv_admin_r
     return 0;
 }
 
-//  Another pipeline (or another generation of one) already has this endpoint.
-static const char *s_endpoint_owner(drv_engine_t *engine, drv_pipeline_t *self, const char *endpoint)
-{
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            if (p == self || (!p->running && !p->active)) {
-                continue;
-            }
-            json_t *receivers = drv_spec_zmq_receivers(p->spec);
-            size_t i;
-            json_t *r;
-            bool found = false;
-            json_array_foreach(receivers, i, r)
-            {
-                found |= !strcmp(json_string_value(json_object_get(r, "endpoint")), endpoint);
-            }
-            json_decref(receivers);
-            if (found) {
-                return p->key;
-            }
-        }
-    }
-    return NULL;
-}
-
 static void s_invalid(drv_admin_response_t *response, drv_problems_t *problems)
 {
     drv_admin_error(response, 422, "invalid_request", "invalid PipelineSpec: %s: %s%s",
@@ -133,51 +109,18 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
     drv_problems_t *problems = drv_problems_new();
     json_t *spec = drv_spec_normalize(raw_spec, &engine->spec_env, "", problems);
     drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
-    if (spec) {
-        json_t *receivers = drv_spec_zmq_receivers(spec);
-        size_t i;
-        json_t *r;
-        json_array_foreach(receivers, i, r)
-        {
-            const char *endpoint = json_string_value(json_object_get(r, "endpoint"));
-            const char *owner = s_endpoint_owner(engine, pipeline, endpoint);
-            if (owner) {
-                char path[200];
-                snprintf(path, sizeof path, "nodes.%s.config.endpoint", json_string_value(json_object_get(r, "node")));
-                drv_problems_add(problems, path, "endpoint %s is already bound by pipeline %s", endpoint, owner);
-            }
-        }
-        json_decref(receivers);
-    }
-    if (drv_problems_count(problems) > 0) {
+    char why[400] = "";
+    int admit = spec ? drv_admission_check(engine, pipeline, group, name, spec, problems, why, sizeof why)
+                     : DRV_ADMIT_INVALID;
+    if (admit == DRV_ADMIT_INVALID || drv_problems_count(problems) > 0) {
         s_invalid(response, problems);
         drv_problems_destroy(&problems);
         json_decref(spec);
         return false;
     }
     drv_problems_destroy(&problems);
-    if (pipeline && pipeline->shutdown_active) {
-        drv_admin_error(response, 409, "conflict", "%s is in progress on %s/%s",
-                        drv_shutdown_id(pipeline->shutdown_active), group, name);
-        json_decref(spec);
-        return false;
-    }
-    if (pipeline && pipeline->active) {
-        drv_admin_error(response, 409, "conflict", "%s is in progress on %s/%s; try again when it ends",
-                        drv_rollout_id(pipeline->active), group, name);
-        json_decref(spec);
-        return false;
-    }
-    if (engine->shutting_down) {
-        drv_admin_error(response, 409, "conflict", "droverd is shutting down");
-        json_decref(spec);
-        return false;
-    }
-    if (!pipeline && drv_registry_pipeline_count(engine) >= (size_t)engine->config->max_pipelines) {
-        drv_admin_error(response, 409, "conflict",
-                        "%zu pipelines exist, the most this engine runs (engine.limits.max_pipelines); "
-                        "delete one or raise the limit",
-                        drv_registry_pipeline_count(engine));
+    if (admit == DRV_ADMIT_CONFLICT) {
+        drv_admin_error(response, 409, "conflict", "%s", why);
         json_decref(spec);
         return false;
     }

@@ -4,6 +4,7 @@
     pipelines that came from the file are removed when the file drops them;
     pipelines created through the API are the API's. */
 #include "drv_reload.h"
+#include "drv_admission.h"
 #include "drv_rollout.h"
 #include "drv_shutdown.h"
 #include "drv_state.h"
@@ -103,14 +104,16 @@ void drv_reload_apply(drv_engine_t *engine)
         json_object_foreach(pipelines, name, spec)
         {
             drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
-            if (pipeline && (pipeline->active || pipeline->shutdown_active)) {
-                drv_warn("reload: skipped pipeline=%s: an operation is in progress", pipeline->key);
-                skipped++;
-                continue;
+            //  The same admission as a PUT: what it would refuse is skipped.
+            char why[400] = "";
+            drv_problems_t *problems = drv_problems_new();
+            int admit = drv_admission_check(engine, pipeline, group, name, spec, problems, why, sizeof why);
+            if (admit == DRV_ADMIT_INVALID) {
+                snprintf(why, sizeof why, "%s: %s", drv_problems_path(problems, 0), drv_problems_message(problems, 0));
             }
-            if (!pipeline && drv_registry_pipeline_count(engine) >= (size_t)engine->config->max_pipelines) {
-                drv_error("reload: skipped pipeline=%s:%s: %d pipelines exist (engine.limits.max_pipelines)",
-                          group, name, engine->config->max_pipelines);
+            drv_problems_destroy(&problems);
+            if (admit != DRV_ADMIT_OK) {
+                drv_warn("reload: skipped pipeline=%s:%s reason=\"%s\"", group, name, why);
                 skipped++;
                 continue;
             }

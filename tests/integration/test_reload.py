@@ -81,6 +81,41 @@ class Reload(EngineTest):
         self.assertEqual(engine.instances(), before)
         self.assertEqual(admin.http("GET", "/readyz")[0], 200)
 
+    def test_sighup_is_admitted_like_a_put(self):
+        """SIGHUP used to skip the endpoint check: a pipeline from the file
+        could claim a receiver endpoint an API-made pipeline holds."""
+        self.http_port = free_port()
+        zmq_port = free_port()
+        out = "{OUT}/{pipeline}-{generation}.ndjson"
+        engine = self.start_engine(CONFIG.replace("HTTP", str(self.http_port)).replace("STATE", "")
+                                   .replace("PIPELINES", pipeline("keep", 10, out)))
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready()
+
+        def zmq_pipeline(name):
+            return {"nodes": {"in": {"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{zmq_port}"},
+                                     "to": ["out"]}, "out": {"type": "exporter:null"}}}
+
+        status, _, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/holder", body={"pipeline": zmq_pipeline("holder")})
+        self.assertEqual(status, 200)
+        # The same claim over the API is refused, naming the node's path ...
+        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/rival", body={"pipeline": zmq_pipeline("rival")})
+        self.assertEqual(status, 422)
+        self.assertIn("nodes.in.config.endpoint", str(body))
+        # ... and from the file on SIGHUP it is skipped, saying why.
+        rival = f"""      rival:
+        nodes:
+          in: {{ type: receiver:zmq, config: {{ endpoint: "tcp://127.0.0.1:{zmq_port}" }}, to: [out] }}
+          out: {{ type: exporter:null }}
+"""
+        self.write(engine, [pipeline("keep", 10, out), rival])
+        engine.signal(signal.SIGHUP)
+        engine.wait_log(r"reload: skipped pipeline=default:rival reason=.*endpoint tcp://127.0.0.1:%d is already bound "
+                        r"by pipeline default:holder" % zmq_port)
+        engine.wait_log(r"config reloaded .* applied=1 skipped=1 removed=0")
+        self.assertEqual(admin.http("GET", "/api/v1/groups/default/pipelines/rival")[0], 404)
+        self.assertEqual(admin.http("GET", "/api/v1/groups/default/pipelines/holder")[0], 200)
+
     def test_runtime_changes_survive_a_restart_through_the_state_file(self):
         self.http_port = free_port()
         engine = Engine("placeholder")

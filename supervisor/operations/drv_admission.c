@@ -1,0 +1,77 @@
+/*  drv_admission — the one admission check of every change to a pipeline. */
+#include "drv_admission.h"
+#include "drv_registry.h"
+#include "drv_rollout.h"
+#include "drv_shutdown.h"
+
+#include "drover/drv_spec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+//  Another pipeline (or another generation of one) already has this endpoint.
+static const char *s_endpoint_owner(drv_engine_t *engine, drv_pipeline_t *self, const char *endpoint)
+{
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
+            if (p == self || (!p->running && !p->active)) {
+                continue;
+            }
+            json_t *receivers = drv_spec_zmq_receivers(p->spec);
+            size_t i;
+            json_t *r;
+            bool found = false;
+            json_array_foreach(receivers, i, r)
+            {
+                found |= !strcmp(json_string_value(json_object_get(r, "endpoint")), endpoint);
+            }
+            json_decref(receivers);
+            if (found) {
+                return p->key;
+            }
+        }
+    }
+    return NULL;
+}
+
+int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group, const char *name,
+                        const json_t *spec, drv_problems_t *problems, char *why, size_t whylen)
+{
+    //  A receiver endpoint is one socket: one pipeline binds it.
+    json_t *receivers = drv_spec_zmq_receivers(spec);
+    size_t i;
+    json_t *r;
+    bool taken = false;
+    json_array_foreach(receivers, i, r)
+    {
+        const char *endpoint = json_string_value(json_object_get(r, "endpoint"));
+        const char *owner = s_endpoint_owner(engine, pipeline, endpoint);
+        if (owner) {
+            char path[200];
+            snprintf(path, sizeof path, "nodes.%s.config.endpoint", json_string_value(json_object_get(r, "node")));
+            drv_problems_add(problems, path, "endpoint %s is already bound by pipeline %s", endpoint, owner);
+            taken = true;
+        }
+    }
+    json_decref(receivers);
+    if (taken) {
+        return DRV_ADMIT_INVALID;
+    }
+    if (pipeline && pipeline->shutdown_active) {
+        snprintf(why, whylen, "%s is in progress on %s/%s", drv_shutdown_id(pipeline->shutdown_active), group,
+                 name);
+    } else if (pipeline && pipeline->active) {
+        snprintf(why, whylen, "%s is in progress on %s/%s; try again when it ends", drv_rollout_id(pipeline->active),
+                 group, name);
+    } else if (engine->shutting_down) {
+        snprintf(why, whylen, "droverd is shutting down");
+    } else if (!pipeline && drv_registry_pipeline_count(engine) >= (size_t)engine->config->max_pipelines) {
+        snprintf(why, whylen,
+                 "%zu pipelines exist, the most this engine runs (engine.limits.max_pipelines); "
+                 "delete one or raise the limit",
+                 drv_registry_pipeline_count(engine));
+    } else {
+        return DRV_ADMIT_OK;
+    }
+    return DRV_ADMIT_CONFLICT;
+}
