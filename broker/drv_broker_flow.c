@@ -149,11 +149,11 @@ void drv_broker_handle_backend(drv_broker_t *self)
     drv_msg_t msg;
     char err[200];
     if (identity && body && drv_msg_decode(&msg, zframe_data(body), zframe_size(body), err, sizeof err) == 0) {
-        drv_instance_t *inst = drv_instances_get(self->instances, identity);
         if (msg.type == DRV_MSG_DRAINED) {
             //  After its last ack, on the same pipe: nothing it got is unexported.
             drv_ledger_drained(self->ledger, identity);
         } else if (msg.type == DRV_MSG_CREDIT) {
+            drv_instance_t *inst = drv_instances_get(self->instances, identity);
             if (msg.reset && !msg.synced) {
                 //  A new process behind this id: nothing sent before can be
                 //  acknowledged any more.

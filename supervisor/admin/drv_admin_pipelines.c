@@ -110,7 +110,7 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
     json_t *spec = drv_spec_normalize(raw_spec, &engine->spec_env, "", problems);
     drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
     char why[400] = "";
-    int admit = spec ? drv_admission_check(engine, pipeline, group, name, spec, problems, why, sizeof why)
+    int admit = spec ? drv_admission_check(engine, pipeline, spec, problems, why, sizeof why)
                      : DRV_ADMIT_INVALID;
     if (admit == DRV_ADMIT_INVALID || drv_problems_count(problems) > 0) {
         s_invalid(response, problems);
@@ -216,16 +216,12 @@ void drv_admin_rollout_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const
     response->json = drv_rollout_json(rollout);
 }
 
+//  A rollout or shutdown under way: 409 (drv_admission_busy).
 static bool s_busy(drv_pipeline_t *pipeline, drv_admin_response_t *response)
 {
-    if (pipeline->active) {
-        drv_admin_error(response, 409, "conflict", "%s is in progress on %s", drv_rollout_id(pipeline->active),
-                        pipeline->key);
-        return true;
-    }
-    if (pipeline->shutdown_active) {
-        drv_admin_error(response, 409, "conflict", "%s is in progress on %s",
-                        drv_shutdown_id(pipeline->shutdown_active), pipeline->key);
+    char why[300];
+    if (drv_admission_busy(pipeline, why, sizeof why)) {
+        drv_admin_error(response, 409, "conflict", "%s", why);
         return true;
     }
     return false;

@@ -34,8 +34,19 @@ static const char *s_endpoint_owner(drv_engine_t *engine, drv_pipeline_t *self, 
     return NULL;
 }
 
-int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group, const char *name,
-                        const json_t *spec, drv_problems_t *problems, char *why, size_t whylen)
+bool drv_admission_busy(const drv_pipeline_t *pipeline, char *why, size_t whylen)
+{
+    const char *id = pipeline->active            ? drv_rollout_id(pipeline->active)
+                     : pipeline->shutdown_active ? drv_shutdown_id(pipeline->shutdown_active)
+                                                 : NULL;
+    if (id) {
+        snprintf(why, whylen, "%s is in progress on %s; try again when it ends", id, pipeline->key);
+    }
+    return id != NULL;
+}
+
+int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const json_t *spec,
+                        drv_problems_t *problems, char *why, size_t whylen)
 {
     //  A receiver endpoint is one socket: one pipeline binds it.
     json_t *receivers = drv_spec_zmq_receivers(spec);
@@ -57,13 +68,10 @@ int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const ch
     if (taken) {
         return DRV_ADMIT_INVALID;
     }
-    if (pipeline && pipeline->shutdown_active) {
-        snprintf(why, whylen, "%s is in progress on %s/%s", drv_shutdown_id(pipeline->shutdown_active), group,
-                 name);
-    } else if (pipeline && pipeline->active) {
-        snprintf(why, whylen, "%s is in progress on %s/%s; try again when it ends", drv_rollout_id(pipeline->active),
-                 group, name);
-    } else if (engine->shutting_down) {
+    if (pipeline && drv_admission_busy(pipeline, why, whylen)) {
+        return DRV_ADMIT_CONFLICT;
+    }
+    if (engine->shutting_down) {
         snprintf(why, whylen, "droverd is shutting down");
     } else if (!pipeline && drv_registry_pipeline_count(engine) >= (size_t)engine->config->max_pipelines) {
         snprintf(why, whylen,

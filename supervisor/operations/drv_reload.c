@@ -107,7 +107,7 @@ void drv_reload_apply(drv_engine_t *engine)
             //  The same admission as a PUT: what it would refuse is skipped.
             char why[400] = "";
             drv_problems_t *problems = drv_problems_new();
-            int admit = drv_admission_check(engine, pipeline, group, name, spec, problems, why, sizeof why);
+            int admit = drv_admission_check(engine, pipeline, spec, problems, why, sizeof why);
             if (admit == DRV_ADMIT_INVALID) {
                 snprintf(why, sizeof why, "%s: %s", drv_problems_path(problems, 0), drv_problems_message(problems, 0));
             }

@@ -226,6 +226,13 @@ class Rollouts(EngineTest):
         status, busy, _ = self.put("p", gen_spec(self.out, rate=52))
         self.assertEqual((status, busy["error"]["kind"]), (409, "conflict"))
         self.assertIn(body["rollout_id"], busy["error"]["message"])
+        # Every change is admitted by the same check: shutdown, DELETE and
+        # rollback wait their turn too, naming what is in the way.
+        base = "/api/v1/groups/default/pipelines/p"
+        for method, path in (("POST", base + "/shutdown"), ("DELETE", base), ("POST", base + "/rollback")):
+            status, other, _ = self.admin.http(method, path)
+            self.assertEqual((status, other["error"]["kind"]), (409, "conflict"), (method, path, other))
+            self.assertIn(body["rollout_id"], other["error"]["message"])
         status, latest, _ = self.admin.http("GET", location)
         self.assertEqual((status, latest["state"]), (200, "running"))
         wait_until(lambda: self.admin.http("GET", location)[1]["state"] == "failed", 15, "rollout ends failed")
