@@ -129,6 +129,9 @@ class Zygote(EngineTest):
           restart: { max_restarts: 100, window_secs: 1 }
 """).replace("HTTP", str(free_port())), env={"DROVER_LOG": "debug"})
         pid = engine.wait_instances(["default/gen@1#0"])["default/gen@1#0"]
+        # Ready before the zygote goes: otherwise the kill below lands on an
+        # instance still starting (slow under ASan) and only one start is ready.
+        engine.wait_log(r"instance ready instance=default/gen@1#0")
         zygote = next(c for c in children_of(engine.pid) if cmdline(c) == "drover-zygote")
         # Forked by the zygote, yet droverd's own child, pinned, titled.
         self.assertIn(pid, children_of(engine.pid))
