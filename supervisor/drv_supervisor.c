@@ -14,7 +14,7 @@
 #include "drv_reload.h"
 #include "drv_rollout.h"
 #include "drv_state.h"
-#include "drv_shutdown.h"
+#include "drv_operations.h"
 #include "drv_signals.h"
 #include "drv_spawn.h"
 #include "drv_registry.h"
@@ -133,11 +133,6 @@ static void s_reap(drv_engine_t *engine)
     }
 }
 
-static void s_retire_all(drv_engine_t *engine, drv_instance_t *inst, void *arg)
-{
-    drv_lifecycle_retire(engine, inst, *(int64_t *)arg);
-}
-
 static void s_kill_all(drv_engine_t *engine, drv_instance_t *inst, void *arg)
 {
     (void)arg;
@@ -154,19 +149,9 @@ static void s_begin_shutdown(drv_engine_t *engine, int sig)
     drv_events_publish(engine, "engine.stopping", NULL, NULL, json_pack("{s:s}", "signal", strsignal(sig)));
     drv_info("shutdown started signal=%s timeout_secs=%d instances=%zu", strsignal(sig),
              engine->config->shutdown_timeout_secs, drv_registry_instance_count(engine));
-    if (engine->groups) {
-        for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-            for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-                p->stopping = true;
-                if (p->has_zmq) {
-                    drv_broker_pipeline_del(engine, p);
-                }
-            }
-        }
-    }
     //  Leave room between the drain deadline and the hard one for SIGTERM.
     int64_t drain_ms = timeout_ms > 2 * DRV_KILL_GRACE_MS ? timeout_ms - DRV_KILL_GRACE_MS : timeout_ms / 2;
-    drv_registry_each_instance(engine, s_retire_all, &drain_ms);
+    drv_operations_stop_all(engine, drain_ms); // a shutdown of every pipeline
 }
 
 static void s_kill_everything(drv_engine_t *engine)
@@ -283,7 +268,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     engine.cpus = *cpus;
     engine.spec_env = drv_config_spec_env(config, &engine.cpus);
     engine.bin_dir = strdup(bin_dir);
-    engine.instance_listener = drv_shutdown_on_instance;
+    engine.instance_listener = drv_operations_on_instance;
     drv_registry_group(&engine, "default", true); // the default group always exists
     int rc = DRV_EXIT_OK;
     char why[1200];
@@ -336,8 +321,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
 
     while (!engine.done) {
         int64_t wait = s_min_wait(drv_lifecycle_tick(&engine), drv_broker_tick(&engine));
-        wait = s_min_wait(wait, drv_rollout_tick(&engine));
-        wait = s_min_wait(wait, drv_shutdown_tick(&engine));
+        wait = s_min_wait(wait, drv_operations_tick(&engine));
         if (engine.shutting_down) {
             int64_t now = drv_time_mono_ms();
             if (now >= engine.shutdown_deadline_ms) {
@@ -393,8 +377,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     s_final_reap(&engine);
 done:
     //  Every waiter of every kind is answered before the HTTP daemon stops.
-    drv_rollout_abandon_waiters(&engine);
-    drv_shutdown_abandon_waiters(&engine);
+    drv_operations_abandon_waiters(&engine);
     drv_admin_http_stop(&engine);
     drv_admin_zmq_stop(&engine);
     free(engine.http_token);

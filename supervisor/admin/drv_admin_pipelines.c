@@ -237,7 +237,7 @@ bool drv_admin_pipeline_shutdown(drv_engine_t *engine, drv_admin_request_t *requ
         s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
         return false;
     }
-    //  Completion is always noticed by the loop (drv_shutdown_tick), which
+    //  Completion is always noticed by the loop (drv_operations_tick), which
     //  answers waiters before a DELETE frees the pipeline and this record.
     drv_shutdown_t *shutdown = drv_shutdown_start(engine, pipeline, 0, forget);
     if (!wait) {

@@ -87,6 +87,7 @@ struct drv_pipeline_t {
     bool has_zmq;            // has receiver:zmq nodes: the broker routes to it
     bool degraded;           // restarted more than max_restarts within window_secs
     bool stopping;           // being shut down
+    bool woken;              // busy, and an instance event came since its operation last ran
     char frontend_error[300]; // the broker could not bind a receiver endpoint
     zlistx_t *instances;     // drv_instance_t, owned
     int64_t created_at;      // wall ms
@@ -107,6 +108,7 @@ typedef struct drv_instance_t drv_instance_t;
 //  points at the operations layer (a lower layer never calls upward).
 typedef enum {
     DRV_INST_EV_EXITED = 0, // its process ended; code is its exit code or 128+signal
+    DRV_INST_EV_READY,      // it said READY
 } drv_inst_event_t;
 typedef void(drv_inst_listener_fn)(drv_engine_t *engine, drv_instance_t *inst, drv_inst_event_t event, int code);
 
@@ -122,6 +124,7 @@ struct drv_engine_t {
     int signal_fd;
     zhashx_t *groups;         // name -> drv_group_t, owned
     zhashx_t *live;           // instance id -> drv_instance_t (not owned)
+    zlistx_t *busy;           // drv_pipeline_t with an operation under way (not owned)
     //  the broker process
     pid_t broker_pid;
     bool broker_connected;

@@ -207,8 +207,49 @@ size_t drv_registry_pipeline_count(drv_engine_t *engine)
     return count;
 }
 
+void drv_registry_each_pipeline(drv_engine_t *engine, drv_pipeline_fn *fn, void *arg)
+{
+    //  Snapshot first: fn may remove its pipeline, and may walk the hashes.
+    size_t count = drv_registry_pipeline_count(engine), n = 0;
+    drv_pipeline_t **all = calloc(count + 1, sizeof *all);
+    for (drv_group_t *g = engine->groups ? zhashx_first(engine->groups) : NULL; g; g = zhashx_next(engine->groups)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p && n < count; p = zhashx_next(g->pipelines)) {
+            all[n++] = p;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        fn(engine, all[i], arg);
+    }
+    free(all);
+}
+
+void drv_registry_remove_pipeline(drv_engine_t *engine, drv_pipeline_t *pipeline)
+{
+    drv_registry_set_busy(engine, pipeline, false);
+    drv_group_t *g = drv_registry_group(engine, pipeline->group, false);
+    if (g && zhashx_lookup(g->pipelines, pipeline->name) == pipeline) {
+        zhashx_delete(g->pipelines, pipeline->name);
+    }
+}
+
+void drv_registry_set_busy(drv_engine_t *engine, drv_pipeline_t *pipeline, bool busy)
+{
+    if (!engine->busy) {
+        engine->busy = zlistx_new();
+        zlistx_set_comparator(engine->busy, s_same_pointer);
+    }
+    void *handle = zlistx_find(engine->busy, pipeline);
+    if (busy && !handle) {
+        zlistx_add_end(engine->busy, pipeline);
+    } else if (!busy && handle) {
+        zlistx_delete(engine->busy, handle);
+    }
+    pipeline->woken = busy;
+}
+
 void drv_registry_destroy(drv_engine_t *engine)
 {
+    zlistx_destroy(&engine->busy);
     zhashx_destroy(&engine->live);
     zhashx_destroy(&engine->groups);
 }

@@ -22,6 +22,15 @@ drv_instance_t *drv_registry_by_pid(drv_engine_t *engine, pid_t pid);
 typedef void(drv_instance_fn)(drv_engine_t *engine, drv_instance_t *inst, void *arg);
 void drv_registry_each_instance(drv_engine_t *engine, drv_instance_fn *fn, void *arg);
 size_t drv_registry_instance_count(drv_engine_t *engine);
+//  Calls fn for every pipeline of every group, one walk instead of two
+//  nested ones; fn may remove the pipeline it was given (no other).
+typedef void(drv_pipeline_fn)(drv_engine_t *engine, drv_pipeline_t *pipeline, void *arg);
+void drv_registry_each_pipeline(drv_engine_t *engine, drv_pipeline_fn *fn, void *arg);
+//  Removes a pipeline and its instances' records (its processes must be gone).
+void drv_registry_remove_pipeline(drv_engine_t *engine, drv_pipeline_t *pipeline);
+//  Busy pipelines have an operation under way: the operations layer watches
+//  only these (engine->busy), each when an instance event woke it.
+void drv_registry_set_busy(drv_engine_t *engine, drv_pipeline_t *pipeline, bool busy);
 //  Pipelines across all groups (engine.limits.max_pipelines bounds it).
 size_t drv_registry_pipeline_count(drv_engine_t *engine);
 void drv_registry_destroy(drv_engine_t *engine);

@@ -173,6 +173,9 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
         }
         s_event(engine, inst, "instance.ready",
                 json_pack("{s:I}", "startup_us", (json_int_t)(drv_time_mono_us() - inst->spawned_mono_us)));
+        if (engine->instance_listener) {
+            engine->instance_listener(engine, inst, DRV_INST_EV_READY, 0);
+        }
         break;
     case DRV_MSG_HEARTBEAT:
         inst->last_heartbeat_mono = drv_time_mono_ms();

@@ -5,7 +5,9 @@
     kept core (start N+1, wait until ready, switch traffic, drain N), removed
     cores last (drain N). So capacity never drops below what it was, and a
     failure is found on the first core, before the old generation lost any.
-    resize keeps the generation and touches only added and removed cores. */
+    resize keeps the generation and touches only added and removed cores.
+    shutdown and delete close the front doors first (the broker forwards what
+    it already accepted), retire every instance at once, then wait for each. */
 #include "drv_planner.h"
 
 #include "drover/drv_spec.h"
@@ -15,14 +17,14 @@
 
 const char *drv_action_name(drv_action_t action)
 {
-    static const char *names[] = {"create", "noop", "resize", "replace"};
-    return action <= DRV_ACTION_REPLACE ? names[action] : "?";
+    static const char *names[] = {"create", "noop", "resize", "replace", "shutdown", "delete"};
+    return action <= DRV_ACTION_DELETE ? names[action] : "?";
 }
 
 const char *drv_op_name(drv_op_t op)
 {
-    static const char *names[] = {"start", "wait_ready", "switch", "drain", "stop"};
-    return op <= DRV_OP_STOP ? names[op] : "?";
+    static const char *names[] = {"start", "wait_ready", "switch", "drain", "stop", "close", "retire", "wait_gone"};
+    return op <= DRV_OP_WAIT_GONE ? names[op] : "?";
 }
 
 static void s_add(drv_plan_t *plan, drv_op_t op, int core, int64_t generation)
@@ -189,6 +191,22 @@ void drv_plan_rollback(const drv_plan_t *plan, size_t done, const drv_observed_t
             //  traffic, which the executor knows; the plan says stop.
             s_add(rollback, DRV_OP_STOP, step->core, step->generation);
         }
+    }
+}
+
+void drv_plan_shutdown(const drv_slot_t *slots, size_t count, int64_t generation, bool forget,
+                       drv_plan_t *plan)
+{
+    drv_plan_clear(plan);
+    plan->action = forget ? DRV_ACTION_DELETE : DRV_ACTION_SHUTDOWN;
+    plan->previous_generation = generation;
+    plan->target_generation = 0;
+    s_add(plan, DRV_OP_CLOSE, -1, 0);
+    for (size_t i = 0; i < count; i++) {
+        s_add(plan, DRV_OP_RETIRE, slots[i].core, slots[i].generation);
+    }
+    for (size_t i = 0; i < count; i++) {
+        s_add(plan, DRV_OP_WAIT_GONE, slots[i].core, slots[i].generation);
     }
 }
 

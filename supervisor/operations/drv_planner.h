@@ -1,6 +1,8 @@
-/*  drv_planner — decides what a PUT means and in what order to do it.
-    A pure function of (desired spec, observed state): no processes, no I/O.
-    Its plan is what the executor carries out and what dry_run shows. */
+/*  drv_planner — decides what a change to a pipeline means and in what order
+    to do it: a PUT (create, noop, resize, replace), its rollback, a shutdown
+    or a DELETE. A pure function of (desired, observed): no processes, no I/O.
+    Its plan is what the executor (drv_executor.h) carries out and what
+    dry_run shows. */
 #ifndef DRV_PLANNER_H
 #define DRV_PLANNER_H
 
@@ -9,9 +11,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { DRV_ACTION_CREATE = 0, DRV_ACTION_NOOP, DRV_ACTION_RESIZE, DRV_ACTION_REPLACE } drv_action_t;
+typedef enum {
+    DRV_ACTION_CREATE = 0,
+    DRV_ACTION_NOOP,
+    DRV_ACTION_RESIZE,
+    DRV_ACTION_REPLACE,  // the rollout actions end here (RolloutStatus.action)
+    DRV_ACTION_SHUTDOWN, // stop every instance, keep the pipeline
+    DRV_ACTION_DELETE,   // stop every instance, then forget the pipeline
+} drv_action_t;
+#define DRV_ROLLOUT_ACTIONS (DRV_ACTION_REPLACE + 1)
 
-typedef enum { DRV_OP_START = 0, DRV_OP_WAIT_READY, DRV_OP_SWITCH, DRV_OP_DRAIN, DRV_OP_STOP } drv_op_t;
+typedef enum {
+    DRV_OP_START = 0,  // spawn the instance of (core, generation)
+    DRV_OP_WAIT_READY, // until it is READY (health-gated, with a deadline)
+    DRV_OP_SWITCH,     // the core is served by that generation
+    DRV_OP_DRAIN,      // drain it and wait until it has exited
+    DRV_OP_STOP,       // (rollback) stop it and wait until it has exited
+    DRV_OP_CLOSE,      // close the pipeline's front doors (core -1)
+    DRV_OP_RETIRE,     // ask it to drain, without waiting: every core at once
+    DRV_OP_WAIT_GONE,  // until it has exited
+} drv_op_t;
+
+//  One instance slot that exists: what a shutdown stops.
+typedef struct {
+    int core;
+    int64_t generation;
+} drv_slot_t;
 
 typedef struct {
     drv_op_t op;
@@ -53,6 +78,11 @@ void drv_plan_make(const json_t *spec, const int *cores, int core_count, const d
 //  how many steps of plan were carried out.
 void drv_plan_rollback(const drv_plan_t *plan, size_t done, const drv_observed_t *observed,
                        drv_plan_t *rollback);
+
+//  The plan that stops every slot: close the front doors, retire every
+//  instance at once, then wait for each to exit. forget: a DELETE.
+void drv_plan_shutdown(const drv_slot_t *slots, size_t count, int64_t generation, bool forget,
+                       drv_plan_t *plan);
 
 const char *drv_action_name(drv_action_t action);
 const char *drv_op_name(drv_op_t op);

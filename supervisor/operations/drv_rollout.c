@@ -120,6 +120,7 @@ void drv_rollout_destroy(drv_rollout_t **self_p)
     drv_waiters_destroy(&self->waiters, "the rollout was discarded");
     json_decref(self->new_spec);
     json_decref(self->old_spec);
+    drv_executor_end(&self->exec);
     drv_plan_clear(&self->plan);
     drv_plan_clear(&self->rollback);
     free(self->cores);
@@ -270,6 +271,7 @@ void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollo
         zlistx_delete(pipeline->rollouts, zlistx_cursor(pipeline->rollouts));
     }
     pipeline->active = self;
+    drv_registry_set_busy(engine, pipeline, true);
     if (self->plan.action == DRV_ACTION_CREATE) {
         drv_registry_set_spec(engine, pipeline, self->new_spec); // what status shows meanwhile
         pipeline->shut_down = false;
@@ -278,19 +280,17 @@ void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollo
              self->id, drv_action_name(self->plan.action), (long long)self->plan.target_generation,
              self->plan.count);
     drv_rollout_set_state(engine, self, DRV_RO_RUNNING);
+    drv_rollout_begin(self);
     drv_rollout_advance(engine, self, pipeline);
 }
 
-void drv_rollout_abandon_waiters(drv_engine_t *engine)
+int64_t drv_rollout_expire(drv_rollout_t *self)
 {
-    if (!engine->groups) {
-        return;
-    }
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            for (drv_rollout_t *r = zlistx_first(p->rollouts); r; r = zlistx_next(p->rollouts)) {
-                drv_waiters_abandon(r->waiters, "droverd is shutting down");
-            }
-        }
-    }
+    drv_waiters_answer(self->waiters, false, drv_rollout_outcome, self); // those whose time is up
+    return drv_waiters_next(self->waiters);
+}
+
+void drv_rollout_abandon(drv_rollout_t *self)
+{
+    drv_waiters_abandon(self->waiters, "droverd is shutting down");
 }

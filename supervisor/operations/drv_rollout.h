@@ -1,6 +1,7 @@
 /*  drv_rollout — carries out a plan step by step, records each core's state in
     a RolloutStatus, rolls back on failure, and answers the requests waiting
-    for it. Driven by the loop: drv_rollout_tick after every event. */
+    for it. Driven by the loop when an instance event or a deadline comes
+    (drv_operations.h). */
 #ifndef DRV_ROLLOUT_H
 #define DRV_ROLLOUT_H
 
@@ -46,11 +47,17 @@ drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id);
 //  timeout_ms passes (504 with the latest status).
 void drv_rollout_wait(drv_rollout_t *rollout, drv_admin_request_t *request, int64_t timeout_ms);
 
-//  Advances every active rollout and expires waiters; returns ms until the next
-//  deadline, or -1.
-int64_t drv_rollout_tick(drv_engine_t *engine);
-
-//  Answers everyone still waiting with 503 (droverd is stopping).
-void drv_rollout_abandon_waiters(drv_engine_t *engine);
+//  Runs the pipeline's active rollout as far as it can go now.
+void drv_rollout_run(drv_engine_t *engine, drv_pipeline_t *pipeline);
+//  Mono ms when the active step fails unless an event comes first (0: none).
+int64_t drv_rollout_deadline(const drv_rollout_t *rollout);
+//  Ends the pipeline's active rollout failed, as it stands, without rolling
+//  back (droverd is stopping: its shutdown takes every instance).
+void drv_rollout_abort(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *reason);
+//  Answers the waiting requests whose time is up (504); returns ms until the
+//  next one's, or -1.
+int64_t drv_rollout_expire(drv_rollout_t *rollout);
+//  Answers every request still waiting with 503 (droverd is stopping).
+void drv_rollout_abandon(drv_rollout_t *rollout);
 
 #endif

@@ -4,6 +4,7 @@
 #ifndef DRV_ROLLOUT_INTERNAL_H
 #define DRV_ROLLOUT_INTERNAL_H
 
+#include "drv_executor.h"
 #include "drv_rollout.h"
 #include "drv_waiters.h"
 
@@ -39,10 +40,9 @@ struct drv_rollout_t {
     char failure_reason[400];
     bool supervised;             // from the config file: keep trying, never roll back
     drv_plan_t plan;             // what to do
-    size_t next;                 // next step of plan
+    size_t next;                 // next step of plan (where it failed, once rolling back)
     drv_plan_t rollback;         // what to undo, once failed
-    size_t rollback_next;
-    int64_t step_deadline_ms;    // mono: the current wait_ready must be done by then
+    drv_executor_t exec;         // carrying out plan, then rollback
     int64_t step_timeout_ms;
     int64_t drain_timeout_ms;
     json_t *new_spec;            // target generation's spec (released once finished)
@@ -69,6 +69,8 @@ void drv_rollout_core_state(drv_rollout_t *self, int core, core_state_t state, c
 void drv_rollout_set_state(drv_engine_t *engine, drv_rollout_t *self, drv_rollout_state_t state);
 //  A waiting request's answer (drv_waiters_answer_fn): 200, 409 or 504.
 void drv_rollout_outcome(void *arg, bool finished, drv_admin_response_t *response);
+//  Begins carrying the plan out (drv_rollout_steps.c).
+void drv_rollout_begin(drv_rollout_t *self);
 //  Runs as many steps as can complete now (drv_rollout_steps.c).
 void drv_rollout_advance(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline);
 

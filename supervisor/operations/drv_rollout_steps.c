@@ -1,7 +1,8 @@
-/*  drv_rollout_steps — carrying a rollout's plan out. It walks its plan:
+/*  drv_rollout_steps — carrying a rollout's plan out with the executor
+    (drv_executor.h), and keeping the RolloutStatus of each core as it goes:
 
-      start       create the instance slot (core, generation) and spawn it, gated:
-                  if it exits before READY the step fails instead of restarting
+      start       the instance of (core, generation) is spawned, gated: if it
+                  exits before READY the step fails instead of restarting
       wait_ready  until it is READY (the broker routes to it from then on),
                   failing after step_timeout_secs or if it exits
       switch      the core is now served by the new generation
@@ -10,9 +11,11 @@
       stop        (rollback) a new instance goes: drained if ready, else stopped
 
     A failed step turns the rollout to rolling_back, with a plan from the
-    planner that gives every core back to the old generation; if that fails
-    too, the rollout ends rollback_failed and the status shows the mix. */
+    planner that gives every core back to the old generation, carried out by
+    the same executor; if that fails too, the rollout ends rollback_failed and
+    the status shows the mix. */
 #include "drv_rollout_internal.h"
+#include "drv_apply.h"
 #include "drv_registry.h"
 #include "drv_lifecycle.h"
 #include "drv_broker_link.h"
@@ -24,14 +27,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-static json_t *s_spec_of(drv_rollout_t *self, int64_t generation)
-{
-    if (generation == self->plan.target_generation) {
-        return self->new_spec;
-    }
-    return self->old_spec ? self->old_spec : self->new_spec;
-}
 
 static void s_commit(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline)
 {
@@ -50,6 +45,8 @@ static void s_commit(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
         pipeline->generation = self->plan.target_generation;
         break;
     case DRV_ACTION_NOOP:
+    case DRV_ACTION_SHUTDOWN: // not a rollout's (drv_shutdown.c)
+    case DRV_ACTION_DELETE:
         break;
     }
 }
@@ -66,6 +63,7 @@ static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
     engine->rollout_counts[self->plan.action][outcome]++;
     drv_rollout_set_state(engine, self, state);
     pipeline->active = NULL;
+    drv_registry_set_busy(engine, pipeline, false);
     engine->state_dirty = true;
     if (pipeline->has_zmq) {
         drv_broker_pipeline_set(engine, pipeline); // front doors of what runs now
@@ -105,154 +103,121 @@ static void s_fail(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pi
                                .core_count = self->old_core_count};
     //  The failed step's own start (if any) was done: include it.
     drv_plan_rollback(&self->plan, self->next, &observed, &self->rollback);
-    self->rollback_next = 0;
+    drv_executor_begin(&self->exec, &self->rollback, self->step_timeout_ms);
     drv_rollout_set_state(engine, self, DRV_RO_ROLLING_BACK);
 }
 
-typedef enum { STEP_DONE, STEP_WAIT, STEP_FAILED } step_result_t;
-
-//  Carries out one step; on STEP_FAILED, why says what went wrong.
-static step_result_t s_step(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline,
-                            const drv_step_t *step, bool rolling_back, char *why, size_t whylen)
+//  The RolloutStatus of each core, as the executor reports progress.
+static void s_note(void *record, const drv_step_t *step, drv_step_phase_t phase, const drv_slot_view_t *slot)
 {
-    int64_t now = drv_time_mono_ms();
-    drv_instance_t *inst = drv_registry_find_instance(pipeline, step->core, step->generation);
+    drv_rollout_t *self = record;
+    bool rolling_back = self->state == DRV_RO_ROLLING_BACK;
     switch (step->op) {
     case DRV_OP_START:
-        if (!inst) {
-            inst = drv_registry_add_instance(engine, pipeline, step->core, step->generation,
-                                             s_spec_of(self, step->generation));
-            inst->gated = !self->supervised;
-            if (inst->has_zmq) {
-                drv_broker_pipeline_set(engine, pipeline); // its front doors, if new
-            }
-            drv_lifecycle_start(engine, inst);
-        }
-        drv_rollout_core_state(self, step->core, CORE_STARTING, "starting %s", inst->id);
-        if (drv_rollout_core(self, step->core)) {
-            drv_rollout_core(self, step->core)->started_ms = now;
-        }
-        return STEP_DONE;
+        drv_rollout_core_state(self, step->core, CORE_STARTING, "starting %s", slot->id);
+        break;
     case DRV_OP_WAIT_READY:
-        if (inst && inst->state == DRV_INST_READY) {
-            drv_rollout_core_state(self, step->core, CORE_READY, "%s ready", inst->id);
-            self->step_deadline_ms = 0;
-            return STEP_DONE;
-        }
-        //  Each core's gate runs from when its instance was started (creates
-        //  start every core at once).
-        self->step_deadline_ms =
-            (drv_rollout_core(self, step->core) && drv_rollout_core(self, step->core)->started_ms ? drv_rollout_core(self, step->core)->started_ms
-                                                                              : now) +
-            self->step_timeout_ms;
-        bool restarting = inst && inst->state == DRV_INST_FAILED && inst->restart_at_ms > 0;
-        if (!inst || (inst->state == DRV_INST_FAILED && !restarting) || inst->state == DRV_INST_EXITED) {
-            snprintf(why, whylen, "core %d: generation %lld instance exited before ready: %s", step->core,
-                     (long long)step->generation, inst && inst->detail[0] ? inst->detail : "exited");
-            return STEP_FAILED;
-        }
-        if (now >= self->step_deadline_ms) {
-            snprintf(why, whylen, "core %d: generation %lld not ready within %lld s%s%s", step->core,
-                     (long long)step->generation, (long long)(self->step_timeout_ms / 1000),
-                     inst->detail[0] ? ": " : "", inst->detail);
-            return STEP_FAILED;
-        }
-        return STEP_WAIT;
+        drv_rollout_core_state(self, step->core, CORE_READY, "%s ready", slot->id);
+        break;
     case DRV_OP_SWITCH:
         drv_rollout_core_state(self, step->core, rolling_back ? CORE_ROLLED_BACK : CORE_SWITCHED,
-                     "served by generation %lld", (long long)step->generation);
-        return STEP_DONE;
+                               "served by generation %lld", (long long)step->generation);
+        break;
     case DRV_OP_DRAIN:
     case DRV_OP_STOP:
-        if (inst && !inst->retiring) {
-            if (!rolling_back) {
-                drv_rollout_core_state(self, step->core, CORE_DRAINING_OLD, "draining %s", inst->id);
-            }
-            drv_lifecycle_retire(engine, inst, self->drain_timeout_ms); // may remove it at once
-        }
-        if (drv_registry_find_instance(pipeline, step->core, step->generation)) {
-            return STEP_WAIT; // until it has exited
-        }
-        if (rolling_back) {
+        if (phase == DRV_STEP_BEGUN && !rolling_back) {
+            drv_rollout_core_state(self, step->core, CORE_DRAINING_OLD, "draining %s", slot->id);
+        } else if (phase == DRV_STEP_DONE && rolling_back) {
             drv_rollout_core_state(self, step->core, CORE_ROLLED_BACK, "generation %lld stopped",
-                         (long long)step->generation);
-        } else {
-            drv_rollout_core_state(self, step->core, CORE_RETIRED, "generation %lld retired", (long long)step->generation);
+                                   (long long)step->generation);
+        } else if (phase == DRV_STEP_DONE) {
+            drv_rollout_core_state(self, step->core, CORE_RETIRED, "generation %lld retired",
+                                   (long long)step->generation);
         }
-        return STEP_DONE;
+        break;
+    default:
+        break;
     }
-    return STEP_WAIT;
+}
+
+void drv_rollout_begin(drv_rollout_t *self)
+{
+    drv_executor_begin(&self->exec, &self->plan, self->step_timeout_ms);
 }
 
 //  Runs as many steps as can complete now.
 void drv_rollout_advance(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline)
 {
-    char why[300];
-    for (int guard = 0; guard < 10000; guard++) {
+    drv_apply_t apply = {.engine = engine,
+                         .pipeline = pipeline,
+                         .target_spec = self->new_spec,
+                         .target_generation = self->plan.target_generation,
+                         .other_spec = self->old_spec,
+                         .gated = !self->supervised,
+                         .drain_timeout_ms = self->drain_timeout_ms,
+                         .record = self,
+                         .note = s_note};
+    drv_effects_t fx = drv_apply_effects(&apply);
+    for (;;) {
         bool rolling_back = self->state == DRV_RO_ROLLING_BACK;
         if (!rolling_back && self->state != DRV_RO_RUNNING) {
             return;
         }
-        const drv_plan_t *plan = rolling_back ? &self->rollback : &self->plan;
-        size_t *next = rolling_back ? &self->rollback_next : &self->next;
-        if (*next == plan->count) {
+        size_t before = self->exec.next;
+        drv_exec_result_t result = drv_executor_run(&self->exec, &fx, drv_time_mono_ms());
+        if (!rolling_back) {
+            self->next = self->exec.next;
+        }
+        if (self->exec.next != before) {
+            drv_rollout_touch(self);
+        }
+        if (result == DRV_EXEC_WAIT) {
+            return;
+        }
+        if (result == DRV_EXEC_DONE) {
             s_finish(engine, self, pipeline, rolling_back ? DRV_RO_FAILED : DRV_RO_SUCCEEDED);
             return;
         }
-        const drv_step_t *step = &plan->steps[*next];
-        step_result_t result = s_step(engine, self, pipeline, step, rolling_back, why, sizeof why);
-        if (result == STEP_WAIT) {
-            return;
-        }
-        if (result == STEP_FAILED && !rolling_back && self->supervised) {
+        const drv_step_t *step = &self->exec.plan->steps[self->exec.next];
+        const char *why = self->exec.why;
+        if (!rolling_back && self->supervised) {
             //  Keep what runs; the restart policy goes on trying.
             snprintf(self->failure_reason, sizeof self->failure_reason, "%s", why);
             drv_rollout_core_state(self, step->core, CORE_FAILED, "%s", why);
             s_finish(engine, self, pipeline, DRV_RO_FAILED);
             return;
         }
-        if (result == STEP_FAILED && !rolling_back) {
+        if (!rolling_back) {
             s_fail(engine, self, pipeline, step->core, "%s", why);
             continue; // undo from here
         }
-        if (result == STEP_FAILED) {
-            //  Undoing failed: say so, and leave what runs as it is for the operator.
-            size_t len = strlen(self->failure_reason);
-            snprintf(self->failure_reason + len, sizeof self->failure_reason - len, "; rollback failed: %s", why);
-            drv_rollout_core_state(self, step->core, CORE_FAILED, "rollback could not restore generation %lld",
-                         (long long)step->generation);
-            s_finish(engine, self, pipeline, DRV_RO_ROLLBACK_FAILED);
-            return;
-        }
-        (*next)++;
-        drv_rollout_touch(self);
+        //  Undoing failed: say so, and leave what runs as it is for the operator.
+        size_t len = strlen(self->failure_reason);
+        snprintf(self->failure_reason + len, sizeof self->failure_reason - len, "; rollback failed: %s", why);
+        drv_rollout_core_state(self, step->core, CORE_FAILED, "rollback could not restore generation %lld",
+                               (long long)step->generation);
+        s_finish(engine, self, pipeline, DRV_RO_ROLLBACK_FAILED);
+        return;
     }
 }
 
-int64_t drv_rollout_tick(drv_engine_t *engine)
+void drv_rollout_run(drv_engine_t *engine, drv_pipeline_t *pipeline)
 {
-    int64_t next = -1;
-    int64_t now = drv_time_mono_ms();
-    if (!engine->groups) {
-        return -1;
+    if (pipeline->active) {
+        drv_rollout_advance(engine, pipeline->active, pipeline);
     }
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            for (drv_rollout_t *r = zlistx_first(p->rollouts); r; r = zlistx_next(p->rollouts)) {
-                if (drv_waiters_size(r->waiters) > 0) {
-                    drv_waiters_answer(r->waiters, false, drv_rollout_outcome, r); // those whose time is up
-                    int64_t wait = drv_waiters_next(r->waiters);
-                    next = wait >= 0 && (next < 0 || wait < next) ? wait : next;
-                }
-            }
-            if (p->active) {
-                drv_rollout_advance(engine, p->active, p);
-                if (p->active && p->active->step_deadline_ms > 0) {
-                    int64_t wait = p->active->step_deadline_ms > now ? p->active->step_deadline_ms - now : 0;
-                    next = next < 0 || wait < next ? wait + 1 : next;
-                }
-            }
-        }
+}
+
+int64_t drv_rollout_deadline(const drv_rollout_t *self)
+{
+    return self->exec.deadline_ms;
+}
+
+void drv_rollout_abort(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *reason)
+{
+    drv_rollout_t *self = pipeline->active;
+    if (self) {
+        snprintf(self->failure_reason, sizeof self->failure_reason, "%s", reason);
+        s_finish(engine, self, pipeline, DRV_RO_FAILED);
     }
-    return next;
 }

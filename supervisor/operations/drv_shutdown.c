@@ -1,11 +1,14 @@
-/*  drv_shutdown — see drv_shutdown.h. The broker closes the pipeline's front
-    doors first (forwarding what it already accepted), then each instance gets
-    its DRAIN marker after its last batch; an instance that does not exit by
-    drain_timeout_secs gets SIGTERM, and SIGKILL 5 s later (drv_lifecycle). */
+/*  drv_shutdown — see drv_shutdown.h. The planner's shutdown plan, carried
+    out by the executor as a rollout's is: the broker closes the pipeline's
+    front doors first (forwarding what it already accepted), then each
+    instance gets its DRAIN marker after its last batch; an instance that does
+    not exit by drain_timeout_secs gets SIGTERM, and SIGKILL 5 s later
+    (drv_lifecycle). */
 #include "drv_shutdown.h"
+#include "drv_apply.h"
+#include "drv_executor.h"
+#include "drv_registry.h"
 #include "drv_waiters.h"
-#include "drv_lifecycle.h"
-#include "drv_broker_link.h"
 #include "drv_events.h"
 
 #include "drover/drv_log.h"
@@ -34,8 +37,11 @@ struct drv_shutdown_t {
     bool forget;                // DELETE: remove the pipeline at the end
     bool done;
     int64_t started_at, updated_at;
+    int64_t drain_timeout_ms;
     shutdown_core_t *cores;     // one per instance it stops, owned
     int core_count;
+    drv_plan_t plan;            // close, retire every instance, wait for each
+    drv_executor_t exec;
     drv_waiters_t *waiters;     // requests waiting for the outcome
 };
 
@@ -51,7 +57,7 @@ static void s_shutdown_free(void **item)
     drv_shutdown_destroy((drv_shutdown_t **)item);
 }
 
-drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipeline, int64_t drain_timeout_secs,
+drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipeline, int64_t drain_timeout_ms,
                                    bool forget)
 {
     drv_shutdown_t *self = calloc(1, sizeof *self);
@@ -62,41 +68,40 @@ drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipelin
     self->forget = forget;
     self->waiters = drv_waiters_new();
     self->started_at = self->updated_at = drv_time_wall_ms();
-    if (drain_timeout_secs <= 0) {
-        drain_timeout_secs = drv_spec_policy(pipeline->spec, "rollout", "drain_timeout_secs");
-    }
+    self->drain_timeout_ms = drain_timeout_ms > 0
+                                 ? drain_timeout_ms
+                                 : drv_spec_policy(pipeline->spec, "rollout", "drain_timeout_secs") * 1000;
     zlistx_set_destructor(pipeline->shutdowns, s_shutdown_free); // the history owns its shutdowns
     zlistx_add_end(pipeline->shutdowns, self);
     while (zlistx_size(pipeline->shutdowns) > DRV_SHUTDOWN_HISTORY) {
         zlistx_first(pipeline->shutdowns); // the oldest, finished: one runs at a time
         zlistx_delete(pipeline->shutdowns, zlistx_cursor(pipeline->shutdowns));
     }
+    //  Every slot that exists now is stopped: the plan, and one entry each.
+    size_t count = zlistx_size(pipeline->instances);
+    drv_slot_t *slots = calloc(count + 1, sizeof *slots);
+    self->cores = calloc(count + 1, sizeof *self->cores);
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
+        slots[self->core_count] = (drv_slot_t){inst->core, inst->generation};
+        shutdown_core_t *c = &self->cores[self->core_count++];
+        snprintf(c->instance, sizeof c->instance, "%s", inst->id);
+        c->core = inst->core;
+        c->generation = inst->generation;
+        c->state = CORE_REQUESTED;
+        snprintf(c->detail, sizeof c->detail, "shutdown requested");
+    }
+    drv_plan_shutdown(slots, (size_t)self->core_count, pipeline->generation, forget, &self->plan);
+    free(slots);
+    drv_executor_begin(&self->exec, &self->plan, 0);
     pipeline->shutdown_active = self;
     pipeline->stopping = true;
     drv_info("pipeline shutdown started pipeline=%s id=%s forget=%s", pipeline->key, self->id,
              forget ? "yes" : "no");
-    if (pipeline->has_zmq) {
-        drv_broker_pipeline_del(engine, pipeline);
-    }
-    //  Snapshot first: retiring an instance that is not running removes it.
-    size_t n = 0;
-    drv_instance_t **all = calloc(zlistx_size(pipeline->instances) + 1, sizeof *all);
-    self->cores = calloc(zlistx_size(pipeline->instances) + 1, sizeof *self->cores);
-    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
-        all[n++] = inst;
-    }
-    for (size_t i = 0; i < n; i++) {
-        shutdown_core_t *c = &self->cores[self->core_count++];
-        snprintf(c->instance, sizeof c->instance, "%s", all[i]->id);
-        c->core = all[i]->core;
-        c->generation = all[i]->generation;
-        c->state = all[i]->pid > 0 ? CORE_DRAINING : CORE_EXITED;
-        snprintf(c->detail, sizeof c->detail, "%s", all[i]->pid > 0 ? "draining" : "was not running");
-        drv_lifecycle_retire(engine, all[i], drain_timeout_secs * 1000);
-    }
-    free(all);
     drv_events_publish(engine, "shutdown.running", pipeline->group, pipeline->name,
                        json_pack("{s:s}", "shutdown_id", self->id));
+    //  The loop runs it (even a DELETE of a pipeline with no instance), so
+    //  the caller may still use the record now.
+    drv_registry_set_busy(engine, pipeline, true);
     return self;
 }
 
@@ -107,6 +112,8 @@ void drv_shutdown_destroy(drv_shutdown_t **self_p)
     }
     drv_shutdown_t *self = *self_p;
     drv_waiters_destroy(&self->waiters, "the shutdown record was discarded");
+    drv_executor_end(&self->exec);
+    drv_plan_clear(&self->plan);
     free(self->cores);
     free(self);
     *self_p = NULL;
@@ -141,10 +148,35 @@ json_t *drv_shutdown_json(const drv_shutdown_t *self)
                                                (json_int_t)c->generation, "instance", c->instance, "state",
                                                s_core_names[c->state], "detail", c->detail));
     }
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:n, s:o, s:b}", "shutdown_id", self->id, "group",
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:n, s:o, s:b, s:o, s:I}", "shutdown_id", self->id, "group",
                      self->group, "pipeline", self->pipeline, "state", self->done ? "succeeded" : "running",
                      "started_at", s_time(self->started_at), "updated_at", s_time(self->updated_at),
-                     "failure_reason", "cores", cores, "forget", self->forget);
+                     "failure_reason", "cores", cores, "forget", self->forget, "plan", drv_plan_to_json(&self->plan),
+                     "step", (json_int_t)self->exec.next);
+}
+
+static shutdown_core_t *s_core(drv_shutdown_t *self, int core, int64_t generation)
+{
+    for (int i = 0; i < self->core_count; i++) {
+        if (self->cores[i].core == core && self->cores[i].generation == generation) {
+            return &self->cores[i];
+        }
+    }
+    return NULL;
+}
+
+//  A retired instance drains if it was running; one waiting to restart is just gone.
+static void s_note(void *record, const drv_step_t *step, drv_step_phase_t phase, const drv_slot_view_t *slot)
+{
+    drv_shutdown_t *self = record;
+    shutdown_core_t *c = s_core(self, step->core, step->generation);
+    if (!c || step->op != DRV_OP_RETIRE || phase != DRV_STEP_BEGUN) {
+        return;
+    }
+    bool running = slot->state == DRV_SLOT_STARTING || slot->state == DRV_SLOT_READY;
+    c->state = running ? CORE_DRAINING : CORE_EXITED;
+    snprintf(c->detail, sizeof c->detail, "%s", running ? "draining" : "was not running");
+    self->updated_at = drv_time_wall_ms();
 }
 
 void drv_shutdown_on_instance(drv_engine_t *engine, drv_instance_t *inst, drv_inst_event_t event, int code)
@@ -184,12 +216,22 @@ void drv_shutdown_wait(drv_shutdown_t *self, drv_admin_request_t *request, int64
     }
 }
 
-//  Checks one pipeline's shutdown; true when the pipeline itself was removed.
-static bool s_progress(drv_engine_t *engine, drv_group_t *group, drv_pipeline_t *p)
+void drv_shutdown_run(drv_engine_t *engine, drv_pipeline_t *p)
 {
     drv_shutdown_t *self = p->shutdown_active;
-    if (!self || zlistx_size(p->instances) > 0) {
-        return false;
+    if (!self) {
+        return;
+    }
+    drv_apply_t apply = {.engine = engine,
+                         .pipeline = p,
+                         .target_spec = p->spec,
+                         .target_generation = p->generation,
+                         .drain_timeout_ms = self->drain_timeout_ms,
+                         .record = self,
+                         .note = s_note};
+    drv_effects_t fx = drv_apply_effects(&apply);
+    if (drv_executor_run(&self->exec, &fx, drv_time_mono_ms()) != DRV_EXEC_DONE) {
+        return; // an instance still draining (drain, SIGTERM, SIGKILL deadlines are the instance's)
     }
     self->done = true;
     self->updated_at = drv_time_wall_ms();
@@ -198,56 +240,24 @@ static bool s_progress(drv_engine_t *engine, drv_group_t *group, drv_pipeline_t 
     p->running = false;
     p->shut_down = true;
     engine->state_dirty = true;
+    drv_registry_set_busy(engine, p, false);
     drv_info("pipeline shutdown succeeded pipeline=%s id=%s", p->key, self->id);
     drv_events_publish(engine, "shutdown.succeeded", p->group, p->name, json_pack("{s:s}", "shutdown_id", self->id));
     drv_waiters_answer(self->waiters, true, s_outcome, self);
     if (self->forget) {
         drv_info("pipeline deleted pipeline=%s", p->key);
         drv_events_publish(engine, "pipeline.deleted", p->group, p->name, NULL);
-        zhashx_delete(group->pipelines, p->name);
-        return true;
+        drv_registry_remove_pipeline(engine, p);
     }
-    return false;
 }
 
-int64_t drv_shutdown_tick(drv_engine_t *engine)
+int64_t drv_shutdown_expire(drv_shutdown_t *self)
 {
-    int64_t next = -1;
-    if (!engine->groups) {
-        return -1;
-    }
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        //  Deleting from the hash while walking it is not safe: collect first.
-        drv_pipeline_t *list[256];
-        int n = 0;
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p && n < 256; p = zhashx_next(g->pipelines)) {
-            list[n++] = p;
-        }
-        for (int i = 0; i < n; i++) {
-            drv_pipeline_t *p = list[i];
-            for (drv_shutdown_t *s = zlistx_first(p->shutdowns); s; s = zlistx_next(p->shutdowns)) {
-                if (drv_waiters_size(s->waiters) > 0 && !s->done) {
-                    drv_waiters_answer(s->waiters, false, s_outcome, s); // those whose time is up
-                    int64_t wait = drv_waiters_next(s->waiters);
-                    next = wait >= 0 && (next < 0 || wait < next) ? wait : next;
-                }
-            }
-            s_progress(engine, g, p);
-        }
-    }
-    return next;
+    drv_waiters_answer(self->waiters, false, s_outcome, self); // those whose time is up
+    return drv_waiters_next(self->waiters);
 }
 
-void drv_shutdown_abandon_waiters(drv_engine_t *engine)
+void drv_shutdown_abandon(drv_shutdown_t *self)
 {
-    if (!engine->groups) {
-        return;
-    }
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            for (drv_shutdown_t *s = zlistx_first(p->shutdowns); s; s = zlistx_next(p->shutdowns)) {
-                drv_waiters_abandon(s->waiters, "droverd is shutting down");
-            }
-        }
-    }
+    drv_waiters_abandon(self->waiters, "droverd is shutting down");
 }

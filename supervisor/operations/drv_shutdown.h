@@ -1,6 +1,8 @@
-/*  drv_shutdown — stopping one pipeline on request: close its front doors,
-    drain every instance (SIGTERM, then SIGKILL at drain_timeout), tracked as a
-    ShutdownStatus. DELETE is a shutdown that forgets the pipeline at the end. */
+/*  drv_shutdown — stopping one pipeline: close its front doors, drain every
+    instance (SIGTERM, then SIGKILL at drain_timeout), tracked as a
+    ShutdownStatus. DELETE is a shutdown that forgets the pipeline at the end;
+    droverd's own stop (SIGTERM) is one shutdown per pipeline. Carried out by
+    the executor, from the loop (drv_operations.h). */
 #ifndef DRV_SHUTDOWN_H
 #define DRV_SHUTDOWN_H
 
@@ -11,8 +13,10 @@
 
 typedef struct drv_shutdown_t drv_shutdown_t;
 
-//  Starts shutting the pipeline down. forget: remove it once stopped (DELETE).
-drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipeline, int64_t drain_timeout_secs,
+//  Starts shutting the pipeline down (the loop carries it out: the record
+//  stays valid until the caller returns). drain_timeout_ms 0: the spec's
+//  rollout policy. forget: remove the pipeline once stopped (DELETE).
+drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipeline, int64_t drain_timeout_ms,
                                    bool forget);
 void drv_shutdown_destroy(drv_shutdown_t **self_p);
 json_t *drv_shutdown_json(const drv_shutdown_t *self);
@@ -24,10 +28,13 @@ drv_shutdown_t *drv_shutdown_find(drv_pipeline_t *pipeline, const char *id);
 void drv_shutdown_on_instance(drv_engine_t *engine, drv_instance_t *inst, drv_inst_event_t event, int code);
 //  Answers when stopped (200) or at timeout (504 with the latest status).
 void drv_shutdown_wait(drv_shutdown_t *self, drv_admin_request_t *request, int64_t timeout_ms);
-//  Progress of every shutdown; returns ms until the next deadline, or -1.
-int64_t drv_shutdown_tick(drv_engine_t *engine);
-//  Answers every request still waiting for any shutdown with 503 (droverd
-//  is stopping; the HTTP daemon must not stop with a request held).
-void drv_shutdown_abandon_waiters(drv_engine_t *engine);
+//  Runs the pipeline's shutdown as far as it can go now; at the end the
+//  shutdown succeeds, and a DELETE removes the pipeline (and the record).
+void drv_shutdown_run(drv_engine_t *engine, drv_pipeline_t *pipeline);
+//  Answers the waiting requests whose time is up (504); returns ms until the
+//  next one's, or -1.
+int64_t drv_shutdown_expire(drv_shutdown_t *self);
+//  Answers every request still waiting with 503 (droverd is stopping).
+void drv_shutdown_abandon(drv_shutdown_t *self);
 
 #endif

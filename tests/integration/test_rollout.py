@@ -272,6 +272,31 @@ class Rollouts(EngineTest):
         waiting.join(timeout=30)
         self.assertEqual((waited["status"], waited["body"]["state"]), (200, "succeeded"))
 
+    def test_sigterm_during_a_rollout_ends_it_where_it_stands_and_drains_what_runs(self):
+        # droverd's stop is one shutdown per pipeline, run by the executor
+        # that runs rollouts: a rollout under way ends (no rollback, nothing
+        # new started), and every instance of either generation drains.
+        import signal
+        self.assertEqual(self.put("p", gen_spec(self.out))[0], 200)
+        fifo = os.path.join(self.out, "fifo")
+        os.mkfifo(fifo)  # the new generation blocks opening it: the rollout waits
+        slow = gen_spec(self.out, rate=51)
+        slow["pipeline"]["nodes"]["out"]["config"]["path"] = fifo
+        slow["step_timeout_secs"] = 60
+        status, body, _ = self.put("p", slow, query="?wait=false")
+        self.assertEqual(status, 202, body)
+        self.engine.wait_log(r"instance started instance=default/p@2#0")
+        self.engine.signal(signal.SIGTERM)
+        self.assertEqual(self.engine.wait_exit(30), 0)
+        log = self.engine.log_text()
+        self.assertRegex(log, rf'rollout failed pipeline=default:p id={body["rollout_id"]} action=replace '
+                              r'reason="droverd is stopping"')
+        self.assertRegex(log, r"pipeline shutdown started pipeline=default:p id=shutdown-\d+ forget=no")
+        self.assertIn("instance drained instance=default/p@1#0", log)
+        after = log[log.index("shutdown started signal="):]
+        self.assertNotIn("instance started", after, "nothing starts once droverd stops")
+        self.assertNotIn("rolling back", after)
+
     def test_dry_run_changes_nothing(self):
         self.assertEqual(self.put("p", gen_spec(self.out, cores=1))[0], 200)
         before = self.pids("default/p@")
