@@ -19,12 +19,15 @@
 #define DRV_MAX_CORES 256
 #define DRV_KILL_GRACE_MS 5000 // after SIGTERM, how long before SIGKILL
 
+//  An instance's state: the rows of its state table (instances/drv_inst_table.h).
 typedef enum {
     DRV_INST_STARTING = 0, // spawned, not yet READY
     DRV_INST_READY,        // READY and heartbeating; routable
     DRV_INST_DRAINING,     // asked to drain; finishing what it has
-    DRV_INST_EXITED,       // gone on purpose, or crashed and about to restart
-    DRV_INST_FAILED,       // crashed; waiting out its restart backoff
+    DRV_INST_EXITED,       // gone on purpose (its slot is being removed)
+    DRV_INST_FAILED,       // crashed; waiting out its restart backoff (or, gated, for its rollout)
+    DRV_INST_STOPPING,     // stopped on purpose without a drain (SIGTERM sent); shown as "draining"
+    DRV_INST_STATES
 } drv_inst_state_t;
 
 typedef struct drv_pipeline_t drv_pipeline_t;
@@ -50,19 +53,17 @@ struct drv_instance_t {
     char id[DRV_ID_MAX];     // {group}/{pipeline}@{generation}#{core}
     pid_t pid;               // 0 while not running
     drv_inst_state_t state;
-    bool retiring;           // stopping on purpose: do not restart
+    int64_t deadline_ms;     // mono, the state's deadline (0: none): DRAINING: SIGTERM;
+                             // STOPPING: SIGKILL; FAILED: restart (0: gated, no restart)
     int restarts;            // restarts of this slot since it was created
     int64_t recent_restarts[64]; // mono ms of restarts, newest last (ring)
     int recent_count;
-    int64_t restart_at_ms;   // mono: when to respawn (0: not scheduled)
     int64_t started_at;      // wall ms of the current process
     int64_t spawned_mono_us; // mono µs of the current spawn (just before fork)
     int64_t ready_mono_ms;   // mono ms it said READY
     int64_t last_heartbeat_at;   // wall ms
     int64_t last_heartbeat_mono; // mono ms
     int64_t records_in, records_out, errors; // from its last heartbeat
-    int64_t term_at_ms;      // mono: send SIGTERM then (0: none)
-    int64_t kill_at_ms;      // mono: send SIGKILL then (0: none)
     int last_exit_code;      // exit code or 128+signal of the last process
     char detail[256];        // last failure, for status
 };

@@ -52,8 +52,8 @@ static int s_same_pointer(const void *a, const void *b)
 
 const char *drv_inst_state_name(drv_inst_state_t state)
 {
-    static const char *names[] = {"starting", "ready", "draining", "exited", "failed"};
-    return state <= DRV_INST_FAILED ? names[state] : "?";
+    static const char *names[] = {"starting", "ready", "draining", "exited", "failed", "draining"};
+    return state < DRV_INST_STATES ? names[state] : "?";
 }
 
 drv_group_t *drv_registry_group(drv_engine_t *engine, const char *name, bool create)

@@ -1,5 +1,6 @@
 /*  drv_lifecycle — one instance from spawn to exit: HELLO, READY,
-    heartbeats, restarts with backoff, drain, SIGTERM, SIGKILL. */
+    heartbeats, restarts with backoff, drain, SIGTERM, SIGKILL. What happens
+    is decided by its state table (drv_inst_table.h); this applies it. */
 #ifndef DRV_LIFECYCLE_H
 #define DRV_LIFECYCLE_H
 

@@ -12,13 +12,13 @@ static drv_slot_view_t s_observe(void *ctx, int core, int64_t generation)
         return (drv_slot_view_t){DRV_SLOT_ABSENT, "", ""};
     }
     drv_slot_state_t state = DRV_SLOT_FAILED;
-    if (inst->retiring || inst->state == DRV_INST_DRAINING) {
+    if (inst->state == DRV_INST_DRAINING || inst->state == DRV_INST_STOPPING || inst->state == DRV_INST_EXITED) {
         state = DRV_SLOT_STOPPING;
     } else if (inst->state == DRV_INST_STARTING) {
         state = DRV_SLOT_STARTING;
     } else if (inst->state == DRV_INST_READY) {
         state = DRV_SLOT_READY;
-    } else if (inst->state == DRV_INST_FAILED && inst->restart_at_ms > 0) {
+    } else if (inst->state == DRV_INST_FAILED && inst->deadline_ms > 0) {
         state = DRV_SLOT_RESTARTING;
     }
     return (drv_slot_view_t){state, inst->id, inst->detail};
