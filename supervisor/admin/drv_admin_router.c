@@ -1,28 +1,52 @@
-/*  drv_admin_router — every admin route, transport-agnostic.
-    Paths are split into segments and matched segment by segment in
-    s_route (method checks answer 405 with Allow); each handler reads the
-    registry and fills a response. Errors follow the
-    contract: {error: {kind, message, details?}}. */
+/*  drv_admin_router — every admin route, transport-agnostic, as one table of
+    {method, pattern, handler}: a path is split into segments and matched
+    against each pattern ({name} captures a segment); the first row whose
+    method and pattern match answers (drv_admin_routes.c). A path that some
+    row matches with another method gets 405 with Allow listing the methods
+    that would do; one no row matches gets 404. Mutating methods need the
+    token first (401), on any path. Errors follow the contract:
+    {error: {kind, message, details?}}. */
 #include "drv_admin.h"
-#include "drv_admin_pipelines.h"
-#include "drv_rollout.h"
-#include "drv_registry.h"
+#include "drv_admin_routes.h"
 #include "drv_status.h"
-#include "drv_events.h"
-#include "drv_metrics.h"
-#include "drv_admin_request.h"
 
-#include "drover/drv_spec.h"
-#include "drover/drv_time.h"
 #include "drover/drv_utf8.h"
 
-#include <unistd.h>
-
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #define MAX_SEGMENTS 8
+#define MAX_ARGS 3
+#define PIPELINE "/api/v1/groups/{group}/pipelines/{pipeline}"
+
+typedef struct {
+    const char *method;
+    const char *pattern;
+    drv_route_fn *handler;
+} route_t;
+
+static const route_t s_routes[] = {
+    {"GET", "/livez", drv_route_livez},
+    {"GET", "/readyz", drv_route_readyz},
+    {"GET", "/metrics", drv_route_metrics},
+    {"GET", "/status", drv_route_status},
+    {"GET", "/api/v1/engine", drv_route_engine},
+    {"GET", "/api/v1/groups", drv_route_groups},
+    {"GET", "/api/v1/groups/{group}", drv_route_group_get},
+    {"PUT", "/api/v1/groups/{group}", drv_route_group_put},
+    {"DELETE", "/api/v1/groups/{group}", drv_route_group_delete},
+    {"GET", "/api/v1/groups/{group}/pipelines", drv_route_pipelines},
+    {"GET", PIPELINE, drv_route_pipeline_get},
+    {"PUT", PIPELINE, drv_route_pipeline_put},
+    {"DELETE", PIPELINE, drv_route_pipeline_delete},
+    {"GET", PIPELINE "/status", drv_route_pipeline_status},
+    {"GET", PIPELINE "/rollouts", drv_route_rollouts},
+    {"GET", PIPELINE "/rollouts/{id}", drv_route_rollout_get},
+    {"GET", PIPELINE "/shutdowns/{id}", drv_route_shutdown_get},
+    {"POST", PIPELINE "/shutdown", drv_route_pipeline_shutdown},
+    {"POST", PIPELINE "/rollback", drv_route_pipeline_rollback},
+};
+#define ROUTES (sizeof s_routes / sizeof s_routes[0])
 
 typedef struct {
     char *segments[MAX_SEGMENTS]; // split path, owned
@@ -54,19 +78,6 @@ static bool s_strings_ok(drv_admin_request_t *request, drv_admin_response_t *res
     return true;
 }
 
-static void s_json(drv_admin_response_t *response, int status, json_t *body)
-{
-    response->status = status;
-    response->json = body;
-}
-
-static void s_text(drv_admin_response_t *response, int status, char *text, const char *type)
-{
-    response->status = status;
-    response->text = text;
-    response->content_type = type;
-}
-
 static int s_split(const char *path, route_path_t *out)
 {
     out->count = 0;
@@ -90,144 +101,32 @@ static void s_path_free(route_path_t *path)
     }
 }
 
-static json_t *s_group_json(drv_group_t *group)
+//  Whether pattern matches path; its captures go to args.
+static bool s_match(const char *pattern, const route_path_t *path, char **args)
 {
-    json_t *names = json_array();
-    for (drv_pipeline_t *p = zhashx_first(group->pipelines); p; p = zhashx_next(group->pipelines)) {
-        json_array_append_new(names, json_string(p->name));
+    int i = 0, captured = 0;
+    for (const char *p = pattern; *p == '/'; i++) {
+        const char *seg = p + 1;
+        size_t len = strcspn(seg, "/");
+        if (i == path->count) {
+            return false;
+        }
+        if (seg[0] == '{') {
+            if (captured < MAX_ARGS) {
+                args[captured++] = path->segments[i];
+            }
+        } else if (strlen(path->segments[i]) != len || strncmp(path->segments[i], seg, len) != 0) {
+            return false;
+        }
+        p = seg + len;
     }
-    return json_pack("{s:s, s:o}", "name", group->name, "pipelines", names);
-}
-
-//  Sorted by name, so both transports and repeated calls list the same order.
-static int s_by_name(const void *a, const void *b)
-{
-    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "name")),
-                  json_string_value(json_object_get(*(json_t *const *)b, "name")));
-}
-
-static json_t *s_sorted(json_t *array, const char *key)
-{
-    (void)key;
-    size_t n = json_array_size(array);
-    json_t **items = calloc(n + 1, sizeof *items);
-    for (size_t i = 0; i < n; i++) {
-        items[i] = json_incref(json_array_get(array, i));
-    }
-    qsort(items, n, sizeof *items, s_by_name);
-    json_t *sorted = json_array();
-    for (size_t i = 0; i < n; i++) {
-        json_array_append_new(sorted, items[i]);
-    }
-    free(items);
-    json_decref(array);
-    return sorted;
-}
-
-static void s_groups_list(drv_engine_t *engine, drv_admin_response_t *response)
-{
-    json_t *list = json_array();
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        json_array_append_new(list, s_group_json(g));
-    }
-    s_json(response, 200, s_sorted(list, "name"));
-}
-
-static void s_group_put(drv_engine_t *engine, const char *name, drv_admin_response_t *response)
-{
-    if (!drv_spec_valid_id(name)) {
-        drv_admin_error(response, 400, "invalid_request", "group name \"%s\" must match [a-z0-9_-]{1,63}",
-                        name);
-        return;
-    }
-    bool existed = drv_registry_group(engine, name, false) != NULL;
-    drv_group_t *group = drv_registry_group(engine, name, true);
-    if (!existed) {
-        drv_events_publish(engine, "group.created", name, NULL, NULL);
-        engine->state_dirty = true;
-    }
-    s_json(response, 200, s_group_json(group));
-}
-
-static void s_group_delete(drv_engine_t *engine, const char *name, drv_admin_response_t *response)
-{
-    drv_group_t *group = drv_admin_lookup_group(engine, name, response);
-    if (!group) {
-        return;
-    }
-    if (zhashx_size(group->pipelines) > 0) {
-        drv_admin_error(response, 409, "conflict", "group \"%s\" still has %zu pipeline(s)", name,
-                        zhashx_size(group->pipelines));
-        return;
-    }
-    if (strcmp(name, "default") == 0) {
-        drv_admin_error(response, 409, "conflict", "the default group cannot be deleted");
-        return;
-    }
-    zhashx_delete(engine->groups, name);
-    drv_events_publish(engine, "group.deleted", name, NULL, NULL);
-    engine->state_dirty = true;
-    s_json(response, 200, json_pack("{s:s, s:b}", "name", name, "deleted", 1));
-}
-
-static void s_pipelines_list(drv_engine_t *engine, drv_group_t *group, drv_admin_response_t *response)
-{
-    json_t *list = json_array();
-    for (drv_pipeline_t *p = zhashx_first(group->pipelines); p; p = zhashx_next(group->pipelines)) {
-        json_t *status = drv_status_pipeline(engine, p);
-        json_object_set_new(status, "name", json_string(p->name));
-        json_array_append_new(list, status);
-    }
-    s_json(response, 200, s_sorted(list, "name"));
-}
-
-static void s_readyz(drv_engine_t *engine, drv_admin_response_t *response)
-{
-    json_t *reasons = json_array();
-    bool ready = drv_status_ready(engine, reasons);
-    s_json(response, ready ? 200 : 503,
-           json_pack("{s:b, s:o}", "ready", ready, "reasons", reasons));
-}
-
-static void s_engine_info(drv_engine_t *engine, drv_admin_response_t *response)
-{
-    drv_config_t *c = engine->config;
-    json_t *cpus = json_array();
-    for (int i = 0; i < engine->cpus.count; i++) {
-        json_array_append_new(cpus, json_integer(engine->cpus.ids[i]));
-    }
-    char started[40];
-    drv_time_rfc3339(engine->started_at, started, sizeof started);
-    s_json(response, 200,
-           json_pack("{s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:b, s:i}", "version",
-                     DROVER_VERSION, "pid", (int)getpid(), "started_at", started, "config", c->path,
-                     "run_dir", c->run_dir, "admin", "zmq", c->admin_zmq, "events", c->admin_events,
-                     "http", c->admin_http, "cpus", cpus, "shutting_down", engine->shutting_down,
-                     "shutdown_timeout_secs", c->shutdown_timeout_secs));
-}
-
-static bool s_method_is(drv_admin_request_t *request, const char *allowed,
-                        drv_admin_response_t *response)
-{
-    char padded[64];
-    snprintf(padded, sizeof padded, " %s ", allowed);
-    char word[16];
-    snprintf(word, sizeof word, " %s ", request->method);
-    if (strstr(padded, word)) {
-        return true;
-    }
-    drv_admin_error(response, 405, "invalid_request", "%s is not allowed on %s (allowed: %s)",
-                    request->method, request->path, allowed);
-    response->allow = allowed;
-    return false;
+    return i == path->count;
 }
 
 //  Returns true when the request was kept to be answered later.
 static bool s_route(drv_engine_t *engine, drv_admin_request_t *request, route_path_t *path,
                     drv_admin_response_t *response)
 {
-    char **seg = path->segments;
-    int n = path->count;
     bool mutating = strcmp(request->method, "GET") && strcmp(request->method, "HEAD");
     if (mutating && !request->authorized) {
         drv_admin_error(response, 401, "unauthorized",
@@ -235,117 +134,34 @@ static bool s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
                         request->method);
         return false;
     }
-    if (n == 1 && !strcmp(seg[0], "livez")) {
-        if (s_method_is(request, "GET", response)) {
-            s_text(response, 200, strdup("ok\n"), "text/plain; charset=utf-8");
+    static char allow[ROUTES][40]; // per row: the methods of every row with its pattern
+    char *args[MAX_ARGS] = {0};
+    const route_t *other = NULL;
+    for (size_t r = 0; r < ROUTES; r++) {
+        if (!s_match(s_routes[r].pattern, path, args)) {
+            continue;
         }
-    } else if (n == 1 && !strcmp(seg[0], "readyz")) {
-        if (s_method_is(request, "GET", response)) {
-            s_readyz(engine, response);
+        if (!strcmp(s_routes[r].method, request->method)) {
+            return s_routes[r].handler(engine, request, args, response);
         }
-    } else if (n == 1 && !strcmp(seg[0], "metrics")) {
-        if (s_method_is(request, "GET", response)) {
-            s_text(response, 200, drv_metrics_render(engine), "text/plain; version=0.0.4; charset=utf-8");
-        }
-    } else if (n == 1 && !strcmp(seg[0], "status")) {
-        if (s_method_is(request, "GET", response)) {
-            s_json(response, 200, drv_status_all(engine));
-        }
-    } else if (n == 3 && !strcmp(seg[0], "api") && !strcmp(seg[1], "v1") && !strcmp(seg[2], "engine")) {
-        if (s_method_is(request, "GET", response)) {
-            s_engine_info(engine, response);
-        }
-    } else if (n >= 3 && !strcmp(seg[0], "api") && !strcmp(seg[1], "v1") && !strcmp(seg[2], "groups")) {
-        if (n == 3) {
-            if (s_method_is(request, "GET", response)) {
-                s_groups_list(engine, response);
-            }
-        } else if (n == 4) {
-            if (!s_method_is(request, "GET PUT DELETE", response)) {
-                return false;
-            }
-            if (!strcmp(request->method, "PUT")) {
-                s_group_put(engine, seg[3], response);
-            } else if (!strcmp(request->method, "DELETE")) {
-                s_group_delete(engine, seg[3], response);
-            } else {
-                drv_group_t *group = drv_admin_lookup_group(engine, seg[3], response);
-                if (group) {
-                    s_json(response, 200, s_group_json(group));
-                }
-            }
-        } else if (n == 5 && !strcmp(seg[4], "pipelines")) {
-            drv_group_t *group = s_method_is(request, "GET", response) ? drv_admin_lookup_group(engine, seg[3], response)
-                                                                       : NULL;
-            if (group) {
-                s_pipelines_list(engine, group, response);
-            }
-        } else if (n >= 6 && !strcmp(seg[4], "pipelines")) {
-            const char *g = seg[3], *p = seg[5];
-            if (n == 6) {
-                if (!s_method_is(request, "GET PUT DELETE", response)) {
-                    return false;
-                }
-                if (!strcmp(request->method, "PUT")) {
-                    return drv_admin_pipeline_put(engine, request, g, p, response);
-                }
-                if (!strcmp(request->method, "DELETE")) {
-                    return drv_admin_pipeline_shutdown(engine, request, g, p, true, response);
-                }
-                drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, g, p, response);
-                if (pipeline) {
-                    s_json(response, 200,
-                           json_pack("{s:O, s:o}", "spec", pipeline->spec, "status",
-                                     drv_status_pipeline(engine, pipeline)));
-                }
-            } else if (n == 7 && !strcmp(seg[6], "status")) {
-                drv_pipeline_t *pipeline = s_method_is(request, "GET", response)
-                                               ? drv_admin_lookup_pipeline(engine, g, p, response)
-                                               : NULL;
-                if (pipeline) {
-                    s_json(response, 200, drv_status_pipeline(engine, pipeline));
-                }
-            } else if (n == 7 && !strcmp(seg[6], "rollouts")) {
-                drv_pipeline_t *pipeline = s_method_is(request, "GET", response)
-                                               ? drv_admin_lookup_pipeline(engine, g, p, response)
-                                               : NULL;
-                if (pipeline) {
-                    drv_admin_rollouts_list(engine, pipeline, response);
-                }
-            } else if (n == 8 && !strcmp(seg[6], "rollouts")) {
-                drv_pipeline_t *pipeline = s_method_is(request, "GET", response)
-                                               ? drv_admin_lookup_pipeline(engine, g, p, response)
-                                               : NULL;
-                if (pipeline) {
-                    drv_admin_rollout_get(engine, pipeline, seg[7], response);
-                }
-            } else if (n == 8 && !strcmp(seg[6], "shutdowns")) {
-                drv_pipeline_t *pipeline = s_method_is(request, "GET", response)
-                                               ? drv_admin_lookup_pipeline(engine, g, p, response)
-                                               : NULL;
-                if (pipeline) {
-                    drv_admin_shutdown_get(engine, pipeline, seg[7], response);
-                }
-            } else if (n == 7 && !strcmp(seg[6], "shutdown")) {
-                if (s_method_is(request, "POST", response)) {
-                    return drv_admin_pipeline_shutdown(engine, request, g, p, false, response);
-                }
-            } else if (n == 7 && !strcmp(seg[6], "rollback")) {
-                if (s_method_is(request, "POST", response)) {
-                    return drv_admin_pipeline_rollback(engine, request, g, p, response);
-                }
-            } else {
-                drv_admin_error(response, 404, "invalid_request", "no route %s %s", request->method,
-                                request->path);
-            }
-        } else {
-            drv_admin_error(response, 404, "invalid_request", "no route %s %s", request->method,
-                            request->path);
-        }
-    } else {
-        drv_admin_error(response, 404, "invalid_request", "no route %s %s", request->method,
-                        request->path);
+        other = other ? other : &s_routes[r];
     }
+    if (!other) {
+        drv_admin_error(response, 404, "invalid_request", "no route %s %s", request->method, request->path);
+        return false;
+    }
+    char *list = allow[other - s_routes];
+    if (!list[0]) {
+        for (size_t r = 0; r < ROUTES; r++) {
+            if (!strcmp(s_routes[r].pattern, other->pattern)) {
+                size_t used = strlen(list);
+                snprintf(list + used, sizeof allow[0] - used, "%s%s", used ? ", " : "", s_routes[r].method);
+            }
+        }
+    }
+    drv_admin_error(response, 405, "invalid_request", "%s is not allowed on %s (allowed: %s)", request->method,
+                    request->path, list);
+    response->allow = list;
     return false;
 }
 
@@ -362,7 +178,7 @@ void drv_admin_dispatch(drv_engine_t *engine, drv_admin_request_t *request)
     } else if (s_route(engine, request, &path, &response)) {
         s_path_free(&path);
         drv_admin_response_clear(&response);
-        return; // kept: answered when its rollout ends
+        return; // kept: answered when its operation ends
     }
     s_path_free(&path);
     if (!response.content_type) {

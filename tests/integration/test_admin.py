@@ -127,6 +127,12 @@ class AdminPlane(EngineTest):
         self.assertIn("no route GET /no/such/route", body["error"]["message"])
         status, body, resp = self.admin.http("POST", "/status")
         self.assertEqual((status, resp.getheader("Allow")), (405, "GET"))
+        # Allow lists every method of the route table's rows for that path.
+        status, body, resp = self.admin.http("POST", "/api/v1/groups/default/pipelines/gen")
+        self.assertEqual((status, resp.getheader("Allow")), (405, "GET, PUT, DELETE"))
+        self.assertIn("allowed: GET, PUT, DELETE", body["error"]["message"])
+        status, body, resp = self.admin.http("GET", "/api/v1/groups/default/pipelines/gen/shutdown")
+        self.assertEqual((status, resp.getheader("Allow")), (405, "POST"))
         status, body = self.admin.zmq("DELETE", "/api/v1/groups/default")
         self.assertEqual((status, body["error"]["kind"]), (409, "conflict"))
 

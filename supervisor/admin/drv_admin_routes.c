@@ -1,0 +1,304 @@
+/*  drv_admin_routes — see drv_admin_routes.h. */
+#include "drv_admin_routes.h"
+#include "drv_admin_pipelines.h"
+#include "drv_registry.h"
+#include "drv_status.h"
+#include "drv_events.h"
+#include "drv_metrics.h"
+
+#include "drover/drv_spec.h"
+#include "drover/drv_time.h"
+
+#include <unistd.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static void s_json(drv_admin_response_t *response, int status, json_t *body)
+{
+    response->status = status;
+    response->json = body;
+}
+
+static void s_text(drv_admin_response_t *response, int status, char *text, const char *type)
+{
+    response->status = status;
+    response->text = text;
+    response->content_type = type;
+}
+
+static json_t *s_group_json(drv_group_t *group)
+{
+    json_t *names = json_array();
+    for (drv_pipeline_t *p = zhashx_first(group->pipelines); p; p = zhashx_next(group->pipelines)) {
+        json_array_append_new(names, json_string(p->name));
+    }
+    return json_pack("{s:s, s:o}", "name", group->name, "pipelines", names);
+}
+
+//  Sorted by name, so both transports and repeated calls list the same order.
+static int s_by_name(const void *a, const void *b)
+{
+    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "name")),
+                  json_string_value(json_object_get(*(json_t *const *)b, "name")));
+}
+
+static json_t *s_sorted(json_t *array, const char *key)
+{
+    (void)key;
+    size_t n = json_array_size(array);
+    json_t **items = calloc(n + 1, sizeof *items);
+    for (size_t i = 0; i < n; i++) {
+        items[i] = json_incref(json_array_get(array, i));
+    }
+    qsort(items, n, sizeof *items, s_by_name);
+    json_t *sorted = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(sorted, items[i]);
+    }
+    free(items);
+    json_decref(array);
+    return sorted;
+}
+
+static void s_groups_list(drv_engine_t *engine, drv_admin_response_t *response)
+{
+    json_t *list = json_array();
+    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
+        json_array_append_new(list, s_group_json(g));
+    }
+    s_json(response, 200, s_sorted(list, "name"));
+}
+
+static void s_group_put(drv_engine_t *engine, const char *name, drv_admin_response_t *response)
+{
+    if (!drv_spec_valid_id(name)) {
+        drv_admin_error(response, 400, "invalid_request", "group name \"%s\" must match [a-z0-9_-]{1,63}",
+                        name);
+        return;
+    }
+    bool existed = drv_registry_group(engine, name, false) != NULL;
+    drv_group_t *group = drv_registry_group(engine, name, true);
+    if (!existed) {
+        drv_events_publish(engine, "group.created", name, NULL, NULL);
+        engine->state_dirty = true;
+    }
+    s_json(response, 200, s_group_json(group));
+}
+
+static void s_group_delete(drv_engine_t *engine, const char *name, drv_admin_response_t *response)
+{
+    drv_group_t *group = drv_admin_lookup_group(engine, name, response);
+    if (!group) {
+        return;
+    }
+    if (zhashx_size(group->pipelines) > 0) {
+        drv_admin_error(response, 409, "conflict", "group \"%s\" still has %zu pipeline(s)", name,
+                        zhashx_size(group->pipelines));
+        return;
+    }
+    if (strcmp(name, "default") == 0) {
+        drv_admin_error(response, 409, "conflict", "the default group cannot be deleted");
+        return;
+    }
+    zhashx_delete(engine->groups, name);
+    drv_events_publish(engine, "group.deleted", name, NULL, NULL);
+    engine->state_dirty = true;
+    s_json(response, 200, json_pack("{s:s, s:b}", "name", name, "deleted", 1));
+}
+
+static void s_pipelines_list(drv_engine_t *engine, drv_group_t *group, drv_admin_response_t *response)
+{
+    json_t *list = json_array();
+    for (drv_pipeline_t *p = zhashx_first(group->pipelines); p; p = zhashx_next(group->pipelines)) {
+        json_t *status = drv_status_pipeline(engine, p);
+        json_object_set_new(status, "name", json_string(p->name));
+        json_array_append_new(list, status);
+    }
+    s_json(response, 200, s_sorted(list, "name"));
+}
+
+static void s_readyz(drv_engine_t *engine, drv_admin_response_t *response)
+{
+    json_t *reasons = json_array();
+    bool ready = drv_status_ready(engine, reasons);
+    s_json(response, ready ? 200 : 503,
+           json_pack("{s:b, s:o}", "ready", ready, "reasons", reasons));
+}
+
+static void s_engine_info(drv_engine_t *engine, drv_admin_response_t *response)
+{
+    drv_config_t *c = engine->config;
+    json_t *cpus = json_array();
+    for (int i = 0; i < engine->cpus.count; i++) {
+        json_array_append_new(cpus, json_integer(engine->cpus.ids[i]));
+    }
+    char started[40];
+    drv_time_rfc3339(engine->started_at, started, sizeof started);
+    s_json(response, 200,
+           json_pack("{s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:b, s:i}", "version",
+                     DROVER_VERSION, "pid", (int)getpid(), "started_at", started, "config", c->path,
+                     "run_dir", c->run_dir, "admin", "zmq", c->admin_zmq, "events", c->admin_events,
+                     "http", c->admin_http, "cpus", cpus, "shutting_down", engine->shutting_down,
+                     "shutdown_timeout_secs", c->shutdown_timeout_secs));
+}
+
+bool drv_route_livez(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
+{
+    (void)engine, (void)request, (void)args;
+    s_text(response, 200, strdup("ok\n"), "text/plain; charset=utf-8");
+    return false;
+}
+
+bool drv_route_readyz(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
+{
+    (void)request, (void)args;
+    s_readyz(engine, response);
+    return false;
+}
+
+bool drv_route_metrics(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
+{
+    (void)request, (void)args;
+    s_text(response, 200, drv_metrics_render(engine), "text/plain; version=0.0.4; charset=utf-8");
+    return false;
+}
+
+bool drv_route_status(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
+{
+    (void)request, (void)args;
+    s_json(response, 200, drv_status_all(engine));
+    return false;
+}
+
+bool drv_route_engine(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
+{
+    (void)request, (void)args;
+    s_engine_info(engine, response);
+    return false;
+}
+
+bool drv_route_groups(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
+{
+    (void)request, (void)args;
+    s_groups_list(engine, response);
+    return false;
+}
+
+bool drv_route_group_get(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                         drv_admin_response_t *response)
+{
+    (void)request;
+    drv_group_t *group = drv_admin_lookup_group(engine, args[0], response);
+    if (group) {
+        s_json(response, 200, s_group_json(group));
+    }
+    return false;
+}
+
+bool drv_route_group_put(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                         drv_admin_response_t *response)
+{
+    (void)request;
+    s_group_put(engine, args[0], response);
+    return false;
+}
+
+bool drv_route_group_delete(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                            drv_admin_response_t *response)
+{
+    (void)request;
+    s_group_delete(engine, args[0], response);
+    return false;
+}
+
+bool drv_route_pipelines(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                         drv_admin_response_t *response)
+{
+    (void)request;
+    drv_group_t *group = drv_admin_lookup_group(engine, args[0], response);
+    if (group) {
+        s_pipelines_list(engine, group, response);
+    }
+    return false;
+}
+
+bool drv_route_pipeline_get(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                            drv_admin_response_t *response)
+{
+    (void)request;
+    drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
+    if (pipeline) {
+        s_json(response, 200,
+               json_pack("{s:O, s:o}", "spec", pipeline->spec, "status", drv_status_pipeline(engine, pipeline)));
+    }
+    return false;
+}
+
+bool drv_route_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                            drv_admin_response_t *response)
+{
+    return drv_admin_pipeline_put(engine, request, args[0], args[1], response);
+}
+
+bool drv_route_pipeline_delete(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                               drv_admin_response_t *response)
+{
+    return drv_admin_pipeline_shutdown(engine, request, args[0], args[1], true, response);
+}
+
+bool drv_route_pipeline_status(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                               drv_admin_response_t *response)
+{
+    (void)request;
+    drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
+    if (pipeline) {
+        s_json(response, 200, drv_status_pipeline(engine, pipeline));
+    }
+    return false;
+}
+
+bool drv_route_rollouts(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                        drv_admin_response_t *response)
+{
+    (void)request;
+    drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
+    if (pipeline) {
+        drv_admin_rollouts_list(engine, pipeline, response);
+    }
+    return false;
+}
+
+bool drv_route_rollout_get(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                           drv_admin_response_t *response)
+{
+    (void)request;
+    drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
+    if (pipeline) {
+        drv_admin_rollout_get(engine, pipeline, args[2], response);
+    }
+    return false;
+}
+
+bool drv_route_shutdown_get(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                            drv_admin_response_t *response)
+{
+    (void)request;
+    drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
+    if (pipeline) {
+        drv_admin_shutdown_get(engine, pipeline, args[2], response);
+    }
+    return false;
+}
+
+bool drv_route_pipeline_shutdown(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                                 drv_admin_response_t *response)
+{
+    return drv_admin_pipeline_shutdown(engine, request, args[0], args[1], false, response);
+}
+
+bool drv_route_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                                 drv_admin_response_t *response)
+{
+    return drv_admin_pipeline_rollback(engine, request, args[0], args[1], response);
+}
