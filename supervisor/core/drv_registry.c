@@ -207,16 +207,27 @@ size_t drv_registry_pipeline_count(drv_engine_t *engine)
     return count;
 }
 
-void drv_registry_each_pipeline(drv_engine_t *engine, drv_pipeline_fn *fn, void *arg)
+drv_pipeline_t **drv_registry_pipelines(drv_engine_t *engine, size_t *count)
 {
-    //  Snapshot first: fn may remove its pipeline, and may walk the hashes.
-    size_t count = drv_registry_pipeline_count(engine), n = 0;
-    drv_pipeline_t **all = calloc(count + 1, sizeof *all);
+    size_t size = drv_registry_pipeline_count(engine), n = 0;
+    drv_pipeline_t **all = calloc(size + 1, sizeof *all);
+    if (!all) {
+        abort(); // a pointer per pipeline
+    }
     for (drv_group_t *g = engine->groups ? zhashx_first(engine->groups) : NULL; g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p && n < count; p = zhashx_next(g->pipelines)) {
+        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p && n < size; p = zhashx_next(g->pipelines)) {
             all[n++] = p;
         }
     }
+    *count = n;
+    return all;
+}
+
+void drv_registry_each_pipeline(drv_engine_t *engine, drv_pipeline_fn *fn, void *arg)
+{
+    //  Snapshot first: fn may remove its pipeline, and may walk the hashes.
+    size_t n;
+    drv_pipeline_t **all = drv_registry_pipelines(engine, &n);
     for (size_t i = 0; i < n; i++) {
         fn(engine, all[i], arg);
     }

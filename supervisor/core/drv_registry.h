@@ -22,8 +22,11 @@ drv_instance_t *drv_registry_by_pid(drv_engine_t *engine, pid_t pid);
 typedef void(drv_instance_fn)(drv_engine_t *engine, drv_instance_t *inst, void *arg);
 void drv_registry_each_instance(drv_engine_t *engine, drv_instance_fn *fn, void *arg);
 size_t drv_registry_instance_count(drv_engine_t *engine);
-//  Calls fn for every pipeline of every group, one walk instead of two
-//  nested ones; fn may remove the pipeline it was given (no other).
+//  Every pipeline of every group, as a snapshot (free it): one flat walk
+//  instead of two nested ones, unaffected by changes made during it.
+drv_pipeline_t **drv_registry_pipelines(drv_engine_t *engine, size_t *count);
+//  Calls fn for every pipeline of every group (a snapshot's walk); fn may
+//  remove the pipeline it was given (no other).
 typedef void(drv_pipeline_fn)(drv_engine_t *engine, drv_pipeline_t *pipeline, void *arg);
 void drv_registry_each_pipeline(drv_engine_t *engine, drv_pipeline_fn *fn, void *arg);
 //  Removes a pipeline and its instances' records (its processes must be gone).

@@ -179,13 +179,15 @@ void drv_broker_on_message(drv_engine_t *engine, void *message)
         engine->broker_connected = true;
         drv_info("broker connected pid=%d", engine->broker_pid);
         if (engine->groups) {
-            for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-                for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-                    if (p->has_zmq && !p->stopping) {
-                        drv_broker_pipeline_set(engine, p);
-                    }
+            size_t count;
+            drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
+            for (size_t k = 0; k < count; k++) {
+                drv_pipeline_t *p = all[k];
+                if (p->has_zmq && !p->stopping && (p->running || p->active)) { // not a stopped one
+                    drv_broker_pipeline_set(engine, p);
                 }
             }
+            free(all);
         }
         drv_registry_each_instance(engine, s_replay_instance, NULL);
         break;

@@ -2,6 +2,7 @@
     Per-instance counters are the worker's own since its process started, so
     they reset on a restart: Prometheus' rate() handles counter resets. */
 #include "drv_metrics.h"
+#include "drv_registry.h"
 #include "drv_status.h"
 
 #include "drover/drv_time.h"
@@ -46,62 +47,62 @@ static int64_t s_errors(const drv_instance_t *i) { return i->errors; }
 static int64_t s_restarts(const drv_instance_t *i) { return i->restarts; }
 static int64_t s_up(const drv_instance_t *i) { return i->state == DRV_INST_READY; }
 
-static void s_instance_metric(text_t *t, drv_engine_t *engine, const char *name, const char *type,
+typedef struct {
+    drv_pipeline_t **all; // every pipeline, one snapshot for the whole page
+    size_t count;
+} pipelines_t;
+
+static void s_instance_metric(text_t *t, const pipelines_t *ps, const char *name, const char *type,
                               const char *help, instance_value_fn *fn)
 {
     s_header(t, name, type, help);
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            for (drv_instance_t *i = zlistx_first(p->instances); i; i = zlistx_next(p->instances)) {
-                s_printf(t, "%s{group=\"%s\",pipeline=\"%s\",core=\"%d\",generation=\"%lld\"} %lld\n",
-                         name, p->group, p->name, i->core, (long long)i->generation, (long long)fn(i));
-            }
+    for (size_t k = 0; k < ps->count; k++) {
+        drv_pipeline_t *p = ps->all[k];
+        for (drv_instance_t *i = zlistx_first(p->instances); i; i = zlistx_next(p->instances)) {
+            s_printf(t, "%s{group=\"%s\",pipeline=\"%s\",core=\"%d\",generation=\"%lld\"} %lld\n", name,
+                     p->group, p->name, i->core, (long long)i->generation, (long long)fn(i));
         }
+    }
+}
+
+typedef int64_t(pipeline_value_fn)(const drv_pipeline_t *p);
+
+static int64_t s_desired(const drv_pipeline_t *p) { return p->core_count; }
+static int64_t s_ready(const drv_pipeline_t *p) { return drv_status_ready_instances(p); }
+static int64_t s_degraded(const drv_pipeline_t *p) { return p->cond_degraded.status ? 1 : 0; }
+static int64_t s_generation(const drv_pipeline_t *p) { return p->generation; }
+
+static void s_pipeline_metric(text_t *t, const pipelines_t *ps, const char *name, const char *help,
+                              pipeline_value_fn *fn)
+{
+    s_header(t, name, "gauge", help);
+    for (size_t k = 0; k < ps->count; k++) {
+        s_printf(t, "%s{group=\"%s\",pipeline=\"%s\"} %lld\n", name, ps->all[k]->group, ps->all[k]->name,
+                 (long long)fn(ps->all[k]));
     }
 }
 
 char *drv_metrics_render(drv_engine_t *engine)
 {
     text_t t = {malloc(8192), 0, 8192};
-    s_instance_metric(&t, engine, "drover_instance_records_in_total", "counter",
+    pipelines_t ps;
+    ps.all = drv_registry_pipelines(engine, &ps.count);
+    s_instance_metric(&t, &ps, "drover_instance_records_in_total", "counter",
                       "Records that entered the instance's receivers.", s_in);
-    s_instance_metric(&t, engine, "drover_instance_records_out_total", "counter",
+    s_instance_metric(&t, &ps, "drover_instance_records_out_total", "counter",
                       "Records written by the instance's exporters (each exporter counts).", s_out);
-    s_instance_metric(&t, engine, "drover_instance_errors_total", "counter",
+    s_instance_metric(&t, &ps, "drover_instance_errors_total", "counter",
                       "Rejected producer messages and failed exports.", s_errors);
-    s_instance_metric(&t, engine, "drover_instance_restarts_total", "counter",
+    s_instance_metric(&t, &ps, "drover_instance_restarts_total", "counter",
                       "Restarts of this instance slot after crashes.", s_restarts);
-    s_instance_metric(&t, engine, "drover_instance_up", "gauge",
+    s_instance_metric(&t, &ps, "drover_instance_up", "gauge",
                       "1 when the instance is ready, else 0.", s_up);
 
-    s_header(&t, "drover_pipeline_desired_cores", "gauge", "Cores the pipeline should run on.");
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            s_printf(&t, "drover_pipeline_desired_cores{group=\"%s\",pipeline=\"%s\"} %d\n", p->group,
-                     p->name, p->core_count);
-        }
-    }
-    s_header(&t, "drover_pipeline_ready_instances", "gauge", "Ready instances of the pipeline.");
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            s_printf(&t, "drover_pipeline_ready_instances{group=\"%s\",pipeline=\"%s\"} %d\n", p->group,
-                     p->name, drv_status_ready_instances(p));
-        }
-    }
-    s_header(&t, "drover_pipeline_degraded", "gauge", "1 when the pipeline is degraded.");
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            s_printf(&t, "drover_pipeline_degraded{group=\"%s\",pipeline=\"%s\"} %d\n", p->group,
-                     p->name, p->cond_degraded.status ? 1 : 0);
-        }
-    }
-    s_header(&t, "drover_pipeline_generation", "gauge", "The pipeline's active generation.");
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            s_printf(&t, "drover_pipeline_generation{group=\"%s\",pipeline=\"%s\"} %lld\n", p->group,
-                     p->name, (long long)p->generation);
-        }
-    }
+    s_pipeline_metric(&t, &ps, "drover_pipeline_desired_cores", "Cores the pipeline should run on.", s_desired);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_ready_instances", "Ready instances of the pipeline.", s_ready);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_degraded", "1 when the pipeline is degraded.", s_degraded);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_generation", "The pipeline's active generation.", s_generation);
+    free(ps.all);
     s_header(&t, "drover_rollouts_total", "counter", "Rollouts by action and final state.");
     static const char *actions[] = {"create", "noop", "resize", "replace"};
     static const char *states[] = {"succeeded", "failed", "rollback_failed"};

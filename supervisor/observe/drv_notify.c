@@ -13,6 +13,7 @@
               wedged loop is noticed by systemd (WatchdogSec=)
     STATUS=   a one-line summary with each of the above */
 #include "drv_notify.h"
+#include "drv_registry.h"
 #include "drv_status.h"
 
 #include "drover/drv_log.h"
@@ -45,19 +46,22 @@ void drv_notify_init(drv_engine_t *engine)
 static bool s_settled(drv_engine_t *engine, int *running, int *not_running)
 {
     *running = *not_running = 0;
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            const char *phase = drv_status_phase(p);
-            if (!strcmp(phase, "pending") || !strcmp(phase, "updating")) {
-                return false;
-            }
-            if (!strcmp(phase, "running")) {
-                (*running)++;
-            } else if (strcmp(phase, "stopped")) {
-                (*not_running)++;
-            }
+    size_t count;
+    drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
+    for (size_t k = 0; k < count; k++) {
+        drv_pipeline_t *p = all[k];
+        const char *phase = drv_status_phase(p);
+        if (!strcmp(phase, "pending") || !strcmp(phase, "updating")) {
+            free(all);
+            return false;
+        }
+        if (!strcmp(phase, "running")) {
+            (*running)++;
+        } else if (strcmp(phase, "stopped")) {
+            (*not_running)++;
         }
     }
+    free(all);
     return true;
 }
 

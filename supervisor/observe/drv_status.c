@@ -119,14 +119,16 @@ void drv_status_refresh(drv_engine_t *engine)
         return;
     }
     int64_t now = drv_time_wall_ms();
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            if (p->created_at == 0) {
-                p->created_at = now;
-            }
-            s_refresh(engine, p, now);
+    size_t count;
+    drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
+    for (size_t k = 0; k < count; k++) {
+        drv_pipeline_t *p = all[k];
+        if (p->created_at == 0) {
+            p->created_at = now;
         }
+        s_refresh(engine, p, now);
     }
+    free(all);
 }
 
 const char *drv_status_phase(const drv_pipeline_t *pipeline)
@@ -216,11 +218,13 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
 json_t *drv_status_all(drv_engine_t *engine)
 {
     json_t *pipelines = json_object();
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            json_object_set_new(pipelines, p->key, drv_status_pipeline(engine, p));
-        }
+    size_t count;
+    drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
+    for (size_t k = 0; k < count; k++) {
+        drv_pipeline_t *p = all[k];
+        json_object_set_new(pipelines, p->key, drv_status_pipeline(engine, p));
     }
+    free(all);
     return json_pack("{s:o, s:o}", "generated_at", s_time(drv_time_wall_ms()), "pipelines", pipelines);
 }
 
@@ -239,27 +243,28 @@ bool drv_status_ready(drv_engine_t *engine, json_t *reasons)
         json_array_append_new(reasons, json_string(reason));
     }
     bool needs_broker = false;
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            needs_broker |= p->has_zmq && !p->stopping && (p->running || p->active);
-        }
+    size_t count;
+    drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
+    for (size_t k = 0; k < count; k++) {
+        drv_pipeline_t *p = all[k];
+        needs_broker |= p->has_zmq && !p->stopping && (p->running || p->active);
     }
     if (needs_broker && !engine->broker_connected) {
         json_array_append_new(reasons, json_string("the broker is not connected"));
         ready = false;
     }
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            if (p->stopping || (!p->running && !p->active)) {
-                continue; // shut down on purpose, or never came up: not expected to run
-            }
-            if (!p->cond_ready.status) {
-                char reason[400];
-                snprintf(reason, sizeof reason, "%s: %s", p->key, p->cond_ready.message);
-                json_array_append_new(reasons, json_string(reason));
-                ready = false;
-            }
+    for (size_t k = 0; k < count; k++) {
+        drv_pipeline_t *p = all[k];
+        if (p->stopping || (!p->running && !p->active)) {
+            continue; // shut down on purpose, or never came up: not expected to run
+        }
+        if (!p->cond_ready.status) {
+            char reason[400];
+            snprintf(reason, sizeof reason, "%s: %s", p->key, p->cond_ready.message);
+            json_array_append_new(reasons, json_string(reason));
+            ready = false;
         }
     }
+    free(all);
     return ready;
 }

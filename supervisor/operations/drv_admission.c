@@ -12,25 +12,28 @@
 //  Another pipeline (or another generation of one) already has this endpoint.
 static const char *s_endpoint_owner(drv_engine_t *engine, drv_pipeline_t *self, const char *endpoint)
 {
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            if (p == self || (!p->running && !p->active)) {
-                continue;
-            }
-            json_t *receivers = drv_spec_zmq_receivers(p->spec);
-            size_t i;
-            json_t *r;
-            bool found = false;
-            json_array_foreach(receivers, i, r)
-            {
-                found |= !strcmp(json_string_value(json_object_get(r, "endpoint")), endpoint);
-            }
-            json_decref(receivers);
-            if (found) {
-                return p->key;
-            }
+    size_t count;
+    drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
+    for (size_t k = 0; k < count; k++) {
+        drv_pipeline_t *p = all[k];
+        if (p == self || (!p->running && !p->active)) {
+            continue;
+        }
+        json_t *receivers = drv_spec_zmq_receivers(p->spec);
+        size_t i;
+        json_t *r;
+        bool found = false;
+        json_array_foreach(receivers, i, r)
+        {
+            found |= !strcmp(json_string_value(json_object_get(r, "endpoint")), endpoint);
+        }
+        json_decref(receivers);
+        if (found) {
+            free(all);
+            return p->key;
         }
     }
+    free(all);
     return NULL;
 }
 

@@ -127,16 +127,18 @@ void drv_reload_apply(drv_engine_t *engine)
         }
     }
     //  Pipelines the file used to declare and no longer does.
-    for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
-        for (drv_pipeline_t *p = zhashx_first(g->pipelines); p; p = zhashx_next(g->pipelines)) {
-            bool declared = json_object_get(json_object_get(fresh->groups, g->name), p->name) != NULL;
-            if (p->from_config && !declared && !p->shutdown_active && !p->active) {
-                drv_info("reload: pipeline=%s is gone from the file: shutting it down", p->key);
-                drv_shutdown_start(engine, p, 0, true);
-                removed++;
-            }
+    size_t count;
+    drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
+    for (size_t k = 0; k < count; k++) {
+        drv_pipeline_t *p = all[k];
+        bool declared = json_object_get(json_object_get(fresh->groups, p->group), p->name) != NULL;
+        if (p->from_config && !declared && !p->shutdown_active && !p->active) {
+            drv_info("reload: pipeline=%s is gone from the file: shutting it down", p->key);
+            drv_shutdown_start(engine, p, 0, true);
+            removed++;
         }
     }
+    free(all);
     json_decref(engine->config->groups);
     engine->config->groups = json_incref(fresh->groups);
     drv_config_destroy(&fresh);

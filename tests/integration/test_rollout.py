@@ -4,6 +4,8 @@ a rollout that times out, 409 while busy, dry runs, bad bodies."""
 
 import json
 import os
+import signal
+import socket
 import threading
 import time
 import unittest
@@ -11,7 +13,7 @@ import unittest
 import msgpack
 import zmq
 
-from harness import Admin, EngineTest, free_port, read_ndjson, wait_until
+from harness import Admin, EngineTest, children_of, cmdline, free_port, read_ndjson, wait_until
 
 ENGINE = """
 engine:
@@ -45,6 +47,15 @@ def gen_spec(out_dir, cores=1, rate=50):
             "out": {"type": "exporter:file", "config": {"path": f"{out_dir}/gen-{{core}}-{{generation}}.ndjson"}},
         },
     }}
+
+
+def accepts(port):
+    """Whether something listens on 127.0.0.1:port."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 class Load:
@@ -355,6 +366,18 @@ class Rollouts(EngineTest):
         status, again, _ = self.admin.http("GET", f"/api/v1/groups/default/pipelines/ingest/shutdowns/{body['shutdown_id']}")
         self.assertEqual((status, again["state"]), (200, "succeeded"))
         self.assertEqual(self.admin.http("GET", "/readyz")[0], 200, "a stopped pipeline is not expected to run")
+        # A broker that restarts is told only of pipelines that run: the
+        # stopped one's endpoint stays closed. (A pipeline created after the
+        # restart is told later on the same socket: once its endpoint
+        # accepts, the broker has read every earlier order.)
+        broker = next(c for c in children_of(self.engine.pid) if cmdline(c) == "drover-broker")
+        os.kill(broker, signal.SIGKILL)
+        self.engine.wait_log(r"broker connected pid=", count=2)
+        later = free_port()
+        self.assertEqual(self.put("later", zmq_spec(later, self.out))[0], 200)
+        wait_until(lambda: accepts(later), 10, "the later pipeline's endpoint open")
+        self.assertFalse(accepts(port), "a stopped pipeline's endpoint stays closed after a broker restart")
+        self.assertEqual(self.admin.http("DELETE", "/api/v1/groups/default/pipelines/later")[0], 200)
         # created again with PUT: a new generation
         status, body, _ = self.put("ingest", zmq_spec(port, self.out, cores=1))
         self.assertEqual((status, body["action"], body["target_generation"]), (200, "create", 2))
