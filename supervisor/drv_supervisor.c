@@ -116,11 +116,11 @@ static void s_reap(drv_engine_t *engine)
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        if (pid == engine->broker_pid) {
+        if (drv_broker_is(engine, pid)) {
             drv_broker_on_exit(engine, status);
             continue;
         }
-        if (pid == engine->zygote_pid) {
+        if (drv_zygote_is(engine, pid)) {
             drv_zygote_on_exit(engine, status);
             continue;
         }
@@ -145,7 +145,7 @@ static void s_begin_shutdown(drv_engine_t *engine, int sig)
     engine->shutting_down = true;
     engine->shutdown_deadline_ms = drv_time_mono_ms() + timeout_ms;
     drv_zygote_stop(engine);
-    drv_notify_stopping(engine);
+    drv_notify_stopping(engine->notify);
     drv_events_publish(engine, "engine.stopping", NULL, NULL, json_pack("{s:s}", "signal", strsignal(sig)));
     drv_info("shutdown started signal=%s timeout_secs=%d instances=%zu", strsignal(sig),
              engine->config->shutdown_timeout_secs, drv_registry_instance_count(engine));
@@ -157,12 +157,8 @@ static void s_begin_shutdown(drv_engine_t *engine, int sig)
 static void s_kill_everything(drv_engine_t *engine)
 {
     drv_registry_each_instance(engine, s_kill_all, NULL);
-    if (engine->broker_pid > 0) {
-        kill(engine->broker_pid, SIGKILL);
-    }
-    if (engine->zygote_pid > 0) {
-        kill(engine->zygote_pid, SIGKILL);
-    }
+    drv_broker_kill(engine);
+    drv_zygote_kill(engine);
 }
 
 static void s_on_signal(drv_engine_t *engine, int sig)
@@ -186,7 +182,7 @@ static void s_on_signal(drv_engine_t *engine, int sig)
         if (engine->shutting_down) {
             drv_warn("SIGHUP ignored: shutting down");
         } else {
-            drv_notify_reloading(engine);
+            drv_notify_reloading(engine->notify, engine);
             drv_reload_apply(engine);
         }
         break;
@@ -250,8 +246,8 @@ static void s_final_reap(drv_engine_t *engine)
             return;
         }
         if (pid > 0) {
-            if (pid == engine->broker_pid) {
-                engine->broker_pid = 0;
+            if (drv_broker_is(engine, pid)) {
+                engine->broker->pid = 0;
             }
             continue;
         }
@@ -264,7 +260,7 @@ static void s_final_reap(drv_engine_t *engine)
 int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir,
                        int signal_fd)
 {
-    drv_engine_t engine = {.config = config, .signal_fd = signal_fd, .zygote_fd = -1};
+    drv_engine_t engine = {.config = config, .signal_fd = signal_fd};
     engine.cpus = *cpus;
     engine.spec_env = drv_config_spec_env(config, &engine.cpus);
     engine.bin_dir = strdup(bin_dir);
@@ -312,8 +308,11 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         drv_warn("engine.data_dirs is not set: exporter:file paths and ipc:// endpoints of pipelines may be "
                  "anywhere droverd's user can write (docs/security.md)");
     }
-    drv_notify_init(&engine);
+    engine.notify = drv_notify_new();
+    engine.state = drv_state_saver_new();
+    engine.broker = drv_broker_link_new();
     drv_broker_start(&engine);
+    engine.zygote = drv_zygote_link_new();
     drv_zygote_start(&engine);
     drv_reload_start_pipelines(&engine);
     drv_events_publish(&engine, "config.loaded", NULL, NULL,
@@ -330,20 +329,17 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
                 s_kill_everything(&engine);
                 break;
             }
-            if (drv_registry_instance_count(&engine) == 0 && !engine.broker_stopping) {
-                engine.broker_stopping = true;
-                if (engine.broker_pid > 0) {
-                    kill(engine.broker_pid, SIGTERM);
-                }
+            if (drv_registry_instance_count(&engine) == 0) {
+                drv_broker_stop(&engine); // last: every instance has drained through it
             }
-            if (engine.broker_stopping && engine.broker_pid == 0) {
+            if (drv_broker_stopped(&engine)) {
                 drv_info("shutdown complete");
                 break;
             }
             wait = s_min_wait(wait, engine.shutdown_deadline_ms - now);
         }
         drv_status_refresh(&engine);
-        wait = s_min_wait(wait, drv_notify_tick(&engine));
+        wait = s_min_wait(wait, drv_notify_tick(engine.notify, &engine));
         wait = s_min_wait(wait, drv_state_tick(&engine));
         zsock_t *http = drv_admin_http_socket(&engine);
         zmq_pollitem_t items[4] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
@@ -383,6 +379,10 @@ done:
     free(engine.http_token);
     zsock_destroy(&engine.control);
     drv_registry_destroy(&engine);
+    drv_notify_destroy(&engine.notify);
+    drv_zygote_link_destroy(&engine.zygote);
+    drv_broker_link_destroy(&engine.broker);
+    drv_state_saver_destroy(&engine.state);
     free(engine.control_endpoint);
     free(engine.data_endpoint);
     free(engine.bin_dir);

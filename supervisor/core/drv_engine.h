@@ -126,13 +126,7 @@ struct drv_engine_t {
     zhashx_t *groups;         // name -> drv_group_t, owned
     zhashx_t *live;           // instance id -> drv_instance_t (not owned)
     zlistx_t *busy;           // drv_pipeline_t with an operation under way (not owned)
-    //  the broker process
-    pid_t broker_pid;
-    bool broker_connected;
-    int64_t broker_restart_at_ms;
-    int64_t broker_backoff_ms;
-    int broker_restarts;
-    int64_t broker_started_mono_ms; // when the current broker was spawned
+    struct drv_broker_link_t *broker; // the broker process (instances/drv_broker_link.c), owned
     //  admin plane
     zsock_t *admin;           // ROUTER for ops tools (msgpack envelope)
     zsock_t *events;          // PUB: topic frame + msgpack map
@@ -140,29 +134,17 @@ struct drv_engine_t {
     struct drv_admin_http_t *http; // libmicrohttpd, driven from this loop
     char *http_token;         // bearer token for PUT/POST/DELETE, or NULL
     int64_t started_at;       // wall ms
-    int64_t broker_forwarded; // batches the broker forwarded (its heartbeat)
-    int64_t broker_refused;   // producer messages it refused as too large (its heartbeat)
     int64_t rollout_counts[4][3]; // [create noop resize replace][succeeded failed rollback_failed]
     int64_t next_rollout_id;
     int64_t next_shutdown_id;
     bool state_dirty;         // the applied state changed: write the state file
-    int64_t state_retry_ms;   // backoff after a failed save (0: the last one worked)
-    int64_t state_retry_at_ms; // mono: not before then
-    int64_t state_save_failures; // failed saves since start
-    char state_save_error[600]; // why the last save failed, "" once one succeeds
+    struct drv_state_saver_t *state; // saving it, with retries (operations/drv_state.c), owned
     //  shutdown
     bool shutting_down;
     int64_t shutdown_deadline_ms;
-    bool broker_stopping;
     bool done;                // the loop should end
-    //  the worker zygote (drv_zygote.c)
-    pid_t zygote_pid;         // 0 while not running
-    int zygote_fd;            // droverd's end of the socketpair, -1 when none
-    int64_t zygote_started_ms; // mono, of the last start attempt
-    //  service manager notification (drv_notify.c)
-    bool notify_ready_sent;   // READY=1 sent since start or the last RELOADING=1
-    int64_t watchdog_ms;      // ping interval (half of WATCHDOG_USEC), 0: none
-    int64_t next_watchdog_ms; // mono
+    struct drv_zygote_link_t *zygote; // the worker zygote (instances/drv_zygote_link.c), owned
+    struct drv_notify_t *notify; // service manager notification (observe/drv_notify.c), owned
 };
 
 #endif

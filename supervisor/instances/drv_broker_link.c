@@ -17,11 +17,56 @@
 #include "drover/drv_msg_send.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define BROKER_BACKOFF_INITIAL_MS 100
 #define BROKER_BACKOFF_MAX_MS 5000
 #define BROKER_STABLE_MS 10000
+
+drv_broker_link_t *drv_broker_link_new(void)
+{
+    drv_broker_link_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        abort();
+    }
+    return self;
+}
+
+void drv_broker_link_destroy(drv_broker_link_t **self_p)
+{
+    if (self_p && *self_p) {
+        free(*self_p);
+        *self_p = NULL;
+    }
+}
+
+void drv_broker_stop(drv_engine_t *engine)
+{
+    if (!engine->broker->stopping) {
+        engine->broker->stopping = true;
+        if (engine->broker->pid > 0) {
+            kill(engine->broker->pid, SIGTERM);
+        }
+    }
+}
+
+bool drv_broker_stopped(drv_engine_t *engine)
+{
+    return engine->broker->stopping && engine->broker->pid == 0;
+}
+
+bool drv_broker_is(drv_engine_t *engine, pid_t pid)
+{
+    return pid > 0 && engine->broker && pid == engine->broker->pid;
+}
+
+void drv_broker_kill(drv_engine_t *engine)
+{
+    if (engine->broker && engine->broker->pid > 0) {
+        kill(engine->broker->pid, SIGKILL);
+    }
+}
 
 void drv_broker_start(drv_engine_t *engine)
 {
@@ -34,15 +79,15 @@ void drv_broker_start(drv_engine_t *engine)
     char *argv[] = {"drover-broker", "--control", engine->control_endpoint, "--data", engine->data_endpoint,
                     "--max-message-bytes", max_message, "--front-door-buffer-bytes", front_door, NULL};
     char err[300];
-    engine->broker_restart_at_ms = 0;
+    engine->broker->restart_at_ms = 0;
     pid_t pid = drv_spawn(path, argv, -1, err, sizeof err);
     if (pid < 0) {
         drv_error("broker spawn failed reason=\"%s\"", err);
         drv_broker_on_exit(engine, 111 << 8);
         return;
     }
-    engine->broker_pid = pid;
-    engine->broker_started_mono_ms = drv_time_mono_ms();
+    engine->broker->pid = pid;
+    engine->broker->started_mono_ms = drv_time_mono_ms();
     drv_info("broker started pid=%d", pid);
     drv_events_publish(engine, "broker.started", NULL, NULL, json_pack("{s:i}", "pid", pid));
 }
@@ -50,8 +95,8 @@ void drv_broker_start(drv_engine_t *engine)
 void drv_broker_on_exit(drv_engine_t *engine, int status)
 {
     int code = drv_spawn_exit_code(status);
-    engine->broker_pid = 0;
-    engine->broker_connected = false;
+    engine->broker->pid = 0;
+    engine->broker->connected = false;
     drv_events_publish(engine, "broker.exited", NULL, NULL,
                        json_pack("{s:o, s:o, s:b}", "exit_code", code < 128 ? json_integer(code) : json_null(),
                                  "signal", code > 128 ? json_integer(code - 128) : json_null(),
@@ -61,20 +106,20 @@ void drv_broker_on_exit(drv_engine_t *engine, int status)
         return;
     }
     int64_t now = drv_time_mono_ms();
-    if (now - engine->broker_started_mono_ms > BROKER_STABLE_MS || engine->broker_backoff_ms == 0) {
-        engine->broker_backoff_ms = BROKER_BACKOFF_INITIAL_MS;
-    } else if (engine->broker_backoff_ms < BROKER_BACKOFF_MAX_MS) {
-        engine->broker_backoff_ms *= 2;
+    if (now - engine->broker->started_mono_ms > BROKER_STABLE_MS || engine->broker->backoff_ms == 0) {
+        engine->broker->backoff_ms = BROKER_BACKOFF_INITIAL_MS;
+    } else if (engine->broker->backoff_ms < BROKER_BACKOFF_MAX_MS) {
+        engine->broker->backoff_ms *= 2;
     }
-    engine->broker_restarts++;
-    engine->broker_restart_at_ms = now + engine->broker_backoff_ms;
+    engine->broker->restarts++;
+    engine->broker->restart_at_ms = now + engine->broker->backoff_ms;
     drv_warn("broker exited, restarting exit=%d in_ms=%lld restarts=%d", code,
-             (long long)engine->broker_backoff_ms, engine->broker_restarts);
+             (long long)engine->broker->backoff_ms, engine->broker->restarts);
 }
 
 static void s_send(drv_engine_t *engine, drv_msg_t *msg)
 {
-    if (engine->broker_connected) {
+    if (engine->broker->connected) {
         drv_msg_send(engine->control, "broker", msg, true);
     }
 }
@@ -172,12 +217,12 @@ void drv_broker_on_message(drv_engine_t *engine, void *message)
     drv_msg_t *msg = message;
     switch (msg->type) {
     case DRV_MSG_HELLO:
-        if (msg->pid != engine->broker_pid) {
+        if (msg->pid != engine->broker->pid) {
             drv_warn("hello from unexpected broker pid=%lld", (long long)msg->pid);
             return;
         }
-        engine->broker_connected = true;
-        drv_info("broker connected pid=%d", engine->broker_pid);
+        engine->broker->connected = true;
+        drv_info("broker connected pid=%d", engine->broker->pid);
         if (engine->groups) {
             size_t count;
             drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
@@ -213,8 +258,8 @@ void drv_broker_on_message(drv_engine_t *engine, void *message)
         break;
     }
     case DRV_MSG_HEARTBEAT:
-        engine->broker_forwarded = msg->batches;
-        engine->broker_refused = msg->errors;
+        engine->broker->forwarded = msg->batches;
+        engine->broker->refused = msg->errors;
         break;
     default:
         drv_warn("unexpected message from broker type=%s", drv_msg_type_name(msg->type));
@@ -224,13 +269,13 @@ void drv_broker_on_message(drv_engine_t *engine, void *message)
 
 int64_t drv_broker_tick(drv_engine_t *engine)
 {
-    if (engine->broker_pid > 0 || engine->shutting_down || engine->broker_restart_at_ms == 0) {
+    if (engine->broker->pid > 0 || engine->shutting_down || engine->broker->restart_at_ms == 0) {
         return -1;
     }
     int64_t now = drv_time_mono_ms();
-    if (now >= engine->broker_restart_at_ms) {
+    if (now >= engine->broker->restart_at_ms) {
         drv_broker_start(engine);
         return -1;
     }
-    return engine->broker_restart_at_ms - now;
+    return engine->broker->restart_at_ms - now;
 }

@@ -141,7 +141,7 @@ void drv_lifecycle_kill(drv_engine_t *engine, drv_instance_t *inst)
 
 static void s_drain(drv_engine_t *engine, drv_instance_t *inst)
 {
-    if (inst->has_zmq && engine->broker_connected) {
+    if (inst->has_zmq && engine->broker->connected) {
         //  Through the broker, so the DRAIN marker follows the last batch.
         drv_broker_instance(engine, inst, DRV_MSG_INSTANCE_DRAIN);
     } else {

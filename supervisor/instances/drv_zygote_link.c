@@ -14,12 +14,52 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define ZYGOTE_REPLY_MS 2000    // the first reply includes the zygote's own start
 #define ZYGOTE_RESTART_MS 1000
+
+struct drv_zygote_link_t {
+    pid_t pid;          // 0 while not running
+    int fd;             // droverd's end of the socketpair, -1 when none
+    int64_t started_ms; // mono, of the last start attempt
+};
+
+drv_zygote_link_t *drv_zygote_link_new(void)
+{
+    drv_zygote_link_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        abort();
+    }
+    self->fd = -1;
+    return self;
+}
+
+void drv_zygote_link_destroy(drv_zygote_link_t **self_p)
+{
+    if (self_p && *self_p) {
+        if ((*self_p)->fd >= 0) {
+            close((*self_p)->fd);
+        }
+        free(*self_p);
+        *self_p = NULL;
+    }
+}
+
+bool drv_zygote_is(drv_engine_t *engine, pid_t pid)
+{
+    return pid > 0 && engine->zygote && pid == engine->zygote->pid;
+}
+
+void drv_zygote_kill(drv_engine_t *engine)
+{
+    if (engine->zygote && engine->zygote->pid > 0) {
+        kill(engine->zygote->pid, SIGKILL);
+    }
+}
 
 void drv_zygote_start(drv_engine_t *engine)
 {
@@ -40,7 +80,7 @@ void drv_zygote_start(drv_engine_t *engine)
     blank[DRV_ID_MAX] = 0;
     char *argv[] = {"drover-zygote", "--zygote", fd_arg, blank, NULL};
     char err[300];
-    engine->zygote_started_ms = drv_time_mono_ms();
+    engine->zygote->started_ms = drv_time_mono_ms();
     pid_t pid = drv_spawn(path, argv, -1, err, sizeof err);
     close(fds[1]);
     if (pid < 0) {
@@ -48,24 +88,24 @@ void drv_zygote_start(drv_engine_t *engine)
         close(fds[0]);
         return;
     }
-    engine->zygote_pid = pid;
-    engine->zygote_fd = fds[0];
+    engine->zygote->pid = pid;
+    engine->zygote->fd = fds[0];
     drv_info("zygote started pid=%d", pid);
 }
 
 static void s_close(drv_engine_t *engine)
 {
-    if (engine->zygote_fd >= 0) {
-        close(engine->zygote_fd);
+    if (engine->zygote->fd >= 0) {
+        close(engine->zygote->fd);
     }
-    engine->zygote_fd = -1;
+    engine->zygote->fd = -1;
 }
 
 void drv_zygote_stop(drv_engine_t *engine)
 {
     s_close(engine); // EOF: the zygote exits
-    if (engine->zygote_pid > 0) {
-        kill(engine->zygote_pid, SIGTERM);
+    if (engine->zygote->pid > 0) {
+        kill(engine->zygote->pid, SIGTERM);
     }
 }
 
@@ -75,17 +115,17 @@ void drv_zygote_on_exit(drv_engine_t *engine, int status)
         drv_warn("zygote exited exit=%d; instances start by exec until it is back",
                  drv_spawn_exit_code(status));
     }
-    engine->zygote_pid = 0;
+    engine->zygote->pid = 0;
     s_close(engine);
 }
 
 pid_t drv_zygote_spawn(drv_engine_t *engine, const char *instance, int core, char *err, size_t errlen)
 {
-    if (engine->zygote_fd < 0 && engine->zygote_pid == 0 && !engine->shutting_down &&
-        drv_time_mono_ms() - engine->zygote_started_ms >= ZYGOTE_RESTART_MS) {
+    if (engine->zygote->fd < 0 && engine->zygote->pid == 0 && !engine->shutting_down &&
+        drv_time_mono_ms() - engine->zygote->started_ms >= ZYGOTE_RESTART_MS) {
         drv_zygote_start(engine);
     }
-    if (engine->zygote_fd < 0) {
+    if (engine->zygote->fd < 0) {
         snprintf(err, errlen, "no zygote");
         return -1;
     }
@@ -93,16 +133,16 @@ pid_t drv_zygote_spawn(drv_engine_t *engine, const char *instance, int core, cha
     snprintf(req.instance, sizeof req.instance, "%s", instance);
     snprintf(req.control, sizeof req.control, "%s", engine->control_endpoint);
     drv_zygote_reply_t reply;
-    struct pollfd item = {engine->zygote_fd, POLLIN, 0};
+    struct pollfd item = {engine->zygote->fd, POLLIN, 0};
     ssize_t got = -1;
-    if (send(engine->zygote_fd, &req, sizeof req, MSG_NOSIGNAL) == (ssize_t)sizeof req &&
+    if (send(engine->zygote->fd, &req, sizeof req, MSG_NOSIGNAL) == (ssize_t)sizeof req &&
         poll(&item, 1, ZYGOTE_REPLY_MS) == 1) {
-        got = recv(engine->zygote_fd, &reply, sizeof reply, 0);
+        got = recv(engine->zygote->fd, &reply, sizeof reply, 0);
     }
     if (got != (ssize_t)sizeof reply) {
         //  Dead or wedged: stop using it (it is reaped, or killed, like any child).
         snprintf(err, errlen, "zygote did not answer");
-        drv_warn("zygote did not answer; instances start by exec until it is back pid=%d", engine->zygote_pid);
+        drv_warn("zygote did not answer; instances start by exec until it is back pid=%d", engine->zygote->pid);
         drv_zygote_stop(engine);
         return -1;
     }

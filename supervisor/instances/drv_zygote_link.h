@@ -6,7 +6,15 @@
 
 #include "drv_engine.h"
 
+typedef struct drv_zygote_link_t drv_zygote_link_t;
+
+drv_zygote_link_t *drv_zygote_link_new(void);
+void drv_zygote_link_destroy(drv_zygote_link_t **self_p);
 void drv_zygote_start(drv_engine_t *engine);
+//  Whether pid is the zygote's (for the reaper).
+bool drv_zygote_is(drv_engine_t *engine, pid_t pid);
+//  SIGKILL (droverd's second SIGTERM, or its hard deadline).
+void drv_zygote_kill(drv_engine_t *engine);
 void drv_zygote_stop(drv_engine_t *engine);
 void drv_zygote_on_exit(drv_engine_t *engine, int status);
 pid_t drv_zygote_spawn(drv_engine_t *engine, const char *instance, int core, char *err, size_t errlen);

@@ -3,7 +3,9 @@
     they reset on a restart: Prometheus' rate() handles counter resets. */
 #include "drv_metrics.h"
 #include "drv_registry.h"
+#include "drv_broker_link.h"
 #include "drv_status.h"
+#include "drv_state.h"
 
 #include "drover/drv_time.h"
 
@@ -113,19 +115,19 @@ char *drv_metrics_render(drv_engine_t *engine)
         }
     }
     s_header(&t, "drover_broker_up", "gauge", "1 when the broker is connected to droverd.");
-    s_printf(&t, "drover_broker_up %d\n", engine->broker_connected ? 1 : 0);
+    s_printf(&t, "drover_broker_up %d\n", engine->broker->connected ? 1 : 0);
     s_header(&t, "drover_broker_restarts_total", "counter", "Restarts of the broker after it exited.");
-    s_printf(&t, "drover_broker_restarts_total %d\n", engine->broker_restarts);
+    s_printf(&t, "drover_broker_restarts_total %d\n", engine->broker->restarts);
     s_header(&t, "drover_broker_forwarded_batches_total", "counter",
              "Producer messages the current broker process forwarded to instances.");
-    s_printf(&t, "drover_broker_forwarded_batches_total %lld\n", (long long)engine->broker_forwarded);
+    s_printf(&t, "drover_broker_forwarded_batches_total %lld\n", (long long)engine->broker->forwarded);
     s_header(&t, "drover_broker_refused_messages_total", "counter",
              "Producer messages the current broker process refused as larger than "
              "engine.limits.max_message_bytes (updated with its heartbeat, every 5 s).");
-    s_printf(&t, "drover_broker_refused_messages_total %lld\n", (long long)engine->broker_refused);
+    s_printf(&t, "drover_broker_refused_messages_total %lld\n", (long long)engine->broker->refused);
     s_header(&t, "drover_state_save_failures_total", "counter",
              "Failed writes of engine.state_file; each is retried until one succeeds.");
-    s_printf(&t, "drover_state_save_failures_total %lld\n", (long long)engine->state_save_failures);
+    s_printf(&t, "drover_state_save_failures_total %lld\n", (long long)engine->state->failures);
     s_header(&t, "drover_start_time_seconds", "gauge", "When droverd started, Unix time.");
     s_printf(&t, "drover_start_time_seconds %.3f\n", engine->started_at / 1000.0);
     return t.data;

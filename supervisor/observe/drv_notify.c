@@ -19,6 +19,7 @@
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
@@ -32,13 +33,32 @@ static void s_notify(const char *state)
     }
 }
 
-void drv_notify_init(drv_engine_t *engine)
+struct drv_notify_t {
+    bool ready_sent;          // READY=1 sent since start or the last RELOADING=1
+    int64_t watchdog_ms;      // ping interval (half of WATCHDOG_USEC), 0: none
+    int64_t next_watchdog_ms; // mono
+};
+
+drv_notify_t *drv_notify_new(void)
 {
+    drv_notify_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        abort();
+    }
     uint64_t usec = 0;
     if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
-        engine->watchdog_ms = (int64_t)(usec / 2000) > 0 ? (int64_t)(usec / 2000) : 1;
-        engine->next_watchdog_ms = drv_time_mono_ms();
-        drv_info("systemd watchdog enabled interval_ms=%lld", (long long)engine->watchdog_ms);
+        self->watchdog_ms = (int64_t)(usec / 2000) > 0 ? (int64_t)(usec / 2000) : 1;
+        self->next_watchdog_ms = drv_time_mono_ms();
+        drv_info("systemd watchdog enabled interval_ms=%lld", (long long)self->watchdog_ms);
+    }
+    return self;
+}
+
+void drv_notify_destroy(drv_notify_t **self_p)
+{
+    if (self_p && *self_p) {
+        free(*self_p);
+        *self_p = NULL;
     }
 }
 
@@ -65,38 +85,38 @@ static bool s_settled(drv_engine_t *engine, int *running, int *not_running)
     return true;
 }
 
-int64_t drv_notify_tick(drv_engine_t *engine)
+int64_t drv_notify_tick(drv_notify_t *self, drv_engine_t *engine)
 {
     int64_t now = drv_time_mono_ms();
     int running, not_running;
-    if (!engine->notify_ready_sent && !engine->shutting_down && s_settled(engine, &running, &not_running)) {
+    if (!self->ready_sent && !engine->shutting_down && s_settled(engine, &running, &not_running)) {
         char state[200];
         snprintf(state, sizeof state, "READY=1\nSTATUS=%d pipelines running, %d degraded or failed", running,
                  not_running);
         s_notify(state);
-        engine->notify_ready_sent = true;
+        self->ready_sent = true;
     }
-    if (engine->watchdog_ms <= 0) {
+    if (self->watchdog_ms <= 0) {
         return -1;
     }
-    if (now >= engine->next_watchdog_ms) {
+    if (now >= self->next_watchdog_ms) {
         s_notify("WATCHDOG=1");
-        engine->next_watchdog_ms = now + engine->watchdog_ms;
+        self->next_watchdog_ms = now + self->watchdog_ms;
     }
-    return engine->next_watchdog_ms - now;
+    return self->next_watchdog_ms - now;
 }
 
-void drv_notify_reloading(drv_engine_t *engine)
+void drv_notify_reloading(drv_notify_t *self, drv_engine_t *engine)
 {
     char state[100];
     snprintf(state, sizeof state, "RELOADING=1\nMONOTONIC_USEC=%lld\nSTATUS=reloading %s",
              (long long)drv_time_mono_us(), engine->config->path);
     s_notify(state);
-    engine->notify_ready_sent = false;
+    self->ready_sent = false;
 }
 
-void drv_notify_stopping(drv_engine_t *engine)
+void drv_notify_stopping(drv_notify_t *self)
 {
-    (void)engine;
+    (void)self;
     s_notify("STOPPING=1\nSTATUS=draining pipelines");
 }

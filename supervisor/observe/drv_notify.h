@@ -5,11 +5,15 @@
 
 #include "drv_engine.h"
 
-void drv_notify_init(drv_engine_t *engine);
+typedef struct drv_notify_t drv_notify_t;
+
+//  Reads $WATCHDOG_USEC: a watchdog ping every half of it, when set.
+drv_notify_t *drv_notify_new(void);
+void drv_notify_destroy(drv_notify_t **self_p);
 //  READY=1 once startup (or a reload) has settled, and watchdog pings.
 //  Returns ms until the next ping is due (-1: none).
-int64_t drv_notify_tick(drv_engine_t *engine);
-void drv_notify_reloading(drv_engine_t *engine);
-void drv_notify_stopping(drv_engine_t *engine);
+int64_t drv_notify_tick(drv_notify_t *self, drv_engine_t *engine);
+void drv_notify_reloading(drv_notify_t *self, drv_engine_t *engine);
+void drv_notify_stopping(drv_notify_t *self);
 
 #endif

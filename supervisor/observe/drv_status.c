@@ -4,6 +4,8 @@
 #include "drv_rollout.h"
 #include "drv_shutdown.h"
 #include "drv_registry.h"
+#include "drv_state.h"
+#include "drv_broker_link.h"
 
 #include "drover/drv_time.h"
 
@@ -235,11 +237,11 @@ bool drv_status_ready(drv_engine_t *engine, json_t *reasons)
         json_array_append_new(reasons, json_string("droverd is shutting down"));
         ready = false;
     }
-    if (engine->state_save_error[0]) {
+    if (engine->state->error[0]) {
         //  Data still flows; only what a restart would restore is at risk.
         //  Reported, without taking the engine out of service.
         char reason[700];
-        snprintf(reason, sizeof reason, "state file not saved (retrying): %s", engine->state_save_error);
+        snprintf(reason, sizeof reason, "state file not saved (retrying): %s", engine->state->error);
         json_array_append_new(reasons, json_string(reason));
     }
     bool needs_broker = false;
@@ -249,7 +251,7 @@ bool drv_status_ready(drv_engine_t *engine, json_t *reasons)
         drv_pipeline_t *p = all[k];
         needs_broker |= p->has_zmq && !p->stopping && (p->running || p->active);
     }
-    if (needs_broker && !engine->broker_connected) {
+    if (needs_broker && !engine->broker->connected) {
         json_array_append_new(reasons, json_string("the broker is not connected"));
         ready = false;
     }

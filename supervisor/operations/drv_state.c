@@ -93,43 +93,60 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
     return rc;
 }
 
+drv_state_saver_t *drv_state_saver_new(void)
+{
+    drv_state_saver_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        abort();
+    }
+    return self;
+}
+
+void drv_state_saver_destroy(drv_state_saver_t **self_p)
+{
+    if (self_p && *self_p) {
+        free(*self_p);
+        *self_p = NULL;
+    }
+}
+
 int64_t drv_state_tick(drv_engine_t *engine)
 {
     if (!engine->state_dirty || engine->shutting_down) {
         return -1; // not while stopping: what to restore is the state before SIGTERM
     }
     int64_t now = drv_time_mono_ms();
-    if (now < engine->state_retry_at_ms) {
-        return engine->state_retry_at_ms - now;
+    if (now < engine->state->retry_at_ms) {
+        return engine->state->retry_at_ms - now;
     }
     char why[600];
     if (drv_state_save(engine, why, sizeof why) == 0) {
         engine->state_dirty = false;
-        engine->state_retry_ms = 0;
-        engine->state_retry_at_ms = 0;
-        if (engine->state_save_error[0]) {
+        engine->state->retry_ms = 0;
+        engine->state->retry_at_ms = 0;
+        if (engine->state->error[0]) {
             drv_info("state file saved again path=%s", engine->config->state_file);
             drv_events_publish(engine, "state.saved", NULL, NULL,
                                json_pack("{s:s}", "path", engine->config->state_file));
-            engine->state_save_error[0] = 0;
+            engine->state->error[0] = 0;
         }
         return -1;
     }
     //  Kept dirty and retried with backoff: a full disk must not make the
     //  engine forget what was applied.
-    engine->state_save_failures++;
-    engine->state_retry_ms = engine->state_retry_ms ? engine->state_retry_ms * 2 : RETRY_FIRST_MS;
-    if (engine->state_retry_ms > RETRY_MAX_MS) {
-        engine->state_retry_ms = RETRY_MAX_MS;
+    engine->state->failures++;
+    engine->state->retry_ms = engine->state->retry_ms ? engine->state->retry_ms * 2 : RETRY_FIRST_MS;
+    if (engine->state->retry_ms > RETRY_MAX_MS) {
+        engine->state->retry_ms = RETRY_MAX_MS;
     }
-    engine->state_retry_at_ms = now + engine->state_retry_ms;
-    snprintf(engine->state_save_error, sizeof engine->state_save_error, "%s", why);
-    drv_error("state file not saved, retrying in %lld ms path=%s reason=\"%s\"", (long long)engine->state_retry_ms,
+    engine->state->retry_at_ms = now + engine->state->retry_ms;
+    snprintf(engine->state->error, sizeof engine->state->error, "%s", why);
+    drv_error("state file not saved, retrying in %lld ms path=%s reason=\"%s\"", (long long)engine->state->retry_ms,
               engine->config->state_file, why);
     drv_events_publish(engine, "state.save_failed", NULL, NULL,
                        json_pack("{s:s, s:s, s:I}", "path", engine->config->state_file, "reason", why, "retry_in_ms",
-                                 (json_int_t)engine->state_retry_ms));
-    return engine->state_retry_ms;
+                                 (json_int_t)engine->state->retry_ms));
+    return engine->state->retry_ms;
 }
 
 json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen)

@@ -5,6 +5,17 @@
 
 #include "drv_engine.h"
 
+//  Saving the state file; written only here, read by status and metrics.
+typedef struct drv_state_saver_t {
+    int64_t retry_ms;    // backoff after a failed save (0: the last one worked)
+    int64_t retry_at_ms; // mono: not before then
+    int64_t failures;    // failed saves since start
+    char error[600];     // why the last save failed, "" once one succeeds
+} drv_state_saver_t;
+
+drv_state_saver_t *drv_state_saver_new(void);
+void drv_state_saver_destroy(drv_state_saver_t **self_p);
+
 //  Writes every group and pipeline (spec, and whether it runs) atomically:
 //  temp file, fsync, rename, fsync of the directory. Returns 0, or -1 with
 //  the reason in why.
