@@ -166,8 +166,12 @@ bool drv_route_metrics(drv_engine_t *engine, drv_admin_request_t *request, char 
 
 bool drv_route_status(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
 {
-    (void)request, (void)args;
-    s_json(response, 200, drv_status_all(engine));
+    (void)args;
+    if (!strcmp(request->transport, "http")) {
+        s_text(response, 200, drv_status_all_text(engine), "application/json"); // kept parts, copied
+    } else {
+        s_json(response, 200, drv_status_all(engine)); // a map, for the msgpack envelope
+    }
     return false;
 }
 

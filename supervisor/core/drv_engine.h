@@ -95,6 +95,8 @@ struct drv_pipeline_t {
     drv_condition_t cond_ready;       // every desired core has a ready instance
     drv_condition_t cond_progressing; // a rollout or shutdown is under way
     drv_condition_t cond_degraded;    // crash-looping, or a front door cannot bind
+    char *status_text;       // its PipelineStatus as JSON text, kept by observe/drv_status.c (owned)
+    uint64_t status_print;   // the fingerprint of what status_text shows
 };
 
 typedef struct {

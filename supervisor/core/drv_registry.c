@@ -20,6 +20,7 @@ static void s_pipeline_free(void **item)
     json_decref(pipeline->previous_spec);
     json_decref(pipeline->spec);
     free(pipeline->spec_hash);
+    free(pipeline->status_text);
     free(pipeline);
     *item = NULL;
 }

@@ -217,6 +217,117 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
     return status;
 }
 
+//  FNV-1a, 64 bits: the fingerprint of what a PipelineStatus shows.
+static uint64_t s_mix(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *bytes = data;
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ bytes[i]) * 1099511628211ULL;
+    }
+    return h;
+}
+
+#define MIX(h, value) s_mix((h), &(value), sizeof(value))
+
+static uint64_t s_mix_str(uint64_t h, const char *text)
+{
+    return s_mix(h, text, strlen(text) + 1);
+}
+
+static uint64_t s_mix_condition(uint64_t h, const drv_condition_t *c)
+{
+    h = MIX(h, c->status);
+    h = MIX(h, c->since);
+    return s_mix_str(s_mix_str(h, c->reason), c->message);
+}
+
+//  Everything drv_status_pipeline reads, and nothing else.
+static uint64_t s_print(const drv_pipeline_t *p)
+{
+    uint64_t h = 14695981039346656037ULL;
+    const char *phase = drv_status_phase(p);
+    h = s_mix_str(h, phase);
+    h = s_mix_str(h, p->spec_hash);
+    h = MIX(h, p->generation);
+    h = MIX(h, p->created_at);
+    h = MIX(h, p->core_count);
+    h = s_mix(h, p->cores, sizeof p->cores[0] * (size_t)p->core_count);
+    h = s_mix_condition(s_mix_condition(s_mix_condition(h, &p->cond_ready), &p->cond_progressing), &p->cond_degraded);
+    for (drv_instance_t *inst = zlistx_first(p->instances); inst; inst = zlistx_next(p->instances)) {
+        h = s_mix_str(h, inst->id);
+        h = MIX(h, inst->pid);
+        h = MIX(h, inst->state);
+        h = MIX(h, inst->restarts);
+        h = MIX(h, inst->started_at);
+        h = MIX(h, inst->last_heartbeat_at);
+        h = MIX(h, inst->records_in);
+        h = MIX(h, inst->records_out);
+        h = MIX(h, inst->errors);
+        h = MIX(h, inst->last_exit_code);
+        h = s_mix_str(h, inst->detail);
+    }
+    const void *rollout = zlistx_tail(p->rollouts), *shutdown = zlistx_tail(p->shutdowns);
+    uint64_t changes[2] = {rollout ? drv_rollout_changes(rollout) : 0, shutdown ? drv_shutdown_changes(shutdown) : 0};
+    h = MIX(h, rollout);
+    h = MIX(h, shutdown);
+    return MIX(h, changes);
+}
+
+//  The pipeline's `"key":{PipelineStatus}` text, made again only when its
+//  fingerprint changed.
+static const char *s_entry_text(drv_engine_t *engine, drv_pipeline_t *p)
+{
+    uint64_t print = s_print(p);
+    if (p->status_text && p->status_print == print) {
+        return p->status_text;
+    }
+    json_t *entry = json_pack("{s:o}", p->key, drv_status_pipeline(engine, p));
+    char *text = json_dumps(entry, JSON_COMPACT);
+    json_decref(entry);
+    free(p->status_text);
+    p->status_text = NULL;
+    if (text) {
+        size_t len = strlen(text);
+        text[len - 1] = 0;                          // without the closing brace
+        memmove(text, text + 1, len - 1);           // nor the opening one
+        p->status_text = text;
+        p->status_print = print;
+    }
+    return p->status_text ? p->status_text : "";
+}
+
+char *drv_status_all_text(drv_engine_t *engine)
+{
+    size_t count;
+    drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
+    char generated[40];
+    drv_time_rfc3339(drv_time_wall_ms(), generated, sizeof generated);
+    size_t cap = 256, len = 0;
+    for (size_t k = 0; k < count; k++) {
+        cap += strlen(s_entry_text(engine, all[k])) + 1;
+    }
+    char *text = malloc(cap);
+    if (!text) {
+        abort();
+    }
+    len = (size_t)snprintf(text, cap, "{\"generated_at\":\"%s\",\"pipelines\":{", generated);
+    for (size_t k = 0; k < count; k++) {
+        const char *entry = all[k]->status_text ? all[k]->status_text : "";
+        if (!entry[0]) {
+            continue;
+        }
+        size_t n = strlen(entry);
+        if (len > 0 && text[len - 1] != '{') {
+            text[len++] = ',';
+        }
+        memcpy(text + len, entry, n);
+        len += n;
+    }
+    memcpy(text + len, "}}", 3);
+    free(all);
+    return text;
+}
+
 json_t *drv_status_all(drv_engine_t *engine)
 {
     json_t *pipelines = json_object();

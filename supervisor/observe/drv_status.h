@@ -9,6 +9,9 @@ void drv_status_refresh(drv_engine_t *engine);
 const char *drv_status_phase(const drv_pipeline_t *pipeline);
 json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *pipeline);
 json_t *drv_status_all(drv_engine_t *engine);
+//  The same document as JSON text (a poll of GET /status over HTTP): each
+//  pipeline's part is kept and made again only when what it shows changed.
+char *drv_status_all_text(drv_engine_t *engine);
 //  True when every pipeline that should run is ready; reasons lists what is not.
 bool drv_status_ready(drv_engine_t *engine, json_t *reasons);
 int drv_status_ready_instances(const drv_pipeline_t *pipeline);

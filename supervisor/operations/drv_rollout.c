@@ -22,6 +22,12 @@ static const char *s_state_names[] = {"pending", "running", "succeeded", "failed
 void drv_rollout_touch(drv_rollout_t *self)
 {
     self->updated_at = drv_time_wall_ms();
+    self->changes++;
+}
+
+uint64_t drv_rollout_changes(const drv_rollout_t *self)
+{
+    return self->changes;
 }
 
 rollout_core_t *drv_rollout_core(drv_rollout_t *self, int core)
@@ -118,6 +124,7 @@ void drv_rollout_destroy(drv_rollout_t **self_p)
     }
     drv_rollout_t *self = *self_p;
     drv_waiters_destroy(&self->waiters, "the rollout was discarded");
+    json_decref(self->finished_json);
     json_decref(self->new_spec);
     json_decref(self->old_spec);
     drv_executor_end(&self->exec);
@@ -177,7 +184,24 @@ static json_t *s_generation(int64_t generation)
     return generation > 0 ? json_integer(generation) : json_null();
 }
 
+static json_t *s_json(const drv_rollout_t *self);
+
 json_t *drv_rollout_json(const drv_rollout_t *self)
+{
+    //  A finished rollout never changes: the latest one's status (in every
+    //  pipeline's PipelineStatus, so in every /status) is built once.
+    bool latest = self->owner && zlistx_tail(self->owner->rollouts) == self; // tail: callers may be walking the list
+    if (!drv_rollout_finished(self) || !latest) {
+        return s_json(self);
+    }
+    drv_rollout_t *mutable = (drv_rollout_t *)self;
+    if (!mutable->finished_json) {
+        mutable->finished_json = s_json(self);
+    }
+    return json_incref(mutable->finished_json);
+}
+
+static json_t *s_json(const drv_rollout_t *self)
 {
     json_t *cores = json_array();
     for (int i = 0; i < self->core_count; i++) {
@@ -262,6 +286,11 @@ void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollo
     snprintf(self->id, sizeof self->id, "rollout-%lld", (long long)++engine->next_rollout_id);
     self->owner = pipeline;
     zlistx_set_destructor(pipeline->rollouts, s_rollout_free); // the history owns its rollouts
+    drv_rollout_t *previous = zlistx_last(pipeline->rollouts);
+    if (previous) {
+        json_decref(previous->finished_json); // no longer the latest: built when asked for
+        previous->finished_json = NULL;
+    }
     zlistx_add_end(pipeline->rollouts, self);
     while (zlistx_size(pipeline->rollouts) > DRV_ROLLOUT_HISTORY) {
         drv_rollout_t *oldest = zlistx_first(pipeline->rollouts);

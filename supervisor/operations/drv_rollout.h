@@ -9,7 +9,7 @@
 #include "drv_engine.h"
 #include "drv_planner.h"
 
-#define DRV_ROLLOUT_HISTORY 64 // rollouts kept per pipeline (the contract asks for 32)
+#define DRV_ROLLOUT_HISTORY 32 // rollouts kept per pipeline, as the contract asks
 
 typedef enum {
     DRV_RO_PENDING = 0,
@@ -35,12 +35,15 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
 void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollout_t *rollout);
 void drv_rollout_destroy(drv_rollout_t **self_p);
 
+//  Its RolloutStatus. The latest finished one's is shared: do not change it.
 json_t *drv_rollout_json(const drv_rollout_t *rollout);
 drv_action_t drv_rollout_action(const drv_rollout_t *rollout);
 drv_rollout_state_t drv_rollout_state(const drv_rollout_t *rollout);
 const char *drv_rollout_id(const drv_rollout_t *rollout);
 int64_t drv_rollout_target_generation(const drv_rollout_t *rollout);
 bool drv_rollout_finished(const drv_rollout_t *rollout);
+//  A count that grows with every change of its RolloutStatus (for caches).
+uint64_t drv_rollout_changes(const drv_rollout_t *rollout);
 drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id);
 
 //  Keeps request until the rollout ends (200, or 409 when it failed) or

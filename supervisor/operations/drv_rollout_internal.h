@@ -54,6 +54,8 @@ struct drv_rollout_t {
     rollout_core_t *cores;       // every core the rollout touches, owned
     int core_count;
     drv_waiters_t *waiters;      // requests waiting for the outcome
+    json_t *finished_json;       // its RolloutStatus once finished, while it is the latest (shared)
+    uint64_t changes;            // bumped by every change of what its RolloutStatus shows
 };
 
 //  "running", "rolling_back"... as in RolloutStatus.state.

@@ -43,7 +43,19 @@ struct drv_shutdown_t {
     drv_plan_t plan;            // close, retire every instance, wait for each
     drv_executor_t exec;
     drv_waiters_t *waiters;     // requests waiting for the outcome
+    uint64_t changes;           // bumped by every change of what its ShutdownStatus shows
 };
+
+static void s_touch(drv_shutdown_t *self)
+{
+    self->updated_at = drv_time_wall_ms();
+    self->changes++;
+}
+
+uint64_t drv_shutdown_changes(const drv_shutdown_t *self)
+{
+    return self->changes;
+}
 
 static json_t *s_time(int64_t ms)
 {
@@ -176,7 +188,7 @@ static void s_note(void *record, const drv_step_t *step, drv_step_phase_t phase,
     bool running = slot->state == DRV_SLOT_STARTING || slot->state == DRV_SLOT_READY;
     c->state = running ? CORE_DRAINING : CORE_EXITED;
     snprintf(c->detail, sizeof c->detail, "%s", running ? "draining" : "was not running");
-    self->updated_at = drv_time_wall_ms();
+    s_touch(self);
 }
 
 void drv_shutdown_on_instance(drv_engine_t *engine, drv_instance_t *inst, drv_inst_event_t event, int code)
@@ -195,7 +207,7 @@ void drv_shutdown_on_instance(drv_engine_t *engine, drv_instance_t *inst, drv_in
             } else {
                 snprintf(c->detail, sizeof c->detail, "exited with code %d", code);
             }
-            self->updated_at = drv_time_wall_ms();
+            s_touch(self);
         }
     }
 }
@@ -230,11 +242,16 @@ void drv_shutdown_run(drv_engine_t *engine, drv_pipeline_t *p)
                          .record = self,
                          .note = s_note};
     drv_effects_t fx = drv_apply_effects(&apply);
-    if (drv_executor_run(&self->exec, &fx, drv_time_mono_ms()) != DRV_EXEC_DONE) {
+    size_t before = self->exec.next;
+    drv_exec_result_t result = drv_executor_run(&self->exec, &fx, drv_time_mono_ms());
+    if (self->exec.next != before) {
+        s_touch(self);
+    }
+    if (result != DRV_EXEC_DONE) {
         return; // an instance still draining (drain, SIGTERM, SIGKILL deadlines are the instance's)
     }
     self->done = true;
-    self->updated_at = drv_time_wall_ms();
+    s_touch(self);
     p->shutdown_active = NULL;
     p->stopping = false;
     p->running = false;

@@ -145,7 +145,10 @@ class Engine:
                           timeout, f"instances {ids}")
 
     def signal(self, sig):
-        os.kill(self.pid, sig)
+        # Only while droverd is still unshare's child: once it has exited its
+        # host pid may already belong to another test's process.
+        if self.proc.poll() is None and self.pid in children_of(self.proc.pid):
+            os.kill(self.pid, sig)
 
     def wait_exit(self, timeout=30.0):
         return self.proc.wait(timeout=timeout)

@@ -144,6 +144,27 @@ class AdminPlane(EngineTest):
         for name in now - wanted:
             self.admin.zmq("DELETE", f"/api/v1/groups/{name}")
 
+    def test_status_over_http_follows_every_change(self):
+        # GET /status over HTTP copies each pipeline's kept text, made again
+        # when what it shows changes: counters, a new generation, a rollout.
+        self.start()
+        gen = lambda: self.admin.http("GET", "/status")[1]["pipelines"]["default:gen"]  # noqa: E731
+        first = gen()
+        wait_until(lambda: gen()["instances"][0]["records_in"] > first["instances"][0]["records_in"], 10,
+                   "records_in moving in /status")
+        spec = self.admin.http("GET", "/api/v1/groups/default/pipelines/gen")[1]["spec"]
+        spec["nodes"]["g"]["config"]["rate"] = spec["nodes"]["g"]["config"]["rate"] + 1
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/gen", body={"pipeline": spec})
+        self.assertEqual(status, 200, body)
+        now = gen()
+        self.assertEqual((now["generation"], now["rollout"]["rollout_id"], now["rollout"]["state"]),
+                         (first["generation"] + 1, body["rollout_id"], "succeeded"))
+        self.assertEqual([i["generation"] for i in now["instances"]], [first["generation"] + 1] * len(now["instances"]))
+        status, body, _ = self.admin.http("POST", "/api/v1/groups/default/pipelines/gen/shutdown")
+        self.assertEqual(status, 200, body)
+        now = gen()
+        self.assertEqual((now["phase"], now["shutdown"]["state"], now["instances"]), ("stopped", "succeeded", []))
+
     def test_run_dir_and_sockets_are_private(self):
         engine = self.start()
         import stat
