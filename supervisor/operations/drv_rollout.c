@@ -114,6 +114,9 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
             c->target_generation = will ? self->plan.target_generation : 0;
         }
     }
+    //  Sized to the cores it touches (a plan has a few steps per core).
+    rollout_core_t *fitted = realloc(self->cores, ((size_t)self->core_count + 1) * sizeof *self->cores);
+    self->cores = fitted ? fitted : self->cores;
     return self;
 }
 

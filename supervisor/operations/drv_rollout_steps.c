@@ -77,10 +77,15 @@ static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
     }
     drv_waiters_answer(self->waiters, true, drv_rollout_outcome, self);
     //  What stays in the history is the status, not the specs (the pipeline
-    //  keeps its current and previous ones): 64 records x every pipeline.
+    //  keeps its current and previous ones) nor the executor's bookkeeping:
+    //  32 records x every pipeline.
     json_decref(self->new_spec);
     json_decref(self->old_spec);
     self->new_spec = self->old_spec = NULL;
+    drv_executor_end(&self->exec);
+    free(self->old_cores);
+    self->old_cores = NULL;
+    self->old_core_count = 0;
 }
 
 static void s_fail(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline, int core,
