@@ -11,6 +11,7 @@ import shutil
 
 import msgpack
 
+TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "../.."))
 
@@ -35,7 +36,7 @@ def write(target, name, data):
 
 
 def main():
-    for target in ("config", "spec", "msg", "admin", "batch", "plan"):
+    for target in TARGETS:
         shutil.rmtree(os.path.join(HERE, "corpus", target), ignore_errors=True)
         os.makedirs(os.path.join(HERE, "corpus", target))
 
@@ -121,8 +122,20 @@ def main():
         write("batch", name, msgpack.packb(doc, use_bin_type=True))
     write("batch", "ext", msgpack.packb([{"e": msgpack.ExtType(5, b"abc")}]))
     write("batch", "nonstr-keys", b"\x81\x01\x02")
-    print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in
-                     ("config", "spec", "msg", "admin", "batch", "plan")})
+    # syslog: what util-linux logger sends (both formats), nil values,
+    # repeated SD-IDs and params, and a line that is neither.
+    lines = {
+        "rfc5424": '<13>1 2026-11-23T13:34:51.004716+00:00 vm myapp 15992 ID47 [timeQuality tzKnown="1" '
+                   'isSynced="0"][zoo@123 tiger="hungry" zebra="str\\"ipes"] hello world',
+        "rfc3164": "<13>Nov 23 13:34:50 vm myapp: hello world",
+        "rfc3164-pid": "<86>Nov  3 01:02:03 host sshd[4242]: Accepted publickey\n",
+        "nil": "<165>1 - - - - - -",
+        "sd-repeats": '<13>1 - h a - - [x a="1" a="2" b="\\]"][x c="3"] m',
+        "raw": "just a line",
+    }
+    for name, line in lines.items():
+        write("syslog", name, line)
+    print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in TARGETS})
 
 
 if __name__ == "__main__":
