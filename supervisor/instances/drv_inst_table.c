@@ -217,7 +217,7 @@ static unsigned s_restart(drv_instance_t *inst, const drv_life_input_t *in)
     return DRV_LIFE_FX_SPAWN;
 }
 
-#define E(name) [DRV_LIFE_##name]
+#define E(name) [DRV_LIFE_##name] =
 static action_fn *const s_actions[DRV_INST_STATES][DRV_LIFE_EVENTS] = {
     [DRV_INST_STARTING] = {E(SPAWNED) s_spawned, E(SPAWN_FAILED) s_spawn_failed, E(HELLO) s_hello,
                            E(READY) s_ready, E(HEARTBEAT) s_heartbeat, E(INIT_FAILED) s_init_failed,
