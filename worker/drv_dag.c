@@ -259,6 +259,23 @@ const drv_dag_identity_t *drv_node_identity(drv_node_t *node)
 
 //  ---------------------------------------------------------------- flow
 
+//  Records packed as a message (a map or an array of maps) into the batch
+//  zone, counted in and handed on from node; -1 (an error) when they are not.
+static int s_decode_forward(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen)
+{
+    drv_dag_t *self = node->dag;
+    msgpack_object root;
+    const msgpack_object *records;
+    int n = drv_batch_decode(data, size, &self->batch_zone, &root, &records, err, errlen);
+    if (n < 0) {
+        self->errors++;
+        return -1;
+    }
+    self->records_in += n;
+    drv_node_forward(node, records, (size_t)n);
+    return n;
+}
+
 int drv_dag_ingest(drv_dag_t *self, const char *node_id, const void *data, size_t size, char *err,
                    size_t errlen)
 {
@@ -274,16 +291,49 @@ int drv_dag_ingest(drv_dag_t *self, const char *node_id, const void *data, size_
         return -1;
     }
     msgpack_zone_clear(&self->batch_zone);
-    msgpack_object root;
-    const msgpack_object *records;
-    int n = drv_batch_decode(data, size, &self->batch_zone, &root, &records, err, errlen);
-    if (n < 0) {
-        self->errors++;
-        return -1;
+    return s_decode_forward(node, data, size, err, errlen);
+}
+
+int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size)
+{
+    char err[200];
+    return s_decode_forward(node, data, size, err, sizeof err);
+}
+
+//  The node behind the index-th descriptor.
+static drv_node_t *s_fd_node(drv_dag_t *self, size_t index)
+{
+    size_t seen = 0;
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        if (node->kind->fd && node->kind->fd(node) >= 0 && seen++ == index) {
+            return node;
+        }
     }
-    self->records_in += n;
-    drv_node_forward(node, records, (size_t)n);
+    return NULL;
+}
+
+size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < self->count && n < max; i++) {
+        drv_node_t *node = &self->nodes[i];
+        int fd = node->kind->fd ? node->kind->fd(node) : -1;
+        if (fd >= 0) {
+            fds[n++] = fd;
+        }
+    }
     return n;
+}
+
+int drv_dag_readable(drv_dag_t *self, size_t index)
+{
+    drv_node_t *node = s_fd_node(self, index);
+    if (!node) {
+        return 0;
+    }
+    msgpack_zone_clear(&self->batch_zone);
+    return node->kind->readable(node);
 }
 
 int drv_dag_generate(drv_dag_t *self, int64_t now_us, int64_t *wait_us)

@@ -47,6 +47,13 @@ int drv_dag_ingest(drv_dag_t *self, const char *node, const void *data, size_t s
 //  *wait_us to how long until the next one is due (-1: none pending).
 int drv_dag_generate(drv_dag_t *self, int64_t now_us, int64_t *wait_us);
 
+//  The descriptors of the receivers that read sockets, at most max: fds[i]
+//  belongs to the node drv_dag_readable is then called with (index i).
+size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t max);
+//  The receiver behind fds[index] of drv_dag_fds is readable: it reads and
+//  emits. Returns records emitted.
+int drv_dag_readable(drv_dag_t *self, size_t index);
+
 bool drv_dag_has_zmq_receivers(const drv_dag_t *self);
 
 void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *records_out,

@@ -17,6 +17,8 @@
 #define SPEC_WAIT_MS 10000
 #define DATA_BATCHES_PER_ROUND 64
 
+#define MAX_SOCKETS 16 // network receivers one instance polls
+
 typedef struct {
     zsock_t *control;        // DEALER to droverd
     zsock_t *data;           // DEALER to the broker, NULL until the spec names it
@@ -274,9 +276,21 @@ static int s_loop(worker_t *self)
         if (timeout < 0) {
             timeout = 0;
         }
-        zmq_pollitem_t items[2] = {{zsock_resolve(self->control), 0, ZMQ_POLLIN, 0},
-                                   {self->data ? zsock_resolve(self->data) : NULL, 0, ZMQ_POLLIN, 0}};
-        int rc = zmq_poll(items, self->data ? 2 : 1, timeout);
+        //  control, data (when fed by the broker), then each network
+        //  receiver's socket until a drain: the socket stays open (droverd
+        //  owns it), and the next generation reads what this one leaves.
+        zmq_pollitem_t items[2 + MAX_SOCKETS];
+        int count = 0;
+        items[count++] = (zmq_pollitem_t){zsock_resolve(self->control), 0, ZMQ_POLLIN, 0};
+        if (self->data) {
+            items[count++] = (zmq_pollitem_t){zsock_resolve(self->data), 0, ZMQ_POLLIN, 0};
+        }
+        int fds[MAX_SOCKETS], first_fd = count;
+        size_t nfds = self->drain_requested ? 0 : drv_dag_fds(self->dag, fds, MAX_SOCKETS);
+        for (size_t i = 0; i < nfds; i++) {
+            items[count++] = (zmq_pollitem_t){NULL, fds[i], ZMQ_POLLIN, 0};
+        }
+        int rc = zmq_poll(items, count, timeout);
         if (rc < 0 && zmq_errno() != EINTR) {
             drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
             return DRV_WORKER_EXIT_SYSTEM;
@@ -286,6 +300,11 @@ static int s_loop(worker_t *self)
         }
         if (self->data && (rc > 0 || self->drain_requested)) {
             s_handle_data(self);
+        }
+        for (size_t i = 0; rc > 0 && i < nfds; i++) {
+            if (items[first_fd + i].revents & ZMQ_POLLIN) {
+                drv_dag_readable(self->dag, i);
+            }
         }
         s_heartbeat_if_due(self);
         if (self->drain_requested && (!self->has_zmq || self->marker_seen)) {

@@ -80,6 +80,36 @@ static void s_instance(const drv_zygote_request_t *req, pid_t helper, pid_t drov
     exit(rc);
 }
 
+//  One request, and the sockets droverd attached to it (SCM_RIGHTS).
+static ssize_t s_recv(int fd, drv_zygote_request_t *req, int *fds, size_t *nfds)
+{
+    struct iovec iov = {req, sizeof *req};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * DRV_ZYGOTE_MAX_FDS)];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof control.buf};
+    ssize_t got = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    *nfds = 0;
+    for (struct cmsghdr *c = got > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < n && *nfds < DRV_ZYGOTE_MAX_FDS; i++) {
+                memcpy(&fds[(*nfds)++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            }
+        }
+    }
+    return got;
+}
+
+static void s_close_all(const int *fds, size_t nfds)
+{
+    for (size_t i = 0; i < nfds; i++) {
+        close(fds[i]);
+    }
+}
+
 int drv_zygote_run(int fd, int argc, char **argv)
 {
     s_title_init(argc, argv);
@@ -89,7 +119,9 @@ int drv_zygote_run(int fd, int argc, char **argv)
     drv_info("ready pid=%d", getpid());
     for (;;) {
         drv_zygote_request_t req;
-        ssize_t got = recv(fd, &req, sizeof req, 0);
+        int fds[DRV_ZYGOTE_MAX_FDS];
+        size_t nfds;
+        ssize_t got = s_recv(fd, &req, fds, &nfds);
         if (got == 0) {
             return DRV_WORKER_EXIT_OK; // droverd closed its end
         }
@@ -103,12 +135,14 @@ int drv_zygote_run(int fd, int argc, char **argv)
         if (got != (ssize_t)sizeof req || !memchr(req.instance, 0, sizeof req.instance) ||
             !memchr(req.control, 0, sizeof req.control)) {
             s_reply(fd, 0, EINVAL, "malformed request");
+            s_close_all(fds, nfds);
             continue;
         }
         int64_t forked_us = drv_time_mono_us();
         pid_t helper = fork();
         if (helper < 0) {
             s_reply(fd, 0, errno, "fork");
+            s_close_all(fds, nfds);
             continue;
         }
         if (helper == 0) {
@@ -121,6 +155,7 @@ int drv_zygote_run(int fd, int argc, char **argv)
             s_reply(fd, instance > 0 ? instance : 0, instance > 0 ? 0 : errno, instance > 0 ? NULL : "fork");
             _exit(0);
         }
+        s_close_all(fds, nfds); // the instance has its own copies
         while (waitpid(helper, NULL, 0) < 0 && errno == EINTR) {
         }
     }

@@ -91,6 +91,7 @@ struct drv_pipeline_t {
     bool woken;              // busy, and an instance event came since its operation last ran
     char frontend_error[300]; // the broker could not bind a receiver endpoint
     zlistx_t *instances;     // drv_instance_t, owned
+    zlistx_t *listeners;     // drv_listener_t, owned (closed when freed)
     int64_t created_at;      // wall ms
     drv_condition_t cond_ready;       // every desired core has a ready instance
     drv_condition_t cond_progressing; // a rollout or shutdown is under way
@@ -103,6 +104,13 @@ typedef struct {
     char name[64];
     zhashx_t *pipelines; // name -> drv_pipeline_t, owned
 } drv_group_t;
+
+//  A socket droverd bound for a pipeline's network receiver; every instance
+//  of every generation inherits it (instances/drv_listeners.c).
+typedef struct {
+    char endpoint[300];
+    int fd;
+} drv_listener_t;
 
 typedef struct drv_instance_t drv_instance_t;
 

@@ -7,6 +7,17 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+static void s_listener_free(void **item)
+{
+    drv_listener_t *listener = *item;
+    if (listener) {
+        close(listener->fd);
+        free(listener);
+        *item = NULL;
+    }
+}
 
 static void s_pipeline_free(void **item)
 {
@@ -15,6 +26,7 @@ static void s_pipeline_free(void **item)
         return;
     }
     zlistx_destroy(&pipeline->instances);
+    zlistx_destroy(&pipeline->listeners);
     zlistx_destroy(&pipeline->rollouts);
     zlistx_destroy(&pipeline->shutdowns);
     json_decref(pipeline->previous_spec);
@@ -90,6 +102,8 @@ drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *grou
     snprintf(pipeline->name, sizeof pipeline->name, "%s", name);
     snprintf(pipeline->key, sizeof pipeline->key, "%s:%s", group, name);
     drv_registry_set_spec(engine, pipeline, spec);
+    pipeline->listeners = zlistx_new();
+    zlistx_set_destructor(pipeline->listeners, s_listener_free);
     pipeline->instances = zlistx_new();
     zlistx_set_destructor(pipeline->instances, s_instance_free);
     zlistx_set_comparator(pipeline->instances, s_same_pointer);

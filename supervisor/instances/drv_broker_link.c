@@ -80,7 +80,7 @@ void drv_broker_start(drv_engine_t *engine)
                     "--max-message-bytes", max_message, "--front-door-buffer-bytes", front_door, NULL};
     char err[300];
     engine->broker->restart_at_ms = 0;
-    pid_t pid = drv_spawn(path, argv, -1, err, sizeof err);
+    pid_t pid = drv_spawn(path, argv, -1, NULL, 0, err, sizeof err);
     if (pid < 0) {
         drv_error("broker spawn failed reason=\"%s\"", err);
         drv_broker_on_exit(engine, 111 << 8);

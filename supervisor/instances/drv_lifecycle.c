@@ -8,10 +8,12 @@
 #include "drv_spawn.h"
 #include "drv_registry.h"
 #include "drv_zygote_link.h"
+#include "drv_listeners.h"
 #include "drv_broker_link.h"
 #include "drv_events.h"
 
 #include "drover/drv_log.h"
+#include "drover/drv_zygote.h"
 #include "drover/drv_msg.h"
 #include "drover/drv_spec.h"
 #include "drover/drv_time.h"
@@ -47,11 +49,13 @@ static void s_spawn(drv_engine_t *engine, drv_instance_t *inst)
     snprintf(path, sizeof path, "%s/drover-worker", engine->bin_dir);
     char *argv[] = {inst->id, "--control", engine->control_endpoint, "--instance", inst->id, NULL};
     char err[300];
+    int fds[DRV_ZYGOTE_MAX_FDS];
+    size_t nfds = drv_listeners_fds(inst->pipeline, inst->spec, fds, DRV_ZYGOTE_MAX_FDS);
     inst->spawned_mono_us = drv_time_mono_us();
-    pid_t pid = drv_zygote_spawn(engine, inst->id, inst->core, err, sizeof err);
+    pid_t pid = drv_zygote_spawn(engine, inst->id, inst->core, fds, nfds, err, sizeof err);
     if (pid < 0) {
         drv_debug("instance by exec instance=%s reason=\"%s\"", inst->id, err);
-        pid = drv_spawn(path, argv, inst->core, err, sizeof err);
+        pid = drv_spawn(path, argv, inst->core, fds, nfds, err, sizeof err);
     }
     if (pid < 0) {
         s_feed(engine, inst, DRV_LIFE_SPAWN_FAILED, (drv_life_input_t){.reason = err});

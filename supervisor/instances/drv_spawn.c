@@ -17,9 +17,13 @@ typedef struct {
     int err;   // errno
 } child_error_t;
 
-static void s_child(int report_fd, const char *path, char *const argv[], int cpu, pid_t parent)
+static void s_child(int report_fd, const char *path, char *const argv[], int cpu, pid_t parent, const int *keep,
+                    size_t nkeep)
 {
     child_error_t failure;
+    for (size_t i = 0; i < nkeep; i++) {
+        fcntl(keep[i], F_SETFD, 0); // inherited over exec: a listening socket of droverd's
+    }
     int rc = drv_child_first_steps(parent, cpu);
     if (rc == DRV_CHILD_ORPHANED) {
         _exit(111);
@@ -37,7 +41,8 @@ static void s_child(int report_fd, const char *path, char *const argv[], int cpu
     _exit(127);
 }
 
-pid_t drv_spawn(const char *path, char *const argv[], int cpu, char *err, size_t errlen)
+pid_t drv_spawn(const char *path, char *const argv[], int cpu, const int *keep, size_t nkeep, char *err,
+                size_t errlen)
 {
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) != 0) {
@@ -54,7 +59,7 @@ pid_t drv_spawn(const char *path, char *const argv[], int cpu, char *err, size_t
     }
     if (pid == 0) {
         close(pipefd[0]);
-        s_child(pipefd[1], path, argv, cpu, parent);
+        s_child(pipefd[1], path, argv, cpu, parent, keep, nkeep);
     }
     close(pipefd[1]);
     child_error_t failure;

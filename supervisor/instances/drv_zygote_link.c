@@ -81,7 +81,7 @@ void drv_zygote_start(drv_engine_t *engine)
     char *argv[] = {"drover-zygote", "--zygote", fd_arg, blank, NULL};
     char err[300];
     engine->zygote->started_ms = drv_time_mono_ms();
-    pid_t pid = drv_spawn(path, argv, -1, err, sizeof err);
+    pid_t pid = drv_spawn(path, argv, -1, NULL, 0, err, sizeof err);
     close(fds[1]);
     if (pid < 0) {
         drv_warn("zygote unavailable: %s", err);
@@ -119,8 +119,36 @@ void drv_zygote_on_exit(drv_engine_t *engine, int status)
     s_close(engine);
 }
 
-pid_t drv_zygote_spawn(drv_engine_t *engine, const char *instance, int core, char *err, size_t errlen)
+//  Sends the request, with fds attached (SCM_RIGHTS): the zygote's child,
+//  the instance, holds them from its first instruction.
+static bool s_send(int sock, const drv_zygote_request_t *req, const int *fds, size_t nfds)
 {
+    struct iovec iov = {(void *)req, sizeof *req};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * DRV_ZYGOTE_MAX_FDS)];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (nfds > 0) {
+        memset(&control, 0, sizeof control);
+        msg.msg_control = control.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * nfds);
+    }
+    return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof *req;
+}
+
+pid_t drv_zygote_spawn(drv_engine_t *engine, const char *instance, int core, const int *fds, size_t nfds, char *err,
+                       size_t errlen)
+{
+    if (nfds > DRV_ZYGOTE_MAX_FDS) {
+        snprintf(err, errlen, "more than %d sockets to pass", DRV_ZYGOTE_MAX_FDS);
+        return -1;
+    }
     if (engine->zygote->fd < 0 && engine->zygote->pid == 0 && !engine->shutting_down &&
         drv_time_mono_ms() - engine->zygote->started_ms >= ZYGOTE_RESTART_MS) {
         drv_zygote_start(engine);
@@ -135,8 +163,7 @@ pid_t drv_zygote_spawn(drv_engine_t *engine, const char *instance, int core, cha
     drv_zygote_reply_t reply;
     struct pollfd item = {engine->zygote->fd, POLLIN, 0};
     ssize_t got = -1;
-    if (send(engine->zygote->fd, &req, sizeof req, MSG_NOSIGNAL) == (ssize_t)sizeof req &&
-        poll(&item, 1, ZYGOTE_REPLY_MS) == 1) {
+    if (s_send(engine->zygote->fd, &req, fds, nfds) && poll(&item, 1, ZYGOTE_REPLY_MS) == 1) {
         got = recv(engine->zygote->fd, &reply, sizeof reply, 0);
     }
     if (got != (ssize_t)sizeof reply) {

@@ -17,6 +17,8 @@ bool drv_zygote_is(drv_engine_t *engine, pid_t pid);
 void drv_zygote_kill(drv_engine_t *engine);
 void drv_zygote_stop(drv_engine_t *engine);
 void drv_zygote_on_exit(drv_engine_t *engine, int status);
-pid_t drv_zygote_spawn(drv_engine_t *engine, const char *instance, int core, char *err, size_t errlen);
+//  fds: sockets the instance inherits (at most DRV_ZYGOTE_MAX_FDS).
+pid_t drv_zygote_spawn(drv_engine_t *engine, const char *instance, int core, const int *fds, size_t nfds, char *err,
+                       size_t errlen);
 
 #endif

@@ -4,6 +4,7 @@
     in drv_rollout_steps.c. */
 #include "drv_rollout_internal.h"
 #include "drv_registry.h"
+#include "drv_listeners.h"
 #include "drv_events.h"
 
 #include "drover/drv_log.h"
@@ -313,6 +314,12 @@ void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollo
              self->plan.count);
     drv_rollout_set_state(engine, self, DRV_RO_RUNNING);
     drv_rollout_begin(self);
+    char why[400];
+    if (drv_listeners_open(pipeline, self->new_spec, why, sizeof why) != 0) {
+        //  Before any instance is touched: nothing to roll back.
+        drv_rollout_abort(engine, pipeline, why);
+        return;
+    }
     drv_rollout_advance(engine, self, pipeline);
 }
 

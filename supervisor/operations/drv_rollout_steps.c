@@ -17,6 +17,7 @@
 #include "drv_rollout_internal.h"
 #include "drv_apply.h"
 #include "drv_registry.h"
+#include "drv_listeners.h"
 #include "drv_lifecycle.h"
 #include "drv_broker_link.h"
 
@@ -64,6 +65,7 @@ static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
     drv_rollout_set_state(engine, self, state);
     pipeline->active = NULL;
     drv_registry_set_busy(engine, pipeline, false);
+    drv_listeners_prune(pipeline); // sockets only a failed or replaced generation needed
     engine->state_dirty = true;
     if (pipeline->has_zmq) {
         drv_broker_pipeline_set(engine, pipeline); // front doors of what runs now

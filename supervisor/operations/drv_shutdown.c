@@ -8,6 +8,7 @@
 #include "drv_apply.h"
 #include "drv_executor.h"
 #include "drv_registry.h"
+#include "drv_listeners.h"
 #include "drv_waiters.h"
 #include "drv_events.h"
 
@@ -256,6 +257,7 @@ void drv_shutdown_run(drv_engine_t *engine, drv_pipeline_t *p)
     p->stopping = false;
     p->running = false;
     p->shut_down = true;
+    drv_listeners_prune(p); // stopped: its sockets close (a new PUT binds them again)
     engine->state_dirty = true;
     drv_registry_set_busy(engine, p, false);
     drv_info("pipeline shutdown succeeded pipeline=%s id=%s", p->key, self->id);

@@ -35,6 +35,11 @@ typedef struct {
     //  Receivers that make records themselves: emits what is due at now_us
     //  and sets *wait_us until the next (-1: none). Returns records emitted.
     int (*generate)(drv_node_t *node, int64_t now_us, int64_t *wait_us);
+    //  Receivers that read a socket (network receivers): the descriptor the
+    //  worker polls (-1: none), and what to do when it is readable: read
+    //  what is there, without blocking, and emit it. Returns records emitted.
+    int (*fd)(drv_node_t *node);
+    int (*readable)(drv_node_t *node);
     //  Frees node->state. NULL: free(node->state).
     void (*destroy)(drv_node_t *node);
     bool fed_by_broker; // receives producer messages from the broker (drv_dag_ingest)
@@ -54,6 +59,10 @@ struct drv_node_t {
 
 //  Memory that lives until the end of the current batch.
 void *drv_node_alloc(drv_node_t *node, size_t size);
+//  Records a receiver made itself, packed as a msgpack array of maps (or
+//  one map): decoded into the batch zone, counted in and handed on. Returns
+//  the records, or -1 when the bytes are not records (counted as an error).
+int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size);
 //  Hands records on to every node after this one.
 void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n);
 //  Records entering the pipeline (receivers) and leaving it (exporters).

@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#define DRV_ZYGOTE_MAX_FDS 16 // listening sockets passed with a request (SCM_RIGHTS)
+
 typedef struct {
     int32_t core;          // CPU to pin to, or -1
     char instance[200];    // {group}/{pipeline}@{generation}#{core}, NUL-terminated

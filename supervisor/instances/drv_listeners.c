@@ -1,0 +1,90 @@
+/*  drv_listeners — see drv_listeners.h. */
+#include "drv_listeners.h"
+
+#include "drover/drv_listen.h"
+#include "drover/drv_log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static drv_listener_t *s_find(drv_pipeline_t *pipeline, const char *endpoint)
+{
+    for (drv_listener_t *l = zlistx_first(pipeline->listeners); l; l = zlistx_next(pipeline->listeners)) {
+        if (!strcmp(l->endpoint, endpoint)) {
+            return l;
+        }
+    }
+    return NULL;
+}
+
+int drv_listeners_open(drv_pipeline_t *pipeline, const json_t *spec, char *why, size_t whylen)
+{
+    json_t *endpoints = drv_listen_endpoints(spec);
+    size_t i;
+    json_t *endpoint;
+    int rc = 0;
+    json_array_foreach(endpoints, i, endpoint)
+    {
+        const char *text = json_string_value(endpoint);
+        if (rc != 0 || s_find(pipeline, text)) {
+            continue;
+        }
+        int fd = drv_listen_bind(text, why, whylen);
+        if (fd < 0) {
+            rc = -1;
+            continue;
+        }
+        drv_listener_t *listener = calloc(1, sizeof *listener);
+        snprintf(listener->endpoint, sizeof listener->endpoint, "%s", text);
+        listener->fd = fd;
+        zlistx_add_end(pipeline->listeners, listener);
+        drv_info("listening pipeline=%s endpoint=%s", pipeline->key, text);
+    }
+    json_decref(endpoints);
+    return rc;
+}
+
+static bool s_needs(const json_t *spec, const char *endpoint)
+{
+    json_t *endpoints = drv_listen_endpoints(spec);
+    bool found = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(endpoints, i, e)
+    {
+        found |= !strcmp(json_string_value(e), endpoint);
+    }
+    json_decref(endpoints);
+    return found;
+}
+
+void drv_listeners_prune(drv_pipeline_t *pipeline)
+{
+    bool live = pipeline->running || pipeline->active;
+    drv_listener_t *l = zlistx_first(pipeline->listeners);
+    while (l) {
+        bool needed = live && s_needs(pipeline->spec, l->endpoint);
+        for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst && !needed;
+             inst = zlistx_next(pipeline->instances)) {
+            needed = s_needs(inst->spec, l->endpoint);
+        }
+        if (needed) {
+            l = zlistx_next(pipeline->listeners);
+            continue;
+        }
+        drv_info("listening ended pipeline=%s endpoint=%s", pipeline->key, l->endpoint);
+        zlistx_delete(pipeline->listeners, zlistx_cursor(pipeline->listeners));
+        l = zlistx_first(pipeline->listeners); // the cursor is gone with it: start over
+    }
+}
+
+size_t drv_listeners_fds(drv_pipeline_t *pipeline, const json_t *spec, int *fds, size_t max)
+{
+    size_t n = 0;
+    for (drv_listener_t *l = zlistx_first(pipeline->listeners); l && n < max; l = zlistx_next(pipeline->listeners)) {
+        if (s_needs(spec, l->endpoint)) {
+            fds[n++] = l->fd;
+        }
+    }
+    return n;
+}

@@ -1,0 +1,20 @@
+/*  drv_listeners — the sockets droverd binds for a pipeline's network
+    receivers (receiver:syslog): bound when a generation that needs one is
+    about to start, kept while any live generation needs it, and handed to
+    every instance at spawn (inherited over exec, or passed to the zygote). */
+#ifndef DRV_LISTENERS_H
+#define DRV_LISTENERS_H
+
+#include "drv_engine.h"
+
+//  Binds every endpoint spec listens on that the pipeline does not hold yet.
+//  Returns 0, or -1 with "udp://...: bind: <errno>" in why (what this call
+//  bound stays until the next prune).
+int drv_listeners_open(drv_pipeline_t *pipeline, const json_t *spec, char *why, size_t whylen);
+//  Closes the sockets no live generation needs any more: those of the
+//  pipeline's spec while it runs or changes, and of each instance's spec.
+void drv_listeners_prune(drv_pipeline_t *pipeline);
+//  The descriptors an instance running spec inherits, at most max.
+size_t drv_listeners_fds(drv_pipeline_t *pipeline, const json_t *spec, int *fds, size_t max);
+
+#endif

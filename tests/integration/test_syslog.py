@@ -1,0 +1,141 @@
+"""receiver:syslog through the real binaries, fed by util-linux logger: both
+formats arrive as records; the UDP socket is droverd's and outlives every
+instance, so a replace under load loses no datagram; a port another process
+holds fails the create with the errno."""
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import unittest
+
+from harness import Admin, EngineTest, children_of, cmdline, engine_yaml, free_port, read_ndjson, wait_until
+
+
+def udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def logger(port, *args):
+    subprocess.run(["logger", "-d", "-n", "127.0.0.1", "-P", str(port), *args], check=True)
+
+
+class Syslog(EngineTest):
+    def setUp(self):
+        self.http_port = free_port()
+        self.engine = self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)), env={"DROVER_LOG": "debug"})
+        self.admin = Admin(self.engine, self.http_port)
+        self.admin.wait_ready()
+        self.out = self.engine.out_dir
+
+    def spec(self, port, tag="v1", cores=1):
+        return {"pipeline": {"cores": {"count": cores}, "nodes": {
+            "in": {"type": "receiver:syslog", "config": {"endpoint": f"udp://127.0.0.1:{port}"}, "to": ["t"]},
+            "t": {"type": "processor:transform", "config": {"set": {"tag": tag}}, "to": ["out"]},
+            "out": {"type": "exporter:file", "config": {"path": f"{self.out}/syslog-{{core}}-{{generation}}.ndjson"}}}}}
+
+    def records(self):
+        import glob
+        rows = []
+        for path in sorted(glob.glob(f"{self.out}/syslog-*.ndjson")):
+            rows += read_ndjson(path)
+        return rows
+
+    @unittest.skipUnless(subprocess.run(["which", "logger"], capture_output=True).returncode == 0, "no logger")
+    def test_logger_in_both_formats_becomes_records(self):
+        port = udp_port()
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys", body=self.spec(port))
+        self.assertEqual(status, 200, body)
+        logger(port, "--rfc5424", "-t", "app5424", "-p", "local3.warning", "--id=42", "--msgid", "ID7",
+               "--sd-id", "zoo@123", "--sd-param", 'tiger="hungry"', "five four two four")
+        logger(port, "--rfc3164", "-t", "app3164", "-p", "auth.info", "three one six four")
+        rows = wait_until(lambda: (lambda r: r if len(r) == 2 else None)(self.records()), 10, "two records")
+        by_app = {r["app_name"]: r for r in rows}
+        r = by_app["app5424"]
+        self.assertEqual((r["format"], r["facility"], r["severity"], r["procid"], r["msgid"], r["message"]),
+                         ("rfc5424", 19, 4, "42", "ID7", "five four two four"))
+        self.assertEqual(r["structured_data"]["zoo@123"], {"tiger": "hungry"})
+        self.assertEqual(r["tag"], "v1")
+        r = by_app["app3164"]
+        self.assertEqual((r["format"], r["facility"], r["severity"], r["message"]), ("rfc3164", 4, 6, "three one six four"))
+        # Junk is a record too, format raw, whole.
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"not syslog \xff at all", ("127.0.0.1", port))
+        raw = wait_until(lambda: [r for r in self.records() if r["format"] == "raw"], 10, "the raw record")
+        self.assertEqual(raw[0]["message"], "not syslog \ufffd at all")
+
+    def test_a_replace_under_load_loses_no_datagram(self):
+        port = udp_port()
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys",
+                                         body=self.spec(port, cores=2))[0], 200)
+        sent = 0
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            def send(n):
+                nonlocal sent
+                for _ in range(n):
+                    s.sendto(f"<13>1 - h load - - - seq={sent}".encode(), ("127.0.0.1", port))
+                    sent += 1
+                    if sent % 50 == 0:
+                        time.sleep(0.005)  # a steady producer, not a flood: loopback UDP drops floods
+            send(500)
+            for round_ in range(3):
+                if round_ == 2:
+                    # The last generation starts by exec, not from the zygote:
+                    # the socket is inherited over exec then, not passed.
+                    zygote = next(c for c in children_of(self.engine.pid) if cmdline(c) == "drover-zygote")
+                    os.kill(zygote, signal.SIGKILL)
+                    self.engine.wait_log(r"zygote exited")
+                # Each replace runs in a thread while datagrams keep coming.
+                result = {}
+                spec = self.spec(port, tag=f"v{round_ + 2}", cores=2)
+                put = threading.Thread(target=lambda: result.update(zip(("status", "body"), self.admin.http(
+                    "PUT", "/api/v1/groups/default/pipelines/sys", body=spec, timeout=60)[:2])))
+                put.start()
+                while put.is_alive():
+                    send(50)
+                put.join()
+                self.assertEqual(result["status"], 200, result)
+            send(200)
+        seqs = wait_until(lambda: (lambda r: r if len(r) >= sent else None)(
+            [int(x["message"].split("=")[1]) for x in self.records()]), 20, f"all {sent} datagrams")
+        self.assertEqual(sorted(seqs), list(range(sent)), "every datagram once")
+        print(f"syslog replace under load: {sent} datagrams, 3 replaces, none lost", flush=True)
+        tags = {x["tag"] for x in self.records()}
+        self.assertEqual(tags, {"v1", "v2", "v3", "v4"})
+        status, st, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/sys/status")
+        self.assertEqual((st["generation"], st["phase"]), (4, "running"))
+        self.assertRegex(self.engine.log_text(), r"instance by exec instance=default/sys@4#")
+
+    def test_a_port_another_process_holds_fails_the_create_with_the_errno(self):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as held:
+            held.bind(("127.0.0.1", 0))
+            port = held.getsockname()[1]
+            status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys", body=self.spec(port))
+            self.assertEqual(status, 409, body)
+            self.assertIn(f"udp://127.0.0.1:{port}: bind: Address already in use",
+                          body["rollout"]["failure_reason"])
+            self.assertEqual(self.engine.instances(), {}, "nothing started")
+        # Once it is free the same PUT works, and a shutdown gives the port back.
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys", body=self.spec(port))[0], 200)
+        self.assertEqual(self.admin.http("POST", "/api/v1/groups/default/pipelines/sys/shutdown")[0], 200)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as again:
+            again.bind(("127.0.0.1", port))  # free again: droverd closed it
+
+    def test_a_bad_endpoint_is_refused_with_its_path(self):
+        for endpoint, words in (("tcp://127.0.0.1:514", "tcp:// is not built yet"), ("udp://127.0.0.1", "host and a port"),
+                                ("udp://127.0.0.1:70000", "port must be 1 to 65535"), ("syslog://x:1", "udp://host:port")):
+            spec = self.spec(1)
+            spec["pipeline"]["nodes"]["in"]["config"]["endpoint"] = endpoint
+            status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys", body=spec)
+            self.assertEqual(status, 422, body)
+            detail = body["error"]["details"][0]
+            self.assertEqual(detail["path"], "nodes.in", detail)
+            self.assertIn(words, detail["message"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

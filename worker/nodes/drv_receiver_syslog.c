@@ -1,0 +1,122 @@
+/*  receiver:syslog — RFC 5424 and RFC 3164 messages over UDP, one record per
+    datagram (drv_syslog.c says what a message becomes).
+
+    The socket is droverd's: bound when the pipeline is created, kept for its
+    whole life and inherited by every instance of every generation, so
+    nothing is refused while instances change. An instance finds its copy by
+    the address it is bound to; it reads until it is asked to drain, and the
+    datagrams it leaves are read by the instances that stay. */
+#include "drv_node.h"
+#include "drv_syslog.h"
+
+#include "drover/drv_listen.h"
+#include "drover/drv_time.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define DATAGRAMS 64        // read at once (one batch)
+#define DATAGRAM_MAX 65536  // the largest UDP payload
+
+typedef struct {
+    int fd;
+    char *buffers;          // DATAGRAMS x DATAGRAM_MAX
+    msgpack_sbuffer packed; // the batch's records, packed
+} syslog_t;
+
+static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
+{
+    const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
+    char why[200];
+    drv_listen_endpoint_t parsed;
+    if (endpoint && drv_listen_parse(endpoint, &parsed, why, sizeof why) != 0) {
+        drv_spec_check_problem(check, node_path, "config.endpoint: %s", why);
+    } else if (endpoint && parsed.type != DRV_LISTEN_UDP) {
+        drv_spec_check_problem(check, node_path, "config.endpoint: receiver:syslog takes udp://host:port "
+                                                 "(tcp:// is not built yet)");
+    }
+}
+
+static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
+{
+    syslog_t *self = calloc(1, sizeof *self);
+    node->state = self;
+    self->fd = -1;
+    const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
+    char why[200];
+    self->fd = drv_listen_inherited(endpoint, why, sizeof why);
+    if (self->fd < 0) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        return -1;
+    }
+    self->buffers = malloc((size_t)DATAGRAMS * DATAGRAM_MAX);
+    if (!self->buffers) {
+        snprintf(err, errlen, "node %s: out of memory", node->id);
+        return -1;
+    }
+    msgpack_sbuffer_init(&self->packed);
+    return 0;
+}
+
+static int s_fd(drv_node_t *node)
+{
+    syslog_t *self = node->state;
+    return self ? self->fd : -1;
+}
+
+static int s_readable(drv_node_t *node)
+{
+    syslog_t *self = node->state;
+    struct mmsghdr msgs[DATAGRAMS];
+    struct iovec iovs[DATAGRAMS];
+    memset(msgs, 0, sizeof msgs);
+    for (int i = 0; i < DATAGRAMS; i++) {
+        iovs[i] = (struct iovec){self->buffers + (size_t)i * DATAGRAM_MAX, DATAGRAM_MAX};
+        msgs[i].msg_hdr.msg_iov = &iovs[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    int n = recvmmsg(self->fd, msgs, DATAGRAMS, MSG_DONTWAIT, NULL);
+    if (n <= 0) {
+        return 0; // another instance took them, or nothing yet
+    }
+    msgpack_sbuffer_clear(&self->packed);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &self->packed, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, (size_t)n);
+    int64_t now_ms = drv_time_wall_ms();
+    for (int i = 0; i < n; i++) {
+        drv_syslog_msg_t msg;
+        drv_syslog_parse(iovs[i].iov_base, msgs[i].msg_len, now_ms, &msg);
+        drv_syslog_pack(&msg, &pk);
+    }
+    return drv_node_emit_packed(node, self->packed.data, self->packed.size);
+}
+
+static void s_destroy(drv_node_t *node)
+{
+    syslog_t *self = node->state;
+    if (!self) {
+        return;
+    }
+    if (self->fd >= 0) {
+        close(self->fd); // this instance's copy; droverd keeps the socket
+    }
+    msgpack_sbuffer_destroy(&self->packed);
+    free(self->buffers);
+    free(self);
+}
+
+const drv_node_kind_t drv_receiver_syslog = {
+    .schema = {.name = "receiver:syslog",
+               .role = DRV_ROLE_RECEIVER,
+               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true}},
+               .check = s_check},
+    .init = s_init,
+    .fd = s_fd,
+    .readable = s_readable,
+    .destroy = s_destroy,
+};
