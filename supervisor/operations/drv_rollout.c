@@ -316,7 +316,10 @@ void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollo
     drv_rollout_begin(self);
     char why[400];
     if (drv_listeners_open(pipeline, self->new_spec, why, sizeof why) != 0) {
-        //  Before any instance is touched: nothing to roll back.
+        //  Before any instance is touched: nothing to roll back, and nothing
+        //  to commit, even for a pipeline from the config file (its phase
+        //  says failed, with why; SIGHUP or a PUT tries again).
+        self->supervised = false;
         drv_rollout_abort(engine, pipeline, why);
         return;
     }

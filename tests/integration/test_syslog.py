@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from harness import Admin, EngineTest, children_of, cmdline, engine_yaml, free_port, read_ndjson, wait_until
+from harness import Admin, Engine, EngineTest, children_of, cmdline, engine_yaml, free_port, read_ndjson, wait_until
 
 
 def udp_port():
@@ -124,6 +124,26 @@ class Syslog(EngineTest):
         self.assertEqual(self.admin.http("POST", "/api/v1/groups/default/pipelines/sys/shutdown")[0], 200)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as again:
             again.bind(("127.0.0.1", port))  # free again: droverd closed it
+
+    def test_a_config_pipeline_whose_port_is_held_fails_and_says_why(self):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as held:
+            held.bind(("127.0.0.1", 0))
+            port = held.getsockname()[1]
+            http = free_port()
+            engine = Engine(engine_yaml(pipelines=f"""
+      sys:
+        nodes:
+          in: {{ type: receiver:syslog, config: {{ endpoint: "udp://127.0.0.1:{port}" }}, to: [out] }}
+          out: {{ type: exporter:null }}
+""").replace("HTTP", str(http)), name="held").start()
+            self.addCleanup(engine.cleanup)
+            admin = Admin(engine, http)
+            admin.wait_ready()
+            st = wait_until(lambda: (lambda s: s if s.get("phase") == "failed" else None)(
+                admin.http("GET", "/api/v1/groups/default/pipelines/sys/status")[1]), 10, "phase failed")
+            self.assertIn("bind: Address already in use", st["rollout"]["failure_reason"])
+            self.assertEqual(engine.instances(), {}, "nothing started")
+            self.assertEqual(admin.http("GET", "/livez")[0], 200, "droverd itself serves on")
 
     def test_a_bad_endpoint_is_refused_with_its_path(self):
         for endpoint, words in (("tcp://127.0.0.1:514", "tcp:// is not built yet"), ("udp://127.0.0.1", "host and a port"),
