@@ -318,7 +318,7 @@ static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus,
             if (!normalized) {
                 continue;
             }
-            json_t *receivers = drv_spec_zmq_receivers(normalized);
+            json_t *receivers = drv_spec_receivers(normalized, NULL);
             size_t index;
             json_t *receiver;
             json_array_foreach(receivers, index, receiver)

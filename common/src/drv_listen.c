@@ -1,5 +1,6 @@
 /*  drv_listen — see drv_listen.h. */
 #include "drover/drv_listen.h"
+#include "drover/drv_spec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -87,9 +88,12 @@ int drv_listen_bind(const char *endpoint, char *why, size_t whylen)
     int one = 1, rcvbuf = UDP_RCVBUF;
     const char *step = "socket";
     if (fd >= 0) {
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (ep.type == DRV_LISTEN_UDP) {
+            //  No SO_REUSEADDR: for UDP, Linux would let a second socket bind
+            //  the same port and quietly take its datagrams.
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+        } else {
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one); // past TIME_WAIT
         }
         step = "bind";
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
@@ -150,15 +154,14 @@ int drv_listen_inherited(const char *endpoint, char *why, size_t whylen)
 
 json_t *drv_listen_endpoints(const json_t *spec)
 {
+    json_t *receivers = drv_spec_receivers(spec, "receiver:syslog");
     json_t *list = json_array();
-    const char *id;
-    json_t *node;
-    json_object_foreach(json_object_get(spec, "nodes"), id, node)
+    size_t i;
+    json_t *r;
+    json_array_foreach(receivers, i, r)
     {
-        const char *type = json_string_value(json_object_get(node, "type"));
-        if (type && !strcmp(type, "receiver:syslog")) {
-            json_array_append(list, json_object_get(json_object_get(node, "config"), "endpoint"));
-        }
+        json_array_append(list, json_object_get(r, "endpoint"));
     }
+    json_decref(receivers);
     return list;
 }

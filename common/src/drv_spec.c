@@ -219,6 +219,34 @@ static int s_depth(const json_t *value, int limit, bool *nul)
     return 0;
 }
 
+//  One endpoint is one socket: two receivers of a spec cannot share it.
+static void s_endpoints_once(ctx_t *ctx, json_t *nodes)
+{
+    if (!nodes) {
+        return;
+    }
+    json_t *wrapper = json_pack("{s:O}", "nodes", nodes);
+    json_t *receivers = drv_spec_receivers(wrapper, NULL);
+    size_t i, k;
+    json_t *r, *other;
+    json_array_foreach(receivers, i, r)
+    {
+        json_array_foreach(receivers, k, other)
+        {
+            if (k < i && json_equal(json_object_get(r, "endpoint"), json_object_get(other, "endpoint"))) {
+                char path[120];
+                snprintf(path, sizeof path, "nodes.%s.config.endpoint", json_string_value(json_object_get(r, "node")));
+                drv_spec_check_problem(ctx, path, "%s is node %s's already",
+                                       json_string_value(json_object_get(r, "endpoint")),
+                                       json_string_value(json_object_get(other, "node")));
+                break;
+            }
+        }
+    }
+    json_decref(receivers);
+    json_decref(wrapper);
+}
+
 json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const char *prefix,
                            drv_problems_t *problems)
 {
@@ -250,6 +278,7 @@ json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const 
     json_t *cores = s_cores(&ctx, json_object_get(spec, "cores"), cpus);
     json_t *nodes = drv_spec_nodes(&ctx, json_object_get(spec, "nodes"));
     json_t *policies = s_policies_of(&ctx, json_object_get(spec, "policies"));
+    s_endpoints_once(&ctx, nodes);
     if (drv_problems_count(problems) > before) {
         json_decref(cores);
         json_decref(nodes);
@@ -327,19 +356,28 @@ int64_t drv_spec_policy(const json_t *spec, const char *policy, const char *key)
     return 0;
 }
 
-json_t *drv_spec_zmq_receivers(const json_t *spec)
+json_t *drv_spec_receivers(const json_t *spec, const char *type)
 {
     json_t *list = json_array();
     const char *id;
     json_t *node;
     json_object_foreach(json_object_get(spec, "nodes"), id, node)
     {
-        if (strcmp(json_string_value(json_object_get(node, "type")), "receiver:zmq") == 0) {
-            json_t *config = json_object_get(node, "config");
+        const char *kind = json_string_value(json_object_get(node, "type"));
+        json_t *config = json_object_get(node, "config");
+        kind = kind ? kind : "";
+        bool wanted = type ? !strcmp(kind, type) : !strcmp(kind, "receiver:zmq") || !strcmp(kind, "receiver:syslog");
+        wanted &= json_is_string(json_object_get(config, "endpoint"));
+        if (wanted) {
             json_array_append_new(list, json_pack("{s:s, s:O, s:b}", "node", id, "endpoint",
                                                   json_object_get(config, "endpoint"), "ack",
                                                   json_is_true(json_object_get(config, "ack"))));
         }
     }
     return list;
+}
+
+json_t *drv_spec_zmq_receivers(const json_t *spec)
+{
+    return drv_spec_receivers(spec, "receiver:zmq");
 }

@@ -81,13 +81,12 @@ struct drv_pipeline_t {
     zlistx_t *rollouts;      // drv_rollout_t history, oldest first, owned
     drv_rollout_t *active;   // the rollout under way, or NULL
     zlistx_t *shutdowns;     // struct drv_shutdown_t history, owned
-    struct drv_shutdown_t *shutdown_active; // the shutdown under way, or NULL
+    struct drv_shutdown_t *shutdown_active; // the shutdown under way (the pipeline is stopping), or NULL
     json_t *previous_spec;   // the spec before the last replace, for rollback (or NULL)
     bool from_config;        // declared in the config file (SIGHUP may remove it)
     bool shut_down;          // stopped by a shutdown (not by a failed create)
     bool has_zmq;            // has receiver:zmq nodes: the broker routes to it
     bool degraded;           // restarted more than max_restarts within window_secs
-    bool stopping;           // being shut down
     bool woken;              // busy, and an instance event came since its operation last ran
     char frontend_error[300]; // the broker could not bind a receiver endpoint
     zlistx_t *instances;     // drv_instance_t, owned

@@ -228,7 +228,7 @@ void drv_broker_on_message(drv_engine_t *engine, void *message)
             drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
             for (size_t k = 0; k < count; k++) {
                 drv_pipeline_t *p = all[k];
-                if (p->has_zmq && !p->stopping && (p->running || p->active)) { // not a stopped one
+                if (p->has_zmq && !p->shutdown_active && (p->running || p->active)) { // not a stopped one
                     drv_broker_pipeline_set(engine, p);
                 }
             }

@@ -81,7 +81,7 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
             }
         }
     }
-    if (p->stopping) {
+    if (p->shutdown_active) {
         s_set(&p->cond_ready, false, "Stopped", "the pipeline is shut down", now);
     } else if (missing == 0) {
         s_set(&p->cond_ready, true, "AllCoresReady", "every desired core has a ready instance", now);
@@ -90,7 +90,7 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
         snprintf(full, sizeof full, "%d of %d cores not ready; %s", missing, p->core_count, message);
         s_set(&p->cond_ready, false, "CoresNotReady", full, now);
     }
-    if (p->stopping) {
+    if (p->shutdown_active) {
         s_set(&p->cond_progressing, true, "ShuttingDown", "instances are draining", now);
     } else if (p->active) {
         char progress[300];
@@ -138,7 +138,7 @@ const char *drv_status_phase(const drv_pipeline_t *pipeline)
     if (pipeline->active) {
         return drv_rollout_action(pipeline->active) == DRV_ACTION_CREATE ? "pending" : "updating";
     }
-    if (!pipeline->running && !pipeline->stopping) {
+    if (!pipeline->running && !pipeline->shutdown_active) {
         drv_rollout_t *last = zlistx_last(pipeline->rollouts);
         return pipeline->shut_down || !last || drv_rollout_state(last) == DRV_RO_SUCCEEDED ? "stopped" : "failed";
     }
@@ -146,7 +146,7 @@ const char *drv_status_phase(const drv_pipeline_t *pipeline)
     if (latest && drv_rollout_state(latest) == DRV_RO_ROLLBACK_FAILED) {
         return "failed"; // a mix of generations serves: the operator must act
     }
-    if (pipeline->stopping) {
+    if (pipeline->shutdown_active) {
         return drv_status_ready_instances(pipeline) > 0 || zlistx_size(pipeline->instances) > 0
                    ? "updating"
                    : "stopped";
@@ -360,7 +360,7 @@ bool drv_status_ready(drv_engine_t *engine, json_t *reasons)
     drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
     for (size_t k = 0; k < count; k++) {
         drv_pipeline_t *p = all[k];
-        needs_broker |= p->has_zmq && !p->stopping && (p->running || p->active);
+        needs_broker |= p->has_zmq && !p->shutdown_active && (p->running || p->active);
     }
     if (needs_broker && !engine->broker->connected) {
         json_array_append_new(reasons, json_string("the broker is not connected"));
@@ -368,7 +368,7 @@ bool drv_status_ready(drv_engine_t *engine, json_t *reasons)
     }
     for (size_t k = 0; k < count; k++) {
         drv_pipeline_t *p = all[k];
-        if (p->stopping || (!p->running && !p->active)) {
+        if (p->shutdown_active || (!p->running && !p->active)) {
             continue; // shut down on purpose, or never came up: not expected to run
         }
         if (!p->cond_ready.status) {

@@ -19,7 +19,7 @@ static const char *s_endpoint_owner(drv_engine_t *engine, drv_pipeline_t *self, 
         if (p == self || (!p->running && !p->active)) {
             continue;
         }
-        json_t *receivers = drv_spec_zmq_receivers(p->spec);
+        json_t *receivers = drv_spec_receivers(p->spec, NULL);
         size_t i;
         json_t *r;
         bool found = false;
@@ -52,7 +52,7 @@ int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const js
                         drv_problems_t *problems, char *why, size_t whylen)
 {
     //  A receiver endpoint is one socket: one pipeline binds it.
-    json_t *receivers = drv_spec_zmq_receivers(spec);
+    json_t *receivers = drv_spec_receivers(spec, NULL);
     size_t i;
     json_t *r;
     bool taken = false;

@@ -107,7 +107,6 @@ drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipelin
     free(slots);
     drv_executor_begin(&self->exec, &self->plan, 0);
     pipeline->shutdown_active = self;
-    pipeline->stopping = true;
     drv_info("pipeline shutdown started pipeline=%s id=%s forget=%s", pipeline->key, self->id,
              forget ? "yes" : "no");
     drv_events_publish(engine, "shutdown.running", pipeline->group, pipeline->name,
@@ -254,7 +253,6 @@ void drv_shutdown_run(drv_engine_t *engine, drv_pipeline_t *p)
     self->done = true;
     s_touch(self);
     p->shutdown_active = NULL;
-    p->stopping = false;
     p->running = false;
     p->shut_down = true;
     drv_listeners_prune(p); // stopped: its sockets close (a new PUT binds them again)

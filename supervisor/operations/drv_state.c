@@ -33,7 +33,7 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
                 continue; // never came up: nothing was applied
             }
             json_object_set_new(pipelines, p->name,
-                                json_pack("{s:O, s:b, s:I}", "spec", p->spec, "running", p->running && !p->stopping,
+                                json_pack("{s:O, s:b, s:I}", "spec", p->spec, "running", p->running && !p->shutdown_active,
                                           "generation", (json_int_t)p->generation));
         }
         json_object_set_new(groups, g->name, json_pack("{s:o}", "pipelines", pipelines));

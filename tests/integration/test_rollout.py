@@ -255,7 +255,6 @@ class Rollouts(EngineTest):
                          body["rollout_id"])
 
     def test_a_waiting_put_blocks_neither_the_loop_nor_other_requests(self):
-        import threading
         self.assertEqual(self.put("p", gen_spec(self.out))[0], 200)
         fifo = os.path.join(self.out, "fifo")
         os.mkfifo(fifo)  # the new generation blocks opening it: the rollout waits for its step timeout
@@ -356,6 +355,11 @@ class Rollouts(EngineTest):
             status, body, _ = self.admin.http("POST", "/api/v1/groups/default/pipelines/ingest/shutdown")
         self.assertEqual((status, body["state"]), (200, "succeeded"), body)
         self.assertEqual({c["state"] for c in body["cores"]}, {"exited"})
+        # Planned like any change and run by the same executor: close the
+        # front doors, retire both instances at once, wait for each.
+        self.assertEqual([(s["op"], s["core"]) for s in body["plan"]],
+                         [("close", -1), ("retire", 0), ("retire", 1), ("wait_gone", 0), ("wait_gone", 1)])
+        self.assertEqual(body["step"], 5)
         self.assertEqual(self.pids("default/ingest@"), {}, "the processes are gone")
         accepted = sum(int(n) for n in __import__("re").findall(
             r"front door closed pipeline=default:ingest node=in accepted_batches=(\d+)", self.engine.log_text()))
@@ -388,6 +392,15 @@ class Rollouts(EngineTest):
         self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/ingest")[0], 404)
         self.assertEqual(self.pids("default/ingest@"), {})
         self.assertEqual(self.admin.http("POST", "/api/v1/groups/default/pipelines/ingest/shutdown")[0], 404)
+
+    def test_history_keeps_the_32_most_recent_rollouts(self):
+        for i in range(40):  # noops: each is a rollout, recorded at once
+            self.assertEqual(self.admin.zmq("PUT", "/api/v1/groups/default/pipelines/p", body=gen_spec(self.out))[0], 200)
+        history = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rollouts")[1]
+        self.assertEqual(len(history), 32)
+        self.assertEqual([r["rollout_id"] for r in history[:2]], ["rollout-40", "rollout-39"], "newest first")
+        self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rollouts/rollout-8")[0], 404)
+        self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rollouts/rollout-9")[0], 200)
 
     def test_rollback_restores_the_previous_spec_as_a_new_generation(self):
         self.assertEqual(self.put("p", gen_spec(self.out, rate=10))[0], 200)

@@ -68,7 +68,7 @@ class Syslog(EngineTest):
         raw = wait_until(lambda: [r for r in self.records() if r["format"] == "raw"], 10, "the raw record")
         self.assertEqual(raw[0]["message"], "not syslog \ufffd at all")
 
-    def test_a_replace_under_load_loses_no_datagram(self):
+    def test_replaces_and_a_resize_under_load_lose_no_datagram(self):
         port = udp_port()
         self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys",
                                          body=self.spec(port, cores=2))[0], 200)
@@ -82,16 +82,17 @@ class Syslog(EngineTest):
                     if sent % 50 == 0:
                         time.sleep(0.005)  # a steady producer, not a flood: loopback UDP drops floods
             send(500)
-            for round_ in range(3):
-                if round_ == 2:
-                    # The last generation starts by exec, not from the zygote:
-                    # the socket is inherited over exec then, not passed.
+            # Three replaces, the last one by exec, then a resize to one core
+            # (generation 4 stays; core 1 drains): each while datagrams come.
+            for change in range(4):
+                if change == 2:
+                    # Generation 4 starts by exec, not from the zygote: the
+                    # socket is inherited over exec then, not passed.
                     zygote = next(c for c in children_of(self.engine.pid) if cmdline(c) == "drover-zygote")
                     os.kill(zygote, signal.SIGKILL)
                     self.engine.wait_log(r"zygote exited")
-                # Each replace runs in a thread while datagrams keep coming.
                 result = {}
-                spec = self.spec(port, tag=f"v{round_ + 2}", cores=2)
+                spec = self.spec(port, tag=f"v{min(change, 2) + 2}", cores=2 if change < 3 else 1)
                 put = threading.Thread(target=lambda: result.update(zip(("status", "body"), self.admin.http(
                     "PUT", "/api/v1/groups/default/pipelines/sys", body=spec, timeout=60)[:2])))
                 put.start()
@@ -99,19 +100,23 @@ class Syslog(EngineTest):
                     send(50)
                 put.join()
                 self.assertEqual(result["status"], 200, result)
+                self.assertEqual(result["body"]["action"], "replace" if change < 3 else "resize")
             send(200)
         seqs = wait_until(lambda: (lambda r: r if len(r) >= sent else None)(
             [int(x["message"].split("=")[1]) for x in self.records()]), 20, f"all {sent} datagrams")
         self.assertEqual(sorted(seqs), list(range(sent)), "every datagram once")
-        print(f"syslog replace under load: {sent} datagrams, 3 replaces, none lost", flush=True)
+        print(f"syslog under load: {sent} datagrams, 3 replaces and a resize, none lost", flush=True)
         tags = {x["tag"] for x in self.records()}
         self.assertEqual(tags, {"v1", "v2", "v3", "v4"})
         status, st, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/sys/status")
-        self.assertEqual((st["generation"], st["phase"]), (4, "running"))
+        self.assertEqual((st["generation"], st["phase"], st["desired_cores"]), (4, "running", [0]))
         self.assertRegex(self.engine.log_text(), r"instance by exec instance=default/sys@4#")
 
     def test_a_port_another_process_holds_fails_the_create_with_the_errno(self):
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as held:
+            # Even one that allows reuse: were droverd to allow it too, Linux
+            # would let both bind, and one would quietly take the datagrams.
+            held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             held.bind(("127.0.0.1", 0))
             port = held.getsockname()[1]
             status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys", body=self.spec(port))
@@ -144,6 +149,19 @@ class Syslog(EngineTest):
             self.assertIn("bind: Address already in use", st["rollout"]["failure_reason"])
             self.assertEqual(engine.instances(), {}, "nothing started")
             self.assertEqual(admin.http("GET", "/livez")[0], 200, "droverd itself serves on")
+
+    def test_an_endpoint_is_one_pipelines_and_one_nodes(self):
+        port = udp_port()
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys", body=self.spec(port))[0], 200)
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/other", body=self.spec(port))
+        self.assertEqual(status, 422, body)
+        self.assertEqual(body["error"]["details"][0]["path"], "nodes.in.config.endpoint")
+        self.assertIn("already bound by pipeline default:sys", body["error"]["details"][0]["message"])
+        twice = self.spec(udp_port())
+        twice["pipeline"]["nodes"]["in2"] = dict(twice["pipeline"]["nodes"]["in"])
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/twice", body=twice)
+        self.assertEqual(status, 422, body)
+        self.assertIn("is node in's already", body["error"]["details"][0]["message"])
 
     def test_a_bad_endpoint_is_refused_with_its_path(self):
         for endpoint, words in (("tcp://127.0.0.1:514", "tcp:// is not built yet"), ("udp://127.0.0.1", "host and a port"),

@@ -43,7 +43,11 @@ bool drv_spec_valid_id(const char *id);
 //  Policy lookups on a normalized spec.
 int64_t drv_spec_policy(const json_t *spec, const char *policy, const char *key);
 
-//  Receiver nodes of type receiver:zmq as [{node, endpoint}] (new reference).
+//  Receiver nodes of a type as [{node, endpoint, ack}] (new reference);
+//  type NULL: every receiver that binds an endpoint (receiver:zmq in the
+//  broker, receiver:syslog in droverd): one endpoint, one node, one pipeline.
+json_t *drv_spec_receivers(const json_t *spec, const char *type);
+//  drv_spec_receivers(spec, "receiver:zmq").
 json_t *drv_spec_zmq_receivers(const json_t *spec);
 
 #endif
