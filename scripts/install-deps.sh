@@ -14,9 +14,9 @@
 #   image    debootstrap (make image-check: the Dockerfile without Docker)
 set -eu
 
-RUNTIME="libzmq5 libczmq4 libmsgpackc2 libjansson4 libyaml-0-2 libmicrohttpd12 libsystemd0"
+RUNTIME="libzmq5 libczmq4 libmsgpackc2 libjansson4 libyaml-0-2 libmicrohttpd12 libsystemd0 zlib1g"
 BUILD="build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev libjansson-dev
-libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev"
+libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev zlib1g-dev"
 TEST="python3 python3-zmq python3-msgpack python3-yaml util-linux procps curl supervisor s6 wrk valgrind
 systemd binutils"
 FUZZ="clang libclang-rt-14-dev"

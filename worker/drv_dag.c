@@ -294,33 +294,33 @@ int drv_dag_ingest(drv_dag_t *self, const char *node_id, const void *data, size_
     return s_decode_forward(node, data, size, err, errlen);
 }
 
-int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size)
+int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen)
 {
-    char err[200];
-    return s_decode_forward(node, data, size, err, sizeof err);
+    msgpack_zone_clear(&node->dag->batch_zone);
+    return s_decode_forward(node, data, size, err, errlen);
 }
 
-//  The node behind the index-th descriptor.
-static drv_node_t *s_fd_node(drv_dag_t *self, size_t index)
+void drv_node_count_refused(drv_node_t *node)
 {
-    size_t seen = 0;
-    for (size_t i = 0; i < self->count; i++) {
-        drv_node_t *node = &self->nodes[i];
-        if (node->kind->fd && node->kind->fd(node) >= 0 && seen++ == index) {
-            return node;
-        }
-    }
-    return NULL;
+    node->dag->errors++;
 }
 
-size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t max)
+bool drv_node_abandoned(const drv_node_t *node)
+{
+    return node->dag->abandoned;
+}
+
+//  ---------------------------------------------------------------- network receivers
+
+size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t *nodes, size_t max)
 {
     size_t n = 0;
     for (size_t i = 0; i < self->count && n < max; i++) {
         drv_node_t *node = &self->nodes[i];
         int fd = node->kind->fd ? node->kind->fd(node) : -1;
         if (fd >= 0) {
-            fds[n++] = fd;
+            fds[n] = fd;
+            nodes[n++] = i;
         }
     }
     return n;
@@ -328,12 +328,35 @@ size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t max)
 
 int drv_dag_readable(drv_dag_t *self, size_t index)
 {
-    drv_node_t *node = s_fd_node(self, index);
-    if (!node) {
+    drv_node_t *node = index < self->count ? &self->nodes[index] : NULL;
+    if (!node || !node->kind->readable) {
         return 0;
     }
     msgpack_zone_clear(&self->batch_zone);
     return node->kind->readable(node);
+}
+
+int64_t drv_dag_timeout_ms(drv_dag_t *self)
+{
+    int64_t soonest = -1;
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        int64_t ms = node->kind->timeout_ms && node->kind->fd(node) >= 0 ? node->kind->timeout_ms(node) : -1;
+        if (ms >= 0 && (soonest < 0 || ms < soonest)) {
+            soonest = ms;
+        }
+    }
+    return soonest;
+}
+
+void drv_dag_drain(drv_dag_t *self)
+{
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        if (node->kind->drain) {
+            node->kind->drain(node);
+        }
+    }
 }
 
 int drv_dag_generate(drv_dag_t *self, int64_t now_us, int64_t *wait_us)

@@ -48,11 +48,16 @@ int drv_dag_ingest(drv_dag_t *self, const char *node, const void *data, size_t s
 int drv_dag_generate(drv_dag_t *self, int64_t now_us, int64_t *wait_us);
 
 //  The descriptors of the receivers that read sockets, at most max: fds[i]
-//  belongs to the node drv_dag_readable is then called with (index i).
-size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t max);
-//  The receiver behind fds[index] of drv_dag_fds is readable: it reads and
-//  emits. Returns records emitted.
-int drv_dag_readable(drv_dag_t *self, size_t index);
+//  belongs to node nodes[i], which drv_dag_readable is called with.
+size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t *nodes, size_t max);
+//  Node `node` (from drv_dag_fds) is readable or its timeout is due: it
+//  reads and emits. Returns records emitted.
+int drv_dag_readable(drv_dag_t *self, size_t node);
+//  Milliseconds until a network receiver has work without input, or -1.
+int64_t drv_dag_timeout_ms(drv_dag_t *self);
+//  The instance drains: network receivers take nothing new and finish what
+//  they took; drv_dag_fds is empty once they are done.
+void drv_dag_drain(drv_dag_t *self);
 
 bool drv_dag_has_zmq_receivers(const drv_dag_t *self);
 

@@ -33,6 +33,7 @@ typedef struct {
     int64_t next_rejected_log_ms; // mono: refusals are logged at most once a second
     bool has_zmq;            // pipeline has receiver:zmq nodes, so drains come via the broker
     bool drain_requested;    // droverd or the broker asked us to drain
+    bool receivers_draining; // network receivers were told to take nothing new
     bool marker_seen;        // the broker's DRAIN marker arrived after our last batch
 } worker_t;
 
@@ -273,12 +274,17 @@ static int s_loop(worker_t *self)
         if (gen_wait_us >= 0 && gen_wait_us / 1000 < timeout) {
             timeout = gen_wait_us / 1000;
         }
+        int64_t receiver_ms = drv_dag_timeout_ms(self->dag);
+        if (receiver_ms >= 0 && receiver_ms < timeout) {
+            timeout = receiver_ms;
+        }
         if (timeout < 0) {
             timeout = 0;
         }
         //  control, data (when fed by the broker), then each network
-        //  receiver's socket until a drain: the socket stays open (droverd
-        //  owns it), and the next generation reads what this one leaves.
+        //  receiver's socket: polled through a drain until the receiver has
+        //  finished what it took (droverd keeps the listening sockets, and
+        //  the instances that stay take what this one leaves).
         zmq_pollitem_t items[2 + MAX_SOCKETS];
         int count = 0;
         items[count++] = (zmq_pollitem_t){zsock_resolve(self->control), 0, ZMQ_POLLIN, 0};
@@ -286,7 +292,8 @@ static int s_loop(worker_t *self)
             items[count++] = (zmq_pollitem_t){zsock_resolve(self->data), 0, ZMQ_POLLIN, 0};
         }
         int fds[MAX_SOCKETS], first_fd = count;
-        size_t nfds = self->drain_requested ? 0 : drv_dag_fds(self->dag, fds, MAX_SOCKETS);
+        size_t fd_nodes[MAX_SOCKETS];
+        size_t nfds = drv_dag_fds(self->dag, fds, fd_nodes, MAX_SOCKETS);
         for (size_t i = 0; i < nfds; i++) {
             items[count++] = (zmq_pollitem_t){NULL, fds[i], ZMQ_POLLIN, 0};
         }
@@ -301,13 +308,18 @@ static int s_loop(worker_t *self)
         if (self->data && (rc > 0 || self->drain_requested)) {
             s_handle_data(self);
         }
-        for (size_t i = 0; rc > 0 && i < nfds; i++) {
-            if (items[first_fd + i].revents & ZMQ_POLLIN) {
-                drv_dag_readable(self->dag, i);
+        for (size_t i = 0; rc >= 0 && i < nfds; i++) {
+            if (rc == 0 || (items[first_fd + i].revents & ZMQ_POLLIN)) {
+                drv_dag_readable(self->dag, fd_nodes[i]); // readable, or its timeout is due
             }
         }
         s_heartbeat_if_due(self);
-        if (self->drain_requested && (!self->has_zmq || self->marker_seen)) {
+        if (self->drain_requested && !self->receivers_draining) {
+            drv_dag_drain(self->dag);
+            self->receivers_draining = true;
+        }
+        if (self->drain_requested && (!self->has_zmq || self->marker_seen) &&
+            drv_dag_fds(self->dag, fds, fd_nodes, MAX_SOCKETS) == 0) {
             //  Everything the broker sent us came before its marker and has been
             //  exported synchronously; nothing is left in flight.
             if (self->data) {
@@ -344,6 +356,7 @@ int drv_worker_run(const char *control_endpoint, const char *instance, int64_t m
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, NULL);
     sigaction(SIGINT, &action, NULL);
+    signal(SIGPIPE, SIG_IGN); // a client gone mid-answer is an error on its socket, not our end
 
     worker_t self = {.instance = strdup(instance)};
     self.control = zsock_new(ZMQ_DEALER);

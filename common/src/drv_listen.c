@@ -25,8 +25,11 @@ int drv_listen_parse(const char *endpoint, drv_listen_endpoint_t *out, char *why
     } else if (!strncmp(endpoint, "tcp://", 6)) {
         out->type = DRV_LISTEN_TCP;
         rest = endpoint + 6;
+    } else if (!strstr(endpoint, "://")) {
+        out->type = DRV_LISTEN_TCP; // host:port, as HTTP receivers take it
+        rest = endpoint;
     } else {
-        snprintf(why, whylen, "must be udp://host:port or tcp://host:port");
+        snprintf(why, whylen, "must be host:port, udp://host:port or tcp://host:port");
         return -1;
     }
     const char *colon;
@@ -154,13 +157,15 @@ int drv_listen_inherited(const char *endpoint, char *why, size_t whylen)
 
 json_t *drv_listen_endpoints(const json_t *spec)
 {
-    json_t *receivers = drv_spec_receivers(spec, "receiver:syslog");
+    json_t *receivers = drv_spec_receivers(spec, NULL);
     json_t *list = json_array();
     size_t i;
     json_t *r;
     json_array_foreach(receivers, i, r)
     {
-        json_array_append(list, json_object_get(r, "endpoint"));
+        if (strcmp(json_string_value(json_object_get(r, "type")), "receiver:zmq") != 0) {
+            json_array_append(list, json_object_get(r, "endpoint")); // zmq's are the broker's
+        }
     }
     json_decref(receivers);
     return list;

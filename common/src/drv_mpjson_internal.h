@@ -5,7 +5,6 @@
 #include <jansson.h>
 #include <msgpack.h>
 
-int drv_mpjson_pack(msgpack_packer *pk, const json_t *value);
 //  prefix names obj in error messages ("" or NULL: the top).
 json_t *drv_mpjson_from_object(const msgpack_object *obj, const char *prefix, char *err, size_t errlen);
 

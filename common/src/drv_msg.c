@@ -4,6 +4,7 @@
 #include "drover/drv_msg.h"
 #include "drover/drv_mpcheck.h"
 #include "drv_mpjson_internal.h"
+#include "drover/drv_mpjson.h"
 
 #include <stdio.h>
 #include <stdlib.h>

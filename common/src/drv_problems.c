@@ -1,5 +1,6 @@
 /*  drv_problems — a growable list of {path, message}. */
 #include "drover/drv_problems.h"
+#include "drover/drv_utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,4 +82,12 @@ json_t *drv_problems_to_json(const drv_problems_t *self)
                                               "message", self->items[i].message));
     }
     return list;
+}
+
+json_t *drv_problems_error(const char *kind, const char *message)
+{
+    char *clean = drv_utf8_sanitize(message, strlen(message));
+    json_t *body = json_pack("{s:{s:s, s:s}}", "error", "kind", kind, "message", clean ? clean : "");
+    free(clean);
+    return body;
 }

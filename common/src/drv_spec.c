@@ -366,10 +366,10 @@ json_t *drv_spec_receivers(const json_t *spec, const char *type)
         const char *kind = json_string_value(json_object_get(node, "type"));
         json_t *config = json_object_get(node, "config");
         kind = kind ? kind : "";
-        bool wanted = type ? !strcmp(kind, type) : !strcmp(kind, "receiver:zmq") || !strcmp(kind, "receiver:syslog");
+        bool wanted = type ? !strcmp(kind, type) : !strncmp(kind, "receiver:", 9);
         wanted &= json_is_string(json_object_get(config, "endpoint"));
         if (wanted) {
-            json_array_append_new(list, json_pack("{s:s, s:O, s:b}", "node", id, "endpoint",
+            json_array_append_new(list, json_pack("{s:s, s:s, s:O, s:b}", "node", id, "type", kind, "endpoint",
                                                   json_object_get(config, "endpoint"), "ack",
                                                   json_is_true(json_object_get(config, "ack"))));
         }

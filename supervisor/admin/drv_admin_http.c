@@ -18,6 +18,7 @@
 #include "drv_admin.h"
 #include "drv_http_guard.h"
 #include "drv_http_rules.h"
+#include "drv_http_server.h"
 #include "drv_admin_request.h"
 
 #include "drover/drv_config.h"
@@ -122,18 +123,6 @@ static size_t s_unescape(void *cls, struct MHD_Connection *connection, char *tex
     return drv_admin_percent_decode(text);
 }
 
-static int64_t s_content_length(struct MHD_Connection *connection)
-{
-    const char *value = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (!value) {
-        return -1;
-    }
-    char *end = NULL;
-    errno = 0;
-    long long n = strtoll(value, &end, 10);
-    return errno || end == value || *end || n < 0 ? -1 : n;
-}
-
 static void s_body_free(drv_admin_http_t *http, http_ctx_t *ctx)
 {
     bool large = ctx->body_cap >= TRIM_AFTER_BYTES;
@@ -159,7 +148,7 @@ static enum MHD_Result s_on_head(drv_engine_t *engine, http_ctx_t *ctx, struct M
         .origin = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Origin"),
         .content_type = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
         .authorization = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
-        .content_length = s_content_length(connection),
+        .content_length = drv_http_content_length(connection),
         .max_body = DRV_ADMIN_MAX_BODY,
     };
     drv_http_verdict_t verdict;

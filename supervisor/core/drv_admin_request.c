@@ -1,6 +1,7 @@
 /*  drv_admin_request — freeing requests and responses, and error bodies. */
 #include "drv_admin_request.h"
 
+#include "drover/drv_problems.h"
 #include "drover/drv_utf8.h"
 
 #include <stdarg.h>
@@ -35,9 +36,5 @@ void drv_admin_error(drv_admin_response_t *response, int status, const char *kin
     va_end(args);
     drv_admin_response_clear(response);
     response->status = status;
-    //  Messages quote what the client sent, which need not be UTF-8: a
-    //  message jansson would refuse must still make a body.
-    char *clean = drv_utf8_sanitize(message, strlen(message));
-    response->json = json_pack("{s:{s:s, s:s}}", "error", "kind", kind, "message", clean ? clean : "");
-    free(clean);
+    response->json = drv_problems_error(kind, message);
 }

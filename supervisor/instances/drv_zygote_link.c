@@ -25,7 +25,7 @@
 struct drv_zygote_link_t {
     pid_t pid;          // 0 while not running
     int fd;             // droverd's end of the socketpair, -1 when none
-    int64_t started_ms; // mono, of the last start attempt
+    int64_t started_ms; // mono, of the last start attempt or death (restarts wait ZYGOTE_RESTART_MS after)
 };
 
 drv_zygote_link_t *drv_zygote_link_new(void)
@@ -116,6 +116,9 @@ void drv_zygote_on_exit(drv_engine_t *engine, int status)
                  drv_spawn_exit_code(status));
     }
     engine->zygote->pid = 0;
+    //  Started again a second after its death at the soonest, so a zygote
+    //  that dies at once is not restarted in a tight loop.
+    engine->zygote->started_ms = drv_time_mono_ms();
     s_close(engine);
 }
 

@@ -5,13 +5,14 @@ fuzzer starts from deep inside the parsers. Rerun after a format changes:
     /usr/bin/python3 tests/fuzz/seeds.py"""
 
 import glob
+import gzip
 import json
 import os
 import shutil
 
 import msgpack
 
-TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog")
+TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "../.."))
 
@@ -135,6 +136,18 @@ def main():
     }
     for name, line in lines.items():
         write("syslog", name, line)
+    # http_body: the first byte says NDJSON (bit 0) and gzip'd (bit 1).
+    bodies = {
+        "ndjson": (1, b'{"n": 1, "s": "a"}\n\n{"n": 2, "nested": {"x": [1, 2.5, null]}}\r\n'),
+        "json-array": (0, b'[{"n": 1}, {"u": "\\u00e9", "t": true}]'),
+        "json-object": (0, b'{"n": 1}'),
+        "bad-line": (1, b'{"n": 1}\n{"n": \n'),
+        "duplicate": (0, b'{"n": 1, "n": 2}'),
+        "gzip-ndjson": (3, gzip.compress(b'{"n": 1}\n{"n": 2}\n')),
+        "deep": (0, b'{"d": ' + b"[" * 40 + b"]" * 40 + b"}"),
+    }
+    for name, (mode, body) in bodies.items():
+        write("http_body", name, bytes([mode]) + body)
     print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in TARGETS})
 
 

@@ -36,10 +36,16 @@ typedef struct {
     //  and sets *wait_us until the next (-1: none). Returns records emitted.
     int (*generate)(drv_node_t *node, int64_t now_us, int64_t *wait_us);
     //  Receivers that read a socket (network receivers): the descriptor the
-    //  worker polls (-1: none), and what to do when it is readable: read
-    //  what is there, without blocking, and emit it. Returns records emitted.
+    //  worker polls (-1: none, or nothing left once drained), and what to do
+    //  when it is readable or the node's timeout is due: read what is there,
+    //  without blocking, and emit it. Returns records emitted.
     int (*fd)(drv_node_t *node);
     int (*readable)(drv_node_t *node);
+    //  Milliseconds until the node has work without input (-1: none). NULL: -1.
+    int64_t (*timeout_ms)(drv_node_t *node);
+    //  The instance is draining: take nothing new, finish what was taken;
+    //  fd says -1 once done. NULL: fd is not polled any more.
+    void (*drain)(drv_node_t *node);
     //  Frees node->state. NULL: free(node->state).
     void (*destroy)(drv_node_t *node);
     bool fed_by_broker; // receives producer messages from the broker (drv_dag_ingest)
@@ -60,9 +66,15 @@ struct drv_node_t {
 //  Memory that lives until the end of the current batch.
 void *drv_node_alloc(drv_node_t *node, size_t size);
 //  Records a receiver made itself, packed as a msgpack array of maps (or
-//  one map): decoded into the batch zone, counted in and handed on. Returns
-//  the records, or -1 when the bytes are not records (counted as an error).
-int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size);
+//  one map): decoded into the batch zone (cleared first), counted in and
+//  handed on. Returns the records, or -1 with the reason in err when the
+//  bytes are not records (counted as an error; nothing is handed on).
+int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen);
+//  A producer's input a receiver refused before emitting: counted as an error.
+void drv_node_count_refused(drv_node_t *node);
+//  True once an export gave up because the instance is being stopped: what
+//  was emitted since may not have been exported.
+bool drv_node_abandoned(const drv_node_t *node);
 //  Hands records on to every node after this one.
 void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n);
 //  Records entering the pipeline (receivers) and leaving it (exporters).

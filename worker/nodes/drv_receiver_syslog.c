@@ -93,7 +93,18 @@ static int s_readable(drv_node_t *node)
         drv_syslog_parse(iovs[i].iov_base, msgs[i].msg_len, now_ms, &msg);
         drv_syslog_pack(&msg, &pk);
     }
-    return drv_node_emit_packed(node, self->packed.data, self->packed.size);
+    char err[200];
+    return drv_node_emit_packed(node, self->packed.data, self->packed.size, err, sizeof err);
+}
+
+//  What this instance leaves in the socket is read by the instances that stay.
+static void s_drain(drv_node_t *node)
+{
+    syslog_t *self = node->state;
+    if (self->fd >= 0) {
+        close(self->fd);
+        self->fd = -1;
+    }
 }
 
 static void s_destroy(drv_node_t *node)
@@ -118,5 +129,6 @@ const drv_node_kind_t drv_receiver_syslog = {
     .init = s_init,
     .fd = s_fd,
     .readable = s_readable,
+    .drain = s_drain,
     .destroy = s_destroy,
 };

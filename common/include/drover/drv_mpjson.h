@@ -4,6 +4,7 @@
 #define DRV_MPJSON_H
 
 #include <jansson.h>
+#include <msgpack.h>
 #include <stddef.h>
 
 //  Encodes value; *data is malloc'd and owned by the caller. Returns 0 or -1.
@@ -12,5 +13,8 @@ int drv_mpjson_encode(const json_t *value, char **data, size_t *size);
 //  Decodes one msgpack value that must fill the whole buffer. Returns a new
 //  reference, or NULL with a reason in err (malformed, trailing bytes, too deep).
 json_t *drv_mpjson_decode(const void *data, size_t size, char *err, size_t errlen);
+
+//  Packs value with pk (receivers that take JSON bodies). Returns 0 or -1.
+int drv_mpjson_pack(msgpack_packer *pk, const json_t *value);
 
 #endif

@@ -21,4 +21,9 @@ const char *drv_problems_message(const drv_problems_t *self, size_t index);
 //  [{path, message}, ...] — the `details` of an invalid_request error.
 json_t *drv_problems_to_json(const drv_problems_t *self);
 
+//  An error body, {error: {kind, message}} (the admin API's and the HTTP
+//  receivers'). Messages quote what clients sent, which need not be UTF-8:
+//  the message is made valid first, so the body is always made.
+json_t *drv_problems_error(const char *kind, const char *message);
+
 #endif

@@ -1,0 +1,76 @@
+/*  drv_http_server — an HTTP receiver's server inside one instance
+    (libmicrohttpd, polled by the worker's loop through one epoll
+    descriptor). It serves the listening socket droverd bound and every
+    instance shares: each instance accepts on its own core.
+
+    The server reads a request's body (at most max_body_bytes, gunzipped
+    when Content-Encoding says gzip) and hands the whole request to the
+    handler, which answers it. What it refuses itself, before reading the
+    body: a method other than POST (405), a path it was not given (404), a
+    media type it was not given (415), a body over the limit (413), and
+    bodies past the buffer budget of all its connections together (429
+    with Retry-After).
+
+    A drain stops accepting (the other instances accept from then on),
+    answers the requests in flight with "Connection: close", gives idle
+    keep-alive connections a second to send one more request, and is over
+    when no connection is left. */
+#ifndef DRV_HTTP_SERVER_H
+#define DRV_HTTP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct drv_http_server_t drv_http_server_t;
+
+typedef struct {
+    const char *path;         // without the query
+    const char *media_type;   // Content-Type without parameters, lowercase; one of the config's
+    const char *body;         // decoded, NUL-terminated past size
+    size_t size;
+} drv_http_request_t;
+
+typedef struct {
+    int status;
+    const char *content_type; // NULL: application/json
+    char *body;               // malloc'd; the server frees it
+    size_t size;
+    int retry_after_secs;     // > 0: a Retry-After header
+} drv_http_reply_t;
+
+typedef void(drv_http_handler_fn)(void *arg, const drv_http_request_t *request, drv_http_reply_t *reply);
+
+typedef struct {
+    const char *const *paths;       // NULL-terminated: the paths served
+    const char *const *media_types; // NULL-terminated: Content-Types taken
+    size_t max_body_bytes;          // one request's body, decoded
+    size_t buffer_bytes;            // bodies buffered at once, all connections
+    drv_http_handler_fn *handler;
+    void *arg;
+} drv_http_config_t;
+
+//  Serves listen_fd (inherited; the server closes its copy when it drains
+//  or is destroyed). NULL with the reason in err.
+drv_http_server_t *drv_http_server_new(int listen_fd, const drv_http_config_t *config, char *err, size_t errlen);
+void drv_http_server_destroy(drv_http_server_t **self_p);
+
+//  The descriptor to poll for reading; -1 once drained with no connection left.
+int drv_http_server_fd(drv_http_server_t *self);
+//  Milliseconds until the server has something to do without input (a
+//  timeout), or -1.
+int64_t drv_http_server_timeout_ms(drv_http_server_t *self);
+//  Does what is ready: accepts, reads, answers (the handler runs here).
+void drv_http_server_run(drv_http_server_t *self);
+//  Stops accepting; see above.
+void drv_http_server_drain(drv_http_server_t *self);
+
+//  The request's Content-Length, or -1 when absent or not a number.
+struct MHD_Connection;
+int64_t drv_http_content_length(struct MHD_Connection *connection);
+
+//  Formats the {"error": {kind, message}} body of a refusal into reply.
+void drv_http_reply_error(drv_http_reply_t *reply, int status, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif

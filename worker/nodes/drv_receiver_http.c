@@ -1,0 +1,166 @@
+/*  receiver:http — records POSTed over HTTP: NDJSON (one object per line),
+    JSON (an object, or an array of objects) or msgpack (a map, or an array
+    of maps), optionally gzip'd. 200 {"accepted": N}; a body with any bad
+    record is refused whole with 400 naming the first bad line or item.
+
+    The listening socket is droverd's, shared by every instance of every
+    generation (drv_http_server.h says how an instance serves it and how it
+    drains). Records are exported before the answer is sent: the DAG runs
+    them through to the exporters synchronously, so with ack or without, a
+    200 means every record of the request was exported. */
+#include "drv_http_body.h"
+#include "drv_http_server.h"
+#include "drv_node.h"
+
+#include "drover/drv_limits.h"
+#include "drover/drv_listen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUFFER_BYTES (64u << 20) // bodies held at once by one instance (limits.front_door_buffer_bytes' default)
+
+typedef struct {
+    drv_http_server_t *server;
+    const char *paths[2];
+    char *path;
+    msgpack_sbuffer packed;
+} http_t;
+
+static const char *const s_media_types[] = {"application/x-ndjson", "application/json", "application/msgpack",
+                                            "application/x-msgpack", NULL};
+
+static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
+{
+    const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
+    char why[200];
+    drv_listen_endpoint_t parsed;
+    if (endpoint && (drv_listen_parse(endpoint, &parsed, why, sizeof why) != 0 || parsed.type != DRV_LISTEN_TCP)) {
+        drv_spec_check_problem(check, node_path, "config.endpoint: must be host:port (0.0.0.0:8080)");
+    }
+    const char *path = json_string_value(json_object_get(config, "path"));
+    if (path && (path[0] != '/' || strlen(path) > 200 || strpbrk(path, "?# "))) {
+        drv_spec_check_problem(check, node_path, "config.path: must start with / and hold no ?, # or space "
+                                                 "(at most 200 bytes)");
+    }
+    if (json_integer_value(json_object_get(config, "max_body_bytes")) == 0 && json_object_get(config, "max_body_bytes")) {
+        drv_spec_check_problem(check, node_path, "config.max_body_bytes: must be at least 1");
+    }
+}
+
+static void s_handle(void *arg, const drv_http_request_t *request, drv_http_reply_t *reply)
+{
+    drv_node_t *node = arg;
+    http_t *self = node->state;
+    char err[300];
+    int n;
+    if (strstr(request->media_type, "msgpack")) {
+        n = drv_node_emit_packed(node, request->body, request->size, err, sizeof err);
+    } else {
+        bool ndjson = !strcmp(request->media_type, "application/x-ndjson");
+        n = drv_http_body_json(request->body, request->size, ndjson, &self->packed, err, sizeof err);
+        if (n < 0) {
+            drv_node_count_refused(node);
+        } else {
+            n = drv_node_emit_packed(node, self->packed.data, self->packed.size, err, sizeof err);
+        }
+    }
+    if (n < 0) {
+        drv_http_reply_error(reply, 400, "invalid_request", "%s; nothing of this body was taken", err);
+    } else if (drv_node_abandoned(node)) {
+        //  The instance is being stopped with this request's records unexported.
+        drv_http_reply_error(reply, 503, "unavailable", "the instance is stopping; retry");
+        reply->retry_after_secs = 1;
+    } else {
+        reply->status = 200;
+        reply->body = malloc(40);
+        reply->size = reply->body ? (size_t)snprintf(reply->body, 40, "{\"accepted\":%d}", n) : 0;
+    }
+}
+
+static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
+{
+    http_t *self = calloc(1, sizeof *self);
+    node->state = self;
+    msgpack_sbuffer_init(&self->packed);
+    const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
+    char why[200];
+    int fd = drv_listen_inherited(endpoint, why, sizeof why);
+    if (fd < 0) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        return -1;
+    }
+    self->path = strdup(json_string_value(json_object_get(config, "path")));
+    self->paths[0] = self->path;
+    drv_http_config_t server = {
+        .paths = self->paths,
+        .media_types = s_media_types,
+        .max_body_bytes = (size_t)json_integer_value(json_object_get(config, "max_body_bytes")),
+        .buffer_bytes = BUFFER_BYTES,
+        .handler = s_handle,
+        .arg = node,
+    };
+    self->server = drv_http_server_new(fd, &server, why, sizeof why);
+    if (!self->server) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        return -1;
+    }
+    return 0;
+}
+
+static int s_fd(drv_node_t *node)
+{
+    http_t *self = node->state;
+    return self && self->server ? drv_http_server_fd(self->server) : -1;
+}
+
+static int s_readable(drv_node_t *node)
+{
+    http_t *self = node->state;
+    drv_http_server_run(self->server);
+    return 0;
+}
+
+static int64_t s_timeout_ms(drv_node_t *node)
+{
+    http_t *self = node->state;
+    return drv_http_server_timeout_ms(self->server);
+}
+
+static void s_drain(drv_node_t *node)
+{
+    http_t *self = node->state;
+    if (self->server) {
+        drv_http_server_drain(self->server);
+    }
+}
+
+static void s_destroy(drv_node_t *node)
+{
+    http_t *self = node->state;
+    if (!self) {
+        return;
+    }
+    drv_http_server_destroy(&self->server);
+    msgpack_sbuffer_destroy(&self->packed);
+    free(self->path);
+    free(self);
+}
+
+const drv_node_kind_t drv_receiver_http = {
+    .schema = {.name = "receiver:http",
+               .role = DRV_ROLE_RECEIVER,
+               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true},
+                        {.key = "path", .kind = DRV_KEY_STRING, .fallback = "\"/\""},
+                        {.key = "ack", .kind = DRV_KEY_BOOL, .fallback = "false"},
+                        {.key = "max_body_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "4194304",
+                         .maximum = DRV_LIMIT_MESSAGE_CEILING}},
+               .check = s_check},
+    .init = s_init,
+    .fd = s_fd,
+    .readable = s_readable,
+    .timeout_ms = s_timeout_ms,
+    .drain = s_drain,
+    .destroy = s_destroy,
+};
