@@ -14,7 +14,9 @@ CC=clang sh scripts/build.sh "$dir" Debug -DDROVER_FUZZ=ON \
     -DCMAKE_C_FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 mkdir -p "$dir/crashes"
 failed=""
-for target in config spec msg admin batch plan syslog; do
+# The targets tests/fuzz/CMakeLists.txt builds, in its order.
+targets=$(sed -n 's/^set(FUZZ_TARGETS \(.*\))$/\1/p' tests/fuzz/CMakeLists.txt)
+for target in $targets; do
     mkdir -p "$dir/corpus/$target"
     echo "fuzz: $target for ${secs}s"
     if ! ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 "$dir/fuzz/fuzz_$target" -max_total_time="$secs" -timeout=10 \

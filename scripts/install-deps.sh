@@ -9,16 +9,18 @@
 #   build    compilers, CMake and the -dev packages
 #   test     what the tests and benchmarks drive: Python with zmq and msgpack,
 #            supervisor and s6 (baselines), wrk (HTTP load), curl, valgrind,
-#            systemd-analyze and readelf (deployment checks)
+#            systemd-analyze and readelf (deployment checks), protoc (decodes
+#            what exporter:otlp sends against our OTLP definitions)
 #   fuzz     clang and its sanitizer/libFuzzer runtime (make fuzz, make test-asan)
 #   image    debootstrap (make image-check: the Dockerfile without Docker)
 set -eu
 
-RUNTIME="libzmq5 libczmq4 libmsgpackc2 libjansson4 libyaml-0-2 libmicrohttpd12 libsystemd0 zlib1g"
+RUNTIME="libzmq5 libczmq4 libmsgpackc2 libjansson4 libyaml-0-2 libmicrohttpd12 libsystemd0 zlib1g libprotobuf-c1"
 BUILD="build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev libjansson-dev
-libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev zlib1g-dev"
+libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev zlib1g-dev
+libprotobuf-c-dev protobuf-c-compiler"
 TEST="python3 python3-zmq python3-msgpack python3-yaml util-linux procps curl supervisor s6 wrk valgrind
-systemd binutils"
+systemd binutils protobuf-compiler"
 FUZZ="clang libclang-rt-14-dev"
 IMAGE="debootstrap"
 

@@ -9,10 +9,11 @@ import gzip
 import json
 import os
 import shutil
+import subprocess
 
 import msgpack
 
-TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body")
+TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "../.."))
 
@@ -148,6 +149,18 @@ def main():
     }
     for name, (mode, body) in bodies.items():
         write("http_body", name, bytes([mode]) + body)
+    # otlp: the first byte says traces (bit 0) and JSON (bit 1); the
+    # specification's JSON examples and a request protoc encodes from text.
+    examples = os.path.join(HERE, "../integration/otlp")
+    for name, mode in (("logs.json", 2), ("traces.json", 3)):
+        with open(os.path.join(examples, name), "rb") as f:
+            write("otlp", name, bytes([mode]) + f.read())
+    with open(os.path.join(examples, "logs.txt"), "rb") as f:
+        pb = subprocess.run(["protoc", "--proto_path=" + os.path.join(HERE, "../../proto"),
+                             "--encode=opentelemetry.proto.collector.logs.v1.ExportLogsServiceRequest",
+                             "opentelemetry/proto/collector/logs/v1/logs_service.proto"],
+                            input=f.read(), capture_output=True, check=True).stdout
+    write("otlp", "logs.pb", bytes([0]) + pb)
     print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in TARGETS})
 
 

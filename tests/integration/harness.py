@@ -26,6 +26,17 @@ def free_port():
         return s.getsockname()[1]
 
 
+def curl_post(port, path, data, ctype, *extra):
+    """POSTs data with curl (a client nobody here wrote) to 127.0.0.1:port;
+    returns (status, body bytes, Content-Type, response head text)."""
+    out = subprocess.run(["curl", "-sS", "-D", "/dev/stderr", "-o", "/dev/stdout", "-w", "\n%{http_code} %{content_type}",
+                          "-H", f"Content-Type: {ctype}", *extra, "--data-binary", "@-",
+                          f"http://127.0.0.1:{port}{path}"], input=data, capture_output=True, timeout=30)
+    body, _, tail = out.stdout.rpartition(b"\n")
+    code, _, content_type = tail.decode().partition(" ")
+    return int(code), body, content_type, out.stderr.decode(errors="replace")
+
+
 def engine_yaml(pipelines="{}", engine_extra=""):
     """An engine config: HTTP admin on 127.0.0.1:HTTP (the caller puts in the
     port), any extra engine keys (indented lines), the default group's

@@ -17,18 +17,12 @@ import unittest
 
 import msgpack
 
-from harness import Admin, EngineTest, engine_yaml, free_port, read_ndjson, wait_until
+from harness import Admin, EngineTest, curl_post, engine_yaml, free_port, read_ndjson, wait_until
 
 
 def curl(port, path, data, ctype, *extra):
-    """Posts data with curl; returns (status, body text, headers text)."""
-    out = subprocess.run(["curl", "-sS", "-D", "-", "-o", "/dev/stdout", "-w", "\n%{http_code}",
-                          "-H", f"Content-Type: {ctype}", *extra, "--data-binary", "@-",
-                          f"http://127.0.0.1:{port}{path}"], input=data, capture_output=True, timeout=30)
-    text = out.stdout.decode(errors="replace")
-    head, _, rest = text.partition("\r\n\r\n")
-    body, _, code = rest.rpartition("\n")
-    return int(code), body, head
+    status, body, _, head = curl_post(port, path, data, ctype, *extra)
+    return status, body.decode(errors="replace"), head
 
 
 class HttpReceiver(EngineTest):

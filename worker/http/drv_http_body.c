@@ -1,5 +1,6 @@
 /*  drv_http_body — see drv_http_body.h. */
 #include "drv_http_body.h"
+#include "drv_record.h"
 
 #include "drover/drv_mpjson.h"
 
@@ -9,23 +10,6 @@
 #include <string.h>
 
 #define JSON_FLAGS (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY)
-
-//  An array header whose count is written once it is known: array32 is
-//  valid msgpack for any count.
-static void s_begin(msgpack_sbuffer *out)
-{
-    msgpack_sbuffer_clear(out);
-    static const char header[5] = {(char)0xdd, 0, 0, 0, 0};
-    msgpack_sbuffer_write(out, header, sizeof header);
-}
-
-static void s_finish(msgpack_sbuffer *out, uint32_t count)
-{
-    out->data[1] = (char)(count >> 24);
-    out->data[2] = (char)(count >> 16);
-    out->data[3] = (char)(count >> 8);
-    out->data[4] = (char)count;
-}
 
 static int s_pack_record(msgpack_packer *pk, const json_t *value, const char *what, size_t at, char *err,
                          size_t errlen)
@@ -102,7 +86,7 @@ static int s_document(const char *body, size_t size, msgpack_packer *pk, char *e
 
 int drv_http_body_json(const char *body, size_t size, bool ndjson, msgpack_sbuffer *out, char *err, size_t errlen)
 {
-    s_begin(out);
+    drv_record_batch_begin(out);
     msgpack_packer pk;
     msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
     int count = ndjson ? s_ndjson(body, size, &pk, err, errlen) : s_document(body, size, &pk, err, errlen);
@@ -110,6 +94,6 @@ int drv_http_body_json(const char *body, size_t size, bool ndjson, msgpack_sbuff
         msgpack_sbuffer_clear(out);
         return -1;
     }
-    s_finish(out, (uint32_t)count);
+    drv_record_batch_end(out, (uint32_t)count);
     return count;
 }

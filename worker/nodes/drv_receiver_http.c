@@ -9,20 +9,17 @@
     them through to the exporters synchronously, so with ack or without, a
     200 means every record of the request was exported. */
 #include "drv_http_body.h"
-#include "drv_http_server.h"
+#include "drv_http_node.h"
 #include "drv_node.h"
 
 #include "drover/drv_limits.h"
-#include "drover/drv_listen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BUFFER_BYTES (64u << 20) // bodies held at once by one instance (limits.front_door_buffer_bytes' default)
-
 typedef struct {
-    drv_http_server_t *server;
+    drv_http_server_t *server; // first: drv_http_node's hooks find it there
     const char *paths[2];
     char *path;
     msgpack_sbuffer packed;
@@ -33,19 +30,11 @@ static const char *const s_media_types[] = {"application/x-ndjson", "application
 
 static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
 {
-    const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
-    char why[200];
-    drv_listen_endpoint_t parsed;
-    if (endpoint && (drv_listen_parse(endpoint, &parsed, why, sizeof why) != 0 || parsed.type != DRV_LISTEN_TCP)) {
-        drv_spec_check_problem(check, node_path, "config.endpoint: must be host:port (0.0.0.0:8080)");
-    }
+    drv_http_node_check(check, node_path, config, "0.0.0.0:8080");
     const char *path = json_string_value(json_object_get(config, "path"));
     if (path && (path[0] != '/' || strlen(path) > 200 || strpbrk(path, "?# "))) {
         drv_spec_check_problem(check, node_path, "config.path: must start with / and hold no ?, # or space "
                                                  "(at most 200 bytes)");
-    }
-    if (json_integer_value(json_object_get(config, "max_body_bytes")) == 0 && json_object_get(config, "max_body_bytes")) {
-        drv_spec_check_problem(check, node_path, "config.max_body_bytes: must be at least 1");
     }
 }
 
@@ -84,56 +73,10 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     http_t *self = calloc(1, sizeof *self);
     node->state = self;
     msgpack_sbuffer_init(&self->packed);
-    const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
-    char why[200];
-    int fd = drv_listen_inherited(endpoint, why, sizeof why);
-    if (fd < 0) {
-        snprintf(err, errlen, "node %s: %s", node->id, why);
-        return -1;
-    }
     self->path = strdup(json_string_value(json_object_get(config, "path")));
     self->paths[0] = self->path;
-    drv_http_config_t server = {
-        .paths = self->paths,
-        .media_types = s_media_types,
-        .max_body_bytes = (size_t)json_integer_value(json_object_get(config, "max_body_bytes")),
-        .buffer_bytes = BUFFER_BYTES,
-        .handler = s_handle,
-        .arg = node,
-    };
-    self->server = drv_http_server_new(fd, &server, why, sizeof why);
-    if (!self->server) {
-        snprintf(err, errlen, "node %s: %s", node->id, why);
-        return -1;
-    }
-    return 0;
-}
-
-static int s_fd(drv_node_t *node)
-{
-    http_t *self = node->state;
-    return self && self->server ? drv_http_server_fd(self->server) : -1;
-}
-
-static int s_readable(drv_node_t *node)
-{
-    http_t *self = node->state;
-    drv_http_server_run(self->server);
-    return 0;
-}
-
-static int64_t s_timeout_ms(drv_node_t *node)
-{
-    http_t *self = node->state;
-    return drv_http_server_timeout_ms(self->server);
-}
-
-static void s_drain(drv_node_t *node)
-{
-    http_t *self = node->state;
-    if (self->server) {
-        drv_http_server_drain(self->server);
-    }
+    drv_http_config_t server = {.paths = self->paths, .media_types = s_media_types, .handler = s_handle};
+    return drv_http_node_listen(node, &self->server, config, &server, err, errlen);
 }
 
 static void s_destroy(drv_node_t *node)
@@ -158,9 +101,9 @@ const drv_node_kind_t drv_receiver_http = {
                          .maximum = DRV_LIMIT_MESSAGE_CEILING}},
                .check = s_check},
     .init = s_init,
-    .fd = s_fd,
-    .readable = s_readable,
-    .timeout_ms = s_timeout_ms,
-    .drain = s_drain,
+    .fd = drv_http_node_fd,
+    .readable = drv_http_node_readable,
+    .timeout_ms = drv_http_node_timeout_ms,
+    .drain = drv_http_node_drain,
     .destroy = s_destroy,
 };

@@ -1,0 +1,165 @@
+"""receiver:otlp through the real binaries: curl posts the OTLP/JSON
+examples of the specification, protoc (protobuf-compiler) encodes
+requests from text against our definitions, and every attribute, id and
+timestamp arrives as contract 6.2 maps it; the answers are the
+Export…ServiceResponse in the request's encoding (protoc decodes the
+protobuf ones); bad requests get 400/413/415 and export nothing."""
+
+import glob
+import gzip
+import json
+import os
+import subprocess
+import unittest
+
+from harness import Admin, EngineTest, curl_post, engine_yaml, free_port, read_ndjson, wait_until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROTO = os.path.join(HERE, "../../proto")
+LOGS_REQ = "opentelemetry.proto.collector.logs.v1.ExportLogsServiceRequest"
+LOGS_RESP = "opentelemetry.proto.collector.logs.v1.ExportLogsServiceResponse"
+TRACES_REQ = "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest"
+LOGS_FILE = "opentelemetry/proto/collector/logs/v1/logs_service.proto"
+TRACES_FILE = "opentelemetry/proto/collector/trace/v1/trace_service.proto"
+HAVE_TOOLS = all(subprocess.run(["which", t], capture_output=True).returncode == 0 for t in ("curl", "protoc"))
+
+
+def protoc(mode, message, proto_file, data):
+    return subprocess.run(["protoc", f"--proto_path={PROTO}", f"--{mode}={message}", proto_file],
+                          input=data, capture_output=True, check=True).stdout
+
+
+def curl(port, path, data, ctype, *extra):
+    return curl_post(port, path, data, ctype, *extra)[:3]
+
+
+@unittest.skipUnless(HAVE_TOOLS, "needs curl and protoc")
+class OtlpReceiver(EngineTest):
+    def setUp(self):
+        self.http_port = free_port()
+        self.engine = self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)))
+        self.admin = Admin(self.engine, self.http_port)
+        self.admin.wait_ready()
+        self.out = self.engine.out_dir
+        self.port = free_port()
+
+    def put(self, **config):
+        config = {"endpoint": f"127.0.0.1:{self.port}", **config}
+        spec = {"pipeline": {"nodes": {
+            "in": {"type": "receiver:otlp", "config": config, "to": ["out"]},
+            "out": {"type": "exporter:file", "config": {"path": f"{self.out}/otlp-{{core}}-{{generation}}.ndjson"}}}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/otel", body=spec)
+        self.assertEqual(status, 200, body)
+
+    def records(self, n):
+        def rows():
+            found = []
+            for path in sorted(glob.glob(f"{self.out}/otlp-*.ndjson")):
+                found += read_ndjson(path)
+            return found if len(found) >= n else None
+        return wait_until(rows, 10, f"{n} records")
+
+    def test_the_specifications_json_examples_arrive_whole(self):
+        self.put()
+        with open(os.path.join(HERE, "otlp/logs.json"), "rb") as f:
+            status, body, ctype = curl(self.port, "/v1/logs", f.read(), "application/json")
+        self.assertEqual((status, json.loads(body), ctype), (200, {}, "application/json"))
+        with open(os.path.join(HERE, "otlp/traces.json"), "rb") as f:
+            status, body, _ = curl(self.port, "/v1/traces", gzip.compress(f.read()), "application/json",
+                                   "-H", "Content-Encoding: gzip")
+        self.assertEqual((status, json.loads(body)), (200, {}))
+        rows = {r["signal"]: r for r in self.records(2)}
+        log = rows["log"]
+        self.assertEqual((log["time_unix_nano"], log["observed_time_unix_nano"]), (1544712660300000000,) * 2)
+        self.assertEqual((log["severity_number"], log["severity_text"], log["body"]), (10, "Information", "Example log record"))
+        self.assertEqual((log["trace_id"], log["span_id"], log["flags"]), ("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174", 0))
+        self.assertEqual(log["attributes"], {
+            "string.attribute": "some string", "boolean.attribute": True, "int.attribute": 10,
+            "double.attribute": 637.704, "array.attribute": ["many", "values"],
+            "map.attribute": {"some.map.key": "some value"},
+            "bytes.attribute": log["attributes"]["bytes.attribute"]})
+        self.assertEqual(log["resource"], {"service.name": "my.service"})
+        self.assertEqual(log["scope"], {"name": "my.library", "version": "1.0.0",
+                                        "attributes": {"my.scope.attribute": "some scope attribute"}})
+        span = rows["span"]
+        self.assertEqual((span["trace_id"], span["span_id"], span["parent_span_id"]),
+                         ("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174", "eee19b7ec3c1b173"))
+        self.assertEqual((span["name"], span["kind"], span["start_time_unix_nano"], span["end_time_unix_nano"]),
+                         ("I'm a server span", 2, 1544712660000000000, 1544712661000000000))
+        self.assertEqual(span["events"], [{"time_unix_nano": 1544712660500000000, "name": "ev", "attributes": {}}])
+        self.assertEqual(span["links"], [{"trace_id": "5b8efff798038103d269b633813fc60d", "span_id": "eee19b7ec3c1b175",
+                                          "attributes": {}}])
+        self.assertEqual(span["status"], {"code": 2, "message": "boom"})
+        self.assertEqual(span["attributes"], {"my.span.attr": "some value"})
+
+    def test_protobuf_requests_encoded_by_protoc(self):
+        self.put(signals=["logs"])
+        with open(os.path.join(HERE, "otlp/logs.txt"), "rb") as f:
+            request = protoc("encode", LOGS_REQ, LOGS_FILE, f.read())
+        status, body, ctype = curl(self.port, "/v1/logs", request, "application/x-protobuf")
+        self.assertEqual((status, ctype), (200, "application/x-protobuf"))
+        self.assertEqual(protoc("decode", LOGS_RESP, LOGS_FILE, body), b"")  # no partial_success
+        log = self.records(1)[0]
+        self.assertEqual((log["time_unix_nano"], log["severity_number"], log["body"]),
+                         (1700000000123456789, 9, "hello protobuf"))
+        self.assertEqual((log["trace_id"], log["span_id"]), ("0102030405060708090a0b0c0d0e0f10", "0102030405060708"))
+        self.assertEqual((log["attributes"], log["resource"]), ({"k": -5}, {"service.name": "pb.service"}))
+        # Traces are not among this receiver's signals.
+        status, _, _ = curl(self.port, "/v1/traces", b"", "application/x-protobuf")
+        self.assertEqual(status, 404)
+
+    def test_a_duplicate_key_refuses_that_record_and_says_so_in_partial_success(self):
+        self.put()
+        text = b"""resource_logs { scope_logs {
+          log_records { body { string_value: "kept" } }
+          log_records { body { string_value: "refused" } attributes { key: "a" } attributes { key: "a" } }
+        } }"""
+        status, body, _ = curl(self.port, "/v1/logs", protoc("encode", LOGS_REQ, LOGS_FILE, text),
+                               "application/x-protobuf")
+        self.assertEqual(status, 200)
+        decoded = protoc("decode", LOGS_RESP, LOGS_FILE, body).decode()
+        self.assertIn("rejected_log_records: 1", decoded)
+        self.assertIn('has the key \\"a\\" twice', decoded)
+        doc = {"resourceLogs": [{"scopeLogs": [{"logRecords": [
+            {"body": {"stringValue": "kept too"}},
+            {"attributes": [{"key": "b", "value": {}}, {"key": "b", "value": {}}]}]}]}]}
+        status, body, _ = curl(self.port, "/v1/logs", json.dumps(doc).encode(), "application/json")
+        self.assertEqual(status, 200)
+        partial = json.loads(body)["partialSuccess"]
+        self.assertEqual(partial["rejectedLogRecords"], 1)
+        self.assertEqual(sorted(r["body"] for r in self.records(2)), ["kept", "kept too"])
+
+    def test_bad_requests_are_refused_and_export_nothing(self):
+        self.put(max_body_bytes=2048)
+        cases = [
+            ("/v1/logs", b"\xff\xff\xff", "application/x-protobuf", 400, "malformed protobuf"),
+            ("/v1/logs", b"[1]", "application/json", 400, "must be a JSON object"),
+            ("/v1/logs", b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"timeUnixNano": "soon"}]}]}]}',
+             "application/json", 400, "resourceLogs[0].scopeLogs[0].logRecords[0].timeUnixNano"),
+            ("/v1/traces", b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "xyz1"}]}]}]}',
+             "application/json", 400, "traceId: must be an id in hex"),
+            ("/v1/logs", b"{}", "text/plain", 415, "Content-Type"),
+            ("/v1/logs", b"{" + b" " * 4096 + b"}", "application/json", 413, "larger than 2048"),
+        ]
+        for path, data, ctype, want, words in cases:
+            status, body, _ = curl(self.port, path, data, ctype)
+            self.assertEqual(status, want, (data[:50], body))
+            self.assertIn(words, json.loads(body)["error"]["message"], data[:50])
+        status, body, _ = curl(self.port, "/v1/logs", b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{}]}]}]}',
+                               "application/json")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(len(self.records(1)), 1, "only the good request's record")
+
+    def test_bad_configs_are_refused(self):
+        for config, words in (({"signals": ["metrics"]}, "must be logs or traces"), ({"signals": []}, "must name"),
+                              ({"endpoint": "udp://127.0.0.1:4318"}, "must be host:port")):
+            config = {"endpoint": f"127.0.0.1:{self.port}", **config}
+            spec = {"pipeline": {"nodes": {"in": {"type": "receiver:otlp", "config": config, "to": ["out"]},
+                                           "out": {"type": "exporter:null"}}}}
+            status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/otel", body=spec)
+            self.assertEqual(status, 422, body)
+            self.assertIn(words, json.dumps(body["error"]["details"]))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

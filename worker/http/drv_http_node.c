@@ -1,0 +1,74 @@
+/*  drv_http_node — see drv_http_node.h. */
+#include "drv_http_node.h"
+
+#include "drover/drv_listen.h"
+
+#include <stdio.h>
+
+static drv_http_server_t *s_server(drv_node_t *node)
+{
+    return node->state ? *(drv_http_server_t **)node->state : NULL;
+}
+
+void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const json_t *config, const char *example)
+{
+    const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
+    char why[200];
+    drv_listen_endpoint_t parsed;
+    if (endpoint && (drv_listen_parse(endpoint, &parsed, why, sizeof why) != 0 || parsed.type != DRV_LISTEN_TCP)) {
+        drv_spec_check_problem(check, node_path, "config.endpoint: must be host:port (%s)", example);
+    }
+    json_t *max = json_object_get(config, "max_body_bytes");
+    if (max && json_integer_value(max) == 0) {
+        drv_spec_check_problem(check, node_path, "config.max_body_bytes: must be at least 1");
+    }
+}
+
+int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const json_t *config,
+                         drv_http_config_t *server_config, char *err, size_t errlen)
+{
+    char why[200];
+    int fd = drv_listen_inherited(json_string_value(json_object_get(config, "endpoint")), why, sizeof why);
+    if (fd < 0) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        return -1;
+    }
+    server_config->max_body_bytes = (size_t)json_integer_value(json_object_get(config, "max_body_bytes"));
+    server_config->buffer_bytes = DRV_HTTP_NODE_BUFFER_BYTES;
+    server_config->arg = node;
+    *server = drv_http_server_new(fd, server_config, why, sizeof why);
+    if (!*server) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        return -1;
+    }
+    return 0;
+}
+
+int drv_http_node_fd(drv_node_t *node)
+{
+    drv_http_server_t *server = s_server(node);
+    return server ? drv_http_server_fd(server) : -1;
+}
+
+int drv_http_node_readable(drv_node_t *node)
+{
+    drv_http_server_t *server = s_server(node);
+    if (server) {
+        drv_http_server_run(server);
+    }
+    return 0; // what it emitted was counted as it went
+}
+
+int64_t drv_http_node_timeout_ms(drv_node_t *node)
+{
+    drv_http_server_t *server = s_server(node);
+    return server ? drv_http_server_timeout_ms(server) : -1;
+}
+
+void drv_http_node_drain(drv_node_t *node)
+{
+    drv_http_server_t *server = s_server(node);
+    if (server) {
+        drv_http_server_drain(server);
+    }
+}

@@ -1,0 +1,29 @@
+/*  drv_http_node — what the HTTP receivers (receiver:http, receiver:otlp)
+    share as node kinds: a drv_http_server_t on the socket droverd bound
+    for config.endpoint, as the first member of the node's state, and the
+    node hooks that serve it. */
+#ifndef DRV_HTTP_NODE_H
+#define DRV_HTTP_NODE_H
+
+#include "drv_http_server.h"
+#include "drv_node.h"
+
+//  Rules of the config keys both take: endpoint (host:port; example shows
+//  one) and max_body_bytes (at least 1).
+void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const json_t *config, const char *example);
+
+//  Starts *server on the inherited socket of config.endpoint, taking
+//  max_body_bytes from config; server_config gives the rest. Returns 0, or
+//  -1 with the reason in err.
+int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const json_t *config,
+                         drv_http_config_t *server_config, char *err, size_t errlen);
+
+//  Node hooks; node->state starts with a drv_http_server_t *.
+int drv_http_node_fd(drv_node_t *node);
+int drv_http_node_readable(drv_node_t *node);
+int64_t drv_http_node_timeout_ms(drv_node_t *node);
+void drv_http_node_drain(drv_node_t *node);
+
+#define DRV_HTTP_NODE_BUFFER_BYTES (64u << 20) // bodies held at once by one instance
+
+#endif

@@ -1,0 +1,166 @@
+/*  receiver:otlp — OTLP/HTTP: POST /v1/logs and /v1/traces, protobuf or
+    JSON, gzip'd or not; one record per LogRecord or Span (contract 6.2's
+    mapping, drv_otlp_records.c). Answered as the OTLP/HTTP specification
+    says: 200 with an Export…ServiceResponse in the request's encoding,
+    whose partial_success counts the records refused (a duplicate key) and
+    says why; 400 for a body that is not a request; 413, 415, 429 from the
+    server (drv_http_server.h), which also says how the shared listening
+    socket is served and drained. As with receiver:http, records are
+    exported before the answer. */
+#include "drv_http_node.h"
+#include "drv_node.h"
+#include "drv_otlp.h"
+#include "drv_otlp_json.h"
+#include "drv_otlp_records.h"
+
+#include "drover/drv_limits.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    drv_http_server_t *server; // first: drv_http_node's hooks find it there
+    const char *paths[3];
+    msgpack_sbuffer packed;
+} otlp_t;
+
+static const char *const s_media_types[] = {"application/x-protobuf", "application/json", NULL};
+
+static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
+{
+    drv_http_node_check(check, node_path, config, "0.0.0.0:4318");
+    json_t *signals = json_object_get(config, "signals");
+    size_t i;
+    json_t *s;
+    json_array_foreach(signals, i, s)
+    {
+        if (strcmp(json_string_value(s), "logs") != 0 && strcmp(json_string_value(s), "traces") != 0) {
+            drv_spec_check_problem(check, node_path, "config.signals[%zu]: must be logs or traces", i);
+        }
+    }
+    if (json_is_array(signals) && json_array_size(signals) == 0) {
+        drv_spec_check_problem(check, node_path, "config.signals: must name logs, traces or both");
+    }
+}
+
+//  The Export…ServiceResponse, in the request's encoding.
+static void s_respond(drv_http_reply_t *reply, drv_otlp_signal_t signal, bool json, int64_t rejected, const char *why)
+{
+    reply->status = 200;
+    if (json) {
+        reply->content_type = "application/json";
+        json_t *body = rejected == 0 ? json_object()
+                                     : json_pack("{s:{s:I, s:s}}", "partialSuccess",
+                                                 signal == DRV_OTLP_LOGS ? "rejectedLogRecords" : "rejectedSpans",
+                                                 (json_int_t)rejected, "errorMessage", why);
+        reply->body = json_dumps(body, JSON_COMPACT);
+        reply->size = reply->body ? strlen(reply->body) : 0;
+        json_decref(body);
+        return;
+    }
+    reply->content_type = "application/x-protobuf";
+    ProtobufCMessage *response;
+    otlp_logs_response_t logs = OPENTELEMETRY__PROTO__COLLECTOR__LOGS__V1__EXPORT_LOGS_SERVICE_RESPONSE__INIT;
+    otlp_logs_partial_t logs_partial = OPENTELEMETRY__PROTO__COLLECTOR__LOGS__V1__EXPORT_LOGS_PARTIAL_SUCCESS__INIT;
+    otlp_traces_response_t traces = OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_SERVICE_RESPONSE__INIT;
+    otlp_traces_partial_t traces_partial = OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_PARTIAL_SUCCESS__INIT;
+    if (signal == DRV_OTLP_LOGS) {
+        logs_partial.rejected_log_records = rejected;
+        logs_partial.error_message = (char *)why;
+        logs.partial_success = rejected ? &logs_partial : NULL;
+        response = &logs.base;
+    } else {
+        traces_partial.rejected_spans = rejected;
+        traces_partial.error_message = (char *)why;
+        traces.partial_success = rejected ? &traces_partial : NULL;
+        response = &traces.base;
+    }
+    reply->size = protobuf_c_message_get_packed_size(response);
+    reply->body = malloc(reply->size + 1);
+    if (reply->body) {
+        protobuf_c_message_pack(response, (uint8_t *)reply->body);
+    }
+}
+
+static void s_handle(void *arg, const drv_http_request_t *request, drv_http_reply_t *reply)
+{
+    drv_node_t *node = arg;
+    otlp_t *self = node->state;
+    drv_otlp_signal_t signal = !strcmp(request->path, "/v1/logs") ? DRV_OTLP_LOGS : DRV_OTLP_TRACES;
+    bool json = !strcmp(request->media_type, "application/json");
+    drv_otlp_request_t otlp;
+    char err[300];
+    int rc = json ? drv_otlp_json_parse(signal, request->body, request->size, &otlp, err, sizeof err)
+                  : drv_otlp_unpack(signal, request->body, request->size, &otlp);
+    if (rc != 0) {
+        drv_node_count_refused(node);
+        drv_http_reply_error(reply, 400, "invalid_request", "not an OTLP %s export request: %s",
+                             signal == DRV_OTLP_LOGS ? "logs" : "traces", json ? err : "malformed protobuf");
+        return;
+    }
+    int64_t rejected = 0;
+    char why[300];
+    int n = drv_otlp_to_records(&otlp, &self->packed, &rejected, why, sizeof why);
+    drv_otlp_request_free(&otlp);
+    if (rejected > 0) {
+        drv_node_count_refused(node);
+    }
+    if (n > 0 && drv_node_emit_packed(node, self->packed.data, self->packed.size, err, sizeof err) < 0) {
+        drv_http_reply_error(reply, 400, "invalid_request", "%s", err); // deeper than records nest
+        return;
+    }
+    if (drv_node_abandoned(node)) {
+        drv_http_reply_error(reply, 503, "unavailable", "the instance is stopping; retry");
+        reply->retry_after_secs = 1;
+        return;
+    }
+    s_respond(reply, signal, json, rejected, why);
+}
+
+static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
+{
+    otlp_t *self = calloc(1, sizeof *self);
+    node->state = self;
+    msgpack_sbuffer_init(&self->packed);
+    size_t n = 0;
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(config, "signals"), i, s)
+    {
+        self->paths[n++] = !strcmp(json_string_value(s), "logs") ? "/v1/logs" : "/v1/traces";
+        if (n == 2) {
+            break;
+        }
+    }
+    drv_http_config_t server = {.paths = self->paths, .media_types = s_media_types, .handler = s_handle};
+    return drv_http_node_listen(node, &self->server, config, &server, err, errlen);
+}
+
+static void s_destroy(drv_node_t *node)
+{
+    otlp_t *self = node->state;
+    if (!self) {
+        return;
+    }
+    drv_http_server_destroy(&self->server);
+    msgpack_sbuffer_destroy(&self->packed);
+    free(self);
+}
+
+const drv_node_kind_t drv_receiver_otlp = {
+    .schema = {.name = "receiver:otlp",
+               .role = DRV_ROLE_RECEIVER,
+               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true},
+                        {.key = "signals", .kind = DRV_KEY_STRING_LIST, .fallback = "[\"logs\", \"traces\"]"},
+                        {.key = "ack", .kind = DRV_KEY_BOOL, .fallback = "false"},
+                        {.key = "max_body_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "4194304",
+                         .maximum = DRV_LIMIT_MESSAGE_CEILING}},
+               .check = s_check},
+    .init = s_init,
+    .fd = drv_http_node_fd,
+    .readable = drv_http_node_readable,
+    .timeout_ms = drv_http_node_timeout_ms,
+    .drain = drv_http_node_drain,
+    .destroy = s_destroy,
+};

@@ -1,0 +1,55 @@
+/*  drv_otlp — OTLP inside drover. The message definitions are ours, written
+    from the OpenTelemetry protocol specification (proto/, compiled by
+    protoc-c at build time); this header gives their long generated names
+    short ones. The protobuf-c structs are the one model every OTLP path
+    goes through:
+
+        protobuf bytes <-> structs   protobuf-c
+        OTLP/JSON text <-> structs   drv_otlp_json.c
+        structs        <-> records   drv_otlp_records.c  (contract 6.2's mapping) */
+#ifndef DRV_OTLP_H
+#define DRV_OTLP_H
+
+#include "opentelemetry/proto/collector/logs/v1/logs_service.pb-c.h"
+#include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
+
+typedef Opentelemetry__Proto__Common__V1__AnyValue otlp_any_t;
+typedef Opentelemetry__Proto__Common__V1__ArrayValue otlp_array_t;
+typedef Opentelemetry__Proto__Common__V1__KeyValueList otlp_kvlist_t;
+typedef Opentelemetry__Proto__Common__V1__KeyValue otlp_kv_t;
+typedef Opentelemetry__Proto__Common__V1__InstrumentationScope otlp_scope_t;
+typedef Opentelemetry__Proto__Resource__V1__Resource otlp_resource_t;
+typedef Opentelemetry__Proto__Logs__V1__ResourceLogs otlp_resource_logs_t;
+typedef Opentelemetry__Proto__Logs__V1__ScopeLogs otlp_scope_logs_t;
+typedef Opentelemetry__Proto__Logs__V1__LogRecord otlp_log_t;
+typedef Opentelemetry__Proto__Trace__V1__ResourceSpans otlp_resource_spans_t;
+typedef Opentelemetry__Proto__Trace__V1__ScopeSpans otlp_scope_spans_t;
+typedef Opentelemetry__Proto__Trace__V1__Span otlp_span_t;
+typedef Opentelemetry__Proto__Trace__V1__Span__Event otlp_event_t;
+typedef Opentelemetry__Proto__Trace__V1__Span__Link otlp_link_t;
+typedef Opentelemetry__Proto__Trace__V1__Status otlp_status_t;
+typedef Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest otlp_logs_request_t;
+typedef Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceResponse otlp_logs_response_t;
+typedef Opentelemetry__Proto__Collector__Logs__V1__ExportLogsPartialSuccess otlp_logs_partial_t;
+typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest otlp_traces_request_t;
+typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse otlp_traces_response_t;
+typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTracePartialSuccess otlp_traces_partial_t;
+
+typedef enum { DRV_OTLP_LOGS = 0, DRV_OTLP_TRACES } drv_otlp_signal_t;
+
+//  An export request of either signal, as protobuf-c unpacked it (or as
+//  drv_otlp_json built it: freed the same way).
+typedef struct {
+    drv_otlp_signal_t signal;
+    union {
+        otlp_logs_request_t *logs;
+        otlp_traces_request_t *traces;
+        ProtobufCMessage *message;
+    };
+} drv_otlp_request_t;
+
+//  Unpacks protobuf bytes. Returns 0, or -1 when they are not a request.
+int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv_otlp_request_t *out);
+void drv_otlp_request_free(drv_otlp_request_t *request);
+
+#endif

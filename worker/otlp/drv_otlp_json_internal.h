@@ -1,0 +1,39 @@
+/*  Shared by drv_otlp_json*.c: the parse's context (the path of the field
+    being read, for errors) and how scalar fields are read. */
+#ifndef DRV_OTLP_JSON_INTERNAL_H
+#define DRV_OTLP_JSON_INTERNAL_H
+
+#include "drv_otlp.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    char path[256];
+    char *err;
+    size_t errlen;
+    bool failed;
+} ctx_t;
+
+//  The first failure wins: "path.field: what".
+void drv_otlp_json_fail(ctx_t *c, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+//  Enters field (or field[index], index >= 0) for error paths; returns the
+//  length drv_otlp_json_leave restores.
+size_t drv_otlp_json_enter(ctx_t *c, const char *field, long index);
+void drv_otlp_json_leave(ctx_t *c, size_t at);
+//  obj's member by its lowerCamelCase name, or by its proto (snake_case) name.
+json_t *drv_otlp_json_get(const json_t *obj, const char *camel);
+
+//  Scalar fields of obj (absent or null: the proto default). A bad value
+//  fails the parse.
+char *drv_otlp_json_string(ctx_t *c, const json_t *obj, const char *field);
+uint64_t drv_otlp_json_uint(ctx_t *c, const json_t *obj, const char *field, uint64_t max);
+int64_t drv_otlp_json_int64(ctx_t *c, const json_t *v, const char *field);
+//  An enum: its number, or one of its names (names[i] is value i).
+int32_t drv_otlp_json_enum(ctx_t *c, const json_t *obj, const char *field, const char *const *names, int count);
+ProtobufCBinaryData drv_otlp_json_hex_id(ctx_t *c, const json_t *obj, const char *field);
+ProtobufCBinaryData drv_otlp_json_base64(ctx_t *c, const json_t *v, const char *field);
+
+#endif
