@@ -10,7 +10,8 @@
 #   test     what the tests and benchmarks drive: Python with zmq and msgpack,
 #            supervisor and s6 (baselines), wrk (HTTP load), curl, valgrind,
 #            systemd-analyze and readelf (deployment checks), protoc (decodes
-#            what exporter:otlp sends against our OTLP definitions)
+#            what exporter:otlp sends against our OTLP definitions), nodejs
+#            and npm (the OpenTelemetry JS SDK, from tests/otel-js's lock file)
 #   fuzz     clang and its sanitizer/libFuzzer runtime (make fuzz, make test-asan)
 #   image    debootstrap (make image-check: the Dockerfile without Docker)
 set -eu
@@ -20,7 +21,7 @@ BUILD="build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev l
 libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev zlib1g-dev
 libprotobuf-c-dev protobuf-c-compiler"
 TEST="python3 python3-zmq python3-msgpack python3-yaml util-linux procps curl supervisor s6 wrk valgrind
-systemd binutils protobuf-compiler"
+systemd binutils protobuf-compiler nodejs"
 FUZZ="clang libclang-rt-14-dev"
 IMAGE="debootstrap"
 
@@ -43,6 +44,11 @@ for pkg in $PACKAGES; do
         missing="$missing $pkg"
     fi
 done
+# npm (for the OpenTelemetry JS SDK the tests drive): Debian's package, unless
+# the installed nodejs brings its own.
+case " $PACKAGES " in
+*" nodejs "*) command -v npm >/dev/null 2>&1 || missing="$missing npm" ;;
+esac
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

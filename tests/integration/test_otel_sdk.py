@@ -1,0 +1,121 @@
+"""The OpenTelemetry JS SDK (a client nobody here wrote; pinned in
+tests/otel-js with its lock file, installed here by npm ci) sends logs and
+spans to receiver:otlp in both encodings, protobuf and JSON; every
+attribute, id and timestamp arrives as contract 6.2 maps it."""
+
+import filecmp
+import glob
+import json
+import os
+import shutil
+import subprocess
+import unittest
+
+from harness import BIN, Admin, EngineTest, engine_yaml, free_port, read_ndjson, wait_until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.join(HERE, "../otel-js")
+CLIENT = os.path.abspath(os.path.join(BIN, "../otel-js"))  # in the build tree
+
+
+def install_client():
+    """npm ci into the build tree, once per lock file. Returns None, or why it could not."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        return "no node or npm (scripts/install-deps.sh installs them)"
+    os.makedirs(CLIENT, exist_ok=True)
+    fresh = os.path.exists(os.path.join(CLIENT, "node_modules")) and filecmp.cmp(
+        os.path.join(SOURCE, "package-lock.json"), os.path.join(CLIENT, "package-lock.json"), shallow=False)
+    for name in ("package.json", "package-lock.json", "send.js"):
+        shutil.copy(os.path.join(SOURCE, name), CLIENT)
+    if fresh:
+        return None
+    out = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=CLIENT,
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        return "npm ci failed (no npm registry?): " + (out.stderr.strip().splitlines() or ["?"])[-1]
+    return None
+
+
+class OtelSdk(EngineTest):
+    @classmethod
+    def setUpClass(cls):
+        why = install_client()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def setUp(self):
+        self.http_port = free_port()
+        self.engine = self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)))
+        self.admin = Admin(self.engine, self.http_port)
+        self.admin.wait_ready()
+        self.out = self.engine.out_dir
+        self.port = free_port()
+        spec = {"pipeline": {"cores": {"count": 2}, "nodes": {
+            "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["out"]},
+            "out": {"type": "exporter:file", "config": {"path": f"{self.out}/sdk-{{core}}.ndjson"}}}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/sdk", body=spec)
+        self.assertEqual(status, 200, body)
+
+    def send(self, encoding, run):
+        out = subprocess.run(["node", os.path.join(CLIENT, "send.js"), f"http://127.0.0.1:{self.port}", encoding, run],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout)
+
+    def records(self, n):
+        def rows():
+            found = []
+            for path in glob.glob(f"{self.out}/sdk-*.ndjson"):
+                found += read_ndjson(path)
+            return found if len(found) >= n else None
+        return wait_until(rows, 15, f"{n} records")
+
+    def check(self, encoding):
+        run = f"run-{encoding}"
+        sent = self.send(encoding, run)
+        rows = self.records(7)
+        self.assertEqual(len(rows), 7)
+        resource = {"service.name": f"drover-test-{run}", "deployment.count": 3}
+        spans = {r["name"]: r for r in rows if r["signal"] == "span"}
+        parent, child = spans[f"parent-{run}"], spans[f"child-{run}"]
+        ids = {s["name"]: s for s in sent["spans"]}
+        self.assertEqual((parent["trace_id"], parent["span_id"], parent["parent_span_id"]),
+                         (ids[parent["name"]]["trace_id"], ids[parent["name"]]["span_id"], ""))
+        self.assertEqual((child["trace_id"], child["parent_span_id"]), (parent["trace_id"], parent["span_id"]))
+        self.assertEqual(child["span_id"], ids[child["name"]]["span_id"])
+        self.assertEqual((parent["kind"], parent["start_time_unix_nano"], parent["end_time_unix_nano"]),
+                         (2, 1700000000123456789, 1700000001000000000))
+        self.assertEqual(parent["attributes"], {"http.method": "POST", "retries": 2, "ok": True, "ratio": 0.25,
+                                                "tags": ["a", "b"]})
+        self.assertEqual((child["kind"], child["start_time_unix_nano"], child["end_time_unix_nano"]),
+                         (3, 1700000000223456789, 1700000000423456789))
+        self.assertEqual(child["events"], [{"time_unix_nano": 1700000000323456789, "name": "retrying",
+                                            "attributes": {"attempt": 1}}])
+        self.assertEqual(child["links"], [{"trace_id": "0af7651916cd43dd8448eb211c80319c", "span_id": "b7ad6b7169203331",
+                                           "attributes": {"link.kind": "follows"}}])
+        self.assertEqual(child["status"], {"code": 2, "message": "upstream said no"})
+        for span in (parent, child):
+            self.assertEqual(span["resource"], resource)
+            self.assertEqual((span["scope"]["name"], span["scope"]["version"]), ("drover-test-tracer", "1.2.3"))
+        logs = sorted((r for r in rows if r["signal"] == "log"), key=lambda r: r["attributes"]["seq"])
+        self.assertEqual([r["attributes"]["seq"] for r in logs], [0, 1, 2, 3, 4])
+        for i, log in enumerate(logs):
+            self.assertEqual((log["time_unix_nano"], log["observed_time_unix_nano"]),
+                             (1700000002000000000 + i * 1000 + 7, 1700000003000000000 + i))
+            self.assertEqual((log["severity_number"], log["severity_text"], log["body"]), (13, "WARN", f"log {i} of {run}"))
+            self.assertEqual(log["attributes"], {"seq": i, "user.name": "zoë", "big": 9007199254740991, "flag": False,
+                                                 "nested.list": [1, 2, 3]})
+            self.assertEqual((log["trace_id"], log["span_id"], log["flags"]), (parent["trace_id"], parent["span_id"], 1))
+            self.assertEqual(log["resource"], resource)
+            self.assertEqual((log["scope"]["name"], log["scope"]["version"]), ("drover-test-logger", "4.5.6"))
+        print(f"OpenTelemetry JS SDK over OTLP/{encoding}: 2 spans and 5 logs arrived whole", flush=True)
+
+    def test_protobuf(self):
+        self.check("proto")
+
+    def test_json(self):
+        self.check("json")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
