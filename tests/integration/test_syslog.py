@@ -32,9 +32,9 @@ class Syslog(EngineTest):
         self.admin.wait_ready()
         self.out = self.engine.out_dir
 
-    def spec(self, port, tag="v1", cores=1):
+    def spec(self, port, tag="v1", cores=1, proto="udp"):
         return {"pipeline": {"cores": {"count": cores}, "nodes": {
-            "in": {"type": "receiver:syslog", "config": {"endpoint": f"udp://127.0.0.1:{port}"}, "to": ["t"]},
+            "in": {"type": "receiver:syslog", "config": {"endpoint": f"{proto}://127.0.0.1:{port}"}, "to": ["t"]},
             "t": {"type": "processor:transform", "config": {"set": {"tag": tag}}, "to": ["out"]},
             "out": {"type": "exporter:file", "config": {"path": f"{self.out}/syslog-{{core}}-{{generation}}.ndjson"}}}}}
 
@@ -67,6 +67,69 @@ class Syslog(EngineTest):
             s.sendto(b"not syslog \xff at all", ("127.0.0.1", port))
         raw = wait_until(lambda: [r for r in self.records() if r["format"] == "raw"], 10, "the raw record")
         self.assertEqual(raw[0]["message"], "not syslog \ufffd at all")
+
+    @unittest.skipUnless(subprocess.run(["which", "logger"], capture_output=True).returncode == 0, "no logger")
+    def test_tcp_in_both_framings(self):
+        port = free_port()
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys",
+                                          body=self.spec(port, proto="tcp"))
+        self.assertEqual(status, 200, body)
+        base = ["logger", "-T", "-n", "127.0.0.1", "-P", str(port)]
+        subprocess.run(base + ["--rfc5424", "-t", "lf5424", "line framed"], check=True)
+        subprocess.run(base + ["--octet-count", "--rfc5424", "-t", "oc5424", "octet counted"], check=True)
+        subprocess.run(base + ["--octet-count", "--rfc3164", "-t", "oc3164", "octet counted too"], check=True)
+        # Several messages on one connection, in both framings, split across writes.
+        with socket.create_connection(("127.0.0.1", port)) as c:
+            c.sendall(b"<13>1 - h many - - - one\n<13>1 - h many - - - tw")
+            c.sendall(b"o\r\n<13>1 - h many - - - three\n")
+        with socket.create_connection(("127.0.0.1", port)) as c:
+            for text in (b"<13>1 - h counted - - - a\nb", b"<13>1 - h counted - - - c"):
+                c.sendall(b"%d %s" % (len(text), text))
+        rows = wait_until(lambda: (lambda r: r if len(r) >= 8 else None)(self.records()), 10, "eight records")
+        by_app = {}
+        for r in rows:
+            by_app.setdefault(r["app_name"], []).append(r["message"])
+        self.assertEqual(by_app["lf5424"], ["line framed"])
+        self.assertEqual(by_app["oc5424"], ["octet counted"])
+        self.assertEqual(by_app["oc3164"], ["octet counted too"])
+        self.assertEqual(by_app["many"], ["one", "two", "three"])
+        self.assertEqual(by_app["counted"], ["a\nb", "c"])
+
+    def test_tcp_through_replaces_loses_no_message_of_a_closed_connection(self):
+        port = free_port()
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys",
+                                         body=self.spec(port, cores=2, proto="tcp"))[0], 200)
+        sent = 0
+
+        def burst(n=20):
+            nonlocal sent
+            with socket.create_connection(("127.0.0.1", port)) as c:
+                c.sendall(b"".join(b"<13>1 - h tcp - - - seq=%d\n" % (sent + i) for i in range(n)))
+            sent += n
+            time.sleep(0.002)  # a steady sender (pacing, not synchronisation): the count stays bounded
+        # A sender that keeps its connection: the drain closes it at a
+        # message boundary once it has read all it was sent.
+        keeper = socket.create_connection(("127.0.0.1", port))
+        keeper.sendall(b"<13>1 - h kept - - - before\n")
+        for change in range(3):
+            result = {}
+            put = threading.Thread(target=lambda: result.update(zip(("status", "body"), self.admin.http(
+                "PUT", "/api/v1/groups/default/pipelines/sys", body=self.spec(port, tag=f"v{change + 2}", cores=2,
+                                                                              proto="tcp"), timeout=60)[:2])))
+            put.start()
+            while put.is_alive():
+                burst()
+            put.join()
+            self.assertEqual(result["status"], 200, result)
+        burst()
+        keeper.settimeout(10)
+        self.assertEqual(keeper.recv(1), b"", "the draining instance closed the kept connection")
+        keeper.close()
+        seqs = wait_until(lambda: (lambda r: r if len(r) >= sent else None)(
+            [int(x["message"].split("=")[1]) for x in self.records() if x["app_name"] == "tcp"]), 20, f"all {sent}")
+        self.assertEqual(sorted(seqs), list(range(sent)), "every message once")
+        self.assertEqual([x["message"] for x in self.records() if x["app_name"] == "kept"], ["before"])
+        print(f"syslog over tcp: {sent} messages on short connections through 3 replaces, none lost", flush=True)
 
     def test_replaces_and_a_resize_under_load_lose_no_datagram(self):
         port = udp_port()
@@ -164,7 +227,7 @@ class Syslog(EngineTest):
         self.assertIn("is node in's already", body["error"]["details"][0]["message"])
 
     def test_a_bad_endpoint_is_refused_with_its_path(self):
-        for endpoint, words in (("tcp://127.0.0.1:514", "tcp:// is not built yet"), ("udp://127.0.0.1", "host and a port"),
+        for endpoint, words in (("127.0.0.1:514", "udp://host:port or tcp://host:port"), ("udp://127.0.0.1", "host and a port"),
                                 ("udp://127.0.0.1:70000", "port must be 1 to 65535"), ("syslog://x:1", "udp://host:port")):
             spec = self.spec(1)
             spec["pipeline"]["nodes"]["in"]["config"]["endpoint"] = endpoint

@@ -1,5 +1,6 @@
 /*  receiver:syslog — RFC 5424 and RFC 3164 messages over UDP, one record per
-    datagram (drv_syslog.c says what a message becomes).
+    datagram, or over TCP, one per octet-counted frame or line
+    (drv_syslog_tcp.h); drv_syslog.c says what a message becomes.
 
     The socket is droverd's: bound when the pipeline is created, kept for its
     whole life and inherited by every instance of every generation, so
@@ -7,7 +8,9 @@
     the address it is bound to; it reads until it is asked to drain, and the
     datagrams it leaves are read by the instances that stay. */
 #include "drv_node.h"
+#include "drv_record.h"
 #include "drv_syslog.h"
+#include "drv_syslog_tcp.h"
 
 #include "drover/drv_listen.h"
 #include "drover/drv_time.h"
@@ -23,9 +26,12 @@
 #define DATAGRAM_MAX 65536  // the largest UDP payload
 
 typedef struct {
-    int fd;
-    char *buffers;          // DATAGRAMS x DATAGRAM_MAX
+    int fd;                 // UDP
+    drv_syslog_tcp_t *tcp;  // TCP
+    char *buffers;          // UDP: DATAGRAMS x DATAGRAM_MAX
     msgpack_sbuffer packed; // the batch's records, packed
+    msgpack_packer pk;
+    uint32_t count;         // records in packed
 } syslog_t;
 
 static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
@@ -35,9 +41,8 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
     drv_listen_endpoint_t parsed;
     if (endpoint && drv_listen_parse(endpoint, &parsed, why, sizeof why) != 0) {
         drv_spec_check_problem(check, node_path, "config.endpoint: %s", why);
-    } else if (endpoint && parsed.type != DRV_LISTEN_UDP) {
-        drv_spec_check_problem(check, node_path, "config.endpoint: receiver:syslog takes udp://host:port "
-                                                 "(tcp:// is not built yet)");
+    } else if (endpoint && !strstr(endpoint, "://")) {
+        drv_spec_check_problem(check, node_path, "config.endpoint: must be udp://host:port or tcp://host:port");
     }
 }
 
@@ -53,24 +58,60 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         snprintf(err, errlen, "node %s: %s", node->id, why);
         return -1;
     }
+    msgpack_sbuffer_init(&self->packed);
+    msgpack_packer_init(&self->pk, &self->packed, msgpack_sbuffer_write);
+    if (!strncmp(endpoint, "tcp://", 6)) {
+        int fd = self->fd;
+        self->fd = -1;
+        self->tcp = drv_syslog_tcp_new(fd, why, sizeof why);
+        if (!self->tcp) {
+            snprintf(err, errlen, "node %s: %s", node->id, why);
+            return -1;
+        }
+        return 0;
+    }
     self->buffers = malloc((size_t)DATAGRAMS * DATAGRAM_MAX);
     if (!self->buffers) {
         snprintf(err, errlen, "node %s: out of memory", node->id);
         return -1;
     }
-    msgpack_sbuffer_init(&self->packed);
     return 0;
 }
 
 static int s_fd(drv_node_t *node)
 {
     syslog_t *self = node->state;
-    return self ? self->fd : -1;
+    return !self ? -1 : self->tcp ? drv_syslog_tcp_fd(self->tcp) : self->fd;
+}
+
+static void s_on_message(void *arg, const char *text, size_t len)
+{
+    syslog_t *self = arg;
+    drv_syslog_msg_t msg;
+    drv_syslog_parse(text, len, drv_time_wall_ms(), &msg);
+    drv_syslog_pack(&msg, &self->pk);
+    self->count++;
+}
+
+static int s_read_tcp(drv_node_t *node, syslog_t *self)
+{
+    drv_record_batch_begin(&self->packed);
+    self->count = 0;
+    drv_syslog_tcp_run(self->tcp, DATAGRAMS, s_on_message, self);
+    if (self->count == 0) {
+        return 0;
+    }
+    drv_record_batch_end(&self->packed, self->count);
+    char err[200];
+    return drv_node_emit_packed(node, self->packed.data, self->packed.size, err, sizeof err);
 }
 
 static int s_readable(drv_node_t *node)
 {
     syslog_t *self = node->state;
+    if (self->tcp) {
+        return s_read_tcp(node, self);
+    }
     struct mmsghdr msgs[DATAGRAMS];
     struct iovec iovs[DATAGRAMS];
     memset(msgs, 0, sizeof msgs);
@@ -97,10 +138,20 @@ static int s_readable(drv_node_t *node)
     return drv_node_emit_packed(node, self->packed.data, self->packed.size, err, sizeof err);
 }
 
-//  What this instance leaves in the socket is read by the instances that stay.
+static int64_t s_timeout_ms(drv_node_t *node)
+{
+    syslog_t *self = node->state;
+    return self->tcp ? drv_syslog_tcp_timeout_ms(self->tcp) : -1;
+}
+
+//  UDP: what this instance leaves in the socket is read by the instances
+//  that stay. TCP: see drv_syslog_tcp.h.
 static void s_drain(drv_node_t *node)
 {
     syslog_t *self = node->state;
+    if (self->tcp) {
+        drv_syslog_tcp_drain(self->tcp);
+    }
     if (self->fd >= 0) {
         close(self->fd);
         self->fd = -1;
@@ -116,6 +167,7 @@ static void s_destroy(drv_node_t *node)
     if (self->fd >= 0) {
         close(self->fd); // this instance's copy; droverd keeps the socket
     }
+    drv_syslog_tcp_destroy(&self->tcp);
     msgpack_sbuffer_destroy(&self->packed);
     free(self->buffers);
     free(self);
@@ -129,6 +181,7 @@ const drv_node_kind_t drv_receiver_syslog = {
     .init = s_init,
     .fd = s_fd,
     .readable = s_readable,
+    .timeout_ms = s_timeout_ms,
     .drain = s_drain,
     .destroy = s_destroy,
 };

@@ -1,0 +1,236 @@
+/*  drv_syslog_tcp — see drv_syslog_tcp.h. */
+#include "drv_syslog_tcp.h"
+#include "drv_syslog_frame.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CONNECTIONS 1024            // per instance; past it the others accept
+#define BUFFER (DRV_SYSLOG_FRAME_MAX + 32) // one whole message and its count
+#define DRAIN_MS 1000               // a draining connection is closed by then
+
+typedef struct conn_t conn_t;
+struct conn_t {
+    int fd;
+    char *buf;
+    size_t len;
+    drv_syslog_framer_t framer;
+    conn_t *prev, *next;
+};
+
+struct drv_syslog_tcp_t {
+    int epoll_fd;
+    int listen_fd;              // -1 once draining
+    bool listening;             // in the epoll set
+    conn_t *conns;
+    size_t count;
+    bool draining;
+    int64_t drain_deadline_ms;  // mono
+};
+
+static void s_listen(drv_syslog_tcp_t *self, bool on)
+{
+    if (self->listen_fd < 0 || self->listening == on) {
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    epoll_ctl(self->epoll_fd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, self->listen_fd, &ev);
+    self->listening = on;
+}
+
+static void s_close(drv_syslog_tcp_t *self, conn_t *c)
+{
+    if (c->len > 0 && !c->framer.skipping) {
+        drv_warn("syslog tcp: connection closed inside a message; its %zu bytes are dropped", c->len);
+    }
+    epoll_ctl(self->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    if (c->prev) {
+        c->prev->next = c->next;
+    } else {
+        self->conns = c->next;
+    }
+    if (c->next) {
+        c->next->prev = c->prev;
+    }
+    free(c->buf);
+    free(c);
+    self->count--;
+    if (!self->draining && self->count < CONNECTIONS) {
+        s_listen(self, true);
+    }
+}
+
+drv_syslog_tcp_t *drv_syslog_tcp_new(int listen_fd, char *err, size_t errlen)
+{
+    drv_syslog_tcp_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        snprintf(err, errlen, "out of memory");
+        close(listen_fd);
+        return NULL;
+    }
+    self->listen_fd = listen_fd;
+    self->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (self->epoll_fd < 0) {
+        snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
+        drv_syslog_tcp_destroy(&self);
+        return NULL;
+    }
+    s_listen(self, true);
+    return self;
+}
+
+void drv_syslog_tcp_destroy(drv_syslog_tcp_t **self_p)
+{
+    drv_syslog_tcp_t *self = *self_p;
+    if (!self) {
+        return;
+    }
+    *self_p = NULL;
+    self->draining = true;
+    while (self->conns) {
+        self->conns->len = 0;
+        s_close(self, self->conns);
+    }
+    if (self->listen_fd >= 0) {
+        close(self->listen_fd); // this instance's copy; droverd keeps the socket
+    }
+    if (self->epoll_fd >= 0) {
+        close(self->epoll_fd);
+    }
+    free(self);
+}
+
+int drv_syslog_tcp_fd(drv_syslog_tcp_t *self)
+{
+    return self->draining && self->count == 0 ? -1 : self->epoll_fd;
+}
+
+int64_t drv_syslog_tcp_timeout_ms(drv_syslog_tcp_t *self)
+{
+    if (!self->draining || self->count == 0) {
+        return -1;
+    }
+    int64_t left = self->drain_deadline_ms - drv_time_mono_ms();
+    return left > 0 ? left : 0;
+}
+
+static void s_accept(drv_syslog_tcp_t *self)
+{
+    while (self->count < CONNECTIONS) {
+        int fd = accept4(self->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            return; // EAGAIN: another instance took it, or none is waiting
+        }
+        conn_t *c = calloc(1, sizeof *c);
+        char *buf = c ? malloc(BUFFER) : NULL;
+        if (!buf) {
+            free(c);
+            close(fd);
+            return;
+        }
+        c->fd = fd;
+        c->buf = buf;
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
+        epoll_ctl(self->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+        c->next = self->conns;
+        if (self->conns) {
+            self->conns->prev = c;
+        }
+        self->conns = c;
+        self->count++;
+    }
+    s_listen(self, false); // full: the other instances accept until one closes
+}
+
+//  Every whole message out of c's buffer, counted against *budget (which
+//  only limits further reads); what is left is at most one partial message.
+static void s_cut(conn_t *c, size_t *budget, drv_syslog_tcp_fn *fn, void *arg)
+{
+    size_t at = 0;
+    for (;;) {
+        const char *msg;
+        size_t msg_len, used;
+        bool whole = drv_syslog_frame_next(&c->framer, c->buf + at, c->len - at, &msg, &msg_len, &used);
+        at += used;
+        if (whole) {
+            fn(arg, msg, msg_len);
+            *budget -= *budget > 0;
+        } else if (used == 0) {
+            break;
+        }
+    }
+    memmove(c->buf, c->buf + at, c->len - at);
+    c->len -= at;
+}
+
+//  Reads what c has, until the socket is empty or the budget spent.
+//  Returns false when the connection is over (the peer closed, or failed).
+static bool s_read(conn_t *c, size_t *budget, drv_syslog_tcp_fn *fn, void *arg)
+{
+    while (*budget > 0 && c->len < BUFFER) {
+        ssize_t n = recv(c->fd, c->buf + c->len, BUFFER - c->len, 0);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return true;
+        }
+        if (n <= 0) {
+            s_cut(c, budget, fn, arg);
+            return false;
+        }
+        c->len += (size_t)n;
+        s_cut(c, budget, fn, arg);
+    }
+    return true;
+}
+
+void drv_syslog_tcp_run(drv_syslog_tcp_t *self, size_t max_messages, drv_syslog_tcp_fn *fn, void *arg)
+{
+    struct epoll_event events[64];
+    int n = epoll_wait(self->epoll_fd, events, 64, 0);
+    size_t budget = max_messages;
+    for (int i = 0; i < n; i++) {
+        conn_t *c = events[i].data.ptr;
+        if (!c) {
+            s_accept(self);
+        } else if (!s_read(c, &budget, fn, arg)) {
+            s_close(self, c);
+        }
+    }
+    if (self->draining) {
+        //  Each connection is read to its end so far and closed at a message
+        //  boundary, or when time is up.
+        bool late = drv_time_mono_ms() >= self->drain_deadline_ms;
+        for (conn_t *c = self->conns, *next; c; c = next) {
+            next = c->next;
+            bool open = budget > 0 ? s_read(c, &budget, fn, arg) : true;
+            bool boundary = budget > 0 && c->len == 0;
+            if (!open || boundary || late) {
+                s_close(self, c);
+            }
+        }
+    }
+}
+
+void drv_syslog_tcp_drain(drv_syslog_tcp_t *self)
+{
+    if (self->draining) {
+        return;
+    }
+    s_listen(self, false);
+    close(self->listen_fd);
+    self->listen_fd = -1;
+    self->draining = true;
+    self->drain_deadline_ms = drv_time_mono_ms() + DRAIN_MS;
+}
