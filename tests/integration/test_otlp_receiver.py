@@ -19,6 +19,8 @@ PROTO = os.path.join(HERE, "../../proto")
 LOGS_REQ = "opentelemetry.proto.collector.logs.v1.ExportLogsServiceRequest"
 LOGS_RESP = "opentelemetry.proto.collector.logs.v1.ExportLogsServiceResponse"
 TRACES_REQ = "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest"
+STATUS = "google.rpc.Status"
+STATUS_FILE = "google/rpc/status.proto"
 LOGS_FILE = "opentelemetry/proto/collector/logs/v1/logs_service.proto"
 TRACES_FILE = "opentelemetry/proto/collector/trace/v1/trace_service.proto"
 HAVE_TOOLS = all(subprocess.run(["which", t], capture_output=True).returncode == 0 for t in ("curl", "protoc"))
@@ -139,12 +141,21 @@ class OtlpReceiver(EngineTest):
             ("/v1/traces", b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "xyz1"}]}]}]}',
              "application/json", 400, "traceId: must be an id in hex"),
             ("/v1/logs", b"{}", "text/plain", 415, "Content-Type"),
+            ("/v1/logs", b"\x00" * 4096, "application/x-protobuf", 413, "larger than 2048"),
             ("/v1/logs", b"{" + b" " * 4096 + b"}", "application/json", 413, "larger than 2048"),
         ]
         for path, data, ctype, want, words in cases:
-            status, body, _ = curl(self.port, path, data, ctype)
+            status, body, rtype = curl(self.port, path, data, ctype)
             self.assertEqual(status, want, (data[:50], body))
-            self.assertIn(words, json.loads(body)["error"]["message"], data[:50])
+            # The OTLP/HTTP answer to a refusal: a google.rpc.Status in the request's encoding.
+            if ctype == "application/x-protobuf":
+                self.assertEqual(rtype, "application/x-protobuf")
+                decoded = protoc("decode", STATUS, STATUS_FILE, body).decode()
+                self.assertIn("code: 3", decoded)
+                self.assertIn(words, decoded, data[:50])
+            else:
+                self.assertEqual(json.loads(body)["code"], 3)
+                self.assertIn(words, json.loads(body)["message"], data[:50])
         status, body, _ = curl(self.port, "/v1/logs", b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{}]}]}]}',
                                "application/json")
         self.assertEqual(status, 200, body)

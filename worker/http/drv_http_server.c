@@ -100,7 +100,11 @@ static enum MHD_Result s_refuse(drv_http_server_t *self, struct MHD_Connection *
                                 int status, const char *kind, const char *message)
 {
     drv_http_reply_t reply = {0};
-    drv_http_reply_error(&reply, status, kind, "%s", message);
+    if (self->config.error) {
+        self->config.error(req->media_type, status, kind, message, &reply);
+    } else {
+        drv_http_reply_error(&reply, status, kind, "%s", message);
+    }
     reply.retry_after_secs = status == 429 || status == 503 ? RETRY_AFTER_SECS : 0;
     return s_answer(self, connection, req, &reply, status == 405 ? "POST" : NULL);
 }
@@ -150,6 +154,12 @@ static void s_release(drv_http_server_t *self, request_t *req)
 static enum MHD_Result s_on_head(drv_http_server_t *self, struct MHD_Connection *connection, request_t *req,
                                  const char *url, const char *method)
 {
+    //  First, so that every refusal can answer in the request's encoding.
+    const char *type = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    size_t n = type ? strcspn(type, "; \t") : 0;
+    for (size_t i = 0; i < n && i + 1 < sizeof req->media_type; i++) {
+        req->media_type[i] = (char)tolower((unsigned char)type[i]);
+    }
     if (strcmp(method, "POST") != 0) {
         return s_refuse(self, connection, req, 405, "method_not_allowed", "only POST is served here");
     }
@@ -157,11 +167,6 @@ static enum MHD_Result s_on_head(drv_http_server_t *self, struct MHD_Connection 
     snprintf(path, sizeof path, "%.*s", (int)strcspn(url, "?"), url);
     if (!s_listed(self->config.paths, path)) {
         return s_refuse(self, connection, req, 404, "not_found", "no such path here");
-    }
-    const char *type = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    size_t n = type ? strcspn(type, "; \t") : 0;
-    for (size_t i = 0; i < n && i + 1 < sizeof req->media_type; i++) {
-        req->media_type[i] = (char)tolower((unsigned char)type[i]);
     }
     if (!s_listed(self->config.media_types, req->media_type)) {
         char message[300];
@@ -190,6 +195,10 @@ static enum MHD_Result s_on_head(drv_http_server_t *self, struct MHD_Connection 
         }
         req->cap = (size_t)length;
         req->body = malloc(req->cap + 1);
+        if (!req->body) {
+            s_release(self, req);
+            return s_refuse(self, connection, req, 503, "unavailable", "out of memory for the body; retry");
+        }
     }
     return MHD_YES;
 }

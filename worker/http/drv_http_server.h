@@ -40,6 +40,10 @@ typedef struct {
 } drv_http_reply_t;
 
 typedef void(drv_http_handler_fn)(void *arg, const drv_http_request_t *request, drv_http_reply_t *reply);
+//  Makes the body of a refusal (status, kind, message) for a request of
+//  media_type ("" when it had none). NULL: drv_http_reply_error's JSON.
+typedef void(drv_http_error_fn)(const char *media_type, int status, const char *kind, const char *message,
+                                drv_http_reply_t *reply);
 
 typedef struct {
     const char *const *paths;       // NULL-terminated: the paths served
@@ -47,6 +51,7 @@ typedef struct {
     size_t max_body_bytes;          // one request's body, decoded
     size_t buffer_bytes;            // bodies buffered at once, all connections
     drv_http_handler_fn *handler;
+    drv_http_error_fn *error;       // NULL: the {"error": {kind, message}} body
     void *arg;
 } drv_http_config_t;
 

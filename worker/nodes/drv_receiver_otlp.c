@@ -3,9 +3,10 @@
     mapping, drv_otlp_records.c). Answered as the OTLP/HTTP specification
     says: 200 with an Export…ServiceResponse in the request's encoding,
     whose partial_success counts the records refused (a duplicate key) and
-    says why; 400 for a body that is not a request; 413, 415, 429 from the
-    server (drv_http_server.h), which also says how the shared listening
-    socket is served and drained. As with receiver:http, records are
+    says why; 400 for a body that is not a request; 404, 413, 415, 429 from
+    the server (drv_http_server.h), which also says how the shared listening
+    socket is served and drained. Every refusal's body is a google.rpc.Status
+    in the request's encoding (JSON when it had none we take). As with receiver:http, records are
     exported before the answer. */
 #include "drv_http_node.h"
 #include "drv_node.h"
@@ -14,6 +15,7 @@
 #include "drv_otlp_records.h"
 
 #include "drover/drv_limits.h"
+#include "drover/drv_utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +85,34 @@ static void s_respond(drv_http_reply_t *reply, drv_otlp_signal_t signal, bool js
     }
 }
 
+//  A refusal as OTLP/HTTP answers one: a google.rpc.Status, protobuf for a
+//  protobuf request, else JSON; its code the gRPC one the status stands for.
+static void s_error(const char *media_type, int status, const char *kind, const char *message, drv_http_reply_t *reply)
+{
+    (void)kind;
+    otlp_status_body_t body = GOOGLE__RPC__STATUS__INIT;
+    body.code = status == 429 ? 8 : status == 503 ? 14 : 3; // RESOURCE_EXHAUSTED, UNAVAILABLE, INVALID_ARGUMENT
+    body.message = (char *)message;
+    reply->status = status;
+    free(reply->body);
+    if (!strcmp(media_type, "application/x-protobuf")) {
+        reply->content_type = "application/x-protobuf";
+        reply->size = google__rpc__status__get_packed_size(&body);
+        reply->body = malloc(reply->size + 1);
+        if (reply->body) {
+            google__rpc__status__pack(&body, (uint8_t *)reply->body);
+        }
+        return;
+    }
+    char *clean = drv_utf8_sanitize(message, strlen(message)); // it may quote what the client sent
+    json_t *doc = json_pack("{s:i, s:s}", "code", body.code, "message", clean ? clean : "");
+    free(clean);
+    reply->content_type = "application/json";
+    reply->body = json_dumps(doc, JSON_COMPACT);
+    reply->size = reply->body ? strlen(reply->body) : 0;
+    json_decref(doc);
+}
+
 static void s_handle(void *arg, const drv_http_request_t *request, drv_http_reply_t *reply)
 {
     drv_node_t *node = arg;
@@ -95,8 +125,10 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
                   : drv_otlp_unpack(signal, request->body, request->size, &otlp);
     if (rc != 0) {
         drv_node_count_refused(node);
-        drv_http_reply_error(reply, 400, "invalid_request", "not an OTLP %s export request: %s",
-                             signal == DRV_OTLP_LOGS ? "logs" : "traces", json ? err : "malformed protobuf");
+        char message[400];
+        snprintf(message, sizeof message, "not an OTLP %s export request: %s",
+                 signal == DRV_OTLP_LOGS ? "logs" : "traces", json ? err : "malformed protobuf");
+        s_error(request->media_type, 400, "invalid_request", message, reply);
         return;
     }
     int64_t rejected = 0;
@@ -107,11 +139,11 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
         drv_node_count_refused(node);
     }
     if (n > 0 && drv_node_emit_packed(node, self->packed.data, self->packed.size, err, sizeof err) < 0) {
-        drv_http_reply_error(reply, 400, "invalid_request", "%s", err); // deeper than records nest
+        s_error(request->media_type, 400, "invalid_request", err, reply); // deeper than records nest
         return;
     }
     if (drv_node_abandoned(node)) {
-        drv_http_reply_error(reply, 503, "unavailable", "the instance is stopping; retry");
+        s_error(request->media_type, 503, "unavailable", "the instance is stopping; retry", reply);
         reply->retry_after_secs = 1;
         return;
     }
@@ -133,7 +165,8 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
             break;
         }
     }
-    drv_http_config_t server = {.paths = self->paths, .media_types = s_media_types, .handler = s_handle};
+    drv_http_config_t server = {.paths = self->paths, .media_types = s_media_types, .handler = s_handle,
+                                .error = s_error};
     return drv_http_node_listen(node, &self->server, config, &server, err, errlen);
 }
 

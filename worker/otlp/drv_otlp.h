@@ -12,6 +12,7 @@
 
 #include "opentelemetry/proto/collector/logs/v1/logs_service.pb-c.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
+#include "google/rpc/status.pb-c.h"
 
 typedef Opentelemetry__Proto__Common__V1__AnyValue otlp_any_t;
 typedef Opentelemetry__Proto__Common__V1__ArrayValue otlp_array_t;
@@ -34,6 +35,7 @@ typedef Opentelemetry__Proto__Collector__Logs__V1__ExportLogsPartialSuccess otlp
 typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest otlp_traces_request_t;
 typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse otlp_traces_response_t;
 typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTracePartialSuccess otlp_traces_partial_t;
+typedef Google__Rpc__Status otlp_status_body_t;
 
 typedef enum { DRV_OTLP_LOGS = 0, DRV_OTLP_TRACES } drv_otlp_signal_t;
 
