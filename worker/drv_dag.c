@@ -28,6 +28,8 @@ struct drv_dag_t {
     int64_t records_in;
     int64_t records_out;
     int64_t errors;
+    int64_t input;           // the last input taken (drv_node_input)
+    int64_t settled;         // inputs up to this one are settled, receivers told
     bool abandoned;          // an export gave up while stopping: that batch is not done
     drv_dag_stall_fn *stall_fn;
     void *stall_arg;
@@ -264,6 +266,7 @@ const drv_dag_identity_t *drv_node_identity(drv_node_t *node)
 static int s_decode_forward(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen)
 {
     drv_dag_t *self = node->dag;
+    self->input++;
     msgpack_object root;
     const msgpack_object *records;
     int n = drv_batch_decode(data, size, &self->batch_zone, &root, &records, err, errlen);
@@ -310,6 +313,66 @@ bool drv_node_abandoned(const drv_node_t *node)
     return node->dag->abandoned;
 }
 
+int64_t drv_node_input(const drv_node_t *node)
+{
+    return node->dag->input;
+}
+
+bool drv_node_backlogged(const drv_node_t *node)
+{
+    return drv_dag_backlogged(node->dag);
+}
+
+//  ---------------------------------------------------------------- settling
+
+int64_t drv_dag_input(const drv_dag_t *self)
+{
+    return self->input;
+}
+
+bool drv_dag_backlogged(drv_dag_t *self)
+{
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        if (node->kind->backlogged && node->kind->backlogged(node)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void drv_dag_flush(drv_dag_t *self)
+{
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        if (node->kind->flush) {
+            node->kind->flush(node);
+        }
+    }
+}
+
+int64_t drv_dag_settle(drv_dag_t *self)
+{
+    int64_t settled = self->input;
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        int64_t oldest = node->kind->holding ? node->kind->holding(node) : -1;
+        if (oldest >= 0 && oldest - 1 < settled) {
+            settled = oldest - 1;
+        }
+    }
+    if (settled > self->settled) {
+        self->settled = settled;
+        for (size_t i = 0; i < self->count; i++) {
+            drv_node_t *node = &self->nodes[i];
+            if (node->kind->settled) {
+                node->kind->settled(node, settled);
+            }
+        }
+    }
+    return self->settled;
+}
+
 //  ---------------------------------------------------------------- network receivers
 
 size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t *nodes, size_t max)
@@ -334,6 +397,12 @@ int drv_dag_readable(drv_dag_t *self, size_t index)
     }
     msgpack_zone_clear(&self->batch_zone);
     return node->kind->readable(node);
+}
+
+bool drv_dag_due(drv_dag_t *self, size_t index)
+{
+    drv_node_t *node = index < self->count ? &self->nodes[index] : NULL;
+    return node && node->kind->timeout_ms && node->kind->timeout_ms(node) == 0;
 }
 
 int64_t drv_dag_timeout_ms(drv_dag_t *self)
@@ -369,6 +438,7 @@ int drv_dag_generate(drv_dag_t *self, int64_t now_us, int64_t *wait_us)
             continue;
         }
         msgpack_zone_clear(&self->batch_zone);
+        self->input++;
         int64_t wait = -1;
         emitted += node->kind->generate(node, now_us, &wait);
         if (wait >= 0 && (*wait_us < 0 || wait < *wait_us)) {

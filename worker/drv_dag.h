@@ -59,6 +59,22 @@ int64_t drv_dag_timeout_ms(drv_dag_t *self);
 //  they took; drv_dag_fds is empty once they are done.
 void drv_dag_drain(drv_dag_t *self);
 
+//  Node `node` (from drv_dag_fds) has work due now without input.
+bool drv_dag_due(drv_dag_t *self, size_t node);
+
+//  The last input taken (drv_node_input): a broker batch fed through
+//  drv_dag_ingest is settled once drv_dag_settle returns it or more.
+int64_t drv_dag_input(const drv_dag_t *self);
+//  Every input up to the returned one is settled: what exporters took of it
+//  is exported (or dropped for good and counted). Receivers answering once
+//  settled are told. Without exporters that finish later, the last input.
+int64_t drv_dag_settle(drv_dag_t *self);
+//  Upstream can send nothing more until what is held settles: exporters
+//  close their open batches now.
+void drv_dag_flush(drv_dag_t *self);
+//  True while an exporter holds as much as it may: take no more input.
+bool drv_dag_backlogged(drv_dag_t *self);
+
 bool drv_dag_has_zmq_receivers(const drv_dag_t *self);
 
 void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *records_out,

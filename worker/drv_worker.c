@@ -27,7 +27,10 @@ typedef struct {
     int64_t heartbeat_ms;    // heartbeat period from the spec message
     int64_t credit_window;   // batches the broker may send ahead
     int64_t next_heartbeat_ms;
-    int64_t credit_owed;     // batches processed and not yet re-credited
+    int64_t credit_owed;     // batches settled and not yet re-credited
+    int64_t *unsettled;      // inputs (drv_dag_input) of batches taken and not yet settled, oldest first
+    size_t unsettled_count;
+    size_t unsettled_size;
     int64_t batches;         // batches taken from the broker
     int64_t rejected;        // producer messages refused as junk
     int64_t next_rejected_log_ms; // mono: refusals are logged at most once a second
@@ -187,6 +190,47 @@ static void s_handle_control(worker_t *self)
     }
 }
 
+static void s_unsettled_push(worker_t *self, int64_t input)
+{
+    if (self->unsettled_count == self->unsettled_size) {
+        size_t size = self->unsettled_size ? self->unsettled_size * 2 : 64;
+        int64_t *grown = realloc(self->unsettled, size * sizeof *grown);
+        if (!grown) {
+            abort(); // a few bytes per batch in flight, bounded by the credit window
+        }
+        self->unsettled = grown;
+        self->unsettled_size = size;
+    }
+    self->unsettled[self->unsettled_count++] = input;
+}
+
+//  Credit is also the acknowledgement: every batch whose records are
+//  exported (settled) is returned, in order, draining or not, so the broker
+//  never redelivers what was done and never forgets what was not.
+static void s_settle(worker_t *self)
+{
+    if (drv_dag_abandoned(self->dag)) {
+        return; // stopping with a batch unexported: acknowledge nothing more
+    }
+    int64_t settled = drv_dag_settle(self->dag);
+    size_t done = 0;
+    while (done < self->unsettled_count && self->unsettled[done] <= settled) {
+        done++;
+    }
+    if (done > 0) {
+        memmove(self->unsettled, self->unsettled + done, (self->unsettled_count - done) * sizeof *self->unsettled);
+        self->unsettled_count -= done;
+        self->credit_owed += (int64_t)done;
+    }
+    if (self->data && self->credit_owed > 0) {
+        s_send_credit(self, self->credit_owed, false, false);
+        self->credit_owed = 0;
+    }
+    if ((int64_t)self->unsettled_count >= self->credit_window) {
+        drv_dag_flush(self->dag); // the broker can send nothing more until these settle
+    }
+}
+
 static void s_handle_data(worker_t *self)
 {
     if (drv_dag_abandoned(self->dag)) {
@@ -208,7 +252,6 @@ static void s_handle_data(worker_t *self)
         if (msg.type == DRV_MSG_BATCH) {
             zframe_t *payload = zmsg_next(zmsg);
             self->batches++;
-            self->credit_owed++;
             if (!payload) {
                 drv_warn("batch without payload node=%s", msg.node);
             } else if (drv_dag_ingest(self->dag, msg.node, zframe_data(payload),
@@ -227,11 +270,11 @@ static void s_handle_data(worker_t *self)
                 //  Stopped while its export was blocked: not exported, so not
                 //  acknowledged; nor is anything after it. The broker
                 //  redelivers it once we are gone.
-                self->credit_owed--;
                 drv_msg_clear(&msg);
                 zmsg_destroy(&zmsg);
                 break;
             }
+            s_unsettled_push(self, drv_dag_input(self->dag)); // junk too: it settles at once
         } else if (msg.type == DRV_MSG_DRAIN) {
             self->drain_requested = true;
             self->marker_seen = true;
@@ -240,21 +283,20 @@ static void s_handle_data(worker_t *self)
             //  first credit crossed its SYNC). Acknowledge what we exported,
             //  then state the window: what it sent after the SYNC is still
             //  in flight to us, and it counts that against the window.
-            if (self->credit_owed > 0) {
-                s_send_credit(self, self->credit_owed, false, false);
-                self->credit_owed = 0;
+            //  Batches still being exported came from a broker that is
+            //  gone: nobody is left to acknowledge them to.
+            s_settle(self);
+            if (self->unsettled_count > 0) {
+                drv_info("batches of the previous broker still exporting instance=%s batches=%zu", self->instance,
+                         self->unsettled_count);
+                self->unsettled_count = 0;
             }
             s_send_credit(self, self->credit_window, true, true);
         }
         drv_msg_clear(&msg);
         zmsg_destroy(&zmsg);
     }
-    //  Credit is also the acknowledgement: every batch exported is returned,
-    //  draining or not, so the broker never redelivers what was done.
-    if (self->credit_owed > 0) {
-        s_send_credit(self, self->credit_owed, false, false);
-        self->credit_owed = 0;
-    }
+    s_settle(self);
 }
 
 static int s_loop(worker_t *self)
@@ -267,7 +309,10 @@ static int s_loop(worker_t *self)
     self->next_heartbeat_ms = drv_time_mono_ms() + self->heartbeat_ms;
     while (!s_terminating) {
         int64_t gen_wait_us = -1;
-        if (!self->drain_requested) {
+        //  An exporter holding as much as it may: take nothing new (the
+        //  broker keeps what it has, HTTP receivers answer 429 themselves).
+        bool backlogged = drv_dag_backlogged(self->dag);
+        if (!self->drain_requested && !backlogged) {
             drv_dag_generate(self->dag, drv_time_mono_us(), &gen_wait_us);
         }
         int64_t timeout = self->next_heartbeat_ms - drv_time_mono_ms();
@@ -288,7 +333,8 @@ static int s_loop(worker_t *self)
         zmq_pollitem_t items[2 + MAX_SOCKETS];
         int count = 0;
         items[count++] = (zmq_pollitem_t){zsock_resolve(self->control), 0, ZMQ_POLLIN, 0};
-        if (self->data) {
+        bool read_data = self->data && !backlogged;
+        if (read_data) {
             items[count++] = (zmq_pollitem_t){zsock_resolve(self->data), 0, ZMQ_POLLIN, 0};
         }
         int fds[MAX_SOCKETS], first_fd = count;
@@ -305,14 +351,15 @@ static int s_loop(worker_t *self)
         if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
             s_handle_control(self);
         }
-        if (self->data && (rc > 0 || self->drain_requested)) {
+        if (read_data && (rc > 0 || self->drain_requested)) {
             s_handle_data(self);
         }
         for (size_t i = 0; rc >= 0 && i < nfds; i++) {
-            if (rc == 0 || (items[first_fd + i].revents & ZMQ_POLLIN)) {
+            if (rc == 0 || (items[first_fd + i].revents & ZMQ_POLLIN) || drv_dag_due(self->dag, fd_nodes[i])) {
                 drv_dag_readable(self->dag, fd_nodes[i]); // readable, or its timeout is due
             }
         }
+        s_settle(self);
         s_heartbeat_if_due(self);
         if (self->drain_requested && !self->receivers_draining) {
             drv_dag_drain(self->dag);
@@ -321,7 +368,8 @@ static int s_loop(worker_t *self)
         if (self->drain_requested && (!self->has_zmq || self->marker_seen) &&
             drv_dag_fds(self->dag, fds, fd_nodes, MAX_SOCKETS) == 0) {
             //  Everything the broker sent us came before its marker and has been
-            //  exported synchronously; nothing is left in flight.
+            //  exported (exporters finishing later keep a descriptor until they
+            //  hold nothing); nothing is left in flight.
             if (self->data) {
                 s_handle_data(self);
                 //  Behind the last ack on the same pipe: the broker may forget
@@ -392,5 +440,6 @@ done:
     zsock_destroy(&self.data);
     zsock_destroy(&self.control);
     free(self.instance);
+    free(self.unsettled);
     return rc;
 }

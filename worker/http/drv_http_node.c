@@ -10,6 +10,16 @@ static drv_http_server_t *s_server(drv_node_t *node)
     return node->state ? *(drv_http_server_t **)node->state : NULL;
 }
 
+static int64_t s_input(void *arg)
+{
+    return drv_node_input(arg);
+}
+
+static bool s_backlogged(void *arg)
+{
+    return drv_node_backlogged(arg);
+}
+
 void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const json_t *config, const char *example)
 {
     const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
@@ -35,6 +45,9 @@ int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const jso
     }
     server_config->max_body_bytes = (size_t)json_integer_value(json_object_get(config, "max_body_bytes"));
     server_config->buffer_bytes = DRV_HTTP_NODE_BUFFER_BYTES;
+    server_config->ack = json_is_true(json_object_get(config, "ack"));
+    server_config->input = s_input;
+    server_config->backlogged = s_backlogged;
     server_config->arg = node;
     *server = drv_http_server_new(fd, server_config, why, sizeof why);
     if (!*server) {
@@ -70,5 +83,13 @@ void drv_http_node_drain(drv_node_t *node)
     drv_http_server_t *server = s_server(node);
     if (server) {
         drv_http_server_drain(server);
+    }
+}
+
+void drv_http_node_settled(drv_node_t *node, int64_t upto)
+{
+    drv_http_server_t *server = s_server(node);
+    if (server) {
+        drv_http_server_settled(server, upto);
     }
 }

@@ -23,6 +23,7 @@ int drv_http_node_fd(drv_node_t *node);
 int drv_http_node_readable(drv_node_t *node);
 int64_t drv_http_node_timeout_ms(drv_node_t *node);
 void drv_http_node_drain(drv_node_t *node);
+void drv_http_node_settled(drv_node_t *node, int64_t upto);
 
 #define DRV_HTTP_NODE_BUFFER_BYTES (64u << 20) // bodies held at once by one instance
 

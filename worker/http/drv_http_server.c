@@ -31,7 +31,8 @@ struct conn_t {
     conn_t *prev, *next;
 };
 
-typedef struct {
+typedef struct request_t request_t;
+struct request_t {
     conn_t *conn;
     char *body;
     size_t len, cap;
@@ -41,7 +42,13 @@ typedef struct {
     bool over_budget;         // past the buffer budget: discarded, then 429
     bool answered;
     char media_type[64];
-} request_t;
+    drv_http_reply_t held;    // ack: the answer, sent once input is settled
+    int64_t input;
+    bool holding;             // suspended until settled
+    bool settled;             // resumed: answer with held
+    struct MHD_Connection *connection; // while held
+    request_t *next_held;
+};
 
 struct drv_http_server_t {
     struct MHD_Daemon *daemon;
@@ -51,6 +58,7 @@ struct drv_http_server_t {
     size_t buffered;          // body bytes held by all requests
     conn_t *conns;
     size_t conn_count;
+    request_t *held;          // suspended requests waiting for their input to settle
     bool draining;
 };
 
@@ -183,6 +191,10 @@ static enum MHD_Result s_on_head(drv_http_server_t *self, struct MHD_Connection 
         return s_refuse(self, connection, req, 415, "unsupported_media_type",
                         "Content-Encoding must be gzip or identity");
     }
+    if (self->config.backlogged && self->config.backlogged(self->config.arg)) {
+        return s_refuse(self, connection, req, 429, "too_many_requests",
+                        "the exporters are behind; retry after the time Retry-After says");
+    }
     int64_t length = drv_http_content_length(connection);
     if (length > (int64_t)self->config.max_body_bytes) {
         char message[100];
@@ -266,7 +278,34 @@ static enum MHD_Result s_on_body(drv_http_server_t *self, struct MHD_Connection 
     self->config.handler(self->config.arg, &request, &reply);
     free(inflated);
     s_release(self, req);
+    if (self->config.ack && reply.status >= 200 && reply.status < 300) {
+        //  Answered once what the request became is exported.
+        req->held = reply;
+        req->input = self->config.input(self->config.arg);
+        req->holding = true;
+        req->connection = connection;
+        req->next_held = self->held;
+        self->held = req;
+        MHD_suspend_connection(connection);
+        return MHD_YES;
+    }
     return s_answer(self, connection, req, &reply, NULL);
+}
+
+void drv_http_server_settled(drv_http_server_t *self, int64_t upto)
+{
+    request_t **link = &self->held;
+    while (*link) {
+        request_t *req = *link;
+        if (req->input <= upto) {
+            *link = req->next_held;
+            req->holding = false;
+            req->settled = true;
+            MHD_resume_connection(req->connection);
+        } else {
+            link = &req->next_held;
+        }
+    }
 }
 
 static enum MHD_Result s_handler(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
@@ -288,6 +327,10 @@ static enum MHD_Result s_handler(void *cls, struct MHD_Connection *connection, c
             req->conn->busy = true;
         }
         return s_on_head(self, connection, req, url, method);
+    }
+    if (req->settled) {
+        req->settled = false;
+        return s_answer(self, connection, req, &req->held, NULL);
     }
     if (req->answered) {
         *upload_data_size = 0;
@@ -311,6 +354,13 @@ static void s_completed(void *cls, struct MHD_Connection *connection, void **con
     if (!req) {
         return;
     }
+    for (request_t **link = &self->held; *link; link = &(*link)->next_held) {
+        if (*link == req) {
+            *link = req->next_held; // the connection died while held
+            break;
+        }
+    }
+    free(req->held.body);
     if (req->conn) {
         req->conn->busy = false;
         if (self->draining) {
@@ -374,7 +424,7 @@ drv_http_server_t *drv_http_server_new(int listen_fd, const drv_http_config_t *c
     self->config = *config;
     self->listen_fd = listen_fd;
     self->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, s_handler, self, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+        MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, s_handler, self, MHD_OPTION_LISTEN_SOCKET, listen_fd,
         MHD_OPTION_EXTERNAL_LOGGER, s_log, NULL, MHD_OPTION_NOTIFY_COMPLETED, s_completed, self,
         MHD_OPTION_NOTIFY_CONNECTION, s_connection, self, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_SECS,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTIONS, MHD_OPTION_END);

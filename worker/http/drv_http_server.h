@@ -52,6 +52,14 @@ typedef struct {
     size_t buffer_bytes;            // bodies buffered at once, all connections
     drv_http_handler_fn *handler;
     drv_http_error_fn *error;       // NULL: the {"error": {kind, message}} body
+    //  ack: true — a 2xx answer is held back until the input the request
+    //  became (input(arg) once the handler returned) is settled
+    //  (drv_http_server_settled): its records are exported.
+    bool ack;
+    int64_t (*input)(void *arg);
+    //  NULL, or true while the instance takes nothing more: a request is
+    //  then refused with 429 and Retry-After before its body is read.
+    bool (*backlogged)(void *arg);
     void *arg;
 } drv_http_config_t;
 
@@ -67,6 +75,8 @@ int drv_http_server_fd(drv_http_server_t *self);
 int64_t drv_http_server_timeout_ms(drv_http_server_t *self);
 //  Does what is ready: accepts, reads, answers (the handler runs here).
 void drv_http_server_run(drv_http_server_t *self);
+//  Every input up to upto is settled: the answers held for them go out.
+void drv_http_server_settled(drv_http_server_t *self, int64_t upto);
 //  Stops accepting; see above.
 void drv_http_server_drain(drv_http_server_t *self);
 

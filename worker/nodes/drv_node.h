@@ -46,6 +46,21 @@ typedef struct {
     //  The instance is draining: take nothing new, finish what was taken;
     //  fd says -1 once done. NULL: fd is not polled any more.
     void (*drain)(drv_node_t *node);
+    //  Exporters that finish later (exporter:http, exporter:otlp): the
+    //  oldest input (drv_node_input) whose records the node holds unfinished,
+    //  or -1 when it holds none. Input older than the oldest held by any node
+    //  is settled: acknowledged upstream (drv_dag_settle). NULL: holds none.
+    int64_t (*holding)(drv_node_t *node);
+    //  True while the node holds as much as it may: receivers then push back
+    //  (HTTP: 429; sockets and the broker: not read). NULL: never.
+    bool (*backlogged)(drv_node_t *node);
+    //  Upstream waits for what the node holds (the broker's credit is all
+    //  spent): finish it now rather than when its batch would close. NULL:
+    //  nothing to do.
+    void (*flush)(drv_node_t *node);
+    //  Receivers that answer once their input settled (ack: true): every
+    //  input up to and including upto is settled. NULL: nothing to answer.
+    void (*settled)(drv_node_t *node, int64_t upto);
     //  Frees node->state. NULL: free(node->state).
     void (*destroy)(drv_node_t *node);
     bool fed_by_broker; // receives producer messages from the broker (drv_dag_ingest)
@@ -75,6 +90,12 @@ void drv_node_count_refused(drv_node_t *node);
 //  True once an export gave up because the instance is being stopped: what
 //  was emitted since may not have been exported.
 bool drv_node_abandoned(const drv_node_t *node);
+//  The input being run: one number per producer message, request, datagram
+//  read or generated batch, increasing. An exporter that finishes later
+//  remembers it (holding); a receiver that answers once settled, too.
+int64_t drv_node_input(const drv_node_t *node);
+//  True while an exporter of the instance is backlogged: receivers push back.
+bool drv_node_backlogged(const drv_node_t *node);
 //  Hands records on to every node after this one.
 void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n);
 //  Records entering the pipeline (receivers) and leaving it (exporters).

@@ -195,5 +195,6 @@ const drv_node_kind_t drv_receiver_otlp = {
     .readable = drv_http_node_readable,
     .timeout_ms = drv_http_node_timeout_ms,
     .drain = drv_http_node_drain,
+    .settled = drv_http_node_settled,
     .destroy = s_destroy,
 };

@@ -7,6 +7,7 @@
 #ifndef DRV_OTLP_JSON_H
 #define DRV_OTLP_JSON_H
 
+#include "drv_buf.h"
 #include "drv_otlp.h"
 
 #include <stddef.h>
@@ -15,5 +16,10 @@
 //  bad field and what is wrong in err (out is then empty).
 int drv_otlp_json_parse(drv_otlp_signal_t signal, const char *text, size_t size, drv_otlp_request_t *out, char *err,
                         size_t errlen);
+
+//  Appends the request as OTLP/JSON text (drv_otlp_json_write.c: the same
+//  rules, written the way the specification's examples are). Returns 0 or
+//  -1 out of memory.
+int drv_otlp_json_write(const drv_otlp_request_t *request, drv_buf_t *out);
 
 #endif

@@ -1,0 +1,258 @@
+/*  drv_export — see drv_export.h. This file: an exporter's batches, from
+    the records it takes to the batches it holds, and the node hooks;
+    drv_export_post.c posts them. */
+#include "drv_export_internal.h"
+#include "drv_gzip.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+//  ---------------------------------------------------------------- building
+
+drv_export_t *drv_export_new(drv_node_t *node, const json_t *config, const drv_export_format_t *format, char *err,
+                             size_t errlen)
+{
+    static bool curl_ready = false;
+    if (!curl_ready) {
+        curl_global_init(CURL_GLOBAL_DEFAULT); // single-threaded instance: first use is safe here
+        curl_ready = true;
+    }
+    drv_export_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        snprintf(err, errlen, "node %s: out of memory", node->id);
+        return NULL;
+    }
+    self->node = node;
+    self->format = *format;
+    self->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    self->multi = curl_multi_init();
+    self->curl_due_ms = -1;
+    self->seed = (unsigned)drv_time_mono_us() ^ (unsigned)getpid();
+    char why[300];
+    if (self->epoll_fd < 0 || !self->multi) {
+        snprintf(err, errlen, "node %s: cannot set up the HTTP client", node->id);
+        drv_export_destroy(&self);
+        return NULL;
+    }
+    if (drv_export_settings_read(&self->settings, config, why, sizeof why) != 0) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        drv_export_destroy(&self);
+        return NULL;
+    }
+    drv_export_post_init(self);
+    return self;
+}
+
+
+void drv_export_batch_free(drv_export_t *self, batch_t *batch)
+{
+    if (batch->easy) {
+        drv_export_finish(self, batch);
+    }
+    free(batch->body);
+    free(batch);
+}
+
+void drv_export_destroy(drv_export_t **self_p)
+{
+    drv_export_t *self = *self_p;
+    if (!self) {
+        return;
+    }
+    while (self->head) {
+        batch_t *next = self->head->next;
+        drv_export_batch_free(self, self->head);
+        self->head = next;
+    }
+    for (size_t i = 0; i < DRV_EXPORT_LANES; i++) {
+        drv_buf_free(&self->lanes[i].records);
+    }
+    if (self->multi) {
+        curl_multi_cleanup(self->multi);
+    }
+    if (self->epoll_fd >= 0) {
+        close(self->epoll_fd);
+    }
+    drv_export_settings_free(&self->settings);
+    free(self);
+    *self_p = NULL;
+}
+
+//  ---------------------------------------------------------------- batches
+
+//  Encodes the lane's open batch into a closed one at the queue's end; a
+//  batch that cannot be encoded is dropped and counted.
+void drv_export_close(drv_export_t *self, int lane_index)
+{
+    lane_t *lane = &self->lanes[lane_index];
+    if (lane->count == 0) {
+        return;
+    }
+    batch_t *batch = calloc(1, sizeof *batch);
+    drv_buf_t body = {0};
+    char err[200] = "out of memory";
+    int rc = batch ? self->format.encode(self->format.arg, lane_index, lane->records.data, lane->records.len,
+                                         lane->count, &body, err, sizeof err)
+                   : -1;
+    if (rc == 0 && self->settings.gzip) {
+        char *zipped = NULL;
+        size_t zipped_size = 0;
+        rc = drv_gzip_deflate(body.data, body.len, &zipped, &zipped_size);
+        drv_buf_free(&body);
+        body = (drv_buf_t){.data = zipped, .len = zipped_size, .capacity = zipped_size};
+    }
+    if (rc != 0) {
+        drv_node_export_error(self->node, lane->count, err);
+        drv_buf_free(&body);
+        free(batch);
+    } else {
+        batch->lane = lane_index;
+        batch->body = body.data;
+        batch->size = body.len;
+        batch->records = lane->count;
+        batch->first_input = lane->first_input;
+        batch->backoff_ms = self->settings.initial_ms;
+        if (self->tail) {
+            self->tail->next = batch;
+        } else {
+            self->head = batch;
+        }
+        self->tail = batch;
+        self->queued++;
+    }
+    drv_buf_reset(&lane->records);
+    lane->count = 0;
+}
+
+void drv_export_record(drv_export_t *self, int lane_index, const msgpack_object *record)
+{
+    lane_t *lane = &self->lanes[lane_index];
+    if (lane->count == 0) {
+        lane->first_input = drv_node_input(self->node);
+        lane->opened_ms = drv_time_mono_ms();
+    }
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &lane->records, drv_buf_msgpack_write);
+    if (msgpack_pack_object(&pk, *record) != 0) {
+        drv_node_export_error(self->node, 1, "out of memory taking a record");
+        return;
+    }
+    lane->count++;
+    if (lane->count >= self->settings.max_records || lane->records.len >= self->settings.max_bytes) {
+        drv_export_close(self, lane_index);
+    }
+}
+
+void drv_export_unlink(drv_export_t *self, batch_t *batch)
+{
+    batch_t **link = &self->head, *previous = NULL;
+    while (*link && *link != batch) {
+        previous = *link;
+        link = &(*link)->next;
+    }
+    if (*link) {
+        *link = batch->next;
+        if (self->tail == batch) {
+            self->tail = previous;
+        }
+        self->queued--;
+    }
+}
+
+//  ---------------------------------------------------------------- node hooks
+
+static drv_export_t *s_of(drv_node_t *node)
+{
+    return node->state ? *(drv_export_t **)node->state : NULL;
+}
+
+static bool s_holds_nothing(const drv_export_t *self)
+{
+    for (int i = 0; i < DRV_EXPORT_LANES; i++) {
+        if (self->lanes[i].count > 0) {
+            return false;
+        }
+    }
+    return self->head == NULL;
+}
+
+int drv_export_node_fd(drv_node_t *node)
+{
+    drv_export_t *self = s_of(node);
+    return !self || (self->draining && s_holds_nothing(self)) ? -1 : self->epoll_fd;
+}
+
+int drv_export_node_readable(drv_node_t *node)
+{
+    drv_export_t *self = s_of(node);
+    if (self) {
+        drv_export_run(self);
+    }
+    return 0;
+}
+
+int64_t drv_export_node_timeout_ms(drv_node_t *node)
+{
+    drv_export_t *self = s_of(node);
+    if (!self) {
+        return -1;
+    }
+    int64_t now = drv_time_mono_ms();
+    int64_t due = self->curl_due_ms;
+    for (int i = 0; i < DRV_EXPORT_LANES; i++) {
+        if (self->lanes[i].count > 0) {
+            int64_t closes = self->draining || self->flushing ? now : self->lanes[i].opened_ms + self->settings.max_delay_ms;
+            due = due < 0 || closes < due ? closes : due;
+        }
+    }
+    for (batch_t *batch = self->head; batch && self->in_flight < DRV_EXPORT_IN_FLIGHT; batch = batch->next) {
+        if (!batch->easy) {
+            due = due < 0 || batch->next_attempt_ms < due ? batch->next_attempt_ms : due;
+        }
+    }
+    return due < 0 ? -1 : due <= now ? 0 : due - now;
+}
+
+void drv_export_node_drain(drv_node_t *node)
+{
+    drv_export_t *self = s_of(node);
+    if (self) {
+        self->draining = true;
+    }
+}
+
+void drv_export_node_flush(drv_node_t *node)
+{
+    drv_export_t *self = s_of(node);
+    if (self) {
+        self->flushing = true;
+    }
+}
+
+int64_t drv_export_node_holding(drv_node_t *node)
+{
+    drv_export_t *self = s_of(node);
+    int64_t oldest = -1;
+    for (int i = 0; self && i < DRV_EXPORT_LANES; i++) {
+        if (self->lanes[i].count > 0 && (oldest < 0 || self->lanes[i].first_input < oldest)) {
+            oldest = self->lanes[i].first_input;
+        }
+    }
+    for (batch_t *batch = self ? self->head : NULL; batch; batch = batch->next) {
+        if (oldest < 0 || batch->first_input < oldest) {
+            oldest = batch->first_input;
+        }
+    }
+    return oldest;
+}
+
+bool drv_export_node_backlogged(drv_node_t *node)
+{
+    drv_export_t *self = s_of(node);
+    return self && self->queued >= DRV_EXPORT_QUEUE_BATCHES;
+}

@@ -1,0 +1,98 @@
+/*  drv_export — what the exporters that post over HTTP (exporter:http,
+    exporter:otlp) share: records gathered into batches, each batch encoded
+    once when it closes and posted with libcurl's multi interface inside the
+    instance's own loop (one epoll descriptor the worker polls, as it polls
+    the HTTP receivers), retried with backoff until a 2xx, or dropped when
+    retrying cannot help. A batch holds the inputs it came from (drv_node
+    holding) until then, so what a producer was acknowledged is exported.
+
+    A batch closes at batch.max_records, at batch.max_bytes (of records as
+    msgpack) or batch.max_delay_ms after its first record, and at once
+    while draining. Up to DRV_EXPORT_IN_FLIGHT batches are posted at a
+    time. Retried: connection errors and timeouts, 429, 502, 503 and 504,
+    after retry.initial_ms doubling to retry.max_ms (±20% jitter), or after
+    the Retry-After the server gave; a batch still failing
+    retry.max_elapsed_secs after its first attempt (0: never) is dropped.
+    Any other answer but a 2xx drops the batch at once. Dropped records
+    count in the node's errors and the reason is logged (every 5 s at
+    most). Once DRV_EXPORT_QUEUE_BATCHES batches wait, the node is
+    backlogged: receivers push back until they are posted. */
+#ifndef DRV_EXPORT_H
+#define DRV_EXPORT_H
+
+#include "drv_buf.h"
+#include "drv_node.h"
+
+#include <jansson.h>
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DRV_EXPORT_IN_FLIGHT 4
+#define DRV_EXPORT_QUEUE_BATCHES 16
+#define DRV_EXPORT_LANES 2
+
+typedef struct drv_export_t drv_export_t;
+
+//  Encodes one batch: count records, msgpack maps back to back in
+//  records[0..size), into body (empty when called). Returns 0, or -1 with
+//  the reason in err: the batch is then dropped and counted.
+typedef int(drv_export_encode_fn)(void *arg, int lane, const char *records, size_t size, size_t count,
+                                  drv_buf_t *body, char *err, size_t errlen);
+
+typedef struct {
+    const char *url;          // where the lane's batches are posted
+    const char *content_type;
+} drv_export_lane_t;
+
+typedef struct {
+    drv_export_lane_t lanes[DRV_EXPORT_LANES]; // batches of one lane go to one URL
+    size_t lane_count;
+    drv_export_encode_fn *encode;
+    void *arg;
+} drv_export_format_t;
+
+//  The config keys both exporters take, for their schemas: compression,
+//  headers, batch, retry, tls, timeout_ms (endpoint and the format's own
+//  keys are the kind's).
+#define DRV_EXPORT_KEYS                                                                                               \
+    {.key = "compression", .kind = DRV_KEY_CHOICE, .fallback = "\"gzip\"", .choices = "gzip none"},                   \
+        {.key = "headers", .kind = DRV_KEY_STRING_MAP, .fallback = "{}"},                                              \
+        {.key = "batch", .kind = DRV_KEY_OBJECT, .fallback = "{}"},                                                    \
+        {.key = "retry", .kind = DRV_KEY_OBJECT, .fallback = "{}"},                                                    \
+        {.key = "tls", .kind = DRV_KEY_OBJECT, .fallback = "{}"},                                                      \
+    {                                                                                                                  \
+        .key = "timeout_ms", .kind = DRV_KEY_NONNEG_INT, .fallback = "30000", .maximum = 3600000                        \
+    }
+
+//  The rules of those keys and of endpoint (an http:// or https:// URL),
+//  for the kinds' schema checks.
+void drv_export_check(drv_spec_check_t *check, const char *node_path, const json_t *config);
+
+//  Sets an exporter up from its normalized config. NULL with the reason in
+//  err (a CA file that cannot be read, no memory).
+drv_export_t *drv_export_new(drv_node_t *node, const json_t *config, const drv_export_format_t *format, char *err,
+                             size_t errlen);
+void drv_export_destroy(drv_export_t **self_p);
+
+//  Takes one record (held by the batch zone) into the lane's open batch,
+//  which remembers the input it came from.
+void drv_export_record(drv_export_t *self, int lane, const msgpack_object *record);
+
+//  Node hooks; node->state starts with a drv_export_t *.
+int drv_export_node_fd(drv_node_t *node);
+int drv_export_node_readable(drv_node_t *node);
+int64_t drv_export_node_timeout_ms(drv_node_t *node);
+void drv_export_node_drain(drv_node_t *node);
+void drv_export_node_flush(drv_node_t *node);
+int64_t drv_export_node_holding(drv_node_t *node);
+bool drv_export_node_backlogged(drv_node_t *node);
+
+//  The hooks above, for a kind's drv_node_kind_t.
+#define DRV_EXPORT_NODE_HOOKS                                                                                         \
+    .fd = drv_export_node_fd, .readable = drv_export_node_readable, .timeout_ms = drv_export_node_timeout_ms,         \
+    .drain = drv_export_node_drain, .flush = drv_export_node_flush, .holding = drv_export_node_holding,               \
+    .backlogged = drv_export_node_backlogged
+
+#endif

@@ -1,0 +1,186 @@
+/*  drv_export_config — the config keys exporter:http and exporter:otlp
+    share (drv_export.h): their rules, checked when a spec is validated so a
+    wrong value is a 422 naming it, never an instance that fails later; and
+    reading them, with their defaults, when an instance starts. */
+#include "drv_export.h"
+#include "drv_export_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *key;
+    int64_t minimum;
+    int64_t maximum;
+} bound_t;
+
+static const bound_t s_batch_keys[] = {{"max_records", 1, 1000000},
+                                       {"max_bytes", 1, 256LL << 20},
+                                       {"max_delay_ms", 0, 60000},
+                                       {NULL, 0, 0}};
+static const bound_t s_retry_keys[] = {{"initial_ms", 1, 3600000},
+                                       {"max_ms", 1, 3600000},
+                                       {"max_elapsed_secs", 0, 604800},
+                                       {NULL, 0, 0}};
+
+//  Every key of object is one of keys and an integer within its bounds.
+static void s_check_integers(drv_spec_check_t *check, const char *node_path, const char *name, const json_t *object,
+                             const bound_t *keys)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)object, key, value)
+    {
+        const bound_t *bound = keys;
+        while (bound->key && strcmp(bound->key, key) != 0) {
+            bound++;
+        }
+        if (!bound->key) {
+            drv_spec_check_problem(check, node_path, "config.%s.%s: unknown key", name, key);
+        } else if (!json_is_integer(value) || json_integer_value(value) < bound->minimum ||
+                   json_integer_value(value) > bound->maximum) {
+            drv_spec_check_problem(check, node_path, "config.%s.%s: must be an integer from %lld to %lld", name, key,
+                                   (long long)bound->minimum, (long long)bound->maximum);
+        }
+    }
+}
+
+static void s_check_tls(drv_spec_check_t *check, const char *node_path, const json_t *tls)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)tls, key, value)
+    {
+        if (!strcmp(key, "ca_file")) {
+            if (!json_is_string(value) || json_string_length(value) == 0 || json_string_value(value)[0] != '/') {
+                drv_spec_check_problem(check, node_path, "config.tls.ca_file: must be an absolute path");
+            }
+        } else if (!strcmp(key, "insecure_skip_verify")) {
+            if (!json_is_boolean(value)) {
+                drv_spec_check_problem(check, node_path, "config.tls.insecure_skip_verify: must be true or false");
+            }
+        } else {
+            drv_spec_check_problem(check, node_path, "config.tls.%s: unknown key (ca_file, insecure_skip_verify)",
+                                   key);
+        }
+    }
+}
+
+//  A header name is an RFC 9110 token; a value has no control character
+//  but tab (a CR or LF would let a spec smuggle headers of its own).
+static void s_check_headers(drv_spec_check_t *check, const char *node_path, const json_t *headers)
+{
+    const char *name;
+    json_t *value;
+    json_object_foreach((json_t *)headers, name, value)
+    {
+        bool token = name[0] != 0;
+        for (const char *c = name; *c; c++) {
+            token = token && (isalnum((unsigned char)*c) || strchr("!#$%&'*+-.^_`|~", *c));
+        }
+        if (!token) {
+            drv_spec_check_problem(check, node_path, "config.headers: \"%s\" is not a header name", name);
+            continue;
+        }
+        if (!strcasecmp(name, "Content-Type") || !strcasecmp(name, "Content-Encoding") ||
+            !strcasecmp(name, "Content-Length") || !strcasecmp(name, "Host") || !strcasecmp(name, "Expect")) {
+            drv_spec_check_problem(check, node_path, "config.headers.%s: set by the exporter itself", name);
+            continue;
+        }
+        const char *text = json_string_value(value);
+        for (const char *c = text ? text : ""; *c; c++) {
+            if ((unsigned char)*c < 0x20 && *c != '\t') {
+                drv_spec_check_problem(check, node_path, "config.headers.%s: control characters are not allowed",
+                                       name);
+                break;
+            }
+        }
+    }
+}
+
+void drv_export_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
+{
+    const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
+    if (endpoint && strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0) {
+        drv_spec_check_problem(check, node_path, "config.endpoint: must be an http:// or https:// URL");
+    } else if (endpoint && (strlen(endpoint) > DRV_EXPORT_URL_MAX || strpbrk(endpoint, " \t\r\n"))) {
+        drv_spec_check_problem(check, node_path, "config.endpoint: must be a URL of at most %d bytes, without spaces",
+                               DRV_EXPORT_URL_MAX);
+    }
+    json_t *batch = json_object_get(config, "batch");
+    s_check_integers(check, node_path, "batch", batch, s_batch_keys);
+    json_t *retry = json_object_get(config, "retry");
+    s_check_integers(check, node_path, "retry", retry, s_retry_keys);
+    json_t *initial = json_object_get(retry, "initial_ms"), *max = json_object_get(retry, "max_ms");
+    if (json_is_integer(initial) && json_is_integer(max) && json_integer_value(max) < json_integer_value(initial)) {
+        drv_spec_check_problem(check, node_path, "config.retry.max_ms: must be at least initial_ms");
+    }
+    s_check_tls(check, node_path, json_object_get(config, "tls"));
+    s_check_headers(check, node_path, json_object_get(config, "headers"));
+    json_t *timeout = json_object_get(config, "timeout_ms");
+    if (timeout && json_integer_value(timeout) < 100) {
+        drv_spec_check_problem(check, node_path, "config.timeout_ms: must be at least 100");
+    }
+}
+
+static int64_t s_integer(const json_t *object, const char *key, int64_t fallback)
+{
+    json_t *value = json_object_get(object, key);
+    return json_is_integer(value) ? json_integer_value(value) : fallback;
+}
+
+int drv_export_settings_read(drv_export_settings_t *settings, const json_t *config, char *err, size_t errlen)
+{
+    memset(settings, 0, sizeof *settings);
+    const char *compression = json_string_value(json_object_get(config, "compression"));
+    settings->gzip = !compression || !strcmp(compression, "gzip");
+    json_t *batch = json_object_get(config, "batch");
+    settings->max_records = (size_t)s_integer(batch, "max_records", 512);
+    settings->max_bytes = (size_t)s_integer(batch, "max_bytes", 1048576);
+    settings->max_delay_ms = s_integer(batch, "max_delay_ms", 200);
+    json_t *retry = json_object_get(config, "retry");
+    settings->initial_ms = s_integer(retry, "initial_ms", 100);
+    settings->max_ms = s_integer(retry, "max_ms", 5000);
+    settings->max_elapsed_ms = s_integer(retry, "max_elapsed_secs", 300) * 1000;
+    settings->timeout_ms = s_integer(config, "timeout_ms", 30000);
+    json_t *tls = json_object_get(config, "tls");
+    settings->insecure = json_is_true(json_object_get(tls, "insecure_skip_verify"));
+    const char *ca_file = json_string_value(json_object_get(tls, "ca_file"));
+    if (ca_file) {
+        FILE *probe = fopen(ca_file, "r");
+        if (!probe) {
+            snprintf(err, errlen, "cannot read tls.ca_file %s: %s", ca_file, strerror(errno));
+            return -1;
+        }
+        fclose(probe);
+        settings->ca_file = strdup(ca_file);
+    }
+    const char *name;
+    json_t *value;
+    json_object_foreach(json_object_get(config, "headers"), name, value)
+    {
+        char *line = NULL;
+        if (asprintf(&line, "%s: %s", name, json_string_value(value) ? json_string_value(value) : "") < 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        struct curl_slist *grown = curl_slist_append(settings->headers, line);
+        free(line);
+        if (!grown) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        settings->headers = grown;
+    }
+    return 0;
+}
+
+void drv_export_settings_free(drv_export_settings_t *settings)
+{
+    curl_slist_free_all(settings->headers);
+    free(settings->ca_file);
+    memset(settings, 0, sizeof *settings);
+}

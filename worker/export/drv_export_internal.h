@@ -1,0 +1,67 @@
+/*  drv_export_internal — what drv_export.c (batches, node hooks) and
+    drv_export_post.c (posting them with libcurl) share. */
+#ifndef DRV_EXPORT_INTERNAL_H
+#define DRV_EXPORT_INTERNAL_H
+
+#include "drv_export.h"
+#include "drv_export_config.h"
+
+#include <curl/curl.h>
+
+#define RESPONSE_KEPT 300 // bytes of an error answer quoted in the log
+
+typedef struct batch_t {
+    struct batch_t *next;
+    int lane;
+    char *body;
+    size_t size;
+    size_t records;
+    int64_t first_input;     // oldest input it holds
+    int64_t first_attempt_ms; // 0 before its first attempt
+    int64_t next_attempt_ms;
+    int64_t backoff_ms;
+    bool failing;            // its records were counted in errors once already
+    CURL *easy;              // while posted
+    struct curl_slist *headers; // the easy handle's
+    char response[RESPONSE_KEPT + 1];
+    size_t response_len;
+} batch_t;
+
+typedef struct {
+    drv_buf_t records;   // msgpack maps back to back
+    size_t count;
+    int64_t first_input;
+    int64_t opened_ms;
+} lane_t;
+
+struct drv_export_t {
+    drv_node_t *node;
+    drv_export_settings_t settings;
+    drv_export_format_t format;
+    lane_t lanes[DRV_EXPORT_LANES];
+    batch_t *head, *tail;    // closed batches, oldest first, posted or waiting
+    size_t queued;
+    size_t in_flight;
+    CURLM *multi;
+    int epoll_fd;
+    int64_t curl_due_ms;     // when curl wants its timeout (-1: never)
+    bool draining;
+    bool flushing;           // close open batches at once (drv_export_node_flush)
+    unsigned seed;           // jitter
+};
+
+//  drv_export.c
+void drv_export_close(drv_export_t *self, int lane);
+void drv_export_unlink(drv_export_t *self, batch_t *batch);
+void drv_export_batch_free(drv_export_t *self, batch_t *batch);
+
+//  drv_export_post.c
+//  Points the multi handle's callbacks at self.
+void drv_export_post_init(drv_export_t *self);
+//  Takes the posted batch out of curl.
+void drv_export_finish(drv_export_t *self, batch_t *batch);
+//  Hands curl what is ready, collects what finished, closes the batches
+//  that are due and posts the ones waiting.
+void drv_export_run(drv_export_t *self);
+
+#endif

@@ -1,0 +1,112 @@
+/*  exporter:http — posts batches of records to a URL as NDJSON (one JSON
+    object per line), a JSON array, or a msgpack array; gzip'd unless
+    compression says none. Batching, retries and acknowledgement are
+    drv_export's (drv_export.h). */
+#include "drv_export.h"
+#include "drv_ndjson.h"
+#include "drv_node.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { FORMAT_NDJSON, FORMAT_JSON, FORMAT_MSGPACK } format_t;
+
+typedef struct {
+    drv_export_t *export; // first: drv_export's hooks find it there
+    format_t format;
+    char *url;
+} http_t;
+
+static int s_encode(void *arg, int lane, const char *records, size_t size, size_t count, drv_buf_t *body, char *err,
+                    size_t errlen)
+{
+    (void)lane;
+    http_t *self = arg;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, body, drv_buf_msgpack_write);
+    if (self->format == FORMAT_MSGPACK) {
+        if (msgpack_pack_array(&pk, count) != 0 || drv_buf_append(body, records, size) != 0) {
+            snprintf(err, errlen, "out of memory encoding");
+            return -1;
+        }
+        return 0;
+    }
+    msgpack_zone zone;
+    msgpack_zone_init(&zone, 8192);
+    size_t offset = 0;
+    int rc = self->format == FORMAT_JSON ? drv_buf_putc(body, '[') : 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        msgpack_object record;
+        msgpack_unpack_return unpacked = msgpack_unpack(records, size, &offset, &zone, &record);
+        if (unpacked != MSGPACK_UNPACK_SUCCESS && unpacked != MSGPACK_UNPACK_EXTRA_BYTES) {
+            rc = -1;
+            break;
+        }
+        if (self->format == FORMAT_JSON && i > 0) {
+            rc = drv_buf_putc(body, ',');
+        }
+        rc = rc ? rc : drv_ndjson_append(body, &record);
+        if (rc == 0 && self->format == FORMAT_JSON) {
+            body->len--; // the line's newline: JSON wants a comma there
+        }
+        msgpack_zone_clear(&zone);
+    }
+    if (rc == 0 && self->format == FORMAT_JSON) {
+        rc = drv_buf_putc(body, ']');
+    }
+    msgpack_zone_destroy(&zone);
+    if (rc != 0) {
+        snprintf(err, errlen, "out of memory encoding");
+    }
+    return rc;
+}
+
+static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
+{
+    http_t *self = calloc(1, sizeof *self);
+    node->state = self;
+    const char *format = json_string_value(json_object_get(config, "format"));
+    self->format = !strcmp(format, "json") ? FORMAT_JSON : !strcmp(format, "msgpack") ? FORMAT_MSGPACK : FORMAT_NDJSON;
+    self->url = strdup(json_string_value(json_object_get(config, "endpoint")));
+    drv_export_format_t exporting = {
+        .lanes = {{self->url, self->format == FORMAT_JSON      ? "application/json"
+                              : self->format == FORMAT_MSGPACK ? "application/msgpack"
+                                                               : "application/x-ndjson"}},
+        .lane_count = 1,
+        .encode = s_encode,
+        .arg = self};
+    self->export = drv_export_new(node, config, &exporting, err, errlen);
+    return self->export ? 0 : -1;
+}
+
+static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    http_t *self = node->state;
+    for (size_t i = 0; i < n; i++) {
+        drv_export_record(self->export, 0, &records[i]);
+    }
+}
+
+static void s_destroy(drv_node_t *node)
+{
+    http_t *self = node->state;
+    if (self) {
+        drv_export_destroy(&self->export);
+        free(self->url);
+        free(self);
+    }
+}
+
+const drv_node_kind_t drv_exporter_http = {
+    .schema = {.name = "exporter:http",
+               .role = DRV_ROLE_EXPORTER,
+               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true},
+                        {.key = "format", .kind = DRV_KEY_CHOICE, .fallback = "\"ndjson\"",
+                         .choices = "ndjson json msgpack"},
+                        DRV_EXPORT_KEYS},
+               .check = drv_export_check},
+    .init = s_init,
+    .run = s_run,
+    DRV_EXPORT_NODE_HOOKS,
+    .destroy = s_destroy,
+};

@@ -1,0 +1,122 @@
+/*  exporter:otlp — OTLP/HTTP to a collector or backend: records with
+    `signal: span` are posted to {endpoint}/v1/traces, every other record to
+    {endpoint}/v1/logs (contract 6.2's mapping back, drv_otlp_build.h),
+    grouped by resource and scope, as protobuf or OTLP/JSON, gzip'd unless
+    compression says none. A record whose signal names something else (a
+    metric, say) has no OTLP form here: it is dropped and counted in errors.
+    Batching, retries and acknowledgement are drv_export's (drv_export.h). */
+#include "drv_export.h"
+#include "drv_node.h"
+#include "drv_otlp_build.h"
+#include "drv_otlp_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    drv_export_t *export; // first: drv_export's hooks find it there
+    bool json;
+    char *urls[DRV_EXPORT_LANES];
+} otlp_out_t;
+
+static int s_encode(void *arg, int lane, const char *records, size_t size, size_t count, drv_buf_t *body, char *err,
+                    size_t errlen)
+{
+    otlp_out_t *self = arg;
+    drv_otlp_built_t built;
+    if (drv_otlp_build(&built, lane == 0 ? DRV_OTLP_LOGS : DRV_OTLP_TRACES, records, size, count) != 0) {
+        snprintf(err, errlen, "out of memory encoding");
+        return -1;
+    }
+    int rc;
+    if (self->json) {
+        rc = drv_otlp_json_write(&built.request, body);
+    } else {
+        size_t packed = protobuf_c_message_get_packed_size(built.request.message);
+        rc = drv_buf_reserve(body, packed);
+        if (rc == 0) {
+            body->len = protobuf_c_message_pack(built.request.message, (uint8_t *)body->data);
+        }
+    }
+    drv_otlp_built_free(&built);
+    if (rc != 0) {
+        snprintf(err, errlen, "out of memory encoding");
+    }
+    return rc;
+}
+
+static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
+{
+    otlp_out_t *self = calloc(1, sizeof *self);
+    node->state = self;
+    self->json = !strcmp(json_string_value(json_object_get(config, "encoding")), "json");
+    const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
+    size_t len = strlen(endpoint);
+    while (len > 0 && endpoint[len - 1] == '/') {
+        len--; // http://host:4318/ and http://host:4318 are the same base
+    }
+    if (asprintf(&self->urls[0], "%.*s/v1/logs", (int)len, endpoint) < 0 ||
+        asprintf(&self->urls[1], "%.*s/v1/traces", (int)len, endpoint) < 0) {
+        snprintf(err, errlen, "node %s: out of memory", node->id);
+        return -1;
+    }
+    const char *type = self->json ? "application/json" : "application/x-protobuf";
+    drv_export_format_t exporting = {
+        .lanes = {{self->urls[0], type}, {self->urls[1], type}}, .lane_count = 2, .encode = s_encode, .arg = self};
+    self->export = drv_export_new(node, config, &exporting, err, errlen);
+    return self->export ? 0 : -1;
+}
+
+static bool s_is(const msgpack_object *o, const char *text)
+{
+    return o->via.str.size == strlen(text) && !memcmp(o->via.str.ptr, text, o->via.str.size);
+}
+
+static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    otlp_out_t *self = node->state;
+    for (size_t i = 0; i < n; i++) {
+        const msgpack_object *signal = NULL;
+        for (uint32_t k = 0; k < records[i].via.map.size; k++) {
+            const msgpack_object *key = &records[i].via.map.ptr[k].key;
+            if (key->type == MSGPACK_OBJECT_STR && s_is(key, "signal")) {
+                signal = &records[i].via.map.ptr[k].val;
+            }
+        }
+        if (signal && signal->type == MSGPACK_OBJECT_STR && s_is(signal, "span")) {
+            drv_export_record(self->export, 1, &records[i]);
+        } else if (!signal || signal->type != MSGPACK_OBJECT_STR || s_is(signal, "log")) {
+            drv_export_record(self->export, 0, &records[i]);
+        } else {
+            char why[200];
+            snprintf(why, sizeof why, "signal \"%.*s\" has no OTLP form here (log or span)",
+                     (int)(signal->via.str.size > 64 ? 64 : signal->via.str.size), signal->via.str.ptr);
+            drv_node_export_error(node, 1, why);
+        }
+    }
+}
+
+static void s_destroy(drv_node_t *node)
+{
+    otlp_out_t *self = node->state;
+    if (self) {
+        drv_export_destroy(&self->export);
+        free(self->urls[0]);
+        free(self->urls[1]);
+        free(self);
+    }
+}
+
+const drv_node_kind_t drv_exporter_otlp = {
+    .schema = {.name = "exporter:otlp",
+               .role = DRV_ROLE_EXPORTER,
+               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true},
+                        {.key = "encoding", .kind = DRV_KEY_CHOICE, .fallback = "\"protobuf\"",
+                         .choices = "protobuf json"},
+                        DRV_EXPORT_KEYS},
+               .check = drv_export_check},
+    .init = s_init,
+    .run = s_run,
+    DRV_EXPORT_NODE_HOOKS,
+    .destroy = s_destroy,
+};

@@ -1,0 +1,228 @@
+/*  drv_otlp_build — see drv_otlp_build.h. Two passes over the records: the
+    first finds each one's resource and scope group (by their msgpack
+    bytes), the second allocates every repeated field at its exact size and
+    fills it (drv_otlp_build_records.c makes each record's message). */
+#include "drv_buf.h"
+#include "drv_otlp_build_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    msgpack_object record;
+    size_t scope;            // its scope group
+} row_t;
+
+typedef struct {
+    char *key;               // msgpack bytes: resource and schema URL, or scope
+    size_t len;
+    size_t parent;           // a scope group's resource group
+    size_t children;         // resource groups: scope groups; scope groups: records
+    void *message;           // ResourceLogs/Spans or ScopeLogs/Spans
+} group_t;
+
+//  The group of groups[0..*n) with parent and these key bytes, added when
+//  there is none. Returns its index, or -1 out of memory.
+static long s_group(build_t *b, group_t *groups, size_t *n, size_t parent, const drv_buf_t *key, bool *added)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (groups[i].parent == parent && groups[i].len == key->len && !memcmp(groups[i].key, key->data, key->len)) {
+            *added = false;
+            return (long)i;
+        }
+    }
+    group_t *g = &groups[*n];
+    g->key = msgpack_zone_malloc(b->zone, key->len ? key->len : 1);
+    if (!g->key) {
+        return -1;
+    }
+    memcpy(g->key, key->data, key->len);
+    g->len = key->len;
+    g->parent = parent;
+    *added = true;
+    return (long)(*n)++;
+}
+
+static int s_key(drv_buf_t *key, const msgpack_object *a, const msgpack_object *b)
+{
+    static const msgpack_object nil = {.type = MSGPACK_OBJECT_NIL};
+    drv_buf_reset(key);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, key, drv_buf_msgpack_write);
+    return msgpack_pack_object(&pk, a ? *a : nil) || msgpack_pack_object(&pk, b ? *b : nil) ? -1 : 0;
+}
+
+//  Pass one: every row's scope group; counts in the groups.
+static int s_group_rows(build_t *b, row_t *rows, size_t count, group_t *resources, size_t *n_resources,
+                        group_t *scopes, size_t *n_scopes)
+{
+    drv_buf_t key = {0};
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        const msgpack_object *record = &rows[i].record;
+        bool added;
+        long r = -1, s = -1;
+        if (s_key(&key, drv_otlp_get(record, "resource"), drv_otlp_get(record, "resource_schema_url")) == 0) {
+            r = s_group(b, resources, n_resources, 0, &key, &added);
+        }
+        if (r >= 0 && s_key(&key, drv_otlp_get(record, "scope"), NULL) == 0) {
+            s = s_group(b, scopes, n_scopes, (size_t)r, &key, &added);
+            resources[r].children += s >= 0 && added;
+        }
+        if (s < 0) {
+            rc = -1;
+            break;
+        }
+        scopes[s].children++;
+        rows[i].scope = (size_t)s;
+    }
+    drv_buf_free(&key);
+    return rc;
+}
+
+static otlp_resource_t *s_resource(build_t *b, const msgpack_object *record)
+{
+    otlp_resource_t *resource = drv_otlp_new(b, &opentelemetry__proto__resource__v1__resource__descriptor);
+    if (!resource || drv_otlp_attributes(b, drv_otlp_get(record, "resource"), NULL, 0, &resource->attributes,
+                                         &resource->n_attributes)) {
+        return NULL;
+    }
+    return resource;
+}
+
+static otlp_scope_t *s_scope(build_t *b, const msgpack_object *record)
+{
+    const msgpack_object *map = drv_otlp_get(record, "scope");
+    otlp_scope_t *scope = drv_otlp_new(b, &opentelemetry__proto__common__v1__instrumentation_scope__descriptor);
+    if (!scope || drv_otlp_attributes(b, drv_otlp_get(map, "attributes"), NULL, 0, &scope->attributes,
+                                      &scope->n_attributes)) {
+        return NULL;
+    }
+    scope->name = drv_otlp_string_of(b, drv_otlp_get(map, "name"));
+    scope->version = drv_otlp_string_of(b, drv_otlp_get(map, "version"));
+    return scope;
+}
+
+//  Pass two, logs: the request with every group and record in place.
+static ProtobufCMessage *s_logs(build_t *b, row_t *rows, size_t count, group_t *resources, size_t n_resources,
+                                group_t *scopes, size_t n_scopes)
+{
+    otlp_logs_request_t *request =
+        drv_otlp_new(b, &opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor);
+    if (!request || !(request->resource_logs = drv_otlp_array(b, n_resources))) {
+        return NULL;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const msgpack_object *record = &rows[i].record;
+        group_t *s = &scopes[rows[i].scope], *r = &resources[s->parent];
+        otlp_resource_logs_t *rl = r->message;
+        if (!rl) {
+            rl = r->message = drv_otlp_new(b, &opentelemetry__proto__logs__v1__resource_logs__descriptor);
+            if (!rl || !(rl->resource = s_resource(b, record)) || !(rl->scope_logs = drv_otlp_array(b, r->children))) {
+                return NULL;
+            }
+            rl->schema_url = drv_otlp_string_of(b, drv_otlp_get(record, "resource_schema_url"));
+            request->resource_logs[request->n_resource_logs++] = rl;
+        }
+        otlp_scope_logs_t *sl = s->message;
+        if (!sl) {
+            sl = s->message = drv_otlp_new(b, &opentelemetry__proto__logs__v1__scope_logs__descriptor);
+            if (!sl || !(sl->scope = s_scope(b, record)) || !(sl->log_records = drv_otlp_array(b, s->children))) {
+                return NULL;
+            }
+            rl->scope_logs[rl->n_scope_logs++] = sl;
+        }
+        const msgpack_object_kv **extras = drv_otlp_array(b, record->via.map.size);
+        otlp_log_t *log = extras ? drv_otlp_build_log(b, record, extras) : NULL;
+        if (!log) {
+            return NULL;
+        }
+        sl->log_records[sl->n_log_records++] = log;
+    }
+    (void)n_scopes;
+    return &request->base;
+}
+
+//  Pass two, traces.
+static ProtobufCMessage *s_traces(build_t *b, row_t *rows, size_t count, group_t *resources, size_t n_resources,
+                                  group_t *scopes, size_t n_scopes)
+{
+    otlp_traces_request_t *request =
+        drv_otlp_new(b, &opentelemetry__proto__collector__trace__v1__export_trace_service_request__descriptor);
+    if (!request || !(request->resource_spans = drv_otlp_array(b, n_resources))) {
+        return NULL;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const msgpack_object *record = &rows[i].record;
+        group_t *s = &scopes[rows[i].scope], *r = &resources[s->parent];
+        otlp_resource_spans_t *rs = r->message;
+        if (!rs) {
+            rs = r->message = drv_otlp_new(b, &opentelemetry__proto__trace__v1__resource_spans__descriptor);
+            if (!rs || !(rs->resource = s_resource(b, record)) || !(rs->scope_spans = drv_otlp_array(b, r->children))) {
+                return NULL;
+            }
+            rs->schema_url = drv_otlp_string_of(b, drv_otlp_get(record, "resource_schema_url"));
+            request->resource_spans[request->n_resource_spans++] = rs;
+        }
+        otlp_scope_spans_t *ss = s->message;
+        if (!ss) {
+            ss = s->message = drv_otlp_new(b, &opentelemetry__proto__trace__v1__scope_spans__descriptor);
+            if (!ss || !(ss->scope = s_scope(b, record)) || !(ss->spans = drv_otlp_array(b, s->children))) {
+                return NULL;
+            }
+            rs->scope_spans[rs->n_scope_spans++] = ss;
+        }
+        const msgpack_object_kv **extras = drv_otlp_array(b, record->via.map.size);
+        otlp_span_t *span = extras ? drv_otlp_build_span(b, record, extras) : NULL;
+        if (!span) {
+            return NULL;
+        }
+        ss->spans[ss->n_spans++] = span;
+    }
+    (void)n_scopes;
+    return &request->base;
+}
+
+int drv_otlp_build(drv_otlp_built_t *built, drv_otlp_signal_t signal, const char *records, size_t size, size_t count)
+{
+    memset(built, 0, sizeof *built);
+    msgpack_zone_init(&built->zone, 64 * 1024);
+    build_t b = {&built->zone};
+    row_t *rows = calloc(count ? count : 1, sizeof *rows);
+    group_t *resources = calloc(count ? count : 1, sizeof *resources);
+    group_t *scopes = calloc(count ? count : 1, sizeof *scopes);
+    size_t n_resources = 0, n_scopes = 0, offset = 0, n = 0;
+    int rc = rows && resources && scopes ? 0 : -1;
+    while (rc == 0 && n < count) {
+        msgpack_unpack_return unpacked = msgpack_unpack(records, size, &offset, b.zone, &rows[n].record);
+        rc = (unpacked == MSGPACK_UNPACK_SUCCESS || unpacked == MSGPACK_UNPACK_EXTRA_BYTES) &&
+                     rows[n].record.type == MSGPACK_OBJECT_MAP
+                 ? 0
+                 : -1;
+        n++;
+    }
+    rc = rc ? rc : s_group_rows(&b, rows, count, resources, &n_resources, scopes, &n_scopes);
+    if (rc == 0) {
+        built->request.signal = signal;
+        built->request.message = signal == DRV_OTLP_LOGS
+                                     ? s_logs(&b, rows, count, resources, n_resources, scopes, n_scopes)
+                                     : s_traces(&b, rows, count, resources, n_resources, scopes, n_scopes);
+        rc = built->request.message ? 0 : -1;
+    }
+    free(rows);
+    free(resources);
+    free(scopes);
+    if (rc != 0) {
+        msgpack_zone_destroy(&built->zone);
+        memset(built, 0, sizeof *built);
+    }
+    return rc;
+}
+
+void drv_otlp_built_free(drv_otlp_built_t *built)
+{
+    if (built->request.message) {
+        msgpack_zone_destroy(&built->zone);
+        memset(built, 0, sizeof *built);
+    }
+}

@@ -1,0 +1,33 @@
+/*  drv_otlp_build — records back into an OTLP export request, the reverse of
+    drv_otlp_records (contract 6.2's mapping), for exporter:otlp. Records of
+    one resource (attributes and schema URL) and scope are grouped back
+    under one ResourceLogs/ResourceSpans and ScopeLogs/ScopeSpans, so a
+    log → OTLP → log round trip gives the same records.
+
+    A record's keys that the mapping does not name, or that hold a value of
+    another type than it says (a trace_id that is not hex, say), become
+    attributes of the LogRecord or Span (its own attributes win a clash).
+    A record without `signal` becomes a LogRecord too: its `body` (or else
+    its `message`) is the body, its other keys attributes.
+
+    Everything the request points to lives in one zone, freed with it. */
+#ifndef DRV_OTLP_BUILD_H
+#define DRV_OTLP_BUILD_H
+
+#include "drv_otlp.h"
+
+#include <msgpack.h>
+#include <stddef.h>
+
+typedef struct {
+    drv_otlp_request_t request; // its message points into zone
+    msgpack_zone zone;
+} drv_otlp_built_t;
+
+//  Builds the request of signal from count records, msgpack maps back to
+//  back in records[0..size). Returns 0, or -1 out of memory (nothing to
+//  free then).
+int drv_otlp_build(drv_otlp_built_t *built, drv_otlp_signal_t signal, const char *records, size_t size, size_t count);
+void drv_otlp_built_free(drv_otlp_built_t *built);
+
+#endif

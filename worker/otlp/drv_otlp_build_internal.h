@@ -1,0 +1,31 @@
+/*  drv_otlp_build_internal — what drv_otlp_build.c (grouping records into a
+    request) and drv_otlp_build_records.c (each record and value) share. */
+#ifndef DRV_OTLP_BUILD_INTERNAL_H
+#define DRV_OTLP_BUILD_INTERNAL_H
+
+#include "drv_otlp_build.h"
+
+#include <stdbool.h>
+
+typedef struct {
+    msgpack_zone *zone;      // everything built lives here
+} build_t;
+
+//  A message of descriptor's type, initialised, in the zone (NULL: no memory).
+void *drv_otlp_new(build_t *b, const ProtobufCMessageDescriptor *descriptor);
+//  Room for n pointers in the zone.
+void *drv_otlp_array(build_t *b, size_t n);
+//  The value of key in a msgpack map, or NULL.
+const msgpack_object *drv_otlp_get(const msgpack_object *map, const char *key);
+//  A msgpack string as a protobuf string; "" for anything else.
+char *drv_otlp_string_of(build_t *b, const msgpack_object *o);
+//  The attributes of a record: its map (NULL: none), then every key in
+//  extras[0..n) whose name the map does not have. Returns 0 or -1.
+int drv_otlp_attributes(build_t *b, const msgpack_object *map, const msgpack_object_kv *const *extras, size_t n,
+                        otlp_kv_t ***out, size_t *count);
+//  The record as a LogRecord or a Span; extras is room for as many
+//  pointers as the record has keys. NULL: no memory.
+otlp_log_t *drv_otlp_build_log(build_t *b, const msgpack_object *record, const msgpack_object_kv **extras);
+otlp_span_t *drv_otlp_build_span(build_t *b, const msgpack_object *record, const msgpack_object_kv **extras);
+
+#endif
