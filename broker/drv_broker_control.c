@@ -141,6 +141,7 @@ void drv_broker_handle_control(drv_broker_t *self)
             inst->drain_pending = true; // stays routable until the queue is flushed
         } else {
             inst->routable = false;
+            inst->unreachable = false;
             drv_broker_send_marker(self, inst);
         }
         break;
@@ -148,6 +149,7 @@ void drv_broker_handle_control(drv_broker_t *self)
         inst = drv_instances_lookup(self->instances, msg.instance);
         if (inst) {
             inst->routable = false;
+            inst->unreachable = false;
             inst->deleted_at_ms = drv_time_mono_ms(); // finished in s_tick, after ACK_GRACE_MS
         }
         break;

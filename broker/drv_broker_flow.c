@@ -186,7 +186,9 @@ static int s_redeliver_one(drv_pending_t *pending, void *arg)
         return 0;
     }
     if (s_send_batch(self, inst, pending->route, &pending->payload, pending) != 0) {
-        inst->routable = false;
+        drv_warn("instance unreachable, removed from routing instance=%s reason=\"%s\"", inst->id,
+                 zmq_strerror(zmq_errno()));
+        drv_instance_unroute(inst);
         return -1;
     }
     return 1;

@@ -77,6 +77,7 @@ void drv_instance_route(drv_instance_t *inst, const char *pipeline, json_t *node
     free(inst->pipeline);
     inst->pipeline = strdup(pipeline);
     inst->routable = true;
+    inst->unreachable = false;
     inst->drain_pending = false;
     json_decref(inst->nodes);
     inst->nodes = json_is_array(nodes) ? json_incref(nodes) : NULL;
@@ -85,6 +86,7 @@ void drv_instance_route(drv_instance_t *inst, const char *pipeline, json_t *node
 
 void drv_instance_unroute(drv_instance_t *inst)
 {
+    inst->unreachable = inst->routable;
     inst->routable = false;
     inst->credit = 0;
 }
@@ -98,6 +100,12 @@ void drv_instance_credit(drv_instance_t *inst, int64_t count, bool reset, bool s
     }
     inst->credit = reset ? count : inst->credit + count;
     inst->credit_known = true;
+    if (reset && inst->unreachable && !inst->deleted_at_ms) {
+        //  A send failed while its process was being replaced (the old pipe
+        //  was gone, the new one not yet there): the new one is here.
+        inst->routable = true;
+        inst->unreachable = false;
+    }
 }
 
 bool drv_instance_serves(const drv_instance_t *inst, const char *pipeline, const char *node)

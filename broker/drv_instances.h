@@ -16,6 +16,7 @@ typedef struct {
     int64_t credit;        // batches we may still send it
     bool credit_known;     // it has granted credit to this broker
     bool routable;         // added and not draining
+    bool unreachable;      // unrouted because a send to it failed: its next incarnation's credit routes it again
     bool drain_pending;    // drain asked; marker waits for closing front doors
     bool marker_pending;   // marker could not be delivered yet (not connected); retried
     int64_t deleted_at_ms; // droverd said it is gone (0: not yet)

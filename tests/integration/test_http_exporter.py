@@ -7,13 +7,14 @@ receivers push back with 429; HTTPS with a CA file or without checking."""
 import json
 import os
 import re
+import signal
 import subprocess
 import unittest
 
 import msgpack
 
 from capture import Capture, self_signed_cert
-from harness import Admin, EngineTest, curl_post, engine_yaml, free_port, wait_until
+from harness import BIN, Admin, EngineTest, children_of, cmdline, curl_post, engine_yaml, free_port, wait_until
 
 
 def ndjson(body):
@@ -176,6 +177,31 @@ class HttpExporter(EngineTest):
                          "config.headers.X-Ok: control characters are not allowed",
                          "config.headers.Content-Type: set by the exporter itself"):
             self.assertIn(expected, messages)
+
+    def test_ack_mode_loses_no_acknowledged_record_when_the_instance_or_the_broker_is_killed(self):
+        capture, port = self.capture(), free_port()
+        self.put("p", {"endpoint": capture.url("/in"), "batch": {"max_records": 100, "max_delay_ms": 5}},
+                 {"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{port}", "ack": True}})
+        self.engine.wait_log(r"instance connected instance=default/p@1#0")
+        producer = subprocess.Popen([os.path.join(BIN, "drover-produce"), f"tcp://127.0.0.1:{port}", "2000", "10",
+                                     "20000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(lambda: len(self.seqs(capture)) > 3000, 20, "acknowledged traffic flowing")
+            os.kill(self.engine.instances()["default/p@1#0"], signal.SIGKILL)
+            self.engine.wait_log(r"instance crashed instance=default/p@1#0 exit=137")
+            before = len(self.seqs(capture))
+            wait_until(lambda: len(self.seqs(capture)) > before + 3000, 20, "traffic after the instance's crash")
+            broker = next(c for c in children_of(self.engine.pid) if cmdline(c) == "drover-broker")
+            os.kill(broker, signal.SIGKILL)
+            self.engine.wait_log(r"broker exited, restarting exit=137")
+            out, err = producer.communicate(timeout=120)
+        finally:
+            producer.kill()
+        self.assertEqual(producer.returncode, 0, err)
+        self.assertIn("acked=2000 records=20000", out)
+        seqs = self.seqs(capture)
+        self.assertEqual(set(seqs), set(range(20000)), "every acknowledged record was accepted downstream")
+        print(f"accepted={len(seqs)} duplicates={len(seqs) - len(set(seqs))} {out.strip()}")
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
             drv_export_record(self->export, 0, &records[i]);
         } else {
             char why[200];
-            snprintf(why, sizeof why, "signal \"%.*s\" has no OTLP form here (log or span)",
+            snprintf(why, sizeof why, "signal '%.*s' has no OTLP form here (log or span)",
                      (int)(signal->via.str.size > 64 ? 64 : signal->via.str.size), signal->via.str.ptr);
             drv_node_export_error(node, 1, why);
         }
