@@ -297,6 +297,15 @@ class EngineTest(unittest.TestCase):
         self.addCleanup(self._dump_and_cleanup)
         return self.engine
 
+    def start_admin_engine(self, engine_extra=""):
+        """droverd with no pipeline and the HTTP admin on a free port, ready:
+        sets self.engine, self.admin and self.http_port."""
+        self.http_port = free_port()
+        self.start_engine(engine_yaml(engine_extra=engine_extra).replace("HTTP", str(self.http_port)))
+        self.admin = Admin(self.engine, self.http_port)
+        self.admin.wait_ready()
+        return self.engine
+
     def _dump_and_cleanup(self):
         if self.engine is None:
             return

@@ -194,10 +194,7 @@ class ZmqAdmin(EngineTest):
     """The zmq admin: bin values, invalid UTF-8, junk envelopes; nesting."""
 
     def setUp(self):
-        self.http_port = free_port()
-        self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)))
-        self.admin = Admin(self.engine, self.http_port)
-        self.admin.wait_ready()
+        self.start_admin_engine()
 
     def put_raw(self, spec_bytes):
         """A PUT whose body.pipeline is spliced in as raw msgpack."""

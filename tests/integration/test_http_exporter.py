@@ -23,10 +23,7 @@ def ndjson(body):
 
 class HttpExporter(EngineTest):
     def setUp(self):
-        self.http_port = free_port()
-        self.engine = self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)))
-        self.admin = Admin(self.engine, self.http_port)
-        self.admin.wait_ready()
+        self.start_admin_engine()
         self.captures = []
 
     def tearDown(self):

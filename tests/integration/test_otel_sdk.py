@@ -44,10 +44,7 @@ class OtelSdk(EngineTest):
             raise unittest.SkipTest(why)
 
     def setUp(self):
-        self.http_port = free_port()
-        self.engine = self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)))
-        self.admin = Admin(self.engine, self.http_port)
-        self.admin.wait_ready()
+        self.start_admin_engine()
         self.out = self.engine.out_dir
         self.port = free_port()
         spec = {"pipeline": {"cores": {"count": 2}, "nodes": {

@@ -38,10 +38,7 @@ def curl(port, path, data, ctype, *extra):
 @unittest.skipUnless(HAVE_TOOLS, "needs curl and protoc")
 class OtlpReceiver(EngineTest):
     def setUp(self):
-        self.http_port = free_port()
-        self.engine = self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)))
-        self.admin = Admin(self.engine, self.http_port)
-        self.admin.wait_ready()
+        self.start_admin_engine()
         self.out = self.engine.out_dir
         self.port = free_port()
 
