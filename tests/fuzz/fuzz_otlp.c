@@ -2,10 +2,15 @@
     bit 0 traces (else logs), bit 1 JSON (else protobuf). Whatever the
     bytes, a request is refused with a reason or becomes records that decode
     as a batch of exactly the count returned (a record nests no deeper than
-    records may, or the whole batch is refused at emit, as in the node). */
+    records may, or the whole batch is refused at emit, as in the node).
+    Those records then go back out as exporter:otlp sends them: the request
+    built from them holds as many LogRecords or Spans, packs and unpacks as
+    protobuf, and its OTLP/JSON parses back. */
 #include "fuzz.h"
 
+#include "drv_buf.h"
 #include "drv_otlp.h"
+#include "drv_otlp_build.h"
 #include "drv_otlp_json.h"
 #include "drv_otlp_records.h"
 
@@ -13,6 +18,56 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+static size_t s_count(const drv_otlp_request_t *r)
+{
+    size_t count = 0;
+    if (r->signal == DRV_OTLP_LOGS) {
+        for (size_t i = 0; i < r->logs->n_resource_logs; i++) {
+            for (size_t k = 0; k < r->logs->resource_logs[i]->n_scope_logs; k++) {
+                count += r->logs->resource_logs[i]->scope_logs[k]->n_log_records;
+            }
+        }
+    } else {
+        for (size_t i = 0; i < r->traces->n_resource_spans; i++) {
+            for (size_t k = 0; k < r->traces->resource_spans[i]->n_scope_spans; k++) {
+                count += r->traces->resource_spans[i]->scope_spans[k]->n_spans;
+            }
+        }
+    }
+    return count;
+}
+
+//  The records as exporter:otlp sends them, in both encodings.
+static void s_back_out(drv_otlp_signal_t signal, const msgpack_object *records, size_t n)
+{
+    drv_buf_t packed = {0};
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &packed, drv_buf_msgpack_write);
+    for (size_t i = 0; i < n; i++) {
+        FUZZ_ASSERT(msgpack_pack_object(&pk, records[i]) == 0);
+    }
+    drv_otlp_built_t built;
+    FUZZ_ASSERT(drv_otlp_build(&built, signal, packed.data, packed.len, n) == 0);
+    FUZZ_ASSERT(s_count(&built.request) == n);
+    size_t size = protobuf_c_message_get_packed_size(built.request.message);
+    uint8_t *wire = malloc(size ? size : 1);
+    protobuf_c_message_pack(built.request.message, wire);
+    drv_otlp_request_t again;
+    FUZZ_ASSERT(drv_otlp_unpack(signal, wire, size, &again) == 0);
+    FUZZ_ASSERT(s_count(&again) == n);
+    drv_otlp_request_free(&again);
+    free(wire);
+    drv_buf_t json = {0};
+    FUZZ_ASSERT(drv_otlp_json_write(&built.request, &json) == 0);
+    char err[300];
+    FUZZ_ASSERT(drv_otlp_json_parse(signal, json.data, json.len, &again, err, sizeof err) == 0);
+    FUZZ_ASSERT(s_count(&again) == n);
+    drv_otlp_request_free(&again);
+    drv_buf_free(&json);
+    drv_otlp_built_free(&built);
+    drv_buf_free(&packed);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -43,6 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char reason[200] = "";
     int got = drv_batch_decode(out.data, out.size, &zone, &root, &records, reason, sizeof reason);
     FUZZ_ASSERT(got == n || strstr(reason, "deep"));
+    if (got == n) {
+        s_back_out(signal, records, (size_t)n);
+    }
     msgpack_zone_destroy(&zone);
     msgpack_sbuffer_destroy(&out);
     return 0;
