@@ -11,7 +11,12 @@
           last SECONDS-1 seconds (the first second is warm-up).
 
     The baseline runs producer -> tcp -> proxy -> ipc -> consumer: the same
-    transports as producer -> broker -> worker in drover. */
+    transports as producer -> broker -> worker in drover.
+
+    OTLP over HTTP (otlp-post, otlp-loop): drv_bench_otlp.c; syslog over UDP
+    (udp-send, udp-recv): drv_bench_udp.c. */
+#include "drv_bench.h"
+
 #include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +24,7 @@
 #include <time.h>
 #include <zmq.h>
 
-static double s_now(void)
+double drv_bench_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -58,8 +63,8 @@ static int s_produce(const char *endpoint, double seconds, int records)
     msgpack_sbuffer_init(&sbuf);
     s_batch(&sbuf, records);
     long sent = 0;
-    double end = s_now() + seconds;
-    while (s_now() < end) {
+    double end = drv_bench_now() + seconds;
+    while (drv_bench_now() < end) {
         for (int i = 0; i < 256; i++) {
             if (zmq_send(push, sbuf.data, sbuf.size, 0) >= 0) {
                 sent++;
@@ -86,10 +91,10 @@ static int s_proxy(const char *front, const char *back, double seconds)
     zmq_setsockopt(pull, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
     zmq_bind(pull, front);
     zmq_bind(push, back);
-    double end = s_now() + seconds;
+    double end = drv_bench_now() + seconds;
     zmq_msg_t msg;
     zmq_msg_init(&msg);
-    while (s_now() < end) {
+    while (drv_bench_now() < end) {
         if (zmq_msg_recv(&msg, pull, 0) >= 0) {
             zmq_msg_send(&msg, push, 0); // forwarded as is: no decode, no copy
         }
@@ -110,20 +115,20 @@ static int s_consume(const char *endpoint, double seconds)
     zmq_connect(pull, endpoint);
     zmq_msg_t msg;
     zmq_msg_init(&msg);
-    double start = s_now(), warm = start + 1.0, end = start + seconds;
+    double start = drv_bench_now(), warm = start + 1.0, end = start + seconds;
     long counted = 0;
     double t0 = 0;
-    while (s_now() < end) {
+    while (drv_bench_now() < end) {
         if (zmq_msg_recv(&msg, pull, 0) >= 0) {
-            if (s_now() >= warm) {
+            if (drv_bench_now() >= warm) {
                 if (t0 == 0) {
-                    t0 = s_now();
+                    t0 = drv_bench_now();
                 }
                 counted++;
             }
         }
     }
-    double elapsed = s_now() - (t0 ? t0 : warm);
+    double elapsed = drv_bench_now() - (t0 ? t0 : warm);
     printf("messages_per_sec=%.0f\n", counted / (elapsed > 0 ? elapsed : 1));
     zmq_msg_close(&msg);
     zmq_close(pull);
@@ -142,7 +147,21 @@ int main(int argc, char *argv[])
     if (argc >= 4 && !strcmp(argv[1], "consume")) {
         return s_consume(argv[2], atof(argv[3]));
     }
+    if (argc >= 6 && !strcmp(argv[1], "otlp-post")) {
+        return drv_bench_otlp_post(argv[2], atof(argv[3]), atoi(argv[4]), atof(argv[5]), argc >= 7 ? atoi(argv[6]) : 100,
+                                   argc >= 8 ? argv[7] : NULL);
+    }
+    if (argc >= 3 && !strcmp(argv[1], "otlp-loop")) {
+        return drv_bench_otlp_loop(atof(argv[2]), argc >= 4 ? atoi(argv[3]) : 100);
+    }
+    if (argc >= 5 && !strcmp(argv[1], "udp-send")) {
+        return drv_bench_udp_send(argv[2], atoi(argv[3]), atof(argv[4]));
+    }
+    if (argc >= 4 && !strcmp(argv[1], "udp-recv")) {
+        return drv_bench_udp_recv(atoi(argv[2]), atof(argv[3]));
+    }
     fprintf(stderr, "usage: drover-bench produce ENDPOINT SECONDS [BATCH] | proxy FRONT BACK SECONDS | "
-                    "consume ENDPOINT SECONDS\n");
+                    "consume ENDPOINT SECONDS | otlp-post URL SECONDS CONNECTIONS RATE [RECORDS [LOG]] | "
+                    "otlp-loop SECONDS [RECORDS] | udp-send HOST PORT SECONDS | udp-recv PORT SECONDS\n");
     return 2;
 }

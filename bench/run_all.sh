@@ -52,6 +52,14 @@ mkdir -p bench/results
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/rollout.py 2; else $PY bench/rollout.py 20; fi
     echo '```'
     echo
+    echo "## B9 OTLP/HTTP ingest, B10 syslog UDP ingest, B12 exporter:otlp"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/ingest.py 2 --smoke; else $PY bench/ingest.py 6; fi
+    echo
+    echo "## B11 cutover under HTTP load"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/http_cutover.py 2 100; else $PY bench/http_cutover.py 20 500; fi
+    echo
     echo "## B8 scale (many pipelines, many replaces)"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scale.py 5 2; else $PY bench/scale.py 200 40; fi

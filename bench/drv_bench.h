@@ -1,0 +1,14 @@
+/*  drover-bench — what its parts share (drv_bench.c has the usage). */
+#ifndef DRV_BENCH_H
+#define DRV_BENCH_H
+
+#include <stdbool.h>
+
+double drv_bench_now(void); // CLOCK_MONOTONIC seconds, the clock Python's time.monotonic() reads
+
+int drv_bench_otlp_post(const char *url, double seconds, int connections, double rate, int records, const char *log);
+int drv_bench_otlp_loop(double seconds, int records);
+int drv_bench_udp_send(const char *host, int port, double seconds);
+int drv_bench_udp_recv(int port, double seconds);
+
+#endif
