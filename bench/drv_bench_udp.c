@@ -72,7 +72,7 @@ int drv_bench_udp_recv(int port, double seconds)
     double start = drv_bench_now(), warm = start + 1, end = start + seconds, t0 = 0;
     long counted = 0;
     while (drv_bench_now() < end) {
-        int n = recvmmsg(fd, msgs, VLEN, 0, NULL);
+        int n = recvmmsg(fd, msgs, VLEN, MSG_WAITFORONE, NULL);
         if (n > 0 && drv_bench_now() >= warm) {
             t0 = t0 ? t0 : drv_bench_now();
             counted += n;

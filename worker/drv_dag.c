@@ -378,9 +378,10 @@ int64_t drv_dag_settle(drv_dag_t *self)
 size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t *nodes, size_t max)
 {
     size_t n = 0;
+    bool backlogged = drv_dag_backlogged(self);
     for (size_t i = 0; i < self->count && n < max; i++) {
         drv_node_t *node = &self->nodes[i];
-        int fd = node->kind->fd ? node->kind->fd(node) : -1;
+        int fd = node->kind->fd && !(backlogged && node->kind->pauses_when_backlogged) ? node->kind->fd(node) : -1;
         if (fd >= 0) {
             fds[n] = fd;
             nodes[n++] = i;

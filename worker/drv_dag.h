@@ -48,7 +48,8 @@ int drv_dag_ingest(drv_dag_t *self, const char *node, const void *data, size_t s
 int drv_dag_generate(drv_dag_t *self, int64_t now_us, int64_t *wait_us);
 
 //  The descriptors of the receivers that read sockets, at most max: fds[i]
-//  belongs to node nodes[i], which drv_dag_readable is called with.
+//  belongs to node nodes[i], which drv_dag_readable is called with. While
+//  an exporter is backlogged, receivers that pause then are left out.
 size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t *nodes, size_t max);
 //  Node `node` (from drv_dag_fds) is readable or its timeout is due: it
 //  reads and emits. Returns records emitted.

@@ -143,6 +143,43 @@ class HttpExporter(EngineTest):
         wait_until(lambda: curl_post(port, "/", b'{"n": -1}', "application/x-ndjson")[0] == 200, 10,
                    "accepted again once the backend answers")
 
+    def records_in(self, pipeline):
+        _, text, _ = self.admin.http("GET", "/metrics")
+        return sum(int(float(m)) for m in re.findall(
+            r'drover_instance_records_in_total\{[^}]*pipeline="%s"[^}]*\} (\S+)' % pipeline, text))
+
+    def test_syslog_over_tcp_is_not_read_while_the_backend_stalls(self):
+        import socket
+        import time
+        capture, port = self.capture(), free_port()
+        capture.gate.clear()
+        self.put("p", {"endpoint": capture.url("/in"), "batch": {"max_records": 1}},
+                 {"type": "receiver:syslog", "config": {"endpoint": f"tcp://127.0.0.1:{port}"}})
+        sender = socket.create_connection(("127.0.0.1", port))
+        total = 20000
+        lines = [b"<13>1 2026-11-23T10:00:00Z h app - - - message %d\n" % n for n in range(total)]
+        sender.sendall(b"".join(lines[:100]))
+        wait_until(lambda: len(capture.requests) == 4, 10, "4 posts held by the backend")
+        wait_until(lambda: self.records_in("p") >= 100, 10, "the first 100 messages taken")
+        sender.setblocking(False)
+        pending = b"".join(lines[100:])
+        deadline = time.monotonic() + 2  # offer the rest: the kernel's buffers take what they hold
+        while pending and time.monotonic() < deadline:
+            try:
+                pending = pending[sender.send(pending):]
+            except BlockingIOError:
+                time.sleep(0.01)
+        time.sleep(1.5)  # a measurement window: a heartbeat at least, for the counters to show what was read
+        taken = self.records_in("p")
+        self.assertLess(taken, 1000, "the instance stopped reading while its exporter is backlogged")
+        capture.gate.set()
+        sender.setblocking(True)
+        sender.sendall(pending)
+        sender.close()
+        wait_until(lambda: len(capture.bodies()) == total, 60, "every message once the backend answers")
+        got = sorted(int(ndjson(b)[0]["message"].split()[1]) for b in capture.bodies())
+        self.assertEqual(got, list(range(total)))
+
     def test_https_with_a_ca_file_or_without_verifying_and_refused_otherwise(self):
         cert, key = self_signed_cert(self.engine.out_dir)
         capture = self.capture(certfile=cert, keyfile=key)

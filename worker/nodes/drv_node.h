@@ -64,6 +64,11 @@ typedef struct {
     //  Frees node->state. NULL: free(node->state).
     void (*destroy)(drv_node_t *node);
     bool fed_by_broker; // receives producer messages from the broker (drv_dag_ingest)
+    //  A receiver whose socket is not read while an exporter is backlogged
+    //  (drv_dag_fds leaves it out): its senders are held back by the socket
+    //  (TCP) or lose what overflows it (UDP). HTTP receivers are read and
+    //  answer 429 instead.
+    bool pauses_when_backlogged;
 } drv_node_kind_t;
 
 struct drv_node_t {

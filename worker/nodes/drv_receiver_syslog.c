@@ -184,4 +184,5 @@ const drv_node_kind_t drv_receiver_syslog = {
     .timeout_ms = s_timeout_ms,
     .drain = s_drain,
     .destroy = s_destroy,
+    .pauses_when_backlogged = true,
 };
