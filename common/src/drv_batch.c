@@ -117,20 +117,21 @@ static int s_refuse_duplicate(const msgpack_object *key, uint32_t index, bool ba
     return -1;
 }
 
-int drv_batch_decode(const void *data, size_t size, msgpack_zone *zone, msgpack_object *root,
-                     const msgpack_object **records, char *err, size_t errlen)
+static int s_decode(const void *data, size_t size, msgpack_zone *zone, msgpack_object *root,
+                    const msgpack_object **records, bool checked, char *err, size_t errlen)
 {
     //  Checked first: a hostile count must not become a huge allocation.
-    if (drv_mpcheck(data, size, err, errlen) != 0) {
+    if (!checked && drv_mpcheck(data, size, err, errlen) != 0) {
         return -1;
     }
     size_t offset = 0;
     if (msgpack_unpack(data, size, &offset, zone, root) != MSGPACK_UNPACK_SUCCESS) {
-        snprintf(err, errlen, "malformed msgpack");
+        snprintf(err, errlen, checked ? "records nest deeper than %d levels" : "malformed msgpack",
+                 DRV_MPCHECK_MAX_DEPTH);
         return -1;
     }
     if (root->type == MSGPACK_OBJECT_MAP) {
-        const msgpack_object *dup = s_find_duplicate(root, zone);
+        const msgpack_object *dup = checked ? NULL : s_find_duplicate(root, zone);
         if (dup) {
             return s_refuse_duplicate(dup, 0, false, err, errlen);
         }
@@ -146,11 +147,23 @@ int drv_batch_decode(const void *data, size_t size, msgpack_zone *zone, msgpack_
             snprintf(err, errlen, "batch item %u is not a map", i);
             return -1;
         }
-        const msgpack_object *dup = s_find_duplicate(&root->via.array.ptr[i], zone);
+        const msgpack_object *dup = checked ? NULL : s_find_duplicate(&root->via.array.ptr[i], zone);
         if (dup) {
             return s_refuse_duplicate(dup, i, true, err, errlen);
         }
     }
     *records = root->via.array.ptr;
     return (int)root->via.array.size;
+}
+
+int drv_batch_decode(const void *data, size_t size, msgpack_zone *zone, msgpack_object *root,
+                     const msgpack_object **records, char *err, size_t errlen)
+{
+    return s_decode(data, size, zone, root, records, false, err, errlen);
+}
+
+int drv_batch_decode_checked(const void *data, size_t size, msgpack_zone *zone, msgpack_object *root,
+                             const msgpack_object **records, char *err, size_t errlen)
+{
+    return s_decode(data, size, zone, root, records, true, err, errlen);
 }

@@ -98,6 +98,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char reason[200] = "";
     int got = drv_batch_decode(out.data, out.size, &zone, &root, &records, reason, sizeof reason);
     FUZZ_ASSERT(got == n || strstr(reason, "deep"));
+    msgpack_object root_checked;
+    const msgpack_object *records_checked;
+    char reason_checked[200] = "";
+    int got_checked = drv_batch_decode_checked(out.data, out.size, &zone, &root_checked, &records_checked,
+                                               reason_checked, sizeof reason_checked);
+    FUZZ_ASSERT(got < 0 ? (got_checked < 0 || got_checked == n) : got_checked == got);
     if (got == n) {
         s_back_out(signal, records, (size_t)n);
     }

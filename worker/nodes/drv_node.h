@@ -90,6 +90,9 @@ void *drv_node_alloc(drv_node_t *node, size_t size);
 //  handed on. Returns the records, or -1 with the reason in err when the
 //  bytes are not records (counted as an error; nothing is handed on).
 int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen);
+//  The same for records the receiver packed itself and whose keys it has
+//  checked to be unique at every depth (drv_batch_decode_checked).
+int drv_node_emit_checked(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen);
 //  A producer's input a receiver refused before emitting: counted as an error.
 void drv_node_count_refused(drv_node_t *node);
 //  True once an export gave up because the instance is being stopped: what

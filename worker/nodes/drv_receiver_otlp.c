@@ -138,7 +138,7 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
     if (rejected > 0) {
         drv_node_count_refused(node);
     }
-    if (n > 0 && drv_node_emit_packed(node, self->packed.data, self->packed.size, err, sizeof err) < 0) {
+    if (n > 0 && drv_node_emit_checked(node, self->packed.data, self->packed.size, err, sizeof err) < 0) {
         s_error(request->media_type, 400, "invalid_request", err, reply); // deeper than records nest
         return;
     }
