@@ -170,6 +170,21 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
     }
 }
 
+int drv_node_find(const drv_node_t *node, const char *id)
+{
+    for (size_t i = 0; i < node->dag->count; i++) {
+        if (!strcmp(node->dag->nodes[i].id, id)) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+void drv_node_send(drv_node_t *node, int target, const msgpack_object *records, size_t n)
+{
+    s_run(&node->dag->nodes[target], records, n);
+}
+
 void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     for (size_t i = 0; i < node->to_count; i++) {

@@ -321,6 +321,11 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
         json_t *to = json_object_get(node, "to");
         char to_path[700];
         snprintf(to_path, sizeof to_path, "%s.to", path);
+        json_t *derived = type && type->targets && config ? type->targets(config) : NULL;
+        if (derived) {
+            to = derived; // its routes say where records go; its own to is not used
+            snprintf(to_path, sizeof to_path, "%s.config", path);
+        }
         if (to && !json_is_array(to) && !json_is_null(to)) {
             drv_spec_check_problem(ctx, to_path, "must be a list of node ids");
             to = NULL;
@@ -347,6 +352,7 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
             }
             json_array_append(to_list, target);
         }
+        json_decref(derived);
         if (type) {
             if (type->role == DRV_ROLE_RECEIVER) {
                 receivers++;

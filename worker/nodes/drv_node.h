@@ -104,6 +104,10 @@ bool drv_node_abandoned(const drv_node_t *node);
 int64_t drv_node_input(const drv_node_t *node);
 //  True while an exporter of the instance is backlogged: receivers push back.
 bool drv_node_backlogged(const drv_node_t *node);
+//  The index of the node called id in the same DAG, or -1.
+int drv_node_find(const drv_node_t *node, const char *id);
+//  Hands records to one node of the same DAG (by index), as forwarding does.
+void drv_node_send(drv_node_t *node, int target, const msgpack_object *records, size_t n);
 //  Hands records on to every node after this one.
 void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n);
 //  Records entering the pipeline (receivers) and leaving it (exporters).

@@ -48,6 +48,12 @@ typedef struct {
     //  Rules beyond single keys (NULL: none); config is the node's config
     //  as given, node_path "nodes.ID".
     void (*check)(drv_spec_check_t *check, const char *node_path, const json_t *config);
+    //  Kinds that choose where each record goes from their config
+    //  (processor:route): every node id the config sends to, as a new JSON
+    //  array. The node's own `to` is then not used: these are its edges,
+    //  checked like `to` (they exist, take input, make no cycle) and kept
+    //  as `to` in the normalized spec. NULL: the node's `to`.
+    json_t *(*targets)(const json_t *config);
 } drv_node_schema_t;
 
 //  The kinds a program knows. Call once, before validating any spec.

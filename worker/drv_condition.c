@@ -1,0 +1,140 @@
+/*  drv_condition — see drv_condition.h. */
+#include "drv_condition.h"
+#include "drv_record.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *s_ops[] = {"eq", "ne", "lt", "le", "gt", "ge", "exists"};
+
+void drv_condition_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *when,
+                         bool keys_checked)
+{
+    char where[300];
+    snprintf(where, sizeof where, "%s.%s", node_path, path);
+    if (!json_is_object(when)) {
+        drv_spec_check_problem(check, where, "must be a map with field, op and value");
+        return;
+    }
+    json_t *field = json_object_get(when, "field"), *op = json_object_get(when, "op");
+    if (!keys_checked) {
+        const char *key;
+        json_t *value;
+        json_object_foreach((json_t *)when, key, value)
+        {
+            if (strcmp(key, "field") && strcmp(key, "op") && strcmp(key, "value")) {
+                drv_spec_check_problem(check, where, "unknown key \"%s\" (field, op, value)", key);
+            }
+        }
+        char at[340];
+        if (!json_is_string(field) || json_string_length(field) == 0) {
+            snprintf(at, sizeof at, "%s.field", where);
+            drv_spec_check_problem(check, at, "required: a non-empty string");
+        }
+        bool known = false;
+        for (size_t i = 0; json_is_string(op) && i < sizeof s_ops / sizeof s_ops[0]; i++) {
+            known = known || !strcmp(json_string_value(op), s_ops[i]);
+        }
+        if (!known) {
+            snprintf(at, sizeof at, "%s.op", where);
+            drv_spec_check_problem(check, at, "required: one of %s", DRV_CONDITION_OPS);
+        }
+    }
+    bool needs_value = !(json_is_string(op) && strcmp(json_string_value(op), "exists") == 0);
+    if (needs_value && !json_object_get(when, "value")) {
+        char at[340];
+        snprintf(at, sizeof at, "%s.value", where);
+        drv_spec_check_problem(check, at, "required unless op is exists");
+    }
+}
+
+int drv_condition_init(drv_condition_t *self, drv_node_t *node, const json_t *when)
+{
+    const char *op = json_string_value(json_object_get(when, "op"));
+    self->op = DRV_OP_EQ;
+    for (int i = 0; i < (int)(sizeof s_ops / sizeof s_ops[0]); i++) {
+        if (op && strcmp(op, s_ops[i]) == 0) {
+            self->op = (drv_op_t)i;
+        }
+    }
+    json_t *value = json_object_get(when, "value");
+    return drv_node_string_object(node, json_string_value(json_object_get(when, "field")), &self->field) ||
+                   (value && drv_node_object(node, value, &self->value))
+               ? -1
+               : 0;
+}
+
+static bool s_number(const msgpack_object *obj, long double *out)
+{
+    switch (obj->type) {
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        *out = (long double)obj->via.u64;
+        return true;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        *out = (long double)obj->via.i64;
+        return true;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        *out = (long double)obj->via.f64;
+        return true;
+    default:
+        return false;
+    }
+}
+
+//  Compares a record value with the filter's value. Returns false when the two
+//  cannot be compared; *ordered tells whether lt/le/gt/ge make sense.
+static bool s_compare(const msgpack_object *a, const msgpack_object *b, int *cmp, bool *ordered)
+{
+    long double x, y;
+    if (s_number(a, &x) && s_number(b, &y)) {
+        *cmp = x < y ? -1 : x > y ? 1 : 0;
+        *ordered = true;
+        return true;
+    }
+    if ((a->type == MSGPACK_OBJECT_STR || a->type == MSGPACK_OBJECT_BIN) && b->type == MSGPACK_OBJECT_STR) {
+        size_t n = a->via.str.size < b->via.str.size ? a->via.str.size : b->via.str.size;
+        int c = n ? memcmp(a->via.str.ptr, b->via.str.ptr, n) : 0; // empty: ptr may be NULL
+        *cmp = c ? c : a->via.str.size < b->via.str.size ? -1 : a->via.str.size > b->via.str.size;
+        *ordered = true;
+        return true;
+    }
+    if (a->type == b->type && (a->type == MSGPACK_OBJECT_BOOLEAN || a->type == MSGPACK_OBJECT_NIL)) {
+        *cmp = a->type == MSGPACK_OBJECT_NIL || a->via.boolean == b->via.boolean ? 0 : 1;
+        *ordered = false;
+        return true;
+    }
+    *ordered = false;
+    return msgpack_object_equal(*a, *b) ? (*cmp = 0, true) : false;
+}
+
+bool drv_condition_matches(const drv_condition_t *self, const msgpack_object *record)
+{
+    int index = drv_record_find(record->via.map.ptr, record->via.map.size, &self->field);
+    if (index < 0) {
+        return false; // a record without the field matches no op
+    }
+    if (self->op == DRV_OP_EXISTS) {
+        return true;
+    }
+    int cmp = 0;
+    bool ordered = false;
+    bool comparable = s_compare(&record->via.map.ptr[index].val, &self->value, &cmp, &ordered);
+    switch (self->op) {
+    case DRV_OP_EQ:
+        return comparable && cmp == 0;
+    case DRV_OP_NE:
+        return !(comparable && cmp == 0);
+    case DRV_OP_LT:
+        return comparable && ordered && cmp < 0;
+    case DRV_OP_LE:
+        return comparable && ordered && cmp <= 0;
+    case DRV_OP_GT:
+        return comparable && ordered && cmp > 0;
+    case DRV_OP_GE:
+        return comparable && ordered && cmp >= 0;
+    default:
+        return false;
+    }
+}
+

@@ -1,0 +1,36 @@
+/*  drv_condition — one {field, op, value} test on a record: what
+    processor:filter keeps and processor:route routes by. A record without
+    the field matches no op (so exists matches exactly those that have it).
+    Numbers compare as numbers whatever their msgpack type; strings byte by
+    byte; other kinds only by equality. */
+#ifndef DRV_CONDITION_H
+#define DRV_CONDITION_H
+
+#include "drv_node.h"
+
+#include <jansson.h>
+#include <msgpack.h>
+#include <stdbool.h>
+
+#define DRV_CONDITION_OPS "eq ne lt le gt ge exists"
+
+typedef enum { DRV_OP_EQ, DRV_OP_NE, DRV_OP_LT, DRV_OP_LE, DRV_OP_GT, DRV_OP_GE, DRV_OP_EXISTS } drv_op_t;
+
+typedef struct {
+    msgpack_object field;
+    drv_op_t op;
+    msgpack_object value;
+} drv_condition_t;
+
+//  The rules of a condition given as a JSON map at path (under node_path),
+//  for spec checks: field a non-empty string, op one of the ops, value
+//  required unless op is exists. With keys_checked, only the last (the
+//  node's schema checked field and op).
+void drv_condition_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *when,
+                         bool keys_checked);
+//  Builds a condition from its normalized JSON, its values living as long
+//  as node's DAG. Returns 0 or -1.
+int drv_condition_init(drv_condition_t *condition, drv_node_t *node, const json_t *when);
+bool drv_condition_matches(const drv_condition_t *condition, const msgpack_object *record);
+
+#endif

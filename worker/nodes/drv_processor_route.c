@@ -1,0 +1,201 @@
+/*  processor:route — sends each record to the nodes of the first route
+    whose condition it matches (drv_condition.h: the filter's field, op and
+    value), else to `default`; a record that matches no route and has no
+    default goes nowhere. The routes' targets are the node's edges (the
+    schema's targets hook): the spec checks them like `to`, which this
+    node does not use. */
+#include "drv_condition.h"
+#include "drv_node.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    drv_condition_t when;    // unused by the default route
+    int *targets;
+    size_t target_count;
+} route_t;
+
+typedef struct {
+    route_t *routes;         // count routes, then the default as the last
+    size_t count;
+} router_t;
+
+static void s_add_unique(json_t *list, json_t *ids)
+{
+    size_t i, k;
+    json_t *id, *seen;
+    json_array_foreach(ids, i, id)
+    {
+        bool known = !json_is_string(id);
+        json_array_foreach(list, k, seen)
+        {
+            known = known || json_equal(seen, id);
+        }
+        if (!known) {
+            json_array_append(list, id);
+        }
+    }
+}
+
+static json_t *s_targets(const json_t *config)
+{
+    json_t *list = json_array();
+    size_t i;
+    json_t *route;
+    json_array_foreach(json_object_get(config, "routes"), i, route)
+    {
+        s_add_unique(list, json_object_get(route, "to"));
+    }
+    s_add_unique(list, json_object_get(config, "default"));
+    return list;
+}
+
+static void s_check_targets(drv_spec_check_t *check, const char *node_path, const char *where, const json_t *to,
+                            bool required)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s.%s", node_path, where);
+    if (!to && !required) {
+        return;
+    }
+    if (!json_is_array(to) || (required && json_array_size(to) == 0)) {
+        drv_spec_check_problem(check, path, "must be a non-empty list of node ids");
+        return;
+    }
+    size_t i;
+    json_t *id;
+    json_array_foreach(to, i, id)
+    {
+        if (!json_is_string(id)) {
+            drv_spec_check_problem(check, path, "item %zu must be a node id", i);
+        }
+    }
+}
+
+static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
+{
+    json_t *routes = json_object_get(config, "routes");
+    if (!json_is_array(routes) || json_array_size(routes) == 0) {
+        char path[300];
+        snprintf(path, sizeof path, "%s.config.routes", node_path);
+        drv_spec_check_problem(check, path, "must be a non-empty list of {when: {field, op, value}, to: [node...]}");
+        return;
+    }
+    size_t i;
+    json_t *route;
+    json_array_foreach(routes, i, route)
+    {
+        char where[64];
+        snprintf(where, sizeof where, "config.routes[%zu]", i);
+        if (!json_is_object(route)) {
+            char path[300];
+            snprintf(path, sizeof path, "%s.%s", node_path, where);
+            drv_spec_check_problem(check, path, "must be a map with when and to");
+            continue;
+        }
+        const char *key;
+        json_t *value;
+        json_object_foreach(route, key, value)
+        {
+            if (strcmp(key, "when") && strcmp(key, "to")) {
+                char path[300];
+                snprintf(path, sizeof path, "%s.%s", node_path, where);
+                drv_spec_check_problem(check, path, "unknown key \"%s\" (when, to)", key);
+            }
+        }
+        char when[80], to[80];
+        snprintf(when, sizeof when, "%s.when", where);
+        snprintf(to, sizeof to, "%s.to", where);
+        drv_condition_check(check, node_path, when, json_object_get(route, "when"), false);
+        s_check_targets(check, node_path, to, json_object_get(route, "to"), true);
+    }
+    s_check_targets(check, node_path, "config.default", json_object_get(config, "default"), false);
+}
+
+//  A route's target ids as node indexes (they exist: the spec said so).
+static int s_resolve(drv_node_t *node, route_t *route, const json_t *to)
+{
+    route->targets = calloc(json_array_size(to) + 1, sizeof *route->targets);
+    size_t i;
+    json_t *id;
+    json_array_foreach(to, i, id)
+    {
+        int index = drv_node_find(node, json_string_value(id));
+        if (index < 0) {
+            return -1;
+        }
+        route->targets[route->target_count++] = index;
+    }
+    return 0;
+}
+
+static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
+{
+    router_t *self = calloc(1, sizeof *self);
+    node->state = self;
+    json_t *routes = json_object_get(config, "routes");
+    self->count = json_array_size(routes);
+    self->routes = calloc(self->count + 1, sizeof *self->routes);
+    size_t i;
+    json_t *route;
+    json_array_foreach(routes, i, route)
+    {
+        if (drv_condition_init(&self->routes[i].when, node, json_object_get(route, "when")) != 0 ||
+            s_resolve(node, &self->routes[i], json_object_get(route, "to")) != 0) {
+            snprintf(err, errlen, "node %s: cannot build route %zu", node->id, i);
+            return -1;
+        }
+    }
+    if (s_resolve(node, &self->routes[self->count], json_object_get(config, "default")) != 0) {
+        snprintf(err, errlen, "node %s: cannot build the default route", node->id);
+        return -1;
+    }
+    return 0;
+}
+
+static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    router_t *self = node->state;
+    size_t routes = self->count + 1;
+    //  Each route's records, in their order: route r's are at picked[r * n ..].
+    msgpack_object *picked = drv_node_alloc(node, routes * (n ? n : 1) * sizeof *picked);
+    size_t *counts = drv_node_alloc(node, routes * sizeof *counts);
+    memset(counts, 0, routes * sizeof *counts);
+    for (size_t i = 0; i < n; i++) {
+        size_t r = 0;
+        while (r < self->count && !drv_condition_matches(&self->routes[r].when, &records[i])) {
+            r++;
+        }
+        picked[r * n + counts[r]++] = records[i];
+    }
+    for (size_t r = 0; r < routes; r++) {
+        for (size_t t = 0; counts[r] > 0 && t < self->routes[r].target_count; t++) {
+            drv_node_send(node, self->routes[r].targets[t], &picked[r * n], counts[r]);
+        }
+    }
+}
+
+static void s_destroy(drv_node_t *node)
+{
+    router_t *self = node->state;
+    if (self) {
+        for (size_t i = 0; i <= self->count && self->routes; i++) {
+            free(self->routes[i].targets);
+        }
+        free(self->routes);
+        free(self);
+    }
+}
+
+const drv_node_kind_t drv_processor_route = {
+    .schema = {.name = "processor:route",
+               .role = DRV_ROLE_PROCESSOR,
+               .keys = {{.key = "routes", .kind = DRV_KEY_ANY, .required = true},
+                        {.key = "default", .kind = DRV_KEY_ANY, .fallback = "[]"}},
+               .check = s_check,
+               .targets = s_targets},
+    .init = s_init,
+    .run = s_run,
+    .destroy = s_destroy,
+};
