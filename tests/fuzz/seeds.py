@@ -58,6 +58,13 @@ def main():
                                                                                    "to": ["n"]},
                                                                              "n": {"type": "exporter:null"}}}))
     write("spec", "cycle.json", json.dumps({"nodes": {"a": {"type": "processor:filter", "to": ["a"]}}}))
+    write("spec", "route.json", json.dumps({"nodes": {
+        "g": {"type": "receiver:generator", "to": ["r"]},
+        "r": {"type": "processor:route", "config": {"routes": [
+            {"when": {"field": "level", "op": "ge", "value": 3}, "to": ["a", "b"]},
+            {"when": {"field": "x", "op": "exists"}, "to": ["r"]}], "default": ["b"]}},
+        "a": {"type": "exporter:null"}, "b": {"type": "exporter:otlp", "config": {
+            "endpoint": "http://127.0.0.1:4318", "batch": {"max_records": 10}, "headers": {"X-A": "b"}}}}}))
 
     def msg(**fields):
         return msgpack.packb({"v": 1, **fields})
