@@ -6,7 +6,8 @@
           (libcurl multi), flat out (RATE 0) or RATE requests/s in all.
           At a fixed rate every record has its own `seq` attribute (request
           i holds seqs i*RECORDS ..) and LOG, when given, gets a line per
-          request: "start_mono_s latency_ms status first_seq". Prints
+          request: "start_mono_s latency_ms status first_seq new_connections"
+          (1 when the request had to open a connection). Prints
           requests, ok, failed, records and records/s.
       otlp-loop SECONDS [RECORDS]
           the limit: unpacks and packs the same request with protobuf-c in a
@@ -190,14 +191,15 @@ int drv_bench_otlp_post(const char *url, double seconds, int connections, double
         while ((message = curl_multi_info_read(multi, &left))) {
             slot_t *slot;
             curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&slot);
-            long status = 0;
+            long status = 0, connects = 0;
             curl_easy_getinfo(slot->easy, CURLINFO_RESPONSE_CODE, &status);
+            curl_easy_getinfo(slot->easy, CURLINFO_NUM_CONNECTS, &connects);
             bool good = message->data.result == CURLE_OK && status == 200;
             ok += good;
             failed += !good;
             if (out) {
-                fprintf(out, "%.6f %.3f %ld %ld\n", slot->started, (drv_bench_now() - slot->started) * 1000,
-                        message->data.result == CURLE_OK ? status : -1, slot->first_seq);
+                fprintf(out, "%.6f %.3f %ld %ld %ld\n", slot->started, (drv_bench_now() - slot->started) * 1000,
+                        message->data.result == CURLE_OK ? status : -1, slot->first_seq, connects);
             }
             curl_multi_remove_handle(multi, slot->easy);
             slot->started = 0;

@@ -63,9 +63,9 @@ def main():
         requests = []
         with open(log) as f:
             for line in f:
-                started, latency, status, first = line.split()
-                requests.append((float(started), float(latency), int(status), int(first)))
-        acked = {first + k for _, _, status, first in requests if status == 200 for k in range(RECORDS)}
+                started, latency, status, first, connects = line.split()
+                requests.append((float(started), float(latency), int(status), int(first), int(connects)))
+        acked = {first + k for _, _, status, first, _ in requests if status == 200 for k in range(RECORDS)}
 
         def exported():
             rows = []
@@ -78,8 +78,14 @@ def main():
             seqs = []
             for path in glob.glob(f"{engine.out_dir}/b11-*.ndjson"):
                 seqs += [r["attributes"]["seq"] for r in read_ndjson(path)]
-        during = [lat for started, lat, _, _ in requests if any(a <= started <= b for a, b in windows)]
-        outside = [lat for started, lat, _, _ in requests if not any(a <= started <= b for a, b in windows)]
+        def in_cutover(r):
+            return any(a <= r[0] <= b for a, b in windows)
+        during = [r[1] for r in requests if in_cutover(r)]
+        outside = [r[1] for r in requests if not in_cutover(r)]
+        # Where the time goes: requests that had to open a connection (theirs
+        # was closed by a draining instance) against those that reused one.
+        reconnected = [r[1] for r in requests if in_cutover(r) and r[4] > 0]
+        reused = [r[1] for r in requests if in_cutover(r) and r[4] == 0]
         failed = sum(1 for r in requests if r[2] != 200)
         lost = len(acked - set(seqs))
         duplicated = len(seqs) - len(set(seqs))
@@ -92,6 +98,8 @@ def main():
         print(f"| B11 records duplicated | {duplicated} | 0 |")
         print(f"| B11 p99 latency during cutovers / outside | {p99(during):.1f} ms / {p99(outside):.1f} ms "
               f"({p99(during) / max(p99(outside), 0.001):.2f}x; {len(during)} and {len(outside)} requests) | < 2x |")
+        print(f"| B11 during cutovers: p99 of requests that reused a connection / opened one | {p99(reused):.1f} ms "
+              f"({len(reused)}) / {p99(reconnected):.1f} ms ({len(reconnected)}) | |")
         print(f"| B11 mean replace time | {statistics.mean(b - a for a, b in windows):.2f} s | |")
     finally:
         engine.cleanup()

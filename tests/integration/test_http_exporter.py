@@ -23,7 +23,7 @@ def ndjson(body):
 
 class HttpExporter(EngineTest):
     def setUp(self):
-        self.start_admin_engine()
+        self.start_admin_engine(engine_extra="  heartbeat_interval_ms: 100\n")  # counters fresh in /metrics
         self.captures = []
 
     def tearDown(self):
@@ -103,23 +103,47 @@ class HttpExporter(EngineTest):
     def http_source(self, port, ack):
         return {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}", "ack": ack}}
 
-    def test_with_ack_a_request_is_answered_only_once_its_records_are_accepted_downstream(self):
+    OTLP_LOG = b'{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"n1"}}]}]}]}'
+
+    def post_while_the_backend_holds(self, kind, ack):
+        """A pipeline kind -> exporter:http whose backend holds its answer;
+        curl posts one request. Returns (curl still waiting 1 s after the
+        backend got the records, curl's body and status once released)."""
         capture, port = self.capture(), free_port()
         capture.gate.clear()
-        self.put("p", {"endpoint": capture.url("/in"), "batch": {"max_delay_ms": 0}}, self.http_source(port, True))
+        path, ctype, body = (("/v1/logs", "application/json", self.OTLP_LOG) if kind == "receiver:otlp" else
+                             ("/", "application/x-ndjson", b'{"n": 1}\n{"n": 2}\n'))
+        self.put(f"{kind.split(':')[1]}-{ack}".lower(), {"endpoint": capture.url("/in"), "batch": {"max_delay_ms": 0}},
+                 {"type": kind, "config": {"endpoint": f"127.0.0.1:{port}", "ack": ack}})
         client = subprocess.Popen(["curl", "-sS", "-o", "/dev/stdout", "-w", "\n%{http_code}", "-H",
-                                   "Content-Type: application/x-ndjson", "--data-binary", '{"n": 1}\n{"n": 2}\n',
-                                   f"http://127.0.0.1:{port}/"], stdout=subprocess.PIPE, text=True)
+                                   f"Content-Type: {ctype}", "--data-binary", "@-", f"http://127.0.0.1:{port}{path}"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        client.stdin.write(body)
+        client.stdin.close()
         try:
             wait_until(lambda: capture.requests, 10, "the records posted downstream")
-            # the backend has them and has not answered: nor may drover
-            self.assertIsNone(client.poll(), "answered before the records were accepted downstream")
+            try:
+                client.wait(timeout=1.0)  # the assertion: does drover answer while the backend holds?
+                waiting = False
+            except subprocess.TimeoutExpired:
+                waiting = True
             capture.gate.set()
-            out, _ = client.communicate(timeout=10)
+            out = client.stdout.read().decode()
+            client.wait(timeout=10)
         finally:
             client.kill()
-        self.assertEqual(out.split("\n"), ['{"accepted":2}', "200"])
-        self.assertEqual(ndjson(capture.accepted[0].body), [{"n": 1}, {"n": 2}])
+        return waiting, out.split("\n"), capture
+
+    def test_with_ack_a_request_is_answered_only_once_its_records_are_accepted_downstream(self):
+        for kind, answer in (("receiver:http", '{"accepted":2}'), ("receiver:otlp", "{}")):
+            waiting, out, capture = self.post_while_the_backend_holds(kind, True)
+            self.assertTrue(waiting, f"{kind} answered before the backend accepted the records")
+            self.assertEqual(out, [answer, "200"], kind)
+            self.assertEqual(len(ndjson(capture.accepted[0].body)), 2 if kind == "receiver:http" else 1)
+        # and the check can fail: without ack the answer does not wait
+        waiting, out, _ = self.post_while_the_backend_holds("receiver:http", False)
+        self.assertFalse(waiting, "ack: false answers as soon as the instance took the records")
+        self.assertEqual(out, ['{"accepted":2}', "200"])
 
     def test_a_backend_that_stops_answering_makes_the_receiver_push_back_with_429(self):
         capture, port = self.capture(), free_port()
@@ -143,6 +167,18 @@ class HttpExporter(EngineTest):
         wait_until(lambda: curl_post(port, "/", b'{"n": -1}', "application/x-ndjson")[0] == 200, 10,
                    "accepted again once the backend answers")
 
+    @staticmethod
+    def rx_queue(server_port, client_port):
+        """Bytes waiting unread in the receive queue of the server's end of a
+        loopback TCP connection (from /proc/net/tcp)."""
+        with open("/proc/net/tcp") as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                local, remote, queues = fields[1], fields[2], fields[4]
+                if local.endswith(":%04X" % server_port) and remote.endswith(":%04X" % client_port):
+                    return int(queues.split(":")[1], 16)
+        return 0
+
     def records_in(self, pipeline):
         _, text, _ = self.admin.http("GET", "/metrics")
         return sum(int(float(m)) for m in re.findall(
@@ -153,31 +189,41 @@ class HttpExporter(EngineTest):
         import time
         capture, port = self.capture(), free_port()
         capture.gate.clear()
-        self.put("p", {"endpoint": capture.url("/in"), "batch": {"max_records": 1}},
+        self.put("p", {"endpoint": capture.url("/in"), "batch": {"max_records": 10, "max_delay_ms": 0}},
                  {"type": "receiver:syslog", "config": {"endpoint": f"tcp://127.0.0.1:{port}"}})
         sender = socket.create_connection(("127.0.0.1", port))
         total = 20000
         lines = [b"<13>1 2026-11-23T10:00:00Z h app - - - message %d\n" % n for n in range(total)]
-        sender.sendall(b"".join(lines[:100]))
+        sender.sendall(b"".join(lines[:300]))  # 30 batches: 4 posted and held, 16 waiting, backlogged
         wait_until(lambda: len(capture.requests) == 4, 10, "4 posts held by the backend")
-        wait_until(lambda: self.records_in("p") >= 100, 10, "the first 100 messages taken")
+        wait_until(lambda: self.records_in("p") >= 300, 10, "the first 300 messages taken")
         sender.setblocking(False)
-        pending = b"".join(lines[100:])
-        deadline = time.monotonic() + 2  # offer the rest: the kernel's buffers take what they hold
-        while pending and time.monotonic() < deadline:
+        pending = b"".join(lines[300:])
+        # Not read: what is offered now stays in the kernel's receive queue of
+        # the instance's end of the connection (/proc/net/tcp rx_queue).
+        local = sender.getsockname()[1]
+
+        def offered_and_unread():
+            nonlocal pending
             try:
                 pending = pending[sender.send(pending):]
             except BlockingIOError:
-                time.sleep(0.01)
-        time.sleep(1.5)  # a measurement window: a heartbeat at least, for the counters to show what was read
-        taken = self.records_in("p")
-        self.assertLess(taken, 1000, "the instance stopped reading while its exporter is backlogged")
+                pass
+            return self.rx_queue(port, local) >= 50000
+        wait_until(offered_and_unread, 10, "50 kB waiting unread in the instance's receive queue")
+        # The assertion covers a window: over a second (ten heartbeats) the
+        # instance takes no more than what one read can hold.
+        window_ends = time.monotonic() + 1.0
+        while time.monotonic() < window_ends:
+            self.assertLess(self.records_in("p"), 1000, "read while its exporter is backlogged")
+            time.sleep(0.05)
         capture.gate.set()
         sender.setblocking(True)
         sender.sendall(pending)
         sender.close()
-        wait_until(lambda: len(capture.bodies()) == total, 60, "every message once the backend answers")
-        got = sorted(int(ndjson(b)[0]["message"].split()[1]) for b in capture.bodies())
+        wait_until(lambda: sum(len(ndjson(b)) for b in capture.bodies()) == total, 60,
+                   "every message once the backend answers")
+        got = sorted(int(r["message"].split()[1]) for b in capture.bodies() for r in ndjson(b))
         self.assertEqual(got, list(range(total)))
 
     def test_https_with_a_ca_file_or_without_verifying_and_refused_otherwise(self):

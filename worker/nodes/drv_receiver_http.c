@@ -101,10 +101,6 @@ const drv_node_kind_t drv_receiver_http = {
                          .maximum = DRV_LIMIT_MESSAGE_CEILING}},
                .check = s_check},
     .init = s_init,
-    .fd = drv_http_node_fd,
-    .readable = drv_http_node_readable,
-    .timeout_ms = drv_http_node_timeout_ms,
-    .drain = drv_http_node_drain,
-    .settled = drv_http_node_settled,
+    DRV_HTTP_NODE_HOOKS,
     .destroy = s_destroy,
 };
