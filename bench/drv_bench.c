@@ -160,8 +160,15 @@ int main(int argc, char *argv[])
     if (argc >= 4 && !strcmp(argv[1], "udp-recv")) {
         return drv_bench_udp_recv(atoi(argv[2]), atof(argv[3]));
     }
+    if (argc >= 4 && !strcmp(argv[1], "node-loop")) {
+        return drv_bench_node_loop(argv[2], atof(argv[3]));
+    }
+    if (argc >= 3 && !strcmp(argv[1], "lua-split")) {
+        return drv_bench_lua_split(atof(argv[2]));
+    }
     fprintf(stderr, "usage: drover-bench produce ENDPOINT SECONDS [BATCH] | proxy FRONT BACK SECONDS | "
                     "consume ENDPOINT SECONDS | otlp-post URL SECONDS CONNECTIONS RATE [RECORDS [LOG]] | "
-                    "otlp-loop SECONDS [RECORDS] | udp-send HOST PORT SECONDS | udp-recv PORT SECONDS\n");
+                    "otlp-loop SECONDS [RECORDS] | udp-send HOST PORT SECONDS | udp-recv PORT SECONDS | "
+                    "node-loop transform|lua|none SECONDS | lua-split SECONDS\n");
     return 2;
 }

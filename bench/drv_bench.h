@@ -10,5 +10,7 @@ int drv_bench_otlp_post(const char *url, double seconds, int connections, double
 int drv_bench_otlp_loop(double seconds, int records);
 int drv_bench_udp_send(const char *host, int port, double seconds);
 int drv_bench_udp_recv(int port, double seconds);
+int drv_bench_node_loop(const char *kind, double seconds);
+int drv_bench_lua_split(double seconds);
 
 #endif

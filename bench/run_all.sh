@@ -60,6 +60,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/http_cutover.py 2 100; else $PY bench/http_cutover.py 20 500; fi
     echo
+    echo "## B13 processor:lua against processor:transform"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/lua.py 0.2 --smoke; else $PY bench/lua.py 5; fi
+    echo
     echo "## B8 scale (many pipelines, many replaces)"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scale.py 5 2; else $PY bench/scale.py 200 40; fi

@@ -4,6 +4,7 @@
     order, wires their edges, and offers them what they share: the batch
     zone, the counters, the encoding buffer and the stall hook. */
 #include "drv_dag.h"
+#include "drv_dag_internal.h"
 #include "drv_buf.h"
 #include "nodes/drv_node.h"
 
@@ -17,23 +18,6 @@
 #include <msgpack.h>
 #include <string.h>
 
-struct drv_dag_t {
-    drv_node_t *nodes;       // count nodes, in spec order
-    size_t count;
-    drv_dag_identity_t who;  // which instance (strings owned)
-    msgpack_zone spec_zone;  // config values as msgpack objects, for the DAG's life
-    zlist_t *spec_buffers;   // encoded config bytes that spec_zone objects point into
-    msgpack_zone batch_zone; // records of the batch in flight; cleared per batch
-    drv_buf_t out;           // exporter encoding buffer, reused
-    int64_t records_in;
-    int64_t records_out;
-    int64_t errors;
-    int64_t input;           // the last input taken (drv_node_input)
-    int64_t settled;         // inputs up to this one are settled, receivers told
-    bool abandoned;          // an export gave up while stopping: that batch is not done
-    drv_dag_stall_fn *stall_fn;
-    void *stall_arg;
-};
 
 //  ---------------------------------------------------------------- building
 
@@ -154,124 +138,16 @@ void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *recor
     *errors = self->errors;
 }
 
-//  ---------------------------------------------------------------- what nodes share
-
-void *drv_node_alloc(drv_node_t *node, size_t size)
+json_t *drv_dag_node_counters(const drv_dag_t *self)
 {
-    return msgpack_zone_malloc(&node->dag->batch_zone, size ? size : 1);
-}
-
-static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
-{
-    if (node->kind->run) {
-        node->kind->run(node, records, n);
-    } else {
-        drv_node_forward(node, records, n);
+    json_t *nodes = json_object();
+    for (size_t i = 0; i < self->count; i++) {
+        const drv_node_t *node = &self->nodes[i];
+        json_object_set_new(nodes, node->id,
+                            json_pack("[I,I,I,I]", (json_int_t)node->in, (json_int_t)node->out,
+                                      (json_int_t)node->dropped, (json_int_t)node->errors));
     }
-}
-
-int drv_node_find(const drv_node_t *node, const char *id)
-{
-    for (size_t i = 0; i < node->dag->count; i++) {
-        if (!strcmp(node->dag->nodes[i].id, id)) {
-            return (int)i;
-        }
-    }
-    return -1;
-}
-
-void drv_node_send(drv_node_t *node, int target, const msgpack_object *records, size_t n)
-{
-    s_run(&node->dag->nodes[target], records, n);
-}
-
-void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n)
-{
-    for (size_t i = 0; i < node->to_count; i++) {
-        s_run(&node->dag->nodes[node->to[i]], records, n);
-    }
-}
-
-void drv_node_count_in(drv_node_t *node, size_t n)
-{
-    node->dag->records_in += (int64_t)n;
-}
-
-void drv_node_count_out(drv_node_t *node, size_t n)
-{
-    node->dag->records_out += (int64_t)n;
-}
-
-void drv_node_export_warn(drv_node_t *node, size_t n, const char *what)
-{
-    int64_t now = drv_time_mono_ms();
-    if (now - node->last_warn_ms >= 5000) {
-        node->last_warn_ms = now;
-        drv_warn("export failed node=%s records=%zu reason=\"%s\"", node->id, n, what);
-    }
-}
-
-void drv_node_export_error(drv_node_t *node, size_t n, const char *what)
-{
-    node->dag->errors += (int64_t)n;
-    drv_node_export_warn(node, n, what);
-}
-
-bool drv_node_stalled(drv_node_t *node)
-{
-    drv_dag_t *self = node->dag;
-    if (self->stall_fn && self->stall_fn(self->stall_arg)) {
-        self->abandoned = true;
-        return true;
-    }
-    return false;
-}
-
-bool drv_node_wait_to_retry(drv_node_t *node, int64_t *backoff_ms)
-{
-    drv_dag_t *self = node->dag;
-    int64_t until = drv_time_mono_ms() + *backoff_ms;
-    do {
-        if (!self->stall_fn || self->stall_fn(self->stall_arg)) {
-            self->abandoned = true;
-            return false;
-        }
-        poll(NULL, 0, 10);
-    } while (drv_time_mono_ms() < until);
-    *backoff_ms = *backoff_ms * 2 > 500 ? 500 : *backoff_ms * 2;
-    return true;
-}
-
-int drv_node_object(drv_node_t *node, const json_t *value, msgpack_object *obj)
-{
-    drv_dag_t *self = node->dag;
-    char *data;
-    size_t size;
-    if (drv_mpjson_encode(value, &data, &size) != 0) {
-        return -1;
-    }
-    zlist_append(self->spec_buffers, data);
-    size_t offset = 0;
-    return msgpack_unpack(data, size, &offset, &self->spec_zone, obj) == MSGPACK_UNPACK_SUCCESS ? 0 : -1;
-}
-
-int drv_node_string_object(drv_node_t *node, const char *text, msgpack_object *obj)
-{
-    json_t *str = json_string(text ? text : "");
-    int rc = drv_node_object(node, str, obj);
-    json_decref(str);
-    return rc;
-}
-
-drv_buf_t *drv_node_buffer(drv_node_t *node)
-{
-    drv_buf_reset(&node->dag->out);
-    return &node->dag->out;
-}
-
-const drv_dag_identity_t *drv_node_identity(drv_node_t *node)
-{
-    return &node->dag->who;
+    return nodes;
 }
 
 //  ---------------------------------------------------------------- flow
@@ -289,9 +165,11 @@ static int s_decode_forward(drv_node_t *node, const void *data, size_t size, boo
                     : drv_batch_decode(data, size, &self->batch_zone, &root, &records, err, errlen);
     if (n < 0) {
         self->errors++;
+        node->errors++;
         return -1;
     }
     self->records_in += n;
+    node->in += n;
     drv_node_forward(node, records, (size_t)n);
     return n;
 }
@@ -329,6 +207,7 @@ int drv_node_emit_checked(drv_node_t *node, const void *data, size_t size, char 
 void drv_node_count_refused(drv_node_t *node)
 {
     node->dag->errors++;
+    node->errors++;
 }
 
 bool drv_node_abandoned(const drv_node_t *node)

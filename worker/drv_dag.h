@@ -80,5 +80,7 @@ bool drv_dag_has_zmq_receivers(const drv_dag_t *self);
 
 void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *records_out,
                       int64_t *errors);
+//  Each node's counters as {"node": [in, out, dropped, errors]} (new reference).
+json_t *drv_dag_node_counters(const drv_dag_t *self);
 
 #endif

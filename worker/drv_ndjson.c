@@ -102,7 +102,17 @@ static int s_value(drv_buf_t *out, const msgpack_object *obj)
         if (!isfinite(obj->via.f64)) {
             return drv_buf_append(out, "null", 4);
         }
-        n = snprintf(num, sizeof num, "%.17g", obj->via.f64);
+        //  The shortest text that reads back as the same double, with a
+        //  ".0" when it would read as an integer: a float stays a float.
+        for (int digits = 15; digits <= 17; digits++) {
+            n = snprintf(num, sizeof num, "%.*g", digits, obj->via.f64);
+            if (strtod(num, NULL) == obj->via.f64) {
+                break;
+            }
+        }
+        if (!strpbrk(num, ".eE")) {
+            n += snprintf(num + n, sizeof num - (size_t)n, ".0");
+        }
         return drv_buf_append(out, num, (size_t)n);
     case MSGPACK_OBJECT_STR:
         return s_string(out, obj->via.str.ptr, obj->via.str.size);

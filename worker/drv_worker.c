@@ -60,6 +60,9 @@ static void s_send_simple(worker_t *self, drv_msg_type_t type)
         drv_msg_set_int(&msg, DRV_F_RECORDS_OUT, out);
         drv_msg_set_int(&msg, DRV_F_ERRORS, errors);
         drv_msg_set_int(&msg, DRV_F_BATCHES, self->batches);
+        json_t *nodes = drv_dag_node_counters(self->dag);
+        drv_msg_set_json(&msg, DRV_F_NODES, nodes);
+        json_decref(nodes);
     }
     drv_msg_send(self->control, NULL, &msg, false);
     drv_msg_clear(&msg);

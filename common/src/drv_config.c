@@ -2,6 +2,7 @@
     Validation collects every problem; the caller gets the first one as a single
     line naming file, line and field, plus how many more there are. */
 #include "drover/drv_config.h"
+#include "drover/drv_file.h"
 #include "drover/drv_limits.h"
 #include "drover/drv_problems.h"
 #include "drover/drv_spec.h"
@@ -385,23 +386,9 @@ drv_config_t *drv_config_parse(const char *text, size_t size, const char *path,
 
 drv_config_t *drv_config_load(const char *path, const drv_cpus_t *cpus, char *err, size_t errlen)
 {
-    FILE *file = fopen(path, "rb");
-    if (!file) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *text = malloc(MAX_FILE_SIZE + 1);
-    size_t size = fread(text, 1, MAX_FILE_SIZE + 1, file);
-    bool read_error = ferror(file);
-    fclose(file);
-    drv_config_t *self = NULL;
-    if (read_error) {
-        snprintf(err, errlen, "%s: read error", path);
-    } else if (size > MAX_FILE_SIZE) {
-        snprintf(err, errlen, "%s: larger than %d bytes", path, MAX_FILE_SIZE);
-    } else {
-        self = drv_config_parse(text, size, path, cpus, err, errlen);
-    }
+    size_t size;
+    char *text = drv_file_read(path, MAX_FILE_SIZE, &size, err, errlen);
+    drv_config_t *self = text ? drv_config_parse(text, size, path, cpus, err, errlen) : NULL;
     free(text);
     return self;
 }

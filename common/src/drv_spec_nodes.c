@@ -80,6 +80,11 @@ bool drv_spec_path_allowed(const drv_spec_env_t *env, const char *path)
     return false;
 }
 
+bool drv_spec_check_path_allowed(const drv_spec_check_t *check, const char *path)
+{
+    return drv_spec_path_allowed(check->env, path);
+}
+
 //  Where an ipc:// endpoint of a pipeline may be, and what may be there:
 //  binding one unlinks whatever has its name, so an existing file that is
 //  not a socket is refused and left alone.
@@ -233,6 +238,9 @@ static json_t *s_node_config(ctx_t *ctx, const char *node_path, const drv_node_s
     }
     if (type->check) {
         type->check(ctx, node_path, config);
+    }
+    if (type->complete) {
+        type->complete(ctx, node_path, result);
     }
     return result;
 }

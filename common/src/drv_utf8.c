@@ -5,6 +5,7 @@
     (F4 90.., F5..FF). */
 #include "drover/drv_utf8.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,12 @@ bool drv_utf8_valid(const char *s, size_t len, bool allow_nul)
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < len) {
+        uint64_t word;
+        if (len - i >= 8 && (memcpy(&word, p + i, 8), (word & 0x8080808080808080ull) == 0) &&
+            (allow_nul || ((word - 0x0101010101010101ull) & ~word & 0x8080808080808080ull) == 0)) {
+            i += 8; // eight ASCII bytes (and no NUL unless allowed) at once
+            continue;
+        }
         if (p[i] == 0 && !allow_nul) {
             return false;
         }

@@ -64,6 +64,7 @@ struct drv_instance_t {
     int64_t last_heartbeat_at;   // wall ms
     int64_t last_heartbeat_mono; // mono ms
     int64_t records_in, records_out, errors; // from its last heartbeat
+    json_t *nodes;           // its per-node counters {"node": [in, out, dropped, errors]}, or NULL
     int last_exit_code;      // exit code or 128+signal of the last process
     char detail[256];        // last failure, for status
 };

@@ -53,6 +53,7 @@ static void s_instance_free(void **item)
     drv_instance_t *inst = *item;
     if (inst) {
         json_decref(inst->spec);
+        json_decref(inst->nodes);
         free(inst);
     }
     *item = NULL;

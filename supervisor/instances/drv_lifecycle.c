@@ -94,6 +94,10 @@ static void s_counters(drv_instance_t *inst, const drv_msg_t *msg)
         inst->records_out = msg->records_out;
         inst->errors = msg->errors;
     }
+    if (drv_msg_has(msg, DRV_F_NODES) && json_is_object(msg->nodes)) {
+        json_decref(inst->nodes);
+        inst->nodes = json_incref(msg->nodes);
+    }
 }
 
 void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *message)

@@ -84,6 +84,38 @@ static void s_pipeline_metric(text_t *t, const pipelines_t *ps, const char *name
     }
 }
 
+//  One of the per-node counters (index into the heartbeat's [in, out,
+//  dropped, errors]), summed over the instances of each generation: a line
+//  per pipeline, generation and node.
+static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, const char *help, size_t which)
+{
+    s_header(t, name, "counter", help);
+    for (size_t k = 0; k < ps->count; k++) {
+        drv_pipeline_t *p = ps->all[k];
+        json_t *sums = json_object(); // "generation/node" -> sum
+        for (drv_instance_t *i = zlistx_first(p->instances); i; i = zlistx_next(p->instances)) {
+            const char *node;
+            json_t *counters;
+            json_object_foreach(i->nodes, node, counters)
+            {
+                char key[120];
+                snprintf(key, sizeof key, "%lld/%s", (long long)i->generation, node);
+                json_int_t sum = json_integer_value(json_object_get(sums, key));
+                json_object_set_new(sums, key, json_integer(sum + json_integer_value(json_array_get(counters, which))));
+            }
+        }
+        const char *key;
+        json_t *sum;
+        json_object_foreach(sums, key, sum)
+        {
+            const char *slash = strchr(key, '/');
+            s_printf(t, "%s{group=\"%s\",pipeline=\"%s\",node=\"%s\",generation=\"%.*s\"} %lld\n", name, p->group,
+                     p->name, slash + 1, (int)(slash - key), key, (long long)json_integer_value(sum));
+        }
+        json_decref(sums);
+    }
+}
+
 char *drv_metrics_render(drv_engine_t *engine)
 {
     text_t t = {malloc(8192), 0, 8192};
@@ -100,6 +132,16 @@ char *drv_metrics_render(drv_engine_t *engine)
     s_instance_metric(&t, &ps, "drover_instance_up", "gauge",
                       "1 when the instance is ready, else 0.", s_up);
 
+    s_node_metric(&t, &ps, "drover_node_records_in_total", "Records given to the node (receivers: read), summed "
+                  "over the generation's instances since each started.", 0);
+    s_node_metric(&t, &ps, "drover_node_records_out_total",
+                  "Records the node handed on (exporters: exported), summed over the generation's instances.", 1);
+    s_node_metric(&t, &ps, "drover_node_records_dropped_total",
+                  "Records the node did not hand on (filter, route without default, nil from a script, "
+                  "a script error with on_error drop).", 2);
+    s_node_metric(&t, &ps, "drover_node_errors_total",
+                  "Records or inputs the node failed on (script errors and limits, refused input, failed exports).",
+                  3);
     s_pipeline_metric(&t, &ps, "drover_pipeline_desired_cores", "Cores the pipeline should run on.", s_desired);
     s_pipeline_metric(&t, &ps, "drover_pipeline_ready_instances", "Ready instances of the pipeline.", s_ready);
     s_pipeline_metric(&t, &ps, "drover_pipeline_degraded", "1 when the pipeline is degraded.", s_degraded);

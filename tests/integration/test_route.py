@@ -64,6 +64,14 @@ class Route(EngineTest):
         self.assertEqual(status, 200, body)
         wait_until(lambda: [r["n"] for r in self.rows("out")] == [2], 10, "only the kept record")
 
+        def counted():
+            body = self.admin.http("GET", "/metrics")[1]
+            text = body if isinstance(body, str) else body.decode()
+            labels = '{group="default",pipeline="p",node="r",generation="1"}'
+            return all(f"drover_node_{name}_total{labels} {value}\n" in text
+                       for name, value in (("records_in", 3), ("records_out", 1), ("records_dropped", 2), ("errors", 0)))
+        wait_until(counted, 10, "the two unmatched records counted as dropped by the route node")
+
     def test_bad_routes_are_refused_naming_the_route(self):
         cases = [
             ({"routes": []}, {"out": self.file("out")}, "nodes.r.config.routes", "must be a non-empty list"),

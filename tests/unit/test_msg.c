@@ -42,6 +42,9 @@ static void s_fill(drv_msg_t *msg, drv_msg_type_t type)
     drv_msg_set_json(msg, DRV_F_SPEC, spec);
     drv_msg_set_json(msg, DRV_F_RECEIVERS, spec);
     json_decref(spec);
+    json_t *nodes = json_pack("{s:[i,i,i,i]}", "script", 10, 8, 1, 1);
+    drv_msg_set_json(msg, DRV_F_NODES, nodes);
+    json_decref(nodes);
 }
 
 static void test_every_message_round_trips(void **state)
@@ -83,7 +86,7 @@ static void test_every_message_refuses_each_missing_required_field(void **state)
     static const char *names[] = {"role", "instance", "pipeline", "node", "endpoint", "reason",
                                   "data_endpoint", "pid", "generation", "core", "heartbeat_ms",
                                   "credit_window", "n", "records_in", "records_out", "errors",
-                                  "batches", "ok", "reset", "spec", "receivers", "synced"};
+                                  "batches", "ok", "reset", "spec", "receivers", "synced", "nodes"};
     _Static_assert(sizeof names / sizeof *names == DRV_F_COUNT, "one name per field");
     int refusals = 0;
     for (int type = 0; type < DRV_MSG_TYPE_COUNT; type++) {

@@ -79,6 +79,10 @@ struct drv_node_t {
     size_t to_count;
     void *state;             // the kind's own
     int64_t last_warn_ms;    // rate-limits its export warnings
+    //  What passed through it since the instance started (drv_dag_node_counters):
+    //  records given to it (receivers: read), handed on (exporters: exported),
+    //  dropped on purpose (a filter, nil from a script), and errors.
+    int64_t in, out, dropped, errors;
 };
 
 //  ---- what the DAG offers node kinds (drv_dag.c)
@@ -93,6 +97,14 @@ int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *
 //  The same for records the receiver packed itself and whose keys it has
 //  checked to be unique at every depth (drv_batch_decode_checked).
 int drv_node_emit_checked(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen);
+//  Records a processor dropped on purpose (a filter, nil from a script,
+//  matching no route); records it handed on itself with drv_node_send
+//  (drv_node_forward counts its own).
+void drv_node_count_dropped(drv_node_t *node, size_t n);
+void drv_node_count_forwarded(drv_node_t *node, size_t n);
+//  A record the node failed on (a script's error): counted as an error,
+//  the reason logged at most every 5 s per node.
+void drv_node_record_error(drv_node_t *node, const char *what);
 //  A producer's input a receiver refused before emitting: counted as an error.
 void drv_node_count_refused(drv_node_t *node);
 //  True once an export gave up because the instance is being stopped: what

@@ -31,6 +31,7 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
             kept[count++] = records[i];
         }
     }
+    drv_node_count_dropped(node, n - count);
     if (count > 0) {
         drv_node_forward(node, kept, count);
     }

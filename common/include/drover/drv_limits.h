@@ -34,6 +34,7 @@
 //  Node config numbers.
 #define DRV_LIMIT_HWM 1000000                 // exporter:zmq hwm (messages)
 #define DRV_LIMIT_RATE 1000000000             // receiver:generator rate (records/s)
+#define DRV_LIMIT_SCRIPT (1024 * 1024)       // processor:lua script, bytes
 #define DRV_LIMIT_PATH 4095                   // exporter:file path, bytes
 #define DRV_LIMIT_ENDPOINT 255                // any endpoint, bytes
 #define DRV_LIMIT_IPC_PATH 107                // an ipc:// path: sizeof(sun_path) - 1

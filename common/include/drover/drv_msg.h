@@ -57,6 +57,7 @@ typedef enum {
     DRV_F_SPEC,
     DRV_F_RECEIVERS,
     DRV_F_SYNCED,
+    DRV_F_NODES,
     DRV_F_COUNT
 } drv_msg_field_t;
 
@@ -85,6 +86,7 @@ typedef struct {
     bool synced;       // credit answering a SYNC: everything sent before the SYNC is acknowledged
     json_t *spec;      // the normalized PipelineSpec (owned)
     json_t *receivers; // [{node, endpoint}] (owned)
+    json_t *nodes;     // per-node counters {"node": [in, out, dropped, errors]} (owned)
 } drv_msg_t;
 
 //  Starts an empty message of a type; free its contents with drv_msg_clear.

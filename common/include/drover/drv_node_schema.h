@@ -54,7 +54,16 @@ typedef struct {
     //  checked like `to` (they exist, take input, make no cycle) and kept
     //  as `to` in the normalized spec. NULL: the node's `to`.
     json_t *(*targets)(const json_t *config);
+    //  Completes the normalized config (defaults filled in) from what lies
+    //  outside the spec, each time the spec is applied: processor:lua reads
+    //  its script_file here, so the file's text is part of the spec and
+    //  its hash. Problems go to check. NULL: nothing to complete.
+    void (*complete)(drv_spec_check_t *check, const char *node_path, json_t *normalized);
 } drv_node_schema_t;
+
+//  True when a file the spec names lies where the engine lets specs reach
+//  (engine.data_dirs and run_dir; anywhere when data_dirs is not set).
+bool drv_spec_check_path_allowed(const drv_spec_check_t *check, const char *path);
 
 //  The kinds a program knows. Call once, before validating any spec.
 void drv_spec_set_kinds(const drv_node_schema_t *const *kinds, size_t count);

@@ -1,0 +1,209 @@
+/*  drover-bench node-loop KIND SECONDS — benchmark B13's measurement: one
+    instance's DAG (receiver:zmq -> KIND -> exporter:null) built in this
+    process and fed the same 64-record batch over and over, no sockets:
+    records/s through one processor on one core (pin it with taskset).
+    KIND: transform (set one field, rename one) or lua (a script doing the
+    same), or none (the DAG alone).
+
+    drover-bench lua-split SECONDS — where a record's time goes in
+    processor:lua: building its table, the call, turning the result back
+    into a record; each step timed over the same records. */
+#include "drv_bench.h"
+
+#include "drv_dag.h"
+#include "drv_lua.h"
+#include "drv_node.h"
+
+#include "drover/drv_cpus.h"
+#include "drover/drv_problems.h"
+#include "drover/drv_spec.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH 64
+
+static const char *s_script =
+    "function process(r) r.env = 'prod'; r.msg = r.message; r.message = nil; return r end";
+
+//  A typical log record, BATCH of them as one producer message.
+static void s_pack_batch(msgpack_sbuffer *buf)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, BATCH);
+    for (int i = 0; i < BATCH; i++) {
+        msgpack_pack_map(&pk, 7);
+        msgpack_pack_str_with_body(&pk, "time_unix_nano", 14);
+        msgpack_pack_uint64(&pk, 1763900000123456789ull + (uint64_t)i);
+        msgpack_pack_str_with_body(&pk, "severity_text", 13);
+        msgpack_pack_str_with_body(&pk, "INFO", 4);
+        msgpack_pack_str_with_body(&pk, "message", 7);
+        msgpack_pack_str_with_body(&pk, "GET /api/v1/items 200 12ms", 26);
+        msgpack_pack_str_with_body(&pk, "host", 4);
+        msgpack_pack_str_with_body(&pk, "web-1", 5);
+        msgpack_pack_str_with_body(&pk, "service", 7);
+        msgpack_pack_str_with_body(&pk, "checkout", 8);
+        msgpack_pack_str_with_body(&pk, "status", 6);
+        msgpack_pack_int(&pk, 200);
+        msgpack_pack_str_with_body(&pk, "duration_ms", 11);
+        msgpack_pack_double(&pk, 12.5);
+    }
+}
+
+static json_t *s_spec(const char *kind)
+{
+    json_t *processor;
+    if (!strcmp(kind, "transform")) {
+        processor = json_pack("{s:s, s:{s:{s:s}, s:{s:s}}, s:[s]}", "type", "processor:transform", "config", "set",
+                              "env", "prod", "rename", "message", "msg", "to", "out");
+    } else if (!strcmp(kind, "lua")) {
+        processor = json_pack("{s:s, s:{s:s}, s:[s]}", "type", "processor:lua", "config", "script", s_script, "to",
+                              "out");
+    } else {
+        processor = json_pack("{s:s, s:{}, s:[s]}", "type", "processor:transform", "config", "to", "out");
+    }
+    json_t *raw = json_pack("{s:{s:i}, s:{s:{s:s, s:{s:s}, s:[s]}, s:o, s:{s:s}}}", "cores", "count", 1, "nodes", "in",
+                            "type", "receiver:zmq", "config", "endpoint", "tcp://127.0.0.1:1", "to", "p", "p",
+                            processor, "out", "type", "exporter:null");
+    drv_cpus_t cpus;
+    drv_cpus_allowed(&cpus);
+    drv_spec_env_t env = {.cpus = &cpus};
+    drv_problems_t *problems = drv_problems_new();
+    json_t *spec = drv_spec_normalize(raw, &env, "", problems);
+    if (!spec) {
+        fprintf(stderr, "spec: %s: %s\n", drv_problems_path(problems, 0), drv_problems_message(problems, 0));
+    }
+    drv_problems_destroy(&problems);
+    json_decref(raw);
+    return spec;
+}
+
+int drv_bench_node_loop(const char *kind, double seconds)
+{
+    drv_nodes_register();
+    json_t *spec = s_spec(kind);
+    char err[300];
+    drv_dag_identity_t who = {"bench", "bench", 1, 0};
+    drv_dag_t *dag = spec ? drv_dag_new(spec, &who, err, sizeof err) : NULL;
+    if (!dag) {
+        fprintf(stderr, "cannot build the DAG: %s\n", spec ? err : "bad spec");
+        return 1;
+    }
+    msgpack_sbuffer batch;
+    msgpack_sbuffer_init(&batch);
+    s_pack_batch(&batch);
+    double start = drv_bench_now(), end = start + seconds;
+    long records = 0;
+    while (drv_bench_now() < end) {
+        for (int i = 0; i < 64; i++) {
+            records += drv_dag_ingest(dag, "in", batch.data, batch.size, err, sizeof err);
+        }
+    }
+    double elapsed = drv_bench_now() - start;
+    int64_t in, out, errors;
+    drv_dag_counters(dag, &in, &out, &errors);
+    printf("kind=%s records_per_sec=%.0f ns_per_record=%.1f errors=%lld\n", kind, records / elapsed,
+           elapsed / (double)records * 1e9, (long long)errors);
+    drv_dag_destroy(&dag);
+    json_decref(spec);
+    msgpack_sbuffer_destroy(&batch);
+    return errors ? 1 : 0;
+}
+
+//  ---------------------------------------------------------------- the split
+
+static char s_arena[1 << 20];
+static size_t s_used;
+
+static void *s_bump(void *arg, size_t size)
+{
+    (void)arg;
+    size = (size + 15) & ~(size_t)15;
+    if (s_used + size > sizeof s_arena) {
+        s_used = 0;
+    }
+    void *p = s_arena + s_used;
+    s_used += size;
+    return p;
+}
+
+typedef struct {
+    const msgpack_object *records;
+    int step;    // 1: build the tables; 2: and call; 3: and convert back
+    long done;
+} split_t;
+
+static int s_steps(lua_State *L)
+{
+    split_t *s = lua_touserdata(L, 1);
+    msgpack_object out;
+    char err[200];
+    for (int i = 0; i < BATCH; i++) {
+        if (s->step >= 2) {
+            lua_pushvalue(L, lua_upvalueindex(1));
+        }
+        drv_lua_push_object(L, &s->records[i]);
+        if (s->step >= 2) {
+            lua_call(L, 1, 1);
+        }
+        if (s->step >= 3 && drv_lua_to_object(L, -1, s_bump, NULL, &out, err, sizeof err)) {
+            return luaL_error(L, "%s", err);
+        }
+        lua_pop(L, 1);
+        s->done++;
+    }
+    return 0;
+}
+
+static void s_limit(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    luaL_error(L, "instruction limit");
+}
+
+static double s_time_step(lua_State *L, int step, const msgpack_object *records, double seconds)
+{
+    split_t s = {records, step, 0};
+    double start = drv_bench_now(), end = start + seconds;
+    while (drv_bench_now() < end) {
+        lua_pushvalue(L, -1); // the s_steps closure
+        lua_pushlightuserdata(L, &s);
+        if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+            fprintf(stderr, "lua: %s\n", lua_tostring(L, -1));
+            return 0;
+        }
+    }
+    return (drv_bench_now() - start) / (double)s.done * 1e9;
+}
+
+int drv_bench_lua_split(double seconds)
+{
+    msgpack_sbuffer batch;
+    msgpack_sbuffer_init(&batch);
+    s_pack_batch(&batch);
+    msgpack_unpacked unpacked;
+    msgpack_unpacked_init(&unpacked);
+    msgpack_unpack_next(&unpacked, batch.data, batch.size, NULL);
+    const msgpack_object *records = unpacked.data.via.array.ptr;
+
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    drv_lua_record_setup(L);
+    luaL_dostring(L, s_script);
+    lua_getglobal(L, "process");
+    lua_pushcclosure(L, s_steps, 1);
+    lua_sethook(L, s_limit, LUA_MASKCOUNT, 1000000000); // the hook processor:lua runs under, never reached
+    double build = s_time_step(L, 1, records, seconds / 3);
+    double call = s_time_step(L, 2, records, seconds / 3);
+    double back = s_time_step(L, 3, records, seconds / 3);
+    printf("build_table_ns=%.1f call_ns=%.1f to_record_ns=%.1f total_ns=%.1f\n", build, call - build, back - call,
+           back);
+    lua_close(L);
+    msgpack_unpacked_destroy(&unpacked);
+    msgpack_sbuffer_destroy(&batch);
+    return 0;
+}

@@ -1,0 +1,32 @@
+/*  drv_dag_internal — the DAG's state, shared by drv_dag.c (building it,
+    running a batch through it, settling) and drv_node.c (what it offers
+    the node kinds). Private to worker/. */
+#ifndef DRV_DAG_INTERNAL_H
+#define DRV_DAG_INTERNAL_H
+
+#include "drv_buf.h"
+#include "drv_dag.h"
+#include "nodes/drv_node.h"
+
+#include <czmq.h>
+#include <msgpack.h>
+
+struct drv_dag_t {
+    drv_node_t *nodes;       // count nodes, in spec order
+    size_t count;
+    drv_dag_identity_t who;  // which instance (strings owned)
+    msgpack_zone spec_zone;  // config values as msgpack objects, for the DAG's life
+    zlist_t *spec_buffers;   // encoded config bytes that spec_zone objects point into
+    msgpack_zone batch_zone; // records of the batch in flight; cleared per batch
+    drv_buf_t out;           // exporter encoding buffer, reused
+    int64_t records_in;
+    int64_t records_out;
+    int64_t errors;
+    int64_t input;           // the last input taken (drv_node_input)
+    int64_t settled;         // inputs up to this one are settled, receivers told
+    bool abandoned;          // an export gave up while stopping: that batch is not done
+    drv_dag_stall_fn *stall_fn;
+    void *stall_arg;
+};
+
+#endif

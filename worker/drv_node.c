@@ -1,0 +1,155 @@
+/*  drv_node — what the DAG offers node kinds (drv_node.h): batch memory,
+    handing records on, counting them, warning about failures, config
+    values as msgpack objects. */
+#include "drv_dag_internal.h"
+#include "nodes/drv_node.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_mpjson.h"
+#include "drover/drv_time.h"
+
+#include <poll.h>
+#include <string.h>
+
+void *drv_node_alloc(drv_node_t *node, size_t size)
+{
+    return msgpack_zone_malloc(&node->dag->batch_zone, size ? size : 1);
+}
+
+static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    node->in += (int64_t)n;
+    if (node->kind->run) {
+        node->kind->run(node, records, n);
+    } else {
+        drv_node_forward(node, records, n);
+    }
+}
+
+int drv_node_find(const drv_node_t *node, const char *id)
+{
+    for (size_t i = 0; i < node->dag->count; i++) {
+        if (!strcmp(node->dag->nodes[i].id, id)) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+void drv_node_send(drv_node_t *node, int target, const msgpack_object *records, size_t n)
+{
+    s_run(&node->dag->nodes[target], records, n);
+}
+
+void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    node->out += (int64_t)n;
+    for (size_t i = 0; i < node->to_count; i++) {
+        s_run(&node->dag->nodes[node->to[i]], records, n);
+    }
+}
+
+void drv_node_count_in(drv_node_t *node, size_t n)
+{
+    node->dag->records_in += (int64_t)n;
+}
+
+void drv_node_count_out(drv_node_t *node, size_t n)
+{
+    node->dag->records_out += (int64_t)n;
+    node->out += (int64_t)n;
+}
+
+void drv_node_count_dropped(drv_node_t *node, size_t n)
+{
+    node->dropped += (int64_t)n;
+}
+
+void drv_node_count_forwarded(drv_node_t *node, size_t n)
+{
+    node->out += (int64_t)n;
+}
+
+void drv_node_record_error(drv_node_t *node, const char *what)
+{
+    node->dag->errors++;
+    node->errors++;
+    int64_t now = drv_time_mono_ms();
+    if (now - node->last_warn_ms >= 5000) {
+        node->last_warn_ms = now;
+        drv_warn("record failed node=%s reason=\"%s\"", node->id, what);
+    }
+}
+
+void drv_node_export_warn(drv_node_t *node, size_t n, const char *what)
+{
+    int64_t now = drv_time_mono_ms();
+    if (now - node->last_warn_ms >= 5000) {
+        node->last_warn_ms = now;
+        drv_warn("export failed node=%s records=%zu reason=\"%s\"", node->id, n, what);
+    }
+}
+
+void drv_node_export_error(drv_node_t *node, size_t n, const char *what)
+{
+    node->dag->errors += (int64_t)n;
+    node->errors += (int64_t)n;
+    drv_node_export_warn(node, n, what);
+}
+
+bool drv_node_stalled(drv_node_t *node)
+{
+    drv_dag_t *self = node->dag;
+    if (self->stall_fn && self->stall_fn(self->stall_arg)) {
+        self->abandoned = true;
+        return true;
+    }
+    return false;
+}
+
+bool drv_node_wait_to_retry(drv_node_t *node, int64_t *backoff_ms)
+{
+    drv_dag_t *self = node->dag;
+    int64_t until = drv_time_mono_ms() + *backoff_ms;
+    do {
+        if (!self->stall_fn || self->stall_fn(self->stall_arg)) {
+            self->abandoned = true;
+            return false;
+        }
+        poll(NULL, 0, 10);
+    } while (drv_time_mono_ms() < until);
+    *backoff_ms = *backoff_ms * 2 > 500 ? 500 : *backoff_ms * 2;
+    return true;
+}
+
+int drv_node_object(drv_node_t *node, const json_t *value, msgpack_object *obj)
+{
+    drv_dag_t *self = node->dag;
+    char *data;
+    size_t size;
+    if (drv_mpjson_encode(value, &data, &size) != 0) {
+        return -1;
+    }
+    zlist_append(self->spec_buffers, data);
+    size_t offset = 0;
+    return msgpack_unpack(data, size, &offset, &self->spec_zone, obj) == MSGPACK_UNPACK_SUCCESS ? 0 : -1;
+}
+
+int drv_node_string_object(drv_node_t *node, const char *text, msgpack_object *obj)
+{
+    json_t *str = json_string(text ? text : "");
+    int rc = drv_node_object(node, str, obj);
+    json_decref(str);
+    return rc;
+}
+
+drv_buf_t *drv_node_buffer(drv_node_t *node)
+{
+    drv_buf_reset(&node->dag->out);
+    return &node->dag->out;
+}
+
+const drv_dag_identity_t *drv_node_identity(drv_node_t *node)
+{
+    return &node->dag->who;
+}

@@ -1,0 +1,322 @@
+/*  drv_lua — the sandboxed state behind processor:lua (see the header). */
+#include "drv_lua.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PRINTS_PER_SECOND 5
+#define PRINT_MAX 500
+
+struct drv_lua_t {
+    lua_State *L;
+    int function_ref;            // the function, in the registry
+    int64_t max_instructions;
+    size_t max_memory;
+    size_t used;                 // bytes the allocator handed out
+    char name[64];
+    int64_t print_second;        // rate limit of print
+    int prints;
+};
+
+//  Lua's allocator, refusing what would take the state past its limit:
+//  Lua then raises "not enough memory" in the call that asked.
+static void *s_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    drv_lua_t *self = ud;
+    size_t old = ptr ? osize : 0; // without ptr, osize says what kind of object
+    if (nsize == 0) {
+        free(ptr);
+        self->used -= old;
+        return NULL;
+    }
+    if (nsize > old && self->used + (nsize - old) > self->max_memory) {
+        return NULL;
+    }
+    void *block = realloc(ptr, nsize);
+    if (block) {
+        self->used = self->used - old + nsize;
+    }
+    return block;
+}
+
+static drv_lua_t *s_owner(lua_State *L)
+{
+    return *(drv_lua_t **)lua_getextraspace(L);
+}
+
+static void s_limit_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    luaL_error(L, "instruction limit reached (max_instructions %I)", (lua_Integer)s_owner(L)->max_instructions);
+}
+
+static void s_arm(drv_lua_t *self)
+{
+    if (self->max_instructions > 0) {
+        lua_sethook(self->L, s_limit_hook, LUA_MASKCOUNT, (int)self->max_instructions); // resets the count
+    }
+}
+
+//  print(...): to the instance's log, a few lines a second at most.
+static int s_print(lua_State *L)
+{
+    drv_lua_t *self = s_owner(L);
+    int64_t second = drv_time_mono_ms() / 1000;
+    if (second != self->print_second) {
+        self->print_second = second;
+        self->prints = 0;
+    }
+    if (self->prints++ >= PRINTS_PER_SECOND) {
+        return 0;
+    }
+    char line[PRINT_MAX + 1];
+    size_t used = 0;
+    int n = lua_gettop(L);
+    for (int i = 1; i <= n && used < PRINT_MAX; i++) {
+        size_t len;
+        const char *text = luaL_tolstring(L, i, &len);
+        for (size_t k = 0; k < len && used < PRINT_MAX; k++) {
+            char ch = text[k];
+            line[used++] = (ch == '"' ? '\'' : (unsigned char)ch < 0x20 ? ' ' : ch);
+        }
+        if (i < n && used < PRINT_MAX) {
+            line[used++] = ' ';
+        }
+        lua_pop(L, 1);
+    }
+    line[used] = 0;
+    drv_info("lua print node=%s text=\"%s\"", self->name, line);
+    return 0;
+}
+
+static void s_open_sandbox(lua_State *L)
+{
+    static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},        {LUA_STRLIBNAME, luaopen_string},
+                                    {LUA_TABLIBNAME, luaopen_table},  {LUA_MATHLIBNAME, luaopen_math},
+                                    {LUA_UTF8LIBNAME, luaopen_utf8}, {NULL, NULL}};
+    for (const luaL_Reg *lib = libs; lib->func; lib++) {
+        luaL_requiref(L, lib->name, lib->func, 1);
+        lua_pop(L, 1);
+    }
+    //  luaL_requiref kept each library in package.loaded: a table nobody
+    //  reaches without the package library, dropped all the same.
+    lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    static const char *const removed[] = {"load", "loadstring", "dofile", "loadfile", "require", NULL};
+    for (const char *const *name = removed; *name; name++) {
+        lua_pushnil(L);
+        lua_setglobal(L, *name);
+    }
+    lua_pushcfunction(L, s_print);
+    lua_setglobal(L, "print");
+}
+
+//  "script:3: msg" as "line 3: msg".
+static void s_reason(const char *message, char *err, size_t errlen)
+{
+    if (!message) {
+        snprintf(err, errlen, "an error whose value is not a string");
+    } else if (strncmp(message, "script:", 7) == 0) {
+        snprintf(err, errlen, "line %s", message + 7);
+    } else {
+        snprintf(err, errlen, "%s", message);
+    }
+}
+
+static lua_State *s_state(drv_lua_t *self)
+{
+    lua_State *L = lua_newstate(s_alloc, self);
+    if (L) {
+        *(drv_lua_t **)lua_getextraspace(L) = self;
+    }
+    return L;
+}
+
+int drv_lua_compile_check(const char *source, size_t length, char *err, size_t errlen)
+{
+    drv_lua_t checker = {.max_memory = 256 * 1024 * 1024};
+    lua_State *L = s_state(&checker);
+    if (!L) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = luaL_loadbufferx(L, source, length, "=script", "t");
+    if (rc != LUA_OK) {
+        s_reason(rc == LUA_ERRMEM ? "the script is too big to compile" : lua_tostring(L, -1), err, errlen);
+    }
+    lua_close(L);
+    return rc == LUA_OK ? 0 : -1;
+}
+
+//  What the protected call gets.
+typedef struct {
+    drv_lua_t *self;
+    const msgpack_object *record;
+    drv_lua_alloc_fn alloc;
+    void *arg;
+    msgpack_object *out;
+    size_t count;
+    char *err;
+    size_t errlen;
+} call_t;
+
+static int s_fail(lua_State *L, call_t *c)
+{
+    lua_pushstring(L, c->err);
+    return lua_error(L);
+}
+
+//  The returned table at the top of the stack as c->count records.
+static int s_returned(lua_State *L, call_t *c)
+{
+    int result = lua_gettop(L);
+    if (lua_isnil(L, result)) {
+        return 0;
+    }
+    if (!lua_istable(L, result)) {
+        snprintf(c->err, c->errlen, "%s returned a %s; return a table, a list of tables or nil",
+                 "the function", luaL_typename(L, result));
+        return s_fail(L, c);
+    }
+    bool list = lua_rawgeti(L, result, 1) != LUA_TNIL;
+    lua_pop(L, 1);
+    if (!list) {
+        lua_pushnil(L);
+        if (!lua_next(L, result)) {
+            return 0; // {}: nothing
+        }
+        lua_pop(L, 2);
+        c->out = c->alloc(c->arg, sizeof *c->out);
+        c->count = 1;
+        if (drv_lua_to_object(L, result, c->alloc, c->arg, c->out, c->err, c->errlen)) {
+            return s_fail(L, c);
+        }
+        return 0;
+    }
+    size_t n = lua_rawlen(L, result);
+    c->out = c->alloc(c->arg, n * sizeof *c->out);
+    for (size_t i = 0; i < n; i++) {
+        if (lua_rawgeti(L, result, (lua_Integer)i + 1) != LUA_TTABLE) {
+            snprintf(c->err, c->errlen, "item %zu of the returned list is a %s, not a record (a table)", i + 1,
+                     luaL_typename(L, -1));
+            return s_fail(L, c);
+        }
+        if (drv_lua_to_object(L, -1, c->alloc, c->arg, &c->out[i], c->err, c->errlen)) {
+            return s_fail(L, c);
+        }
+        if (c->out[i].type != MSGPACK_OBJECT_MAP) {
+            snprintf(c->err, c->errlen, "item %zu of the returned list is a list, not a record", i + 1);
+            return s_fail(L, c);
+        }
+        lua_pop(L, 1);
+    }
+    c->count = n;
+    return 0;
+}
+
+static int s_call(lua_State *L)
+{
+    call_t *c = lua_touserdata(L, 1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->self->function_ref);
+    drv_lua_push_object(L, c->record);
+    lua_call(L, 1, 1);
+    return s_returned(L, c);
+}
+
+static void s_error_reason(drv_lua_t *self, int rc, char *err, size_t errlen)
+{
+    if (rc == LUA_ERRMEM) {
+        snprintf(err, errlen, "memory limit reached (max_memory_bytes %zu)", self->max_memory);
+    } else {
+        s_reason(lua_tostring(self->L, -1), err, errlen);
+    }
+    lua_pop(self->L, 1);
+}
+
+int drv_lua_call(drv_lua_t *self, const msgpack_object *record, drv_lua_alloc_fn alloc, void *arg,
+                 msgpack_object **out, size_t *count, char *err, size_t errlen)
+{
+    lua_State *L = self->L;
+    call_t c = {self, record, alloc, arg, NULL, 0, err, errlen};
+    s_arm(self);
+    lua_pushcfunction(L, s_call);
+    lua_pushlightuserdata(L, &c);
+    int rc = lua_pcall(L, 1, 0, 0);
+    if (rc != LUA_OK) {
+        s_error_reason(self, rc, err, errlen);
+        return -1;
+    }
+    *out = c.out;
+    *count = c.count;
+    return 0;
+}
+
+//  In a protected call: opens the sandbox, runs the script's top level and
+//  keeps its function.
+static int s_setup(lua_State *L)
+{
+    const drv_lua_options_t *options = lua_touserdata(L, 1);
+    drv_lua_t *self = s_owner(L);
+    s_open_sandbox(L);
+    drv_lua_record_setup(L);
+    if (luaL_loadbufferx(L, options->source, options->length, "=script", "t") != LUA_OK) {
+        return lua_error(L);
+    }
+    lua_call(L, 0, 0);
+    if (lua_getglobal(L, options->function) != LUA_TFUNCTION) {
+        return luaL_error(L, "the script defines no function %s (it is a %s)", options->function,
+                          luaL_typename(L, -1));
+    }
+    self->function_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return 0;
+}
+
+drv_lua_t *drv_lua_new(const drv_lua_options_t *options, char *err, size_t errlen)
+{
+    drv_lua_t *self = calloc(1, sizeof *self);
+    self->max_instructions = options->max_instructions;
+    self->max_memory = (size_t)options->max_memory_bytes;
+    self->function_ref = LUA_NOREF;
+    snprintf(self->name, sizeof self->name, "%s", options->name ? options->name : "lua");
+    self->L = s_state(self);
+    if (!self->L) {
+        snprintf(err, errlen, "cannot make a Lua state within max_memory_bytes %zu", self->max_memory);
+        free(self);
+        return NULL;
+    }
+    lua_State *L = self->L;
+    lua_pushcfunction(L, s_setup);
+    lua_pushlightuserdata(L, (void *)options);
+    s_arm(self);
+    int rc = lua_pcall(L, 1, 0, 0);
+    if (rc != LUA_OK) {
+        s_error_reason(self, rc, err, errlen);
+        drv_lua_destroy(&self);
+        return NULL;
+    }
+    return self;
+}
+
+size_t drv_lua_memory(const drv_lua_t *self)
+{
+    return self->used;
+}
+
+void drv_lua_destroy(drv_lua_t **self_p)
+{
+    drv_lua_t *self = *self_p;
+    if (self) {
+        if (self->L) {
+            lua_close(self->L);
+        }
+        free(self);
+        *self_p = NULL;
+    }
+}

@@ -1,0 +1,49 @@
+/*  drv_lua — one sandboxed Lua 5.4 state running a processor:lua script.
+
+    The sandbox opens base (without load, loadstring, dofile, loadfile,
+    require), string, table, math and utf8; nothing that reaches files,
+    processes, the loader or debug. print goes to the instance's log (at
+    most 5 lines a second). Every call runs under an instruction limit
+    (a count hook: Lua 5.4 has no compiled traces for it to miss) and the
+    whole state under a memory limit (its allocator refuses past it); both
+    end the call with a Lua error and leave the state usable. */
+#ifndef DRV_LUA_H
+#define DRV_LUA_H
+
+#include "drv_lua_record.h"
+
+#include <msgpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct drv_lua_t drv_lua_t;
+
+typedef struct {
+    const char *source;          // the script's text
+    size_t length;
+    const char *function;        // called per record ("process")
+    int64_t max_instructions;    // per call (0: no limit)
+    int64_t max_memory_bytes;    // the whole state
+    const char *name;            // for log lines (the node id)
+} drv_lua_options_t;
+
+//  Compiles source as text (never bytecode) without running it: 0, or -1
+//  with "line N: what" in err. What the spec validator calls.
+int drv_lua_compile_check(const char *source, size_t length, char *err, size_t errlen);
+
+//  A new state with the script's top level run (under both limits) and its
+//  function found, or NULL with the reason in err.
+drv_lua_t *drv_lua_new(const drv_lua_options_t *options, char *err, size_t errlen);
+void drv_lua_destroy(drv_lua_t **self_p);
+
+//  Calls the function with record. On 0, *out holds what it returned as
+//  *count records (0: it returned nil or an empty list), in memory from
+//  alloc; on -1, err says why (a Lua error, a limit, a value that is not a
+//  record). The state stays usable either way.
+int drv_lua_call(drv_lua_t *self, const msgpack_object *record, drv_lua_alloc_fn alloc, void *arg,
+                 msgpack_object **out, size_t *count, char *err, size_t errlen);
+
+//  Bytes the state holds now.
+size_t drv_lua_memory(const drv_lua_t *self);
+
+#endif

@@ -1,0 +1,30 @@
+/*  drv_lua_record — a record (msgpack object) as a Lua table and back.
+    Maps become tables keyed by strings, arrays become sequences marked with
+    one shared metatable (so an empty array comes back as an array),
+    integers stay integers (64 bits), floats floats, str and bin strings,
+    nil nil. Back from Lua, a string that is valid UTF-8 is a str, any other
+    a bin; a table marked as an array, or whose keys are exactly 1..n, is an
+    array, any other a map whose keys must be strings. */
+#ifndef DRV_LUA_RECORD_H
+#define DRV_LUA_RECORD_H
+
+#include <lua.h>
+#include <msgpack.h>
+#include <stddef.h>
+
+#define DRV_LUA_RECORD_MAX_DEPTH 32 // as deep as records nest (drv_mpcheck)
+
+//  Memory for what comes back from Lua: lives as long as the records.
+typedef void *(*drv_lua_alloc_fn)(void *arg, size_t size);
+
+//  Makes the array metatable; call once per state, before the first push.
+void drv_lua_record_setup(lua_State *L);
+//  Pushes obj onto L's stack as a Lua value.
+void drv_lua_push_object(lua_State *L, const msgpack_object *obj);
+//  The Lua value at index as a msgpack object in memory from alloc.
+//  Returns 0, or -1 with the reason in err (a function, a cycle, a key
+//  that is not a string...). Leaves the stack as it found it.
+int drv_lua_to_object(lua_State *L, int index, drv_lua_alloc_fn alloc, void *arg, msgpack_object *out, char *err,
+                      size_t errlen);
+
+#endif

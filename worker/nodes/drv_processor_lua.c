@@ -1,0 +1,200 @@
+/*  processor:lua — calls the script's function for each record (drv_lua:
+    one sandboxed Lua 5.4 state per instance, its globals kept from call to
+    call). A table returned is emitted, nil or {} drops the record, a list
+    of tables emits each. A Lua error, a limit reached or a value that is
+    not a record counts in errors and the record is dropped (on_error: drop)
+    or passed on unchanged (pass).
+
+    The script is compiled when the spec is validated, so a syntax error is
+    a 422 naming the line. script_file is read each time the spec is
+    applied (the schema's complete hook): its text becomes the normalized
+    spec's script, with its digest, so a changed file is a changed spec. */
+#include "drv_lua.h"
+#include "drv_node.h"
+
+#include "drover/drv_file.h"
+#include "drover/drv_limits.h"
+#include "drover/drv_utf8.h"
+
+#include <czmq.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_MEMORY (1024 * 1024)
+
+typedef struct {
+    drv_lua_t *lua;
+    bool pass_on_error;
+} lua_node_t;
+
+static bool s_identifier(const char *name)
+{
+    if (!name || !(*name == '_' || (*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z'))) {
+        return false;
+    }
+    for (const char *p = name; *p; p++) {
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
+{
+    char path[300];
+    json_t *script = json_object_get(config, "script");
+    json_t *file = json_object_get(config, "script_file");
+    snprintf(path, sizeof path, "%s.config", node_path);
+    if (!script && !file) {
+        drv_spec_check_problem(check, path, "give the script as script (its text) or script_file (a path)");
+    } else if (script && file && !json_object_get(config, "script_sha1")) {
+        //  Both with a digest is a normalized spec applied again (a restore):
+        //  the file is read again and wins.
+        drv_spec_check_problem(check, path, "give script or script_file, not both");
+    }
+    if (json_is_string(file)) {
+        const char *name = json_string_value(file);
+        snprintf(path, sizeof path, "%s.config.script_file", node_path);
+        if (name[0] != '/' || strlen(name) > DRV_LIMIT_PATH) {
+            drv_spec_check_problem(check, path, "must be an absolute path of at most %d bytes", DRV_LIMIT_PATH);
+        } else if (!drv_spec_check_path_allowed(check, name)) {
+            drv_spec_check_problem(check, path, "%s is outside engine.data_dirs and run_dir (absolute, without \"..\")",
+                                   name);
+        }
+    }
+    json_t *function = json_object_get(config, "function");
+    if (json_is_string(function) && !s_identifier(json_string_value(function))) {
+        snprintf(path, sizeof path, "%s.config.function", node_path);
+        drv_spec_check_problem(check, path, "\"%s\" is not a Lua name", json_string_value(function));
+    }
+    json_t *memory = json_object_get(config, "max_memory_bytes");
+    if (json_is_integer(memory) && json_integer_value(memory) < MIN_MEMORY) {
+        snprintf(path, sizeof path, "%s.config.max_memory_bytes", node_path);
+        drv_spec_check_problem(check, path, "must be at least %d", MIN_MEMORY);
+    }
+}
+
+static void s_complete(drv_spec_check_t *check, const char *node_path, json_t *normalized)
+{
+    char path[300], err[400];
+    json_t *file = json_object_get(normalized, "script_file");
+    snprintf(path, sizeof path, "%s.config.%s", node_path, file ? "script_file" : "script");
+    char *text = NULL;
+    size_t length = 0;
+    if (json_is_string(file)) {
+        if (!(text = drv_file_read(json_string_value(file), DRV_LIMIT_SCRIPT, &length, err, sizeof err))) {
+            drv_spec_check_problem(check, path, "%s", err);
+            return;
+        }
+        if (!drv_utf8_valid(text, length, false)) {
+            drv_spec_check_problem(check, path, "%s is not UTF-8 text", json_string_value(file));
+            free(text);
+            return;
+        }
+        json_object_set_new(normalized, "script", json_stringn(text, length));
+    } else if (json_is_string(json_object_get(normalized, "script"))) {
+        text = strdup(json_string_value(json_object_get(normalized, "script")));
+        length = json_string_length(json_object_get(normalized, "script"));
+    } else {
+        return;
+    }
+    if (length > DRV_LIMIT_SCRIPT) {
+        drv_spec_check_problem(check, path, "the script is larger than %d bytes", DRV_LIMIT_SCRIPT);
+    } else if (drv_lua_compile_check(text, length, err, sizeof err)) {
+        drv_spec_check_problem(check, path, "syntax error at %s", err);
+    }
+    zdigest_t *digest = zdigest_new();
+    zdigest_update(digest, (const byte *)text, length);
+    json_object_set_new(normalized, "script_sha1", json_string(zdigest_string(digest)));
+    zdigest_destroy(&digest);
+    free(text);
+}
+
+static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
+{
+    json_t *script = json_object_get(config, "script");
+    drv_lua_options_t options = {
+        .source = json_string_value(script),
+        .length = json_string_length(script),
+        .function = json_string_value(json_object_get(config, "function")),
+        .max_instructions = json_integer_value(json_object_get(config, "max_instructions")),
+        .max_memory_bytes = json_integer_value(json_object_get(config, "max_memory_bytes")),
+        .name = node->id,
+    };
+    char reason[400];
+    drv_lua_t *lua = drv_lua_new(&options, reason, sizeof reason);
+    if (!lua) {
+        snprintf(err, errlen, "node %s: the script cannot start: %s", node->id, reason);
+        return -1;
+    }
+    lua_node_t *self = calloc(1, sizeof *self);
+    self->lua = lua;
+    self->pass_on_error = strcmp(json_string_value(json_object_get(config, "on_error")), "pass") == 0;
+    node->state = self;
+    return 0;
+}
+
+static void s_destroy(drv_node_t *node)
+{
+    lua_node_t *self = node->state;
+    if (self) {
+        drv_lua_destroy(&self->lua);
+        free(self);
+    }
+}
+
+static void *s_alloc(void *arg, size_t size)
+{
+    return drv_node_alloc(arg, size);
+}
+
+static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    lua_node_t *self = node->state;
+    size_t capacity = n ? n : 1, count = 0;
+    msgpack_object *out = drv_node_alloc(node, capacity * sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        msgpack_object *emitted = NULL;
+        size_t emitted_count = 0;
+        char err[400];
+        if (drv_lua_call(self->lua, &records[i], s_alloc, node, &emitted, &emitted_count, err, sizeof err)) {
+            drv_node_record_error(node, err);
+            if (self->pass_on_error) {
+                emitted = (msgpack_object *)&records[i];
+                emitted_count = 1;
+            }
+        }
+        if (emitted_count == 0) {
+            drv_node_count_dropped(node, 1);
+            continue;
+        }
+        if (count + emitted_count > capacity) {
+            capacity = (count + emitted_count) * 2;
+            msgpack_object *grown = drv_node_alloc(node, capacity * sizeof *grown);
+            memcpy(grown, out, count * sizeof *out);
+            out = grown;
+        }
+        memcpy(out + count, emitted, emitted_count * sizeof *out);
+        count += emitted_count;
+    }
+    drv_node_forward(node, out, count);
+}
+
+const drv_node_kind_t drv_processor_lua = {
+    .schema = {.name = "processor:lua",
+               .role = DRV_ROLE_PROCESSOR,
+               .keys = {{"script", DRV_KEY_STRING, false, NULL, NULL, 0},
+                        {"script_file", DRV_KEY_STRING, false, NULL, NULL, 0},
+                        {"script_sha1", DRV_KEY_STRING, false, NULL, NULL, 0},
+                        {"function", DRV_KEY_STRING, false, "\"process\"", NULL, 0},
+                        {"on_error", DRV_KEY_CHOICE, false, "\"drop\"", "drop pass", 0},
+                        {"max_instructions", DRV_KEY_NONNEG_INT, false, "1000000", NULL, 2147483647},
+                        {"max_memory_bytes", DRV_KEY_NONNEG_INT, false, "67108864", NULL, 4294967296LL}},
+               .check = s_check,
+               .complete = s_complete},
+    .init = s_init,
+    .run = s_run,
+    .destroy = s_destroy,
+};
