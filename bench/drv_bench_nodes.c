@@ -142,15 +142,16 @@ static int s_steps(lua_State *L)
     split_t *s = lua_touserdata(L, 1);
     msgpack_object out;
     char err[200];
+    static drv_lua_memo_t memo;
     for (int i = 0; i < BATCH; i++) {
         if (s->step >= 2) {
             lua_pushvalue(L, lua_upvalueindex(1));
         }
-        drv_lua_push_object(L, &s->records[i]);
+        drv_lua_push_object(L, &s->records[i], &memo);
         if (s->step >= 2) {
             lua_call(L, 1, 1);
         }
-        if (s->step >= 3 && drv_lua_to_object(L, -1, s_bump, NULL, &out, err, sizeof err)) {
+        if (s->step >= 3 && drv_lua_to_object(L, -1, s_bump, NULL, &memo, &out, err, sizeof err)) {
             return luaL_error(L, "%s", err);
         }
         lua_pop(L, 1);
@@ -193,7 +194,10 @@ int drv_bench_lua_split(double seconds)
     lua_State *L = luaL_newstate();
     luaL_openlibs(L);
     drv_lua_record_setup(L);
-    luaL_dostring(L, s_script);
+    if (luaL_dostring(L, s_script) != LUA_OK) {
+        fprintf(stderr, "lua: %s\n", lua_tostring(L, -1));
+        return 1;
+    }
     lua_getglobal(L, "process");
     lua_pushcclosure(L, s_steps, 1);
     lua_sethook(L, s_limit, LUA_MASKCOUNT, 1000000000); // the hook processor:lua runs under, never reached

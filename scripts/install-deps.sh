@@ -16,7 +16,7 @@
 #   image    debootstrap (make image-check: the Dockerfile without Docker)
 set -eu
 
-RUNTIME="libzmq5 libczmq4 libmsgpackc2 libjansson4 libyaml-0-2 libmicrohttpd12 libsystemd0 zlib1g libprotobuf-c1 libcurl4 liblua5.4-0"
+RUNTIME="libzmq5 libczmq4 libmsgpackc2 libjansson4 libyaml-0-2 libmicrohttpd12 libsystemd0 zlib1g libprotobuf-c1 libcurl4"
 BUILD="build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev libjansson-dev
 libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev zlib1g-dev
 libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev liblua5.4-dev"

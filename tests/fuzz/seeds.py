@@ -65,6 +65,12 @@ def main():
             {"when": {"field": "x", "op": "exists"}, "to": ["r"]}], "default": ["b"]}},
         "a": {"type": "exporter:null"}, "b": {"type": "exporter:otlp", "config": {
             "endpoint": "http://127.0.0.1:4318", "batch": {"max_records": 10}, "headers": {"X-A": "b"}}}}}))
+    write("spec", "lua.json", json.dumps({"nodes": {
+        "g": {"type": "receiver:generator", "to": ["s"]},
+        "s": {"type": "processor:lua", "config": {
+            "script": "n = 0\nfunction process(r) n = n + 1 r.n = n return r end", "on_error": "pass",
+            "max_instructions": 1000}, "to": ["a"]},
+        "a": {"type": "exporter:null"}}}))
 
     def msg(**fields):
         return msgpack.packb({"v": 1, **fields})

@@ -23,6 +23,7 @@ struct drv_lua_t {
     char name[64];
     int64_t print_second;        // rate limit of print
     int prints;
+    drv_lua_memo_t memo;         // the strings of the record being called
 };
 
 //  Lua's allocator, refusing what would take the state past its limit:
@@ -155,79 +156,93 @@ int drv_lua_compile_check(const char *source, size_t length, char *err, size_t e
     return rc == LUA_OK ? 0 : -1;
 }
 
-//  What the protected call gets.
+//  What the protected call gets: the batch and how far it got.
 typedef struct {
     drv_lua_t *self;
-    const msgpack_object *record;
+    const msgpack_object *records;
+    size_t n;
+    size_t next;                 // the record being called
     drv_lua_alloc_fn alloc;
-    void *arg;
-    msgpack_object *out;
-    size_t count;
-    char *err;
-    size_t errlen;
-} call_t;
+    void *alloc_arg;
+    drv_lua_result_fn result;
+    void *result_arg;
+    char err[300];
+} batch_t;
 
-static int s_fail(lua_State *L, call_t *c)
+static int s_fail(lua_State *L, batch_t *b)
 {
-    lua_pushstring(L, c->err);
+    lua_pushstring(L, b->err);
     return lua_error(L);
 }
 
-//  The returned table at the top of the stack as c->count records.
-static int s_returned(lua_State *L, call_t *c)
+//  The value at the top of the stack as *count records in *out.
+static void s_returned(lua_State *L, batch_t *b, msgpack_object **out, size_t *count)
 {
     int result = lua_gettop(L);
+    *out = NULL;
+    *count = 0;
     if (lua_isnil(L, result)) {
-        return 0;
+        return;
     }
     if (!lua_istable(L, result)) {
-        snprintf(c->err, c->errlen, "%s returned a %s; return a table, a list of tables or nil",
-                 "the function", luaL_typename(L, result));
-        return s_fail(L, c);
+        snprintf(b->err, sizeof b->err, "the function returned a %s; return a table, a list of tables or nil",
+                 luaL_typename(L, result));
+        s_fail(L, b);
     }
     bool list = lua_rawgeti(L, result, 1) != LUA_TNIL;
     lua_pop(L, 1);
+    const drv_lua_memo_t *memo = &b->self->memo;
     if (!list) {
         lua_pushnil(L);
         if (!lua_next(L, result)) {
-            return 0; // {}: nothing
+            return; // {}: nothing
         }
         lua_pop(L, 2);
-        c->out = c->alloc(c->arg, sizeof *c->out);
-        c->count = 1;
-        if (drv_lua_to_object(L, result, c->alloc, c->arg, c->out, c->err, c->errlen)) {
-            return s_fail(L, c);
+        *out = b->alloc(b->alloc_arg, sizeof **out);
+        if (drv_lua_to_object(L, result, b->alloc, b->alloc_arg, memo, *out, b->err, sizeof b->err)) {
+            s_fail(L, b);
         }
-        return 0;
+        *count = 1;
+        return;
     }
     size_t n = lua_rawlen(L, result);
-    c->out = c->alloc(c->arg, n * sizeof *c->out);
+    *out = b->alloc(b->alloc_arg, n * sizeof **out);
     for (size_t i = 0; i < n; i++) {
         if (lua_rawgeti(L, result, (lua_Integer)i + 1) != LUA_TTABLE) {
-            snprintf(c->err, c->errlen, "item %zu of the returned list is a %s, not a record (a table)", i + 1,
+            snprintf(b->err, sizeof b->err, "item %zu of the returned list is a %s, not a record (a table)", i + 1,
                      luaL_typename(L, -1));
-            return s_fail(L, c);
+            s_fail(L, b);
         }
-        if (drv_lua_to_object(L, -1, c->alloc, c->arg, &c->out[i], c->err, c->errlen)) {
-            return s_fail(L, c);
+        if (drv_lua_to_object(L, -1, b->alloc, b->alloc_arg, memo, &(*out)[i], b->err, sizeof b->err)) {
+            s_fail(L, b);
         }
-        if (c->out[i].type != MSGPACK_OBJECT_MAP) {
-            snprintf(c->err, c->errlen, "item %zu of the returned list is a list, not a record", i + 1);
-            return s_fail(L, c);
+        if ((*out)[i].type != MSGPACK_OBJECT_MAP) {
+            snprintf(b->err, sizeof b->err, "item %zu of the returned list is a list, not a record", i + 1);
+            s_fail(L, b);
         }
         lua_pop(L, 1);
     }
-    c->count = n;
-    return 0;
+    *count = n;
 }
 
-static int s_call(lua_State *L)
+//  In a protected call: the records from b->next on, until one fails.
+static int s_batch(lua_State *L)
 {
-    call_t *c = lua_touserdata(L, 1);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, c->self->function_ref);
-    drv_lua_push_object(L, c->record);
-    lua_call(L, 1, 1);
-    return s_returned(L, c);
+    batch_t *b = lua_touserdata(L, 1);
+    drv_lua_t *self = b->self;
+    while (b->next < b->n) {
+        s_arm(self);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, self->function_ref);
+        drv_lua_push_object(L, &b->records[b->next], &self->memo);
+        lua_call(L, 1, 1);
+        msgpack_object *out;
+        size_t count;
+        s_returned(L, b, &out, &count);
+        lua_pop(L, 1);
+        size_t index = b->next++;
+        b->result(b->result_arg, index, out, count, NULL);
+    }
+    return 0;
 }
 
 static void s_error_reason(drv_lua_t *self, int rc, char *err, size_t errlen)
@@ -240,22 +255,21 @@ static void s_error_reason(drv_lua_t *self, int rc, char *err, size_t errlen)
     lua_pop(self->L, 1);
 }
 
-int drv_lua_call(drv_lua_t *self, const msgpack_object *record, drv_lua_alloc_fn alloc, void *arg,
-                 msgpack_object **out, size_t *count, char *err, size_t errlen)
+void drv_lua_run(drv_lua_t *self, const msgpack_object *records, size_t n, drv_lua_alloc_fn alloc, void *alloc_arg,
+                 drv_lua_result_fn result, void *result_arg)
 {
     lua_State *L = self->L;
-    call_t c = {self, record, alloc, arg, NULL, 0, err, errlen};
-    s_arm(self);
-    lua_pushcfunction(L, s_call);
-    lua_pushlightuserdata(L, &c);
-    int rc = lua_pcall(L, 1, 0, 0);
-    if (rc != LUA_OK) {
-        s_error_reason(self, rc, err, errlen);
-        return -1;
+    batch_t b = {self, records, n, 0, alloc, alloc_arg, result, result_arg, ""};
+    while (b.next < n) {
+        lua_pushcfunction(L, s_batch);
+        lua_pushlightuserdata(L, &b);
+        int rc = lua_pcall(L, 1, 0, 0);
+        if (rc != LUA_OK) {
+            char reason[400];
+            s_error_reason(self, rc, reason, sizeof reason);
+            result(result_arg, b.next++, NULL, 0, reason);
+        }
     }
-    *out = c.out;
-    *count = c.count;
-    return 0;
 }
 
 //  In a protected call: opens the sandbox, runs the script's top level and

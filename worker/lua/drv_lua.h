@@ -36,12 +36,18 @@ int drv_lua_compile_check(const char *source, size_t length, char *err, size_t e
 drv_lua_t *drv_lua_new(const drv_lua_options_t *options, char *err, size_t errlen);
 void drv_lua_destroy(drv_lua_t **self_p);
 
-//  Calls the function with record. On 0, *out holds what it returned as
-//  *count records (0: it returned nil or an empty list), in memory from
-//  alloc; on -1, err says why (a Lua error, a limit, a value that is not a
-//  record). The state stays usable either way.
-int drv_lua_call(drv_lua_t *self, const msgpack_object *record, drv_lua_alloc_fn alloc, void *arg,
-                 msgpack_object **out, size_t *count, char *err, size_t errlen);
+//  What drv_lua_run reports for each record, in order: what the function
+//  returned as count records (0: nil or an empty list) in memory from
+//  alloc, or, when error is not NULL, why the call failed (a Lua error, a
+//  limit, a value that is not a record).
+typedef void (*drv_lua_result_fn)(void *arg, size_t index, const msgpack_object *out, size_t count,
+                                  const char *error);
+
+//  Calls the function with each of n records, in one protected call for
+//  as long as none fails (a failure costs one more). The state stays
+//  usable whatever the script does.
+void drv_lua_run(drv_lua_t *self, const msgpack_object *records, size_t n, drv_lua_alloc_fn alloc, void *alloc_arg,
+                 drv_lua_result_fn result, void *result_arg);
 
 //  Bytes the state holds now.
 size_t drv_lua_memory(const drv_lua_t *self);

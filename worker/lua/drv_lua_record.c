@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define MAP_ON_STACK 64 // pairs gathered before a map's size is known
+
 //  The registry key of the array metatable: this variable's address.
 static const char s_array_key = 0;
 
@@ -19,9 +21,46 @@ void drv_lua_record_setup(lua_State *L)
     lua_rawsetp(L, LUA_REGISTRYINDEX, &s_array_key);
 }
 
-static void s_push(lua_State *L, const msgpack_object *obj)
+static uint32_t s_slot(const char *text)
 {
-    luaL_checkstack(L, 4, "record nested too deep");
+    uintptr_t p = (uintptr_t)text;
+    return (uint32_t)((p >> 4) ^ (p >> 12)) & (DRV_LUA_MEMO_SLOTS - 1);
+}
+
+static void s_note(lua_State *L, const msgpack_object *obj, drv_lua_memo_t *memo)
+{
+    if (!memo || memo->count >= DRV_LUA_MEMO_SLOTS / 2) {
+        return; // half full at most: probes stay short
+    }
+    const char *text = lua_tostring(L, -1);
+    uint32_t i = s_slot(text);
+    while (memo->slot[i].stamp == memo->stamp && memo->slot[i].text != text) {
+        i = (i + 1) & (DRV_LUA_MEMO_SLOTS - 1);
+    }
+    memo->slot[i].text = text;
+    memo->slot[i].obj = obj;
+    memo->slot[i].stamp = memo->stamp;
+    memo->count++;
+}
+
+static const msgpack_object *s_recall(const drv_lua_memo_t *memo, const char *text, size_t len)
+{
+    if (!memo) {
+        return NULL;
+    }
+    for (uint32_t i = s_slot(text); memo->slot[i].stamp == memo->stamp; i = (i + 1) & (DRV_LUA_MEMO_SLOTS - 1)) {
+        if (memo->slot[i].text == text) {
+            const msgpack_object *obj = memo->slot[i].obj;
+            const char *bytes = obj->type == MSGPACK_OBJECT_STR ? obj->via.str.ptr : obj->via.bin.ptr;
+            uint32_t size = obj->type == MSGPACK_OBJECT_STR ? obj->via.str.size : obj->via.bin.size;
+            return size == len && memcmp(bytes, text, len) == 0 ? obj : NULL;
+        }
+    }
+    return NULL;
+}
+
+static void s_push(lua_State *L, const msgpack_object *obj, drv_lua_memo_t *memo)
+{
     switch (obj->type) {
     case MSGPACK_OBJECT_BOOLEAN:
         lua_pushboolean(L, obj->via.boolean);
@@ -40,27 +79,31 @@ static void s_push(lua_State *L, const msgpack_object *obj)
         break;
     case MSGPACK_OBJECT_STR:
         lua_pushlstring(L, obj->via.str.ptr, obj->via.str.size);
+        s_note(L, obj, memo);
         break;
     case MSGPACK_OBJECT_BIN:
         lua_pushlstring(L, obj->via.bin.ptr, obj->via.bin.size);
+        s_note(L, obj, memo);
         break;
     case MSGPACK_OBJECT_EXT:
         lua_pushlstring(L, obj->via.ext.ptr, obj->via.ext.size);
         break;
     case MSGPACK_OBJECT_ARRAY:
+        luaL_checkstack(L, 4, "record nested too deep"); // a table, a key and a value per level
         lua_createtable(L, (int)obj->via.array.size, 0);
         for (uint32_t i = 0; i < obj->via.array.size; i++) {
-            s_push(L, &obj->via.array.ptr[i]);
+            s_push(L, &obj->via.array.ptr[i], memo);
             lua_rawseti(L, -2, (lua_Integer)i + 1);
         }
         lua_rawgetp(L, LUA_REGISTRYINDEX, &s_array_key);
         lua_setmetatable(L, -2);
         break;
     case MSGPACK_OBJECT_MAP:
-        lua_createtable(L, 0, (int)obj->via.map.size);
+        luaL_checkstack(L, 4, "record nested too deep");
+        lua_createtable(L, 0, (int)obj->via.map.size + 4); // room for a few new keys without a rehash
         for (uint32_t i = 0; i < obj->via.map.size; i++) {
-            s_push(L, &obj->via.map.ptr[i].key);
-            s_push(L, &obj->via.map.ptr[i].val);
+            s_push(L, &obj->via.map.ptr[i].key, memo);
+            s_push(L, &obj->via.map.ptr[i].val, memo);
             lua_rawset(L, -3);
         }
         break;
@@ -70,24 +113,30 @@ static void s_push(lua_State *L, const msgpack_object *obj)
     }
 }
 
-void drv_lua_push_object(lua_State *L, const msgpack_object *obj)
+void drv_lua_push_object(lua_State *L, const msgpack_object *obj, drv_lua_memo_t *memo)
 {
-    s_push(L, obj);
+    if (memo) {
+        if (++memo->stamp == 0) { // wrapped: no slot may look current
+            memset(memo->slot, 0, sizeof memo->slot);
+            memo->stamp = 1;
+        }
+        memo->count = 0;
+    }
+    s_push(L, obj, memo);
 }
 
 typedef struct {
     lua_State *L;
     drv_lua_alloc_fn alloc;
     void *arg;
+    const drv_lua_memo_t *memo;
     char *err;
     size_t errlen;
 } convert_t;
 
 static int s_value(convert_t *c, int index, int depth, msgpack_object *out);
 
-//  The table at index is a sequence when it carries the array metatable or
-//  its keys are exactly 1..count (count > 0). Sets *count to its entries.
-static bool s_is_array(lua_State *L, int index, uint32_t *count)
+static bool s_marked_array(lua_State *L, int index)
 {
     bool marked = false;
     if (lua_getmetatable(L, index)) {
@@ -95,6 +144,12 @@ static bool s_is_array(lua_State *L, int index, uint32_t *count)
         marked = lua_rawequal(L, -1, -2);
         lua_pop(L, 2);
     }
+    return marked;
+}
+
+//  A table without the array mark whose keys are exactly 1..n (n > 0).
+static bool s_is_sequence(lua_State *L, int index, uint32_t *count)
+{
     uint32_t n = 0;
     bool sequence = true;
     lua_pushnil(L);
@@ -104,11 +159,64 @@ static bool s_is_array(lua_State *L, int index, uint32_t *count)
         sequence = sequence && lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1;
     }
     *count = n;
-    if (marked) {
-        *count = (uint32_t)lua_rawlen(L, index);
-        return true;
-    }
     return sequence && n > 0 && lua_rawlen(L, index) == n;
+}
+
+static int s_array(convert_t *c, int index, int depth, uint32_t n, msgpack_object *out)
+{
+    out->type = MSGPACK_OBJECT_ARRAY;
+    out->via.array.size = n;
+    out->via.array.ptr = c->alloc(c->arg, (n ? n : 1) * sizeof(msgpack_object));
+    for (uint32_t i = 0; i < n; i++) {
+        lua_rawgeti(c->L, index, (lua_Integer)i + 1);
+        int rc = s_value(c, lua_gettop(c->L), depth + 1, &out->via.array.ptr[i]);
+        lua_pop(c->L, 1);
+        if (rc) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+//  A map in one walk: pairs gather on the C stack until the count is known.
+static int s_map(convert_t *c, int index, int depth, msgpack_object *out)
+{
+    lua_State *L = c->L;
+    msgpack_object_kv local[MAP_ON_STACK];
+    msgpack_object_kv *kv = local;
+    uint32_t n = 0, capacity = MAP_ON_STACK;
+    lua_pushnil(L);
+    while (lua_next(L, index)) {
+        if (n == capacity) {
+            msgpack_object_kv *grown = c->alloc(c->arg, 2 * capacity * sizeof *grown);
+            memcpy(grown, kv, n * sizeof *kv);
+            kv = grown;
+            capacity *= 2;
+        }
+        int rc;
+        if (lua_type(L, -2) != LUA_TSTRING) {
+            snprintf(c->err, c->errlen, "a record key must be a string, not a %s (%s)", luaL_typename(L, -2),
+                     lua_isinteger(L, -2) ? "a table mixing a list with keys?" : "use tostring()");
+            rc = -1;
+        } else {
+            int top = lua_gettop(L);
+            rc = s_value(c, top - 1, depth + 1, &kv[n].key) || s_value(c, top, depth + 1, &kv[n].val);
+        }
+        lua_pop(L, 1);
+        if (rc) {
+            lua_pop(L, 1);
+            return -1;
+        }
+        n++;
+    }
+    out->type = MSGPACK_OBJECT_MAP;
+    out->via.map.size = n;
+    if (kv == local) {
+        kv = c->alloc(c->arg, (n ? n : 1) * sizeof *kv);
+        memcpy(kv, local, n * sizeof *kv);
+    }
+    out->via.map.ptr = kv;
+    return 0;
 }
 
 static int s_table(convert_t *c, int index, int depth, msgpack_object *out)
@@ -120,42 +228,43 @@ static int s_table(convert_t *c, int index, int depth, msgpack_object *out)
         return -1;
     }
     luaL_checkstack(L, 4, "record nested too deep");
+    if (s_marked_array(L, index)) {
+        return s_array(c, index, depth, (uint32_t)lua_rawlen(L, index), out);
+    }
+    //  Records are maps: a table whose first key is a string is one, and
+    //  only a table starting with an integer key may be a sequence.
+    lua_pushnil(L);
+    bool map = true;
+    if (lua_next(L, index)) {
+        map = lua_type(L, -2) == LUA_TSTRING;
+        lua_pop(L, 2);
+    }
     uint32_t n;
-    if (s_is_array(L, index, &n)) {
-        out->type = MSGPACK_OBJECT_ARRAY;
-        out->via.array.size = n;
-        out->via.array.ptr = c->alloc(c->arg, (n ? n : 1) * sizeof(msgpack_object));
-        for (uint32_t i = 0; i < n; i++) {
-            lua_rawgeti(L, index, (lua_Integer)i + 1);
-            int rc = s_value(c, lua_gettop(L), depth + 1, &out->via.array.ptr[i]);
-            lua_pop(L, 1);
-            if (rc) {
-                return -1;
-            }
-        }
+    if (!map && s_is_sequence(L, index, &n)) {
+        return s_array(c, index, depth, n, out);
+    }
+    return s_map(c, index, depth, out);
+}
+
+static int s_string(convert_t *c, int index, msgpack_object *out)
+{
+    size_t len;
+    const char *s = lua_tolstring(c->L, index, &len);
+    const msgpack_object *same = s_recall(c->memo, s, len);
+    if (same) {
+        *out = *same;
         return 0;
     }
-    out->type = MSGPACK_OBJECT_MAP;
-    out->via.map.size = n;
-    out->via.map.ptr = c->alloc(c->arg, (n ? n : 1) * sizeof(msgpack_object_kv));
-    uint32_t i = 0;
-    lua_pushnil(L);
-    while (lua_next(L, index)) {
-        msgpack_object_kv *kv = &out->via.map.ptr[i++];
-        int rc = 0;
-        if (lua_type(L, -2) != LUA_TSTRING) {
-            snprintf(c->err, c->errlen, "a record key must be a string, not a %s (%s)", luaL_typename(L, -2),
-                     lua_isinteger(L, -2) ? "a table mixing a list with keys?" : "use tostring()");
-            rc = -1;
-        } else {
-            int top = lua_gettop(L);
-            rc = s_value(c, top - 1, depth + 1, &kv->key) || s_value(c, top, depth + 1, &kv->val);
-        }
-        lua_pop(L, 1);
-        if (rc) {
-            lua_pop(L, 1);
-            return -1;
-        }
+    char *copy = c->alloc(c->arg, len ? len : 1);
+    memcpy(copy, s, len);
+    if (drv_utf8_valid(s, len, true)) {
+        out->type = MSGPACK_OBJECT_STR;
+        out->via.str.ptr = copy;
+        out->via.str.size = (uint32_t)len;
+    } else {
+        out->type = MSGPACK_OBJECT_BIN;
+        out->via.bin.ptr = copy;
+        out->via.bin.size = (uint32_t)len;
     }
     return 0;
 }
@@ -181,22 +290,8 @@ static int s_value(convert_t *c, int index, int depth, msgpack_object *out)
             out->via.f64 = lua_tonumber(L, index);
         }
         return 0;
-    case LUA_TSTRING: {
-        size_t len;
-        const char *s = lua_tolstring(L, index, &len);
-        char *copy = c->alloc(c->arg, len ? len : 1);
-        memcpy(copy, s, len);
-        if (drv_utf8_valid(s, len, true)) {
-            out->type = MSGPACK_OBJECT_STR;
-            out->via.str.ptr = copy;
-            out->via.str.size = (uint32_t)len;
-        } else {
-            out->type = MSGPACK_OBJECT_BIN;
-            out->via.bin.ptr = copy;
-            out->via.bin.size = (uint32_t)len;
-        }
-        return 0;
-    }
+    case LUA_TSTRING:
+        return s_string(c, index, out);
     case LUA_TTABLE:
         return s_table(c, index, depth, out);
     default:
@@ -205,9 +300,9 @@ static int s_value(convert_t *c, int index, int depth, msgpack_object *out)
     }
 }
 
-int drv_lua_to_object(lua_State *L, int index, drv_lua_alloc_fn alloc, void *arg, msgpack_object *out, char *err,
-                      size_t errlen)
+int drv_lua_to_object(lua_State *L, int index, drv_lua_alloc_fn alloc, void *arg, const drv_lua_memo_t *memo,
+                      msgpack_object *out, char *err, size_t errlen)
 {
-    convert_t c = {L, alloc, arg, err, errlen};
+    convert_t c = {L, alloc, arg, memo, err, errlen};
     return s_value(&c, lua_absindex(L, index), 0, out);
 }

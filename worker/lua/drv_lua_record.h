@@ -11,20 +11,39 @@
 #include <lua.h>
 #include <msgpack.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define DRV_LUA_RECORD_MAX_DEPTH 32 // as deep as records nest (drv_mpcheck)
 
 //  Memory for what comes back from Lua: lives as long as the records.
 typedef void *(*drv_lua_alloc_fn)(void *arg, size_t size);
 
+//  The strings a push made, by where Lua keeps their bytes: a string that
+//  comes back unchanged points at the record's own bytes again (no copy,
+//  no UTF-8 check, str or bin as it was). A hit is checked byte for byte,
+//  so a string Lua freed and whose address a new one took is never
+//  mistaken for it.
+#define DRV_LUA_MEMO_SLOTS 256
+typedef struct {
+    struct {
+        const char *text;           // Lua's bytes
+        const msgpack_object *obj;  // the record's string
+        uint32_t stamp;             // the push it belongs to
+    } slot[DRV_LUA_MEMO_SLOTS];
+    uint32_t stamp;
+    uint32_t count;
+} drv_lua_memo_t;
+
 //  Makes the array metatable; call once per state, before the first push.
 void drv_lua_record_setup(lua_State *L);
-//  Pushes obj onto L's stack as a Lua value.
-void drv_lua_push_object(lua_State *L, const msgpack_object *obj);
-//  The Lua value at index as a msgpack object in memory from alloc.
+//  Pushes obj onto L's stack as a Lua value, noting its strings in memo
+//  (NULL: none), which it clears first.
+void drv_lua_push_object(lua_State *L, const msgpack_object *obj, drv_lua_memo_t *memo);
+//  The Lua value at index as a msgpack object in memory from alloc,
+//  reusing the strings memo noted (NULL: copies every string).
 //  Returns 0, or -1 with the reason in err (a function, a cycle, a key
 //  that is not a string...). Leaves the stack as it found it.
-int drv_lua_to_object(lua_State *L, int index, drv_lua_alloc_fn alloc, void *arg, msgpack_object *out, char *err,
-                      size_t errlen);
+int drv_lua_to_object(lua_State *L, int index, drv_lua_alloc_fn alloc, void *arg, const drv_lua_memo_t *memo,
+                      msgpack_object *out, char *err, size_t errlen);
 
 #endif

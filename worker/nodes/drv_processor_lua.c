@@ -150,36 +150,47 @@ static void *s_alloc(void *arg, size_t size)
     return drv_node_alloc(arg, size);
 }
 
+//  What a batch emits so far.
+typedef struct {
+    drv_node_t *node;
+    const msgpack_object *records;
+    msgpack_object *out;
+    size_t count;
+    size_t capacity;
+} emitted_t;
+
+static void s_result(void *arg, size_t index, const msgpack_object *out, size_t count, const char *error)
+{
+    emitted_t *e = arg;
+    lua_node_t *self = e->node->state;
+    if (error) {
+        drv_node_record_error(e->node, error);
+        if (self->pass_on_error) {
+            out = &e->records[index];
+            count = 1;
+        }
+    }
+    if (count == 0) {
+        drv_node_count_dropped(e->node, 1);
+        return;
+    }
+    if (e->count + count > e->capacity) {
+        e->capacity = (e->count + count) * 2;
+        msgpack_object *grown = drv_node_alloc(e->node, e->capacity * sizeof *grown);
+        memcpy(grown, e->out, e->count * sizeof *grown);
+        e->out = grown;
+    }
+    memcpy(e->out + e->count, out, count * sizeof *out);
+    e->count += count;
+}
+
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     lua_node_t *self = node->state;
-    size_t capacity = n ? n : 1, count = 0;
-    msgpack_object *out = drv_node_alloc(node, capacity * sizeof *out);
-    for (size_t i = 0; i < n; i++) {
-        msgpack_object *emitted = NULL;
-        size_t emitted_count = 0;
-        char err[400];
-        if (drv_lua_call(self->lua, &records[i], s_alloc, node, &emitted, &emitted_count, err, sizeof err)) {
-            drv_node_record_error(node, err);
-            if (self->pass_on_error) {
-                emitted = (msgpack_object *)&records[i];
-                emitted_count = 1;
-            }
-        }
-        if (emitted_count == 0) {
-            drv_node_count_dropped(node, 1);
-            continue;
-        }
-        if (count + emitted_count > capacity) {
-            capacity = (count + emitted_count) * 2;
-            msgpack_object *grown = drv_node_alloc(node, capacity * sizeof *grown);
-            memcpy(grown, out, count * sizeof *out);
-            out = grown;
-        }
-        memcpy(out + count, emitted, emitted_count * sizeof *out);
-        count += emitted_count;
-    }
-    drv_node_forward(node, out, count);
+    emitted_t e = {node, records, NULL, 0, n ? n : 1};
+    e.out = drv_node_alloc(node, e.capacity * sizeof *e.out);
+    drv_lua_run(self->lua, records, n, s_alloc, node, s_result, &e);
+    drv_node_forward(node, e.out, e.count);
 }
 
 const drv_node_kind_t drv_processor_lua = {
