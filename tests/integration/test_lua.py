@@ -248,6 +248,7 @@ class Lua(EngineTest):
                  ({"script": "function process(r) return r end", "script_file": path}, "nodes.s.config",
                   "not both"),
                  ({}, "nodes.s.config", "give the script"),
+                 ({"script_file": "/dev/stdin"}, "nodes.s.config.script_file", "not a regular file"),
                  ({"script_file": "relative.lua"}, "nodes.s.config.script_file", "absolute path"),
                  ({"script": "x = 1", "function": "no-such"}, "nodes.s.config.function", "not a Lua name"),
                  ({"script": "x = 1", "on_error": "retry"}, "nodes.s.config.on_error", "drop pass"),

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MIN_MEMORY (1024 * 1024)
 
@@ -83,6 +84,12 @@ static void s_complete(drv_spec_check_t *check, const char *node_path, json_t *n
     snprintf(path, sizeof path, "%s.config.%s", node_path, file ? "script_file" : "script");
     char *text = NULL;
     size_t length = 0;
+    struct stat st;
+    if (json_is_string(file) && (stat(json_string_value(file), &st) == 0 && !S_ISREG(st.st_mode))) {
+        //  A FIFO or a device could block droverd's loop for ever.
+        drv_spec_check_problem(check, path, "%s is not a regular file", json_string_value(file));
+        return;
+    }
     if (json_is_string(file)) {
         if (!(text = drv_file_read(json_string_value(file), DRV_LIMIT_SCRIPT, &length, err, sizeof err))) {
             drv_spec_check_problem(check, path, "%s", err);
