@@ -133,9 +133,16 @@ bool drv_dag_has_zmq_receivers(const drv_dag_t *self)
 
 void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *records_out, int64_t *errors)
 {
-    *records_in = self->records_in;
-    *records_out = self->records_out;
-    *errors = self->errors;
+    //  What entered: the receivers' in; what left: the exporters' out.
+    *records_in = *records_out = 0;
+    *errors = self->unowned_errors;
+    for (size_t i = 0; i < self->count; i++) {
+        const drv_node_t *node = &self->nodes[i];
+        drv_node_role_t role = node->kind->schema.role;
+        *records_in += role == DRV_ROLE_RECEIVER ? node->in : 0;
+        *records_out += role == DRV_ROLE_EXPORTER ? node->out : 0;
+        *errors += node->errors;
+    }
 }
 
 json_t *drv_dag_node_counters(const drv_dag_t *self)
@@ -164,11 +171,9 @@ static int s_decode_forward(drv_node_t *node, const void *data, size_t size, boo
     int n = checked ? drv_batch_decode_checked(data, size, &self->batch_zone, &root, &records, err, errlen)
                     : drv_batch_decode(data, size, &self->batch_zone, &root, &records, err, errlen);
     if (n < 0) {
-        self->errors++;
         node->errors++;
         return -1;
     }
-    self->records_in += n;
     node->in += n;
     drv_node_forward(node, records, (size_t)n);
     return n;
@@ -185,7 +190,7 @@ int drv_dag_ingest(drv_dag_t *self, const char *node_id, const void *data, size_
     }
     if (!node) {
         snprintf(err, errlen, "no receiver:zmq node \"%s\"", node_id);
-        self->errors++;
+        self->unowned_errors++;
         return -1;
     }
     msgpack_zone_clear(&self->batch_zone);
@@ -206,7 +211,6 @@ int drv_node_emit_checked(drv_node_t *node, const void *data, size_t size, char 
 
 void drv_node_count_refused(drv_node_t *node)
 {
-    node->dag->errors++;
     node->errors++;
 }
 

@@ -78,6 +78,9 @@ bool drv_dag_backlogged(drv_dag_t *self);
 
 bool drv_dag_has_zmq_receivers(const drv_dag_t *self);
 
+//  The instance's counters, from its nodes': records in (its receivers'),
+//  out (its exporters'), and every node's errors plus batches for a
+//  receiver it does not have.
 void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *records_out,
                       int64_t *errors);
 //  Each node's counters as {"node": [in, out, dropped, errors]} (new reference).

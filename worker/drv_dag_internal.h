@@ -19,9 +19,7 @@ struct drv_dag_t {
     zlist_t *spec_buffers;   // encoded config bytes that spec_zone objects point into
     msgpack_zone batch_zone; // records of the batch in flight; cleared per batch
     drv_buf_t out;           // exporter encoding buffer, reused
-    int64_t records_in;
-    int64_t records_out;
-    int64_t errors;
+    int64_t unowned_errors;  // batches for a receiver the DAG does not have (the rest are the nodes')
     int64_t input;           // the last input taken (drv_node_input)
     int64_t settled;         // inputs up to this one are settled, receivers told
     bool abandoned;          // an export gave up while stopping: that batch is not done

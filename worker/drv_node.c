@@ -51,12 +51,11 @@ void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n)
 
 void drv_node_count_in(drv_node_t *node, size_t n)
 {
-    node->dag->records_in += (int64_t)n;
+    node->in += (int64_t)n;
 }
 
 void drv_node_count_out(drv_node_t *node, size_t n)
 {
-    node->dag->records_out += (int64_t)n;
     node->out += (int64_t)n;
 }
 
@@ -65,14 +64,8 @@ void drv_node_count_dropped(drv_node_t *node, size_t n)
     node->dropped += (int64_t)n;
 }
 
-void drv_node_count_forwarded(drv_node_t *node, size_t n)
-{
-    node->out += (int64_t)n;
-}
-
 void drv_node_record_error(drv_node_t *node, const char *what)
 {
-    node->dag->errors++;
     node->errors++;
     int64_t now = drv_time_mono_ms();
     if (now - node->last_warn_ms >= 5000) {
@@ -92,7 +85,6 @@ void drv_node_export_warn(drv_node_t *node, size_t n, const char *what)
 
 void drv_node_export_error(drv_node_t *node, size_t n, const char *what)
 {
-    node->dag->errors += (int64_t)n;
     node->errors += (int64_t)n;
     drv_node_export_warn(node, n, what);
 }

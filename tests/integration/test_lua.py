@@ -7,6 +7,7 @@ apply (same file: no-op; changed file: replace), a script that fails at
 start rolled back, and per-node counters in /metrics."""
 
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -112,6 +113,9 @@ class Lua(EngineTest):
         wait_until(lambda: [r["n"] for r in self.rows()] == [2, 5], 10, "only the real requests")
         wait_until(lambda: self.node_metrics() == {"records_in": 5, "records_out": 2, "records_dropped": 3,
                                                    "errors": 0}, 10, "the node's counters in /metrics")
+        self.assertEqual(self.node_metrics("in"), {"records_in": 5, "records_out": 5, "records_dropped": 0, "errors": 0})
+        self.assertEqual(self.node_metrics("out"), {"records_in": 2, "records_out": 2, "records_dropped": 0,
+                                                    "errors": 0})
 
     def test_example_split_a_batch_record_into_several(self):
         path = self.script_file("split.lua", example("split_batch.lua"))
@@ -268,6 +272,8 @@ class Lua(EngineTest):
         config = self.lua_config()
         self.assertEqual(config["script"], "function process(r) r.v = 1 return r end")
         first_digest = config["script_sha1"]
+        self.assertEqual(first_digest, hashlib.sha1(b"function process(r) r.v = 1 return r end").hexdigest(),
+                         "what sha1sum prints for the file")
         self.assertEqual(self.put(self.spec({"script_file": path}))[1]["action"], "noop")
         self.send([{"n": 1}])
         wait_until(lambda: [r.get("v") for r in self.rows()] == [1], 10, "v1 running")

@@ -1,13 +1,15 @@
 """SIGHUP reload and the state file, through the real binaries."""
 
+import json
 import os
+import re
 import signal
 import time
 import unittest
 
 import msgpack
 
-from harness import Admin, Engine, EngineTest, free_port, wait_until
+from harness import Admin, Engine, EngineTest, free_port, read_ndjson, wait_until
 
 CONFIG = """
 engine:
@@ -115,6 +117,68 @@ class Reload(EngineTest):
         engine.wait_log(r"config reloaded .* applied=1 skipped=1 removed=0")
         self.assertEqual(admin.http("GET", "/api/v1/groups/default/pipelines/rival")[0], 404)
         self.assertEqual(admin.http("GET", "/api/v1/groups/default/pipelines/holder")[0], 200)
+
+    def test_script_file_is_read_again_on_sighup_and_on_restore(self):
+        """Contract 6.2: processor:lua's script_file is read when the spec is
+        applied: PUT (test_lua), SIGHUP reload and restore from the state file."""
+        self.http_port = free_port()
+        engine = Engine("placeholder")
+        self.addCleanup(engine.cleanup)
+        script = os.path.join(engine.dir, "tag.lua")
+
+        def version(v):
+            with open(script, "w") as f:
+                f.write(f"function process(r) r.v = {v} return r end\n" if v else "function process(r)\n")
+
+        def seen(generation):
+            path = os.path.join(engine.out_dir, f"lua-{generation}.ndjson")
+            return {r["v"] for r in read_ndjson(path)} if os.path.exists(path) else set()
+
+        version(1)
+        lua = f"""      lua:
+        nodes:
+          g: {{ type: receiver:generator, config: {{ rate: 50 }}, to: [s] }}
+          s: {{ type: processor:lua, config: {{ script_file: "{script}" }}, to: [out] }}
+          out: {{ type: exporter:file, config: {{ path: "{{OUT}}/{{pipeline}}-{{generation}}.ndjson" }} }}
+"""
+        self.write(engine, [lua], f"  state_file: {engine.dir}/state.json")
+        engine.start()
+        Admin(engine, self.http_port).wait_ready()
+        wait_until(lambda: seen(1) == {1}, 10, "script v1 running")
+
+        def made():
+            metrics = Admin(engine, self.http_port).http("GET", "/metrics")[1]
+            found = re.search(r'^drover_node_records_in_total\{group="default",pipeline="lua",node="g",'
+                              r'generation="1"\} (\d+)$', metrics if isinstance(metrics, str) else metrics.decode(),
+                              re.M)
+            return found and int(found.group(1)) > 0
+        wait_until(made, 10, "the generator counting what it made as its records in")
+        pid = engine.instances()["default/lua@1#0"]
+        engine.signal(signal.SIGHUP)
+        engine.wait_log(r"config reloaded .* applied=1")
+        self.assertEqual(engine.instances(), {"default/lua@1#0": pid}, "the same text: a no-op")
+        version(2)
+        engine.signal(signal.SIGHUP)
+        wait_until(lambda: seen(2) == {2}, 10, "the changed file: a replace to generation 2")
+
+        def saved_generation():
+            try:
+                with open(f"{engine.dir}/state.json") as f:
+                    return json.load(f)["groups"]["default"]["pipelines"]["lua"]["generation"]
+            except (OSError, ValueError, KeyError):
+                return None
+        wait_until(lambda: saved_generation() == 2, 10, "the replace's end saved in the state file")
+        version(None)
+        engine.signal(signal.SIGHUP)
+        engine.wait_log(r"reload refused, nothing changed: .*pipelines.lua.nodes.s.config.script_file: "
+                        r"syntax error at line 2")
+        self.assertIn("default/lua@2#0", engine.instances())
+        version(3)
+        engine.signal(signal.SIGTERM)
+        self.assertEqual(engine.wait_exit(20), 0)
+        engine.log.close()
+        engine.start()
+        wait_until(lambda: 3 in seen(2), 10, "restored from the state file with the file read again")
 
     def test_runtime_changes_survive_a_restart_through_the_state_file(self):
         self.http_port = free_port()

@@ -318,11 +318,6 @@ drv_lua_t *drv_lua_new(const drv_lua_options_t *options, char *err, size_t errle
     return self;
 }
 
-size_t drv_lua_memory(const drv_lua_t *self)
-{
-    return self->used;
-}
-
 void drv_lua_destroy(drv_lua_t **self_p)
 {
     drv_lua_t *self = *self_p;

@@ -49,7 +49,4 @@ typedef void (*drv_lua_result_fn)(void *arg, size_t index, const msgpack_object 
 void drv_lua_run(drv_lua_t *self, const msgpack_object *records, size_t n, drv_lua_alloc_fn alloc, void *alloc_arg,
                  drv_lua_result_fn result, void *result_arg);
 
-//  Bytes the state holds now.
-size_t drv_lua_memory(const drv_lua_t *self);
-
 #endif

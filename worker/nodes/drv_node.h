@@ -81,7 +81,8 @@ struct drv_node_t {
     int64_t last_warn_ms;    // rate-limits its export warnings
     //  What passed through it since the instance started (drv_dag_node_counters):
     //  records given to it (receivers: read), handed on (exporters: exported),
-    //  dropped on purpose (a filter, nil from a script), and errors.
+    //  not handed on (a filter's misses, nil from a script, a record dropped
+    //  after a script error), and errors.
     int64_t in, out, dropped, errors;
 };
 
@@ -97,11 +98,9 @@ int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *
 //  The same for records the receiver packed itself and whose keys it has
 //  checked to be unique at every depth (drv_batch_decode_checked).
 int drv_node_emit_checked(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen);
-//  Records a processor dropped on purpose (a filter, nil from a script,
-//  matching no route); records it handed on itself with drv_node_send
-//  (drv_node_forward counts its own).
+//  Records a processor did not hand on (a filter's misses, nil from a
+//  script, matching no route).
 void drv_node_count_dropped(drv_node_t *node, size_t n);
-void drv_node_count_forwarded(drv_node_t *node, size_t n);
 //  A record the node failed on (a script's error): counted as an error,
 //  the reason logged at most every 5 s per node.
 void drv_node_record_error(drv_node_t *node, const char *what);
@@ -122,7 +121,11 @@ int drv_node_find(const drv_node_t *node, const char *id);
 void drv_node_send(drv_node_t *node, int target, const msgpack_object *records, size_t n);
 //  Hands records on to every node after this one.
 void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n);
-//  Records entering the pipeline (receivers) and leaving it (exporters).
+//  Records a receiver made itself (the others are counted in as they are
+//  decoded or run), and records a node handed on other than through
+//  drv_node_forward: an exporter's exported, a route's sent. The
+//  instance's records_in and records_out are the receivers' in and the
+//  exporters' out (drv_dag_counters).
 void drv_node_count_in(drv_node_t *node, size_t n);
 void drv_node_count_out(drv_node_t *node, size_t n);
 //  An export that failed for n records: counted as errors once, logged at

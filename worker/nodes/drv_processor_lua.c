@@ -16,6 +16,7 @@
 #include "drover/drv_limits.h"
 #include "drover/drv_utf8.h"
 
+#include <ctype.h>
 #include <czmq.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +115,12 @@ static void s_complete(drv_spec_check_t *check, const char *node_path, json_t *n
     }
     zdigest_t *digest = zdigest_new();
     zdigest_update(digest, (const byte *)text, length);
-    json_object_set_new(normalized, "script_sha1", json_string(zdigest_string(digest)));
+    char hex[64];
+    snprintf(hex, sizeof hex, "%s", zdigest_string(digest));
+    for (char *p = hex; *p; p++) {
+        *p = (char)tolower((unsigned char)*p); // as sha1sum prints it
+    }
+    json_object_set_new(normalized, "script_sha1", json_string(hex));
     zdigest_destroy(&digest);
     free(text);
 }

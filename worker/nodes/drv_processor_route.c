@@ -173,7 +173,7 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
         if (self->routes[r].target_count == 0) {
             drv_node_count_dropped(node, counts[r]); // no default: matched nothing, goes nowhere
         } else {
-            drv_node_count_forwarded(node, counts[r]);
+            drv_node_count_out(node, counts[r]);
         }
         for (size_t t = 0; counts[r] > 0 && t < self->routes[r].target_count; t++) {
             drv_node_send(node, self->routes[r].targets[t], &picked[r * n], counts[r]);
