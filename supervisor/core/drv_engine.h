@@ -65,6 +65,7 @@ struct drv_instance_t {
     int64_t last_heartbeat_mono; // mono ms
     int64_t records_in, records_out, errors; // from its last heartbeat
     json_t *nodes;           // its per-node counters {"node": [in, out, dropped, errors]}, or NULL
+    uint64_t counter_updates; // how many times the counters above were updated (status fingerprint)
     int last_exit_code;      // exit code or 128+signal of the last process
     char detail[256];        // last failure, for status
 };
@@ -98,6 +99,8 @@ struct drv_pipeline_t {
     drv_condition_t cond_degraded;    // crash-looping, or a front door cannot bind
     char *status_text;       // its PipelineStatus as JSON text, kept by observe/drv_status.c (owned)
     uint64_t status_print;   // the fingerprint of what status_text shows
+    int64_t retired_in, retired_out, retired_errors; // counted by processes that ended (a replace,
+                                                     // a drain, a crash): the totals never go back
 };
 
 typedef struct {

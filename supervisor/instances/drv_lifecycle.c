@@ -98,6 +98,21 @@ static void s_counters(drv_instance_t *inst, const drv_msg_t *msg)
         json_decref(inst->nodes);
         inst->nodes = json_incref(msg->nodes);
     }
+    inst->counter_updates++;
+}
+
+//  The process ended: what it counted moves into its pipeline's totals, and
+//  a restarted process counts from zero.
+static void s_retire_counters(drv_instance_t *inst)
+{
+    drv_pipeline_t *p = inst->pipeline;
+    p->retired_in += inst->records_in;
+    p->retired_out += inst->records_out;
+    p->retired_errors += inst->errors;
+    inst->records_in = inst->records_out = inst->errors = 0;
+    json_decref(inst->nodes);
+    inst->nodes = NULL;
+    inst->counter_updates++;
 }
 
 void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *message)
@@ -131,6 +146,7 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
 
 void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int status)
 {
+    s_retire_counters(inst);
     s_feed(engine, inst, DRV_LIFE_EXIT, (drv_life_input_t){.code = drv_spawn_exit_code(status)});
 }
 

@@ -1,6 +1,8 @@
 /*  drv_metrics — Prometheus text exposition (format 0.0.4) of the registry.
-    Per-instance counters are the worker's own since its process started, so
-    they reset on a restart: Prometheus' rate() handles counter resets. */
+    Per-instance and per-node counters are the worker's own since its
+    process started, so they reset on a restart (Prometheus' rate() handles
+    counter resets); the drover_pipeline_*_total ones add what ended
+    processes counted, so a replace never resets them. */
 #include "drv_metrics.h"
 #include "drv_registry.h"
 #include "drv_broker_link.h"
@@ -73,11 +75,14 @@ static int64_t s_desired(const drv_pipeline_t *p) { return p->core_count; }
 static int64_t s_ready(const drv_pipeline_t *p) { return drv_status_ready_instances(p); }
 static int64_t s_degraded(const drv_pipeline_t *p) { return p->cond_degraded.status ? 1 : 0; }
 static int64_t s_generation(const drv_pipeline_t *p) { return p->generation; }
+static int64_t s_total_in(const drv_pipeline_t *p) { return drv_status_totals(p).records_in; }
+static int64_t s_total_out(const drv_pipeline_t *p) { return drv_status_totals(p).records_out; }
+static int64_t s_total_errors(const drv_pipeline_t *p) { return drv_status_totals(p).errors; }
 
-static void s_pipeline_metric(text_t *t, const pipelines_t *ps, const char *name, const char *help,
+static void s_pipeline_metric(text_t *t, const pipelines_t *ps, const char *name, const char *type, const char *help,
                               pipeline_value_fn *fn)
 {
-    s_header(t, name, "gauge", help);
+    s_header(t, name, type, help);
     for (size_t k = 0; k < ps->count; k++) {
         s_printf(t, "%s{group=\"%s\",pipeline=\"%s\"} %lld\n", name, ps->all[k]->group, ps->all[k]->name,
                  (long long)fn(ps->all[k]));
@@ -142,10 +147,18 @@ char *drv_metrics_render(drv_engine_t *engine)
     s_node_metric(&t, &ps, "drover_node_errors_total",
                   "Records or inputs the node failed on (script errors and limits, refused input, failed exports).",
                   3);
-    s_pipeline_metric(&t, &ps, "drover_pipeline_desired_cores", "Cores the pipeline should run on.", s_desired);
-    s_pipeline_metric(&t, &ps, "drover_pipeline_ready_instances", "Ready instances of the pipeline.", s_ready);
-    s_pipeline_metric(&t, &ps, "drover_pipeline_degraded", "1 when the pipeline is degraded.", s_degraded);
-    s_pipeline_metric(&t, &ps, "drover_pipeline_generation", "The pipeline's active generation.", s_generation);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_desired_cores", "gauge", "Cores the pipeline should run on.", s_desired);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_ready_instances", "gauge", "Ready instances of the pipeline.", s_ready);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_degraded", "gauge", "1 when the pipeline is degraded.", s_degraded);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_generation", "gauge", "The pipeline's active generation.", s_generation);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_records_in_total", "counter",
+                      "Records that entered the pipeline since it was created, over every generation and "
+                      "restart: a replace never resets it.", s_total_in);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_records_out_total", "counter",
+                      "Records the pipeline's exporters wrote since it was created, over every generation.",
+                      s_total_out);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_errors_total", "counter",
+                      "Errors of the pipeline since it was created, over every generation.", s_total_errors);
     free(ps.all);
     s_header(&t, "drover_rollouts_total", "counter", "Rollouts by action and final state.");
     static const char *actions[] = {"create", "noop", "resize", "replace"};

@@ -55,6 +55,34 @@ int drv_status_ready_instances(const drv_pipeline_t *pipeline)
     return count;
 }
 
+drv_totals_t drv_status_totals(const drv_pipeline_t *pipeline)
+{
+    drv_totals_t t = {pipeline->retired_in, pipeline->retired_out, pipeline->retired_errors};
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
+         inst = zlistx_next(pipeline->instances)) {
+        t.records_in += inst->records_in;
+        t.records_out += inst->records_out;
+        t.errors += inst->errors;
+    }
+    return t;
+}
+
+json_t *drv_status_nodes(const json_t *heartbeat_nodes)
+{
+    json_t *nodes = json_object();
+    const char *node;
+    json_t *c;
+    json_object_foreach((json_t *)heartbeat_nodes, node, c)
+    {
+        json_object_set_new(nodes, node, json_pack("{s:I, s:I, s:I, s:I}", "records_in",
+                                                   json_integer_value(json_array_get(c, 0)), "records_out",
+                                                   json_integer_value(json_array_get(c, 1)), "records_dropped",
+                                                   json_integer_value(json_array_get(c, 2)), "errors",
+                                                   json_integer_value(json_array_get(c, 3))));
+    }
+    return nodes;
+}
+
 static void s_set(drv_condition_t *cond, bool status, const char *reason, const char *message,
                   int64_t now)
 {
@@ -175,7 +203,7 @@ static json_t *s_condition(const char *type, const drv_condition_t *cond)
 
 static json_t *s_instance(const drv_instance_t *inst)
 {
-    return json_pack("{s:i, s:I, s:s, s:o, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:s, s:o}", "core",
+    return json_pack("{s:i, s:I, s:s, s:o, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:s, s:o, s:o}", "core",
                      inst->core, "generation", (json_int_t)inst->generation, "id", inst->id, "pid",
                      inst->pid > 0 ? json_integer(inst->pid) : json_null(), "state",
                      drv_inst_state_name(inst->state), "restarts", inst->restarts, "started_at",
@@ -183,7 +211,8 @@ static json_t *s_instance(const drv_instance_t *inst)
                      "records_in", (json_int_t)inst->records_in, "records_out",
                      (json_int_t)inst->records_out, "errors", (json_int_t)inst->errors, "detail",
                      inst->detail, "last_exit_code",
-                     inst->restarts > 0 ? json_integer(inst->last_exit_code) : json_null());
+                     inst->restarts > 0 ? json_integer(inst->last_exit_code) : json_null(), "nodes",
+                     drv_status_nodes(inst->nodes));
 }
 
 json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
@@ -206,6 +235,10 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
                      "ready_instances", drv_status_ready_instances(p), "conditions", conditions,
                      "instances", instances, "rollout", "shutdown", "created_at",
                      s_time(p->created_at));
+    drv_totals_t totals = drv_status_totals(p);
+    json_object_set_new(status, "totals", json_pack("{s:I, s:I, s:I}", "records_in", (json_int_t)totals.records_in,
+                                                    "records_out", (json_int_t)totals.records_out, "errors",
+                                                    (json_int_t)totals.errors));
     drv_rollout_t *latest = zlistx_last(p->rollouts);
     if (latest) {
         json_object_set_new(status, "rollout", drv_rollout_json(latest));
@@ -250,6 +283,9 @@ static uint64_t s_print(const drv_pipeline_t *p)
     h = s_mix_str(h, p->spec_hash);
     h = MIX(h, p->generation);
     h = MIX(h, p->created_at);
+    h = MIX(h, p->retired_in);
+    h = MIX(h, p->retired_out);
+    h = MIX(h, p->retired_errors);
     h = MIX(h, p->core_count);
     h = s_mix(h, p->cores, sizeof p->cores[0] * (size_t)p->core_count);
     h = s_mix_condition(s_mix_condition(s_mix_condition(h, &p->cond_ready), &p->cond_progressing), &p->cond_degraded);
@@ -263,6 +299,7 @@ static uint64_t s_print(const drv_pipeline_t *p)
         h = MIX(h, inst->records_in);
         h = MIX(h, inst->records_out);
         h = MIX(h, inst->errors);
+        h = MIX(h, inst->counter_updates);
         h = MIX(h, inst->last_exit_code);
         h = s_mix_str(h, inst->detail);
     }

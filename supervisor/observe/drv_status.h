@@ -16,4 +16,15 @@ char *drv_status_all_text(drv_engine_t *engine);
 bool drv_status_ready(drv_engine_t *engine, json_t *reasons);
 int drv_status_ready_instances(const drv_pipeline_t *pipeline);
 
+//  The pipeline's totals since it was created: what ended processes counted,
+//  plus what the running ones count now. A replace never takes them back.
+typedef struct {
+    int64_t records_in, records_out, errors;
+} drv_totals_t;
+drv_totals_t drv_status_totals(const drv_pipeline_t *pipeline);
+
+//  {node: {records_in, records_out, records_dropped, errors}} from a
+//  heartbeat's {node: [in, out, dropped, errors]} (new reference).
+json_t *drv_status_nodes(const json_t *heartbeat_nodes);
+
 #endif
