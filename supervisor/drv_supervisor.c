@@ -24,6 +24,8 @@
 #include "drv_status.h"
 #include "drv_notify.h"
 #include "drv_events.h"
+#include "drv_sse.h"
+#include "drv_taps.h"
 #include "drv_admin_zmq.h"
 #include "drv_admin_http.h"
 
@@ -265,6 +267,8 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     engine.spec_env = drv_config_spec_env(config, &engine.cpus);
     engine.bin_dir = strdup(bin_dir);
     engine.instance_listener = drv_operations_on_instance;
+    drv_sse_init(&engine);
+    drv_taps_init(&engine);
     drv_registry_group(&engine, "default", true); // the default group always exists
     int rc = DRV_EXIT_OK;
     char why[1200];
@@ -341,6 +345,8 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         drv_status_refresh(&engine);
         wait = s_min_wait(wait, drv_notify_tick(engine.notify, &engine));
         wait = s_min_wait(wait, drv_state_tick(&engine));
+        wait = s_min_wait(wait, drv_sse_tick(&engine));
+        wait = s_min_wait(wait, drv_taps_tick(&engine));
         zsock_t *http = drv_admin_http_socket(&engine);
         zmq_pollitem_t items[4] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
                                    {NULL, signal_fd, ZMQ_POLLIN, 0},
@@ -374,6 +380,8 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
 done:
     //  Every waiter of every kind is answered before the HTTP daemon stops.
     drv_operations_abandon_waiters(&engine);
+    drv_taps_stop(&engine);
+    drv_sse_stop(&engine);
     drv_admin_http_stop(&engine);
     drv_admin_zmq_stop(&engine);
     free(engine.http_token);

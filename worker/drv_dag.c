@@ -104,6 +104,8 @@ void drv_dag_destroy(drv_dag_t **self_p)
     msgpack_zone_destroy(&self->spec_zone);
     msgpack_zone_destroy(&self->batch_zone);
     drv_buf_free(&self->out);
+    drv_buf_free(&self->tap_buf);
+    json_decref(self->tap_samples);
     free((char *)self->who.group);
     free((char *)self->who.pipeline);
     free(self);

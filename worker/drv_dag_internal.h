@@ -25,6 +25,9 @@ struct drv_dag_t {
     bool abandoned;          // an export gave up while stopping: that batch is not done
     drv_dag_stall_fn *stall_fn;
     void *stall_arg;
+    int64_t tap_per_sec;     // samples per second and tapped node (drv_tap.c)
+    json_t *tap_samples;     // [[node, JSON text], ...] not sent yet, or NULL
+    drv_buf_t tap_buf;       // rendering a sample
 };
 
 #endif

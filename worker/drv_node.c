@@ -2,6 +2,7 @@
     handing records on, counting them, warning about failures, config
     values as msgpack objects. */
 #include "drv_dag_internal.h"
+#include "drv_tap.h"
 #include "nodes/drv_node.h"
 
 #include "drover/drv_log.h"
@@ -19,6 +20,9 @@ void *drv_node_alloc(drv_node_t *node, size_t size)
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     node->in += (int64_t)n;
+    if (node->tap == DRV_TAP_INPUT) {
+        drv_tap_sample(node, records, n);
+    }
     if (node->kind->run) {
         node->kind->run(node, records, n);
     } else {
@@ -38,12 +42,18 @@ int drv_node_find(const drv_node_t *node, const char *id)
 
 void drv_node_send(drv_node_t *node, int target, const msgpack_object *records, size_t n)
 {
+    if (node->tap == DRV_TAP_OUTPUT) {
+        drv_tap_sample(node, records, n);
+    }
     s_run(&node->dag->nodes[target], records, n);
 }
 
 void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     node->out += (int64_t)n;
+    if (node->tap == DRV_TAP_OUTPUT) {
+        drv_tap_sample(node, records, n);
+    }
     for (size_t i = 0; i < node->to_count; i++) {
         s_run(&node->dag->nodes[node->to[i]], records, n);
     }

@@ -5,6 +5,7 @@
     so a slow exporter becomes back-pressure at the broker's front door. */
 #include "drv_worker.h"
 #include "drv_dag.h"
+#include "drv_tap.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_msg_send.h"
@@ -17,6 +18,7 @@
 #define SPEC_WAIT_MS 10000
 #define DATA_BATCHES_PER_ROUND 64
 
+#define TAP_FLUSH_MS 100
 #define MAX_SOCKETS 16 // network receivers one instance polls
 
 typedef struct {
@@ -38,6 +40,7 @@ typedef struct {
     bool drain_requested;    // droverd or the broker asked us to drain
     bool receivers_draining; // network receivers were told to take nothing new
     bool marker_seen;        // the broker's DRAIN marker arrived after our last batch
+    int64_t next_tap_ms;     // mono ms before which no samples are sent
 } worker_t;
 
 static volatile sig_atomic_t s_terminating = 0;
@@ -79,6 +82,26 @@ static void s_send_credit(worker_t *self, int64_t n, bool reset, bool synced)
     }
     drv_msg_send(self->data, NULL, &msg, false);
     drv_msg_clear(&msg);
+}
+
+//  Samples for the taps go to droverd at most every TAP_FLUSH_MS.
+static void s_tap_flush_if_due(worker_t *self)
+{
+    int64_t now = drv_time_mono_ms();
+    if (now < self->next_tap_ms) {
+        return;
+    }
+    json_t *samples = drv_tap_take(self->dag);
+    if (samples) {
+        drv_msg_t msg;
+        drv_msg_init(&msg, DRV_MSG_TAPPED);
+        drv_msg_set_str(&msg, DRV_F_INSTANCE, self->instance);
+        drv_msg_set_json(&msg, DRV_F_NODES, samples);
+        drv_msg_send(self->control, NULL, &msg, false);
+        drv_msg_clear(&msg);
+        json_decref(samples);
+        self->next_tap_ms = now + TAP_FLUSH_MS;
+    }
 }
 
 static void s_heartbeat_if_due(worker_t *self)
@@ -187,6 +210,8 @@ static void s_handle_control(worker_t *self)
             drv_info("drain requested by droverd instance=%s", self->instance);
             self->drain_requested = true;
             self->marker_seen = true;
+        } else if (msg.type == DRV_MSG_TAP && self->dag && json_is_array(msg.nodes)) {
+            drv_tap_set(self->dag, msg.nodes, msg.n);
         }
         drv_msg_clear(&msg);
         zframe_destroy(&frame);
@@ -322,6 +347,10 @@ static int s_loop(worker_t *self)
         if (gen_wait_us >= 0 && gen_wait_us / 1000 < timeout) {
             timeout = gen_wait_us / 1000;
         }
+        if (drv_tap_pending(self->dag)) {
+            int64_t tap_ms = self->next_tap_ms - drv_time_mono_ms();
+            timeout = tap_ms < timeout ? tap_ms : timeout;
+        }
         int64_t receiver_ms = drv_dag_timeout_ms(self->dag);
         if (receiver_ms >= 0 && receiver_ms < timeout) {
             timeout = receiver_ms;
@@ -364,6 +393,7 @@ static int s_loop(worker_t *self)
         }
         s_settle(self);
         s_heartbeat_if_due(self);
+        s_tap_flush_if_due(self);
         if (self->drain_requested && !self->receivers_draining) {
             drv_dag_drain(self->dag);
             self->receivers_draining = true;

@@ -179,10 +179,14 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     json_t *limits = json_object_get(engine, "limits");
     if (limits && !json_is_object(limits)) {
         drv_problems_add(problems, "engine.limits",
-                         "must be a map with max_pipelines, max_message_bytes, front_door_buffer_bytes");
+                         "must be a map with max_pipelines, max_message_bytes, front_door_buffer_bytes, "
+                         "stream_queue_bytes");
         limits = NULL;
     }
-    s_unknown_keys(limits, "max_pipelines max_message_bytes front_door_buffer_bytes", "engine.limits", problems);
+    s_unknown_keys(limits, "max_pipelines max_message_bytes front_door_buffer_bytes stream_queue_bytes",
+                   "engine.limits", problems);
+    self->stream_queue_bytes = s_int_or(limits, "stream_queue_bytes", 4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024,
+                                        problems, "engine.limits.stream_queue_bytes");
     self->front_door_buffer_bytes = DRV_LIMIT_FRONT_DOOR_DEFAULT;
     json_t *buffer = json_object_get(limits, "front_door_buffer_bytes");
     if (buffer && (!json_is_integer(buffer) || json_integer_value(buffer) < DRV_LIMIT_FRONT_DOOR_FLOOR ||

@@ -64,6 +64,8 @@ static const type_def_t s_types[DRV_MSG_TYPE_COUNT] = {
     {"credit", B(DRV_F_N) | B(DRV_F_RESET), B(DRV_F_SYNCED)},
     {"batch", B(DRV_F_NODE), 0},
     {"sync", 0, 0},
+    {"tap", B(DRV_F_NODES) | B(DRV_F_N), 0},
+    {"tapped", B(DRV_F_INSTANCE) | B(DRV_F_NODES), 0},
 };
 
 const char *drv_msg_type_name(drv_msg_type_t type)

@@ -15,6 +15,7 @@
     answers whatever is still on it. */
 #include "drv_admin_http.h"
 #include "drv_admin_http_answer.h"
+#include "drv_admin_http_stream.h"
 #include "drv_admin.h"
 #include "drv_http_guard.h"
 #include "drv_http_rules.h"
@@ -96,7 +97,11 @@ static void s_reply(drv_admin_request_t *request, drv_admin_response_t *response
         ctx->has_response = true;
         http->answering++;
         ctx->pending = NULL;
-        drv_http_guard_client_turn(http->guard, ctx->conn);
+        if (!ctx->response.stream) {
+            //  A stream is not the client's time: MHD's idle timeout closes
+            //  one that stops reading, and its queue is bounded.
+            drv_http_guard_client_turn(http->guard, ctx->conn);
+        }
         if (ctx->suspended) {
             ctx->suspended = false;
             MHD_resume_connection(ctx->connection);
@@ -265,6 +270,8 @@ static enum MHD_Result s_handler(void *cls, struct MHD_Connection *connection, c
     MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, s_collect_arg, request->query);
     request->body = body;
     request->transport = "http";
+    const char *accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    snprintf(request->accept, sizeof request->accept, "%s", accept ? accept : "");
     request->authorized = ctx->authorized;
     request->reply = s_reply;
     request->transport_ctx = ctx;
@@ -329,6 +336,10 @@ static void s_log(void *cls, const char *fmt, va_list args)
     (void)cls;
     char line[512];
     vsnprintf(line, sizeof line, fmt, args);
+    if (strstr(line, "closed by remote peer") || strstr(line, "Connection reset")) {
+        drv_debug("http: %s", line); // a client left (an event stream closed): nothing wrong here
+        return;
+    }
     drv_warn("http: %s", line);
 }
 
@@ -454,7 +465,7 @@ void drv_admin_http_stop(drv_engine_t *engine)
     int64_t deadline = drv_time_mono_ms() + STOP_FLUSH_MS;
     for (;;) {
         pthread_mutex_lock(&http->lock);
-        int answering = http->answering;
+        int answering = http->answering + drv_admin_http_streams_open();
         pthread_mutex_unlock(&http->lock);
         if (answering == 0 || drv_time_mono_ms() >= deadline || !http->daemon) {
             break;

@@ -2,6 +2,7 @@
     text body, Content-Type, Location, Allow, Retry-After and, for 401,
     WWW-Authenticate. */
 #include "drv_admin_http_answer.h"
+#include "drv_admin_http_stream.h"
 
 #include "drover/drv_log.h"
 
@@ -9,8 +10,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void s_headers(struct MHD_Response *resp, const drv_admin_response_t *r)
+{
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            r->content_type ? r->content_type : "application/json");
+    if (r->content_type && !strncmp(r->content_type, "text/html", 9)) {
+        //  The console: its own inline script and style, talking only to
+        //  this server, in nobody's frame.
+        MHD_add_response_header(resp, "Content-Security-Policy",
+                                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                                "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
+                                "frame-ancestors 'none'");
+        MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    }
+    if (r->stream) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        MHD_add_response_header(resp, "X-Accel-Buffering", "no"); // nginx in front: do not buffer
+    }
+    if (r->location) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
+    }
+    if (r->allow) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+    }
+    if (r->retry_after_secs > 0) {
+        char secs[16];
+        snprintf(secs, sizeof secs, "%d", r->retry_after_secs);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+    }
+    if (r->status == 401) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    }
+}
+
 enum MHD_Result drv_admin_http_answer(struct MHD_Connection *connection, drv_admin_response_t *r)
 {
+    if (r->stream) {
+        struct MHD_Response *resp = drv_admin_http_stream_response(r->stream, connection);
+        if (!resp) {
+            return MHD_NO;
+        }
+        s_headers(resp, r);
+        enum MHD_Result rc = MHD_queue_response(connection, (unsigned int)r->status, resp);
+        MHD_destroy_response(resp);
+        return rc;
+    }
     char *text = NULL;
     size_t len;
     if (r->json) {
@@ -34,22 +79,7 @@ enum MHD_Result drv_admin_http_answer(struct MHD_Connection *connection, drv_adm
         len = strlen(text);
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            r->content_type ? r->content_type : "application/json");
-    if (r->location) {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
-    }
-    if (r->allow) {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-    }
-    if (r->retry_after_secs > 0) {
-        char secs[16];
-        snprintf(secs, sizeof secs, "%d", r->retry_after_secs);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, secs);
-    }
-    if (r->status == 401) {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    }
+    s_headers(resp, r);
     enum MHD_Result rc = MHD_queue_response(connection, (unsigned int)r->status, resp);
     MHD_destroy_response(resp);
     return rc;

@@ -58,8 +58,8 @@ static int s_query_bool(drv_admin_request_t *request, const char *name, bool fal
     return 0;
 }
 
-static int s_query_secs(drv_admin_request_t *request, const char *name, int64_t fallback, int64_t *out,
-                        drv_admin_response_t *response)
+int drv_admin_query_int(drv_admin_request_t *request, const char *name, const char *unit, int64_t fallback,
+                        int64_t min, int64_t max, int64_t *out, drv_admin_response_t *response)
 {
     const char *value = json_string_value(json_object_get(request->query, name));
     if (!value) {
@@ -67,14 +67,20 @@ static int s_query_secs(drv_admin_request_t *request, const char *name, int64_t 
         return 0;
     }
     char *end;
-    long long secs = strtoll(value, &end, 10);
-    if (*value == 0 || *end || secs < 1 || secs > DRV_LIMIT_TIMEOUT_SECS) {
-        drv_admin_error(response, 400, "invalid_request", "query %s=%s: must be whole seconds, 1 to %d", name,
-                        value, DRV_LIMIT_TIMEOUT_SECS);
+    long long n = strtoll(value, &end, 10);
+    if (*value == 0 || *end || n < min || n > max) {
+        drv_admin_error(response, 400, "invalid_request", "query %s=%s: must be whole %s, %lld to %lld", name, value,
+                        unit, (long long)min, (long long)max);
         return -1;
     }
-    *out = secs;
+    *out = n;
     return 0;
+}
+
+static int s_query_secs(drv_admin_request_t *request, const char *name, int64_t fallback, int64_t *out,
+                        drv_admin_response_t *response)
+{
+    return drv_admin_query_int(request, name, "seconds", fallback, 1, DRV_LIMIT_TIMEOUT_SECS, out, response);
 }
 
 static int s_body_secs(json_t *body, const char *name, int64_t *out, drv_admin_response_t *response)

@@ -45,6 +45,9 @@ static const route_t s_routes[] = {
     {"GET", PIPELINE "/shutdowns/{id}", drv_route_shutdown_get},
     {"POST", PIPELINE "/shutdown", drv_route_pipeline_shutdown},
     {"POST", PIPELINE "/rollback", drv_route_pipeline_rollback},
+    {"GET", PIPELINE "/tap", drv_route_tap},
+    {"GET", "/api/v1/events", drv_route_events},
+    {"GET", "/ui", drv_route_ui},
 };
 #define ROUTES (sizeof s_routes / sizeof s_routes[0])
 

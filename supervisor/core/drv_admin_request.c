@@ -24,6 +24,7 @@ void drv_admin_response_clear(drv_admin_response_t *response)
     json_decref(response->json);
     free(response->text);
     free(response->location);
+    drv_stream_unref(&response->stream);
     memset(response, 0, sizeof *response);
 }
 

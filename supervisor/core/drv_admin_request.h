@@ -5,6 +5,8 @@
 #ifndef DRV_ADMIN_REQUEST_H
 #define DRV_ADMIN_REQUEST_H
 
+#include "drv_stream.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -18,6 +20,7 @@ typedef struct {
     char *location;          // Location header (202), owned
     const char *allow;       // Allow header (405)
     int retry_after_secs;    // Retry-After header (503), 0: none
+    drv_stream_t *stream;    // a body that goes on (SSE, a tap): one reference, owned; HTTP only
 } drv_admin_response_t;
 
 typedef void(drv_admin_reply_fn)(drv_admin_request_t *request, drv_admin_response_t *response);
@@ -29,6 +32,7 @@ struct drv_admin_request_t {
     json_t *body;            // parsed body or NULL
     bool authorized;         // may mutate (token checked, or a trusted transport)
     const char *transport;   // "http" | "zmq"
+    char accept[80];         // HTTP Accept header ("" over zmq)
     drv_admin_reply_fn *reply; // called exactly once; frees transport state
     void *transport_ctx;
 };

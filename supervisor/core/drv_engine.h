@@ -18,6 +18,7 @@
 #define DRV_ID_MAX 200
 #define DRV_MAX_CORES 256
 #define DRV_KILL_GRACE_MS 5000 // after SIGTERM, how long before SIGKILL
+#define DRV_TAP_SAMPLES_PER_SEC 100 // what an instance samples per tapped node (each tap lets ~100/s through)
 
 //  An instance's state: the rows of its state table (instances/drv_inst_table.h).
 typedef enum {
@@ -99,6 +100,7 @@ struct drv_pipeline_t {
     drv_condition_t cond_degraded;    // crash-looping, or a front door cannot bind
     char *status_text;       // its PipelineStatus as JSON text, kept by observe/drv_status.c (owned)
     uint64_t status_print;   // the fingerprint of what status_text shows
+    json_t *tap_nodes;       // the nodes open taps sample (array of ids; NULL: none), told to its instances
     int64_t retired_in, retired_out, retired_errors; // counted by processes that ended (a replace,
                                                      // a drain, a crash): the totals never go back
 };
@@ -125,10 +127,19 @@ typedef enum {
     DRV_INST_EV_READY,      // it said READY
 } drv_inst_event_t;
 typedef void(drv_inst_listener_fn)(drv_engine_t *engine, drv_instance_t *inst, drv_inst_event_t event, int code);
+//  Every event published (core/drv_events.c), for the streams of the observe layer.
+typedef void(drv_event_listener_fn)(drv_engine_t *engine, const char *topic, const json_t *event);
+//  Sampled records an instance sent for the taps: [[node, record as JSON text], ...].
+typedef void(drv_tap_listener_fn)(drv_engine_t *engine, drv_instance_t *inst, const json_t *samples);
 
 struct drv_engine_t {
     drv_config_t *config;
     drv_inst_listener_fn *instance_listener; // operations' ear for instance events
+    drv_event_listener_fn *event_listener;   // the event streams' (observe/drv_sse.c)
+    drv_tap_listener_fn *tap_listener;       // the taps' (observe/drv_taps.c)
+    struct drv_sse_t *sse;    // Server-Sent Events clients (observe/drv_sse.c), owned
+    struct drv_taps_t *taps;  // open taps (observe/drv_taps.c), owned
+    int64_t sse_dropped;      // events not queued for a client whose queue was full
     drv_cpus_t cpus;          // CPUs droverd may use
     drv_spec_env_t spec_env;  // what specs are judged against: cpus, data_dirs, run_dir
     char *bin_dir;            // where drover-worker and drover-broker live

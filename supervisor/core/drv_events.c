@@ -11,7 +11,7 @@
 void drv_events_publish(drv_engine_t *engine, const char *topic, const char *group,
                         const char *pipeline, json_t *fields)
 {
-    if (!engine->events) {
+    if (!engine->events && !engine->event_listener) {
         json_decref(fields);
         return;
     }
@@ -24,11 +24,14 @@ void drv_events_publish(drv_engine_t *engine, const char *topic, const char *gro
     char *data;
     size_t size;
     if (drv_mpjson_encode(event, &data, &size) == 0) {
-        void *handle = zsock_resolve(engine->events);
-        if (zmq_send(handle, topic, strlen(topic), ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0) {
+        void *handle = engine->events ? zsock_resolve(engine->events) : NULL;
+        if (handle && zmq_send(handle, topic, strlen(topic), ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0) {
             zmq_send(handle, data, size, ZMQ_DONTWAIT);
         }
         free(data);
+    }
+    if (engine->event_listener) {
+        engine->event_listener(engine, topic, event);
     }
     json_decref(event);
 }

@@ -87,6 +87,21 @@ static void s_send_spec(drv_engine_t *engine, drv_instance_t *inst)
     drv_msg_clear(&msg);
 }
 
+void drv_lifecycle_tell_taps(drv_engine_t *engine, drv_instance_t *inst)
+{
+    if (inst->state != DRV_INST_READY && inst->state != DRV_INST_DRAINING) {
+        return; // told when it becomes ready (before, it waits for its spec alone)
+    }
+    drv_msg_t msg;
+    drv_msg_init(&msg, DRV_MSG_TAP);
+    json_t *none = json_array();
+    drv_msg_set_json(&msg, DRV_F_NODES, inst->pipeline->tap_nodes ? inst->pipeline->tap_nodes : none);
+    drv_msg_set_int(&msg, DRV_F_N, DRV_TAP_SAMPLES_PER_SEC);
+    drv_msg_send(engine->control, inst->id, &msg, true);
+    drv_msg_clear(&msg);
+    json_decref(none);
+}
+
 static void s_counters(drv_instance_t *inst, const drv_msg_t *msg)
 {
     if (drv_msg_has(msg, DRV_F_RECORDS_IN)) {
@@ -132,6 +147,11 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
         break;
     case DRV_MSG_INIT_FAILED:
         s_feed(engine, inst, DRV_LIFE_INIT_FAILED, (drv_life_input_t){.reason = msg->reason});
+        break;
+    case DRV_MSG_TAPPED:
+        if (engine->tap_listener && json_is_array(msg->nodes)) {
+            engine->tap_listener(engine, inst, msg->nodes);
+        }
         break;
     case DRV_MSG_DRAINED:
         s_counters(inst, msg);
@@ -199,6 +219,9 @@ static void s_apply(drv_engine_t *engine, drv_instance_t *inst, unsigned fx, con
                  (long long)(drv_time_mono_us() - inst->spawned_mono_us), (long long)inst->spawned_mono_us);
         if (inst->has_zmq) {
             drv_broker_instance(engine, inst, DRV_MSG_INSTANCE_ADD);
+        }
+        if (inst->pipeline->tap_nodes) {
+            drv_lifecycle_tell_taps(engine, inst);
         }
     }
     if (fx & DRV_LIFE_FX_DRAIN) {

@@ -8,6 +8,10 @@
 
 void drv_lifecycle_start(drv_engine_t *engine, drv_instance_t *inst);
 void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *msg);
+//  Tells a running instance which nodes its pipeline's taps sample
+//  (pipeline->tap_nodes; none: stop). Instances are also told when they
+//  become ready.
+void drv_lifecycle_tell_taps(drv_engine_t *engine, drv_instance_t *inst);
 void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int status);
 //  Drain, then SIGTERM at the drain deadline, then SIGKILL.
 void drv_lifecycle_retire(drv_engine_t *engine, drv_instance_t *inst, int64_t drain_timeout_ms);

@@ -8,6 +8,7 @@
 #include "drv_broker_link.h"
 #include "drv_status.h"
 #include "drv_state.h"
+#include "drv_sse.h"
 
 #include "drover/drv_time.h"
 
@@ -180,6 +181,11 @@ char *drv_metrics_render(drv_engine_t *engine)
              "Producer messages the current broker process refused as larger than "
              "engine.limits.max_message_bytes (updated with its heartbeat, every 5 s).");
     s_printf(&t, "drover_broker_refused_messages_total %lld\n", (long long)engine->broker->refused);
+    s_header(&t, "drover_sse_events_dropped_total", "counter",
+             "Events not queued for a Server-Sent Events client whose queue was full (a slow client).");
+    s_printf(&t, "drover_sse_events_dropped_total %lld\n", (long long)engine->sse_dropped);
+    s_header(&t, "drover_sse_clients", "gauge", "Clients of GET /api/v1/events.");
+    s_printf(&t, "drover_sse_clients %zu\n", drv_sse_clients(engine));
     s_header(&t, "drover_state_save_failures_total", "counter",
              "Failed writes of engine.state_file; each is retried until one succeeds.");
     s_printf(&t, "drover_state_save_failures_total %lld\n", (long long)engine->state->failures);

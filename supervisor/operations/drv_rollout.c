@@ -55,6 +55,14 @@ void drv_rollout_core_state(drv_rollout_t *self, int core, core_state_t state, c
         va_end(args);
     }
     drv_rollout_touch(self);
+    if (self->engine && !self->dry_run) {
+        //  Core by core, as it happens: what the console draws a rollout from.
+        drv_events_publish(self->engine, "rollout.progress", self->group, self->pipeline,
+                           json_pack("{s:s, s:i, s:s, s:s, s:I, s:o}", "rollout_id", self->id, "core", core, "state",
+                                     s_core_state_names[state], "detail", c->detail, "target_generation",
+                                     (json_int_t)self->plan.target_generation, "previous_generation",
+                                     self->old_generation > 0 ? json_integer(self->old_generation) : json_null()));
+    }
 }
 
 drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group,
@@ -62,6 +70,7 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
                                 int64_t drain_timeout_secs, bool dry_run, bool supervised)
 {
     drv_rollout_t *self = calloc(1, sizeof *self);
+    self->engine = engine;
     self->supervised = supervised;
     snprintf(self->group, sizeof self->group, "%s", group);
     snprintf(self->pipeline, sizeof self->pipeline, "%s", name);

@@ -33,6 +33,7 @@ struct drv_rollout_t {
     char group[64];
     char pipeline[64];
     drv_pipeline_t *owner;       // set once started
+    drv_engine_t *engine;        // where its progress events go
     drv_rollout_state_t state;
     bool dry_run;
     int64_t started_at;          // wall ms

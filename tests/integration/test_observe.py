@@ -1,13 +1,18 @@
 """What operators watch, through the real binaries: pipeline totals that a
 replace or a crash never takes back (/metrics and /status), per-node
-counters in /status."""
+counters in /status, the event stream as Server-Sent Events (in order,
+topic prefixes, a slow client that cannot slow the engine)."""
 
 import os
 import re
 import signal
 import unittest
 
+import msgpack
+import zmq
+
 from harness import EngineTest, wait_until
+from streams import SSE, Collector
 
 
 def metric(text, name, **labels):
@@ -67,6 +72,93 @@ class Totals(EngineTest):
                                    else None)(self.metrics()), 15, "the restarted instance's own 100 records")
         self.assertEqual(metric(text, "drover_pipeline_records_in_total", pipeline="p"), 300)
         self.assertEqual(self.status()["totals"]["records_out"], 300)
+
+
+class Events(EngineTest):
+    def setUp(self):
+        self.start_admin_engine(engine_extra="  limits: {stream_queue_bytes: 65536}\n")
+
+    def stream(self, path, **kw):
+        s = SSE(self.http_port, path, **kw)
+        self.addCleanup(s.close)
+        return s
+
+    def test_events_arrive_in_order_filtered_by_topic_prefix(self):
+        groups = self.stream("/api/v1/events?topics=group.")
+        everything = self.stream("/api/v1/events")
+        for s in (groups, everything):
+            status, head = s.status()
+            self.assertEqual(status, 200)
+            self.assertIn("Content-Type: text/event-stream", head)
+        wait_until(lambda: metric_plain(self.admin.http("GET", "/metrics")[1], "drover_sse_clients") == 2, 10,
+                   "2 clients")
+        for n in range(30):
+            self.admin.zmq("PUT", f"/api/v1/groups/g{n}")
+        self.admin.zmq("PUT", "/api/v1/groups/default/pipelines/p", body={"pipeline": {"nodes": {
+            "in": {"type": "receiver:generator", "config": {"count": 1}, "to": ["out"]},
+            "out": {"type": "exporter:null"}}}})
+        got = groups.events(30, topic="")
+        self.assertEqual([e[1] for e in got], ["group.created"] * 30)
+        self.assertEqual([e[2]["group"] for e in got], [f"g{n}" for n in range(30)])
+        ids = [int(e[0]) for e in got]
+        self.assertEqual(ids, sorted(ids))
+        seen = everything.events(35, topic="")
+        topics = [e[1] for e in seen]
+        self.assertEqual(topics[:30], ["group.created"] * 30)
+        self.assertIn("rollout.running", topics)
+        self.assertIn("rollout.progress", topics)
+        self.assertIsNone(groups.event(timeout=0.5), "no other topic reaches a group. client")
+        self.assertEqual(self.admin.zmq("GET", "/api/v1/events")[0], 400, "zmq has the events socket instead")
+
+    def test_a_client_that_does_not_read_loses_events_not_the_engine(self):
+        slow = self.stream("/api/v1/events", rcvbuf=4096)
+        fast = self.stream("/api/v1/events?topics=group.")
+        self.assertEqual(slow.status()[0], 200)
+        self.assertEqual(fast.status()[0], 200)
+        wait_until(lambda: metric_plain(self.admin.http("GET", "/metrics")[1], "drover_sse_clients") == 2, 10,
+                   "2 clients")
+        # 60,000 events (a group created and deleted, 30,000 times: more than the kernel buffers on
+        # loopback), requests pipelined on one socket.
+        count = 30000
+        collector = Collector(fast, 2 * count, timeout=60)
+        sock = self.admin.ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(self.admin.endpoint)
+        self.addCleanup(sock.close)
+        for start in range(0, count, 200):  # 400 requests in flight: within the sockets' high-water marks
+            for n in range(start, start + 200):
+                sock.send(msgpack.packb({"method": "PUT", "path": f"/api/v1/groups/g{n}"}))
+                sock.send(msgpack.packb({"method": "DELETE", "path": f"/api/v1/groups/g{n}"}))
+            for _ in range(400):
+                self.assertTrue(sock.poll(10000), "the engine answers")
+                sock.recv()
+        got = collector.result()
+        self.assertEqual([(e[1], e[2]["group"]) for e in got[:4]],
+                         [("group.created", "g0"), ("group.deleted", "g0"), ("group.created", "g1"), ("group.deleted", "g1")])
+        self.assertEqual([e[2]["group"] for e in got[::2]], [f"g{n}" for n in range(count)], "the fast client got all")
+        text = self.admin.http("GET", "/metrics")[1]
+        dropped = metric_plain(text, "drover_sse_events_dropped_total")
+        self.assertGreater(dropped, 0, "the slow client's queue is bounded")
+        self.assertEqual(self.admin.http("GET", "/livez")[0], 200)
+        # When it reads at last: what was queued, a notice of how many it lost, then new events.
+        names = []
+        for k in range(50):
+            self.admin.zmq("PUT", f"/api/v1/groups/after{k}")
+            while True:
+                e = slow.event(timeout=0.2)
+                if e is None:
+                    break
+                names.append(e[1] if not e[1].startswith("group.") else e[2]["group"])
+            if any(n.startswith("after") for n in names):
+                break
+        self.assertIn("dropped", names)
+        self.assertTrue(names[-1].startswith("after"), names[-5:])
+        self.assertLess(len([n for n in names if n.startswith("g")]), 2 * count)
+
+
+def metric_plain(text, name):
+    m = re.search(r"^%s (\S+)$" % name, text, re.M)
+    return int(float(m.group(1))) if m else None
 
 
 if __name__ == "__main__":

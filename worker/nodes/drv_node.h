@@ -84,7 +84,13 @@ struct drv_node_t {
     //  not handed on (a filter's misses, nil from a script, a record dropped
     //  after a script error), and errors.
     int64_t in, out, dropped, errors;
+    //  A tap samples what leaves it (drv_tap.c): DRV_TAP_OFF costs one check per batch.
+    uint8_t tap;             // DRV_TAP_OFF, DRV_TAP_OUTPUT (what it hands on), DRV_TAP_INPUT (exporters)
+    int tap_taken;           // samples taken in the current window
+    int64_t tap_window_ms;   // mono ms the window started
 };
+
+enum { DRV_TAP_OFF = 0, DRV_TAP_OUTPUT, DRV_TAP_INPUT };
 
 //  ---- what the DAG offers node kinds (drv_dag.c)
 

@@ -27,6 +27,7 @@ typedef struct {
     int max_pipelines;         // engine.limits: pipelines across all groups
     int max_message_bytes;     // engine.limits: one producer message at a front door
     int64_t front_door_buffer_bytes; // engine.limits: what one front door buffers, all producers
+    int64_t stream_queue_bytes;      // engine.limits: unread bytes one event-stream or tap client may have queued
     char **data_dirs;        // engine.data_dirs (absolute), or NULL: files anywhere
     size_t data_dir_count;
     char **http_hosts;       // engine.admin.http_hosts: more accepted Host values

@@ -30,6 +30,8 @@ typedef enum {
     DRV_MSG_CREDIT,       // worker -> broker: may send n more batches
     DRV_MSG_BATCH,        // broker -> worker: header frame; next frame is the payload
     DRV_MSG_SYNC,         // broker -> worker: reset credit (broker restarted)
+    DRV_MSG_TAP,          // droverd -> worker: sample the records leaving these nodes (none: stop)
+    DRV_MSG_TAPPED,       // worker -> droverd: sampled records
     DRV_MSG_TYPE_COUNT
 } drv_msg_type_t;
 
@@ -86,7 +88,8 @@ typedef struct {
     bool synced;       // credit answering a SYNC: everything sent before the SYNC is acknowledged
     json_t *spec;      // the normalized PipelineSpec (owned)
     json_t *receivers; // [{node, endpoint}] (owned)
-    json_t *nodes;     // per-node counters {"node": [in, out, dropped, errors]} (owned)
+    json_t *nodes;     // per-node counters {"node": [in, out, dropped, errors]}; TAP: [node, ...];
+                       // TAPPED: [[node, record as JSON text], ...] (owned)
 } drv_msg_t;
 
 //  Starts an empty message of a type; free its contents with drv_msg_clear.

@@ -1,0 +1,87 @@
+/*  drv_admin_live — the routes that go on as things happen (contract 6.3):
+    GET /api/v1/events (Server-Sent Events), a pipeline's tap (SSE or
+    NDJSON over HTTP; over zmq one answer with what was collected), and the
+    web console, GET /ui. */
+#include "drv_admin.h"
+#include "drv_admin_routes.h"
+#include "drv_console.h"
+#include "drv_sse.h"
+#include "drv_taps.h"
+
+#include <string.h>
+
+#define SSE_TYPE "text/event-stream"
+#define NDJSON_TYPE "application/x-ndjson"
+
+bool drv_route_events(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
+{
+    (void)args;
+    if (strcmp(request->transport, "http") != 0) {
+        drv_admin_error(response, 400, "invalid_request",
+                        "/api/v1/events streams over HTTP; over zmq, subscribe to the events socket");
+        return false;
+    }
+    response->status = 200;
+    response->content_type = SSE_TYPE;
+    response->stream = drv_stream_new((size_t)engine->config->stream_queue_bytes);
+    drv_sse_add(engine, response->stream, json_string_value(json_object_get(request->query, "topics")));
+    return false;
+}
+
+bool drv_route_tap(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
+{
+    drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
+    if (!pipeline) {
+        return false;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach(request->query, key, value)
+    {
+        if (strcmp(key, "node") && strcmp(key, "limit") && strcmp(key, "timeout_secs")) {
+            drv_admin_error(response, 400, "invalid_request", "unknown query parameter \"%s\" (node, limit, timeout_secs)",
+                            key);
+            return false;
+        }
+    }
+    bool zmq = strcmp(request->transport, "http") != 0;
+    int64_t limit, timeout_secs;
+    if (drv_admin_query_int(request, "limit", "records", DRV_TAP_LIMIT, 1, 100000, &limit, response) != 0 ||
+        drv_admin_query_int(request, "timeout_secs", "seconds", zmq ? 10 : 0, zmq ? 1 : 0, 3600, &timeout_secs,
+                            response) != 0) {
+        return false;
+    }
+    drv_tap_open_t how = {
+        .node = json_string_value(json_object_get(request->query, "node")),
+        .limit = (int)limit,
+        .timeout_secs = (int)timeout_secs,
+    };
+    if (zmq) {
+        how.request = request; // answered when the tap ends
+        if (drv_taps_open(engine, pipeline, &how, response) != 0) {
+            return false;
+        }
+        return true;
+    }
+    how.sse = !strstr(request->accept, NDJSON_TYPE);
+    how.stream = drv_stream_new((size_t)engine->config->stream_queue_bytes);
+    if (drv_taps_open(engine, pipeline, &how, response) != 0) {
+        drv_stream_unref(&how.stream);
+        return false;
+    }
+    response->status = 200;
+    response->content_type = how.sse ? SSE_TYPE : NDJSON_TYPE;
+    response->stream = how.stream; // the response's reference
+    return false;
+}
+
+bool drv_route_ui(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
+{
+    (void)engine;
+    (void)request;
+    (void)args;
+    response->status = 200;
+    response->content_type = "text/html; charset=utf-8";
+    response->text = strndup(drv_console_html, drv_console_html_len);
+    return false;
+}

@@ -1,0 +1,162 @@
+/*  drv_stream — a bounded byte queue from the loop to a long-reading client
+    (drv_stream.h). A ring would save a memmove; reads take what is there in
+    blocks of several kilobytes, so the copy is small next to the socket. */
+#include "drv_stream.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct drv_stream_t {
+    pthread_mutex_t lock;
+    int refs;
+    char *data;             // queued bytes, [0, len)
+    size_t len;
+    size_t cap;
+    size_t max;
+    bool ended;             // the writer is done
+    bool gone;              // the reader left
+    bool parked;            // the reader waits to be woken
+    drv_stream_wake_fn *wake;
+    void *wake_arg;
+};
+
+drv_stream_t *drv_stream_new(size_t max_bytes)
+{
+    drv_stream_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        abort();
+    }
+    pthread_mutex_init(&self->lock, NULL);
+    self->refs = 1;
+    self->max = max_bytes;
+    return self;
+}
+
+drv_stream_t *drv_stream_ref(drv_stream_t *stream)
+{
+    pthread_mutex_lock(&stream->lock);
+    stream->refs++;
+    pthread_mutex_unlock(&stream->lock);
+    return stream;
+}
+
+void drv_stream_unref(drv_stream_t **stream)
+{
+    drv_stream_t *self = *stream;
+    if (!self) {
+        return;
+    }
+    *stream = NULL;
+    pthread_mutex_lock(&self->lock);
+    int left = --self->refs;
+    pthread_mutex_unlock(&self->lock);
+    if (left == 0) {
+        pthread_mutex_destroy(&self->lock);
+        free(self->data);
+        free(self);
+    }
+}
+
+//  Called with the lock held.
+static void s_wake(drv_stream_t *self)
+{
+    if (self->parked && self->wake) {
+        self->parked = false;
+        self->wake(self->wake_arg);
+    }
+}
+
+int drv_stream_push(drv_stream_t *stream, const char *data, size_t len)
+{
+    int rc = 0;
+    pthread_mutex_lock(&stream->lock);
+    if (stream->gone) {
+        rc = -2;
+    } else if (stream->ended || stream->len + len > stream->max) {
+        rc = -1;
+    } else {
+        if (stream->len + len > stream->cap) {
+            size_t cap = stream->cap ? stream->cap : 4096;
+            while (cap < stream->len + len) {
+                cap *= 2;
+            }
+            char *grown = realloc(stream->data, cap);
+            if (!grown) {
+                pthread_mutex_unlock(&stream->lock);
+                return -1;
+            }
+            stream->data = grown;
+            stream->cap = cap;
+        }
+        memcpy(stream->data + stream->len, data, len);
+        stream->len += len;
+        s_wake(stream);
+    }
+    pthread_mutex_unlock(&stream->lock);
+    return rc;
+}
+
+void drv_stream_end(drv_stream_t *stream)
+{
+    pthread_mutex_lock(&stream->lock);
+    stream->ended = true;
+    s_wake(stream);
+    pthread_mutex_unlock(&stream->lock);
+}
+
+bool drv_stream_gone(drv_stream_t *stream)
+{
+    pthread_mutex_lock(&stream->lock);
+    bool gone = stream->gone;
+    pthread_mutex_unlock(&stream->lock);
+    return gone;
+}
+
+bool drv_stream_ended(const drv_stream_t *stream)
+{
+    return stream->ended; // only the writer sets it, on the writer's thread
+}
+
+void drv_stream_attach(drv_stream_t *stream, drv_stream_wake_fn *wake, void *arg)
+{
+    pthread_mutex_lock(&stream->lock);
+    stream->wake = wake;
+    stream->wake_arg = arg;
+    pthread_mutex_unlock(&stream->lock);
+}
+
+ssize_t drv_stream_read(drv_stream_t *stream, char *buf, size_t max, drv_stream_wake_fn *park, void *arg)
+{
+    ssize_t n;
+    pthread_mutex_lock(&stream->lock);
+    if (stream->len > 0) {
+        size_t take = stream->len < max ? stream->len : max;
+        memcpy(buf, stream->data, take);
+        memmove(stream->data, stream->data + take, stream->len - take);
+        stream->len -= take;
+        n = (ssize_t)take;
+        if (stream->len == 0 && stream->cap > 256 * 1024) { // a burst is over: give its memory back
+            free(stream->data);
+            stream->data = NULL;
+            stream->cap = 0;
+        }
+    } else if (stream->ended) {
+        n = -1;
+    } else {
+        stream->parked = true;
+        park(arg);
+        n = 0;
+    }
+    pthread_mutex_unlock(&stream->lock);
+    return n;
+}
+
+void drv_stream_leave(drv_stream_t *stream)
+{
+    pthread_mutex_lock(&stream->lock);
+    stream->gone = true;
+    stream->parked = false;
+    stream->wake = NULL;
+    pthread_mutex_unlock(&stream->lock);
+}

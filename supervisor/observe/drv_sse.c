@@ -1,0 +1,206 @@
+/*  drv_sse — events to Server-Sent Events clients (drv_sse.h). Runs on the
+    loop thread; the only thing shared with the HTTP thread is each
+    client's drv_stream_t. */
+#include "drv_sse.h"
+#include "drv_status.h"
+
+#include "drover/drv_time.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define STATUS_EVERY_MS 1000
+#define KEEPALIVE_EVERY_MS 15000
+#define MAX_TOPICS 16
+
+typedef struct {
+    drv_stream_t *stream;
+    char *topics[MAX_TOPICS]; // prefixes, owned
+    size_t topic_count;
+    bool wants_status;
+    int64_t dropped;          // events lost since the last one that arrived
+    bool gone;                // the client left: forgotten at the next purge
+} client_t;
+
+struct drv_sse_t {
+    zlistx_t *clients;        // client_t, owned
+    int64_t next_id;          // the `id:` of the next event
+    int64_t next_status_ms;   // mono
+    int64_t next_keepalive_ms;
+};
+
+static void s_client_free(void **item)
+{
+    client_t *client = *item;
+    if (client) {
+        drv_stream_end(client->stream);
+        drv_stream_unref(&client->stream);
+        for (size_t i = 0; i < client->topic_count; i++) {
+            free(client->topics[i]);
+        }
+        free(client);
+        *item = NULL;
+    }
+}
+
+static bool s_matches(const client_t *client, const char *topic)
+{
+    if (client->topic_count == 0) {
+        return strcmp(topic, "status") != 0;
+    }
+    for (size_t i = 0; i < client->topic_count; i++) {
+        if (!strncmp(topic, client->topics[i], strlen(client->topics[i]))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+//  Queues one frame; a full queue loses it (counted). Returns false when
+//  the client is gone and should be forgotten.
+static bool s_send(drv_engine_t *engine, client_t *client, const char *frame, size_t len)
+{
+    if (client->dropped > 0) {
+        char notice[120];
+        int n = snprintf(notice, sizeof notice, "event: dropped\ndata: {\"count\":%lld}\n\n",
+                         (long long)client->dropped);
+        if (drv_stream_push(client->stream, notice, (size_t)n) == 0) {
+            client->dropped = 0;
+        }
+    }
+    int rc = client->dropped > 0 ? -1 : drv_stream_push(client->stream, frame, len);
+    if (rc == -1) {
+        client->dropped++;
+        engine->sse_dropped++;
+    }
+    return rc != -2;
+}
+
+static void s_purge(zlistx_t *clients)
+{
+    client_t *c = zlistx_first(clients);
+    while (c) {
+        if (c->gone) {
+            zlistx_delete(clients, zlistx_cursor(clients));
+            c = zlistx_first(clients);
+        } else {
+            c = zlistx_next(clients);
+        }
+    }
+}
+
+//  Sends frame to every client topic matches; forgets those that left.
+static void s_broadcast(drv_engine_t *engine, const char *topic, const char *frame, size_t len)
+{
+    zlistx_t *clients = engine->sse->clients;
+    bool purge = false;
+    for (client_t *c = zlistx_first(clients); c; c = zlistx_next(clients)) {
+        if (s_matches(c, topic) && !s_send(engine, c, frame, len)) {
+            c->gone = purge = true;
+        }
+    }
+    if (purge) {
+        s_purge(clients);
+    }
+}
+
+static void s_publish(drv_engine_t *engine, const char *topic, const char *data)
+{
+    size_t cap = strlen(topic) + strlen(data) + 64;
+    char *frame = malloc(cap);
+    if (!frame) {
+        return;
+    }
+    int n = snprintf(frame, cap, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)engine->sse->next_id++, topic, data);
+    s_broadcast(engine, topic, frame, (size_t)n);
+    free(frame);
+}
+
+static void s_on_event(drv_engine_t *engine, const char *topic, const json_t *event)
+{
+    if (zlistx_size(engine->sse->clients) == 0) {
+        return;
+    }
+    char *data = json_dumps(event, JSON_COMPACT);
+    if (data) {
+        s_publish(engine, topic, data);
+        free(data);
+    }
+}
+
+void drv_sse_init(drv_engine_t *engine)
+{
+    engine->sse = calloc(1, sizeof *engine->sse);
+    engine->sse->clients = zlistx_new();
+    zlistx_set_destructor(engine->sse->clients, s_client_free);
+    engine->event_listener = s_on_event;
+}
+
+void drv_sse_add(drv_engine_t *engine, drv_stream_t *stream, const char *topics)
+{
+    client_t *client = calloc(1, sizeof *client);
+    client->stream = drv_stream_ref(stream);
+    char *copy = strdup(topics ? topics : "");
+    char *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t && client->topic_count < MAX_TOPICS; t = strtok_r(NULL, ",", &save)) {
+        if (*t) {
+            client->topics[client->topic_count++] = strdup(t);
+        }
+    }
+    free(copy);
+    client->wants_status = client->topic_count > 0 && s_matches(client, "status");
+    zlistx_add_end(engine->sse->clients, client);
+    //  The stream opens with a comment, so a client knows it is subscribed
+    //  (and headers go out at once).
+    drv_stream_push(stream, ": subscribed\n\n", 14);
+    if (client->wants_status) {
+        engine->sse->next_status_ms = 0; // the first snapshot at once
+    }
+}
+
+int64_t drv_sse_tick(drv_engine_t *engine)
+{
+    struct drv_sse_t *sse = engine->sse;
+    if (!sse || zlistx_size(sse->clients) == 0) {
+        return -1;
+    }
+    int64_t now = drv_time_mono_ms();
+    bool status_due = now >= sse->next_status_ms;
+    bool anyone_wants_status = false;
+    for (client_t *c = zlistx_first(sse->clients); c; c = zlistx_next(sse->clients)) {
+        anyone_wants_status |= c->wants_status;
+    }
+    if (status_due && anyone_wants_status) {
+        sse->next_status_ms = now + STATUS_EVERY_MS;
+        char *status = drv_status_all_text(engine);
+        s_publish(engine, "status", status);
+        free(status);
+    }
+    if (now >= sse->next_keepalive_ms) {
+        sse->next_keepalive_ms = now + KEEPALIVE_EVERY_MS;
+        for (client_t *c = zlistx_first(sse->clients); c; c = zlistx_next(sse->clients)) {
+            c->gone = drv_stream_push(c->stream, ": keep-alive\n\n", 14) == -2;
+        }
+        s_purge(sse->clients);
+    }
+    int64_t wait = sse->next_keepalive_ms - now;
+    if (anyone_wants_status && sse->next_status_ms - now < wait) {
+        wait = sse->next_status_ms - now;
+    }
+    return wait < 0 ? 0 : wait;
+}
+
+size_t drv_sse_clients(drv_engine_t *engine)
+{
+    return engine->sse ? zlistx_size(engine->sse->clients) : 0;
+}
+
+void drv_sse_stop(drv_engine_t *engine)
+{
+    if (engine->sse) {
+        zlistx_destroy(&engine->sse->clients); // each stream ends
+        free(engine->sse);
+        engine->sse = NULL;
+        engine->event_listener = NULL;
+    }
+}

@@ -1,0 +1,25 @@
+/*  drv_sse — the event stream as Server-Sent Events (contract 6.3): every
+    event published goes, in order, to each client whose topic prefixes
+    match, as `id`, `event: <topic>`, `data: <JSON>`. A client whose queue is
+    full (engine.limits.stream_queue_bytes) loses events (counted in drover_sse_events_dropped_total, and told
+    by an `event: dropped` naming how many) instead of slowing the engine.
+    Clients that ask for topic `status` also get the whole /status document
+    once a second (the web console's live view). A comment line every 15 s
+    keeps proxies from closing the stream and finds clients that left. */
+#ifndef DRV_SSE_H
+#define DRV_SSE_H
+
+#include "drv_engine.h"
+#include "drv_stream.h"
+
+void drv_sse_init(drv_engine_t *engine);
+//  A new client: topics is a comma-separated list of prefixes ("" or NULL:
+//  every topic but the `status` snapshots). Takes a reference to stream.
+void drv_sse_add(drv_engine_t *engine, drv_stream_t *stream, const char *topics);
+//  Snapshots and keep-alives that are due; returns ms until the next (-1: none).
+int64_t drv_sse_tick(drv_engine_t *engine);
+size_t drv_sse_clients(drv_engine_t *engine);
+//  Ends every stream (droverd is stopping) and frees the clients.
+void drv_sse_stop(drv_engine_t *engine);
+
+#endif

@@ -1,0 +1,35 @@
+/*  drv_taps — live taps (contract 6.3): a sample of the records leaving a
+    node, as they flow. A tap belongs to the pipeline, not to an instance:
+    every instance of every generation that has the node samples it, so a
+    tap opened before a replace shows the new generation's records after it.
+    Instances sample only while a tap is open (pipeline->tap_nodes, sent to
+    them in `tap` messages); each tap lets about DRV_TAP_RATE records a
+    second through, and ends after `limit` records, at its timeout, or when
+    its client leaves. */
+#ifndef DRV_TAPS_H
+#define DRV_TAPS_H
+
+#include "drv_admin_request.h"
+#include "drv_engine.h"
+#include "drv_stream.h"
+
+#define DRV_TAP_RATE 100       // records per second, per tap
+#define DRV_TAP_LIMIT 100      // records, when the client names no limit
+
+typedef struct {
+    const char *node;          // NULL: the pipeline's receivers
+    int limit;
+    int timeout_secs;          // 0: none
+    drv_stream_t *stream;      // HTTP: records go here (a reference is taken) ...
+    bool sse;                  // ... as SSE `event: record` (else NDJSON lines)
+    drv_admin_request_t *request; // zmq: answered with {records: [...]} at the end
+} drv_tap_open_t;
+
+void drv_taps_init(drv_engine_t *engine);
+//  Opens a tap on p. Returns 0, or -1 with a 400 in response (an unknown node).
+int drv_taps_open(drv_engine_t *engine, drv_pipeline_t *p, const drv_tap_open_t *how, drv_admin_response_t *response);
+//  Ends taps that are due, gone or whose pipeline is; returns ms until the next check (-1: none).
+int64_t drv_taps_tick(drv_engine_t *engine);
+void drv_taps_stop(drv_engine_t *engine);
+
+#endif
