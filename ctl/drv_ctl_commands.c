@@ -420,6 +420,8 @@ const drv_ctl_command_t drv_ctl_commands[] = {
     {"metrics", "", "the Prometheus metrics text", s_metrics},
     {"events", "[--count N] [--for SECS] [--events ENDPOINT] [TOPIC-PREFIX...]",
      "follow the event stream", drv_ctl_events},
+    {"tap", "GROUP/PIPELINE [--node N] [--limit K] [--for SECS]",
+     "print a sample of the records leaving a node (default: the receivers), one JSON line each", drv_ctl_tap},
     {"call", "METHOD PATH [JSON-BODY]", "any admin route, raw", s_call_raw},
     {"version", "", "client and engine versions", s_version},
     {NULL, NULL, NULL, NULL},

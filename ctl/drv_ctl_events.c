@@ -1,6 +1,7 @@
-/*  drv_ctl_events — droverctl events: follows the engine's event stream
-    (a SUB socket on the events endpoint, asked from the engine unless given),
-    one line per event, until --count events, --for seconds or Ctrl-C. */
+/*  drv_ctl_events — what droverctl follows as it happens. events: the
+    engine's event stream (a SUB socket on the events endpoint, asked from
+    the engine unless given), one line per event, until --count events,
+    --for seconds or Ctrl-C. tap: a sample of the records leaving a node. */
 #include "drv_ctl_commands.h"
 
 #include "drover/drv_mpjson.h"
@@ -117,5 +118,66 @@ int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv)
     }
     zsock_destroy(&sub);
     json_decref(info);
+    return DRV_CTL_OK;
+}
+
+//  droverctl tap GROUP/PIPELINE [--node N] [--limit K] [--for SECS]: one
+//  request that the engine answers when K records were sampled or SECS
+//  passed; each record is printed as one line of JSON.
+int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv)
+{
+    const char *target = NULL, *node = NULL;
+    long limit = 10, seconds = 10;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--node") && i + 1 < argc) {
+            node = argv[++i];
+        } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
+            limit = atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--for") && i + 1 < argc) {
+            seconds = atol(argv[++i]);
+        } else if (!target && argv[i][0] != '-') {
+            target = argv[i];
+        } else {
+            fprintf(stderr, "droverctl: tap: unexpected argument \"%s\"\n", argv[i]);
+            return DRV_CTL_USAGE;
+        }
+    }
+    char group[64], pipeline[64];
+    if (!target || drv_ctl_split_target(target, group, pipeline, sizeof group) != 0 || limit < 1 || seconds < 1) {
+        fprintf(stderr, "droverctl: usage: droverctl tap GROUP/PIPELINE [--node N] [--limit K] [--for SECS]\n");
+        return DRV_CTL_USAGE;
+    }
+    char path[300];
+    snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/tap", group, pipeline);
+    json_t *query = json_object();
+    char number[32];
+    snprintf(number, sizeof number, "%ld", limit);
+    json_object_set_new(query, "limit", json_string(number));
+    snprintf(number, sizeof number, "%ld", seconds);
+    json_object_set_new(query, "timeout_secs", json_string(number));
+    if (node) {
+        json_object_set_new(query, "node", json_string(node));
+    }
+    if (ctl->options.timeout_ms < (int)seconds * 1000 + 5000) {
+        ctl->options.timeout_ms = (int)seconds * 1000 + 5000; // the engine answers when the tap ends
+    }
+    json_t *body = NULL;
+    int rc = drv_ctl_call(ctl, "GET", path, query, NULL, &body);
+    json_decref(query);
+    if (rc) {
+        return rc;
+    }
+    if (ctl->json) {
+        return drv_ctl_print_json(body);
+    }
+    size_t i;
+    json_t *record;
+    json_array_foreach(json_object_get(body, "records"), i, record)
+    {
+        char *line = json_dumps(record, JSON_COMPACT);
+        printf("%s\n", line);
+        free(line);
+    }
+    json_decref(body);
     return DRV_CTL_OK;
 }
