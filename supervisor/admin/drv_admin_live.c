@@ -30,6 +30,12 @@ bool drv_route_events(drv_engine_t *engine, drv_admin_request_t *request, char *
 
 bool drv_route_tap(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
 {
+    if (!request->authorized) {
+        //  A tap shows the records themselves, not just how the engine is doing.
+        drv_admin_error(response, 401, "unauthorized",
+                        "a tap shows records: it needs \"Authorization: Bearer <token>\" with the engine's http token");
+        return false;
+    }
     drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
     if (!pipeline) {
         return false;

@@ -7,6 +7,8 @@ import socket
 import threading
 import time
 
+from harness import SLOW  # sanitized runs stretch every deadline
+
 
 class HttpStream:
     """GET path on 127.0.0.1:port; the head is read, then the body's lines
@@ -64,7 +66,7 @@ class HttpStream:
 
     def line(self, timeout):
         """The next body line (without newline), or None at the deadline or end."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * SLOW
         while not self.lines:
             if self.ended or time.monotonic() >= deadline:
                 return None
@@ -78,10 +80,10 @@ class HttpStream:
 class SSE(HttpStream):
     def event(self, timeout=10.0):
         """The next event as (id, event, data as JSON), skipping comments; None at the deadline."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * SLOW
         fields = {}
         while True:
-            line = self.line(max(0.0, deadline - time.monotonic()))
+            line = self.line(max(0.0, deadline - time.monotonic()) / SLOW)
             if line is None:
                 return None
             if line == "":
@@ -94,10 +96,10 @@ class SSE(HttpStream):
             fields[name] = value[1:] if value.startswith(" ") else value
 
     def events(self, count, timeout=10.0, topic=None):
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * SLOW
         got = []
         while len(got) < count:
-            e = self.event(max(0.0, deadline - time.monotonic()))
+            e = self.event(max(0.0, deadline - time.monotonic()) / SLOW)
             if e is None:
                 raise AssertionError(f"{len(got)} of {count} events before the deadline: {got[-3:]}")
             if topic is None or e[1].startswith(topic):
@@ -122,7 +124,7 @@ class Collector(threading.Thread):
             self.error = e
 
     def result(self):
-        self.join(self.timeout + 5)
+        self.join(self.timeout * SLOW + 5)
         if self.error:
             raise self.error
         return self.got

@@ -158,6 +158,10 @@ class Console(EngineTest):
         width = self.js("return document.querySelector('article.card').getBoundingClientRect().width")
         self.assertGreaterEqual(width, 400, "cards wide enough to read")
         self.shot("5-fifty-pipelines.png")
+        # A tap shows records: with a token configured it needs it, unlike the other GET routes.
+        tap = "/api/v1/groups/default/pipelines/p00/tap?limit=1"
+        self.assertEqual(self.admin.http("GET", tap, headers={"Authorization": "Bearer wrong"})[0], 401)
+        self.assertEqual(self.admin.http("GET", tap, timeout=10)[0], 200)
         self.driver.find_element(By.ID, "filter").send_keys("p07")
         wait_until(lambda: len(self.driver.find_elements(By.CSS_SELECTOR, "article.card")) == 1, 10, "the filter")
 
