@@ -106,7 +106,7 @@ static void test_config_limits(void **state)
     assert_non_null(strstr(err, "f.yaml:8: groups.default.pipelines.c: more than 2 pipelines (engine.limits.max_pipelines)"));
     const char *bad = "engine:\n  limits:\n    max_message_bytes: 10\n    max_nodes: 3\n";
     assert_null(drv_config_parse(bad, strlen(bad), "f.yaml", &s_cpus, err, sizeof err));
-    assert_non_null(strstr(err, "f.yaml:4: engine.limits.max_nodes: unknown key \"max_nodes\" (allowed: max_pipelines max_message_bytes front_door_buffer_bytes) (and 1 more problem)"));
+    assert_non_null(strstr(err, "f.yaml:4: engine.limits.max_nodes: unknown key \"max_nodes\" (allowed: max_pipelines max_message_bytes front_door_buffer_bytes stream_queue_bytes) (and 1 more problem)"));
     const char *small = "engine:\n  limits:\n    max_message_bytes: 10\n";
     assert_null(drv_config_parse(small, strlen(small), "f.yaml", &s_cpus, err, sizeof err));
     assert_non_null(strstr(err, "f.yaml:3: engine.limits.max_message_bytes: must be an integer from 1024 to 268435456"));
