@@ -1,6 +1,7 @@
 /*  drv_stream — a bounded byte queue from the loop to a long-reading client
-    (drv_stream.h). A ring would save a memmove; reads take what is there in
-    blocks of several kilobytes, so the copy is small next to the socket. */
+    (drv_stream.h): unread bytes are [head, len) of one buffer; a push moves
+    them to the front only when the room behind them runs out, so a reader
+    catching up does not copy the queue once per block it takes. */
 #include "drv_stream.h"
 
 #include <pthread.h>
@@ -10,7 +11,8 @@
 struct drv_stream_t {
     pthread_mutex_t lock;
     int refs;
-    char *data;             // queued bytes, [0, len)
+    char *data;             // queued bytes, [head, len)
+    size_t head;
     size_t len;
     size_t cap;
     size_t max;
@@ -73,9 +75,14 @@ int drv_stream_push(drv_stream_t *stream, const char *data, size_t len)
     pthread_mutex_lock(&stream->lock);
     if (stream->gone) {
         rc = -2;
-    } else if (stream->ended || stream->len + len > stream->max) {
+    } else if (stream->ended || stream->len - stream->head + len > stream->max) {
         rc = -1;
     } else {
+        if (stream->len + len > stream->cap && stream->head > 0) {
+            memmove(stream->data, stream->data + stream->head, stream->len - stream->head);
+            stream->len -= stream->head;
+            stream->head = 0;
+        }
         if (stream->len + len > stream->cap) {
             size_t cap = stream->cap ? stream->cap : 4096;
             while (cap < stream->len + len) {
@@ -130,16 +137,19 @@ ssize_t drv_stream_read(drv_stream_t *stream, char *buf, size_t max, drv_stream_
 {
     ssize_t n;
     pthread_mutex_lock(&stream->lock);
-    if (stream->len > 0) {
-        size_t take = stream->len < max ? stream->len : max;
-        memcpy(buf, stream->data, take);
-        memmove(stream->data, stream->data + take, stream->len - take);
-        stream->len -= take;
+    if (stream->len > stream->head) {
+        size_t queued = stream->len - stream->head;
+        size_t take = queued < max ? queued : max;
+        memcpy(buf, stream->data + stream->head, take);
+        stream->head += take;
         n = (ssize_t)take;
-        if (stream->len == 0 && stream->cap > 256 * 1024) { // a burst is over: give its memory back
-            free(stream->data);
-            stream->data = NULL;
-            stream->cap = 0;
+        if (stream->head == stream->len) {
+            stream->head = stream->len = 0;
+            if (stream->cap > 256 * 1024) { // a burst is over: give its memory back
+                free(stream->data);
+                stream->data = NULL;
+                stream->cap = 0;
+            }
         }
     } else if (stream->ended) {
         n = -1;
