@@ -127,7 +127,7 @@ int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv)
 int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv)
 {
     const char *target = NULL, *node = NULL;
-    long limit = 10, seconds = 10;
+    long limit = 100, seconds = 10; // the route's default limit; over zmq the answer waits for the end
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--node") && i + 1 < argc) {
             node = argv[++i];

@@ -120,11 +120,6 @@ bool drv_stream_gone(drv_stream_t *stream)
     return gone;
 }
 
-bool drv_stream_ended(const drv_stream_t *stream)
-{
-    return stream->ended; // only the writer sets it, on the writer's thread
-}
-
 void drv_stream_attach(drv_stream_t *stream, drv_stream_wake_fn *wake, void *arg)
 {
     pthread_mutex_lock(&stream->lock);

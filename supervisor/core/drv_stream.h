@@ -28,7 +28,6 @@ int drv_stream_push(drv_stream_t *stream, const char *data, size_t len);
 //  No more data: the reader ends once it has read what is queued.
 void drv_stream_end(drv_stream_t *stream);
 bool drv_stream_gone(drv_stream_t *stream);
-bool drv_stream_ended(const drv_stream_t *stream);
 
 //  Reader. wake(arg) is called (under the lock, from the writer's thread)
 //  after the reader parked and something arrived.

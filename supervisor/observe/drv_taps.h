@@ -13,7 +13,7 @@
 #include "drv_engine.h"
 #include "drv_stream.h"
 
-#define DRV_TAP_RATE 100       // records per second, per tap
+#define DRV_TAP_RATE DRV_TAP_SAMPLES_PER_SEC // records per second, per tap (what each instance samples)
 #define DRV_TAP_LIMIT 100      // records, when the client names no limit
 
 typedef struct {

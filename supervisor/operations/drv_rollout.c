@@ -58,7 +58,8 @@ void drv_rollout_core_state(drv_rollout_t *self, int core, core_state_t state, c
     if (self->engine && !self->dry_run) {
         //  Core by core, as it happens: what the console draws a rollout from.
         drv_events_publish(self->engine, "rollout.progress", self->group, self->pipeline,
-                           json_pack("{s:s, s:i, s:s, s:s, s:I, s:o}", "rollout_id", self->id, "core", core, "state",
+                           json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:o}", "rollout_id", self->id, "action",
+                                     drv_action_name(self->plan.action), "core", core, "state",
                                      s_core_state_names[state], "detail", c->detail, "target_generation",
                                      (json_int_t)self->plan.target_generation, "previous_generation",
                                      self->old_generation > 0 ? json_integer(self->old_generation) : json_null()));
