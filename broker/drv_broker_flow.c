@@ -95,9 +95,13 @@ bool drv_broker_forward(drv_broker_t *self, drv_front_door_t *fe)
         drv_pending_t from = {0};
         int rc = drv_front_door_recv(fe, &self->refusals, &payload, &from);
         if (rc == -1) {
+            drv_instances_unpick(self->instances);
             continue; // refused, answered and counted
         }
         if (rc != 1) {
+            //  Nothing came: whoever was picked keeps its turn. (Else, with
+            //  one batch per wake-up, the same instance of two would get them all.)
+            drv_instances_unpick(self->instances);
             return rc == 0;
         }
         s_dispatch(self, fe, inst, &payload, fe->ack ? &from : NULL);

@@ -9,6 +9,7 @@
 struct drv_instances_t {
     zhashx_t *table; // id -> drv_instance_t
     size_t rr;       // round-robin cursor: index after the last pick
+    size_t rr_before; // the cursor before the last pick (drv_instances_unpick)
 };
 
 static void s_instance_free(void **item)
@@ -143,12 +144,18 @@ drv_instance_t *drv_instances_pick(drv_instances_t *self, const char *pipeline, 
                 continue;
             }
             if (drv_instance_serves(inst, pipeline, node)) {
+                self->rr_before = self->rr;
                 self->rr = index + 1;
                 return inst;
             }
         }
     }
     return NULL;
+}
+
+void drv_instances_unpick(drv_instances_t *self)
+{
+    self->rr = self->rr_before;
 }
 
 bool drv_instances_serving(drv_instances_t *self, const char *pipeline, const char *node)

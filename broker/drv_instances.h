@@ -51,6 +51,9 @@ bool drv_instance_serves(const drv_instance_t *inst, const char *pipeline, const
 
 //  The next instance, round-robin, that can take a batch of (pipeline, node).
 drv_instance_t *drv_instances_pick(drv_instances_t *self, const char *pipeline, const char *node);
+//  The last pick was not used (nothing to send): the next pick starts where
+//  it did, so an empty read does not skip an instance's turn.
+void drv_instances_unpick(drv_instances_t *self);
 //  True when some instance can take a batch of (pipeline, node).
 bool drv_instances_serving(drv_instances_t *self, const char *pipeline, const char *node);
 

@@ -54,6 +54,17 @@ static int s_follow(drv_ctl_t *ctl, const char *location, json_t *first)
             }
         }
         const char *state = drv_ctl_str(rollout, "state");
+        if (!ctl->json && (!json_object_get(seen, "state") ||
+                           strcmp(json_string_value(json_object_get(seen, "state")), state))) {
+            if (json_object_get(seen, "state") && (!strcmp(state, "paused") || !strcmp(state, "running") ||
+                                                   !strcmp(state, "rolling_back"))) {
+                json_t *canary = json_object_get(rollout, "canary");
+                printf("  rollout %s%s%s\n", state, canary && !strcmp(state, "paused") ? ": canary holds until " : "",
+                       canary && !strcmp(state, "paused") ? drv_ctl_str(canary, "until") : "");
+                fflush(stdout);
+            }
+            json_object_set_new(seen, "state", json_string(state));
+        }
         if (!strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "rollback_failed")) {
             if (ctl->json) {
                 drv_ctl_print_json(json_incref(rollout));
@@ -188,11 +199,30 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
 {
     char group[128], pipeline[128], path[500];
     if (argc < 3 || drv_ctl_split_target(argv[2], group, pipeline, sizeof group)) {
-        fprintf(stderr, "droverctl: usage: droverctl rollout status|history|undo GROUP/PIPELINE [ROLLOUT-ID]\n");
+        fprintf(stderr, "droverctl: usage: droverctl rollout status|history|undo|pause|resume|promote|abort "
+                        "GROUP/PIPELINE [ROLLOUT-ID]\n");
         return DRV_CTL_USAGE;
     }
     json_t *body = NULL;
     int rc;
+    static const char *controls[] = {"pause", "resume", "promote", "abort", NULL};
+    for (int c = 0; controls[c]; c++) {
+        if (!strcmp(argv[1], controls[c])) {
+            snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/rollouts/%s/%s", group, pipeline,
+                     argc >= 4 ? argv[3] : "current", controls[c]);
+            rc = drv_ctl_call(ctl, "POST", path, NULL, NULL, &body);
+            if (rc || ctl->json) {
+                return rc ? rc : drv_ctl_print_json(body);
+            }
+            printf("%s: %s asked; it is %s%s\n", drv_ctl_str(body, "rollout_id"), controls[c],
+                   drv_ctl_str(body, "state"), json_is_true(json_object_get(body, "pause_requested")) &&
+                                                      strcmp(drv_ctl_str(body, "state"), "paused")
+                                                  ? " (pauses after the step under way)"
+                                                  : "");
+            json_decref(body);
+            return DRV_CTL_OK;
+        }
+    }
     if (!strcmp(argv[1], "undo")) {
         snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/rollback", group, pipeline);
         json_t *query = json_pack("{s:s}", "wait", "false");
@@ -234,6 +264,14 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
             printf(" (%s)", drv_ctl_str(rollout, "failure_reason"));
         }
         printf("\nstarted %s, updated %s\n", drv_ctl_str(rollout, "started_at"), drv_ctl_str(rollout, "updated_at"));
+        json_t *canary = json_object_get(rollout, "canary");
+        if (canary) {
+            printf("canary: %lld core(s), hold until %s, verdict %s, error ratio %.4f (new) vs %.4f (old)\n",
+                   (long long)json_integer_value(json_object_get(canary, "cores")),
+                   json_is_string(json_object_get(canary, "until")) ? drv_ctl_str(canary, "until") : "-",
+                   drv_ctl_str(canary, "verdict"), json_real_value(json_object_get(canary, "error_ratio_new")),
+                   json_real_value(json_object_get(canary, "error_ratio_old")));
+        }
         drv_ctl_table_t *table =
             drv_ctl_table_new((const char *[]){"  CORE", "FROM", "TO", "STATE", "DETAIL", NULL});
         size_t i;
@@ -281,7 +319,8 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
         json_decref(body);
         return DRV_CTL_OK;
     }
-    fprintf(stderr, "droverctl: rollout what? status | history | undo\n");
+    fprintf(stderr, "droverctl: unknown rollout command \"%s\": status, history, undo, pause, resume, promote or abort\n",
+            argv[1]);
     return DRV_CTL_USAGE;
 }
 

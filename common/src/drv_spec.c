@@ -120,6 +120,55 @@ static json_t *s_cores(ctx_t *ctx, json_t *cores, const drv_cpus_t *cpus)
     return json_deep_copy(cores);
 }
 
+//  policies.rollout.canary, with its defaults; present only when given (a
+//  spec without one keeps the hash it always had).
+static json_t *s_canary(ctx_t *ctx, json_t *canary)
+{
+    if (json_is_null(canary)) {
+        return NULL;
+    }
+    if (!json_is_object(canary)) {
+        drv_spec_check_problem(ctx, "policies.rollout.canary",
+                               "must be a map {cores, hold_secs, max_error_ratio, auto_promote}");
+        return NULL;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach(canary, key, value)
+    {
+        if (strcmp(key, "cores") && strcmp(key, "hold_secs") && strcmp(key, "max_error_ratio") &&
+            strcmp(key, "auto_promote")) {
+            char path[300];
+            snprintf(path, sizeof path, "policies.rollout.canary.%s", key);
+            drv_spec_check_problem(ctx, path, "unknown key \"%s\" (cores, hold_secs, max_error_ratio, auto_promote)",
+                                   key);
+        }
+    }
+    json_t *cores = json_object_get(canary, "cores");
+    json_t *hold = json_object_get(canary, "hold_secs");
+    json_t *ratio = json_object_get(canary, "max_error_ratio");
+    json_t *promote = json_object_get(canary, "auto_promote");
+    if (cores && (!json_is_integer(cores) || json_integer_value(cores) < 1 ||
+                  json_integer_value(cores) > DRV_CPUS_MAX)) {
+        drv_spec_check_problem(ctx, "policies.rollout.canary.cores", "must be an integer from 1 to %d", DRV_CPUS_MAX);
+    }
+    if (hold && (!json_is_integer(hold) || json_integer_value(hold) < 0 ||
+                 json_integer_value(hold) > DRV_LIMIT_TIMEOUT_SECS)) {
+        drv_spec_check_problem(ctx, "policies.rollout.canary.hold_secs", "must be an integer from 0 to %d",
+                               DRV_LIMIT_TIMEOUT_SECS);
+    }
+    if (ratio && (!json_is_number(ratio) || json_number_value(ratio) < 0 || json_number_value(ratio) > 1)) {
+        drv_spec_check_problem(ctx, "policies.rollout.canary.max_error_ratio", "must be a number from 0 to 1");
+    }
+    if (promote && !json_is_boolean(promote)) {
+        drv_spec_check_problem(ctx, "policies.rollout.canary.auto_promote", "must be true or false");
+    }
+    return json_pack("{s:I, s:I, s:f, s:b}", "cores", (json_int_t)(json_is_integer(cores) ? json_integer_value(cores) : 1),
+                     "hold_secs", (json_int_t)(json_is_integer(hold) ? json_integer_value(hold) : 30),
+                     "max_error_ratio", json_is_number(ratio) ? json_number_value(ratio) : 0.01, "auto_promote",
+                     promote ? json_is_true(promote) : true);
+}
+
 static json_t *s_policies_of(ctx_t *ctx, json_t *policies)
 {
     json_t *result = json_object();
@@ -149,7 +198,7 @@ static json_t *s_policies_of(ctx_t *ctx, json_t *policies)
         const char *key;
         json_object_foreach(given, key, value)
         {
-            bool known = false;
+            bool known = !strcmp(s_policies[p].name, "rollout") && !strcmp(key, "canary");
             for (int k = 0; k < 4 && s_policies[p].keys[k].key; k++) {
                 known |= strcmp(s_policies[p].keys[k].key, key) == 0;
             }
@@ -173,6 +222,13 @@ static json_t *s_policies_of(ctx_t *ctx, json_t *policies)
             }
         }
         json_object_set_new(result, s_policies[p].name, out);
+    }
+    json_t *canary = json_object_get(json_object_get(policies, "rollout"), "canary");
+    if (canary && json_is_object(json_object_get(policies, "rollout"))) {
+        json_t *normal = s_canary(ctx, canary);
+        if (normal) {
+            json_object_set_new(json_object_get(result, "rollout"), "canary", normal);
+        }
     }
     json_t *restart = json_object_get(result, "restart");
     json_t *initial = json_object_get(restart, "initial_backoff_ms");

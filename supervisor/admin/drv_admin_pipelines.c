@@ -109,9 +109,10 @@ static void s_invalid(drv_admin_response_t *response, drv_problems_t *problems)
 
 //  The part of PUT after parsing: validate, plan, start, wait. Also rollback's.
 static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const char *group, const char *name,
-                    json_t *raw_spec, int64_t step_secs, int64_t drain_secs, bool wait, bool dry_run,
-                    int64_t timeout_secs, drv_admin_response_t *response)
+                    json_t *raw_spec, const drv_rollout_opts_t *opts, bool wait, int64_t timeout_secs,
+                    drv_admin_response_t *response)
 {
+    bool dry_run = opts->dry_run;
     drv_problems_t *problems = drv_problems_new();
     json_t *spec = drv_spec_normalize(raw_spec, &engine->spec_env, "", problems);
     drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
@@ -130,8 +131,7 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
         json_decref(spec);
         return false;
     }
-    drv_rollout_t *rollout =
-        drv_rollout_plan(engine, pipeline, group, name, spec, step_secs, drain_secs, dry_run, false);
+    drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, opts);
     if (dry_run) {
         response->status = 200;
         response->json = drv_rollout_json(rollout);
@@ -194,8 +194,9 @@ bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, 
         s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
         return false;
     }
-    return s_apply(engine, request, group, name, json_object_get(body, "pipeline"), step_secs, drain_secs, wait,
-                   dry_run, timeout_secs, response);
+    drv_rollout_opts_t opts = {.step_timeout_secs = step_secs, .drain_timeout_secs = drain_secs, .dry_run = dry_run};
+    return s_apply(engine, request, group, name, json_object_get(body, "pipeline"), &opts, wait, timeout_secs,
+                   response);
 }
 
 void drv_admin_rollouts_list(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_admin_response_t *response)
@@ -216,6 +217,27 @@ void drv_admin_rollout_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const
     drv_rollout_t *rollout = drv_rollout_find(pipeline, id);
     if (!rollout) {
         drv_admin_error(response, 404, "rollout_not_found", "no rollout \"%s\" on %s", id, pipeline->key);
+        return;
+    }
+    response->status = 200;
+    response->json = drv_rollout_json(rollout);
+}
+
+void drv_admin_rollout_control(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *id, drv_control_t what,
+                               drv_admin_response_t *response)
+{
+    bool current = !strcmp(id, "current");
+    drv_rollout_t *rollout = current ? pipeline->active : drv_rollout_find(pipeline, id);
+    if (!rollout) {
+        drv_admin_error(response, 404, "rollout_not_found",
+                        current ? "%s has no rollout under way" : "no rollout \"%s\" on %s",
+                        current ? pipeline->key : id, pipeline->key);
+        return;
+    }
+    char why[400];
+    if (drv_rollout_control(engine, pipeline, rollout, what, why, sizeof why) != 0) {
+        drv_admin_error(response, 409, "conflict", "%s", why);
+        json_object_set_new(response->json, "rollout", drv_rollout_json(rollout));
         return;
     }
     response->status = 200;
@@ -278,7 +300,8 @@ bool drv_admin_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *requ
         return false;
     }
     json_t *previous = json_incref(pipeline->previous_spec);
-    bool kept = s_apply(engine, request, group, name, previous, 0, 0, wait, dry_run, timeout_secs, response);
+    drv_rollout_opts_t opts = {.dry_run = dry_run, .no_canary = true}; // a way back is not tried out first
+    bool kept = s_apply(engine, request, group, name, previous, &opts, wait, timeout_secs, response);
     json_decref(previous);
     return kept;
 }

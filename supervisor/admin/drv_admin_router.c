@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_SEGMENTS 8
-#define MAX_ARGS 3
+#define MAX_SEGMENTS 10
+#define MAX_ARGS 4
 #define PIPELINE "/api/v1/groups/{group}/pipelines/{pipeline}"
 
 typedef struct {
@@ -42,6 +42,7 @@ static const route_t s_routes[] = {
     {"GET", PIPELINE "/status", drv_route_pipeline_status},
     {"GET", PIPELINE "/rollouts", drv_route_rollouts},
     {"GET", PIPELINE "/rollouts/{id}", drv_route_rollout_get},
+    {"POST", PIPELINE "/rollouts/{id}/{action}", drv_route_rollout_control}, // pause, resume, promote, abort
     {"GET", PIPELINE "/shutdowns/{id}", drv_route_shutdown_get},
     {"POST", PIPELINE "/shutdown", drv_route_pipeline_shutdown},
     {"POST", PIPELINE "/rollback", drv_route_pipeline_rollback},

@@ -306,3 +306,20 @@ bool drv_route_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *requ
 {
     return drv_admin_pipeline_rollback(engine, request, args[0], args[1], response);
 }
+
+bool drv_route_rollout_control(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                               drv_admin_response_t *response)
+{
+    for (drv_control_t what = DRV_CONTROL_PAUSE; what <= DRV_CONTROL_ABORT; what++) {
+        if (!strcmp(args[3], drv_control_name(what))) {
+            drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
+            if (pipeline) {
+                drv_admin_rollout_control(engine, pipeline, args[2], what, response);
+            }
+            return false;
+        }
+    }
+    drv_admin_error(response, 404, "invalid_request", "no route POST %s: a rollout takes pause, resume, promote or abort",
+                    request->path);
+    return false;
+}

@@ -61,7 +61,13 @@ static void s_note(void *ctx, const drv_step_t *step, drv_step_phase_t phase, co
     }
 }
 
+static int s_hold(void *ctx, const drv_step_t *step, int64_t now_ms, int64_t *wake_ms, char *why, size_t whylen)
+{
+    drv_apply_t *self = ctx;
+    return self->hold ? self->hold(self->record, step, now_ms, wake_ms, why, whylen) : DRV_EXEC_DONE;
+}
+
 drv_effects_t drv_apply_effects(drv_apply_t *self)
 {
-    return (drv_effects_t){self, s_observe, s_start, s_retire, s_close, s_note};
+    return (drv_effects_t){self, s_observe, s_start, s_retire, s_close, s_note, s_hold};
 }

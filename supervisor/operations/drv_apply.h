@@ -19,6 +19,8 @@ typedef struct {
     int64_t drain_timeout_ms;
     void *record;               // the operation's record, for note
     void (*note)(void *record, const drv_step_t *step, drv_step_phase_t phase, const drv_slot_view_t *slot);
+    //  A hold step's verdict (drv_effects_t.hold), or NULL.
+    int (*hold)(void *record, const drv_step_t *step, int64_t now_ms, int64_t *wake_ms, char *why, size_t whylen);
 } drv_apply_t;
 
 //  The effects of self, for drv_executor_run (self must outlive its use).

@@ -8,7 +8,11 @@
       drain/stop  retired unless already stopping; done once it is gone
       close       the front doors close; done
       retire      retired unless already stopping; done at once
-      wait_gone   done once it is gone */
+      wait_gone   done once it is gone
+      hold        the adapter's hold decides (a canary's verdict)
+
+    Pausing (stop_before_next) lets the step under way complete and begins
+    no further one. */
 #include "drv_executor.h"
 
 #include <stdio.h>
@@ -94,6 +98,22 @@ static drv_exec_result_t s_gone(const drv_effects_t *fx, const drv_step_t *step)
     return DRV_EXEC_DONE;
 }
 
+static drv_exec_result_t s_hold(drv_executor_t *self, const drv_effects_t *fx, const drv_step_t *step,
+                                const drv_slot_view_t *slot, int64_t now)
+{
+    int64_t wake = 0;
+    int result = fx->hold ? fx->hold(fx->ctx, step, now, &wake, self->why, sizeof self->why) : DRV_EXEC_DONE;
+    if (result == DRV_EXEC_WAIT) {
+        self->deadline_ms = wake;
+        return DRV_EXEC_WAIT;
+    }
+    self->deadline_ms = 0;
+    if (result == DRV_EXEC_DONE) {
+        fx->note(fx->ctx, step, DRV_STEP_DONE, slot);
+    }
+    return result == DRV_EXEC_DONE ? DRV_EXEC_DONE : DRV_EXEC_FAILED;
+}
+
 //  One step: DRV_EXEC_DONE when it completed.
 static drv_exec_result_t s_step(drv_executor_t *self, const drv_effects_t *fx, const drv_step_t *step, int64_t now)
 {
@@ -125,6 +145,8 @@ static drv_exec_result_t s_step(drv_executor_t *self, const drv_effects_t *fx, c
         return DRV_EXEC_DONE;
     case DRV_OP_WAIT_GONE:
         return s_gone(fx, step);
+    case DRV_OP_HOLD:
+        return s_hold(self, fx, step, &slot, now);
     }
     return DRV_EXEC_WAIT;
 }
@@ -133,7 +155,11 @@ drv_exec_result_t drv_executor_run(drv_executor_t *self, const drv_effects_t *fx
 {
     self->why[0] = 0;
     while (self->next < self->plan->count) {
+        if (self->stop_before_next && !self->in_step) {
+            return DRV_EXEC_PAUSED;
+        }
         drv_exec_result_t result = s_step(self, fx, &self->plan->steps[self->next], now_ms);
+        self->in_step = result == DRV_EXEC_WAIT;
         if (result != DRV_EXEC_DONE) {
             return result;
         }

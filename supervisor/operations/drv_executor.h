@@ -48,9 +48,13 @@ typedef struct {
     void (*close)(void *ctx);
     //  Progress, for the adapter's record; slot is the slot as it was then.
     void (*note)(void *ctx, const drv_step_t *step, drv_step_phase_t phase, const drv_slot_view_t *slot);
+    //  A hold step (a canary's): DRV_EXEC_DONE to go on, DRV_EXEC_WAIT with
+    //  *wake_ms (mono) when to ask again, DRV_EXEC_FAILED with why. NULL: a
+    //  hold is done at once.
+    int (*hold)(void *ctx, const drv_step_t *step, int64_t now_ms, int64_t *wake_ms, char *why, size_t whylen);
 } drv_effects_t;
 
-typedef enum { DRV_EXEC_DONE = 0, DRV_EXEC_WAIT, DRV_EXEC_FAILED } drv_exec_result_t;
+typedef enum { DRV_EXEC_DONE = 0, DRV_EXEC_WAIT, DRV_EXEC_FAILED, DRV_EXEC_PAUSED } drv_exec_result_t;
 
 typedef struct {
     const drv_plan_t *plan;  // not owned
@@ -58,6 +62,8 @@ typedef struct {
     int64_t step_timeout_ms; // how long a wait_ready may take, from its instance's start
     int64_t deadline_ms;     // mono: the current wait_ready fails then (0: none)
     int64_t *started_ms;     // per step: when a start step ran (owned)
+    bool in_step;            // plan->steps[next] has begun and not completed
+    bool stop_before_next;   // pause: begin no further step (DRV_EXEC_PAUSED between steps)
     char why[300];           // after DRV_EXEC_FAILED: what failed
 } drv_executor_t;
 
@@ -67,7 +73,8 @@ void drv_executor_end(drv_executor_t *self);
 
 //  Runs as many steps as can complete now. DRV_EXEC_WAIT: call again on an
 //  instance event or at deadline_ms; DRV_EXEC_FAILED: plan->steps[next]
-//  failed, for the reason in why; DRV_EXEC_DONE: every step is done.
+//  failed, for the reason in why; DRV_EXEC_DONE: every step is done;
+//  DRV_EXEC_PAUSED: stop_before_next is set and no step is under way.
 drv_exec_result_t drv_executor_run(drv_executor_t *self, const drv_effects_t *fx, int64_t now_ms);
 
 #endif

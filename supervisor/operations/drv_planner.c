@@ -23,8 +23,9 @@ const char *drv_action_name(drv_action_t action)
 
 const char *drv_op_name(drv_op_t op)
 {
-    static const char *names[] = {"start", "wait_ready", "switch", "drain", "stop", "close", "retire", "wait_gone"};
-    return op <= DRV_OP_WAIT_GONE ? names[op] : "?";
+    static const char *names[] = {"start", "wait_ready", "switch", "drain", "stop",
+                                  "close", "retire",     "wait_gone", "hold"};
+    return op <= DRV_OP_HOLD ? names[op] : "?";
 }
 
 static void s_add(drv_plan_t *plan, drv_op_t op, int core, int64_t generation)
@@ -160,6 +161,58 @@ void drv_plan_make(const json_t *spec, const int *cores, int core_count, const d
             s_bring_up(plan, cores[i], n + 1);
             s_add(plan, DRV_OP_DRAIN, cores[i], n);
         }
+    }
+    for (int i = 0; i < observed->core_count; i++) {
+        if (!s_has(cores, core_count, observed->cores[i])) {
+            s_add(plan, DRV_OP_DRAIN, observed->cores[i], n);
+        }
+    }
+}
+
+void drv_plan_canary(drv_plan_t *plan, const int *cores, int core_count, const drv_observed_t *observed,
+                     int canary_cores)
+{
+    if (plan->action != DRV_ACTION_REPLACE || canary_cores <= 0 || core_count <= 0) {
+        return;
+    }
+    int64_t n = plan->previous_generation;
+    //  The target cores, those the old generation serves first.
+    int order[core_count];
+    int kept = 0, k = 0;
+    for (int i = 0; i < core_count; i++) {
+        if (s_has(observed->cores, observed->core_count, cores[i])) {
+            order[k++] = cores[i];
+        }
+    }
+    kept = k;
+    for (int i = 0; i < core_count; i++) {
+        if (!s_has(observed->cores, observed->core_count, cores[i])) {
+            order[k++] = cores[i];
+        }
+    }
+    int canary = canary_cores < core_count ? canary_cores : core_count;
+    bool overlap = canary >= kept; // no old core would serve beside it: share the cores instead
+    drv_plan_clear(plan);
+    plan->action = DRV_ACTION_REPLACE;
+    plan->previous_generation = n;
+    plan->target_generation = n + 1;
+    for (int i = 0; i < canary; i++) {
+        s_bring_up(plan, order[i], n + 1);
+        if (i < kept && !overlap) {
+            s_add(plan, DRV_OP_DRAIN, order[i], n);
+        }
+    }
+    s_add(plan, DRV_OP_HOLD, -1, n + 1);
+    for (int i = 0; overlap && i < canary && i < kept; i++) {
+        s_add(plan, DRV_OP_DRAIN, order[i], n);
+    }
+    //  The rest as a plain replace has them: added cores, kept cores, removed ones.
+    for (int i = canary > kept ? canary : kept; i < core_count; i++) {
+        s_bring_up(plan, order[i], n + 1);
+    }
+    for (int i = canary; i < kept; i++) {
+        s_bring_up(plan, order[i], n + 1);
+        s_add(plan, DRV_OP_DRAIN, order[i], n);
     }
     for (int i = 0; i < observed->core_count; i++) {
         if (!s_has(cores, core_count, observed->cores[i])) {

@@ -30,6 +30,7 @@ typedef enum {
     DRV_OP_CLOSE,      // close the pipeline's front doors (core -1)
     DRV_OP_RETIRE,     // ask it to drain, without waiting: every core at once
     DRV_OP_WAIT_GONE,  // until it has exited
+    DRV_OP_HOLD,       // (canary) until the canary's verdict: pass goes on, fail rolls back (core -1)
 } drv_op_t;
 
 //  One instance slot that exists: what a shutdown stops.
@@ -72,6 +73,15 @@ typedef struct {
 //  specs are compared by canonical hash.
 void drv_plan_make(const json_t *spec, const int *cores, int core_count, const drv_observed_t *observed,
                    drv_plan_t *plan);
+
+//  Turns a replace plan into a canary one: the first canary_cores cores
+//  (kept cores first) are switched to the new generation, then a hold step,
+//  then the rest as before. When no core of the old generation would be left
+//  serving beside the canary (a one-core pipeline), the canary overlaps: its
+//  cores' old instances keep serving beside the new ones during the hold and
+//  drain after it. Any other plan is left as it is.
+void drv_plan_canary(drv_plan_t *plan, const int *cores, int core_count, const drv_observed_t *observed,
+                     int canary_cores);
 
 //  The plan that undoes a failed one from where it stopped: every core the old
 //  generation had is served by it again, the new generation is gone. done is

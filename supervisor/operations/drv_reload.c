@@ -22,8 +22,33 @@ static void s_create(drv_engine_t *engine, const char *group, const char *name, 
     drv_pipeline_t *pipeline = drv_registry_add_pipeline(engine, group, name, spec);
     pipeline->from_config = from_config;
     pipeline->generation = generation > 1 ? generation - 1 : 0; // create targets the next one
-    drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, 0, 0, false, true);
+    drv_rollout_opts_t opts = {.supervised = true};
+    drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, &opts);
     drv_rollout_start(engine, pipeline, rollout);
+}
+
+//  A rollout was under way (or paused) when droverd stopped: its spec was
+//  never applied, so the pipeline comes back as its last applied
+//  generation, which is a rollback; say so, and how to try again.
+static void s_interrupted(drv_engine_t *engine, const char *group, const char *name, int64_t generation,
+                          json_t *rollout)
+{
+    if (!json_is_object(rollout)) {
+        return;
+    }
+    const char *id = json_string_value(json_object_get(rollout, "rollout_id"));
+    const char *state = json_string_value(json_object_get(rollout, "state"));
+    json_int_t target = json_integer_value(json_object_get(rollout, "target_generation"));
+    const char *op = json_string_value(json_object_get(rollout, "op"));
+    drv_warn("restart: rollout %s of %s:%s (to generation %lld) was %s at step %lld (%s) when droverd stopped; it is "
+             "rolled back: generation %lld is restored; apply the spec again to retry",
+             id ? id : "?", group, name, (long long)target, state ? state : "under way",
+             (long long)json_integer_value(json_object_get(rollout, "step")), op ? op : "?", (long long)generation);
+    drv_events_publish(engine, "rollout.interrupted", group, name,
+                       json_pack("{s:O?, s:O?, s:O?, s:O?, s:s, s:I}", "rollout_id", json_object_get(rollout, "rollout_id"),
+                                 "state", json_object_get(rollout, "state"), "step", json_object_get(rollout, "step"),
+                                 "target_generation", json_object_get(rollout, "target_generation"), "outcome",
+                                 "rolled_back", "restored_generation", (json_int_t)generation));
 }
 
 void drv_reload_start_pipelines(drv_engine_t *engine)
@@ -48,6 +73,7 @@ void drv_reload_start_pipelines(drv_engine_t *engine)
                 json_t *spec = json_object_get(entry, "spec");
                 bool from_config = json_object_get(json_object_get(engine->config->groups, group), name) != NULL;
                 int64_t generation = json_integer_value(json_object_get(entry, "generation"));
+                s_interrupted(engine, group, name, generation, json_object_get(entry, "rollout"));
                 if (json_is_true(json_object_get(entry, "running"))) {
                     s_create(engine, group, name, spec, from_config, generation);
                 } else {
@@ -117,7 +143,8 @@ void drv_reload_apply(drv_engine_t *engine)
                 skipped++;
                 continue;
             }
-            drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, 0, 0, false, false);
+            drv_rollout_opts_t opts = {.supervised = false};
+            drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, &opts);
             if (!pipeline) {
                 pipeline = drv_registry_add_pipeline(engine, group, name, spec);
             }

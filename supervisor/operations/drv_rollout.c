@@ -3,6 +3,7 @@
     answering the requests that wait for it. How its plan is carried out is
     in drv_rollout_steps.c. */
 #include "drv_rollout_internal.h"
+#include "drv_canary.h"
 #include "drv_registry.h"
 #include "drv_listeners.h"
 #include "drv_events.h"
@@ -18,7 +19,7 @@
 static const char *s_core_state_names[] = {"pending", "starting",    "ready",  "switched",
                                            "draining_old", "retired", "failed", "rolled_back"};
 static const char *s_state_names[] = {"pending", "running", "succeeded", "failed", "rolling_back",
-                                      "rollback_failed"};
+                                      "rollback_failed", "paused"};
 
 void drv_rollout_touch(drv_rollout_t *self)
 {
@@ -67,12 +68,14 @@ void drv_rollout_core_state(drv_rollout_t *self, int core, core_state_t state, c
 }
 
 drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group,
-                                const char *name, json_t *spec, int64_t step_timeout_secs,
-                                int64_t drain_timeout_secs, bool dry_run, bool supervised)
+                                const char *name, json_t *spec, const drv_rollout_opts_t *opts)
 {
     drv_rollout_t *self = calloc(1, sizeof *self);
+    bool supervised = opts->supervised, dry_run = opts->dry_run;
+    int64_t step_timeout_secs = opts->step_timeout_secs, drain_timeout_secs = opts->drain_timeout_secs;
     self->engine = engine;
     self->supervised = supervised;
+    self->history = json_array();
     snprintf(self->group, sizeof self->group, "%s", group);
     snprintf(self->pipeline, sizeof self->pipeline, "%s", name);
     self->dry_run = dry_run;
@@ -106,12 +109,17 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
     drv_plan_make(spec, cores, count, &observed, &self->plan);
     if (supervised) {
         drv_plan_starts_first(&self->plan); // every core at once
+    } else if (!opts->no_canary && self->plan.action == DRV_ACTION_REPLACE) {
+        self->canary = drv_canary_new(spec);
+        if (self->canary) {
+            drv_plan_canary(&self->plan, cores, count, &observed, drv_canary_cores(self->canary));
+        }
     }
     //  Every core the rollout touches, with where it comes from and goes to.
     self->cores = calloc(self->plan.count + 1, sizeof *self->cores);
     for (size_t i = 0; i < self->plan.count; i++) {
         const drv_step_t *step = &self->plan.steps[i];
-        if (!drv_rollout_core(self, step->core)) {
+        if (step->core >= 0 && !drv_rollout_core(self, step->core)) {
             rollout_core_t *c = &self->cores[self->core_count++];
             c->core = step->core;
             bool was = false, will = false;
@@ -138,6 +146,8 @@ void drv_rollout_destroy(drv_rollout_t **self_p)
     }
     drv_rollout_t *self = *self_p;
     drv_waiters_destroy(&self->waiters, "the rollout was discarded");
+    drv_canary_destroy(&self->canary);
+    json_decref(self->history);
     json_decref(self->finished_json);
     json_decref(self->new_spec);
     json_decref(self->old_spec);
@@ -193,6 +203,18 @@ static json_t *s_time(int64_t wall_ms)
     return json_string(buf);
 }
 
+void drv_rollout_record(drv_rollout_t *self, const char *action, const char *fmt, ...)
+{
+    char detail[400];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(detail, sizeof detail, fmt, args);
+    va_end(args);
+    json_array_append_new(self->history, json_pack("{s:o, s:s, s:s}", "at", s_time(drv_time_wall_ms()), "action",
+                                                   action, "detail", detail));
+    drv_rollout_touch(self);
+}
+
 static json_t *s_generation(int64_t generation)
 {
     return generation > 0 ? json_integer(generation) : json_null();
@@ -237,6 +259,11 @@ static json_t *s_json(const drv_rollout_t *self)
     if (self->rollback.count > 0) {
         json_object_set_new(result, "rollback_plan", drv_plan_to_json(&self->rollback));
     }
+    if (self->canary) {
+        json_object_set_new(result, "canary", drv_canary_json(self->canary));
+    }
+    json_object_set_new(result, "pause_requested", json_boolean(self->pause_requested));
+    json_object_set_new(result, "history", json_deep_copy(self->history));
     json_object_set_new(result, "step", json_integer((json_int_t)self->next));
     return result;
 }
@@ -260,6 +287,7 @@ static void s_event(drv_engine_t *engine, drv_rollout_t *self)
 void drv_rollout_set_state(drv_engine_t *engine, drv_rollout_t *self, drv_rollout_state_t state)
 {
     self->state = state;
+    engine->state_dirty = true; // the state file notes a change under way (drv_state.c)
     drv_rollout_touch(self);
     s_event(engine, self);
 }

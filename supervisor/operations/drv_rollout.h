@@ -18,19 +18,35 @@ typedef enum {
     DRV_RO_FAILED,
     DRV_RO_ROLLING_BACK,
     DRV_RO_ROLLBACK_FAILED,
+    DRV_RO_PAUSED, // an operator's pause, or a canary's hold
 } drv_rollout_state_t;
+
+//  How a change is to be carried out.
+typedef struct {
+    int64_t step_timeout_secs;  // 0: from the spec's rollout policy
+    int64_t drain_timeout_secs; // 0: from the spec's rollout policy
+    bool dry_run;
+    //  Pipelines from the config file when droverd starts: every core starts
+    //  at once, instances follow the restart policy instead of failing the
+    //  step, and a step that times out ends the rollout failed without
+    //  rolling back, so the supervisor keeps trying, as with a Deployment.
+    bool supervised;
+    bool no_canary;             // a rollback: the spec's canary policy is not applied
+} drv_rollout_opts_t;
+
+//  What an operator may do to a running rollout.
+typedef enum {
+    DRV_CONTROL_PAUSE = 0, // after the step under way, begin no other
+    DRV_CONTROL_RESUME,    // go on (a canary waiting for promote is promoted)
+    DRV_CONTROL_PROMOTE,   // end a canary's hold now, as passed
+    DRV_CONTROL_ABORT,     // roll back now (a drain under way completes first)
+} drv_control_t;
 
 //  Plans a change to (group, name) without touching anything: the result is a
 //  pending rollout (what dry_run returns), not attached to any pipeline.
-//  pipeline may be NULL (it does not exist yet). Timeouts of 0 mean "from the
-//  spec's rollout policy".
-//  supervised (pipelines from the config file): every core starts at once,
-//  instances follow the restart policy instead of failing the step, and a step
-//  that times out ends the rollout failed without rolling back, so the
-//  supervisor keeps trying, as with a Kubernetes Deployment.
+//  pipeline may be NULL (it does not exist yet).
 drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group,
-                                const char *name, json_t *spec, int64_t step_timeout_secs,
-                                int64_t drain_timeout_secs, bool dry_run, bool supervised);
+                                const char *name, json_t *spec, const drv_rollout_opts_t *opts);
 //  Attaches a planned rollout to its pipeline (now existing) and starts it.
 void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollout_t *rollout);
 void drv_rollout_destroy(drv_rollout_t **self_p);
@@ -49,6 +65,12 @@ drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id);
 //  Keeps request until the rollout ends (200, or 409 when it failed) or
 //  timeout_ms passes (504 with the latest status).
 void drv_rollout_wait(drv_rollout_t *rollout, drv_admin_request_t *request, int64_t timeout_ms);
+
+//  pause, resume, promote or abort, recorded in the rollout's history.
+//  Returns 0, or -1 with why when its state does not allow it (a 409).
+int drv_rollout_control(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollout_t *rollout, drv_control_t what,
+                        char *why, size_t whylen);
+const char *drv_control_name(drv_control_t what);
 
 //  Runs the pipeline's active rollout as far as it can go now.
 void drv_rollout_run(drv_engine_t *engine, drv_pipeline_t *pipeline);

@@ -40,6 +40,10 @@ struct drv_rollout_t {
     int64_t updated_at;
     char failure_reason[400];
     bool supervised;             // from the config file: keep trying, never roll back
+    struct drv_canary_t *canary; // its hold, when the plan has one (owned)
+    bool pause_requested;        // an operator's pause: stop after the step under way
+    bool abort_requested;        // an operator's abort: roll back as soon as no drain is under way
+    json_t *history;             // [{at, action, detail}]: what operators and the canary did
     drv_plan_t plan;             // what to do
     size_t next;                 // next step of plan (where it failed, once rolling back)
     drv_plan_t rollback;         // what to undo, once failed
@@ -72,6 +76,9 @@ void drv_rollout_core_state(drv_rollout_t *self, int core, core_state_t state, c
 void drv_rollout_set_state(drv_engine_t *engine, drv_rollout_t *self, drv_rollout_state_t state);
 //  A waiting request's answer (drv_waiters_answer_fn): 200, 409 or 504.
 void drv_rollout_outcome(void *arg, bool finished, drv_admin_response_t *response);
+//  Appends {at, action, detail} to the rollout's history.
+void drv_rollout_record(drv_rollout_t *self, const char *action, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 //  Begins carrying the plan out (drv_rollout_steps.c).
 void drv_rollout_begin(drv_rollout_t *self);
 //  Runs as many steps as can complete now (drv_rollout_steps.c).

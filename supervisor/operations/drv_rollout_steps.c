@@ -16,6 +16,7 @@
     the status shows the mix. */
 #include "drv_rollout_internal.h"
 #include "drv_apply.h"
+#include "drv_canary.h"
 #include "drv_registry.h"
 #include "drv_listeners.h"
 #include "drv_lifecycle.h"
@@ -100,7 +101,9 @@ static void s_fail(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pi
     va_start(args, fmt);
     vsnprintf(self->failure_reason, sizeof self->failure_reason, fmt, args);
     va_end(args);
-    drv_rollout_core_state(self, core, CORE_FAILED, "%s", self->failure_reason);
+    if (core >= 0) {
+        drv_rollout_core_state(self, core, CORE_FAILED, "%s", self->failure_reason);
+    }
     drv_warn("rollout step failed pipeline=%s id=%s reason=\"%s\"; rolling back", pipeline->key, self->id,
              self->failure_reason);
     drv_observed_t observed = {.running = self->old_running,
@@ -147,6 +150,50 @@ static void s_note(void *record, const drv_step_t *step, drv_step_phase_t phase,
     }
 }
 
+//  The hold step: the canary's verdict.
+static int s_hold(void *record, const drv_step_t *step, int64_t now_ms, int64_t *wake_ms, char *why, size_t whylen)
+{
+    (void)step;
+    drv_rollout_t *self = record;
+    if (!self->canary) {
+        return DRV_EXEC_DONE;
+    }
+    json_t *before = drv_canary_json(self->canary);
+    int result = drv_canary_hold(self->canary, self->owner, self->plan.target_generation, self->old_generation, now_ms,
+                                 wake_ms, why, whylen);
+    json_t *after = drv_canary_json(self->canary);
+    const char *was = json_string_value(json_object_get(before, "verdict"));
+    const char *is = json_string_value(json_object_get(after, "verdict"));
+    if (strcmp(was, is)) {
+        drv_rollout_record(self, "canary", "verdict %s: error ratio %.4f (generation %lld) vs %.4f (generation %lld)",
+                           is, json_real_value(json_object_get(after, "error_ratio_new")),
+                           (long long)self->plan.target_generation,
+                           json_real_value(json_object_get(after, "error_ratio_old")), (long long)self->old_generation);
+        drv_info("canary verdict pipeline=%s id=%s verdict=%s", self->owner->key, self->id, is);
+    }
+    if (!json_equal(before, after)) {
+        drv_rollout_touch(self);
+    }
+    json_decref(before);
+    json_decref(after);
+    return result;
+}
+
+//  Whether the step under way is an op of these (or none is under way).
+static bool s_current_op(const drv_rollout_t *self, drv_op_t op)
+{
+    return self->exec.next < self->exec.plan->count && self->exec.plan->steps[self->exec.next].op == op;
+}
+
+//  running or paused, as what the executor does now says; published when it changes.
+static void s_settle(drv_engine_t *engine, drv_rollout_t *self, bool paused)
+{
+    drv_rollout_state_t state = paused ? DRV_RO_PAUSED : DRV_RO_RUNNING;
+    if (self->state != state) {
+        drv_rollout_set_state(engine, self, state);
+    }
+}
+
 void drv_rollout_begin(drv_rollout_t *self)
 {
     drv_executor_begin(&self->exec, &self->plan, self->step_timeout_ms);
@@ -163,13 +210,22 @@ void drv_rollout_advance(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline
                          .gated = !self->supervised,
                          .drain_timeout_ms = self->drain_timeout_ms,
                          .record = self,
-                         .note = s_note};
+                         .note = s_note,
+                         .hold = s_hold};
     drv_effects_t fx = drv_apply_effects(&apply);
     for (;;) {
         bool rolling_back = self->state == DRV_RO_ROLLING_BACK;
-        if (!rolling_back && self->state != DRV_RO_RUNNING) {
+        if (!rolling_back && self->state != DRV_RO_RUNNING && self->state != DRV_RO_PAUSED) {
             return;
         }
+        //  An abort rolls back at once, unless a drain is under way: that
+        //  one completes first (its old instance cannot be had back).
+        bool draining = self->exec.in_step && (s_current_op(self, DRV_OP_DRAIN) || s_current_op(self, DRV_OP_STOP));
+        if (!rolling_back && self->abort_requested && !draining) {
+            s_fail(engine, self, pipeline, -1, "aborted by the operator");
+            continue;
+        }
+        self->exec.stop_before_next = !rolling_back && (self->pause_requested || self->abort_requested);
         size_t before = self->exec.next;
         drv_exec_result_t result = drv_executor_run(&self->exec, &fx, drv_time_mono_ms());
         if (!rolling_back) {
@@ -177,6 +233,14 @@ void drv_rollout_advance(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline
         }
         if (self->exec.next != before) {
             drv_rollout_touch(self);
+        }
+        if (result == DRV_EXEC_PAUSED && self->abort_requested) {
+            continue; // the drain is done: roll back now
+        }
+        if (result == DRV_EXEC_PAUSED || (result == DRV_EXEC_WAIT && !rolling_back)) {
+            //  A canary's hold shows as paused, as an operator's pause does.
+            s_settle(engine, self, result == DRV_EXEC_PAUSED || s_current_op(self, DRV_OP_HOLD));
+            return;
         }
         if (result == DRV_EXEC_WAIT) {
             return;

@@ -1,7 +1,12 @@
 /*  drv_state — see drv_state.h. The file is JSON:
-      {"version": 1, "groups": {"g": {"pipelines": {"p": {"spec": {...}, "running": true}}}}} */
+      {"version": 1, "groups": {"g": {"pipelines": {"p": {"spec": {...}, "running": true, "generation": 3,
+                                                           "rollout"?: {rollout_id, action, state, target_generation,
+                                                                        step}}}}}}
+    "rollout" is a change under way when it was written (not applied: "spec"
+    is what runs until it succeeds). */
 #include "drv_state.h"
 #include "drv_events.h"
+#include "drv_rollout.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_problems.h"
@@ -32,9 +37,22 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
             if (!p->running && !p->shut_down) {
                 continue; // never came up: nothing was applied
             }
-            json_object_set_new(pipelines, p->name,
-                                json_pack("{s:O, s:b, s:I}", "spec", p->spec, "running", p->running && !p->shutdown_active,
-                                          "generation", (json_int_t)p->generation));
+            json_t *entry = json_pack("{s:O, s:b, s:I}", "spec", p->spec, "running", p->running && !p->shutdown_active,
+                                      "generation", (json_int_t)p->generation);
+            if (p->active && drv_rollout_action(p->active) != DRV_ACTION_CREATE) {
+                //  Not applied yet: what a restart says it gave up (it restores the spec above).
+                json_t *r = drv_rollout_json(p->active);
+                json_int_t next = json_integer_value(json_object_get(r, "step"));
+                json_t *step = json_array_get(json_object_get(r, "plan"), (size_t)next);
+                json_object_set_new(entry, "rollout",
+                                    json_pack("{s:O, s:O, s:O, s:O, s:I, s:s}", "rollout_id",
+                                              json_object_get(r, "rollout_id"), "action", json_object_get(r, "action"),
+                                              "state", json_object_get(r, "state"), "target_generation",
+                                              json_object_get(r, "target_generation"), "step", next + 1, "op",
+                                              step ? json_string_value(json_object_get(step, "op")) : "none"));
+                json_decref(r);
+            }
+            json_object_set_new(pipelines, p->name, entry);
         }
         json_object_set_new(groups, g->name, json_pack("{s:o}", "pipelines", pipelines));
     }
@@ -197,10 +215,13 @@ json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen)
                 drv_error("state file: pipeline skipped path=%s field=%s reason=\"%s\"", path,
                           drv_problems_path(problems, 0), drv_problems_message(problems, 0));
             } else {
-                json_object_set_new(pipelines, name,
-                                    json_pack("{s:o, s:b, s:I}", "spec", spec, "running",
-                                              json_is_true(json_object_get(entry, "running")), "generation",
-                                              (json_int_t)json_integer_value(json_object_get(entry, "generation"))));
+                json_t *restored = json_pack("{s:o, s:b, s:I}", "spec", spec, "running",
+                                             json_is_true(json_object_get(entry, "running")), "generation",
+                                             (json_int_t)json_integer_value(json_object_get(entry, "generation")));
+                if (json_is_object(json_object_get(entry, "rollout"))) {
+                    json_object_set(restored, "rollout", json_object_get(entry, "rollout"));
+                }
+                json_object_set_new(pipelines, name, restored);
             }
             drv_problems_destroy(&problems);
         }

@@ -99,7 +99,25 @@ static void s_note(void *ctx, const drv_step_t *step, drv_step_phase_t phase, co
     }
 }
 
-static const drv_effects_t s_fx = {NULL, s_observe, s_start, s_retire, s_close, s_note};
+//  The canary's verdict, as the test sets it: WAIT until s_hold_until, then s_hold_result.
+static int s_hold_result = DRV_EXEC_DONE;
+static int64_t s_hold_until;
+
+static int s_hold(void *ctx, const drv_step_t *step, int64_t now, int64_t *wake, char *why, size_t whylen)
+{
+    (void)ctx;
+    (void)step;
+    if (now < s_hold_until) {
+        *wake = s_hold_until;
+        return DRV_EXEC_WAIT;
+    }
+    if (s_hold_result == DRV_EXEC_FAILED) {
+        snprintf(why, whylen, "canary failed");
+    }
+    return s_hold_result;
+}
+
+static const drv_effects_t s_fx = {NULL, s_observe, s_start, s_retire, s_close, s_note, s_hold};
 
 static int s_setup(void **state)
 {
@@ -278,6 +296,54 @@ static void test_a_rollback_plan_runs_on_the_same_executor(void **state)
     drv_plan_clear(&back);
 }
 
+//  A canary: switch core 0, hold until the verdict, then the rest; a failed
+//  verdict fails the hold step.
+static void test_hold_waits_for_the_verdict(void **state)
+{
+    (void)state;
+    s_begin_replace(1000);
+    drv_plan_canary(&s_plan, &s_core0, 1, &s_observed, 1);
+    drv_executor_begin(&s_exec, &s_plan, 1000);
+    s_hold_until = 500;
+    s_hold_result = DRV_EXEC_DONE;
+    assert_int_equal(drv_executor_run(&s_exec, &s_fx, 0), DRV_EXEC_WAIT);
+    s_slot(0, 2)->state = DRV_SLOT_READY;
+    assert_int_equal(drv_executor_run(&s_exec, &s_fx, 10), DRV_EXEC_WAIT); // holding, both generations serve
+    assert_int_equal(s_exec.deadline_ms, 500);
+    assert_int_equal(s_slot(0, 1)->state, DRV_SLOT_READY);
+    assert_int_equal(drv_executor_run(&s_exec, &s_fx, 500), DRV_EXEC_WAIT); // passed: draining generation 1
+    assert_string_equal(s_fake.log, "start:0@2 [start:0] [wait_ready:0] [switch:0] [hold:-1] retire:0@1 ");
+    //  The same, failing.
+    drv_executor_begin(&s_exec, &s_plan, 1000);
+    s_fake.count = 0;
+    s_put(0, 1, DRV_SLOT_READY);
+    s_put(0, 2, DRV_SLOT_READY);
+    s_hold_result = DRV_EXEC_FAILED;
+    assert_int_equal(drv_executor_run(&s_exec, &s_fx, 600), DRV_EXEC_FAILED);
+    assert_int_equal(s_plan.steps[s_exec.next].op, DRV_OP_HOLD);
+    assert_string_equal(s_exec.why, "canary failed");
+    s_hold_result = DRV_EXEC_DONE;
+    s_hold_until = 0;
+}
+
+//  A pause lets the step under way complete and begins no other until resumed.
+static void test_pause_stops_between_steps(void **state)
+{
+    (void)state;
+    s_begin_replace(1000);
+    assert_int_equal(drv_executor_run(&s_exec, &s_fx, 0), DRV_EXEC_WAIT); // waiting for ready
+    s_exec.stop_before_next = true;
+    assert_int_equal(drv_executor_run(&s_exec, &s_fx, 1), DRV_EXEC_WAIT); // the wait goes on
+    s_slot(0, 2)->state = DRV_SLOT_READY;
+    assert_int_equal(drv_executor_run(&s_exec, &s_fx, 2), DRV_EXEC_PAUSED);
+    assert_int_equal(s_plan.steps[s_exec.next].op, DRV_OP_SWITCH);
+    assert_int_equal(drv_executor_run(&s_exec, &s_fx, 3), DRV_EXEC_PAUSED); // stays paused
+    assert_string_equal(s_fake.log, "start:0@2 [start:0] [wait_ready:0] ");
+    s_exec.stop_before_next = false;
+    assert_int_equal(drv_executor_run(&s_exec, &s_fx, 4), DRV_EXEC_WAIT);
+    assert_string_equal(s_fake.log, "start:0@2 [start:0] [wait_ready:0] [switch:0] retire:0@1 ");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -292,6 +358,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retire_is_asked_once_and_a_slot_gone_at_once_does_not_wait, s_setup,
                                         s_teardown),
         cmocka_unit_test_setup_teardown(test_a_rollback_plan_runs_on_the_same_executor, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_hold_waits_for_the_verdict, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_pause_stops_between_steps, s_setup, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -133,6 +133,45 @@ static void test_replace_goes_core_by_core_added_first_removed_last(void **state
     json_decref(new_spec);
 }
 
+static void test_canary_switches_its_cores_then_holds(void **state)
+{
+    (void)state;
+    json_t *old_spec = s_spec("1");
+    json_t *new_spec = s_spec("2");
+    int cores[] = {0, 1, 2};
+    drv_observed_t running = {true, old_spec, 1, cores, 3};
+    drv_plan_make(new_spec, cores, 3, &running, &s_plan);
+    drv_plan_canary(&s_plan, cores, 3, &running, 1);
+    assert_string_equal(s_render(&s_plan), "start:0@2 wait_ready:0@2 switch:0@2 drain:0@1 hold:-1@2 "
+                                           "start:1@2 wait_ready:1@2 switch:1@2 drain:1@1 "
+                                           "start:2@2 wait_ready:2@2 switch:2@2 drain:2@1");
+    //  One core: nothing of the old generation would be left to compare
+    //  with, so the canary overlaps it on the same core.
+    drv_observed_t one = {true, old_spec, 1, cores, 1};
+    drv_plan_make(new_spec, cores, 1, &one, &s_plan);
+    drv_plan_canary(&s_plan, cores, 1, &one, 1);
+    assert_string_equal(s_render(&s_plan), "start:0@2 wait_ready:0@2 switch:0@2 hold:-1@2 drain:0@1");
+    //  Grown from one core to two: the kept core is the canary, the added one comes after the hold.
+    drv_plan_make(new_spec, cores, 2, &one, &s_plan);
+    drv_plan_canary(&s_plan, cores, 2, &one, 1);
+    assert_string_equal(s_render(&s_plan), "start:0@2 wait_ready:0@2 switch:0@2 hold:-1@2 drain:0@1 "
+                                           "start:1@2 wait_ready:1@2 switch:1@2");
+    //  A rollback of a failed hold gives the canary core back to generation 1.
+    drv_plan_make(new_spec, cores, 3, &running, &s_plan);
+    drv_plan_canary(&s_plan, cores, 3, &running, 1);
+    drv_plan_rollback(&s_plan, 4, &running, &s_back);
+    assert_string_equal(s_render(&s_back), "start:0@1 wait_ready:0@1 switch:0@1 stop:0@2");
+    //  A resize is never a canary.
+    json_t *resized = json_deep_copy(old_spec);
+    json_object_set_new(resized, "cores", json_pack("{s:i}", "count", 2));
+    drv_plan_make(resized, cores, 2, &running, &s_plan);
+    drv_plan_canary(&s_plan, cores, 2, &running, 1);
+    assert_string_equal(s_render(&s_plan), "drain:2@1");
+    json_decref(resized);
+    json_decref(old_spec);
+    json_decref(new_spec);
+}
+
 static void test_rollback_restores_the_old_generation_from_where_it_stopped(void **state)
 {
     (void)state;
@@ -215,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_identical_spec_is_noop_whatever_the_key_order),
         cmocka_unit_test(test_resize_touches_only_added_and_removed_cores),
         cmocka_unit_test(test_replace_goes_core_by_core_added_first_removed_last),
+        cmocka_unit_test(test_canary_switches_its_cores_then_holds),
         cmocka_unit_test(test_rollback_restores_the_old_generation_from_where_it_stopped),
         cmocka_unit_test(test_plan_as_json),
         cmocka_unit_test(test_starts_first_is_a_stable_partition),

@@ -180,12 +180,47 @@ static void test_cores_resolve_from_allowed_cpus(void **state)
     json_decref(spec);
 }
 
+static void test_canary_policy_is_checked_and_defaulted(void **state)
+{
+    (void)state;
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":{\"cores\":0}}}}",
+                     "policies.rollout.canary.cores", "from 1 to");
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":{\"max_error_ratio\":2}}}}",
+                     "policies.rollout.canary.max_error_ratio", "from 0 to 1");
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":{\"hold\":3}}}}",
+                     "policies.rollout.canary.hold", "unknown key \"hold\"");
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":{\"auto_promote\":1}}}}",
+                     "policies.rollout.canary.auto_promote", "true or false");
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":5}}}",
+                     "policies.rollout.canary", "must be a map");
+    json_t *given = json_loads("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":{\"hold_secs\":5}}}}",
+                               0, NULL);
+    json_t *plain = json_loads("{\"nodes\":{" GEN "," NULLOUT "}}", 0, NULL);
+    drv_problems_t *problems = drv_problems_new();
+    json_t *with = drv_spec_normalize(given, &s_env, "", problems);
+    json_t *without = drv_spec_normalize(plain, &s_env, "", problems);
+    assert_int_equal(drv_problems_count(problems), 0);
+    json_t *canary = json_object_get(json_object_get(json_object_get(with, "policies"), "rollout"), "canary");
+    assert_int_equal(json_integer_value(json_object_get(canary, "cores")), 1);
+    assert_int_equal(json_integer_value(json_object_get(canary, "hold_secs")), 5);
+    assert_true(json_real_value(json_object_get(canary, "max_error_ratio")) == 0.01);
+    assert_true(json_is_true(json_object_get(canary, "auto_promote")));
+    //  No canary given: none added (the hash of every older spec stays).
+    assert_null(json_object_get(json_object_get(json_object_get(without, "policies"), "rollout"), "canary"));
+    json_decref(with);
+    json_decref(without);
+    json_decref(given);
+    json_decref(plain);
+    drv_problems_destroy(&problems);
+}
+
 int main(void)
 {
     drv_nodes_register();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_invalid_specs_name_path_and_reason),
         cmocka_unit_test(test_defaults_are_filled_and_hash_ignores_key_order),
+        cmocka_unit_test(test_canary_policy_is_checked_and_defaulted),
         cmocka_unit_test(test_cores_resolve_from_allowed_cpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
