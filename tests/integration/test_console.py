@@ -143,6 +143,54 @@ class Console(EngineTest):
         self.shot("4-rolled-back.png")
         self.assertTrue(self.js("return window.loadedOnce === true"), "no reload")
 
+    def test_a_canary_is_steered_from_the_page(self):
+        self.put("p", 1, cores=2, rate=200)
+        self.driver.get(f"http://127.0.0.1:{self.http_port}/ui")
+        self.driver.find_element(By.ID, "token").send_keys(TOKEN)
+        self.wait_card("default:p", "generation 1 running", lambda c: c.get_attribute("data-phase") == "running")
+
+        def canary_put(value, hold):
+            spec = {"pipeline": {"cores": {"count": 2}, "nodes": {
+                "in": {"type": "receiver:generator", "config": {"rate": 200, "count": 0, "record": {"m": value}},
+                       "to": ["out"]},
+                "out": {"type": "exporter:null"}},
+                "policies": {"rollout": {"canary": {"cores": 1, "hold_secs": hold, "auto_promote": False}}}}}
+            status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/p?wait=false", body=spec)
+            self.assertEqual(status, 202, body)
+            return body["rollout_id"]
+
+        # A canary holding: the page shows it paused with its verdict, and promote ends the hold.
+        canary_put("a", 600)
+        self.wait_card("default:p", "the canary holding",
+                       lambda c: c.find_elements(By.CSS_SELECTOR, '.rollout[data-state="paused"] .canary[data-verdict="pending"]'))
+        self.shot("6-canary-holding.png")
+        self.click("default:p", "promote")
+        self.click("default:p", "promote")  # confirm
+        self.wait_card("default:p", "generation 2 after the promote",
+                       lambda c: c.get_attribute("data-generation") == "2" and c.get_attribute("data-phase") == "running",
+                       timeout=30)
+        # Another: pause, resume, then abort from the page.
+        rid = canary_put("b", 600)
+        self.wait_card("default:p", "the second canary holding",
+                       lambda c: c.find_elements(By.CSS_SELECTOR, f'.rollout[data-rollout="{rid}"][data-state="paused"]'))
+        self.click("default:p", "pause")
+        self.click("default:p", "pause")
+        self.wait_card("default:p", "a resume button once paused",
+                       lambda c: c.find_elements(By.CSS_SELECTOR, 'button[data-action="resume"]'))
+        self.click("default:p", "resume")
+        self.click("default:p", "resume")
+        self.wait_card("default:p", "pause offered again",
+                       lambda c: c.find_elements(By.CSS_SELECTOR, 'button[data-action="pause"]'))
+        self.click("default:p", "abort")
+        self.click("default:p", "abort")
+        self.wait_card("default:p", "the rollout aborted",
+                       lambda c: c.find_elements(By.CSS_SELECTOR, f'.rollout[data-rollout="{rid}"][data-state="failed"]'),
+                       timeout=30)
+        self.assertIn("aborted by the operator", self.card("default:p").text)
+        status, r, _ = self.admin.http("GET", f"/api/v1/groups/default/pipelines/p/rollouts/{rid}")
+        self.assertEqual([h["action"] for h in r["history"]], ["pause", "resume", "abort"])
+        self.shot("7-canary-aborted.png")
+
     def test_fifty_pipelines_stay_readable_at_1280x800(self):
         for n in range(50):
             spec = {"pipeline": {"nodes": {
