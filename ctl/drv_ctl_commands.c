@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#define WATCH_MS 2000 // status -w: how often it asks
 
 //  Performs a request; on error prints the engine's message and returns the
 //  exit code; on success stores the body and returns 0.
@@ -129,13 +132,19 @@ static void s_pipeline_row(drv_ctl_table_t *table, const char *name, json_t *st)
 static const char *s_pipeline_columns[] = {"PIPELINE", "PHASE", "GEN", "READY", "CORES", "RESTARTS",
                                            "RECORDS_IN", "RECORDS_OUT", "ERRORS", NULL};
 
-static int s_status(drv_ctl_t *ctl, int argc, char **argv)
+//  Every pipeline, once.
+static int s_status_once(drv_ctl_t *ctl)
 {
-    (void)argc;
-    (void)argv;
     json_t *body;
     int rc = drv_ctl_call(ctl, "GET", "/status", NULL, NULL, &body);
     if (rc || ctl->json) {
+        if (!rc && ctl->watch) {
+            char *line = json_dumps(body, JSON_COMPACT); // one document per line while watching
+            printf("%s\n", line);
+            free(line);
+            json_decref(body);
+            return DRV_CTL_OK;
+        }
         return rc ? rc : drv_ctl_print_json(body);
     }
     drv_ctl_table_t *table = drv_ctl_table_new(s_pipeline_columns);
@@ -145,8 +154,45 @@ static int s_status(drv_ctl_t *ctl, int argc, char **argv)
     {
         s_pipeline_row(table, key, st);
     }
+    if (ctl->watch) {
+        printf("-- %s\n", drv_ctl_str(body, "generated_at"));
+    }
     drv_ctl_table_print(table, stdout);
     drv_ctl_table_destroy(&table);
+    json_decref(body);
+    fflush(stdout);
+    return DRV_CTL_OK;
+}
+
+//  -w: again every WATCH_MS until interrupted (or the engine stops answering).
+static int s_status(drv_ctl_t *ctl, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    for (;;) {
+        int rc = s_status_once(ctl);
+        if (rc || !ctl->watch) {
+            return rc;
+        }
+        usleep(WATCH_MS * 1000); // a client polling its server: pacing, not synchronisation
+    }
+}
+
+static int s_targets(drv_ctl_t *ctl, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    json_t *body;
+    int rc = drv_ctl_call(ctl, "GET", "/status", NULL, NULL, &body);
+    if (rc) {
+        return rc;
+    }
+    const char *key;
+    json_t *st;
+    json_object_foreach(json_object_get(body, "pipelines"), key, st)
+    {
+        printf("%s/%s\n", drv_ctl_str(st, "group"), drv_ctl_str(st, "pipeline"));
+    }
     json_decref(body);
     return DRV_CTL_OK;
 }
@@ -405,7 +451,7 @@ static int s_version(drv_ctl_t *ctl, int argc, char **argv)
 }
 
 const drv_ctl_command_t drv_ctl_commands[] = {
-    {"status", "", "every pipeline: phase, generation, ready cores, counters", s_status},
+    {"status", "", "every pipeline: phase, generation, ready cores, counters (-w: every 2 s)", s_status},
     {"get", "groups | pipelines [GROUP]", "list groups, or pipelines with their status", s_get},
     {"describe", "GROUP/PIPELINE", "one pipeline: conditions and instances", s_describe},
     {"apply", "-f SPEC.yaml GROUP/PIPELINE [--dry-run] [--no-wait]",
@@ -424,5 +470,7 @@ const drv_ctl_command_t drv_ctl_commands[] = {
      "print a sample of the records leaving a node (default: the receivers), one JSON line each", drv_ctl_tap},
     {"call", "METHOD PATH [JSON-BODY]", "any admin route, raw", s_call_raw},
     {"version", "", "client and engine versions", s_version},
+    {"completion", "bash", "print the bash completion script: source <(droverctl completion bash)", drv_ctl_completion},
+    {"__targets", "", "GROUP/PIPELINE of every pipeline, one a line (for completion)", s_targets},
     {NULL, NULL, NULL, NULL},
 };

@@ -17,6 +17,7 @@
 typedef struct {
     drv_ctl_options_t options; // options.endpoint: the one being talked to
     bool json;        // -o json
+    bool watch;       // -w: status and rollout status keep watching
     const char *endpoints[DRV_CTL_MAX_ENDPOINTS]; // every -e, in order (apply goes node by node)
     int endpoint_count;
 } drv_ctl_t;
@@ -43,6 +44,7 @@ int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv);
 //  The mutating commands (drv_ctl_rollout.c).
 int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv);
+int drv_ctl_completion(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool no_wait);
 
 //  Splits "GROUP/PIPELINE"; prints the usage problem and returns -1 if it is not one.

@@ -24,6 +24,11 @@ static void s_print_plan(json_t *rollout)
     json_t *step;
     json_array_foreach(json_object_get(rollout, "plan"), i, step)
     {
+        if (!strcmp(drv_ctl_str(step, "op"), "hold")) {
+            printf("  %2lld. %-10s the canary, until its verdict\n",
+                   (long long)json_integer_value(json_object_get(step, "step")), "hold");
+            continue;
+        }
         printf("  %2lld. %-10s core %lld generation %lld\n", (long long)json_integer_value(json_object_get(step, "step")),
                drv_ctl_str(step, "op"), (long long)json_integer_value(json_object_get(step, "core")),
                (long long)json_integer_value(json_object_get(step, "generation")));
@@ -56,8 +61,8 @@ static int s_follow(drv_ctl_t *ctl, const char *location, json_t *first)
         const char *state = drv_ctl_str(rollout, "state");
         if (!ctl->json && (!json_object_get(seen, "state") ||
                            strcmp(json_string_value(json_object_get(seen, "state")), state))) {
-            if (json_object_get(seen, "state") && (!strcmp(state, "paused") || !strcmp(state, "running") ||
-                                                   !strcmp(state, "rolling_back"))) {
+            if (!strcmp(state, "paused") || !strcmp(state, "rolling_back") ||
+                (json_object_get(seen, "state") && !strcmp(state, "running"))) {
                 json_t *canary = json_object_get(rollout, "canary");
                 printf("  rollout %s%s%s\n", state, canary && !strcmp(state, "paused") ? ": canary holds until " : "",
                        canary && !strcmp(state, "paused") ? drv_ctl_str(canary, "until") : "");
@@ -254,6 +259,19 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
         if (!rollout) {
             fprintf(stderr, "droverctl: %s/%s has no rollouts\n", group, pipeline);
             return DRV_CTL_SERVER_ERROR;
+        }
+        const char *state = drv_ctl_str(rollout, "state");
+        if (ctl->watch && strcmp(state, "succeeded") && strcmp(state, "failed") && strcmp(state, "rollback_failed")) {
+            //  -w: follow it core by core until it ends, as kubectl rollout status does.
+            char location[500];
+            snprintf(location, sizeof location, "/api/v1/groups/%s/pipelines/%s/rollouts/%s", group, pipeline,
+                     drv_ctl_str(rollout, "rollout_id"));
+            if (!ctl->json) {
+                s_print_plan(rollout);
+            }
+            rc = s_follow(ctl, location, rollout);
+            json_decref(rollout);
+            return rc;
         }
         if (ctl->json) {
             return drv_ctl_print_json(rollout);

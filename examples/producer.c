@@ -1,9 +1,17 @@
 /*  drover-produce — an example producer built on libdrover-client.
-    Sends COUNT messages of BATCH records {"seq": n, ...} to an ack-mode
-    receiver:zmq, each acknowledged before the next (retrying as needed).
-    SIGTERM stops it after the message in flight; it then prints what was
-    acknowledged: records 0 .. acked*BATCH-1.
-    Usage: drover-produce ENDPOINT COUNT [BATCH] [TIMEOUT_MS] */
+
+    drover-produce ENDPOINT [--ack] [--batch N] < records.ndjson
+        reads JSON lines from stdin and sends them as msgpack batches
+        (producer_stdin.c): to a receiver:zmq (PUSH), or with --ack to an
+        ack-mode one, each batch acknowledged before the next.
+
+    drover-produce ENDPOINT COUNT [BATCH] [TIMEOUT_MS]
+        sends COUNT messages of BATCH records {"seq": n, ...} to an ack-mode
+        receiver:zmq, each acknowledged before the next (retrying as needed).
+        SIGTERM stops it after the message in flight; it then prints what was
+        acknowledged: records 0 .. acked*BATCH-1. */
+#include "producer.h"
+
 #include "drover/drv_client.h"
 
 #include <msgpack.h>
@@ -19,11 +27,22 @@ static void s_on_signal(int sig)
     s_stop = 1; // finish the message in flight, then report
 }
 
+void drv_produce_signals(void (*handler)(int))
+{
+    signal(SIGTERM, handler);
+    signal(SIGINT, handler);
+}
+
 int main(int argc, char *argv[])
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: drover-produce ENDPOINT COUNT [BATCH] [TIMEOUT_MS]\n");
+    if (argc < 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: drover-produce ENDPOINT [--ack] [--batch N] < records.ndjson\n"
+                        "       drover-produce ENDPOINT COUNT [BATCH] [TIMEOUT_MS]\n"
+                        "e.g.:  echo '{\"msg\":\"hi\"}' | drover-produce tcp://127.0.0.1:5555\n");
         return 2;
+    }
+    if (argc == 2 || argv[2][0] == '-') {
+        return drv_produce_stdin(argc, argv, &s_stop);
     }
     long count = atol(argv[2]);
     int batch = argc > 3 ? atoi(argv[3]) : 10;
@@ -34,8 +53,7 @@ int main(int argc, char *argv[])
         return 2;
     }
     drv_client_set_retry_ms(client, 500);
-    signal(SIGTERM, s_on_signal);
-    signal(SIGINT, s_on_signal);
+    drv_produce_signals(s_on_signal);
     long acked = 0;
     int rc = 0;
     for (long m = 0; m < count && !s_stop; m++) {

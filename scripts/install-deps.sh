@@ -13,7 +13,8 @@
 #            what exporter:otlp sends against our OTLP definitions), nodejs
 #            and npm (the OpenTelemetry JS SDK, from tests/otel-js's lock file),
 #            chromium, chromium-driver and python3-selenium (the web console,
-#            driven by a real headless browser)
+#            driven by a real headless browser), tmux (droverctl's bash
+#            completion, typed into a real interactive shell)
 #   fuzz     clang and its sanitizer/libFuzzer runtime (make fuzz, make test-asan)
 #   image    debootstrap (make image-check: the Dockerfile without Docker)
 set -eu
@@ -23,7 +24,7 @@ BUILD="build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev l
 libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev zlib1g-dev
 libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev liblua5.4-dev"
 TEST="python3 python3-zmq python3-msgpack python3-yaml util-linux procps curl supervisor s6 wrk valgrind
-systemd binutils protobuf-compiler nodejs openssl chromium chromium-driver python3-selenium"
+systemd binutils protobuf-compiler nodejs openssl chromium chromium-driver python3-selenium tmux"
 FUZZ="clang libclang-rt-14-dev"
 IMAGE="debootstrap"
 
