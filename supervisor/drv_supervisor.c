@@ -16,6 +16,7 @@
 #include "drv_state.h"
 #include "drv_operations.h"
 #include "drv_signals.h"
+#include "drv_config_watch.h"
 #include "drv_spawn.h"
 #include "drv_registry.h"
 #include "drv_lifecycle.h"
@@ -185,7 +186,7 @@ static void s_on_signal(drv_engine_t *engine, int sig)
             drv_warn("SIGHUP ignored: shutting down");
         } else {
             drv_notify_reloading(engine->notify, engine);
-            drv_reload_apply(engine);
+            drv_reload_apply(engine, "SIGHUP");
         }
         break;
     default:
@@ -319,6 +320,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     engine.zygote = drv_zygote_link_new();
     drv_zygote_start(&engine);
     drv_reload_start_pipelines(&engine);
+    drv_config_watch_t *watch = config->watch_config ? drv_config_watch_new(&engine) : NULL;
     drv_events_publish(&engine, "config.loaded", NULL, NULL,
                        json_pack("{s:s}", "path", config->path));
 
@@ -347,12 +349,16 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         wait = s_min_wait(wait, drv_state_tick(&engine));
         wait = s_min_wait(wait, drv_sse_tick(&engine));
         wait = s_min_wait(wait, drv_taps_tick(&engine));
+        if (watch) {
+            wait = s_min_wait(wait, drv_config_watch_tick(&engine, watch));
+        }
         zsock_t *http = drv_admin_http_socket(&engine);
-        zmq_pollitem_t items[4] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
+        zmq_pollitem_t items[5] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
                                    {NULL, signal_fd, ZMQ_POLLIN, 0},
                                    {zsock_resolve(engine.admin), 0, ZMQ_POLLIN, 0},
+                                   {NULL, watch ? drv_config_watch_fd(watch) : -1, ZMQ_POLLIN, 0},
                                    {http ? zsock_resolve(http) : NULL, 0, ZMQ_POLLIN, 0}};
-        int ready = zmq_poll(items, http ? 4 : 3, wait < 0 ? -1 : (long)wait);
+        int ready = zmq_poll(items, http ? 5 : 4, wait < 0 ? -1 : (long)wait);
         if (ready < 0 && zmq_errno() != EINTR) {
             drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
             rc = DRV_EXIT_SYSTEM;
@@ -372,11 +378,15 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         if (ready > 0 && (items[2].revents & ZMQ_POLLIN)) {
             drv_admin_zmq_on_readable(&engine);
         }
-        if (ready > 0 && http && (items[3].revents & ZMQ_POLLIN)) {
+        if (ready > 0 && watch && (items[3].revents & ZMQ_POLLIN)) {
+            drv_config_watch_on_readable(watch);
+        }
+        if (ready > 0 && http && (items[4].revents & ZMQ_POLLIN)) {
             drv_admin_http_on_readable(&engine);
         }
     }
     s_final_reap(&engine);
+    drv_config_watch_destroy(&watch);
 done:
     //  Every waiter of every kind is answered before the HTTP daemon stops.
     drv_operations_abandon_waiters(&engine);

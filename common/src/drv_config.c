@@ -166,8 +166,13 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     }
     s_unknown_keys(engine,
                    "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file limits "
-                   "data_dirs",
+                   "data_dirs watch_config",
                    "engine", problems);
+    json_t *watch = json_object_get(engine, "watch_config");
+    if (watch && !json_is_boolean(watch)) {
+        drv_problems_add(problems, "engine.watch_config", "must be true or false");
+    }
+    self->watch_config = json_is_true(watch);
     self->data_dirs = s_string_list(json_object_get(engine, "data_dirs"), "engine.data_dirs", DRV_LIMIT_DATA_DIRS,
                                     true, &self->data_dir_count, problems);
     self->run_dir = s_string_or(engine, "run_dir", "/tmp/drover", problems, "engine.run_dir");

@@ -159,6 +159,7 @@ struct drv_engine_t {
     char *http_token;         // bearer token for PUT/POST/DELETE, or NULL
     int64_t started_at;       // wall ms
     int64_t rollout_counts[4][3]; // [create noop resize replace][succeeded failed rollback_failed]
+    int64_t config_reloads[2];    // reloads of the config file (SIGHUP, watch_config): [applied refused]
     int64_t next_rollout_id;
     int64_t next_shutdown_id;
     bool state_dirty;         // the applied state changed: write the state file

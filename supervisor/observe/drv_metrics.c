@@ -186,6 +186,10 @@ char *drv_metrics_render(drv_engine_t *engine)
     s_printf(&t, "drover_sse_events_dropped_total %lld\n", (long long)engine->sse_dropped);
     s_header(&t, "drover_sse_clients", "gauge", "Clients of GET /api/v1/events.");
     s_printf(&t, "drover_sse_clients %zu\n", drv_sse_clients(engine));
+    s_header(&t, "drover_config_reloads_total", "counter",
+             "Reloads of the config file (SIGHUP or engine.watch_config), applied or refused as invalid.");
+    s_printf(&t, "drover_config_reloads_total{result=\"applied\"} %lld\n", (long long)engine->config_reloads[0]);
+    s_printf(&t, "drover_config_reloads_total{result=\"refused\"} %lld\n", (long long)engine->config_reloads[1]);
     s_header(&t, "drover_state_save_failures_total", "counter",
              "Failed writes of engine.state_file; each is retried until one succeeds.");
     s_printf(&t, "drover_state_save_failures_total %lld\n", (long long)engine->state->failures);

@@ -103,13 +103,14 @@ void drv_reload_start_pipelines(drv_engine_t *engine)
     }
 }
 
-void drv_reload_apply(drv_engine_t *engine)
+void drv_reload_apply(drv_engine_t *engine, const char *why)
 {
     char err[1024];
     const char *path = engine->config->path;
-    drv_info("SIGHUP: reloading config=%s", path);
+    drv_info("%s: reloading config=%s", why, path);
     drv_config_t *fresh = drv_config_load(path, &engine->cpus, err, sizeof err);
     if (!fresh) {
+        engine->config_reloads[1]++;
         drv_error("reload refused, nothing changed: %s", err);
         drv_events_publish(engine, "config.invalid", NULL, NULL, json_pack("{s:s, s:s}", "path", path, "reason", err));
         return;
@@ -169,6 +170,7 @@ void drv_reload_apply(drv_engine_t *engine)
     json_decref(engine->config->groups);
     engine->config->groups = json_incref(fresh->groups);
     drv_config_destroy(&fresh);
+    engine->config_reloads[0]++;
     drv_info("config reloaded path=%s applied=%d skipped=%d removed=%d", path, applied, skipped, removed);
     drv_events_publish(engine, "config.reloaded", NULL, NULL,
                        json_pack("{s:s, s:i, s:i, s:i}", "path", path, "applied", applied, "skipped", skipped,

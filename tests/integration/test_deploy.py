@@ -161,7 +161,12 @@ class Kubernetes(unittest.TestCase):
                 self.assertEqual(c[probe]["httpGet"], {"path": path, "port": "admin"}, f"{name} {probe}")
             self.assertNotIn("lifecycle", c, f"{name}: SIGTERM drains, no preStop hook")
             mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
-            self.assertEqual(mounts["/etc/drover/drover.yaml"], "config")
+            # A directory mount (a subPath one never sees the kubelet's updates) of the
+            # ConfigMap, and droverd watching the file: an edit is applied live.
+            self.assertEqual(mounts["/etc/drover/config"], "config")
+            self.assertFalse(any("subPath" in m for m in c["volumeMounts"] if m["name"] == "config"), name)
+            self.assertEqual(c["args"], ["-c", "/etc/drover/config/drover.yaml"], name)
+            self.assertTrue(yaml.safe_load(read(DEPLOY, "drover.yaml"))["engine"]["watch_config"])
             volumes = {v["name"]: v for v in pod["volumes"]}
             self.assertEqual(volumes["config"]["configMap"]["name"], self.by_kind["ConfigMap"][0]["metadata"]["name"])
             self.assertIn("/etc/drover/secrets", mounts, f"{name}: the token file's directory")

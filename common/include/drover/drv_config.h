@@ -24,6 +24,7 @@ typedef struct {
     int heartbeat_interval_ms; // workers heartbeat this often; 3 missed = unhealthy
     int credit_window;         // batches the broker may have in flight per instance
     char *state_file;          // where applied specs are kept across restarts, or NULL
+    bool watch_config;         // reload when the file changes (inotify), as SIGHUP does
     int max_pipelines;         // engine.limits: pipelines across all groups
     int max_message_bytes;     // engine.limits: one producer message at a front door
     int64_t front_door_buffer_bytes; // engine.limits: what one front door buffers, all producers

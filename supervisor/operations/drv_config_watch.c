@@ -1,0 +1,163 @@
+/*  drv_config_watch — see drv_config_watch.h. */
+#include "drv_config_watch.h"
+#include "drv_reload.h"
+#include "drv_events.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#define QUIET_MS 250                 // a burst of events is over after this long without one
+#define MAX_CONFIG (4 * 1024 * 1024) // larger: not read (drv_config_load refuses it too)
+#define EVENTS (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_DELETE | IN_ATTRIB | IN_MODIFY)
+
+struct drv_config_watch_t {
+    int fd;
+    int dir_watch;          // the directory the path names
+    int target_watch;       // the directory the path resolves to, when elsewhere (-1: none)
+    char target_dir[PATH_MAX];
+    int64_t quiet_at_ms;    // mono: the burst is over then (0: no burst)
+    uint64_t content_hash;  // of the file as last read
+    bool readable;          // it could be read then
+};
+
+//  FNV-1a of the file's content; false when it cannot be read (a rename
+//  under way, or gone).
+static bool s_hash(const char *path, uint64_t *hash)
+{
+    FILE *file = fopen(path, "rb");
+    if (!file) {
+        return false;
+    }
+    uint64_t h = 1469598103934665603ULL;
+    unsigned char buf[8192];
+    size_t n, total = 0;
+    while ((n = fread(buf, 1, sizeof buf, file)) > 0 && total <= MAX_CONFIG) {
+        for (size_t i = 0; i < n; i++) {
+            h = (h ^ buf[i]) * 1099511628211ULL;
+        }
+        total += n;
+    }
+    fclose(file);
+    *hash = h;
+    return true;
+}
+
+//  Watches the directory the path resolves to when it is not the one it names
+//  (a symlink to elsewhere); kept current as the link changes.
+static void s_follow_target(drv_config_watch_t *self, const char *path, const char *named_dir)
+{
+    char resolved[PATH_MAX], dir[PATH_MAX];
+    if (!realpath(path, resolved)) {
+        return;
+    }
+    snprintf(dir, sizeof dir, "%s", dirname(resolved));
+    char named[PATH_MAX];
+    if (!realpath(named_dir, named) || !strcmp(dir, named) || !strcmp(dir, self->target_dir)) {
+        return;
+    }
+    if (self->target_watch >= 0) {
+        inotify_rm_watch(self->fd, self->target_watch);
+    }
+    self->target_watch = inotify_add_watch(self->fd, dir, EVENTS);
+    snprintf(self->target_dir, sizeof self->target_dir, "%s", self->target_watch >= 0 ? dir : "");
+}
+
+drv_config_watch_t *drv_config_watch_new(drv_engine_t *engine)
+{
+    const char *path = engine->config->path;
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", path);
+    const char *dir = dirname(copy);
+    drv_config_watch_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        abort();
+    }
+    self->target_watch = -1;
+    self->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    self->dir_watch = self->fd >= 0 ? inotify_add_watch(self->fd, dir, EVENTS) : -1;
+    if (self->dir_watch < 0) {
+        drv_error("watch_config: cannot watch %s: %s; the file is not watched (SIGHUP still reloads)", dir,
+                  strerror(errno));
+        drv_config_watch_destroy(&self);
+        return NULL;
+    }
+    s_follow_target(self, path, dir);
+    self->readable = s_hash(path, &self->content_hash);
+    drv_info("watching the config file path=%s dir=%s", path, dir);
+    return self;
+}
+
+void drv_config_watch_destroy(drv_config_watch_t **self_p)
+{
+    if (self_p && *self_p) {
+        if ((*self_p)->fd >= 0) {
+            close((*self_p)->fd);
+        }
+        free(*self_p);
+        *self_p = NULL;
+    }
+}
+
+int drv_config_watch_fd(const drv_config_watch_t *self)
+{
+    return self->fd;
+}
+
+void drv_config_watch_on_readable(drv_config_watch_t *self)
+{
+    char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+    bool relevant = false;
+    ssize_t n;
+    while ((n = read(self->fd, buf, sizeof buf)) > 0) {
+        relevant = true; // anything in these directories may be the file, or what it links through
+    }
+    if (relevant) {
+        self->quiet_at_ms = drv_time_mono_ms() + QUIET_MS;
+    }
+}
+
+int64_t drv_config_watch_tick(drv_engine_t *engine, drv_config_watch_t *self)
+{
+    if (self->quiet_at_ms == 0) {
+        return -1;
+    }
+    int64_t now = drv_time_mono_ms();
+    if (now < self->quiet_at_ms) {
+        return self->quiet_at_ms - now;
+    }
+    self->quiet_at_ms = 0;
+    const char *path = engine->config->path;
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", path);
+    s_follow_target(self, path, dirname(copy));
+    uint64_t hash;
+    if (!s_hash(path, &hash)) {
+        if (self->readable) {
+            drv_warn("watch_config: %s cannot be read (%s); what runs stays as it is", path, strerror(errno));
+        }
+        self->readable = false;
+        return -1;
+    }
+    bool changed = !self->readable || hash != self->content_hash;
+    self->readable = true;
+    self->content_hash = hash;
+    if (!changed) {
+        drv_info("watch_config: %s changed on disk but its content did not; nothing to reload", path);
+        return -1;
+    }
+    if (engine->shutting_down) {
+        return -1;
+    }
+    drv_events_publish(engine, "config.changed", NULL, NULL, json_pack("{s:s}", "path", path));
+    drv_reload_apply(engine, "the config file changed");
+    return -1;
+}
