@@ -52,6 +52,10 @@ mkdir -p bench/results
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/rollout.py 2; else $PY bench/rollout.py 20; fi
     echo '```'
     echo
+    echo "## B15 what a canary adds to a rollout"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/canary.py 1 0; else $PY bench/canary.py 10 1; fi
+    echo
     echo "## B9 OTLP/HTTP ingest, B10 syslog UDP ingest, B12 exporter:otlp"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/ingest.py 2 --smoke; else $PY bench/ingest.py 6; fi
