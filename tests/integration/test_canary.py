@@ -172,6 +172,21 @@ class Canary(EngineTest):
         self.assertEqual(sorted(self.engine.instances()), ["default/p@2#0"])
         self.every_record_once(load)
 
+    def test_a_canary_that_crashes_fails_its_hold_at_once(self):
+        self.create(2)
+        canary = {"cores": 1, "hold_secs": 600}
+        status, body = self.put(spec(self.port, self.out, cores=2, version=2, canary=canary), wait=False)
+        rid = body["rollout_id"]
+        wait_until(lambda: self.rollout(rid)["state"] == "paused", 10, "the canary's hold")
+        os.kill(self.engine.instances()["default/p@2#0"], 9)
+        done = wait_until(lambda: (lambda r: r if r["state"] == "failed" else None)(self.rollout(rid)), 20,
+                          "the verdict, long before the hold's end")
+        self.assertIn("canary failed: generation 2 crashed 1 time(s) in its hold, generation 1 0",
+                      done["failure_reason"])
+        self.assertEqual(done["canary"]["verdict"], "fail")
+        wait_until(lambda: sorted(self.engine.instances()) == ["default/p@1#0", "default/p@1#1"], 10,
+                   "generation 1 on both cores")
+
     def test_without_auto_promote_a_passed_canary_waits_for_promote(self):
         self.create(2)
         with Load(self.port) as load:
