@@ -454,7 +454,7 @@ const drv_ctl_command_t drv_ctl_commands[] = {
     {"status", "", "every pipeline: phase, generation, ready cores, counters (-w: every 2 s)", s_status},
     {"get", "groups | pipelines [GROUP]", "list groups, or pipelines with their status", s_get},
     {"describe", "GROUP/PIPELINE", "one pipeline: conditions and instances", s_describe},
-    {"apply", "-f SPEC.yaml GROUP/PIPELINE [--dry-run] [--no-wait]",
+    {"apply", "-f SPEC.yaml GROUP/PIPELINE [--dry-run[=instantiate]] [--no-wait]",
      "create or change a pipeline, following the rollout core by core", drv_ctl_apply},
     {"rollout", "status|history|undo|pause|resume|promote|abort GROUP/PIPELINE [ROLLOUT-ID]",
      "a rollout's progress, the history, roll back; steer the one under way", drv_ctl_rollout},

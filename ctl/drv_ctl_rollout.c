@@ -124,9 +124,10 @@ static json_t *s_load_spec(const char *path)
 }
 
 //  One engine: PUT, then follow the rollout (or show the plan).
-static int s_apply_one(drv_ctl_t *ctl, const char *path, json_t *body, bool dry_run, bool no_wait)
+//  dry_run: NULL, "true" or "instantiate".
+static int s_apply_one(drv_ctl_t *ctl, const char *path, json_t *body, const char *dry_run, bool no_wait)
 {
-    json_t *query = json_pack("{s:s, s:s}", "wait", "false", "dry_run", dry_run ? "true" : "false");
+    json_t *query = json_pack("{s:s, s:s}", "wait", "false", "dry_run", dry_run ? dry_run : "false");
     json_t *rollout = NULL;
     int rc = drv_ctl_call(ctl, "PUT", path, query, body, &rollout);
     json_decref(query);
@@ -141,7 +142,9 @@ static int s_apply_one(drv_ctl_t *ctl, const char *path, json_t *body, bool dry_
         }
         s_print_plan(rollout);
         if (dry_run) {
-            printf("(dry run: nothing changed)\n");
+            printf("(dry run%s: nothing changed)\n",
+                   json_is_true(json_object_get(rollout, "instantiated")) ? "; built in a throwaway instance: it starts"
+                                                                          : "");
         }
         json_decref(rollout);
         return DRV_CTL_OK;
@@ -160,12 +163,15 @@ static int s_apply_one(drv_ctl_t *ctl, const char *path, json_t *body, bool dry_
 int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv)
 {
     const char *file = NULL, *target = NULL;
-    bool dry_run = false, no_wait = false;
+    const char *dry_run = NULL;
+    bool no_wait = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-f") && i + 1 < argc) {
             file = argv[++i];
-        } else if (!strcmp(argv[i], "--dry-run")) {
-            dry_run = true;
+        } else if (!strcmp(argv[i], "--dry-run") || !strcmp(argv[i], "--dry-run=true")) {
+            dry_run = "true";
+        } else if (!strcmp(argv[i], "--dry-run=instantiate")) {
+            dry_run = "instantiate";
         } else if (!strcmp(argv[i], "--no-wait")) {
             no_wait = true;
         } else {
@@ -174,7 +180,7 @@ int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv)
     }
     char group[128], pipeline[128], path[400];
     if (!file || drv_ctl_split_target(target, group, pipeline, sizeof group)) {
-        fprintf(stderr, "droverctl: usage: droverctl apply -f SPEC.yaml GROUP/PIPELINE [--dry-run] [--no-wait]\n");
+        fprintf(stderr, "droverctl: usage: droverctl apply -f SPEC.yaml GROUP/PIPELINE [--dry-run[=instantiate]] [--no-wait]\n");
         return DRV_CTL_USAGE;
     }
     json_t *body = s_load_spec(file);

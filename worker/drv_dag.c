@@ -33,7 +33,27 @@ static void s_node_destroy(drv_node_t *node)
     node->to = NULL;
 }
 
+//  Builds the DAG; with problems (a probe), a node that cannot start is
+//  noted there as {path, message} and the others are still tried.
+static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, json_t *problems, char *err,
+                          size_t errlen);
+
 drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, char *err, size_t errlen)
+{
+    return s_build(spec, who, NULL, err, errlen);
+}
+
+json_t *drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who)
+{
+    json_t *problems = json_array();
+    char err[400];
+    drv_dag_t *dag = s_build(spec, who, problems, err, sizeof err);
+    drv_dag_destroy(&dag);
+    return problems;
+}
+
+static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, json_t *problems, char *err,
+                          size_t errlen)
 {
     json_t *nodes = json_object_get(spec, "nodes");
     drv_dag_t *self = calloc(1, sizeof *self);
@@ -79,6 +99,12 @@ drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, char *
             return NULL;
         }
         if (n->kind->init && n->kind->init(n, json_object_get(node, "config"), err, errlen) != 0) {
+            if (problems) {
+                char path[300];
+                snprintf(path, sizeof path, "nodes.%s", n->id);
+                json_array_append_new(problems, json_pack("{s:s, s:s}", "path", path, "message", err));
+                continue;
+            }
             drv_dag_destroy(&self);
             return NULL;
         }

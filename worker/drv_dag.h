@@ -28,6 +28,9 @@ typedef bool(drv_dag_stall_fn)(void *arg);
 //  cannot start; such an instance never becomes ready.
 drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, char *err,
                        size_t errlen);
+//  Builds the DAG in probe mode (drv_node_probe set) and tears it down:
+//  every node's problem as [{path: "nodes.ID", message}] (empty: all started).
+json_t *drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who);
 void drv_dag_destroy(drv_dag_t **self_p);
 
 void drv_dag_set_stall_hook(drv_dag_t *self, drv_dag_stall_fn *fn, void *arg);

@@ -30,6 +30,8 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
     }
 }
 
+bool drv_node_probe = false;
+
 int drv_node_find(const drv_node_t *node, const char *id)
 {
     for (size_t i = 0; i < node->dag->count; i++) {

@@ -1,7 +1,9 @@
 /*  drover-worker — one pipeline instance on one core, started by droverd.
     Usage: drover-worker --control ENDPOINT --instance ID
+           drover-worker --probe   (dry_run=instantiate: drv_probe.h)
     droverd pins the process before exec and sets argv[0] to the instance id,
     so `ps` shows {group}/{pipeline}@{generation}#{core}. */
+#include "drv_probe.h"
 #include "drv_worker.h"
 #include "drv_zygote.h"
 
@@ -21,6 +23,10 @@ int main(int argc, char *argv[])
     //  whose memory becomes the instances' process titles.
     if (argc == 4 && !strcmp(argv[1], "--zygote")) {
         return drv_zygote_run(atoi(argv[2]), argc, argv);
+    }
+    //  dry_run=instantiate: a throwaway instance that builds the spec and says what fails.
+    if (argc == 2 && !strcmp(argv[1], "--probe")) {
+        return drv_probe_main();
     }
     const char *control = NULL;
     const char *instance = NULL;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 char *drv_file_read(const char *path, size_t max, size_t *size, char *err, size_t errlen)
 {
@@ -30,4 +31,22 @@ char *drv_file_read(const char *path, size_t max, size_t *size, char *err, size_
     text[n] = 0;
     *size = n;
     return text;
+}
+
+int drv_file_write_all(int fd, const void *data, size_t len)
+{
+    const char *bytes = data;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, bytes + done, len - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            errno = n == 0 ? ENOSPC : errno;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return 0;
 }

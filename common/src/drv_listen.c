@@ -131,12 +131,29 @@ static int s_same_address(const struct sockaddr *a, const struct sockaddr *b)
     return 0;
 }
 
+static bool s_probe = false;
+
+void drv_listen_probe(void)
+{
+    s_probe = true;
+}
+
 int drv_listen_inherited(const char *endpoint, char *why, size_t whylen)
 {
     drv_listen_endpoint_t ep;
     struct addrinfo *ai = s_resolve(endpoint, &ep, why, whylen);
     if (!ai) {
         return -1;
+    }
+    if (s_probe) {
+        //  droverd binds (and probes) the endpoints; the node gets a socket
+        //  of the right kind that nothing will ever read.
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+        freeaddrinfo(ai);
+        if (fd < 0) {
+            snprintf(why, whylen, "%s: socket: %s", endpoint, strerror(errno));
+        }
+        return fd;
     }
     for (int fd = 3; fd < MAX_INHERITED_FD; fd++) {
         int type = 0;

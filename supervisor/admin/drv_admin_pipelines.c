@@ -2,6 +2,7 @@
     resize, replace, dry run) and the rollout history. A PUT that waits hands
     its request to the rollout, which answers it when it ends or times out. */
 #include "drv_admin_pipelines.h"
+#include "drv_probe_run.h"
 #include "drv_rollout.h"
 #include "drv_shutdown.h"
 #include "drv_admission.h"
@@ -77,6 +78,25 @@ int drv_admin_query_int(drv_admin_request_t *request, const char *name, const ch
     return 0;
 }
 
+//  dry_run: true, false, or instantiate (a dry run that also builds the candidate).
+static int s_query_dry_run(drv_admin_request_t *request, bool *dry_run, bool *instantiate,
+                           drv_admin_response_t *response)
+{
+    const char *value = json_string_value(json_object_get(request->query, "dry_run"));
+    *instantiate = value && !strcmp(value, "instantiate");
+    if (*instantiate) {
+        *dry_run = true;
+        return 0;
+    }
+    if (value && strcmp(value, "true") && strcmp(value, "false") && strcmp(value, "1") && strcmp(value, "0") &&
+        strcmp(value, "")) {
+        drv_admin_error(response, 400, "invalid_request", "query dry_run=%s: must be true, false or instantiate",
+                        value);
+        return -1;
+    }
+    return s_query_bool(request, "dry_run", false, dry_run, response);
+}
+
 static int s_query_secs(drv_admin_request_t *request, const char *name, int64_t fallback, int64_t *out,
                         drv_admin_response_t *response)
 {
@@ -133,8 +153,25 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
     }
     drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, opts);
     if (dry_run) {
-        response->status = 200;
-        response->json = drv_rollout_json(rollout);
+        json_t *problems = opts->instantiate ? drv_probe_run(engine, pipeline, group, name, spec,
+                                                             drv_rollout_target_generation(rollout))
+                                             : NULL;
+        if (json_array_size(problems) > 0) {
+            json_t *first = json_array_get(problems, 0);
+            drv_admin_error(response, 422, "invalid_request", "the candidate cannot be instantiated: %s%s%s%s",
+                            json_string_value(json_object_get(first, "path")),
+                            json_string_length(json_object_get(first, "path")) ? ": " : "",
+                            json_string_value(json_object_get(first, "message")),
+                            json_array_size(problems) > 1 ? " (see details)" : "");
+            json_object_set(json_object_get(response->json, "error"), "details", problems);
+        } else {
+            response->status = 200;
+            response->json = drv_rollout_json(rollout);
+            if (problems) {
+                json_object_set_new(response->json, "instantiated", json_true());
+            }
+        }
+        json_decref(problems);
         drv_rollout_destroy(&rollout);
         json_decref(spec);
         return false;
@@ -186,15 +223,16 @@ bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, 
         }
     }
     int64_t step_secs, drain_secs, timeout_secs;
-    bool wait, dry_run;
+    bool wait, dry_run, instantiate;
     if (s_body_secs(body, "step_timeout_secs", &step_secs, response) ||
         s_body_secs(body, "drain_timeout_secs", &drain_secs, response) ||
         s_query_bool(request, "wait", true, &wait, response) ||
-        s_query_bool(request, "dry_run", false, &dry_run, response) ||
+        s_query_dry_run(request, &dry_run, &instantiate, response) ||
         s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
         return false;
     }
-    drv_rollout_opts_t opts = {.step_timeout_secs = step_secs, .drain_timeout_secs = drain_secs, .dry_run = dry_run};
+    drv_rollout_opts_t opts = {.step_timeout_secs = step_secs, .drain_timeout_secs = drain_secs, .dry_run = dry_run,
+                               .instantiate = instantiate};
     return s_apply(engine, request, group, name, json_object_get(body, "pipeline"), &opts, wait, timeout_secs,
                    response);
 }

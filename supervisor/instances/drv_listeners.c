@@ -4,8 +4,11 @@
 #include "drover/drv_listen.h"
 #include "drover/drv_log.h"
 
+#include "drover/drv_spec.h"
+
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static drv_listener_t *s_find(drv_pipeline_t *pipeline, const char *endpoint)
 {
@@ -42,6 +45,33 @@ int drv_listeners_open(drv_pipeline_t *pipeline, const json_t *spec, char *why, 
     }
     json_decref(endpoints);
     return rc;
+}
+
+json_t *drv_listeners_probe(drv_pipeline_t *pipeline, const json_t *spec)
+{
+    json_t *problems = json_array();
+    json_t *receivers = drv_spec_receivers(spec, NULL);
+    size_t i;
+    json_t *r;
+    json_array_foreach(receivers, i, r)
+    {
+        const char *endpoint = json_string_value(json_object_get(r, "endpoint"));
+        if (!endpoint || !strcmp(json_string_value(json_object_get(r, "type")), "receiver:zmq") ||
+            (pipeline && s_find(pipeline, endpoint))) {
+            continue; // zmq's are the broker's; one the pipeline holds is known good
+        }
+        char why[300];
+        int fd = drv_listen_bind(endpoint, why, sizeof why);
+        if (fd >= 0) {
+            close(fd);
+            continue;
+        }
+        char path[200];
+        snprintf(path, sizeof path, "nodes.%s.config.endpoint", json_string_value(json_object_get(r, "node")));
+        json_array_append_new(problems, json_pack("{s:s, s:s}", "path", path, "message", why));
+    }
+    json_decref(receivers);
+    return problems;
 }
 
 static bool s_needs(const json_t *spec, const char *endpoint)

@@ -32,6 +32,7 @@ typedef struct {
     //  rolling back, so the supervisor keeps trying, as with a Deployment.
     bool supervised;
     bool no_canary;             // a rollback: the spec's canary policy is not applied
+    bool instantiate;           // dry_run=instantiate: the candidate is also built in a throwaway instance
 } drv_rollout_opts_t;
 
 //  What an operator may do to a running rollout.

@@ -8,6 +8,7 @@
 #include "drv_events.h"
 #include "drv_rollout.h"
 
+#include "drover/drv_file.h"
 #include "drover/drv_log.h"
 #include "drover/drv_problems.h"
 #include "drover/drv_spec.h"
@@ -68,19 +69,9 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
         snprintf(why, whylen, "cannot create %s: %s", tmp, strerror(errno));
     }
     if (fd >= 0) {
-        size_t len = strlen(text), done = 0;
-        while (done < len) {
-            ssize_t n = write(fd, text + done, len - done);
-            if (n < 0 && errno == EINTR) {
-                continue;
-            }
-            if (n <= 0) {
-                break;
-            }
-            done += (size_t)n;
-        }
-        int saved_errno = done == len ? 0 : errno ? errno : ENOSPC;
-        if (done == len && fsync(fd) != 0) {
+        bool written = drv_file_write_all(fd, text, strlen(text)) == 0;
+        int saved_errno = written ? 0 : errno;
+        if (written && fsync(fd) != 0) {
             saved_errno = errno;
         }
         if (close(fd) != 0 && !saved_errno) {

@@ -92,6 +92,47 @@ static int s_open_output(const char *path, char *why, size_t whylen)
     return fd;
 }
 
+//  A probe: whether the file could be opened, creating nothing. An existing
+//  file must be one s_open_output takes and writable; a new one must be
+//  creatable where mkdir -p would put it (an unnamed O_TMPFILE file in the
+//  nearest existing directory: gone when closed).
+static int s_probe_output(const char *path, char *why, size_t whylen)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            snprintf(why, whylen, "it is a symbolic link; refusing to follow it");
+        } else if (!(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+            snprintf(why, whylen, "it is not a regular file, a FIFO or a character device");
+        } else if (access(path, W_OK) != 0) {
+            snprintf(why, whylen, "%s", strerror(errno));
+        } else {
+            return 0;
+        }
+        return -1;
+    }
+    char dir[DRV_LIMIT_PATH + 1];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    while (slash) {
+        *slash = 0;
+        const char *at = dir[0] ? dir : "/";
+        if (stat(at, &st) == 0) {
+            int fd = S_ISDIR(st.st_mode) ? open(at, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
+            if (fd < 0) {
+                snprintf(why, whylen, "cannot create files under %s: %s", at,
+                         S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
+                return -1;
+            }
+            close(fd);
+            return 0;
+        }
+        slash = strrchr(dir, '/');
+    }
+    snprintf(why, whylen, "no directory of it exists");
+    return -1;
+}
+
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
 {
     file_t *self = calloc(1, sizeof *self);
@@ -104,8 +145,15 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     }
     const char *format = json_string_value(json_object_get(config, "format"));
     self->msgpack_format = format && strcmp(format, "msgpack") == 0;
-    s_make_parent_dirs(self->path);
     char why[200];
+    if (drv_node_probe) {
+        if (s_probe_output(self->path, why, sizeof why) != 0) {
+            snprintf(err, errlen, "node %s: cannot open %s: %s", node->id, self->path, why);
+            return -1;
+        }
+        return 0;
+    }
+    s_make_parent_dirs(self->path);
     self->fd = s_open_output(self->path, why, sizeof why);
     if (self->fd < 0) {
         snprintf(err, errlen, "node %s: cannot open %s: %s", node->id, self->path, why);

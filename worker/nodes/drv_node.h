@@ -123,6 +123,9 @@ int64_t drv_node_input(const drv_node_t *node);
 bool drv_node_backlogged(const drv_node_t *node);
 //  The index of the node called id in the same DAG, or -1.
 int drv_node_find(const drv_node_t *node, const char *id);
+//  Set in a probe (dry_run=instantiate, drover-worker --probe): a node's
+//  init checks what it would open or create and leaves nothing behind.
+extern bool drv_node_probe;
 //  Hands records to one node of the same DAG (by index), as forwarding does.
 void drv_node_send(drv_node_t *node, int target, const msgpack_object *records, size_t n);
 //  Hands records on to every node after this one.

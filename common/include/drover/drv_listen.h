@@ -26,6 +26,9 @@ int drv_listen_bind(const char *endpoint, char *why, size_t whylen);
 //  The inherited descriptor bound to endpoint (made close-on-exec), or -1
 //  with why.
 int drv_listen_inherited(const char *endpoint, char *why, size_t whylen);
+//  From now on drv_listen_inherited gives an unbound socket of the right
+//  kind (a probe process: droverd probes the endpoints itself).
+void drv_listen_probe(void);
 
 //  The endpoints a spec's network receivers listen on (strings), new reference.
 json_t *drv_listen_endpoints(const json_t *spec);
