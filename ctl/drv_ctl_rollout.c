@@ -142,9 +142,10 @@ static int s_apply_one(drv_ctl_t *ctl, const char *path, json_t *body, const cha
         }
         s_print_plan(rollout);
         if (dry_run) {
-            printf("(dry run%s: nothing changed)\n",
-                   json_is_true(json_object_get(rollout, "instantiated")) ? "; built in a throwaway instance: it starts"
-                                                                          : "");
+            printf("(dry run: %snothing changed)\n",
+                   json_is_true(json_object_get(rollout, "instantiated"))
+                       ? "built in a throwaway instance, it would start; "
+                       : "");
         }
         json_decref(rollout);
         return DRV_CTL_OK;

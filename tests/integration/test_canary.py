@@ -12,7 +12,11 @@ import subprocess
 import time
 import unittest
 
-from harness import BIN, Admin, EngineTest, free_port, read_ndjson, wait_until
+from harness import BIN, SLOW, Admin, EngineTest, free_port, read_ndjson, wait_until
+
+# Holds during which the test watches both generations take traffic: long
+# enough for that on a sanitized build too (make test-asan).
+HOLD = int(3 * SLOW)
 from test_rollout import Load
 
 ENGINE = """
@@ -115,7 +119,7 @@ class Canary(EngineTest):
         old = self.engine.instances()
         with Load(self.port) as load:
             wait_until(lambda: load.sent > 1000, 10, "load flowing")
-            canary = {"cores": 1, "hold_secs": 3, "max_error_ratio": 0.01}
+            canary = {"cores": 1, "hold_secs": HOLD, "max_error_ratio": 0.01}
             status, body = self.put(spec(self.port, self.out, cores=2, version=2, canary=canary, failing=True),
                                     wait=False)
             self.assertEqual(status, 202, body)
@@ -150,7 +154,7 @@ class Canary(EngineTest):
         self.create(1)
         with Load(self.port) as load:
             wait_until(lambda: load.sent > 1000, 10, "load flowing")
-            canary = {"cores": 1, "hold_secs": 2}
+            canary = {"cores": 1, "hold_secs": HOLD}
             status, body = self.put(spec(self.port, self.out, version=2, canary=canary), wait=False)
             self.assertEqual(status, 202, body)
             rid = body["rollout_id"]

@@ -9,9 +9,10 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
-from harness import BIN, EngineTest, read_ndjson, free_port, wait_until
+from harness import BIN, SLOW, EngineTest, read_ndjson, free_port, wait_until
 
 PIPE = "/api/v1/groups/default/pipelines/p"
 
@@ -71,12 +72,14 @@ class Cli(EngineTest):
         self.addCleanup(watcher.kill)
         lines = []
 
-        def saw(text):
-            while True:
+        def saw(text, timeout=20):
+            deadline = time.monotonic() + timeout * SLOW
+            while time.monotonic() < deadline:  # a table comes every 2 s: readline does not block long
                 line = watcher.stdout.readline()
                 lines.append(line)
                 if text in line or not line:
                     return text in line
+            return False
 
         self.assertTrue(saw("PIPELINE"), lines)
         self.put(spec(self.port, self.out))

@@ -82,7 +82,7 @@ class Instantiate(EngineTest):
         self.untouched()
         # droverctl apply --dry-run=instantiate, both ways.
         path = os.path.join(self.engine.dir, "candidate.json")
-        for candidate, code, text in ((good, 0, "built in a throwaway instance: it starts"),
+        for candidate, code, text in ((good, 0, "built in a throwaway instance, it would start"),
                                       (spec(self.port, self.out, path="/proc/drover-nope/x.ndjson"), 1,
                                        "the candidate cannot be instantiated: nodes.out")):
             with open(path, "w") as f:
