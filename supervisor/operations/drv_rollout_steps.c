@@ -9,11 +9,14 @@
       drain       the old instance drains (DRAIN marker after its last batch),
                   exports everything and exits; SIGTERM/SIGKILL at drain_timeout
       stop        (rollback) a new instance goes: drained if ready, else stopped
+      hold        (canary) until drv_canary.c's verdict; shown as paused
 
     A failed step turns the rollout to rolling_back, with a plan from the
     planner that gives every core back to the old generation, carried out by
     the same executor; if that fails too, the rollout ends rollback_failed and
-    the status shows the mix. */
+    the status shows the mix. An operator's pause stops it between steps
+    and an abort rolls it back (drv_rollout_control.c sets the flags that
+    drv_rollout_advance reads). */
 #include "drv_rollout_internal.h"
 #include "drv_apply.h"
 #include "drv_canary.h"
@@ -179,7 +182,7 @@ static int s_hold(void *record, const drv_step_t *step, int64_t now_ms, int64_t 
     return result;
 }
 
-//  Whether the step under way is an op of these (or none is under way).
+//  Whether the plan's current step (under way, or next) is op.
 static bool s_current_op(const drv_rollout_t *self, drv_op_t op)
 {
     return self->exec.next < self->exec.plan->count && self->exec.plan->steps[self->exec.next].op == op;
