@@ -69,6 +69,9 @@ class Tap(EngineTest):
         # About 100 records/s: 150 records take well over a second (10 may come at once).
         span = seconds(got[-1]["time"]) - seconds(got[0]["time"])
         self.assertGreaterEqual(span, (150 - 10) / 100 * 0.9, f"150 records in {span:.2f} s")
+        # Which instance's windows find tokens is a matter of timing (one may get only a few): judge
+        # "a sample, not every record" on the instance with the most samples.
+        seqs = max(([line["record"]["seq"] for line in got if line["core"] == core] for core in (0, 1)), key=len)
         self.assertLess(len(seqs), seqs[-1] - seqs[0], "a sample, not every record")
 
         # Tapping an exporter shows what it writes.
