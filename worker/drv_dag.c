@@ -11,6 +11,7 @@
 #include "drover/drv_batch.h"
 #include "drover/drv_log.h"
 #include "drover/drv_mpjson.h"
+#include "drover/drv_problems.h"
 #include "drover/drv_time.h"
 
 #include <czmq.h>
@@ -35,7 +36,7 @@ static void s_node_destroy(drv_node_t *node)
 
 //  Builds the DAG; with problems (a probe), a node that cannot start is
 //  noted there as {path, message} and the others are still tried.
-static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, json_t *problems, char *err,
+static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, drv_problems_t *problems, char *err,
                           size_t errlen);
 
 drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, char *err, size_t errlen)
@@ -43,16 +44,14 @@ drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, char *
     return s_build(spec, who, NULL, err, errlen);
 }
 
-json_t *drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who)
+void drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who, drv_problems_t *problems)
 {
-    json_t *problems = json_array();
     char err[400];
     drv_dag_t *dag = s_build(spec, who, problems, err, sizeof err);
     drv_dag_destroy(&dag);
-    return problems;
 }
 
-static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, json_t *problems, char *err,
+static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, drv_problems_t *problems, char *err,
                           size_t errlen)
 {
     json_t *nodes = json_object_get(spec, "nodes");
@@ -102,7 +101,7 @@ static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, jso
             if (problems) {
                 char path[300];
                 snprintf(path, sizeof path, "nodes.%s", n->id);
-                json_array_append_new(problems, json_pack("{s:s, s:s}", "path", path, "message", err));
+                drv_problems_add(problems, path, "%s", err);
                 continue;
             }
             drv_dag_destroy(&self);

@@ -5,6 +5,7 @@
 #ifndef DRV_DAG_H
 #define DRV_DAG_H
 
+#include "drover/drv_problems.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,8 +30,8 @@ typedef bool(drv_dag_stall_fn)(void *arg);
 drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, char *err,
                        size_t errlen);
 //  Builds the DAG in probe mode (drv_node_probe set) and tears it down:
-//  every node's problem as [{path: "nodes.ID", message}] (empty: all started).
-json_t *drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who);
+//  each node that cannot start adds its problem (path "nodes.ID") to problems.
+void drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who, drv_problems_t *problems);
 void drv_dag_destroy(drv_dag_t **self_p);
 
 void drv_dag_set_stall_hook(drv_dag_t *self, drv_dag_stall_fn *fn, void *arg);

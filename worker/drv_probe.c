@@ -5,6 +5,7 @@
 
 #include "drover/drv_listen.h"
 #include "drover/drv_log.h"
+#include "drover/drv_problems.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -27,8 +28,10 @@ int drv_probe_main(void)
                               json_string_value(json_object_get(input, "pipeline")),
                               json_integer_value(json_object_get(input, "generation")),
                               (int)json_integer_value(json_object_get(input, "core"))};
-    json_t *problems = drv_dag_probe(spec, &who);
-    json_t *out = json_pack("{s:o}", "problems", problems);
+    drv_problems_t *problems = drv_problems_new();
+    drv_dag_probe(spec, &who, problems);
+    json_t *out = json_pack("{s:o}", "problems", drv_problems_to_json(problems));
+    drv_problems_destroy(&problems);
     json_dumpf(out, stdout, JSON_COMPACT);
     fputc('\n', stdout);
     json_decref(out);

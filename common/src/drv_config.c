@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_FILE_SIZE (16 * 1024 * 1024)
 
 static char *s_string_or(json_t *obj, const char *key, const char *fallback, drv_problems_t *problems,
                          const char *path)
@@ -396,7 +395,7 @@ drv_config_t *drv_config_parse(const char *text, size_t size, const char *path,
 drv_config_t *drv_config_load(const char *path, const drv_cpus_t *cpus, char *err, size_t errlen)
 {
     size_t size;
-    char *text = drv_file_read(path, MAX_FILE_SIZE, &size, err, errlen);
+    char *text = drv_file_read(path, DRV_CONFIG_MAX_BYTES, &size, err, errlen);
     drv_config_t *self = text ? drv_config_parse(text, size, path, cpus, err, errlen) : NULL;
     free(text);
     return self;

@@ -119,11 +119,12 @@ static int s_body_secs(json_t *body, const char *name, int64_t *out, drv_admin_r
     return 0;
 }
 
-static void s_invalid(drv_admin_response_t *response, drv_problems_t *problems)
+//  422 naming the first problem; every one in details. what: "invalid PipelineSpec", ...
+static void s_unprocessable(drv_admin_response_t *response, const char *what, drv_problems_t *problems)
 {
-    drv_admin_error(response, 422, "invalid_request", "invalid PipelineSpec: %s: %s%s",
-                    drv_problems_path(problems, 0), drv_problems_message(problems, 0),
-                    drv_problems_count(problems) > 1 ? " (see details)" : "");
+    const char *path = drv_problems_path(problems, 0);
+    drv_admin_error(response, 422, "invalid_request", "%s: %s%s%s%s", what, path, path[0] ? ": " : "",
+                    drv_problems_message(problems, 0), drv_problems_count(problems) > 1 ? " (see details)" : "");
     json_object_set_new(json_object_get(response->json, "error"), "details", drv_problems_to_json(problems));
 }
 
@@ -140,7 +141,7 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
     int admit = spec ? drv_admission_check(engine, pipeline, spec, problems, why, sizeof why)
                      : DRV_ADMIT_INVALID;
     if (admit == DRV_ADMIT_INVALID || drv_problems_count(problems) > 0) {
-        s_invalid(response, problems);
+        s_unprocessable(response, "invalid PipelineSpec", problems);
         drv_problems_destroy(&problems);
         json_decref(spec);
         return false;
@@ -153,25 +154,20 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
     }
     drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, opts);
     if (dry_run) {
-        json_t *problems = opts->instantiate ? drv_probe_run(engine, pipeline, group, name, spec,
-                                                             drv_rollout_target_generation(rollout))
-                                             : NULL;
-        if (json_array_size(problems) > 0) {
-            json_t *first = json_array_get(problems, 0);
-            drv_admin_error(response, 422, "invalid_request", "the candidate cannot be instantiated: %s%s%s%s",
-                            json_string_value(json_object_get(first, "path")),
-                            json_string_length(json_object_get(first, "path")) ? ": " : "",
-                            json_string_value(json_object_get(first, "message")),
-                            json_array_size(problems) > 1 ? " (see details)" : "");
-            json_object_set(json_object_get(response->json, "error"), "details", problems);
+        drv_problems_t *problems = drv_problems_new();
+        if (opts->instantiate) {
+            drv_probe_run(engine, pipeline, group, name, spec, drv_rollout_target_generation(rollout), problems);
+        }
+        if (drv_problems_count(problems) > 0) {
+            s_unprocessable(response, "the candidate cannot be instantiated", problems);
         } else {
             response->status = 200;
             response->json = drv_rollout_json(rollout);
-            if (problems) {
+            if (opts->instantiate) {
                 json_object_set_new(response->json, "instantiated", json_true());
             }
         }
-        json_decref(problems);
+        drv_problems_destroy(&problems);
         drv_rollout_destroy(&rollout);
         json_decref(spec);
         return false;

@@ -4,6 +4,7 @@
 #include "drover/drv_listen.h"
 #include "drover/drv_log.h"
 
+#include "drover/drv_problems.h"
 #include "drover/drv_spec.h"
 
 #include <stdio.h>
@@ -47,9 +48,8 @@ int drv_listeners_open(drv_pipeline_t *pipeline, const json_t *spec, char *why, 
     return rc;
 }
 
-json_t *drv_listeners_probe(drv_pipeline_t *pipeline, const json_t *spec)
+void drv_listeners_probe(drv_pipeline_t *pipeline, const json_t *spec, drv_problems_t *problems)
 {
-    json_t *problems = json_array();
     json_t *receivers = drv_spec_receivers(spec, NULL);
     size_t i;
     json_t *r;
@@ -68,10 +68,9 @@ json_t *drv_listeners_probe(drv_pipeline_t *pipeline, const json_t *spec)
         }
         char path[200];
         snprintf(path, sizeof path, "nodes.%s.config.endpoint", json_string_value(json_object_get(r, "node")));
-        json_array_append_new(problems, json_pack("{s:s, s:s}", "path", path, "message", why));
+        drv_problems_add(problems, path, "%s", why);
     }
     json_decref(receivers);
-    return problems;
 }
 
 static bool s_needs(const json_t *spec, const char *endpoint)

@@ -6,6 +6,7 @@
 
 #include "drover/drv_file.h"
 #include "drover/drv_log.h"
+#include "drover/drv_problems.h"
 #include "drover/drv_time.h"
 
 #include <errno.h>
@@ -22,18 +23,6 @@
 #define ANSWER_MAX (1024 * 1024)
 
 extern char **environ;
-
-static void s_problem(json_t *problems, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void s_problem(json_t *problems, const char *path, const char *fmt, ...)
-{
-    char message[400];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    json_array_append_new(problems, json_pack("{s:s, s:s}", "path", path, "message", message));
-}
 
 //  Spawns drover-worker --probe with pipes on stdin and stdout.
 static pid_t s_spawn(drv_engine_t *engine, int *to_child, int *from_child)
@@ -103,18 +92,17 @@ static char *s_read_until(int fd, int64_t deadline_ms, size_t *len)
     return buf;
 }
 
-json_t *drv_probe_run(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group, const char *name,
-                      const json_t *spec, int64_t generation)
+void drv_probe_run(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group, const char *name,
+                   const json_t *spec, int64_t generation, drv_problems_t *problems)
 {
-    json_t *problems = drv_listeners_probe(pipeline, spec);
+    drv_listeners_probe(pipeline, spec, problems);
     int to_child = -1, from_child = -1;
     pid_t pid = s_spawn(engine, &to_child, &from_child);
     if (pid < 0) {
-        s_problem(problems, "", "cannot start a probe instance (%s/drover-worker): %s", engine->bin_dir,
-                  strerror(errno));
-        return problems;
+        drv_problems_add(problems, "", "cannot start a probe instance (%s/drover-worker): %s", engine->bin_dir,
+                         strerror(errno));
+        return;
     }
-    signal(SIGPIPE, SIG_IGN);
     json_t *input = json_pack("{s:O, s:s, s:s, s:I, s:i}", "spec", spec, "group", group, "pipeline", name,
                               "generation", (json_int_t)generation, "core", 0);
     char *text = json_dumps(input, JSON_COMPACT);
@@ -135,17 +123,21 @@ json_t *drv_probe_run(drv_engine_t *engine, drv_pipeline_t *pipeline, const char
     json_t *doc = answer ? json_loadb(answer, len, 0, &err) : NULL;
     json_t *found = json_object_get(doc, "problems");
     if (!answer) {
-        s_problem(problems, "", "the probe instance did not finish building the pipeline within %d ms",
-                  DRV_PROBE_TIMEOUT_MS);
+        drv_problems_add(problems, "", "the probe instance did not finish building the pipeline within %d ms",
+                         DRV_PROBE_TIMEOUT_MS);
     } else if (!json_is_array(found)) {
-        s_problem(problems, "", "the probe instance ended without an answer (%s %d)",
-                  WIFSIGNALED(status) ? "signal" : "exit code",
-                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-    } else {
-        json_array_extend(problems, found);
+        drv_problems_add(problems, "", "the probe instance ended without an answer (%s %d)",
+                         WIFSIGNALED(status) ? "signal" : "exit code",
+                         WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     }
-    drv_info("instantiate dry run pipeline=%s:%s problems=%zu", group, name, json_array_size(problems));
+    size_t i;
+    json_t *problem;
+    json_array_foreach(found, i, problem)
+    {
+        drv_problems_add(problems, json_string_value(json_object_get(problem, "path")), "%s",
+                         json_string_value(json_object_get(problem, "message")));
+    }
+    drv_info("instantiate dry run pipeline=%s:%s problems=%zu", group, name, drv_problems_count(problems));
     json_decref(doc);
     free(answer);
-    return problems;
 }

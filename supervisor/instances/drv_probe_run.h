@@ -12,11 +12,13 @@
 
 #include "drv_engine.h"
 
+#include "drover/drv_problems.h"
+
 #define DRV_PROBE_TIMEOUT_MS 5000
 
-//  What would fail: [{path, message}], empty when the spec would start.
+//  Adds what would fail to problems (nothing: the spec would start).
 //  pipeline may be NULL (it does not exist yet).
-json_t *drv_probe_run(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group, const char *name,
-                      const json_t *spec, int64_t generation);
+void drv_probe_run(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group, const char *name,
+                   const json_t *spec, int64_t generation, drv_problems_t *problems);
 
 #endif

@@ -185,6 +185,16 @@ int drv_canary_hold(drv_canary_t *self, drv_pipeline_t *pipeline, int64_t new_ge
     return DRV_EXEC_WAIT;
 }
 
+const char *drv_canary_verdict(const drv_canary_t *self)
+{
+    return s_verdicts[self->verdict];
+}
+
+double drv_canary_ratio(const drv_canary_t *self, bool fresh)
+{
+    return s_ratio(fresh ? &self->fresh : &self->old);
+}
+
 json_t *drv_canary_json(const drv_canary_t *self)
 {
     char until[40] = "";

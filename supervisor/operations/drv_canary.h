@@ -39,6 +39,11 @@ void drv_canary_promote(drv_canary_t *self);
 //  The hold has passed and waits for promote (auto_promote false).
 bool drv_canary_awaiting_promote(const drv_canary_t *self);
 
+//  pending, pass, fail or promoted (a string that lives as long as the program).
+const char *drv_canary_verdict(const drv_canary_t *self);
+//  The error ratio over the hold so far: of the new generation, or of the old.
+double drv_canary_ratio(const drv_canary_t *self, bool fresh);
+
 //  {cores, hold_secs, max_error_ratio, auto_promote, until, error_ratio_new,
 //   error_ratio_old, records_new, records_old, crashes_new, crashes_old,
 //   verdict: pending|pass|fail|promoted}

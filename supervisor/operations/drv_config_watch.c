@@ -3,6 +3,7 @@
 #include "drv_reload.h"
 #include "drv_events.h"
 
+#include "drover/drv_file.h"
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
 
@@ -16,7 +17,6 @@
 #include <unistd.h>
 
 #define QUIET_MS 250                 // a burst of events is over after this long without one
-#define MAX_CONFIG (4 * 1024 * 1024) // larger: not read (drv_config_load refuses it too)
 #define EVENTS (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_DELETE | IN_ATTRIB | IN_MODIFY)
 
 struct drv_config_watch_t {
@@ -30,23 +30,19 @@ struct drv_config_watch_t {
 };
 
 //  FNV-1a of the file's content; false when it cannot be read (a rename
-//  under way, or gone).
-static bool s_hash(const char *path, uint64_t *hash)
+//  under way, or gone; why says).
+static bool s_hash(const char *path, uint64_t *hash, char *why, size_t whylen)
 {
-    FILE *file = fopen(path, "rb");
-    if (!file) {
+    size_t size;
+    char *text = drv_file_read(path, DRV_CONFIG_MAX_BYTES, &size, why, whylen);
+    if (!text) {
         return false;
     }
     uint64_t h = 1469598103934665603ULL;
-    unsigned char buf[8192];
-    size_t n, total = 0;
-    while ((n = fread(buf, 1, sizeof buf, file)) > 0 && total <= MAX_CONFIG) {
-        for (size_t i = 0; i < n; i++) {
-            h = (h ^ buf[i]) * 1099511628211ULL;
-        }
-        total += n;
+    for (size_t i = 0; i < size; i++) {
+        h = (h ^ (unsigned char)text[i]) * 1099511628211ULL;
     }
-    fclose(file);
+    free(text);
     *hash = h;
     return true;
 }
@@ -91,7 +87,8 @@ drv_config_watch_t *drv_config_watch_new(drv_engine_t *engine)
         return NULL;
     }
     s_follow_target(self, path, dir);
-    self->readable = s_hash(path, &self->content_hash);
+    char why[600];
+    self->readable = s_hash(path, &self->content_hash, why, sizeof why);
     drv_info("watching the config file path=%s dir=%s", path, dir);
     return self;
 }
@@ -140,9 +137,10 @@ int64_t drv_config_watch_tick(drv_engine_t *engine, drv_config_watch_t *self)
     snprintf(copy, sizeof copy, "%s", path);
     s_follow_target(self, path, dirname(copy));
     uint64_t hash;
-    if (!s_hash(path, &hash)) {
+    char why[600];
+    if (!s_hash(path, &hash, why, sizeof why)) {
         if (self->readable) {
-            drv_warn("watch_config: %s cannot be read (%s); what runs stays as it is", path, strerror(errno));
+            drv_warn("watch_config: %s; what runs stays as it is", why);
         }
         self->readable = false;
         return -1;

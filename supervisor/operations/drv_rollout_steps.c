@@ -104,9 +104,7 @@ static void s_fail(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pi
     va_start(args, fmt);
     vsnprintf(self->failure_reason, sizeof self->failure_reason, fmt, args);
     va_end(args);
-    if (core >= 0) {
-        drv_rollout_core_state(self, core, CORE_FAILED, "%s", self->failure_reason);
-    }
+    drv_rollout_core_state(self, core, CORE_FAILED, "%s", self->failure_reason); // none for core -1 (hold, abort)
     drv_warn("rollout step failed pipeline=%s id=%s reason=\"%s\"; rolling back", pipeline->key, self->id,
              self->failure_reason);
     drv_observed_t observed = {.running = self->old_running,
@@ -153,7 +151,7 @@ static void s_note(void *record, const drv_step_t *step, drv_step_phase_t phase,
     }
 }
 
-//  The hold step: the canary's verdict.
+//  The hold step: the canary's verdict. A new verdict goes in the history.
 static int s_hold(void *record, const drv_step_t *step, int64_t now_ms, int64_t *wake_ms, char *why, size_t whylen)
 {
     (void)step;
@@ -161,24 +159,17 @@ static int s_hold(void *record, const drv_step_t *step, int64_t now_ms, int64_t 
     if (!self->canary) {
         return DRV_EXEC_DONE;
     }
-    json_t *before = drv_canary_json(self->canary);
+    const char *was = drv_canary_verdict(self->canary);
     int result = drv_canary_hold(self->canary, self->owner, self->plan.target_generation, self->old_generation, now_ms,
                                  wake_ms, why, whylen);
-    json_t *after = drv_canary_json(self->canary);
-    const char *was = json_string_value(json_object_get(before, "verdict"));
-    const char *is = json_string_value(json_object_get(after, "verdict"));
-    if (strcmp(was, is)) {
+    const char *is = drv_canary_verdict(self->canary);
+    if (was != is) {
         drv_rollout_record(self, "canary", "verdict %s: error ratio %.4f (generation %lld) vs %.4f (generation %lld)",
-                           is, json_real_value(json_object_get(after, "error_ratio_new")),
-                           (long long)self->plan.target_generation,
-                           json_real_value(json_object_get(after, "error_ratio_old")), (long long)self->old_generation);
+                           is, drv_canary_ratio(self->canary, true), (long long)self->plan.target_generation,
+                           drv_canary_ratio(self->canary, false), (long long)self->old_generation);
         drv_info("canary verdict pipeline=%s id=%s verdict=%s", self->owner->key, self->id, is);
     }
-    if (!json_equal(before, after)) {
-        drv_rollout_touch(self);
-    }
-    json_decref(before);
-    json_decref(after);
+    drv_rollout_touch(self); // its ratios moved
     return result;
 }
 

@@ -134,7 +134,7 @@ class Cli(EngineTest):
         # And a completed command line runs, options after the command.
         clear()
         keys("droverctl status -o json | head -c 1; echo", "Enter")
-        wait_until(lambda: "{" in screen().splitlines()[-2:][0] or "{" in screen(), 10, "the command's JSON")
+        wait_until(lambda: "{" in (line.strip() for line in screen().splitlines()), 10, "the JSON's first byte")
 
     def test_drover_produce_reads_json_lines_from_stdin(self):
         self.put(spec(self.port, self.out))

@@ -23,6 +23,7 @@ groups:
         nodes:
           g: {{type: receiver:generator, config: {{rate: 20, record: {{v: {version}}}}}, to: [out]}}
           out: {{type: exporter:null}}
+        policies: {{rollout: {{canary: {{hold_secs: 0}}}}}}
 """
 
 
@@ -81,6 +82,10 @@ class WatchConfig(EngineTest):
         self.kubelet_write(self.text(2), 2)
         self.applied(2, 1)
         self.assertIn("the config file changed: reloading config=", self.engine.log_text())
+        # A reload is a PUT's rollout: the spec's canary holds (here for 0 s) before the rest.
+        latest = self.admin.http("GET", "/api/v1/groups/default/pipelines/a/rollouts")[1][0]
+        self.assertIn("hold", [s["op"] for s in latest["plan"]])
+        self.assertEqual((latest["state"], latest["canary"]["verdict"]), ("succeeded", "pass"))
         # An invalid file: refused, nothing changes, /readyz as it was.
         self.kubelet_write(self.text(3).replace("groups:", "groups: [oops"), 3)
         wait_until(lambda: "reload refused, nothing changed" in self.engine.log_text(), 10, "the refusal")

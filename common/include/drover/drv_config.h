@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#define DRV_CONFIG_MAX_BYTES (16 * 1024 * 1024) // a larger config file is refused
+
 typedef struct {
     char *path;              // the file this came from
     char *run_dir;           // ipc sockets live here; created 0700
