@@ -151,7 +151,8 @@ static int s_steps(lua_State *L)
         if (s->step >= 2) {
             lua_call(L, 1, 1);
         }
-        if (s->step >= 3 && drv_lua_to_object(L, -1, s_bump, NULL, &memo, &out, err, sizeof err)) {
+        size_t budget = SIZE_MAX;
+        if (s->step >= 3 && drv_lua_to_object(L, -1, s_bump, NULL, &memo, &budget, &out, err, sizeof err)) {
             return luaL_error(L, "%s", err);
         }
         lua_pop(L, 1);

@@ -20,6 +20,8 @@ struct drv_lua_t {
     int64_t max_instructions;
     size_t max_memory;
     size_t used;                 // bytes the allocator handed out
+    bool exhausted;              // the instruction limit was reached in this call: every
+                                 // instruction raises until control is back in C
     char name[64];
     int64_t print_second;        // rate limit of print
     int prints;
@@ -52,17 +54,33 @@ static drv_lua_t *s_owner(lua_State *L)
     return *(drv_lua_t **)lua_getextraspace(L);
 }
 
+//  The limit cannot be caught: a script's pcall would take the first error
+//  and loop on, so from then on the hook fires on every instruction and
+//  raises again, until the call unwinds to drv_lua_run's own protected call
+//  (C, which runs no instruction) and s_arm resets it for the next record.
 static void s_limit_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    luaL_error(L, "instruction limit reached (max_instructions %I)", (lua_Integer)s_owner(L)->max_instructions);
+    drv_lua_t *self = s_owner(L);
+    if (!self->exhausted) {
+        self->exhausted = true;
+        lua_sethook(L, s_limit_hook, LUA_MASKCOUNT, 1);
+    }
+    luaL_error(L, "instruction limit reached (max_instructions %I)", (lua_Integer)self->max_instructions);
 }
 
 static void s_arm(drv_lua_t *self)
 {
+    self->exhausted = false;
     if (self->max_instructions > 0) {
         lua_sethook(self->L, s_limit_hook, LUA_MASKCOUNT, (int)self->max_instructions); // resets the count
     }
+}
+
+//  What copying a returned record may take: what the state has left.
+static size_t s_copy_budget(const drv_lua_t *self)
+{
+    return self->used < self->max_memory ? self->max_memory - self->used : 0;
 }
 
 //  print(...): to the instance's log, a few lines a second at most.
@@ -192,6 +210,7 @@ static void s_returned(lua_State *L, batch_t *b, msgpack_object **out, size_t *c
     bool list = lua_rawgeti(L, result, 1) != LUA_TNIL;
     lua_pop(L, 1);
     const drv_lua_memo_t *memo = &b->self->memo;
+    size_t budget = s_copy_budget(b->self);
     if (!list) {
         lua_pushnil(L);
         if (!lua_next(L, result)) {
@@ -199,13 +218,19 @@ static void s_returned(lua_State *L, batch_t *b, msgpack_object **out, size_t *c
         }
         lua_pop(L, 2);
         *out = b->alloc(b->alloc_arg, sizeof **out);
-        if (drv_lua_to_object(L, result, b->alloc, b->alloc_arg, memo, *out, b->err, sizeof b->err)) {
+        if (drv_lua_to_object(L, result, b->alloc, b->alloc_arg, memo, &budget, *out, b->err, sizeof b->err)) {
             s_fail(L, b);
         }
         *count = 1;
         return;
     }
     size_t n = lua_rawlen(L, result);
+    if (n * sizeof **out > budget) {
+        snprintf(b->err, sizeof b->err, "memory limit reached (max_memory_bytes %zu) copying the returned list",
+                 b->self->max_memory);
+        s_fail(L, b);
+    }
+    budget -= n * sizeof **out;
     *out = b->alloc(b->alloc_arg, n * sizeof **out);
     for (size_t i = 0; i < n; i++) {
         if (lua_rawgeti(L, result, (lua_Integer)i + 1) != LUA_TTABLE) {
@@ -213,7 +238,7 @@ static void s_returned(lua_State *L, batch_t *b, msgpack_object **out, size_t *c
                      luaL_typename(L, -1));
             s_fail(L, b);
         }
-        if (drv_lua_to_object(L, -1, b->alloc, b->alloc_arg, memo, &(*out)[i], b->err, sizeof b->err)) {
+        if (drv_lua_to_object(L, -1, b->alloc, b->alloc_arg, memo, &budget, &(*out)[i], b->err, sizeof b->err)) {
             s_fail(L, b);
         }
         if ((*out)[i].type != MSGPACK_OBJECT_MAP) {
@@ -249,6 +274,9 @@ static void s_error_reason(drv_lua_t *self, int rc, char *err, size_t errlen)
 {
     if (rc == LUA_ERRMEM) {
         snprintf(err, errlen, "memory limit reached (max_memory_bytes %zu)", self->max_memory);
+    } else if (self->exhausted) {
+        //  whatever the script raised last (an error handler's, an error()), the limit ended it
+        snprintf(err, errlen, "instruction limit reached (max_instructions %lld)", (long long)self->max_instructions);
     } else {
         s_reason(lua_tostring(self->L, -1), err, errlen);
     }

@@ -130,11 +130,29 @@ typedef struct {
     drv_lua_alloc_fn alloc;
     void *arg;
     const drv_lua_memo_t *memo;
+    size_t budget;              // bytes the copy may still take
     char *err;
     size_t errlen;
 } convert_t;
 
 static int s_value(convert_t *c, int index, int depth, msgpack_object *out);
+
+//  Memory for the copy, charged to its budget: a table referenced many times
+//  (t = {a = t0, b = t0}, nested) is copied once per reference, so the copy
+//  can be exponentially larger than what the Lua state holds. NULL with the
+//  reason in err once the budget is spent.
+static void *s_take(convert_t *c, size_t bytes)
+{
+    if (bytes > c->budget) {
+        snprintf(c->err, c->errlen,
+                 "memory limit reached (max_memory_bytes) copying the returned record: it would take more than "
+                 "the limit (a table referenced many times is copied once per reference)");
+        c->budget = 0;
+        return NULL;
+    }
+    c->budget -= bytes;
+    return c->alloc(c->arg, bytes);
+}
 
 static bool s_marked_array(lua_State *L, int index)
 {
@@ -166,7 +184,10 @@ static int s_array(convert_t *c, int index, int depth, uint32_t n, msgpack_objec
 {
     out->type = MSGPACK_OBJECT_ARRAY;
     out->via.array.size = n;
-    out->via.array.ptr = c->alloc(c->arg, (n ? n : 1) * sizeof(msgpack_object));
+    out->via.array.ptr = s_take(c, (n ? n : 1) * sizeof(msgpack_object));
+    if (!out->via.array.ptr) {
+        return -1;
+    }
     for (uint32_t i = 0; i < n; i++) {
         lua_rawgeti(c->L, index, (lua_Integer)i + 1);
         int rc = s_value(c, lua_gettop(c->L), depth + 1, &out->via.array.ptr[i]);
@@ -188,7 +209,11 @@ static int s_map(convert_t *c, int index, int depth, msgpack_object *out)
     lua_pushnil(L);
     while (lua_next(L, index)) {
         if (n == capacity) {
-            msgpack_object_kv *grown = c->alloc(c->arg, 2 * capacity * sizeof *grown);
+            msgpack_object_kv *grown = s_take(c, 2 * capacity * sizeof *grown);
+            if (!grown) {
+                lua_pop(L, 2);
+                return -1;
+            }
             memcpy(grown, kv, n * sizeof *kv);
             kv = grown;
             capacity *= 2;
@@ -212,7 +237,10 @@ static int s_map(convert_t *c, int index, int depth, msgpack_object *out)
     out->type = MSGPACK_OBJECT_MAP;
     out->via.map.size = n;
     if (kv == local) {
-        kv = c->alloc(c->arg, (n ? n : 1) * sizeof *kv);
+        kv = s_take(c, (n ? n : 1) * sizeof *kv);
+        if (!kv) {
+            return -1;
+        }
         memcpy(kv, local, n * sizeof *kv);
     }
     out->via.map.ptr = kv;
@@ -255,7 +283,10 @@ static int s_string(convert_t *c, int index, msgpack_object *out)
         *out = *same;
         return 0;
     }
-    char *copy = c->alloc(c->arg, len ? len : 1);
+    char *copy = s_take(c, len ? len : 1);
+    if (!copy) {
+        return -1;
+    }
     memcpy(copy, s, len);
     if (drv_utf8_valid(s, len, true)) {
         out->type = MSGPACK_OBJECT_STR;
@@ -301,8 +332,10 @@ static int s_value(convert_t *c, int index, int depth, msgpack_object *out)
 }
 
 int drv_lua_to_object(lua_State *L, int index, drv_lua_alloc_fn alloc, void *arg, const drv_lua_memo_t *memo,
-                      msgpack_object *out, char *err, size_t errlen)
+                      size_t *budget, msgpack_object *out, char *err, size_t errlen)
 {
-    convert_t c = {L, alloc, arg, memo, err, errlen};
-    return s_value(&c, lua_absindex(L, index), 0, out);
+    convert_t c = {L, alloc, arg, memo, *budget, err, errlen};
+    int rc = s_value(&c, lua_absindex(L, index), 0, out);
+    *budget = c.budget;
+    return rc;
 }

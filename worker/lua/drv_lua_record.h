@@ -40,10 +40,12 @@ void drv_lua_record_setup(lua_State *L);
 //  (NULL: none), which it clears first.
 void drv_lua_push_object(lua_State *L, const msgpack_object *obj, drv_lua_memo_t *memo);
 //  The Lua value at index as a msgpack object in memory from alloc,
-//  reusing the strings memo noted (NULL: copies every string).
+//  reusing the strings memo noted (NULL: copies every string). What it
+//  allocates is taken from *budget (bytes), which it lowers; past it the
+//  copy fails ("memory limit reached").
 //  Returns 0, or -1 with the reason in err (a function, a cycle, a key
 //  that is not a string...). Leaves the stack as it found it.
 int drv_lua_to_object(lua_State *L, int index, drv_lua_alloc_fn alloc, void *arg, const drv_lua_memo_t *memo,
-                      msgpack_object *out, char *err, size_t errlen);
+                      size_t *budget, msgpack_object *out, char *err, size_t errlen);
 
 #endif
