@@ -3,7 +3,8 @@
     bytes, a request is refused with a reason or becomes records that decode
     as a batch of exactly the count returned (a record nests no deeper than
     records may, or the whole batch is refused at emit, as in the node).
-    Those records then go back out as exporter:otlp sends them: the request
+    What protobuf-c allocates for an accepted request is never more than
+    drv_pbcheck estimated. Those records then go back out as exporter:otlp sends them: the request
     built from them holds as many LogRecords or Spans, packs and unpacks as
     protobuf, and its OTLP/JSON parses back. */
 #include "fuzz.h"
@@ -13,9 +14,11 @@
 #include "drv_otlp_build.h"
 #include "drv_otlp_json.h"
 #include "drv_otlp_records.h"
+#include "drv_pbcheck.h"
 
 #include "drover/drv_batch.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,19 +57,49 @@ static void s_back_out(drv_otlp_signal_t signal, const msgpack_object *records, 
     uint8_t *wire = malloc(size ? size : 1);
     protobuf_c_message_pack(built.request.message, wire);
     drv_otlp_request_t again;
-    FUZZ_ASSERT(drv_otlp_unpack(signal, wire, size, &again) == 0);
+    char err[300];
+    FUZZ_ASSERT(drv_otlp_unpack(signal, wire, size, &again, err, sizeof err) == 0);
     FUZZ_ASSERT(s_count(&again) == n);
     drv_otlp_request_free(&again);
     free(wire);
     drv_buf_t json = {0};
     FUZZ_ASSERT(drv_otlp_json_write(&built.request, &json) == 0);
-    char err[300];
     FUZZ_ASSERT(drv_otlp_json_parse(signal, json.data, json.len, &again, err, sizeof err) == 0);
     FUZZ_ASSERT(s_count(&again) == n);
     drv_otlp_request_free(&again);
     drv_buf_free(&json);
     drv_otlp_built_free(&built);
     drv_buf_free(&packed);
+}
+
+//  protobuf-c's allocations, counted.
+static void *s_counted_alloc(void *data, size_t size)
+{
+    *(size_t *)data += size;
+    return malloc(size);
+}
+
+static void s_counted_free(void *data, void *ptr)
+{
+    (void)data;
+    free(ptr);
+}
+
+//  drv_pbcheck's estimate is an upper bound of what the decode allocates.
+static void s_check_estimate(drv_otlp_signal_t signal, const uint8_t *wire, size_t size, bool accepted)
+{
+    if (!accepted) {
+        return;
+    }
+    const ProtobufCMessageDescriptor *desc =
+        signal == DRV_OTLP_LOGS ? &opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor
+                                : &opentelemetry__proto__collector__trace__v1__export_trace_service_request__descriptor;
+    size_t used = 0;
+    ProtobufCAllocator counting = {s_counted_alloc, s_counted_free, &used};
+    ProtobufCMessage *message = protobuf_c_message_unpack(desc, &counting, size, wire);
+    FUZZ_ASSERT(message != NULL);
+    FUZZ_ASSERT(used <= drv_pbcheck_estimate(desc, wire, size) + 64);
+    protobuf_c_message_free_unpacked(message, &counting);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -78,10 +111,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     drv_otlp_request_t request;
     char err[300] = "";
     int rc = data[0] & 2 ? drv_otlp_json_parse(signal, (const char *)data + 1, size - 1, &request, err, sizeof err)
-                         : drv_otlp_unpack(signal, data + 1, size - 1, &request);
+                         : drv_otlp_unpack(signal, data + 1, size - 1, &request, err, sizeof err);
+    if (!(data[0] & 2)) {
+        s_check_estimate(signal, data + 1, size - 1, rc == 0);
+    }
     if (rc != 0) {
         FUZZ_ASSERT(request.message == NULL);
-        FUZZ_ASSERT(!(data[0] & 2) || err[0]);
+        FUZZ_ASSERT(err[0]);
         return 0;
     }
     msgpack_sbuffer out;

@@ -13,7 +13,7 @@ import subprocess
 
 import msgpack
 
-TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp")
+TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp", "otlp_depth")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "../.."))
 
@@ -174,6 +174,12 @@ def main():
                              "opentelemetry/proto/collector/logs/v1/logs_service.proto"],
                             input=f.read(), capture_output=True, check=True).stdout
     write("otlp", "logs.pb", bytes([0]) + pb)
+    # otlp_depth: a recipe, one byte a nesting step (0 array, 1 kvlist,
+    # 2 array of two copies); first byte: bit 0 traces. Either side of the limit.
+    for name, recipe in (("logs-flat", b"\0"), ("logs-mixed", b"\0\0\1\2\0\1"), ("logs-at-limit", b"\0" + b"\0" * 14),
+                         ("logs-past-limit", b"\0" + b"\0" * 15), ("traces-kvlist", b"\1" + b"\1" * 9),
+                         ("traces-past-limit", b"\1" + b"\1" * 10), ("logs-5000", b"\0" + b"\0" * 5000)):
+        write("otlp_depth", name, recipe)
     print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in TARGETS})
 
 

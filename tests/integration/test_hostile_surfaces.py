@@ -95,5 +95,54 @@ class Scripts(EngineTest):
             self.assertLess(rss_kb(pid), 200 * 1024, "the copy stayed within the limit")
 
 
+def pb_field(number, payload):
+    """A length-delimited protobuf field."""
+    length, head = len(payload), bytes([number << 3 | 2])
+    while True:
+        head += bytes([(length & 0x7f) | (0x80 if length > 0x7f else 0)])
+        length >>= 7
+        if not length:
+            return head + payload
+
+
+def deep_logs_request(levels):
+    """An ExportLogsServiceRequest whose one record's body is an AnyValue ->
+    ArrayValue chain levels deep."""
+    value = pb_field(1, b"x")  # AnyValue{string_value}
+    for _ in range(levels):
+        value = pb_field(5, pb_field(1, value))  # AnyValue{array_value: ArrayValue{values: [value]}}
+    record = pb_field(5, value)  # LogRecord.body
+    return pb_field(1, pb_field(2, pb_field(2, record)))
+
+
+class Otlp(EngineTest):
+    """receiver:otlp: protobuf decoded within bounds."""
+
+    def test_a_deeply_nested_protobuf_request_is_refused_not_a_crash(self):
+        # Finding: 5,000 AnyValue -> ArrayValue levels in ~20 KB (gzip'd)
+        # overflowed protobuf-c's stack: exit 139, then CrashLoop.
+        import gzip
+        self.start_admin_engine()
+        port = free_port()
+        out = f"{self.engine.out_dir}/otlp-{{core}}.ndjson"
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["out"]},
+            "out": {"type": "exporter:file", "config": {"path": out}}}}}
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/o", body=spec)[0], 200)
+        pid = self.engine.wait_instances(["default/o@1#0"])["default/o@1#0"]
+        body = gzip.compress(deep_logs_request(5000))
+        self.assertLess(len(body), 30000)
+        for _ in range(8):
+            status, answer, _, _ = curl_post(port, "/v1/logs", body, "application/x-protobuf",
+                                             "-H", "Content-Encoding: gzip")
+            self.assertEqual(status, 400, answer)
+            self.assertIn(b"nested deeper than 32 levels", answer)
+        status, answer, _, _ = curl_post(port, "/v1/logs", deep_logs_request(10), "application/x-protobuf")
+        self.assertEqual(status, 200, answer)
+        wait_until(lambda: read_ndjson(out.replace("{core}", "0")), 10, "the shallow request's record")
+        self.assertEqual(self.engine.instances().get("default/o@1#0"), pid, "the instance never crashed")
+        self.assertNotIn("killed by signal", self.engine.log_text())
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -122,12 +122,12 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
     drv_otlp_request_t otlp;
     char err[300];
     int rc = json ? drv_otlp_json_parse(signal, request->body, request->size, &otlp, err, sizeof err)
-                  : drv_otlp_unpack(signal, request->body, request->size, &otlp);
+                  : drv_otlp_unpack(signal, request->body, request->size, &otlp, err, sizeof err);
     if (rc != 0) {
         drv_node_count_refused(node);
         char message[400];
         snprintf(message, sizeof message, "not an OTLP %s export request: %s",
-                 signal == DRV_OTLP_LOGS ? "logs" : "traces", json ? err : "malformed protobuf");
+                 signal == DRV_OTLP_LOGS ? "logs" : "traces", err);
         s_error(request->media_type, 400, "invalid_request", message, reply);
         return;
     }

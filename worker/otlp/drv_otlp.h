@@ -50,8 +50,11 @@ typedef struct {
     };
 } drv_otlp_request_t;
 
-//  Unpacks protobuf bytes. Returns 0, or -1 when they are not a request.
-int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv_otlp_request_t *out);
+//  Unpacks protobuf bytes, checked first by drv_pbcheck (nesting and what
+//  the decode allocates are bounded). Returns 0, or -1 with the reason in
+//  err when they are not a request.
+int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv_otlp_request_t *out, char *err,
+                    size_t errlen);
 void drv_otlp_request_free(drv_otlp_request_t *request);
 
 #endif

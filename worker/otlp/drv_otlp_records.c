@@ -1,5 +1,6 @@
 /*  drv_otlp_records — see drv_otlp_records.h. */
 #include "drv_otlp_records.h"
+#include "drv_pbcheck.h"
 #include "drv_record.h"
 
 #include <stdbool.h>
@@ -369,13 +370,23 @@ int drv_otlp_to_records(const drv_otlp_request_t *request, msgpack_sbuffer *out,
 
 //  ---------------------------------------------------------------- protobuf
 
-int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv_otlp_request_t *out)
+int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv_otlp_request_t *out, char *err,
+                    size_t errlen)
 {
     out->signal = signal;
-    out->message = signal == DRV_OTLP_LOGS
-                       ? (ProtobufCMessage *)opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(NULL, size, data)
-                       : (ProtobufCMessage *)opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(NULL, size, data);
-    return out->message ? 0 : -1;
+    out->message = NULL;
+    const ProtobufCMessageDescriptor *desc =
+        signal == DRV_OTLP_LOGS ? &opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor
+                                : &opentelemetry__proto__collector__trace__v1__export_trace_service_request__descriptor;
+    if (drv_pbcheck(desc, data, size, err, errlen) != 0) {
+        return -1;
+    }
+    out->message = protobuf_c_message_unpack(desc, NULL, size, data);
+    if (!out->message) {
+        snprintf(err, errlen, "malformed protobuf");
+        return -1;
+    }
+    return 0;
 }
 
 void drv_otlp_request_free(drv_otlp_request_t *request)
