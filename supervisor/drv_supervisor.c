@@ -20,6 +20,7 @@
 #include "drv_spawn.h"
 #include "drv_registry.h"
 #include "drv_lifecycle.h"
+#include "drv_probe_run.h"
 #include "drv_zygote_link.h"
 #include "drv_broker_link.h"
 #include "drv_status.h"
@@ -127,6 +128,9 @@ static void s_reap(drv_engine_t *engine)
             drv_zygote_on_exit(engine, status);
             continue;
         }
+        if (drv_probe_runs_on_exit(engine, pid, status)) {
+            continue;
+        }
         drv_instance_t *inst = drv_registry_by_pid(engine, pid);
         if (inst) {
             drv_lifecycle_on_exit(engine, inst, status);
@@ -224,6 +228,15 @@ static void s_on_control(drv_engine_t *engine)
     }
     free(who);
     zmsg_destroy(&zmsg);
+}
+
+//  Reads what the control socket holds now. Called before deadlines are
+//  judged: heartbeats that queued while the loop was busy are not missed.
+static void s_drain_control(drv_engine_t *engine)
+{
+    for (int i = 0; i < 10000 && (zsock_events(engine->control) & ZMQ_POLLIN); i++) {
+        s_on_control(engine);
+    }
 }
 
 static int64_t s_min_wait(int64_t a, int64_t b)
@@ -325,6 +338,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
                        json_pack("{s:s}", "path", config->path));
 
     while (!engine.done) {
+        s_drain_control(&engine);
         int64_t wait = s_min_wait(drv_lifecycle_tick(&engine), drv_broker_tick(&engine));
         wait = s_min_wait(wait, drv_operations_tick(&engine));
         if (engine.shutting_down) {
@@ -352,13 +366,15 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         if (watch) {
             wait = s_min_wait(wait, drv_config_watch_tick(&engine, watch));
         }
+        wait = s_min_wait(wait, drv_probe_runs_tick(&engine));
         zsock_t *http = drv_admin_http_socket(&engine);
-        zmq_pollitem_t items[5] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
-                                   {NULL, signal_fd, ZMQ_POLLIN, 0},
-                                   {zsock_resolve(engine.admin), 0, ZMQ_POLLIN, 0},
-                                   {NULL, watch ? drv_config_watch_fd(watch) : -1, ZMQ_POLLIN, 0},
-                                   {http ? zsock_resolve(http) : NULL, 0, ZMQ_POLLIN, 0}};
-        int ready = zmq_poll(items, http ? 5 : 4, wait < 0 ? -1 : (long)wait);
+        zmq_pollitem_t items[5 + DRV_PROBE_MAX] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
+                                                   {NULL, signal_fd, ZMQ_POLLIN, 0},
+                                                   {zsock_resolve(engine.admin), 0, ZMQ_POLLIN, 0},
+                                                   {NULL, watch ? drv_config_watch_fd(watch) : -1, ZMQ_POLLIN, 0},
+                                                   {http ? zsock_resolve(http) : NULL, -1, ZMQ_POLLIN, 0}};
+        int probes = drv_probe_runs_poll_items(&engine, items + 5);
+        int ready = zmq_poll(items, 5 + probes, wait < 0 ? -1 : (long)wait);
         if (ready < 0 && zmq_errno() != EINTR) {
             drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
             rc = DRV_EXIT_SYSTEM;
@@ -384,7 +400,11 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         if (ready > 0 && http && (items[4].revents & ZMQ_POLLIN)) {
             drv_admin_http_on_readable(&engine);
         }
+        if (ready > 0 && probes > 0) {
+            drv_probe_runs_on_readable(&engine, items + 5, probes);
+        }
     }
+    drv_probe_runs_stop(&engine);
     s_final_reap(&engine);
     drv_config_watch_destroy(&watch);
 done:

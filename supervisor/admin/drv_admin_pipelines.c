@@ -128,6 +128,53 @@ static void s_unprocessable(drv_admin_response_t *response, const char *what, dr
     json_object_set_new(json_object_get(response->json, "error"), "details", drv_problems_to_json(problems));
 }
 
+//  An instantiate dry run waiting for its probe: the request, and the plan it answers with.
+typedef struct {
+    drv_admin_request_t *request;
+    json_t *plan;
+} instantiating_t;
+
+static void s_instantiated(drv_engine_t *engine, void *arg, drv_problems_t *problems)
+{
+    (void)engine;
+    instantiating_t *waiting = arg;
+    drv_admin_response_t response = {.content_type = "application/json"};
+    if (!problems) {
+        drv_admin_error(&response, 503, "internal", "droverd stopped before the probe instance finished");
+    } else if (drv_problems_count(problems) > 0) {
+        s_unprocessable(&response, "the candidate cannot be instantiated", problems);
+    } else {
+        response.status = 200;
+        response.json = json_incref(waiting->plan);
+        json_object_set_new(response.json, "instantiated", json_true());
+    }
+    waiting->request->reply(waiting->request, &response);
+    drv_admin_response_clear(&response);
+    json_decref(waiting->plan);
+    free(waiting);
+}
+
+//  dry_run=instantiate: the request is kept until the probe instance ends
+//  (droverd's loop goes on meanwhile); true when it was kept.
+static bool s_instantiate(drv_engine_t *engine, drv_admin_request_t *request, drv_pipeline_t *pipeline,
+                          const char *group, const char *name, const json_t *spec, drv_rollout_t *rollout,
+                          drv_admin_response_t *response)
+{
+    instantiating_t *waiting = calloc(1, sizeof *waiting);
+    waiting->request = request;
+    waiting->plan = drv_rollout_json(rollout);
+    char why[300];
+    if (drv_probe_run_start(engine, pipeline, group, name, spec, drv_rollout_target_generation(rollout),
+                            s_instantiated, waiting, why, sizeof why) != 0) {
+        drv_admin_error(response, 503, "internal", "%s", why);
+        response->retry_after_secs = 1;
+        json_decref(waiting->plan);
+        free(waiting);
+        return false;
+    }
+    return true;
+}
+
 //  The part of PUT after parsing: validate, plan, start, wait. Also rollback's.
 static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const char *group, const char *name,
                     json_t *raw_spec, const drv_rollout_opts_t *opts, bool wait, int64_t timeout_secs,
@@ -154,23 +201,16 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
     }
     drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, opts);
     if (dry_run) {
-        drv_problems_t *problems = drv_problems_new();
+        bool kept = false;
         if (opts->instantiate) {
-            drv_probe_run(engine, pipeline, group, name, spec, drv_rollout_target_generation(rollout), problems);
-        }
-        if (drv_problems_count(problems) > 0) {
-            s_unprocessable(response, "the candidate cannot be instantiated", problems);
+            kept = s_instantiate(engine, request, pipeline, group, name, spec, rollout, response);
         } else {
             response->status = 200;
             response->json = drv_rollout_json(rollout);
-            if (opts->instantiate) {
-                json_object_set_new(response->json, "instantiated", json_true());
-            }
         }
-        drv_problems_destroy(&problems);
         drv_rollout_destroy(&rollout);
         json_decref(spec);
-        return false;
+        return kept;
     }
     if (!pipeline) {
         pipeline = drv_registry_add_pipeline(engine, group, name, spec);

@@ -170,6 +170,7 @@ struct drv_engine_t {
     bool done;                // the loop should end
     struct drv_zygote_link_t *zygote; // the worker zygote (instances/drv_zygote_link.c), owned
     struct drv_notify_t *notify; // service manager notification (observe/drv_notify.c), owned
+    struct drv_probe_runs_t *probes; // instantiate dry runs under way (instances/drv_probe_run.c), owned
 };
 
 #endif

@@ -1,6 +1,7 @@
 /*  drv_probe_run — see drv_probe_run.h. The worker is spawned directly (not
     by the zygote: it is not an instance), with the spec on its stdin and
-    its answer on its stdout, and waited for here, within a deadline. */
+    its answer on its stdout. A probe ends when both its pipe closed and its
+    process was reaped; then its answer is judged and its done called. */
 #include "drv_probe_run.h"
 #include "drv_listeners.h"
 
@@ -11,12 +12,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,21 +25,53 @@
 
 extern char **environ;
 
-//  Spawns drover-worker --probe with pipes on stdin and stdout.
-static pid_t s_spawn(drv_engine_t *engine, int *to_child, int *from_child)
+typedef struct {
+    pid_t pid;               // 0 once reaped
+    int status;              // its wait status, once reaped
+    int fd;                  // its stdout, -1 once closed
+    int64_t deadline_ms;     // mono: killed past it
+    bool killed;             // by us, at the deadline
+    char *answer;            // what it wrote so far
+    size_t len;
+    char group[64], name[64];
+    drv_problems_t *problems; // the listeners' problems, then the probe's
+    drv_probe_done_fn *done;
+    void *arg;
+} probe_t;
+
+struct drv_probe_runs_t {
+    probe_t *probe[DRV_PROBE_MAX]; // NULL: a free slot
+};
+
+//  A memory file holding text, at offset 0: the child's stdin.
+static int s_memfile(const char *text)
 {
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) != 0) {
+    int fd = memfd_create("drover-probe-spec", MFD_CLOEXEC);
+    if (fd < 0) {
         return -1;
     }
+    if (drv_file_write_all(fd, text, strlen(text)) != 0 || lseek(fd, 0, SEEK_SET) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+//  Spawns drover-worker --probe reading input, writing to a pipe (*from_child, non-blocking).
+static pid_t s_spawn(drv_engine_t *engine, const char *input, int *from_child)
+{
+    int in = s_memfile(input);
+    if (in < 0) {
+        return -1;
+    }
+    int out[2];
     if (pipe2(out, O_CLOEXEC) != 0) {
-        close(in[0]);
-        close(in[1]);
+        close(in);
         return -1;
     }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, in, STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
@@ -53,82 +86,77 @@ static pid_t s_spawn(drv_engine_t *engine, int *to_child, int *from_child)
     int rc = posix_spawn(&pid, path, &actions, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
-    close(in[0]);
+    close(in);
     close(out[1]);
     if (rc != 0) {
-        close(in[1]);
         close(out[0]);
         errno = rc;
         return -1;
     }
-    *to_child = in[1];
+    fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
     *from_child = out[0];
     return pid;
 }
 
-//  Reads until end of file or the deadline; returns the text (owned) or NULL at the deadline.
-static char *s_read_until(int fd, int64_t deadline_ms, size_t *len)
+int drv_probe_run_start(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group, const char *name,
+                        const json_t *spec, int64_t generation, drv_probe_done_fn *done, void *arg, char *why,
+                        size_t whylen)
 {
-    char *buf = malloc(ANSWER_MAX + 1);
-    *len = 0;
-    for (;;) {
-        int64_t left = deadline_ms - drv_time_mono_ms();
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (left <= 0 || poll(&p, 1, (int)left) == 0) {
-            free(buf);
-            return NULL;
-        }
-        ssize_t n = read(fd, buf + *len, ANSWER_MAX - *len);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-            continue;
-        }
-        if (n <= 0 || *len + (size_t)n >= ANSWER_MAX) {
-            *len += n > 0 ? (size_t)n : 0;
-            break;
-        }
-        *len += (size_t)n;
+    if (!engine->probes) {
+        engine->probes = calloc(1, sizeof *engine->probes);
     }
-    buf[*len] = 0;
-    return buf;
-}
-
-void drv_probe_run(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group, const char *name,
-                   const json_t *spec, int64_t generation, drv_problems_t *problems)
-{
-    drv_listeners_probe(pipeline, spec, problems);
-    int to_child = -1, from_child = -1;
-    pid_t pid = s_spawn(engine, &to_child, &from_child);
-    if (pid < 0) {
-        drv_problems_add(problems, "", "cannot start a probe instance (%s/drover-worker): %s", engine->bin_dir,
-                         strerror(errno));
-        return;
+    int slot = 0;
+    while (slot < DRV_PROBE_MAX && engine->probes->probe[slot]) {
+        slot++;
+    }
+    if (slot == DRV_PROBE_MAX) {
+        snprintf(why, whylen, "%d instantiate dry runs are under way; retry when one has ended", DRV_PROBE_MAX);
+        return -1;
     }
     json_t *input = json_pack("{s:O, s:s, s:s, s:I, s:i}", "spec", spec, "group", group, "pipeline", name,
                               "generation", (json_int_t)generation, "core", 0);
     char *text = json_dumps(input, JSON_COMPACT);
     json_decref(input);
-    drv_file_write_all(to_child, text ? text : "{}", strlen(text ? text : "{}")); // a probe that died early: EPIPE
-    close(to_child);
+    int fd = -1;
+    pid_t pid = text ? s_spawn(engine, text, &fd) : -1;
     free(text);
-    size_t len;
-    char *answer = s_read_until(from_child, drv_time_mono_ms() + DRV_PROBE_TIMEOUT_MS, &len);
-    close(from_child);
-    if (!answer) {
-        kill(pid, SIGKILL);
+    if (pid < 0) {
+        snprintf(why, whylen, "cannot start a probe instance (%s/drover-worker): %s", engine->bin_dir,
+                 strerror(errno));
+        return -1;
     }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    probe_t *probe = calloc(1, sizeof *probe);
+    probe->pid = pid;
+    probe->fd = fd;
+    probe->deadline_ms = drv_time_mono_ms() + DRV_PROBE_TIMEOUT_MS;
+    probe->answer = malloc(ANSWER_MAX + 1);
+    snprintf(probe->group, sizeof probe->group, "%s", group);
+    snprintf(probe->name, sizeof probe->name, "%s", name);
+    probe->problems = drv_problems_new();
+    probe->done = done;
+    probe->arg = arg;
+    engine->probes->probe[slot] = probe;
+    drv_listeners_probe(pipeline, spec, probe->problems); // binds and closes at once: never blocks
+    return 0;
+}
+
+//  What the probe said (or that it said nothing), into its problems.
+static void s_judge(probe_t *probe)
+{
+    drv_problems_t *problems = probe->problems;
+    probe->answer[probe->len] = 0;
     json_error_t err;
-    json_t *doc = answer ? json_loadb(answer, len, 0, &err) : NULL;
+    json_t *doc = probe->killed ? NULL : json_loadb(probe->answer, probe->len, 0, &err);
     json_t *found = json_object_get(doc, "problems");
-    if (!answer) {
-        drv_problems_add(problems, "", "the probe instance did not finish building the pipeline within %d ms",
+    if (probe->killed) {
+        drv_problems_add(problems, "",
+                         "the probe instance did not finish building the pipeline within %d ms (a script's top "
+                         "level that does not end? a file that blocks when opened?)",
                          DRV_PROBE_TIMEOUT_MS);
     } else if (!json_is_array(found)) {
         drv_problems_add(problems, "", "the probe instance ended without an answer (%s %d)",
-                         WIFSIGNALED(status) ? "signal" : "exit code",
-                         WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+                         WIFSIGNALED(probe->status) ? "signal" : "exit code",
+                         WIFSIGNALED(probe->status) ? WTERMSIG(probe->status) : WEXITSTATUS(probe->status));
     }
     size_t i;
     json_t *problem;
@@ -137,7 +165,128 @@ void drv_probe_run(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *g
         drv_problems_add(problems, json_string_value(json_object_get(problem, "path")), "%s",
                          json_string_value(json_object_get(problem, "message")));
     }
-    drv_info("instantiate dry run pipeline=%s:%s problems=%zu", group, name, drv_problems_count(problems));
     json_decref(doc);
-    free(answer);
+}
+
+static void s_free(probe_t **probe_p)
+{
+    probe_t *probe = *probe_p;
+    if (probe->fd >= 0) {
+        close(probe->fd);
+    }
+    drv_problems_destroy(&probe->problems);
+    free(probe->answer);
+    free(probe);
+    *probe_p = NULL;
+}
+
+//  A probe whose pipe closed and whose process was reaped is over.
+static void s_maybe_end(drv_engine_t *engine, int slot)
+{
+    probe_t *probe = engine->probes->probe[slot];
+    if (probe->fd >= 0 || probe->pid > 0) {
+        return;
+    }
+    s_judge(probe);
+    drv_info("instantiate dry run pipeline=%s:%s problems=%zu", probe->group, probe->name,
+             drv_problems_count(probe->problems));
+    engine->probes->probe[slot] = NULL; // free before done: done may start another
+    probe->done(engine, probe->arg, probe->problems);
+    s_free(&probe);
+}
+
+int64_t drv_probe_runs_tick(drv_engine_t *engine)
+{
+    if (!engine->probes) {
+        return -1;
+    }
+    int64_t now = drv_time_mono_ms(), next = -1;
+    for (int i = 0; i < DRV_PROBE_MAX; i++) {
+        probe_t *probe = engine->probes->probe[i];
+        if (!probe || probe->pid <= 0 || probe->killed) {
+            continue;
+        }
+        if (now >= probe->deadline_ms) {
+            drv_warn("instantiate dry run pipeline=%s:%s: the probe instance did not finish within %d ms; killed",
+                     probe->group, probe->name, DRV_PROBE_TIMEOUT_MS);
+            kill(probe->pid, SIGKILL);
+            probe->killed = true;
+            if (probe->fd >= 0) { // a grandchild could hold the pipe open: stop reading it
+                close(probe->fd);
+                probe->fd = -1;
+            }
+            continue;
+        }
+        int64_t left = probe->deadline_ms - now;
+        next = next < 0 || left < next ? left : next;
+    }
+    return next;
+}
+
+int drv_probe_runs_poll_items(drv_engine_t *engine, zmq_pollitem_t *items)
+{
+    int count = 0;
+    for (int i = 0; engine->probes && i < DRV_PROBE_MAX; i++) {
+        probe_t *probe = engine->probes->probe[i];
+        if (probe && probe->fd >= 0) {
+            items[count++] = (zmq_pollitem_t){NULL, probe->fd, ZMQ_POLLIN, 0};
+        }
+    }
+    return count;
+}
+
+void drv_probe_runs_on_readable(drv_engine_t *engine, const zmq_pollitem_t *items, int count)
+{
+    for (int k = 0; k < count; k++) {
+        if (!(items[k].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
+            continue;
+        }
+        for (int i = 0; engine->probes && i < DRV_PROBE_MAX; i++) {
+            probe_t *probe = engine->probes->probe[i];
+            if (!probe || probe->fd != items[k].fd) {
+                continue;
+            }
+            ssize_t n;
+            while ((n = read(probe->fd, probe->answer + probe->len, ANSWER_MAX - probe->len)) > 0) {
+                probe->len += (size_t)n;
+            }
+            if (n == 0 || probe->len == ANSWER_MAX || (errno != EAGAIN && errno != EINTR)) {
+                close(probe->fd); // its end: what did not fit is not an answer
+                probe->fd = -1;
+                s_maybe_end(engine, i);
+            }
+            break;
+        }
+    }
+}
+
+bool drv_probe_runs_on_exit(drv_engine_t *engine, pid_t pid, int status)
+{
+    for (int i = 0; engine->probes && i < DRV_PROBE_MAX; i++) {
+        probe_t *probe = engine->probes->probe[i];
+        if (probe && probe->pid == pid) {
+            probe->pid = 0;
+            probe->status = status;
+            s_maybe_end(engine, i);
+            return true;
+        }
+    }
+    return false;
+}
+
+void drv_probe_runs_stop(drv_engine_t *engine)
+{
+    for (int i = 0; engine->probes && i < DRV_PROBE_MAX; i++) {
+        probe_t *probe = engine->probes->probe[i];
+        if (probe) {
+            if (probe->pid > 0) {
+                kill(probe->pid, SIGKILL); // reaped with droverd's other children
+            }
+            engine->probes->probe[i] = NULL;
+            probe->done(engine, probe->arg, NULL);
+            s_free(&probe);
+        }
+    }
+    free(engine->probes);
+    engine->probes = NULL;
 }

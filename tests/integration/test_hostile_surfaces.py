@@ -144,5 +144,63 @@ class Otlp(EngineTest):
         self.assertNotIn("killed by signal", self.engine.log_text())
 
 
+class DryRuns(EngineTest):
+    """dry_run=instantiate never touches what runs."""
+
+    def test_a_probe_that_never_ends_stalls_nothing_and_kills_nothing(self):
+        # Finding: droverd's loop waited 5 s in drv_probe_run (/livez stalled),
+        # then judged heartbeat deadlines before reading the heartbeats that
+        # queued meanwhile, and SIGKILLed every instance of every pipeline.
+        import threading
+        import time
+        self.start_admin_engine()
+        gen = {"pipeline": {"cores": {"count": 2}, "nodes": {
+            "g": {"type": "receiver:generator", "config": {"rate": 100}, "to": ["out"]},
+            "out": {"type": "exporter:null"}}}}
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/gen", body=gen)[0], 200)
+        pids = self.engine.wait_instances(["default/gen@1#0", "default/gen@1#1"])
+        endless = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "g": {"type": "receiver:generator", "config": {"rate": 1}, "to": ["s"]},
+            "s": {"type": "processor:lua", "to": ["out"], "config": {
+                "max_instructions": 0,
+                "script": "while true do pcall(function() while true do end end) end\n"
+                          "function process(r) return r end"}},
+            "out": {"type": "exporter:null"}}}}
+        answer = {}
+
+        def dry_run():
+            answer["at"] = time.monotonic()
+            answer["reply"] = self.admin.http("PUT", "/api/v1/groups/default/pipelines/x?dry_run=instantiate",
+                                              body=endless, timeout=30)
+            answer["took"] = time.monotonic() - answer["at"]
+
+        thread = threading.Thread(target=dry_run)
+        thread.start()
+        wait_until(lambda: "at" in answer, 5, "the dry run to be sent")
+        slowest = 0.0
+        while thread.is_alive():
+            start = time.monotonic()
+            status, _, _ = self.admin.http("GET", "/livez", timeout=5)
+            slowest = max(slowest, time.monotonic() - start)
+            self.assertEqual(status, 200)
+            thread.join(0.05)
+        status, body, _ = answer["reply"]
+        self.assertEqual(status, 422, body)
+        self.assertIn("did not finish building the pipeline within 5000 ms", json.dumps(body))
+        self.assertGreater(answer["took"], 4.5, "the probe had its full time")
+        self.assertLess(slowest, 1.0, "/livez answered while the probe ran")
+        def counts():
+            status = self.admin.http("GET", "/api/v1/groups/default/pipelines/gen/status")[1]
+            return {i["id"]: (i["records_in"], i["restarts"]) for i in status["instances"]}
+
+        before = counts()
+        # Two more heartbeats from each instance: a kill judged late would have shown by then.
+        wait_until(lambda: all(now[0] >= before[i][0] + 2 for i, now in counts().items()), 10,
+                   "heartbeats from every instance after the dry run")
+        self.assertEqual({i: c[1] for i, c in counts().items()}, {i: 0 for i in before}, "no restarts")
+        self.assertEqual(self.engine.instances(), pids, "no instance was killed or restarted")
+        self.assertNotIn("heartbeats missed", self.engine.log_text())
+
+
 if __name__ == "__main__":
     unittest.main()
