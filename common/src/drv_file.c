@@ -2,23 +2,69 @@
 #include "drover/drv_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+//  path opened non-blocking, when it is a regular file; -1 with err set.
+static int s_open_regular(const char *path, struct stat *st, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file (a FIFO or a device could block)", path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int drv_file_check_readable(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    int fd = s_open_regular(path, &st, err, errlen);
+    if (fd < 0) {
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
 
 char *drv_file_read(const char *path, size_t max, size_t *size, char *err, size_t errlen)
 {
-    FILE *file = fopen(path, "rb");
-    if (!file) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    int fd = s_open_regular(path, &st, err, errlen);
+    if (fd < 0) {
+        return NULL;
+    }
+    if ((uint64_t)st.st_size > max) {
+        snprintf(err, errlen, "%s: larger than %zu bytes", path, max);
+        close(fd);
         return NULL;
     }
     char *text = malloc(max + 1);
-    size_t n = fread(text, 1, max + 1, file);
-    bool read_error = ferror(file);
-    fclose(file);
+    size_t n = 0;
+    bool read_error = false;
+    while (n <= max) {
+        ssize_t got = read(fd, text + n, max + 1 - n);
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got <= 0) {
+            read_error = got < 0;
+            break;
+        }
+        n += (size_t)got;
+    }
+    close(fd);
     if (read_error || n > max) {
         if (read_error) {
             snprintf(err, errlen, "%s: read error", path);

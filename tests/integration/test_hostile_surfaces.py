@@ -94,6 +94,69 @@ class Scripts(EngineTest):
         if not SANITIZED:
             self.assertLess(rss_kb(pid), 200 * 1024, "the copy stayed within the limit")
 
+    def test_a_script_file_outside_data_dirs_is_never_opened(self):
+        # Finding: refused with 422 and read and compiled anyway: the 422
+        # quoted the file's content and told whether the file existed.
+        outside = tempfile.mkdtemp(prefix="drv-outside-")
+        self.addCleanup(shutil.rmtree, outside, True)
+        secret = os.path.join(outside, "secret.lua")
+        with open(secret, "w") as f:
+            f.write("Sup3rS3cretPassw0rd = = 1\n")
+        answers = []
+        for path in (secret, os.path.join(outside, "missing.lua")):
+            status, body, _ = self.put(self.spec({"script_file": path}))
+            self.assertEqual(status, 422, body)
+            text = json.dumps(body)
+            self.assertNotIn("Sup3rS3cret", text)
+            self.assertNotIn("syntax", text)
+            self.assertNotIn("No such file", text)
+            answers.append([d["message"].replace(path, "PATH") for d in body["error"]["details"]])
+        self.assertEqual(answers[0], answers[1], "an existing file and a missing one get the same answer")
+        self.assertIn("outside engine.data_dirs", answers[0][0])
+
+    def test_files_that_would_block_are_refused_not_opened(self):
+        # Finding: an exporter's tls.ca_file that is a FIFO blocked whoever
+        # opened it (the dry run's probe, an instance at start).
+        fifo = os.path.join(self.data, "ca.pem")
+        os.mkfifo(fifo)
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "g": {"type": "receiver:generator", "config": {"rate": 1}, "to": ["out"]},
+            "out": {"type": "exporter:http", "config": {"endpoint": "https://127.0.0.1:9/", "tls": {"ca_file": fifo}}}}}}
+        status, body, _ = self.put(spec)
+        self.assertEqual(status, 422, body)
+        self.assertIn(f"config.tls.ca_file: {fifo} is not a regular file", json.dumps(body))
+        spec["pipeline"]["nodes"]["out"]["config"]["tls"]["ca_file"] = "/root/ca.pem"
+        status, body, _ = self.put(spec)
+        self.assertEqual(status, 422, body)
+        self.assertIn("outside engine.data_dirs", json.dumps(body))
+        status, body, _ = self.put(self.spec({"script_file": fifo}))
+        self.assertEqual(status, 422, body)
+        self.assertIn("not a regular file", json.dumps(body))
+
+
+class WatchedConfig(EngineTest):
+    def test_a_fifo_renamed_over_the_config_file_blocks_nothing(self):
+        # Finding: watch_config opened it blocking: droverd's loop stuck in
+        # open() for good, /livez never answered again.
+        port = free_port()
+        engine = self.start_engine("engine:\n  run_dir: {RUN}\n  watch_config: true\n"
+                                   f'  admin: {{ http: "127.0.0.1:{port}" }}\ngroups: {{}}\n')
+        from harness import Admin
+        admin = Admin(engine, port)
+        admin.wait_ready()
+        with open(engine.config_path) as f:
+            good = f.read()
+        fifo = engine.config_path + ".fifo"
+        os.mkfifo(fifo)
+        os.rename(fifo, engine.config_path)
+        engine.wait_log(r"not a regular file")
+        self.assertEqual(admin.http("GET", "/livez", timeout=2)[0], 200)
+        with open(engine.config_path + ".tmp", "w") as f:
+            f.write(good + "# edited\n")
+        os.rename(engine.config_path + ".tmp", engine.config_path)
+        engine.wait_log(r"config reloaded path=")
+        self.assertEqual(admin.http("GET", "/livez", timeout=2)[0], 200)
+
 
 def pb_field(number, payload):
     """A length-delimited protobuf field."""

@@ -5,11 +5,15 @@
 #include "drv_export.h"
 #include "drv_export_config.h"
 
+#include "drover/drv_file.h"
+
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
     const char *key;
@@ -48,6 +52,26 @@ static void s_check_integers(drv_spec_check_t *check, const char *node_path, con
     }
 }
 
+//  A CA bundle is read, never written: besides data_dirs it may be where
+//  the system keeps them.
+static bool s_ca_file_allowed(const drv_spec_check_t *check, const char *path)
+{
+    static const char *const system_dirs[] = {"/etc/ssl/", "/etc/pki/", "/usr/share/ca-certificates/",
+                                              "/usr/local/share/ca-certificates/", NULL};
+    if (drv_spec_check_path_allowed(check, path)) {
+        return true;
+    }
+    if (strstr(path, "/../") || strstr(path, "/./")) {
+        return false;
+    }
+    for (const char *const *dir = system_dirs; *dir; dir++) {
+        if (!strncmp(path, *dir, strlen(*dir))) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void s_check_tls(drv_spec_check_t *check, const char *node_path, const json_t *tls)
 {
     const char *key;
@@ -55,8 +79,18 @@ static void s_check_tls(drv_spec_check_t *check, const char *node_path, const js
     json_object_foreach((json_t *)tls, key, value)
     {
         if (!strcmp(key, "ca_file")) {
+            struct stat st;
             if (!json_is_string(value) || json_string_length(value) == 0 || json_string_value(value)[0] != '/') {
                 drv_spec_check_problem(check, node_path, "config.tls.ca_file: must be an absolute path");
+            } else if (!s_ca_file_allowed(check, json_string_value(value))) {
+                drv_spec_check_problem(check, node_path,
+                                       "config.tls.ca_file: %s is outside engine.data_dirs, run_dir and the "
+                                       "system's certificate directories (/etc/ssl, /etc/pki, "
+                                       "/usr/share/ca-certificates, /usr/local/share/ca-certificates)",
+                                       json_string_value(value));
+            } else if (stat(json_string_value(value), &st) == 0 && !S_ISREG(st.st_mode)) {
+                drv_spec_check_problem(check, node_path, "config.tls.ca_file: %s is not a regular file",
+                                       json_string_value(value));
             }
         } else if (!strcmp(key, "insecure_skip_verify")) {
             if (!json_is_boolean(value)) {
@@ -150,12 +184,11 @@ int drv_export_settings_read(drv_export_settings_t *settings, const json_t *conf
     settings->insecure = json_is_true(json_object_get(tls, "insecure_skip_verify"));
     const char *ca_file = json_string_value(json_object_get(tls, "ca_file"));
     if (ca_file) {
-        FILE *probe = fopen(ca_file, "r");
-        if (!probe) {
-            snprintf(err, errlen, "cannot read tls.ca_file %s: %s", ca_file, strerror(errno));
+        char why[400];
+        if (drv_file_check_readable(ca_file, why, sizeof why) != 0) {
+            snprintf(err, errlen, "cannot read tls.ca_file %s", why);
             return -1;
         }
-        fclose(probe);
         settings->ca_file = strdup(ca_file);
     }
     const char *name;
