@@ -158,6 +158,32 @@ class WatchedConfig(EngineTest):
         self.assertEqual(admin.http("GET", "/livez", timeout=2)[0], 200)
 
 
+class Exporters(EngineTest):
+    def test_a_huge_retry_after_cannot_wedge_a_pipeline(self):
+        # Finding: 503 with Retry-After: 100000000 parked the batch for good
+        # despite retry.max_elapsed_secs: 5 (nothing dropped, receivers at
+        # 429, DELETE timed out): Retry-After was used uncapped and
+        # max_elapsed checked only at the next failure.
+        from capture import Capture
+        capture = Capture([(503, {"Retry-After": "100000000"}, b"come back in three years")] * 50)
+        self.addCleanup(capture.close)
+        self.start_admin_engine()
+        port = free_port()
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["out"]},
+            "out": {"type": "exporter:http", "config": {
+                "endpoint": capture.url("/in"), "batch": {"max_delay_ms": 10},
+                "retry": {"initial_ms": 50, "max_ms": 200, "max_elapsed_secs": 2}}}}}}
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/w", body=spec)[0], 200)
+        status, body, _, _ = curl_post(port, "/", ndjson([{"n": 1}]), "application/x-ndjson")
+        self.assertEqual(status, 200, body)
+        wait_until(lambda: len(capture.requests) >= 1, 5, "the first attempt")
+        self.engine.wait_log(r"export gave up node=out records=1 reason=.*retry\.max_elapsed_secs \(2 s\)", 8)
+        self.assertGreaterEqual(len(capture.requests), 2, "one last attempt at the deadline")
+        status, body, _ = self.admin.http("DELETE", "/api/v1/groups/default/pipelines/w", timeout=15)
+        self.assertEqual(status, 200, body)
+
+
 def pb_field(number, payload):
     """A length-delimited protobuf field."""
     length, head = len(payload), bytes([number << 3 | 2])

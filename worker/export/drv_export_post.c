@@ -151,7 +151,13 @@ static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why, i
     }
     int64_t wait = batch->backoff_ms * (80 + rand_r(&self->seed) % 41) / 100; // ±20%
     if (retry_after_ms > 0) {
-        wait = retry_after_ms;
+        //  Honoured, but a backend does not get to park a batch for ever.
+        wait = retry_after_ms < DRV_EXPORT_RETRY_AFTER_MAX_MS ? retry_after_ms : DRV_EXPORT_RETRY_AFTER_MAX_MS;
+    }
+    //  The last attempt is at the max_elapsed deadline, never after it: a
+    //  batch is given up on time whatever it was told to wait.
+    if (settings->max_elapsed_ms > 0 && now + wait > batch->first_attempt_ms + settings->max_elapsed_ms) {
+        wait = batch->first_attempt_ms + settings->max_elapsed_ms - now;
     }
     batch->next_attempt_ms = now + wait;
     batch->backoff_ms = batch->backoff_ms * 2 > settings->max_ms ? settings->max_ms : batch->backoff_ms * 2;
