@@ -230,11 +230,11 @@ bool drv_route_pipelines(drv_engine_t *engine, drv_admin_request_t *request, cha
 bool drv_route_pipeline_get(drv_engine_t *engine, drv_admin_request_t *request, char **args,
                             drv_admin_response_t *response)
 {
-    (void)request;
     drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
     if (pipeline) {
-        s_json(response, 200,
-               json_pack("{s:O, s:o}", "spec", pipeline->spec, "status", drv_status_pipeline(engine, pipeline)));
+        //  Secrets (exporter headers, URL passwords) only for whoever may change the spec.
+        json_t *spec = request->authorized ? json_incref(pipeline->spec) : drv_spec_redact(pipeline->spec);
+        s_json(response, 200, json_pack("{s:o, s:o}", "spec", spec, "status", drv_status_pipeline(engine, pipeline)));
     }
     return false;
 }

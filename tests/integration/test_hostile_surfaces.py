@@ -184,6 +184,44 @@ class Exporters(EngineTest):
         self.assertEqual(status, 200, body)
 
 
+class Secrets(EngineTest):
+    def test_exporter_headers_and_url_passwords_need_the_token_to_be_read(self):
+        # Finding: GET .../pipelines/{p} without the token returned exporter
+        # headers in clear (Authorization: Bearer ...), while a tap of the
+        # same pipeline needed the token.
+        from harness import Admin
+        from hostile import TOKEN
+        token_file = tempfile.NamedTemporaryFile("w", delete=False, prefix="drv-token-")
+        token_file.write(TOKEN + "\n")
+        token_file.close()
+        self.addCleanup(os.unlink, token_file.name)
+        port = free_port()
+        engine = self.start_engine("engine:\n  run_dir: {RUN}\n"
+                                   f'  admin: {{ http: "127.0.0.1:{port}", http_token_file: {token_file.name} }}\n'
+                                   "groups: {}\n")
+        admin = Admin(engine, port, token=TOKEN)
+        admin.wait_ready()
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "g": {"type": "receiver:generator", "config": {"rate": 1}, "to": ["out"]},
+            "out": {"type": "exporter:http", "config": {
+                "endpoint": "http://ingest:hunter2@127.0.0.1:9/in", "retry": {"max_elapsed_secs": 1},
+                "headers": {"Authorization": "Bearer Sup3rS3cret", "X-Api-Key": "k3y"}}}}}}
+        self.assertEqual(admin.http("PUT", "/api/v1/groups/default/pipelines/s", body=spec)[0], 200)
+        anonymous = Admin(engine, port)
+        status, body, _ = anonymous.http("GET", "/api/v1/groups/default/pipelines/s")
+        self.assertEqual(status, 200, body)
+        config = body["spec"]["nodes"]["out"]["config"]
+        self.assertEqual(config["headers"], {"Authorization": "(redacted)", "X-Api-Key": "(redacted)"})
+        self.assertEqual(config["endpoint"], "http://ingest:(redacted)@127.0.0.1:9/in")
+        self.assertNotIn("Sup3rS3cret", json.dumps(body))
+        self.assertNotIn("hunter2", json.dumps(body))
+        for reader in (lambda: admin.http("GET", "/api/v1/groups/default/pipelines/s")[1],
+                       lambda: admin.zmq("GET", "/api/v1/groups/default/pipelines/s")[1]):
+            config = reader()["spec"]["nodes"]["out"]["config"]
+            self.assertEqual(config["headers"]["Authorization"], "Bearer Sup3rS3cret")
+            self.assertEqual(config["endpoint"], "http://ingest:hunter2@127.0.0.1:9/in")
+
+
 def pb_field(number, payload):
     """A length-delimited protobuf field."""
     length, head = len(payload), bytes([number << 3 | 2])

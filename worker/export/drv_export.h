@@ -59,7 +59,7 @@ typedef struct {
 //  keys are the kind's).
 #define DRV_EXPORT_KEYS                                                                                               \
     {.key = "compression", .kind = DRV_KEY_CHOICE, .fallback = "\"gzip\"", .choices = "gzip none"},                   \
-        {.key = "headers", .kind = DRV_KEY_STRING_MAP, .fallback = "{}"},                                              \
+        {.key = "headers", .kind = DRV_KEY_STRING_MAP, .fallback = "{}", .secret = true},                                              \
         {.key = "batch", .kind = DRV_KEY_OBJECT, .fallback = "{}"},                                                    \
         {.key = "retry", .kind = DRV_KEY_OBJECT, .fallback = "{}"},                                                    \
         {.key = "tls", .kind = DRV_KEY_OBJECT, .fallback = "{}"},                                                      \

@@ -30,6 +30,12 @@ json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const 
 //  directories, or anywhere when env confines nothing.
 bool drv_spec_path_allowed(const drv_spec_env_t *env, const char *path);
 
+#define DRV_SPEC_REDACTED "(redacted)"
+//  A copy of a (normalized) spec for a reader without the admin token: the
+//  value of every key a node kind marks secret (each value, for a map) and
+//  the password of any user:password@ in a URL read DRV_SPEC_REDACTED.
+json_t *drv_spec_redact(const json_t *spec);
+
 //  The CPUs a normalized spec runs on, ascending. Returns the count, or -1.
 int drv_spec_cores(const json_t *spec, const drv_cpus_t *cpus, int *cores, int capacity);
 
