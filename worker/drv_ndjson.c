@@ -67,6 +67,8 @@ static int s_string(drv_buf_t *out, const char *s, size_t len)
 }
 
 static int s_value(drv_buf_t *out, const msgpack_object *obj);
+static bool s_keys_distinct_as_text(const msgpack_object_map *map);
+static int s_map_renaming(drv_buf_t *out, const msgpack_object_map *map);
 
 static int s_key(drv_buf_t *out, const msgpack_object *key)
 {
@@ -80,6 +82,50 @@ static int s_key(drv_buf_t *out, const msgpack_object *key)
     }
     drv_buf_free(&text);
     return rc;
+}
+
+//  Keys that are valid UTF-8 strings are written as they are, and records
+//  never hold two equal ones (refused at the door): the common case, no
+//  check. A key that is not a string, or not valid UTF-8, could read the
+//  same as another once written (1 and "1"; "a\xff" and "a\xfe" both
+//  "a\ufffd"): such a map takes s_map_renaming.
+static bool s_keys_distinct_as_text(const msgpack_object_map *map)
+{
+    for (uint32_t i = 0; i < map->size; i++) {
+        const msgpack_object *key = &map->ptr[i].key;
+        if (key->type != MSGPACK_OBJECT_STR || !drv_utf8_valid(key->via.str.ptr, key->via.str.size, true)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+//  A map whose keys might collide as text: a key whose text was already
+//  written gets "~2", "~3"... until it is new, so a line never holds a
+//  duplicate key and nothing is dropped.
+static int s_map_renaming(drv_buf_t *out, const msgpack_object_map *map)
+{
+    zhashx_t *seen = zhashx_new(); // key text (with its quotes) -> itself
+    int rc = drv_buf_putc(out, '{');
+    for (uint32_t i = 0; i < map->size && rc == 0; i++) {
+        drv_buf_t key = {0};
+        rc = s_key(&key, &map->ptr[i].key) | drv_buf_putc(&key, 0);
+        size_t base = key.len - 2; // the text without its closing quote and NUL
+        for (int n = 2; rc == 0 && zhashx_lookup(seen, key.data); n++) {
+            char suffix[24];
+            snprintf(suffix, sizeof suffix, "~%d\"", n);
+            key.len = base;
+            rc = drv_buf_append(&key, suffix, strlen(suffix) + 1);
+        }
+        if (rc == 0) {
+            zhashx_insert(seen, key.data, (void *)"");
+            rc = (i ? drv_buf_putc(out, ',') : 0) | drv_buf_append(out, key.data, key.len - 1) |
+                 drv_buf_putc(out, ':') | s_value(out, &map->ptr[i].val);
+        }
+        drv_buf_free(&key);
+    }
+    zhashx_destroy(&seen);
+    return rc ? -1 : drv_buf_putc(out, '}');
 }
 
 static int s_value(drv_buf_t *out, const msgpack_object *obj)
@@ -132,6 +178,9 @@ static int s_value(drv_buf_t *out, const msgpack_object *obj)
         }
         return drv_buf_putc(out, ']');
     case MSGPACK_OBJECT_MAP:
+        if (!s_keys_distinct_as_text(&obj->via.map)) {
+            return s_map_renaming(out, &obj->via.map);
+        }
         drv_buf_putc(out, '{');
         for (uint32_t i = 0; i < obj->via.map.size; i++) {
             if (i) {

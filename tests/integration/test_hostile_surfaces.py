@@ -222,6 +222,35 @@ class Secrets(EngineTest):
             self.assertEqual(config["endpoint"], "http://ingest:hunter2@127.0.0.1:9/in")
 
 
+class Ndjson(EngineTest):
+    def test_a_written_line_never_holds_a_duplicate_key(self):
+        # Finding: {1: .., "1": ..} was written {"1":..,"1":..}; two invalid
+        # UTF-8 keys both became "a\ufffd".
+        import msgpack
+        from harness import Producer
+        self.start_admin_engine()
+        port = free_port()
+        out = f"{self.engine.out_dir}/keys.ndjson"
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{port}"}, "to": ["out"]},
+            "out": {"type": "exporter:file", "config": {"path": out}}}}}
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/k", body=spec)[0], 200)
+        producer = Producer(f"tcp://127.0.0.1:{port}")
+        self.addCleanup(producer.close)
+        record = msgpack.packb({1: "int", "1": "str", "a\udcff": 1, "a\udcfe": 2}, use_bin_type=True,
+                               unicode_errors="surrogateescape")
+        producer.send_raw(b"\x91" + record)  # a batch of one record
+        lines = wait_until(lambda: open(out).read().splitlines() if os.path.exists(out) else None, 10, "the line")
+
+        def no_duplicates(pairs):
+            keys = [k for k, _ in pairs]
+            self.assertEqual(len(keys), len(set(keys)), lines[0])
+            return dict(pairs)
+
+        row = json.loads(lines[0], object_pairs_hook=no_duplicates)
+        self.assertEqual(sorted(row.values(), key=str), [1, 2, "int", "str"], "nothing dropped")
+
+
 def pb_field(number, payload):
     """A length-delimited protobuf field."""
     length, head = len(payload), bytes([number << 3 | 2])

@@ -1,0 +1,66 @@
+/*  drv_ndjson: a written line never holds a duplicate key, whatever keys
+    the record had (issue 23: 1 and "1", or two invalid UTF-8 keys that
+    both read "a\ufffd", were written as the same key twice). */
+#include "drv_ndjson.h"
+
+#include <msgpack.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+//  The NDJSON line of a map of n pairs whose keys are given as msgpack objects.
+static char *s_line(const msgpack_object *keys, size_t n)
+{
+    msgpack_object_kv kv[8];
+    for (size_t i = 0; i < n; i++) {
+        kv[i].key = keys[i];
+        kv[i].val = (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = i};
+    }
+    msgpack_object map = {.type = MSGPACK_OBJECT_MAP, .via.map = {(uint32_t)n, kv}};
+    drv_buf_t out = {0};
+    assert_int_equal(drv_ndjson_append(&out, &map), 0);
+    char *line = strndup(out.data, out.len);
+    drv_buf_free(&out);
+    return line;
+}
+
+static msgpack_object s_str(const char *s)
+{
+    return (msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)strlen(s), s}};
+}
+
+static void test_plain_keys_are_written_as_they_are(void **state)
+{
+    (void)state;
+    msgpack_object keys[] = {s_str("a"), s_str("b~2"), s_str("caf\xc3\xa9")};
+    char *line = s_line(keys, 3);
+    assert_string_equal(line, "{\"a\":0,\"b~2\":1,\"caf\xc3\xa9\":2}\n");
+    free(line);
+}
+
+static void test_keys_that_read_alike_are_told_apart(void **state)
+{
+    (void)state;
+    msgpack_object one = {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 1};
+    msgpack_object keys[] = {one, s_str("1"), s_str("1~2")};
+    char *line = s_line(keys, 3);
+    assert_string_equal(line, "{\"1\":0,\"1~2\":1,\"1~2~2\":2}\n");
+    free(line);
+    msgpack_object invalid[] = {s_str("a\xff"), s_str("a\xfe"), s_str("a\xef\xbf\xbd")};
+    line = s_line(invalid, 3);
+    assert_string_equal(line, "{\"a\xef\xbf\xbd\":0,\"a\xef\xbf\xbd~2\":1,\"a\xef\xbf\xbd~3\":2}\n");
+    free(line);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plain_keys_are_written_as_they_are),
+        cmocka_unit_test(test_keys_that_read_alike_are_told_apart),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
