@@ -212,6 +212,10 @@ void drv_rollout_record(drv_rollout_t *self, const char *action, const char *fmt
     va_end(args);
     json_array_append_new(self->history, json_pack("{s:o, s:s, s:s}", "at", s_time(drv_time_wall_ms()), "action",
                                                    action, "detail", detail));
+    if (json_array_size(self->history) > DRV_ROLLOUT_HISTORY_ENTRIES) {
+        json_array_remove(self->history, 0); // an operator pressing pause 4,000 times grows nothing
+        self->history_dropped++;
+    }
     drv_rollout_touch(self);
 }
 
@@ -264,6 +268,7 @@ static json_t *s_json(const drv_rollout_t *self)
     }
     json_object_set_new(result, "pause_requested", json_boolean(self->pause_requested));
     json_object_set_new(result, "history", json_deep_copy(self->history));
+    json_object_set_new(result, "history_dropped", json_integer((json_int_t)self->history_dropped));
     json_object_set_new(result, "step", json_integer((json_int_t)self->next));
     return result;
 }

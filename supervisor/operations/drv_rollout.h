@@ -10,6 +10,7 @@
 #include "drv_planner.h"
 
 #define DRV_ROLLOUT_HISTORY 32 // rollouts kept per pipeline, as the contract asks
+#define DRV_ROLLOUT_HISTORY_ENTRIES 64 // entries of one rollout's history kept (the newest)
 
 typedef enum {
     DRV_RO_PENDING = 0,

@@ -43,7 +43,9 @@ struct drv_rollout_t {
     struct drv_canary_t *canary; // its hold, when the plan has one (owned)
     bool pause_requested;        // an operator's pause: stop after the step under way
     bool abort_requested;        // an operator's abort: roll back as soon as no drain is under way
-    json_t *history;             // [{at, action, detail}]: what operators and the canary did
+    json_t *history;             // [{at, action, detail}]: what operators and the canary did,
+                                 // the last DRV_ROLLOUT_HISTORY_ENTRIES
+    int64_t history_dropped;     // older entries no longer kept
     drv_plan_t plan;             // what to do
     size_t next;                 // next step of plan (where it failed, once rolling back)
     drv_plan_t rollback;         // what to undo, once failed
