@@ -1,0 +1,71 @@
+/*  drv_conn_policy — the one connection policy of every listener droverd or
+    an instance serves (the HTTP admin, receiver:http, receiver:otlp,
+    receiver:syslog over TCP): what keeps slow, silent or greedy clients
+    from starving everyone else (docs/security.md, "Connections").
+
+    - A connection is on the client's clock while the client owes us bytes:
+      sending a request (its head and body), reading the answer, or, between
+      requests, saying anything at all. Each has a deadline (request_ms,
+      idle_ms); past it the connection is cut. Time the engine spends (a
+      held acknowledgement, a rollout with wait=true) does not count.
+    - Each client address holds at most per_address connections, all
+      together at most total; a new connection past either cuts the oldest
+      connection of that address (or of anyone) that is on the client's
+      clock. A probe or a legitimate sender therefore always gets in: it
+      displaces a stalled client instead of queueing behind it.
+    - Request bodies are charged to one budget as their bytes arrive (never
+      from what a header declares).
+
+    Single-threaded and passive: the owner calls it from its loop, asks it
+    when the next deadline is, and lets it cut overdue connections; cutting
+    is shutdown(2) on the socket, so the owner's own reader sees the end of
+    the stream and closes as usual. */
+#ifndef DRV_CONN_POLICY_H
+#define DRV_CONN_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+typedef struct {
+    int per_address;        // connections one client address may hold
+    int total;              // connections all clients may hold
+    int64_t request_ms;     // a request's time on the client's clock
+    int64_t idle_ms;        // silence between requests
+    size_t body_budget;     // request body bytes held at once, over all connections
+} drv_conn_limits_t;
+
+typedef struct drv_conn_policy_t drv_conn_policy_t;
+typedef struct drv_conn_t drv_conn_t;
+
+drv_conn_policy_t *drv_conn_policy_new(const drv_conn_limits_t *limits, const char *name);
+void drv_conn_policy_destroy(drv_conn_policy_t **self_p);
+
+//  A new connection on fd from addr (NULL: unknown), on the client's clock
+//  for a request. May cut others (or this one) to keep the caps. Never NULL.
+drv_conn_t *drv_conn_policy_open(drv_conn_policy_t *self, int fd, const struct sockaddr *addr, int64_t now_ms);
+void drv_conn_policy_close(drv_conn_policy_t *self, drv_conn_t *conn);
+
+//  The clock a connection is on now: the client owes a request (or is
+//  reading its answer); the engine holds it; it is idle between requests.
+void drv_conn_policy_request(drv_conn_policy_t *self, drv_conn_t *conn, int64_t now_ms);
+void drv_conn_policy_engine(drv_conn_policy_t *self, drv_conn_t *conn);
+void drv_conn_policy_idle(drv_conn_policy_t *self, drv_conn_t *conn, int64_t now_ms);
+//  True when the policy already cut it.
+bool drv_conn_policy_was_cut(const drv_conn_t *conn);
+
+//  Cuts the connections past their deadline; returns ms until the next
+//  deadline (-1: none). Cheap when nothing is due.
+int64_t drv_conn_policy_expire(drv_conn_policy_t *self, int64_t now_ms);
+
+//  Body bytes, charged as they arrive: false when the budget cannot hold more.
+bool drv_conn_policy_take_body(drv_conn_policy_t *self, size_t bytes);
+void drv_conn_policy_give_body(drv_conn_policy_t *self, size_t bytes);
+size_t drv_conn_policy_body_used(const drv_conn_policy_t *self);
+
+//  Connections cut so far (deadline or eviction), and open now.
+int64_t drv_conn_policy_cut_count(const drv_conn_policy_t *self);
+int drv_conn_policy_open_count(const drv_conn_policy_t *self);
+
+#endif

@@ -1,0 +1,227 @@
+/*  drv_conn_policy — see the header for the rules; here is how they are
+    kept. Connections sit in arrival order (the head is the oldest), which
+    is also the order evictions look in. The earliest deadline is cached so
+    that a loop asking on every wake-up walks the list only when something
+    may be due. */
+#include "drover/drv_conn_policy.h"
+
+#include "drover/drv_log.h"
+
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { CLOCK_CLIENT_REQUEST, CLOCK_CLIENT_IDLE, CLOCK_ENGINE } clock_t_;
+
+struct drv_conn_t {
+    drv_conn_t *prev, *next;
+    int fd;
+    unsigned char addr[16];  // client address (IPv4 mapped into 16 bytes)
+    clock_t_ clock;
+    int64_t deadline_ms;     // mono, while on the client's clock
+    bool cut;                // already shut down by us
+};
+
+struct drv_conn_policy_t {
+    drv_conn_limits_t limits;
+    char name[48];           // for the log: "http admin", "receiver in"...
+    drv_conn_t *head, *tail;
+    int count;
+    int64_t next_due_ms;     // no deadline is earlier than this (0: none known)
+    size_t body_used;
+    int64_t cut_count;
+};
+
+drv_conn_policy_t *drv_conn_policy_new(const drv_conn_limits_t *limits, const char *name)
+{
+    drv_conn_policy_t *self = calloc(1, sizeof *self);
+    self->limits = *limits;
+    snprintf(self->name, sizeof self->name, "%s", name);
+    return self;
+}
+
+void drv_conn_policy_destroy(drv_conn_policy_t **self_p)
+{
+    if (!self_p || !*self_p) {
+        return;
+    }
+    drv_conn_policy_t *self = *self_p;
+    while (self->head) {
+        drv_conn_t *next = self->head->next;
+        free(self->head);
+        self->head = next;
+    }
+    free(self);
+    *self_p = NULL;
+}
+
+static void s_cut(drv_conn_policy_t *self, drv_conn_t *conn, const char *why)
+{
+    if (conn->cut) {
+        return;
+    }
+    conn->cut = true;
+    self->cut_count++;
+    shutdown(conn->fd, SHUT_RDWR); // the owner's next read sees the end of the stream
+    drv_debug("%s: connection cut (%s)", self->name, why);
+}
+
+static void s_address(const struct sockaddr *addr, unsigned char out[16])
+{
+    memset(out, 0, 16);
+    if (addr && addr->sa_family == AF_INET) {
+        out[10] = out[11] = 0xff;
+        memcpy(out + 12, &((const struct sockaddr_in *)addr)->sin_addr, 4);
+    } else if (addr && addr->sa_family == AF_INET6) {
+        memcpy(out, &((const struct sockaddr_in6 *)addr)->sin6_addr, 16);
+    }
+}
+
+static void s_set_deadline(drv_conn_policy_t *self, drv_conn_t *conn, clock_t_ clock, int64_t deadline_ms)
+{
+    conn->clock = clock;
+    conn->deadline_ms = deadline_ms;
+    if (deadline_ms && (!self->next_due_ms || deadline_ms < self->next_due_ms)) {
+        self->next_due_ms = deadline_ms;
+    }
+}
+
+//  The oldest connection on the client's clock (of addr, or of anyone when
+//  addr is NULL), other than except.
+static drv_conn_t *s_oldest_waiting(drv_conn_policy_t *self, const unsigned char *addr, const drv_conn_t *except)
+{
+    for (drv_conn_t *c = self->head; c; c = c->next) {
+        if (c != except && c->clock != CLOCK_ENGINE && !c->cut && (!addr || memcmp(c->addr, addr, 16) == 0)) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
+drv_conn_t *drv_conn_policy_open(drv_conn_policy_t *self, int fd, const struct sockaddr *addr, int64_t now_ms)
+{
+    drv_conn_t *conn = calloc(1, sizeof *conn);
+    conn->fd = fd;
+    s_address(addr, conn->addr);
+    conn->prev = self->tail;
+    if (self->tail) {
+        self->tail->next = conn;
+    } else {
+        self->head = conn;
+    }
+    self->tail = conn;
+    self->count++;
+    s_set_deadline(self, conn, CLOCK_CLIENT_REQUEST, now_ms + self->limits.request_ms);
+    int same = 0, live = 0;
+    for (drv_conn_t *c = self->head; c; c = c->next) {
+        live += !c->cut;
+        same += !c->cut && memcmp(c->addr, conn->addr, 16) == 0;
+    }
+    if (same > self->limits.per_address) {
+        drv_conn_t *victim = s_oldest_waiting(self, conn->addr, conn);
+        s_cut(self, victim ? victim : conn, "too many connections from one address");
+        live--;
+    }
+    if (live > self->limits.total) {
+        drv_conn_t *victim = s_oldest_waiting(self, NULL, conn);
+        s_cut(self, victim ? victim : conn, "too many connections");
+    }
+    return conn;
+}
+
+void drv_conn_policy_close(drv_conn_policy_t *self, drv_conn_t *conn)
+{
+    if (!conn) {
+        return;
+    }
+    if (conn->prev) {
+        conn->prev->next = conn->next;
+    } else {
+        self->head = conn->next;
+    }
+    if (conn->next) {
+        conn->next->prev = conn->prev;
+    } else {
+        self->tail = conn->prev;
+    }
+    self->count--;
+    free(conn);
+}
+
+void drv_conn_policy_request(drv_conn_policy_t *self, drv_conn_t *conn, int64_t now_ms)
+{
+    if (conn) {
+        s_set_deadline(self, conn, CLOCK_CLIENT_REQUEST, now_ms + self->limits.request_ms);
+    }
+}
+
+void drv_conn_policy_engine(drv_conn_policy_t *self, drv_conn_t *conn)
+{
+    if (conn) {
+        s_set_deadline(self, conn, CLOCK_ENGINE, 0);
+    }
+}
+
+void drv_conn_policy_idle(drv_conn_policy_t *self, drv_conn_t *conn, int64_t now_ms)
+{
+    if (conn) {
+        s_set_deadline(self, conn, CLOCK_CLIENT_IDLE, now_ms + self->limits.idle_ms);
+    }
+}
+
+bool drv_conn_policy_was_cut(const drv_conn_t *conn)
+{
+    return conn && conn->cut;
+}
+
+int64_t drv_conn_policy_expire(drv_conn_policy_t *self, int64_t now_ms)
+{
+    if (!self->next_due_ms) {
+        return -1;
+    }
+    if (now_ms < self->next_due_ms) {
+        return self->next_due_ms - now_ms;
+    }
+    self->next_due_ms = 0;
+    for (drv_conn_t *c = self->head; c; c = c->next) {
+        if (c->cut || c->clock == CLOCK_ENGINE) {
+            continue;
+        }
+        if (now_ms >= c->deadline_ms) {
+            s_cut(self, c, c->clock == CLOCK_CLIENT_IDLE ? "silent for too long" : "a request took too long");
+        } else if (!self->next_due_ms || c->deadline_ms < self->next_due_ms) {
+            self->next_due_ms = c->deadline_ms;
+        }
+    }
+    return self->next_due_ms ? self->next_due_ms - now_ms : -1;
+}
+
+bool drv_conn_policy_take_body(drv_conn_policy_t *self, size_t bytes)
+{
+    if (self->body_used + bytes > self->limits.body_budget) {
+        return false;
+    }
+    self->body_used += bytes;
+    return true;
+}
+
+void drv_conn_policy_give_body(drv_conn_policy_t *self, size_t bytes)
+{
+    self->body_used = bytes > self->body_used ? 0 : self->body_used - bytes;
+}
+
+size_t drv_conn_policy_body_used(const drv_conn_policy_t *self)
+{
+    return self->body_used;
+}
+
+int64_t drv_conn_policy_cut_count(const drv_conn_policy_t *self)
+{
+    return self->cut_count;
+}
+
+int drv_conn_policy_open_count(const drv_conn_policy_t *self)
+{
+    return self->count;
+}
