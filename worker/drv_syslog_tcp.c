@@ -2,6 +2,7 @@
 #include "drv_syslog_tcp.h"
 #include "drv_syslog_frame.h"
 
+#include "drover/drv_conn_policy.h"
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
 
@@ -14,13 +15,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CONNECTIONS 1024            // per instance; past it the others accept
+#define CONNECTIONS 1024            // per instance; past it the oldest silent sender is cut
+#define PER_ADDRESS 64              // connections one address may hold, per instance
+#define IDLE_SECS 300               // a sender silent this long is closed (it reconnects when it next sends)
 #define BUFFER (DRV_SYSLOG_FRAME_MAX + 32) // one whole message and its count
 #define DRAIN_MS 1000               // a draining connection is closed by then
 
 typedef struct conn_t conn_t;
 struct conn_t {
     int fd;
+    drv_conn_t *policy;         // its record in the connection policy
     char *buf;
     size_t len;
     drv_syslog_framer_t framer;
@@ -33,6 +37,7 @@ struct drv_syslog_tcp_t {
     bool listening;             // in the epoll set
     conn_t *conns;
     size_t count;
+    drv_conn_policy_t *policy;  // caps and the idle deadline (common/drv_conn_policy)
     bool draining;
     int64_t drain_deadline_ms;  // mono
 };
@@ -54,6 +59,7 @@ static void s_close(drv_syslog_tcp_t *self, conn_t *c)
     }
     epoll_ctl(self->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
+    drv_conn_policy_close(self->policy, c->policy);
     if (c->prev) {
         c->prev->next = c->next;
     } else {
@@ -65,7 +71,7 @@ static void s_close(drv_syslog_tcp_t *self, conn_t *c)
     free(c->buf);
     free(c);
     self->count--;
-    if (!self->draining && self->count < CONNECTIONS) {
+    if (!self->draining && self->count < CONNECTIONS + PER_ADDRESS) {
         s_listen(self, true);
     }
 }
@@ -79,6 +85,11 @@ drv_syslog_tcp_t *drv_syslog_tcp_new(int listen_fd, char *err, size_t errlen)
         return NULL;
     }
     self->listen_fd = listen_fd;
+    drv_conn_limits_t limits = {.per_address = PER_ADDRESS,
+                                .total = CONNECTIONS,
+                                .request_ms = IDLE_SECS * 1000,
+                                .idle_ms = IDLE_SECS * 1000};
+    self->policy = drv_conn_policy_new(&limits, "syslog tcp");
     self->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (self->epoll_fd < 0) {
         snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
@@ -107,6 +118,7 @@ void drv_syslog_tcp_destroy(drv_syslog_tcp_t **self_p)
     if (self->epoll_fd >= 0) {
         close(self->epoll_fd);
     }
+    drv_conn_policy_destroy(&self->policy);
     free(self);
 }
 
@@ -117,17 +129,21 @@ int drv_syslog_tcp_fd(drv_syslog_tcp_t *self)
 
 int64_t drv_syslog_tcp_timeout_ms(drv_syslog_tcp_t *self)
 {
+    int64_t idle = drv_conn_policy_expire(self->policy, drv_time_mono_ms());
     if (!self->draining || self->count == 0) {
-        return -1;
+        return idle;
     }
     int64_t left = self->drain_deadline_ms - drv_time_mono_ms();
-    return left > 0 ? left : 0;
+    left = left > 0 ? left : 0;
+    return idle >= 0 && idle < left ? idle : left;
 }
 
 static void s_accept(drv_syslog_tcp_t *self)
 {
-    while (self->count < CONNECTIONS) {
-        int fd = accept4(self->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    while (self->count < CONNECTIONS + PER_ADDRESS) { // the policy cuts back to CONNECTIONS
+        struct sockaddr_storage addr;
+        socklen_t addr_len = sizeof addr;
+        int fd = accept4(self->listen_fd, (struct sockaddr *)&addr, &addr_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             return; // EAGAIN: another instance took it, or none is waiting
         }
@@ -140,6 +156,8 @@ static void s_accept(drv_syslog_tcp_t *self)
         }
         c->fd = fd;
         c->buf = buf;
+        c->policy = drv_conn_policy_open(self->policy, fd, (struct sockaddr *)&addr, drv_time_mono_ms());
+        drv_conn_policy_idle(self->policy, c->policy, drv_time_mono_ms());
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
         epoll_ctl(self->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
         c->next = self->conns;
@@ -175,7 +193,7 @@ static void s_cut(conn_t *c, size_t *budget, drv_syslog_tcp_fn *fn, void *arg)
 
 //  Reads what c has, until the socket is empty or the budget spent.
 //  Returns false when the connection is over (the peer closed, or failed).
-static bool s_read(conn_t *c, size_t *budget, drv_syslog_tcp_fn *fn, void *arg)
+static bool s_read(drv_syslog_tcp_t *self, conn_t *c, size_t *budget, drv_syslog_tcp_fn *fn, void *arg)
 {
     while (*budget > 0 && c->len < BUFFER) {
         ssize_t n = recv(c->fd, c->buf + c->len, BUFFER - c->len, 0);
@@ -190,6 +208,7 @@ static bool s_read(conn_t *c, size_t *budget, drv_syslog_tcp_fn *fn, void *arg)
             return false;
         }
         c->len += (size_t)n;
+        drv_conn_policy_idle(self->policy, c->policy, drv_time_mono_ms());
         s_cut(c, budget, fn, arg);
     }
     return true;
@@ -197,6 +216,7 @@ static bool s_read(conn_t *c, size_t *budget, drv_syslog_tcp_fn *fn, void *arg)
 
 void drv_syslog_tcp_run(drv_syslog_tcp_t *self, size_t max_messages, drv_syslog_tcp_fn *fn, void *arg)
 {
+    drv_conn_policy_expire(self->policy, drv_time_mono_ms()); // cut senders are read to their end below
     struct epoll_event events[64];
     int n = epoll_wait(self->epoll_fd, events, 64, 0);
     size_t budget = max_messages;
@@ -204,7 +224,7 @@ void drv_syslog_tcp_run(drv_syslog_tcp_t *self, size_t max_messages, drv_syslog_
         conn_t *c = events[i].data.ptr;
         if (!c) {
             s_accept(self);
-        } else if (!s_read(c, &budget, fn, arg)) {
+        } else if (!s_read(self, c, &budget, fn, arg)) {
             s_close(self, c);
         }
     }
@@ -214,7 +234,7 @@ void drv_syslog_tcp_run(drv_syslog_tcp_t *self, size_t max_messages, drv_syslog_
         bool late = drv_time_mono_ms() >= self->drain_deadline_ms;
         for (conn_t *c = self->conns, *next; c; c = next) {
             next = c->next;
-            bool open = budget > 0 ? s_read(c, &budget, fn, arg) : true;
+            bool open = budget > 0 ? s_read(self, c, &budget, fn, arg) : true;
             bool boundary = budget > 0 && c->len == 0;
             if (!open || boundary || late) {
                 s_close(self, c);

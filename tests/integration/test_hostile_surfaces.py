@@ -281,6 +281,96 @@ class Histories(EngineTest):
         self.assertEqual(self.admin.http("POST", f"{pipe}/rollouts/{rid}/abort")[0], 200)
 
 
+def stalled(port, count, first_line=b"", addresses=16):
+    """count connections to port from 127.0.0.2.. (addresses of them), each
+    sending first_line and then nothing; returns the sockets."""
+    import socket
+    socks = []
+    for i in range(count):
+        s = socket.socket()
+        s.bind((f"127.0.0.{2 + i % addresses}", 0))
+        s.connect(("127.0.0.1", port))
+        if first_line:
+            s.sendall(first_line)
+        socks.append(s)
+    return socks
+
+
+def closed_by_peer(sock, timeout):
+    """True when the peer closed sock within timeout seconds."""
+    import socket
+    sock.settimeout(timeout)
+    try:
+        return sock.recv(1) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+class Receivers(EngineTest):
+    """One connection policy for every listener an instance serves."""
+
+    def start_pipeline(self, receiver, path="/"):
+        self.start_admin_engine()
+        port = free_port()
+        proto = "tcp://" if receiver == "receiver:syslog" else ""
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": receiver, "config": {"endpoint": f"{proto}127.0.0.1:{port}"}, "to": ["out"]},
+            "out": {"type": "exporter:file", "config": {"path": f"{self.engine.out_dir}/r-{{core}}.ndjson"}}}}}
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/r", body=spec)[0], 200)
+        return port
+
+    def legit_post(self, port, path="/", ctype="application/x-ndjson", body=b'{"ok":1}\n'):
+        import time
+        start = time.monotonic()
+        status, answer, _, _ = curl_post(port, path, body, ctype, "--max-time", "20")
+        return status, time.monotonic() - start
+
+    def test_declared_bodies_that_drip_hold_no_budget(self):
+        # Finding: 16 connections each declaring Content-Length: 4194304 and
+        # dripping a byte held every other sender at 429 (the budget was
+        # reserved from the declared length before any byte arrived).
+        for receiver, path, ctype, body in (("receiver:http", "/", "application/x-ndjson", b'{"ok":1}\n'),
+                                            ("receiver:otlp", "/v1/logs", "application/json", b"{}")):
+            with self.subTest(receiver=receiver):
+                port = self.start_pipeline(receiver)
+                head = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+                        "Content-Length: 4194304\r\n\r\nx").encode()
+                socks = stalled(port, 16, head)
+                self.addCleanup(lambda: [s.close() for s in socks])
+                for _ in range(3):
+                    status, took = self.legit_post(port, path, ctype, body)
+                    self.assertEqual(status, 200)
+                self.engine.stop()
+
+    def test_stalled_connections_cannot_keep_senders_out(self):
+        # Finding: 1,100 connections sending half a request head pushed
+        # legitimate POSTs past 30 s (no per-address cap, no per-request
+        # deadline); a dripping sender was never cut.
+        port = self.start_pipeline("receiver:http")
+        socks = stalled(port, 1100, b"POST / HTTP/1.1\r\nHost: x\r\n")
+        self.addCleanup(lambda: [s.close() for s in socks])
+        for _ in range(5):
+            status, took = self.legit_post(port)
+            self.assertEqual(status, 200)
+            self.assertLess(took, 5.0, "a sender got in at once")
+        self.assertTrue(closed_by_peer(socks[-1], 45), "a stalled request is cut at its deadline (30 s)")
+
+    def test_silent_syslog_senders_cannot_hold_the_tcp_cap(self):
+        # Finding: 1,100 silent TCP connections filled the 1,024 cap and held
+        # it: no idle timeout, no per-address cap.
+        import socket
+        port = self.start_pipeline("receiver:syslog")
+        socks = stalled(port, 1100)
+        self.addCleanup(lambda: [s.close() for s in socks])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"<13>1 - h legit - - - got in\n")
+        out = f"{self.engine.out_dir}/r-0.ndjson"
+        rows = wait_until(lambda: read_ndjson(out), 10, "the legitimate message")
+        self.assertEqual(rows[0]["message"], "got in")
+
+
 def pb_field(number, payload):
     """A length-delimited protobuf field."""
     length, head = len(payload), bytes([number << 3 | 2])

@@ -5,8 +5,10 @@
 #include "drv_http_server.h"
 #include "drv_gzip.h"
 
+#include "drover/drv_conn_policy.h"
 #include "drover/drv_log.h"
 #include "drover/drv_problems.h"
+#include "drover/drv_time.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -21,12 +23,15 @@
 
 #define IDLE_SECS 30          // a connection with nothing to say is closed after this
 #define DRAIN_IDLE_SECS 1     // once draining, an idle keep-alive connection has this long
-#define CONNECTIONS 1024      // per instance; past it this instance leaves accepting to the others
+#define CONNECTIONS 1024      // per instance; past it the oldest stalled client is cut
+#define PER_ADDRESS 64        // connections one client address may hold, per instance
+#define REQUEST_SECS 30       // a request's time on the client's clock (head, body, reading the answer)
 #define RETRY_AFTER_SECS 1
 
 typedef struct conn_t conn_t;
 struct conn_t {
     struct MHD_Connection *connection;
+    drv_conn_t *policy;       // its record in the connection policy
     bool busy;                // between a request's head and its answer
     conn_t *prev, *next;
 };
@@ -36,7 +41,8 @@ struct request_t {
     conn_t *conn;
     char *body;
     size_t len, cap;
-    size_t taken;             // bytes of the buffer budget held
+    size_t taken;             // bytes of the buffer budget held (what arrived, not what was declared)
+    size_t declared;          // Content-Length, when given (the buffer grows to it, no further at once)
     bool gzip;
     bool too_large;           // past max_body_bytes: the rest is discarded, then 413
     bool over_budget;         // past the buffer budget: discarded, then 429
@@ -55,7 +61,7 @@ struct drv_http_server_t {
     drv_http_config_t config;
     int listen_fd;            // ours until quiesced
     int epoll_fd;
-    size_t buffered;          // body bytes held by all requests
+    drv_conn_policy_t *policy; // deadlines, caps and the body budget (common/drv_conn_policy)
     conn_t *conns;
     size_t conn_count;
     request_t *held;          // suspended requests waiting for their input to settle
@@ -82,6 +88,7 @@ static enum MHD_Result s_answer(drv_http_server_t *self, struct MHD_Connection *
                                 drv_http_reply_t *reply, const char *allow)
 {
     req->answered = true;
+    drv_conn_policy_request(self->policy, req->conn ? req->conn->policy : NULL, drv_time_mono_ms()); // reading it
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(reply->size, reply->body ? reply->body : "", MHD_RESPMEM_MUST_COPY);
     free(reply->body);
@@ -141,17 +148,16 @@ int64_t drv_http_content_length(struct MHD_Connection *connection)
 
 static bool s_take(drv_http_server_t *self, request_t *req, size_t bytes)
 {
-    if (self->buffered + bytes > self->config.buffer_bytes) {
+    if (!drv_conn_policy_take_body(self->policy, bytes)) {
         return false;
     }
-    self->buffered += bytes;
     req->taken += bytes;
     return true;
 }
 
 static void s_release(drv_http_server_t *self, request_t *req)
 {
-    self->buffered -= req->taken;
+    drv_conn_policy_give_body(self->policy, req->taken);
     req->taken = 0;
     free(req->body);
     req->body = NULL;
@@ -201,17 +207,9 @@ static enum MHD_Result s_on_head(drv_http_server_t *self, struct MHD_Connection 
         snprintf(message, sizeof message, "request body larger than %zu bytes", self->config.max_body_bytes);
         return s_refuse(self, connection, req, 413, "payload_too_large", message);
     }
-    if (length > 0) {
-        if (!s_take(self, req, (size_t)length)) {
-            return s_refuse(self, connection, req, 429, "too_many_requests", "too many request bodies in flight; retry");
-        }
-        req->cap = (size_t)length;
-        req->body = malloc(req->cap + 1);
-        if (!req->body) {
-            s_release(self, req);
-            return s_refuse(self, connection, req, 503, "unavailable", "out of memory for the body; retry");
-        }
-    }
+    //  Nothing is reserved from the declared length: the budget is charged as
+    //  bytes arrive, so a client that declares 4 MiB and drips holds what it sent.
+    req->declared = length > 0 ? (size_t)length : 0;
     return MHD_YES;
 }
 
@@ -225,17 +223,24 @@ static void s_on_upload(drv_http_server_t *self, request_t *req, const char *dat
         s_release(self, req);
         return;
     }
+    if (!s_take(self, req, size)) {
+        req->over_budget = true;
+        s_release(self, req);
+        return;
+    }
     if (req->len + size > req->cap) {
-        //  No Content-Length (chunked): take as it comes.
-        size_t more = req->len + size - req->cap;
-        char *grown = s_take(self, req, more) ? realloc(req->body, req->len + size + 1) : NULL;
+        //  Doubling, but never past the declared length at once.
+        size_t cap = req->cap ? 2 * req->cap : 16384;
+        cap = req->declared && cap > req->declared ? req->declared : cap;
+        cap = cap < req->len + size ? req->len + size : cap;
+        char *grown = realloc(req->body, cap + 1);
         if (!grown) {
             req->over_budget = true;
             s_release(self, req);
             return;
         }
         req->body = grown;
-        req->cap = req->len + size;
+        req->cap = cap;
     }
     memcpy(req->body + req->len, data, size);
     req->len += size;
@@ -275,6 +280,7 @@ static enum MHD_Result s_on_body(drv_http_server_t *self, struct MHD_Connection 
     snprintf(path, sizeof path, "%.*s", (int)strcspn(url, "?"), url);
     drv_http_request_t request = {.path = path, .media_type = req->media_type, .body = body ? body : "", .size = size};
     drv_http_reply_t reply = {0};
+    drv_conn_policy_engine(self->policy, req->conn ? req->conn->policy : NULL); // ours now (an ack may hold it)
     self->config.handler(self->config.arg, &request, &reply);
     free(inflated);
     s_release(self, req);
@@ -363,6 +369,7 @@ static void s_completed(void *cls, struct MHD_Connection *connection, void **con
     free(req->held.body);
     if (req->conn) {
         req->conn->busy = false;
+        drv_conn_policy_idle(self->policy, req->conn->policy, drv_time_mono_ms());
         if (self->draining) {
             MHD_set_connection_option(req->conn->connection, MHD_CONNECTION_OPTION_TIMEOUT, DRAIN_IDLE_SECS);
         }
@@ -382,6 +389,11 @@ static void s_connection(void *cls, struct MHD_Connection *connection, void **so
             return;
         }
         conn->connection = connection;
+        const union MHD_ConnectionInfo *fd = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *addr =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        conn->policy = drv_conn_policy_open(self->policy, fd ? fd->connect_fd : -1, addr ? addr->client_addr : NULL,
+                                            drv_time_mono_ms());
         conn->next = self->conns;
         if (self->conns) {
             self->conns->prev = conn;
@@ -400,6 +412,7 @@ static void s_connection(void *cls, struct MHD_Connection *connection, void **so
             conn->next->prev = conn->prev;
         }
         self->conn_count--;
+        drv_conn_policy_close(self->policy, conn->policy);
         free(conn);
         *socket_context = NULL;
     }
@@ -423,11 +436,18 @@ drv_http_server_t *drv_http_server_new(int listen_fd, const drv_http_config_t *c
     }
     self->config = *config;
     self->listen_fd = listen_fd;
+    drv_conn_limits_t limits = {.per_address = PER_ADDRESS,
+                                .total = CONNECTIONS,
+                                .request_ms = REQUEST_SECS * 1000,
+                                .idle_ms = IDLE_SECS * 1000,
+                                .body_budget = config->buffer_bytes};
+    self->policy = drv_conn_policy_new(&limits, "http receiver");
     self->daemon = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, s_handler, self, MHD_OPTION_LISTEN_SOCKET, listen_fd,
         MHD_OPTION_EXTERNAL_LOGGER, s_log, NULL, MHD_OPTION_NOTIFY_COMPLETED, s_completed, self,
         MHD_OPTION_NOTIFY_CONNECTION, s_connection, self, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_SECS,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTIONS, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(CONNECTIONS + PER_ADDRESS), // room to evict
+        MHD_OPTION_END);
     const union MHD_DaemonInfo *info = self->daemon ? MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
     if (!info) {
         snprintf(err, errlen, "cannot start the HTTP server on the inherited socket");
@@ -451,6 +471,7 @@ void drv_http_server_destroy(drv_http_server_t **self_p)
     } else if (self->listen_fd >= 0) {
         close(self->listen_fd);
     }
+    drv_conn_policy_destroy(&self->policy);
     free(self);
 }
 
@@ -462,11 +483,14 @@ int drv_http_server_fd(drv_http_server_t *self)
 int64_t drv_http_server_timeout_ms(drv_http_server_t *self)
 {
     MHD_UNSIGNED_LONG_LONG ms = 0;
-    return MHD_get_timeout(self->daemon, &ms) == MHD_YES ? (int64_t)ms : -1;
+    int64_t mhd = MHD_get_timeout(self->daemon, &ms) == MHD_YES ? (int64_t)ms : -1;
+    int64_t policy = drv_conn_policy_expire(self->policy, drv_time_mono_ms());
+    return mhd < 0 ? policy : policy < 0 || mhd < policy ? mhd : policy;
 }
 
 void drv_http_server_run(drv_http_server_t *self)
 {
+    drv_conn_policy_expire(self->policy, drv_time_mono_ms()); // cuts the stalled: MHD then reads their end
     MHD_run(self->daemon);
 }
 
