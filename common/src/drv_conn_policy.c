@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { CLOCK_CLIENT_REQUEST, CLOCK_CLIENT_IDLE, CLOCK_ENGINE } clock_t_;
+typedef enum { CLOCK_CLIENT_REQUEST, CLOCK_CLIENT_IDLE, CLOCK_ENGINE, CLOCK_STREAM } clock_t_;
 
 struct drv_conn_t {
     drv_conn_t *prev, *next;
@@ -88,15 +88,21 @@ static void s_set_deadline(drv_conn_policy_t *self, drv_conn_t *conn, clock_t_ c
 }
 
 //  The oldest connection on the client's clock (of addr, or of anyone when
-//  addr is NULL), other than except.
+//  addr is NULL), other than except; else the oldest stream.
 static drv_conn_t *s_oldest_waiting(drv_conn_policy_t *self, const unsigned char *addr, const drv_conn_t *except)
 {
+    drv_conn_t *stream = NULL;
     for (drv_conn_t *c = self->head; c; c = c->next) {
-        if (c != except && c->clock != CLOCK_ENGINE && !c->cut && (!addr || memcmp(c->addr, addr, 16) == 0)) {
+        if (c == except || c->cut || (addr && memcmp(c->addr, addr, 16) != 0)) {
+            continue;
+        }
+        if (c->clock == CLOCK_STREAM) {
+            stream = stream ? stream : c;
+        } else if (c->clock != CLOCK_ENGINE) {
             return c;
         }
     }
-    return NULL;
+    return stream;
 }
 
 drv_conn_t *drv_conn_policy_open(drv_conn_policy_t *self, int fd, const struct sockaddr *addr, int64_t now_ms)
@@ -163,6 +169,13 @@ void drv_conn_policy_engine(drv_conn_policy_t *self, drv_conn_t *conn)
     }
 }
 
+void drv_conn_policy_stream(drv_conn_policy_t *self, drv_conn_t *conn)
+{
+    if (conn) {
+        s_set_deadline(self, conn, CLOCK_STREAM, 0);
+    }
+}
+
 void drv_conn_policy_idle(drv_conn_policy_t *self, drv_conn_t *conn, int64_t now_ms)
 {
     if (conn) {
@@ -185,7 +198,7 @@ int64_t drv_conn_policy_expire(drv_conn_policy_t *self, int64_t now_ms)
     }
     self->next_due_ms = 0;
     for (drv_conn_t *c = self->head; c; c = c->next) {
-        if (c->cut || c->clock == CLOCK_ENGINE) {
+        if (c->cut || c->clock == CLOCK_ENGINE || c->clock == CLOCK_STREAM) {
             continue;
         }
         if (now_ms >= c->deadline_ms) {

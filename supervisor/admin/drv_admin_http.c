@@ -98,9 +98,12 @@ static void s_reply(drv_admin_request_t *request, drv_admin_response_t *response
         http->answering++;
         ctx->pending = NULL;
         if (!ctx->response.stream) {
-            //  A stream is not the client's time: MHD's idle timeout closes
-            //  one that stops reading, and its queue is bounded.
             drv_http_guard_client_turn(http->guard, ctx->conn);
+        } else {
+            //  A stream is not the client's time: MHD's idle timeout closes
+            //  one that stops reading, and its queue is bounded. A probe
+            //  that needs its place takes it.
+            drv_http_guard_streaming(http->guard, ctx->conn);
         }
         if (ctx->suspended) {
             ctx->suspended = false;
@@ -162,16 +165,7 @@ static enum MHD_Result s_on_head(drv_engine_t *engine, http_ctx_t *ctx, struct M
         *refused = true;
         return drv_admin_http_refuse(connection, verdict.status, verdict.kind, verdict.message, 0);
     }
-    if (head.content_length > 0) {
-        //  Reserve the whole body now; the buffer is sized once.
-        if (!drv_http_guard_take_body(engine->http->guard, (size_t)head.content_length)) {
-            *refused = true;
-            return drv_admin_http_refuse(connection, 503, "unavailable", "too many request bodies in flight; retry", 1);
-        }
-        ctx->body_taken = (size_t)head.content_length;
-        ctx->body_cap = (size_t)head.content_length;
-        ctx->body = malloc(ctx->body_cap + 1);
-    }
+    //  Nothing is reserved from Content-Length: the budget is charged as bytes arrive.
     return MHD_YES;
 }
 

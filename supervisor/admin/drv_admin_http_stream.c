@@ -6,6 +6,7 @@
     comment every 15 s, and that write finds out. */
 #include "drv_admin_http_stream.h"
 
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -40,7 +41,9 @@ static void s_free(void *cls)
     drv_stream_leave(reader->stream);
     drv_stream_unref(&reader->stream);
     free(reader);
-    atomic_fetch_sub(&s_open, 1);
+    if (atomic_fetch_sub(&s_open, 1) == 1) {
+        malloc_trim(0); // the last stream closed: a flood's memory goes back to the system
+    }
 }
 
 struct MHD_Response *drv_admin_http_stream_response(drv_stream_t *stream, struct MHD_Connection *connection)

@@ -111,6 +111,13 @@ void drv_http_guard_client_turn(drv_http_guard_t *self, drv_http_conn_t *conn)
     pthread_mutex_unlock(&self->lock);
 }
 
+void drv_http_guard_streaming(drv_http_guard_t *self, drv_http_conn_t *conn)
+{
+    pthread_mutex_lock(&self->lock);
+    drv_conn_policy_stream(self->policy, (drv_conn_t *)conn);
+    pthread_mutex_unlock(&self->lock);
+}
+
 bool drv_http_guard_take_body(drv_http_guard_t *self, size_t bytes)
 {
     pthread_mutex_lock(&self->lock);

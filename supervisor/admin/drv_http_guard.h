@@ -40,6 +40,10 @@ void drv_http_guard_dispatched(drv_http_guard_t *self, drv_http_conn_t *conn);
 //  clock runs again, from now.
 void drv_http_guard_client_turn(drv_http_guard_t *self, drv_http_conn_t *conn);
 
+//  The answer is a stream that goes on: no deadline, but the first to go
+//  when a newcomer (a probe) needs its place.
+void drv_http_guard_streaming(drv_http_guard_t *self, drv_http_conn_t *conn);
+
 //  Body bytes: take returns false when the budget cannot hold more.
 bool drv_http_guard_take_body(drv_http_guard_t *self, size_t bytes);
 void drv_http_guard_give_body(drv_http_guard_t *self, size_t bytes);

@@ -157,6 +157,14 @@ ssize_t drv_stream_read(drv_stream_t *stream, char *buf, size_t max, drv_stream_
     return n;
 }
 
+size_t drv_stream_queued(drv_stream_t *stream)
+{
+    pthread_mutex_lock(&stream->lock);
+    size_t queued = stream->len - stream->head;
+    pthread_mutex_unlock(&stream->lock);
+    return queued;
+}
+
 void drv_stream_leave(drv_stream_t *stream)
 {
     pthread_mutex_lock(&stream->lock);

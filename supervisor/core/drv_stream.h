@@ -27,6 +27,8 @@ void drv_stream_unref(drv_stream_t **stream);
 int drv_stream_push(drv_stream_t *stream, const char *data, size_t len);
 //  No more data: the reader ends once it has read what is queued.
 void drv_stream_end(drv_stream_t *stream);
+//  Bytes queued and not yet read.
+size_t drv_stream_queued(drv_stream_t *stream);
 bool drv_stream_gone(drv_stream_t *stream);
 
 //  Reader. wake(arg) is called (under the lock, from the writer's thread)

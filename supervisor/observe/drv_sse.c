@@ -6,12 +6,16 @@
 
 #include "drover/drv_time.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
 #define STATUS_EVERY_MS 1000
 #define KEEPALIVE_EVERY_MS 15000
 #define MAX_TOPICS 16
+//  What every client's queue together may hold: a thousand streams that
+//  never read share this, instead of each holding stream_queue_bytes.
+#define ALL_QUEUES_BYTES (64 * 1024 * 1024)
 
 typedef struct {
     drv_stream_t *stream;
@@ -68,7 +72,10 @@ static bool s_send(drv_engine_t *engine, client_t *client, const char *frame, si
             client->dropped = 0;
         }
     }
-    int rc = client->dropped > 0 ? -1 : drv_stream_push(client->stream, frame, len);
+    size_t share = ALL_QUEUES_BYTES / (zlistx_size(engine->sse->clients) + 1);
+    int rc = client->dropped > 0 || drv_stream_queued(client->stream) + len > share
+                 ? -1
+                 : drv_stream_push(client->stream, frame, len);
     if (rc == -1) {
         client->dropped++;
         engine->sse_dropped++;
@@ -78,6 +85,7 @@ static bool s_send(drv_engine_t *engine, client_t *client, const char *frame, si
 
 static void s_purge(zlistx_t *clients)
 {
+    size_t before = zlistx_size(clients);
     client_t *c = zlistx_first(clients);
     while (c) {
         if (c->gone) {
@@ -86,6 +94,10 @@ static void s_purge(zlistx_t *clients)
         } else {
             c = zlistx_next(clients);
         }
+    }
+    size_t left = before - zlistx_size(clients);
+    if (left >= 16 || (left > 0 && zlistx_size(clients) == 0)) {
+        malloc_trim(0); // a flood of streams is over: give their queues' memory back to the system
     }
 }
 

@@ -11,8 +11,10 @@
     - Each client address holds at most per_address connections, all
       together at most total; a new connection past either cuts the oldest
       connection of that address (or of anyone) that is on the client's
-      clock. A probe or a legitimate sender therefore always gets in: it
-      displaces a stalled client instead of queueing behind it.
+      clock, or else the oldest open stream (an event stream, a tap: they
+      have no deadline). A probe or a legitimate sender therefore always
+      gets in: it displaces a stalled client or a stream instead of
+      queueing behind them.
     - Request bodies are charged to one budget as their bytes arrive (never
       from what a header declares).
 
@@ -52,6 +54,8 @@ void drv_conn_policy_close(drv_conn_policy_t *self, drv_conn_t *conn);
 void drv_conn_policy_request(drv_conn_policy_t *self, drv_conn_t *conn, int64_t now_ms);
 void drv_conn_policy_engine(drv_conn_policy_t *self, drv_conn_t *conn);
 void drv_conn_policy_idle(drv_conn_policy_t *self, drv_conn_t *conn, int64_t now_ms);
+//  A response that goes on (SSE, a tap): no deadline, but evicted before anything else the engine holds.
+void drv_conn_policy_stream(drv_conn_policy_t *self, drv_conn_t *conn);
 //  True when the policy already cut it.
 bool drv_conn_policy_was_cut(const drv_conn_t *conn);
 
