@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #define PER_ADDRESS 64        // connections one client address may hold, per instance
 #define REQUEST_SECS 30       // a request's time on the client's clock (head, body, reading the answer)
 #define RETRY_AFTER_SECS 1
+#define TRIM_AFTER_BYTES (1024 * 1024) // a body this large gives memory back once no body is held
 
 typedef struct conn_t conn_t;
 struct conn_t {
@@ -157,11 +159,15 @@ static bool s_take(drv_http_server_t *self, request_t *req, size_t bytes)
 
 static void s_release(drv_http_server_t *self, request_t *req)
 {
+    bool large = req->cap >= TRIM_AFTER_BYTES;
     drv_conn_policy_give_body(self->policy, req->taken);
     req->taken = 0;
     free(req->body);
     req->body = NULL;
     req->len = req->cap = 0;
+    if (large && drv_conn_policy_body_used(self->policy) == 0) {
+        malloc_trim(0); // a burst of large bodies is over: give the memory back
+    }
 }
 
 //  Only the head has arrived: refuse now what can be refused unread.
