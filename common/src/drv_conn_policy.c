@@ -210,6 +210,11 @@ int64_t drv_conn_policy_expire(drv_conn_policy_t *self, int64_t now_ms)
     return self->next_due_ms ? self->next_due_ms - now_ms : -1;
 }
 
+bool drv_conn_policy_body_fits(const drv_conn_policy_t *self, size_t bytes)
+{
+    return self->body_used + bytes <= self->limits.body_budget;
+}
+
 bool drv_conn_policy_take_body(drv_conn_policy_t *self, size_t bytes)
 {
     if (self->body_used + bytes > self->limits.body_budget) {

@@ -5,6 +5,7 @@
 #include "drv_spec_internal.h"
 
 #include "drover/drv_limits.h"
+#include "drover/drv_secret.h"
 
 #include <czmq.h>
 #include <sys/stat.h>
@@ -448,9 +449,11 @@ static void s_redact_config(const drv_node_schema_t *schema, json_t *config)
                 json_t *item;
                 json_object_foreach(value, name, item)
                 {
-                    json_object_set_new(value, name, json_string(DRV_SPEC_REDACTED));
+                    if (!drv_secret_is_ref(json_string_value(item))) { // a reference is no secret
+                        json_object_set_new(value, name, json_string(DRV_SPEC_REDACTED));
+                    }
                 }
-            } else {
+            } else if (!drv_secret_is_ref(json_string_value(value))) {
                 json_object_set_new(config, key, json_string(DRV_SPEC_REDACTED));
             }
         } else if (json_is_string(value)) {

@@ -165,7 +165,12 @@ static enum MHD_Result s_on_head(drv_engine_t *engine, http_ctx_t *ctx, struct M
         *refused = true;
         return drv_admin_http_refuse(connection, verdict.status, verdict.kind, verdict.message, 0);
     }
-    //  Nothing is reserved from Content-Length: the budget is charged as bytes arrive.
+    //  Nothing is reserved from Content-Length: the budget is charged as
+    //  bytes arrive. A body that cannot fit in what is left now is refused at once.
+    if (head.content_length > 0 && !drv_http_guard_body_fits(engine->http->guard, (size_t)head.content_length)) {
+        *refused = true;
+        return drv_admin_http_refuse(connection, 503, "unavailable", "too many request bodies in flight; retry", 1);
+    }
     return MHD_YES;
 }
 

@@ -118,6 +118,14 @@ void drv_http_guard_streaming(drv_http_guard_t *self, drv_http_conn_t *conn)
     pthread_mutex_unlock(&self->lock);
 }
 
+bool drv_http_guard_body_fits(drv_http_guard_t *self, size_t bytes)
+{
+    pthread_mutex_lock(&self->lock);
+    bool fits = drv_conn_policy_body_fits(self->policy, bytes);
+    pthread_mutex_unlock(&self->lock);
+    return fits;
+}
+
 bool drv_http_guard_take_body(drv_http_guard_t *self, size_t bytes)
 {
     pthread_mutex_lock(&self->lock);

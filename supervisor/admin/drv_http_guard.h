@@ -45,6 +45,7 @@ void drv_http_guard_client_turn(drv_http_guard_t *self, drv_http_conn_t *conn);
 void drv_http_guard_streaming(drv_http_guard_t *self, drv_http_conn_t *conn);
 
 //  Body bytes: take returns false when the budget cannot hold more.
+bool drv_http_guard_body_fits(drv_http_guard_t *self, size_t bytes);
 bool drv_http_guard_take_body(drv_http_guard_t *self, size_t bytes);
 void drv_http_guard_give_body(drv_http_guard_t *self, size_t bytes);
 

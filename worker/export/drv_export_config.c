@@ -6,6 +6,7 @@
 #include "drv_export_config.h"
 
 #include "drover/drv_file.h"
+#include "drover/drv_secret.h"
 
 
 #include <ctype.h>
@@ -105,6 +106,11 @@ static void s_check_tls(drv_spec_check_t *check, const char *node_path, const js
 
 //  A header name is an RFC 9110 token; a value has no control character
 //  but tab (a CR or LF would let a spec smuggle headers of its own).
+static bool s_path_ok(const void *check, const char *path)
+{
+    return drv_spec_check_path_allowed(check, path);
+}
+
 static void s_check_headers(drv_spec_check_t *check, const char *node_path, const json_t *headers)
 {
     const char *name;
@@ -125,6 +131,11 @@ static void s_check_headers(drv_spec_check_t *check, const char *node_path, cons
             continue;
         }
         const char *text = json_string_value(value);
+        char why[300];
+        if (drv_secret_check(text, s_path_ok, check, why, sizeof why) != 0) {
+            drv_spec_check_problem(check, node_path, "config.headers.%s: %s", name, why);
+            continue;
+        }
         for (const char *c = text ? text : ""; *c; c++) {
             if ((unsigned char)*c < 0x20 && *c != '\t') {
                 drv_spec_check_problem(check, node_path, "config.headers.%s: control characters are not allowed",
@@ -195,8 +206,23 @@ int drv_export_settings_read(drv_export_settings_t *settings, const json_t *conf
     json_t *value;
     json_object_foreach(json_object_get(config, "headers"), name, value)
     {
+        char why[400];
+        char *resolved = drv_secret_resolve(json_string_value(value) ? json_string_value(value) : "", why, sizeof why);
+        if (!resolved) {
+            snprintf(err, errlen, "headers.%s: %s", name, why);
+            return -1;
+        }
+        for (const char *c = resolved; *c; c++) {
+            if ((unsigned char)*c < 0x20 && *c != '\t') { // a referenced file must not smuggle headers
+                snprintf(err, errlen, "headers.%s: the referenced value holds a control character", name);
+                free(resolved);
+                return -1;
+            }
+        }
         char *line = NULL;
-        if (asprintf(&line, "%s: %s", name, json_string_value(value) ? json_string_value(value) : "") < 0) {
+        int n = asprintf(&line, "%s: %s", name, resolved);
+        free(resolved);
+        if (n < 0) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }

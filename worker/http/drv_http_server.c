@@ -4,6 +4,7 @@
     the core its instance is pinned to, between the instance's other work. */
 #include "drv_http_server.h"
 #include "drv_gzip.h"
+#include "drv_http_upload.h"
 
 #include "drover/drv_conn_policy.h"
 #include "drover/drv_log.h"
@@ -13,7 +14,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
-#include <malloc.h>
 #include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,7 +28,6 @@
 #define PER_ADDRESS 64        // connections one client address may hold, per instance
 #define REQUEST_SECS 30       // a request's time on the client's clock (head, body, reading the answer)
 #define RETRY_AFTER_SECS 1
-#define TRIM_AFTER_BYTES (1024 * 1024) // a body this large gives memory back once no body is held
 
 typedef struct conn_t conn_t;
 struct conn_t {
@@ -41,13 +40,8 @@ struct conn_t {
 typedef struct request_t request_t;
 struct request_t {
     conn_t *conn;
-    char *body;
-    size_t len, cap;
-    size_t taken;             // bytes of the buffer budget held (what arrived, not what was declared)
-    size_t declared;          // Content-Length, when given (the buffer grows to it, no further at once)
+    drv_http_upload_t body;   // the body as it arrives
     bool gzip;
-    bool too_large;           // past max_body_bytes: the rest is discarded, then 413
-    bool over_budget;         // past the buffer budget: discarded, then 429
     bool answered;
     char media_type[64];
     drv_http_reply_t held;    // ack: the answer, sent once input is settled
@@ -148,26 +142,9 @@ int64_t drv_http_content_length(struct MHD_Connection *connection)
     return errno || end == value || *end || n < 0 ? -1 : n;
 }
 
-static bool s_take(drv_http_server_t *self, request_t *req, size_t bytes)
-{
-    if (!drv_conn_policy_take_body(self->policy, bytes)) {
-        return false;
-    }
-    req->taken += bytes;
-    return true;
-}
-
 static void s_release(drv_http_server_t *self, request_t *req)
 {
-    bool large = req->cap >= TRIM_AFTER_BYTES;
-    drv_conn_policy_give_body(self->policy, req->taken);
-    req->taken = 0;
-    free(req->body);
-    req->body = NULL;
-    req->len = req->cap = 0;
-    if (large && drv_conn_policy_body_used(self->policy) == 0) {
-        malloc_trim(0); // a burst of large bodies is over: give the memory back
-    }
+    drv_http_upload_release(&req->body, self->policy);
 }
 
 //  Only the head has arrived: refuse now what can be refused unread.
@@ -215,57 +192,27 @@ static enum MHD_Result s_on_head(drv_http_server_t *self, struct MHD_Connection 
     }
     //  Nothing is reserved from the declared length: the budget is charged as
     //  bytes arrive, so a client that declares 4 MiB and drips holds what it sent.
-    req->declared = length > 0 ? (size_t)length : 0;
+    req->body.declared = length > 0 ? (size_t)length : 0;
+    if (!drv_conn_policy_body_fits(self->policy, req->body.declared)) { // cannot fit now: told at once
+        return s_refuse(self, connection, req, 429, "too_many_requests", "too many request bodies in flight; retry");
+    }
     return MHD_YES;
-}
-
-static void s_on_upload(drv_http_server_t *self, request_t *req, const char *data, size_t size)
-{
-    if (req->too_large || req->over_budget) {
-        return; // discarded
-    }
-    if (req->len + size > self->config.max_body_bytes) {
-        req->too_large = true;
-        s_release(self, req);
-        return;
-    }
-    if (!s_take(self, req, size)) {
-        req->over_budget = true;
-        s_release(self, req);
-        return;
-    }
-    if (req->len + size > req->cap) {
-        //  Doubling, but never past the declared length at once.
-        size_t cap = req->cap ? 2 * req->cap : 16384;
-        cap = req->declared && cap > req->declared ? req->declared : cap;
-        cap = cap < req->len + size ? req->len + size : cap;
-        char *grown = realloc(req->body, cap + 1);
-        if (!grown) {
-            req->over_budget = true;
-            s_release(self, req);
-            return;
-        }
-        req->body = grown;
-        req->cap = cap;
-    }
-    memcpy(req->body + req->len, data, size);
-    req->len += size;
 }
 
 //  The whole body is here: decode it and let the handler answer.
 static enum MHD_Result s_on_body(drv_http_server_t *self, struct MHD_Connection *connection, request_t *req,
                                  const char *url)
 {
-    if (req->too_large) {
+    if (req->body.too_large) {
         char message[100];
         snprintf(message, sizeof message, "request body larger than %zu bytes", self->config.max_body_bytes);
         return s_refuse(self, connection, req, 413, "payload_too_large", message);
     }
-    if (req->over_budget) {
+    if (req->body.over_budget) {
         return s_refuse(self, connection, req, 429, "too_many_requests", "too many request bodies in flight; retry");
     }
-    char *body = req->body;
-    size_t size = req->len;
+    char *body = req->body.data;
+    size_t size = req->body.len;
     char *inflated = NULL;
     if (req->gzip) {
         drv_gzip_result_t rc = drv_gzip_inflate(body ? body : "", size, self->config.max_body_bytes, &inflated, &size);
@@ -349,7 +296,7 @@ static enum MHD_Result s_handler(void *cls, struct MHD_Connection *connection, c
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
-        s_on_upload(self, req, upload_data, *upload_data_size);
+        drv_http_upload_add(&req->body, self->policy, self->config.max_body_bytes, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }

@@ -64,6 +64,9 @@ bool drv_conn_policy_was_cut(const drv_conn_t *conn);
 int64_t drv_conn_policy_expire(drv_conn_policy_t *self, int64_t now_ms);
 
 //  Body bytes, charged as they arrive: false when the budget cannot hold more.
+//  True when a body of this size would fit in what is left now (a
+//  declared length is judged with this, never reserved).
+bool drv_conn_policy_body_fits(const drv_conn_policy_t *self, size_t bytes);
 bool drv_conn_policy_take_body(drv_conn_policy_t *self, size_t bytes);
 void drv_conn_policy_give_body(drv_conn_policy_t *self, size_t bytes);
 size_t drv_conn_policy_body_used(const drv_conn_policy_t *self);
