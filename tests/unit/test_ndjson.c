@@ -23,7 +23,8 @@ static char *s_line(const msgpack_object *keys, size_t n)
     msgpack_object map = {.type = MSGPACK_OBJECT_MAP, .via.map = {(uint32_t)n, kv}};
     drv_buf_t out = {0};
     assert_int_equal(drv_ndjson_append(&out, &map), 0);
-    char *line = strndup(out.data, out.len);
+    char *line = calloc(1, out.len + 1);
+    memcpy(line, out.data, out.len);
     drv_buf_free(&out);
     return line;
 }
