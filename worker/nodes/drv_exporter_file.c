@@ -223,8 +223,8 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 const drv_node_kind_t drv_exporter_file = {
     .schema = {.name = "exporter:file",
                .role = DRV_ROLE_EXPORTER,
-               .keys = {{"path", DRV_KEY_FILE_PATH, true, NULL, NULL, 0},
-                        {"format", DRV_KEY_CHOICE, false, "\"ndjson\"", "ndjson msgpack", 0}}},
+               .keys = {{"path", DRV_KEY_FILE_PATH, true, NULL, NULL, 0, false},
+                        {"format", DRV_KEY_CHOICE, false, "\"ndjson\"", "ndjson msgpack", 0, false}}},
     .init = s_init,
     .run = s_run,
     .destroy = s_destroy,

@@ -62,9 +62,9 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 const drv_node_kind_t drv_exporter_zmq = {
     .schema = {.name = "exporter:zmq",
                .role = DRV_ROLE_EXPORTER,
-               .keys = {{"endpoint", DRV_KEY_ENDPOINT, true, NULL, NULL, 0},
-                        {"socket", DRV_KEY_CHOICE, false, "\"push\"", "push pub", 0},
-                        {"hwm", DRV_KEY_NONNEG_INT, false, "100", NULL, DRV_LIMIT_HWM}}},
+               .keys = {{"endpoint", DRV_KEY_ENDPOINT, true, NULL, NULL, 0, false},
+                        {"socket", DRV_KEY_CHOICE, false, "\"push\"", "push pub", 0, false},
+                        {"hwm", DRV_KEY_NONNEG_INT, false, "100", NULL, DRV_LIMIT_HWM, false}}},
     .init = s_init,
     .run = s_run,
     .destroy = s_destroy,

@@ -40,9 +40,9 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 const drv_node_kind_t drv_processor_filter = {
     .schema = {.name = "processor:filter",
                .role = DRV_ROLE_PROCESSOR,
-               .keys = {{"field", DRV_KEY_STRING, true, NULL, NULL, 0},
-                        {"op", DRV_KEY_CHOICE, true, NULL, DRV_CONDITION_OPS, 0},
-                        {"value", DRV_KEY_ANY, false, NULL, NULL, 0}},
+               .keys = {{"field", DRV_KEY_STRING, true, NULL, NULL, 0, false},
+                        {"op", DRV_KEY_CHOICE, true, NULL, DRV_CONDITION_OPS, 0, false},
+                        {"value", DRV_KEY_ANY, false, NULL, NULL, 0, false}},
                .check = s_check},
     .init = s_init,
     .run = s_run,

@@ -124,9 +124,9 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 const drv_node_kind_t drv_processor_transform = {
     .schema = {.name = "processor:transform",
                .role = DRV_ROLE_PROCESSOR,
-               .keys = {{"set", DRV_KEY_OBJECT, false, "{}", NULL, 0},
-                        {"rename", DRV_KEY_STRING_MAP, false, "{}", NULL, 0},
-                        {"delete", DRV_KEY_STRING_LIST, false, "[]", NULL, 0}}},
+               .keys = {{"set", DRV_KEY_OBJECT, false, "{}", NULL, 0, false},
+                        {"rename", DRV_KEY_STRING_MAP, false, "{}", NULL, 0, false},
+                        {"delete", DRV_KEY_STRING_LIST, false, "[]", NULL, 0, false}}},
     .init = s_init,
     .run = s_run,
     .destroy = s_destroy,

@@ -102,9 +102,9 @@ static int s_generate(drv_node_t *node, int64_t now_us, int64_t *wait_us)
 const drv_node_kind_t drv_receiver_generator = {
     .schema = {.name = "receiver:generator",
                .role = DRV_ROLE_RECEIVER,
-               .keys = {{"rate", DRV_KEY_NONNEG_INT, false, "0", NULL, DRV_LIMIT_RATE},
-                        {"count", DRV_KEY_NONNEG_INT, false, "0", NULL, 0},
-                        {"record", DRV_KEY_OBJECT, false, "{}", NULL, 0}}},
+               .keys = {{"rate", DRV_KEY_NONNEG_INT, false, "0", NULL, DRV_LIMIT_RATE, false},
+                        {"count", DRV_KEY_NONNEG_INT, false, "0", NULL, 0, false},
+                        {"record", DRV_KEY_OBJECT, false, "{}", NULL, 0, false}}},
     .init = s_init,
     .generate = s_generate,
 };

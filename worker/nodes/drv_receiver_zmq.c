@@ -5,7 +5,7 @@
 const drv_node_kind_t drv_receiver_zmq = {
     .schema = {.name = "receiver:zmq",
                .role = DRV_ROLE_RECEIVER,
-               .keys = {{"endpoint", DRV_KEY_ENDPOINT, true, NULL, NULL, 0},
-                        {"ack", DRV_KEY_BOOL, false, "false", NULL, 0}}},
+               .keys = {{"endpoint", DRV_KEY_ENDPOINT, true, NULL, NULL, 0, false},
+                        {"ack", DRV_KEY_BOOL, false, "false", NULL, 0, false}}},
     .fed_by_broker = true,
 };
