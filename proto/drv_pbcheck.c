@@ -7,6 +7,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#define SCANNED_ON_STACK 16 // protobuf-c's first slab of scanned members, on its stack
+#define SCANNED_ENTRY 32    // sizeof(ScannedMember) on 64-bit
+#define MESSAGE_SLACK 16    // per message: what small arrays and rounding add
+
 typedef struct {
     size_t estimate;  // bytes the decode would allocate
     char *err;
@@ -61,8 +65,17 @@ static int s_message(walk_t *w, const ProtobufCMessageDescriptor *desc, const ui
         snprintf(w->err, w->errlen, "messages nested deeper than %d levels", DRV_PBCHECK_MAX_DEPTH);
         return -1;
     }
-    w->estimate += desc->sizeof_message;
+    w->estimate += desc->sizeof_message + MESSAGE_SLACK;
+    size_t occurrences = 0, noted = SCANNED_ON_STACK, next_slab = 2 * SCANNED_ON_STACK;
     while (p < end) {
+        //  protobuf-c notes where each field occurrence lies before it
+        //  unpacks: 16 on its stack, then slabs of 32, 64, ... entries
+        //  (freed once the message is unpacked).
+        if (++occurrences > noted) {
+            w->estimate += next_slab * SCANNED_ENTRY;
+            noted += next_slab;
+            next_slab *= 2;
+        }
         uint64_t tag, length;
         if (!s_varint(&p, end, &tag)) {
             return s_fail(w, "a field tag is cut short", desc);
