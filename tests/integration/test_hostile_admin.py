@@ -124,9 +124,13 @@ class HttpAdmin(EngineTest):
         finally:
             for s in socks:
                 s.close()
-        held = statuses.count(b"HTTP/1.1 400")  # held whole: then judged (spaces are not JSON)
-        self.assertIn(held, (18, 19), statuses)
+        # Held whole, then judged (spaces are not JSON): at least what fits at
+        # once; a few more when bodies that ended first made room for ones
+        # MHD had not read yet. The peak RSS below is what shows the bound.
+        held = statuses.count(b"HTTP/1.1 400")
+        self.assertGreaterEqual(held, 18, statuses)
         self.assertEqual(statuses.count(b"HTTP/1.1 503"), 64 - held, statuses)
+        self.assertGreaterEqual(64 - held, 32, "most were told to retry")
         if not SANITIZED:
             self.assertLess(peak - before, 40 * 1024, f"RSS grew {peak - before} kB")
             wait_until(lambda: rss_kb(self.engine.pid) - before < 12 * 1024, 10, "memory given back")
