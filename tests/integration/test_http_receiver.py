@@ -17,7 +17,7 @@ import unittest
 
 import msgpack
 
-from harness import Admin, EngineTest, curl_post, engine_yaml, free_port, read_ndjson, wait_until
+from harness import SLOW, Admin, EngineTest, curl_post, engine_yaml, free_port, read_ndjson, wait_until
 
 
 def curl(port, path, data, ctype, *extra):
@@ -51,6 +51,27 @@ class HttpReceiver(EngineTest):
 
     def wait_records(self, n):
         return wait_until(lambda: (lambda r: r if len(r) >= n else None)(self.records()), 10, f"{n} records")
+
+    def test_an_acknowledged_request_is_answered_once_exported_not_at_the_next_heartbeat(self):
+        # Issue 24: with ack: true an isolated request waited ~1 s for the
+        # loop's next heartbeat wake-up, although the file had it at once.
+        import http.client
+        import time
+        self.put(self.spec(ack=True))
+        took = []
+        for i in range(20):
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+            start = time.monotonic()
+            conn.request("POST", "/ingest", body=f'{{"n":{i}}}\n', headers={"Content-Type": "application/x-ndjson"})
+            status = conn.getresponse().status
+            took.append(time.monotonic() - start)
+            conn.close()
+            self.assertEqual(status, 200)
+            time.sleep(0.05)  # isolated requests: the loop is idle between them
+        took.sort()
+        print(f"ack: true into exporter:file: p50 {took[10] * 1000:.1f} ms, max {took[-1] * 1000:.1f} ms", flush=True)
+        self.assertLess(took[-1], 0.25 * SLOW, "answered once exported")
+        self.assertEqual(len(self.records()), 20)
 
     @unittest.skipUnless(subprocess.run(["which", "curl"], capture_output=True).returncode == 0, "no curl")
     def test_curl_posts_every_body_kind(self):

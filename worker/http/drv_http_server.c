@@ -61,6 +61,7 @@ struct drv_http_server_t {
     conn_t *conns;
     size_t conn_count;
     request_t *held;          // suspended requests waiting for their input to settle
+    bool resumed;             // answers were resumed: run at once, whatever MHD's own timeout says
     bool draining;
 };
 
@@ -261,6 +262,7 @@ void drv_http_server_settled(drv_http_server_t *self, int64_t upto)
             req->holding = false;
             req->settled = true;
             MHD_resume_connection(req->connection);
+            self->resumed = true;
         } else {
             link = &req->next_held;
         }
@@ -435,6 +437,9 @@ int drv_http_server_fd(drv_http_server_t *self)
 
 int64_t drv_http_server_timeout_ms(drv_http_server_t *self)
 {
+    if (self->resumed) {
+        return 0; // an acknowledgement is ready: the loop must not sleep until its next heartbeat
+    }
     MHD_UNSIGNED_LONG_LONG ms = 0;
     int64_t mhd = MHD_get_timeout(self->daemon, &ms) == MHD_YES ? (int64_t)ms : -1;
     int64_t policy = drv_conn_policy_expire(self->policy, drv_time_mono_ms());
@@ -444,6 +449,7 @@ int64_t drv_http_server_timeout_ms(drv_http_server_t *self)
 void drv_http_server_run(drv_http_server_t *self)
 {
     drv_conn_policy_expire(self->policy, drv_time_mono_ms()); // cuts the stalled: MHD then reads their end
+    self->resumed = false;
     MHD_run(self->daemon);
 }
 
