@@ -68,6 +68,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/lua.py 0.2 --smoke; else $PY bench/lua.py 5; fi
     echo
+    echo "## B16 ack: true latency of an isolated request"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/ack_latency.py 5; else $PY bench/ack_latency.py 200; fi
+    echo
     echo "## B8 scale (many pipelines, many replaces)"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scale.py 5 2; else $PY bench/scale.py 200 40; fi
