@@ -5,7 +5,7 @@
 #ifndef DRV_ROLLOUT_H
 #define DRV_ROLLOUT_H
 
-#include "drv_admin.h"
+#include "drv_admin_request.h"
 #include "drv_engine.h"
 #include "drv_planner.h"
 

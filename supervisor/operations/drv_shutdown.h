@@ -6,7 +6,7 @@
 #ifndef DRV_SHUTDOWN_H
 #define DRV_SHUTDOWN_H
 
-#include "drv_admin.h"
+#include "drv_admin_request.h"
 #include "drv_engine.h"
 
 #define DRV_SHUTDOWN_HISTORY 32 // shutdowns kept per pipeline, like rollouts

@@ -4,7 +4,8 @@
 #ifndef DRV_WAITERS_H
 #define DRV_WAITERS_H
 
-#include "drv_admin.h"
+#include "drv_admin_request.h"
+#include "drv_engine.h"
 
 typedef struct drv_waiters_t drv_waiters_t;
 
