@@ -199,5 +199,54 @@ groups:
 """
 
 
+
+class StalledExporter(EngineTest):
+    """Issue 24: an exporter that cannot write holds and retries; it never
+    blocks the instance's loop."""
+
+    def test_a_fifo_nobody_reads_leaves_the_other_branch_flowing(self):
+        import threading
+        from harness import Admin, engine_yaml
+        port = free_port()
+        engine = self.start_engine(engine_yaml(engine_extra="  heartbeat_interval_ms: 200\n")
+                                   .replace("HTTP", str(port)))
+        admin = Admin(engine, port)
+        admin.wait_ready()
+        fifo = os.path.join(engine.out_dir, "stuck.fifo")
+        os.mkfifo(fifo)
+        # A reader that opens the FIFO (so the exporter can open it) and never reads.
+        reader = threading.Thread(target=lambda: self.addCleanup(os.close, os.open(fifo, os.O_RDONLY)),
+                                  daemon=True)
+        reader.start()
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "g": {"type": "receiver:generator", "config": {"rate": 2000, "record": {"pad": "x" * 200}},
+                  "to": ["stuck", "ok"]},
+            "stuck": {"type": "exporter:file", "config": {"path": fifo}},
+            "ok": {"type": "exporter:file", "config": {"path": f"{engine.out_dir}/ok.ndjson"}}}}}
+        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=spec, timeout=20)
+        self.assertEqual(status, 200, body)
+        pid = engine.wait_instances(["default/p@1#0"])["default/p@1#0"]
+        # The FIFO's 64 KiB fill in well under a second; from then on the
+        # stuck branch holds what it cannot write.
+        engine.wait_log(r"export failed node=stuck .*the reader is not keeping up", 10)
+
+        def lines():
+            with open(f"{engine.out_dir}/ok.ndjson") as f:
+                return sum(1 for _ in f)
+
+        start = time.monotonic()
+        before = lines()
+        wait_until(lambda: lines() >= before + 4000, 10, "the other branch going on")
+        for _ in range(5):
+            self.assertEqual(admin.http("GET", "/livez", timeout=2)[0], 200)
+        status = admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]
+        self.assertEqual(status["instances"][0]["restarts"], 0, "heartbeats on time: never killed")
+        self.assertEqual(engine.instances().get("default/p@1#0"), pid)
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertNotIn("heartbeats missed", engine.log_text())
+        # A reader at last: what was held is written, in order, and the engine stops at once.
+        threading.Thread(target=lambda: open(fifo, "rb").read(), daemon=True).start()
+        engine.wait_log(r"export recovered node=stuck", 10)
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
