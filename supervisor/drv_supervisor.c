@@ -381,6 +381,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
             break;
         }
         if (ready > 0 && (items[1].revents & ZMQ_POLLIN)) {
+            s_drain_control(&engine); // what a child said before it exited (DRAINED) is read before its exit
             int sig;
             while ((sig = drv_signals_read(signal_fd)) > 0) {
                 s_on_signal(&engine, sig);

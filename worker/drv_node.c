@@ -9,7 +9,6 @@
 #include "drover/drv_mpjson.h"
 #include "drover/drv_time.h"
 
-#include <poll.h>
 #include <string.h>
 
 void *drv_node_alloc(drv_node_t *node, size_t size)
@@ -109,21 +108,6 @@ bool drv_node_stalled(drv_node_t *node)
         return true;
     }
     return false;
-}
-
-bool drv_node_wait_to_retry(drv_node_t *node, int64_t *backoff_ms)
-{
-    drv_dag_t *self = node->dag;
-    int64_t until = drv_time_mono_ms() + *backoff_ms;
-    do {
-        if (!self->stall_fn || self->stall_fn(self->stall_arg)) {
-            self->abandoned = true;
-            return false;
-        }
-        poll(NULL, 0, 10);
-    } while (drv_time_mono_ms() < until);
-    *backoff_ms = *backoff_ms * 2 > 500 ? 500 : *backoff_ms * 2;
-    return true;
 }
 
 int drv_node_object(drv_node_t *node, const json_t *value, msgpack_object *obj)

@@ -218,16 +218,11 @@ static void test_malformed_input_is_counted_not_forwarded(void **state)
     drv_dag_destroy(&dag);
 }
 
-static bool s_give_up_on_third_stall(void *arg)
-{
-    int *stalls = arg;
-    return ++*stalls >= 3;
-}
-
-//  /dev/full answers every write with ENOSPC: the exporter retries (calling
-//  the stall hook, which heartbeats) until told to stop, counts the batch's
-//  records as errors once, and marks the batch abandoned (not to be acked).
-static void test_full_disk_retries_until_stopped_and_abandons_the_batch(void **state)
+//  /dev/full answers every write with ENOSPC: the exporter holds the batch
+//  without blocking (issue 24), counts its records as errors once, keeps
+//  its input unsettled (not acknowledged upstream) and polls a timer that
+//  retries it; a second batch waits behind it.
+static void test_full_disk_holds_the_batch_unsettled_without_blocking(void **state)
 {
     (void)state;
     json_t *spec = json_loads("{\"nodes\":{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":"
@@ -238,17 +233,22 @@ static void test_full_disk_retries_until_stopped_and_abandons_the_batch(void **s
     char err[300];
     drv_dag_t *dag = drv_dag_new(spec, &who, err, sizeof err);
     assert_non_null(dag);
-    int stalls = 0;
-    drv_dag_set_stall_hook(dag, s_give_up_on_third_stall, &stalls);
-    assert_false(drv_dag_abandoned(dag));
+    int fds[4];
+    size_t nodes[4];
+    assert_int_equal(drv_dag_fds(dag, fds, nodes, 4), 0); // nothing held: nothing to poll
     assert_int_equal(drv_dag_ingest(dag, "in", "\x92\x81\xa1k\x01\x81\xa1k\x02", 9, err, sizeof err), 2);
-    assert_int_equal(stalls, 3);
-    assert_true(drv_dag_abandoned(dag));
+    int64_t first = drv_dag_input(dag);
+    assert_int_equal(drv_dag_ingest(dag, "in", "\x91\x81\xa1k\x03", 5, err, sizeof err), 1);
+    assert_false(drv_dag_abandoned(dag));
+    assert_true(drv_dag_settle(dag) < first);
+    assert_int_equal(drv_dag_fds(dag, fds, nodes, 4), 1); // the retry timer
+    assert_false(drv_dag_backlogged(dag));
+    drv_dag_readable(dag, nodes[0]); // not due yet: nothing is tried
     int64_t in, out, errors;
     drv_dag_counters(dag, &in, &out, &errors);
-    assert_int_equal(in, 2);
+    assert_int_equal(in, 3);
     assert_int_equal(out, 0);
-    assert_int_equal(errors, 2);
+    assert_int_equal(errors, 2); // the second batch has not been tried: it waits behind the first
     drv_dag_destroy(&dag);
     json_decref(spec);
 }
@@ -352,7 +352,7 @@ int main(void)
         cmocka_unit_test(test_fan_out_branches_do_not_see_each_other),
         cmocka_unit_test(test_malformed_input_is_counted_not_forwarded),
         cmocka_unit_test(test_unopenable_file_fails_init),
-        cmocka_unit_test(test_full_disk_retries_until_stopped_and_abandons_the_batch),
+        cmocka_unit_test(test_full_disk_holds_the_batch_unsettled_without_blocking),
         cmocka_unit_test(test_generator_paces_and_stops_at_count),
         cmocka_unit_test(test_ndjson_is_valid_utf8_and_duplicate_keys_are_refused),
         cmocka_unit_test(test_symlinked_output_is_refused),

@@ -142,11 +142,8 @@ void drv_node_count_out(drv_node_t *node, size_t n);
 //  for retries of the same batch).
 void drv_node_export_error(drv_node_t *node, size_t n, const char *what);
 void drv_node_export_warn(drv_node_t *node, size_t n, const char *what);
-//  Waits out a failing export, backing off from 10 ms to 500 ms in 10 ms
-//  slices, heartbeating through the stall hook. Returns false to give up:
-//  the instance is stopping, and the batch is marked abandoned.
-bool drv_node_wait_to_retry(drv_node_t *node, int64_t *backoff_ms);
-//  Blocked downstream: returns true to give up (the batch is then abandoned).
+//  Blocked downstream (exporter:zmq, the last exporter that still waits in
+//  its loop): returns true to give up (the batch is then abandoned).
 bool drv_node_stalled(drv_node_t *node);
 //  A JSON config value as a msgpack object that lives as long as the DAG.
 int drv_node_object(drv_node_t *node, const json_t *value, msgpack_object *obj);
