@@ -28,12 +28,6 @@ static void s_on_signal(int sig)
     s_terminating = 1;
 }
 
-static bool s_on_stall(void *arg)
-{
-    (void)arg;
-    return s_terminating != 0;
-}
-
 static json_t *s_load_spec(const char *path)
 {
     json_error_t jerr;
@@ -75,7 +69,6 @@ static int s_run(const char *spec_path)
         json_decref(spec);
         return DRV_WORKER_EXIT_INIT_FAILED;
     }
-    drv_dag_set_stall_hook(dag, s_on_stall, NULL);
 
     zsock_t *socks[MAX_RECEIVERS];
     const char *nodes[MAX_RECEIVERS];

@@ -2,7 +2,7 @@
     it. The DAG knows nothing of what a node does: each kind (worker/nodes/)
     brings its own init, run and destroy; the DAG builds the nodes in spec
     order, wires their edges, and offers them what they share: the batch
-    zone, the counters, the encoding buffer and the stall hook. */
+    zone, the counters and the encoding buffer. */
 #include "drv_dag.h"
 #include "drv_dag_internal.h"
 #include "drv_buf.h"
@@ -137,17 +137,6 @@ void drv_dag_destroy(drv_dag_t **self_p)
     *self_p = NULL;
 }
 
-bool drv_dag_abandoned(const drv_dag_t *self)
-{
-    return self->abandoned;
-}
-
-void drv_dag_set_stall_hook(drv_dag_t *self, drv_dag_stall_fn *fn, void *arg)
-{
-    self->stall_fn = fn;
-    self->stall_arg = arg;
-}
-
 bool drv_dag_has_zmq_receivers(const drv_dag_t *self)
 {
     for (size_t i = 0; i < self->count; i++) {
@@ -239,11 +228,6 @@ int drv_node_emit_checked(drv_node_t *node, const void *data, size_t size, char 
 void drv_node_count_refused(drv_node_t *node)
 {
     node->errors++;
-}
-
-bool drv_node_abandoned(const drv_node_t *node)
-{
-    return node->dag->abandoned;
 }
 
 int64_t drv_node_input(const drv_node_t *node)

@@ -20,10 +20,6 @@ typedef struct {
     int core;
 } drv_dag_identity_t;
 
-//  Called while an exporter is blocked by back-pressure, so the worker can
-//  heartbeat. Returns true to give up (the worker is being killed).
-typedef bool(drv_dag_stall_fn)(void *arg);
-
 //  Builds the graph from a normalized spec and initialises every node: files
 //  opened, sockets connected. Returns NULL with the reason in err when any node
 //  cannot start; such an instance never becomes ready.
@@ -33,13 +29,6 @@ drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, char *
 //  each node that cannot start adds its problem (path "nodes.ID") to problems.
 void drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who, drv_problems_t *problems);
 void drv_dag_destroy(drv_dag_t **self_p);
-
-void drv_dag_set_stall_hook(drv_dag_t *self, drv_dag_stall_fn *fn, void *arg);
-
-//  True once an exporter gave up on a batch because the stall hook said stop
-//  (the instance is being killed): that batch was not exported and must not
-//  be acknowledged.
-bool drv_dag_abandoned(const drv_dag_t *self);
 
 //  Feeds one producer message (a msgpack map or array of maps) into a
 //  receiver:zmq node. Returns the records taken, or -1 with the reason in err

@@ -22,9 +22,6 @@ struct drv_dag_t {
     int64_t unowned_errors;  // batches for a receiver the DAG does not have (the rest are the nodes')
     int64_t input;           // the last input taken (drv_node_input)
     int64_t settled;         // inputs up to this one are settled, receivers told
-    bool abandoned;          // an export gave up while stopping: that batch is not done
-    drv_dag_stall_fn *stall_fn;
-    void *stall_arg;
     int64_t tap_per_sec;     // samples per second and tapped node (drv_tap.c)
     json_t *tap_samples;     // [[node, JSON text], ...] not sent yet, or NULL
     drv_buf_t tap_buf;       // rendering a sample

@@ -100,16 +100,6 @@ void drv_node_export_error(drv_node_t *node, size_t n, const char *what)
     drv_node_export_warn(node, n, what);
 }
 
-bool drv_node_stalled(drv_node_t *node)
-{
-    drv_dag_t *self = node->dag;
-    if (self->stall_fn && self->stall_fn(self->stall_arg)) {
-        self->abandoned = true;
-        return true;
-    }
-    return false;
-}
-
 int drv_node_object(drv_node_t *node, const json_t *value, msgpack_object *obj)
 {
     drv_dag_t *self = node->dag;

@@ -113,12 +113,6 @@ static void s_heartbeat_if_due(worker_t *self)
     }
 }
 
-static bool s_on_stall(void *arg)
-{
-    s_heartbeat_if_due(arg);
-    return s_terminating != 0;
-}
-
 //  Receives one message from a socket as a zmsg; NULL when nothing is ready.
 static zmsg_t *s_recv_nowait(zsock_t *sock)
 {
@@ -176,7 +170,6 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
             drv_msg_clear(&msg);
             return DRV_WORKER_EXIT_INIT_FAILED;
         }
-        drv_dag_set_stall_hook(self->dag, s_on_stall, self);
         self->has_zmq = drv_dag_has_zmq_receivers(self->dag);
         if (self->has_zmq) {
             self->data = zsock_new(ZMQ_DEALER);
@@ -237,9 +230,6 @@ static void s_unsettled_push(worker_t *self, int64_t input)
 //  never redelivers what was done and never forgets what was not.
 static void s_settle(worker_t *self)
 {
-    if (drv_dag_abandoned(self->dag)) {
-        return; // stopping with a batch unexported: acknowledge nothing more
-    }
     int64_t settled = drv_dag_settle(self->dag);
     size_t done = 0;
     while (done < self->unsettled_count && self->unsettled[done] <= settled) {
@@ -261,9 +251,6 @@ static void s_settle(worker_t *self)
 
 static void s_handle_data(worker_t *self)
 {
-    if (drv_dag_abandoned(self->dag)) {
-        return; // stopping with a batch unexported: acknowledge nothing more
-    }
     for (int round = 0; round < DATA_BATCHES_PER_ROUND; round++) {
         zmsg_t *zmsg = s_recv_nowait(self->data);
         if (!zmsg) {
@@ -293,14 +280,6 @@ static void s_handle_data(worker_t *self)
                              zframe_size(payload), err, (long long)self->rejected);
                     self->next_rejected_log_ms = now + 1000;
                 }
-            }
-            if (drv_dag_abandoned(self->dag)) {
-                //  Stopped while its export was blocked: not exported, so not
-                //  acknowledged; nor is anything after it. The broker
-                //  redelivers it once we are gone.
-                drv_msg_clear(&msg);
-                zmsg_destroy(&zmsg);
-                break;
             }
             s_unsettled_push(self, drv_dag_input(self->dag)); // junk too: it settles at once
         } else if (msg.type == DRV_MSG_DRAIN) {

@@ -248,5 +248,47 @@ class StalledExporter(EngineTest):
         threading.Thread(target=lambda: open(fifo, "rb").read(), daemon=True).start()
         engine.wait_log(r"export recovered node=stuck", 10)
 
+    def test_a_zmq_peer_that_takes_nothing_makes_receivers_push_back_not_freeze(self):
+        # Before, exporter:zmq waited in its loop for the socket (heartbeating
+        # through a stall hook): the HTTP receiver of the same instance hung.
+        import http.client
+        from harness import Admin, engine_yaml
+        port = free_port()
+        engine = self.start_engine(engine_yaml(engine_extra="  heartbeat_interval_ms: 200\n")
+                                   .replace("HTTP", str(port)))
+        admin = Admin(engine, port)
+        admin.wait_ready()
+        nobody, http_port = free_port(), free_port()  # a PUSH with no peer: every send would block
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{http_port}"}, "to": ["stuck", "ok"]},
+            "stuck": {"type": "exporter:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{nobody}", "hwm": 1}},
+            "ok": {"type": "exporter:file", "config": {"path": f"{engine.out_dir}/ok.ndjson"}}}}}
+        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/z", body=spec, timeout=20)
+        self.assertEqual(status, 200, body)
+        answers = []
+        for i in range(40):
+            conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=3)
+            conn.request("POST", "/", body=f'{{"n":{i}}}\n', headers={"Content-Type": "application/x-ndjson"})
+            resp = conn.getresponse()
+            answers.append((resp.status, resp.getheader("Retry-After")))
+            conn.close()
+        self.assertEqual(answers[0][0], 200)
+        self.assertIn((429, "1"), answers, "pushed back once the exporter holds as much as it may")
+        self.assertEqual(admin.http("GET", "/livez", timeout=2)[0], 200)
+        status = admin.http("GET", "/api/v1/groups/default/pipelines/z/status")[1]
+        self.assertEqual(status["instances"][0]["restarts"], 0)
+        # A peer at last: what was held goes out, and the receiver takes again.
+        ctx = zmq.Context.instance()
+        pull = ctx.socket(zmq.PULL)
+        pull.setsockopt(zmq.LINGER, 0)
+        pull.bind(f"tcp://127.0.0.1:{nobody}")
+        self.addCleanup(pull.close)
+        self.assertTrue(pull.poll(10000), "held batches sent once a peer came")
+        taken = sum(1 for code, _ in answers if code == 200)
+        got = 0
+        while got < taken and pull.poll(5000):
+            got += len(msgpack.unpackb(pull.recv()))
+        self.assertEqual(got, taken, "every record taken with a 200 reached the peer, none twice")
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -112,9 +112,6 @@ void drv_node_count_dropped(drv_node_t *node, size_t n);
 void drv_node_record_error(drv_node_t *node, const char *what);
 //  A producer's input a receiver refused before emitting: counted as an error.
 void drv_node_count_refused(drv_node_t *node);
-//  True once an export gave up because the instance is being stopped: what
-//  was emitted since may not have been exported.
-bool drv_node_abandoned(const drv_node_t *node);
 //  The input being run: one number per producer message, request, datagram
 //  read or generated batch, increasing. An exporter that finishes later
 //  remembers it (holding); a receiver that answers once settled, too.
@@ -142,9 +139,6 @@ void drv_node_count_out(drv_node_t *node, size_t n);
 //  for retries of the same batch).
 void drv_node_export_error(drv_node_t *node, size_t n, const char *what);
 void drv_node_export_warn(drv_node_t *node, size_t n, const char *what);
-//  Blocked downstream (exporter:zmq, the last exporter that still waits in
-//  its loop): returns true to give up (the batch is then abandoned).
-bool drv_node_stalled(drv_node_t *node);
 //  A JSON config value as a msgpack object that lives as long as the DAG.
 int drv_node_object(drv_node_t *node, const json_t *value, msgpack_object *obj);
 int drv_node_string_object(drv_node_t *node, const char *text, msgpack_object *obj);

@@ -57,10 +57,6 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
     }
     if (n < 0) {
         drv_http_reply_error(reply, 400, "invalid_request", "%s; nothing of this body was taken", err);
-    } else if (drv_node_abandoned(node)) {
-        //  The instance is being stopped with this request's records unexported.
-        drv_http_reply_error(reply, 503, "unavailable", "the instance is stopping; retry");
-        reply->retry_after_secs = 1;
     } else {
         reply->status = 200;
         reply->body = malloc(40);

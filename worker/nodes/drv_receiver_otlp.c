@@ -142,11 +142,6 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
         s_error(request->media_type, 400, "invalid_request", err, reply); // deeper than records nest
         return;
     }
-    if (drv_node_abandoned(node)) {
-        s_error(request->media_type, 503, "unavailable", "the instance is stopping; retry", reply);
-        reply->retry_after_secs = 1;
-        return;
-    }
     s_respond(reply, signal, json, rejected, why);
 }
 
