@@ -204,34 +204,42 @@ class StalledExporter(EngineTest):
     """Issue 24: an exporter that cannot write holds and retries; it never
     blocks the instance's loop."""
 
-    def test_a_fifo_nobody_reads_leaves_the_other_branch_flowing(self):
-        import threading
+    def start(self, spec):
+        """droverd with heartbeats every 200 ms, running spec as pipeline p;
+        returns (engine, admin)."""
         from harness import Admin, engine_yaml
         port = free_port()
         engine = self.start_engine(engine_yaml(engine_extra="  heartbeat_interval_ms: 200\n")
                                    .replace("HTTP", str(port)))
         admin = Admin(engine, port)
         admin.wait_ready()
-        fifo = os.path.join(engine.out_dir, "stuck.fifo")
+        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=spec, timeout=20)
+        self.assertEqual(status, 200, body)
+        return engine, admin
+
+    def test_a_fifo_nobody_reads_leaves_the_other_branch_flowing(self):
+        import tempfile
+        import threading
+        out = tempfile.mkdtemp(prefix="drv-stalled-")
+        self.addCleanup(__import__("shutil").rmtree, out, True)
+        fifo = os.path.join(out, "stuck.fifo")
         os.mkfifo(fifo)
         # A reader that opens the FIFO (so the exporter can open it) and never reads.
         reader = threading.Thread(target=lambda: self.addCleanup(os.close, os.open(fifo, os.O_RDONLY)),
                                   daemon=True)
         reader.start()
-        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+        engine, admin = self.start({"pipeline": {"cores": {"count": 1}, "nodes": {
             "g": {"type": "receiver:generator", "config": {"rate": 2000, "record": {"pad": "x" * 200}},
                   "to": ["stuck", "ok"]},
             "stuck": {"type": "exporter:file", "config": {"path": fifo}},
-            "ok": {"type": "exporter:file", "config": {"path": f"{engine.out_dir}/ok.ndjson"}}}}}
-        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=spec, timeout=20)
-        self.assertEqual(status, 200, body)
+            "ok": {"type": "exporter:file", "config": {"path": f"{out}/ok.ndjson"}}}}})
         pid = engine.wait_instances(["default/p@1#0"])["default/p@1#0"]
         # The FIFO's 64 KiB fill in well under a second; from then on the
         # stuck branch holds what it cannot write.
         engine.wait_log(r"export failed node=stuck .*the reader is not keeping up", 10)
 
         def lines():
-            with open(f"{engine.out_dir}/ok.ndjson") as f:
+            with open(f"{out}/ok.ndjson") as f:
                 return sum(1 for _ in f)
 
         start = time.monotonic()
@@ -252,19 +260,11 @@ class StalledExporter(EngineTest):
         # Before, exporter:zmq waited in its loop for the socket (heartbeating
         # through a stall hook): the HTTP receiver of the same instance hung.
         import http.client
-        from harness import Admin, engine_yaml
-        port = free_port()
-        engine = self.start_engine(engine_yaml(engine_extra="  heartbeat_interval_ms: 200\n")
-                                   .replace("HTTP", str(port)))
-        admin = Admin(engine, port)
-        admin.wait_ready()
         nobody, http_port = free_port(), free_port()  # a PUSH with no peer: every send would block
-        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+        engine, admin = self.start({"pipeline": {"cores": {"count": 1}, "nodes": {
             "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{http_port}"}, "to": ["stuck", "ok"]},
             "stuck": {"type": "exporter:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{nobody}", "hwm": 1}},
-            "ok": {"type": "exporter:file", "config": {"path": f"{engine.out_dir}/ok.ndjson"}}}}}
-        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/z", body=spec, timeout=20)
-        self.assertEqual(status, 200, body)
+            "ok": {"type": "exporter:null"}}}})
         answers = []
         for i in range(40):
             conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=3)
@@ -275,7 +275,7 @@ class StalledExporter(EngineTest):
         self.assertEqual(answers[0][0], 200)
         self.assertIn((429, "1"), answers, "pushed back once the exporter holds as much as it may")
         self.assertEqual(admin.http("GET", "/livez", timeout=2)[0], 200)
-        status = admin.http("GET", "/api/v1/groups/default/pipelines/z/status")[1]
+        status = admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]
         self.assertEqual(status["instances"][0]["restarts"], 0)
         # A peer at last: what was held goes out, and the receiver takes again.
         ctx = zmq.Context.instance()

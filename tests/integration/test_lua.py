@@ -315,6 +315,9 @@ class Lua(EngineTest):
             for version in (2, 3, 4):
                 status, body, _ = self.put(spec(version))
                 self.assertEqual((status, body["action"], body["target_generation"]), (200, "replace", version), body)
+                # Its script serves before the next replace (a replace can otherwise
+                # follow so fast that a generation never sees a batch).
+                wait_until(lambda: any(r.get("v") == version for r in self.rows()), 10, f"version {version} serving")
             at_cutover = load.sent
             wait_until(lambda: load.sent > at_cutover + 2000, 10, "load after the last cutover")
         wait_until(lambda: len(self.rows()) >= load.sent, 20, f"all {load.sent} records exported")

@@ -11,8 +11,9 @@
     it is in the file; past DRV_FILE_HOLD_BYTES held the exporter is
     backlogged and the receivers push back. Never a dropped batch, and the
     other branches of the DAG, the receivers and the heartbeats go on. */
-#include "drv_node.h"
+#include "drv_hold.h"
 #include "drv_ndjson.h"
+#include "drv_node.h"
 
 #include "drover/drv_limits.h"
 #include "drover/drv_log.h"
@@ -22,32 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #define DRV_FILE_HOLD_BYTES (8 * 1024 * 1024) // held past this: backlogged
-#define RETRY_FIRST_MS 10
-#define RETRY_MAX_MS 500
-
-//  A batch's bytes not yet written, with the input it came in.
-typedef struct chunk_t chunk_t;
-struct chunk_t {
-    chunk_t *next;
-    int64_t input;
-    size_t records;
-    size_t len, done;
-    bool failed;             // counted as errors already (once per batch)
-    char data[];
-};
 
 typedef struct {
     int fd;
     bool msgpack_format;
     char *path;
-    chunk_t *head, *tail;    // held batches, oldest first
-    size_t held_bytes;
-    int timer_fd;            // fires the next retry while something is held
-    int64_t backoff_ms;
+    drv_hold_t *hold;        // what the file did not take yet (drv_hold.h)
 } file_t;
 
 //  The path with {core}, {generation}, {pipeline} and {group} filled in, as
@@ -160,12 +144,13 @@ static int s_probe_output(const char *path, char *why, size_t whylen)
     return -1;
 }
 
+static ssize_t s_write(void *arg, const char *data, size_t len, const char **why);
+
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
 {
     file_t *self = calloc(1, sizeof *self);
     node->state = self;
     self->fd = -1;
-    self->timer_fd = -1;
     self->path = s_expand_path(json_string_value(json_object_get(config, "path")), drv_node_identity(node));
     if (!self->path) {
         snprintf(err, errlen, "node %s: path longer than %d bytes once filled in", node->id, DRV_LIMIT_PATH);
@@ -188,9 +173,10 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         return -1;
     }
     fcntl(self->fd, F_SETFL, fcntl(self->fd, F_GETFL) | O_NONBLOCK); // opened (a FIFO: its reader is there)
-    self->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (self->timer_fd < 0) {
-        snprintf(err, errlen, "node %s: timerfd_create: %s", node->id, strerror(errno));
+    drv_hold_config_t hold = {.out = s_write, .arg = self, .first_ms = 10, .max_ms = 500, .waits_are_errors = true};
+    self->hold = drv_hold_new(&hold, why, sizeof why);
+    if (!self->hold) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
         return -1;
     }
     return 0;
@@ -203,23 +189,17 @@ static void s_destroy(drv_node_t *node)
         if (self->fd >= 0) {
             close(self->fd);
         }
-        if (self->timer_fd >= 0) {
-            close(self->timer_fd);
-        }
-        while (self->head) { // unsettled: the broker redelivers them to the next generation
-            chunk_t *next = self->head->next;
-            free(self->head);
-            self->head = next;
-        }
+        drv_hold_destroy(&self->hold); // unsettled: the broker redelivers it to the next generation
         free(self->path);
         free(self);
     }
 }
 
-//  Writes what it can of data without blocking; returns the bytes written
-//  (fewer than len: the rest must wait), with the reason in *why.
-static size_t s_write(file_t *self, const char *data, size_t len, const char **why)
+//  Writes what it can of data without blocking (drv_hold_out_fn): a full
+//  FIFO or disk takes less, and the rest is held.
+static ssize_t s_write(void *arg, const char *data, size_t len, const char **why)
 {
+    file_t *self = arg;
     size_t done = 0;
     while (done < len) {
         ssize_t written = write(self->fd, data + done, len - done);
@@ -232,49 +212,7 @@ static size_t s_write(file_t *self, const char *data, size_t len, const char **w
         }
         done += (size_t)written;
     }
-    return done;
-}
-
-static void s_arm(file_t *self, int64_t ms)
-{
-    struct itimerspec when = {.it_value = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L}};
-    timerfd_settime(self->timer_fd, 0, &when, NULL);
-}
-
-//  Writes the held batches, oldest first, as far as the file takes them;
-//  a batch written whole is exported (and, once no older input is held,
-//  settled). What is still held is retried after a backoff.
-static void s_write_held(drv_node_t *node)
-{
-    file_t *self = node->state;
-    while (self->head) {
-        chunk_t *c = self->head;
-        const char *why = "";
-        size_t wrote = s_write(self, c->data + c->done, c->len - c->done, &why);
-        c->done += wrote;
-        self->held_bytes -= wrote;
-        if (c->done < c->len) {
-            if (c->failed) {
-                drv_node_export_warn(node, c->records, why); // still the same batch: counted once
-            } else {
-                drv_node_export_error(node, c->records, why);
-                c->failed = true;
-            }
-            s_arm(self, self->backoff_ms);
-            self->backoff_ms = self->backoff_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : self->backoff_ms * 2;
-            return;
-        }
-        if (c->failed) {
-            drv_info("export recovered node=%s records=%zu", node->id, c->records);
-        }
-        drv_node_count_out(node, c->records);
-        self->head = c->next;
-        if (!self->head) {
-            self->tail = NULL;
-        }
-        free(c);
-    }
-    self->backoff_ms = RETRY_FIRST_MS;
+    return (ssize_t)done;
 }
 
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
@@ -290,64 +228,33 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
             return;
         }
     }
-    //  One append per batch, never interleaved with another batch: written
-    //  at once when nothing is held, else held behind what is.
-    size_t done = 0;
-    const char *why = "";
-    if (!self->head) {
-        done = s_write(self, out->data, out->len, &why);
-        if (done == out->len) {
-            drv_node_count_out(node, n);
-            return;
-        }
-    }
-    chunk_t *c = malloc(sizeof *c + (out->len - done));
-    if (!c) {
-        drv_node_export_error(node, n, "out of memory holding a batch the file did not take");
-        return;
-    }
-    *c = (chunk_t){.input = drv_node_input(node), .records = n, .len = out->len - done};
-    memcpy(c->data, out->data + done, c->len);
-    self->held_bytes += c->len;
-    if (self->tail) {
-        self->tail->next = c; // behind what is held: tried when its turn comes
-        self->tail = c;
-        return;
-    }
-    self->head = self->tail = c;
-    c->failed = true;
-    drv_node_export_error(node, n, why);
-    self->backoff_ms = RETRY_FIRST_MS;
-    s_arm(self, self->backoff_ms);
+    //  One append per batch, never interleaved with another batch.
+    drv_hold_put(self->hold, node, n, out->data, out->len);
 }
 
-//  Held batches keep the timer polled; the instance drains only once they are written.
 static int s_fd(drv_node_t *node)
 {
     file_t *self = node->state;
-    return self && self->head ? self->timer_fd : -1;
+    return self ? drv_hold_fd(self->hold) : -1;
 }
 
 static int s_readable(drv_node_t *node)
 {
     file_t *self = node->state;
-    uint64_t expirations;
-    if (read(self->timer_fd, &expirations, sizeof expirations) > 0) { // the retry is due (not any wake-up)
-        s_write_held(node);
-    }
+    drv_hold_readable(self->hold, node);
     return 0;
 }
 
 static int64_t s_holding(drv_node_t *node)
 {
     file_t *self = node->state;
-    return self && self->head ? self->head->input : -1;
+    return self ? drv_hold_oldest(self->hold) : -1;
 }
 
 static bool s_backlogged(drv_node_t *node)
 {
     file_t *self = node->state;
-    return self && self->held_bytes > DRV_FILE_HOLD_BYTES;
+    return self && drv_hold_bytes(self->hold) > DRV_FILE_HOLD_BYTES;
 }
 
 const drv_node_kind_t drv_exporter_file = {

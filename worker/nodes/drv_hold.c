@@ -1,0 +1,176 @@
+/*  drv_hold — see the header. */
+#include "drv_hold.h"
+
+#include "drover/drv_log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+//  A batch's bytes not yet taken, with the input it came in.
+typedef struct held_t held_t;
+struct held_t {
+    held_t *next;
+    int64_t input;
+    size_t records;
+    size_t len, done;
+    bool counted;            // its records counted as errors already (once per batch)
+    char data[];
+};
+
+struct drv_hold_t {
+    drv_hold_config_t config;
+    held_t *head, *tail;     // oldest first
+    size_t bytes, batches;   // what is held
+    int timer_fd;
+    int64_t backoff_ms;
+};
+
+drv_hold_t *drv_hold_new(const drv_hold_config_t *config, char *err, size_t errlen)
+{
+    drv_hold_t *self = calloc(1, sizeof *self);
+    self->config = *config;
+    self->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (self->timer_fd < 0) {
+        snprintf(err, errlen, "timerfd_create: %s", strerror(errno));
+        free(self);
+        return NULL;
+    }
+    return self;
+}
+
+void drv_hold_destroy(drv_hold_t **self_p)
+{
+    drv_hold_t *self = *self_p;
+    if (!self) {
+        return;
+    }
+    while (self->head) {
+        held_t *next = self->head->next;
+        free(self->head);
+        self->head = next;
+    }
+    close(self->timer_fd);
+    free(self);
+    *self_p = NULL;
+}
+
+static void s_arm(drv_hold_t *self)
+{
+    int64_t ms = self->backoff_ms;
+    struct itimerspec when = {.it_value = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L}};
+    timerfd_settime(self->timer_fd, 0, &when, NULL);
+    self->backoff_ms = ms * 2 > self->config.max_ms ? self->config.max_ms : ms * 2;
+}
+
+//  The head waits: counted once if waiting is an error, retried later.
+static void s_wait(drv_hold_t *self, drv_node_t *node, held_t *h, const char *why)
+{
+    if (self->config.waits_are_errors) {
+        if (h->counted) {
+            drv_node_export_warn(node, h->records, why);
+        } else {
+            drv_node_export_error(node, h->records, why);
+            h->counted = true;
+        }
+    }
+    s_arm(self);
+}
+
+//  Hands the held batches out, oldest first, as far as the output takes them.
+static void s_flush(drv_hold_t *self, drv_node_t *node)
+{
+    while (self->head) {
+        held_t *h = self->head;
+        const char *why = "";
+        ssize_t took = self->config.out(self->config.arg, h->data + h->done, h->len - h->done, &why);
+        if (took < 0) {
+            drv_node_export_error(node, h->counted ? 0 : h->records, why); // never to be taken: dropped
+        } else {
+            h->done += (size_t)took;
+            self->bytes -= (size_t)took;
+            if (h->done < h->len) {
+                s_wait(self, node, h, why);
+                return;
+            }
+            if (h->counted) {
+                drv_info("export recovered node=%s records=%zu", node->id, h->records);
+            }
+            drv_node_count_out(node, h->records);
+        }
+        self->bytes -= h->len - h->done;
+        self->head = h->next;
+        if (!self->head) {
+            self->tail = NULL;
+        }
+        self->batches--;
+        free(h);
+    }
+    self->backoff_ms = self->config.first_ms;
+}
+
+void drv_hold_put(drv_hold_t *self, drv_node_t *node, size_t n, const char *data, size_t len)
+{
+    size_t done = 0;
+    const char *why = "";
+    if (!self->head) {
+        ssize_t took = self->config.out(self->config.arg, data, len, &why);
+        if (took < 0) {
+            drv_node_export_error(node, n, why);
+            return;
+        }
+        if ((size_t)took == len) {
+            drv_node_count_out(node, n);
+            return;
+        }
+        done = (size_t)took;
+    }
+    held_t *h = malloc(sizeof *h + (len - done));
+    if (!h) {
+        drv_node_export_error(node, n, "out of memory holding a batch its output did not take");
+        return;
+    }
+    *h = (held_t){.input = drv_node_input(node), .records = n, .len = len - done};
+    memcpy(h->data, data + done, h->len);
+    self->bytes += h->len;
+    self->batches++;
+    if (self->tail) {
+        self->tail->next = h; // behind what is held: tried when its turn comes
+        self->tail = h;
+        return;
+    }
+    self->head = self->tail = h;
+    self->backoff_ms = self->config.first_ms;
+    s_wait(self, node, h, why);
+}
+
+int drv_hold_fd(const drv_hold_t *self)
+{
+    return self && self->head ? self->timer_fd : -1;
+}
+
+void drv_hold_readable(drv_hold_t *self, drv_node_t *node)
+{
+    uint64_t expirations;
+    if (read(self->timer_fd, &expirations, sizeof expirations) > 0) { // the retry is due (not any wake-up)
+        s_flush(self, node);
+    }
+}
+
+int64_t drv_hold_oldest(const drv_hold_t *self)
+{
+    return self && self->head ? self->head->input : -1;
+}
+
+size_t drv_hold_bytes(const drv_hold_t *self)
+{
+    return self ? self->bytes : 0;
+}
+
+size_t drv_hold_batches(const drv_hold_t *self)
+{
+    return self ? self->batches : 0;
+}
