@@ -367,12 +367,14 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
             wait = s_min_wait(wait, drv_config_watch_tick(&engine, watch));
         }
         wait = s_min_wait(wait, drv_probe_runs_tick(&engine));
-        zsock_t *http = drv_admin_http_socket(&engine);
+        int64_t http_wait = drv_admin_http_timeout_ms(&engine);
+        wait = s_min_wait(wait, http_wait);
+        int64_t http_due = http_wait >= 0 ? drv_time_mono_ms() + http_wait : -1;
         zmq_pollitem_t items[5 + DRV_PROBE_MAX] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
                                                    {NULL, signal_fd, ZMQ_POLLIN, 0},
                                                    {zsock_resolve(engine.admin), 0, ZMQ_POLLIN, 0},
                                                    {NULL, watch ? drv_config_watch_fd(watch) : -1, ZMQ_POLLIN, 0},
-                                                   {http ? zsock_resolve(http) : NULL, -1, ZMQ_POLLIN, 0}};
+                                                   {NULL, drv_admin_http_fd(&engine), ZMQ_POLLIN, 0}};
         int probes = drv_probe_runs_poll_items(&engine, items + 5);
         int ready = zmq_poll(items, 5 + probes, wait < 0 ? -1 : (long)wait);
         if (ready < 0 && zmq_errno() != EINTR) {
@@ -398,8 +400,8 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         if (ready > 0 && watch && (items[3].revents & ZMQ_POLLIN)) {
             drv_config_watch_on_readable(watch);
         }
-        if (ready > 0 && http && (items[4].revents & ZMQ_POLLIN)) {
-            drv_admin_http_on_readable(&engine);
+        if ((ready > 0 && (items[4].revents & ZMQ_POLLIN)) || (http_due >= 0 && drv_time_mono_ms() >= http_due)) {
+            drv_admin_http_run(&engine);
         }
         if (ready > 0 && probes > 0) {
             drv_probe_runs_on_readable(&engine, items + 5, probes);

@@ -44,17 +44,16 @@ static void s_headers(struct MHD_Response *resp, const drv_admin_response_t *r)
     }
 }
 
-enum MHD_Result drv_admin_http_answer(struct MHD_Connection *connection, drv_admin_response_t *r)
+void drv_admin_http_answer(drv_httpd_req_t *req, drv_admin_response_t *r)
 {
     if (r->stream) {
-        struct MHD_Response *resp = drv_admin_http_stream_response(r->stream, connection);
-        if (!resp) {
-            return MHD_NO;
+        drv_httpd_streaming(req);
+        struct MHD_Response *resp = drv_admin_http_stream_response(r->stream, req);
+        if (resp) {
+            s_headers(resp, r);
         }
-        s_headers(resp, r);
-        enum MHD_Result rc = MHD_queue_response(connection, (unsigned int)r->status, resp);
-        MHD_destroy_response(resp);
-        return rc;
+        drv_httpd_answer(req, (unsigned int)r->status, resp); // NULL: no memory, the connection closes
+        return;
     }
     char *text = NULL;
     size_t len;
@@ -65,33 +64,35 @@ enum MHD_Result drv_admin_http_answer(struct MHD_Connection *connection, drv_adm
             r->status = 500;
             text = strdup("{\"error\":{\"kind\":\"internal\",\"message\":\"cannot serialise the answer\"}}");
         }
-        len = strlen(text);
-        char *grown = realloc(text, len + 2);
+        len = text ? strlen(text) : 0;
+        char *grown = text ? realloc(text, len + 2) : NULL;
         if (!grown) {
             free(text);
-            return MHD_NO;
+            drv_httpd_answer(req, (unsigned int)r->status, NULL);
+            return;
         }
         text = grown;
         text[len++] = '\n';
         text[len] = 0;
     } else {
         text = strdup(r->text ? r->text : "");
-        len = strlen(text);
+        len = text ? strlen(text) : 0;
     }
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    s_headers(resp, r);
-    enum MHD_Result rc = MHD_queue_response(connection, (unsigned int)r->status, resp);
-    MHD_destroy_response(resp);
-    return rc;
+    struct MHD_Response *resp = text ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE) : NULL;
+    if (resp) {
+        s_headers(resp, r);
+    } else {
+        free(text);
+    }
+    drv_httpd_answer(req, (unsigned int)r->status, resp);
 }
 
-enum MHD_Result drv_admin_http_refuse(struct MHD_Connection *connection, int status, const char *kind,
-                                const char *message, int retry_after_secs)
+void drv_admin_http_refuse(drv_httpd_req_t *req, int status, const char *kind, const char *message,
+                           int retry_after_secs)
 {
     drv_admin_response_t response = {0};
     drv_admin_error(&response, status, kind, "%s", message);
     response.retry_after_secs = retry_after_secs;
-    enum MHD_Result rc = drv_admin_http_answer(connection, &response);
+    drv_admin_http_answer(req, &response);
     drv_admin_response_clear(&response);
-    return rc;
 }

@@ -155,7 +155,7 @@ struct drv_engine_t {
     zsock_t *admin;           // ROUTER for ops tools (msgpack envelope)
     zsock_t *events;          // PUB: topic frame + msgpack map
     zactor_t *auth;           // zauth, when the admin endpoint uses CURVE
-    struct drv_admin_http_t *http; // libmicrohttpd, driven from this loop
+    struct drv_admin_http_t *http; // the admin HTTP server, driven from this loop
     char *http_token;         // bearer token for PUT/POST/DELETE, or NULL
     int64_t started_at;       // wall ms
     int64_t rollout_counts[4][3]; // [create noop resize replace][succeeded failed rollback_failed]

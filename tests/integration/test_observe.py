@@ -6,6 +6,7 @@ topic prefixes, a slow client that cannot slow the engine)."""
 import os
 import re
 import signal
+import threading
 import unittest
 
 import msgpack
@@ -159,6 +160,51 @@ class Events(EngineTest):
 def metric_plain(text, name):
     m = re.search(r"^%s (\S+)$" % name, text, re.M)
     return int(float(m.group(1))) if m else None
+
+
+class OneLoop(EngineTest):
+    """droverd is one loop: its admin HTTP (requests, waiting rollouts, event
+    streams) runs on the loop's own thread. Every other thread it has is
+    libzmq's (named ZMQbg/...)."""
+
+    def threads(self):
+        names = {}
+        for tid in os.listdir(f"/proc/{self.engine.pid}/task"):
+            try:
+                with open(f"/proc/{self.engine.pid}/task/{tid}/comm") as f:
+                    names[int(tid)] = f.read().strip()
+            except FileNotFoundError:
+                pass  # a thread that just ended
+        return names
+
+    def assert_one_loop(self, when):
+        names = self.threads()
+        others = {tid: name for tid, name in names.items()
+                  if tid != self.engine.pid and not name.startswith("ZMQbg/")}
+        self.assertEqual(others, {}, f"{when}: threads besides the loop and libzmq's: {names}")
+        self.assertIn(self.engine.pid, names)
+
+    def test_admin_http_streams_and_waits_run_on_the_loop_thread(self):
+        self.start_admin_engine()
+        self.assert_one_loop("idle")
+        events = SSE(self.http_port, "/api/v1/events")
+        self.addCleanup(events.close)
+        self.assertEqual(events.status()[0], 200)
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:generator", "config": {"rate": 0, "count": 10}, "to": ["out"]},
+            "out": {"type": "exporter:null"}}}}
+        done = []
+        waiter = threading.Thread(target=lambda: done.append(self.admin.http(
+            "PUT", "/api/v1/groups/default/pipelines/p?wait=true", body=spec, timeout=20)[0]))
+        waiter.start()
+        # While the rollout waits and the stream is open, probes keep being answered.
+        for _ in range(20):
+            self.assertEqual(self.admin.http("GET", "/livez")[0], 200)
+            self.assert_one_loop("serving")
+        waiter.join(30)
+        self.assertEqual(done, [200])
+        self.assertIsNotNone(events.events(1, topic="rollout."))
+        self.assert_one_loop("after a rollout")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-/*  drv_http_server — an HTTP receiver's server inside one instance
-    (libmicrohttpd, polled by the worker's loop through one epoll
+/*  drv_http_server — an HTTP receiver's server inside one instance: the
+    receivers' rules on the loop-driven server droverd's admin uses too
+    (common/drv_httpd, polled by the worker's loop through one epoll
     descriptor). It serves the listening socket droverd bound and every
     instance shares: each instance accepts on its own core.
 
@@ -79,10 +80,6 @@ void drv_http_server_run(drv_http_server_t *self);
 void drv_http_server_settled(drv_http_server_t *self, int64_t upto);
 //  Stops accepting; see above.
 void drv_http_server_drain(drv_http_server_t *self);
-
-//  The request's Content-Length, or -1 when absent or not a number.
-struct MHD_Connection;
-int64_t drv_http_content_length(struct MHD_Connection *connection);
 
 //  Formats the {"error": {kind, message}} body of a refusal into reply.
 void drv_http_reply_error(drv_http_reply_t *reply, int status, const char *kind, const char *fmt, ...)

@@ -1,12 +1,12 @@
 /*  drv_http_upload — see the header. */
-#include "drv_http_upload.h"
+#include "drover/drv_http_upload.h"
 
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define FIRST_BYTES 16384
-#define TRIM_AFTER_BYTES (1024 * 1024) // a body this large gives memory back once no body is held
+#define TRIM_AFTER_BYTES (256 * 1024) // a body this large gives memory back once no body is held
 
 void drv_http_upload_release(drv_http_upload_t *upload, drv_conn_policy_t *policy)
 {
