@@ -123,6 +123,11 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
     char err[300];
     int rc = json ? drv_otlp_json_parse(signal, request->body, request->size, &otlp, err, sizeof err)
                   : drv_otlp_unpack(signal, request->body, request->size, &otlp, err, sizeof err);
+    if (rc == DRV_OTLP_NO_MEMORY) {
+        s_error(request->media_type, 503, "unavailable", "out of memory; retry", reply);
+        reply->retry_after_secs = 1;
+        return;
+    }
     if (rc != 0) {
         drv_node_count_refused(node);
         char message[400];

@@ -50,9 +50,13 @@ typedef struct {
     };
 } drv_otlp_request_t;
 
+//  What a decode returns when memory ran out: the request is not at fault
+//  and is refused with "retry" (503), never half-taken.
+#define DRV_OTLP_NO_MEMORY (-2)
+
 //  Unpacks protobuf bytes, checked first by drv_pbcheck (nesting and what
-//  the decode allocates are bounded). Returns 0, or -1 with the reason in
-//  err when they are not a request.
+//  the decode allocates are bounded). Returns 0, -1 with the reason in err
+//  when they are not a request, or DRV_OTLP_NO_MEMORY.
 int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv_otlp_request_t *out, char *err,
                     size_t errlen);
 void drv_otlp_request_free(drv_otlp_request_t *request);

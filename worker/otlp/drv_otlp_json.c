@@ -1,6 +1,9 @@
 /*  drv_otlp_json — see drv_otlp_json.h. Every struct is malloc'd and
     initialised as protobuf-c would, so protobuf_c_message_free_unpacked
-    frees a request built here, whole or half-built, like an unpacked one. */
+    frees a request built here, whole or half-built, like an unpacked one.
+    Out of memory is a failure like any other (drv_otlp_json_alloc): what
+    was built so far stays consistent (no NULL in a repeated field) and is
+    freed, and the request is refused with "retry". */
 #include "drv_otlp_json.h"
 #include "drv_otlp_json_internal.h"
 
@@ -29,7 +32,10 @@ static otlp_any_t *s_any(ctx_t *c, const json_t *v, const char *field, int depth
         drv_otlp_json_fail(c, field, "nested deeper than %d levels", MAX_DEPTH);
         return NULL;
     }
-    otlp_any_t *any = malloc(sizeof *any);
+    otlp_any_t *any = drv_otlp_json_alloc(c, sizeof *any);
+    if (!any) {
+        return NULL;
+    }
     opentelemetry__proto__common__v1__any_value__init(any);
     size_t at = drv_otlp_json_enter(c, field, -1);
     json_t *x;
@@ -55,7 +61,11 @@ static otlp_any_t *s_any(ctx_t *c, const json_t *v, const char *field, int depth
         any->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE;
         any->bytes_value = drv_otlp_json_base64(c, x, "bytesValue");
     } else if ((x = drv_otlp_json_get(v, "arrayValue"))) {
-        otlp_array_t *array = malloc(sizeof *array);
+        otlp_array_t *array = drv_otlp_json_alloc(c, sizeof *array);
+        if (!array) {
+            drv_otlp_json_leave(c, at);
+            return any;
+        }
         opentelemetry__proto__common__v1__array_value__init(array);
         any->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE;
         any->array_value = array;
@@ -63,20 +73,28 @@ static otlp_any_t *s_any(ctx_t *c, const json_t *v, const char *field, int depth
         if (values && !json_is_array(values)) {
             drv_otlp_json_fail(c, "arrayValue.values", "must be a list");
         } else if (values) {
-            array->values = calloc(json_array_size(values) + 1, sizeof *array->values);
-            for (size_t i = 0; i < json_array_size(values) && !c->failed; i++) {
+            array->values = drv_otlp_json_alloc(c, (json_array_size(values) + 1) * sizeof *array->values);
+            for (size_t i = 0; array->values && i < json_array_size(values) && !c->failed; i++) {
                 size_t in = drv_otlp_json_enter(c, "arrayValue.values", (long)i);
                 otlp_any_t *item = s_any(c, json_array_get(values, i), "", depth + 1);
                 drv_otlp_json_leave(c, in);
-                if (!item) {
-                    item = malloc(sizeof *item);
-                    opentelemetry__proto__common__v1__any_value__init(item);
+                if (!item && !c->failed) {
+                    item = drv_otlp_json_alloc(c, sizeof *item); // null: an empty AnyValue in its place
+                    if (item) {
+                        opentelemetry__proto__common__v1__any_value__init(item);
+                    }
                 }
-                array->values[array->n_values++] = item;
+                if (item) {
+                    array->values[array->n_values++] = item;
+                }
             }
         }
     } else if ((x = drv_otlp_json_get(v, "kvlistValue"))) {
-        otlp_kvlist_t *list = malloc(sizeof *list);
+        otlp_kvlist_t *list = drv_otlp_json_alloc(c, sizeof *list);
+        if (!list) {
+            drv_otlp_json_leave(c, at);
+            return any;
+        }
         opentelemetry__proto__common__v1__key_value_list__init(list);
         any->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE;
         any->kvlist_value = list;
@@ -99,11 +117,14 @@ static otlp_kv_t **s_attributes(ctx_t *c, const json_t *obj, const char *field, 
         drv_otlp_json_fail(c, field, "must be a list of {key, value}");
         return NULL;
     }
-    otlp_kv_t **kv = calloc(json_array_size(list) + 1, sizeof *kv);
-    for (size_t i = 0; i < json_array_size(list) && !c->failed; i++) {
+    otlp_kv_t **kv = drv_otlp_json_alloc(c, (json_array_size(list) + 1) * sizeof *kv);
+    for (size_t i = 0; kv && i < json_array_size(list) && !c->failed; i++) {
         json_t *item = json_array_get(list, i);
+        otlp_kv_t *one = drv_otlp_json_alloc(c, sizeof *one);
+        if (!one) {
+            break;
+        }
         size_t at = drv_otlp_json_enter(c, field, (long)i);
-        otlp_kv_t *one = malloc(sizeof *one);
         opentelemetry__proto__common__v1__key_value__init(one);
         kv[(*n)++] = one;
         if (!json_is_object(item) || !json_is_string(json_object_get(item, "key"))) {
@@ -131,14 +152,14 @@ static void **s_list(ctx_t *c, const json_t *obj, const char *field, size_t *n, 
         drv_otlp_json_fail(c, field, "must be a list");
         return NULL;
     }
-    void **items = calloc(json_array_size(list) + 1, sizeof *items);
-    for (size_t i = 0; i < json_array_size(list) && !c->failed; i++) {
+    void **items = drv_otlp_json_alloc(c, (json_array_size(list) + 1) * sizeof *items);
+    for (size_t i = 0; items && i < json_array_size(list) && !c->failed; i++) {
         size_t at = drv_otlp_json_enter(c, field, (long)i);
         json_t *item = json_array_get(list, i);
         if (!json_is_object(item)) {
             drv_otlp_json_fail(c, "", "must be an object");
-        } else {
-            items[(*n)++] = make(c, item);
+        } else if ((items[*n] = make(c, item))) {
+            (*n)++; // NULL: out of memory, already failed
         }
         drv_otlp_json_leave(c, at);
     }
@@ -151,7 +172,10 @@ static otlp_resource_t *s_resource(ctx_t *c, const json_t *obj)
     if (!json_is_object(v)) {
         return NULL;
     }
-    otlp_resource_t *r = malloc(sizeof *r);
+    otlp_resource_t *r = drv_otlp_json_alloc(c, sizeof *r);
+    if (!r) {
+        return NULL;
+    }
     opentelemetry__proto__resource__v1__resource__init(r);
     size_t at = drv_otlp_json_enter(c, "resource", -1);
     r->attributes = s_attributes(c, v, "attributes", &r->n_attributes, 0);
@@ -166,7 +190,10 @@ static otlp_scope_t *s_scope(ctx_t *c, const json_t *obj)
     if (!json_is_object(v)) {
         return NULL;
     }
-    otlp_scope_t *scope = malloc(sizeof *scope);
+    otlp_scope_t *scope = drv_otlp_json_alloc(c, sizeof *scope);
+    if (!scope) {
+        return NULL;
+    }
     opentelemetry__proto__common__v1__instrumentation_scope__init(scope);
     size_t at = drv_otlp_json_enter(c, "scope", -1);
     scope->name = drv_otlp_json_string(c, v, "name");
@@ -190,7 +217,10 @@ static const char *const s_severities[] = {
 
 static void *s_log(ctx_t *c, const json_t *v)
 {
-    otlp_log_t *log = malloc(sizeof *log);
+    otlp_log_t *log = drv_otlp_json_alloc(c, sizeof *log);
+    if (!log) {
+        return NULL;
+    }
     opentelemetry__proto__logs__v1__log_record__init(log);
     log->time_unix_nano = drv_otlp_json_uint(c, v, "timeUnixNano", UINT64_MAX);
     log->observed_time_unix_nano = drv_otlp_json_uint(c, v, "observedTimeUnixNano", UINT64_MAX);
@@ -208,7 +238,10 @@ static void *s_log(ctx_t *c, const json_t *v)
 
 static void *s_scope_logs(ctx_t *c, const json_t *v)
 {
-    otlp_scope_logs_t *sl = malloc(sizeof *sl);
+    otlp_scope_logs_t *sl = drv_otlp_json_alloc(c, sizeof *sl);
+    if (!sl) {
+        return NULL;
+    }
     opentelemetry__proto__logs__v1__scope_logs__init(sl);
     sl->scope = s_scope(c, v);
     sl->log_records = (otlp_log_t **)s_list(c, v, "logRecords", &sl->n_log_records, s_log);
@@ -218,7 +251,10 @@ static void *s_scope_logs(ctx_t *c, const json_t *v)
 
 static void *s_resource_logs(ctx_t *c, const json_t *v)
 {
-    otlp_resource_logs_t *rl = malloc(sizeof *rl);
+    otlp_resource_logs_t *rl = drv_otlp_json_alloc(c, sizeof *rl);
+    if (!rl) {
+        return NULL;
+    }
     opentelemetry__proto__logs__v1__resource_logs__init(rl);
     rl->resource = s_resource(c, v);
     rl->scope_logs = (otlp_scope_logs_t **)s_list(c, v, "scopeLogs", &rl->n_scope_logs, s_scope_logs);
@@ -234,7 +270,10 @@ static const char *const s_codes[] = {"STATUS_CODE_UNSET", "STATUS_CODE_OK", "ST
 
 static void *s_event(ctx_t *c, const json_t *v)
 {
-    otlp_event_t *e = malloc(sizeof *e);
+    otlp_event_t *e = drv_otlp_json_alloc(c, sizeof *e);
+    if (!e) {
+        return NULL;
+    }
     opentelemetry__proto__trace__v1__span__event__init(e);
     e->time_unix_nano = drv_otlp_json_uint(c, v, "timeUnixNano", UINT64_MAX);
     e->name = drv_otlp_json_string(c, v, "name");
@@ -245,7 +284,10 @@ static void *s_event(ctx_t *c, const json_t *v)
 
 static void *s_link(ctx_t *c, const json_t *v)
 {
-    otlp_link_t *l = malloc(sizeof *l);
+    otlp_link_t *l = drv_otlp_json_alloc(c, sizeof *l);
+    if (!l) {
+        return NULL;
+    }
     opentelemetry__proto__trace__v1__span__link__init(l);
     l->trace_id = drv_otlp_json_hex_id(c, v, "traceId");
     l->span_id = drv_otlp_json_hex_id(c, v, "spanId");
@@ -258,7 +300,10 @@ static void *s_link(ctx_t *c, const json_t *v)
 
 static void *s_span(ctx_t *c, const json_t *v)
 {
-    otlp_span_t *span = malloc(sizeof *span);
+    otlp_span_t *span = drv_otlp_json_alloc(c, sizeof *span);
+    if (!span) {
+        return NULL;
+    }
     opentelemetry__proto__trace__v1__span__init(span);
     span->trace_id = drv_otlp_json_hex_id(c, v, "traceId");
     span->span_id = drv_otlp_json_hex_id(c, v, "spanId");
@@ -277,7 +322,10 @@ static void *s_span(ctx_t *c, const json_t *v)
     span->dropped_links_count = (uint32_t)drv_otlp_json_uint(c, v, "droppedLinksCount", UINT32_MAX);
     json_t *status = drv_otlp_json_get(v, "status");
     if (json_is_object(status)) {
-        span->status = malloc(sizeof *span->status);
+        span->status = drv_otlp_json_alloc(c, sizeof *span->status);
+        if (!span->status) {
+            return span;
+        }
         opentelemetry__proto__trace__v1__status__init(span->status);
         size_t at = drv_otlp_json_enter(c, "status", -1);
         span->status->message = drv_otlp_json_string(c, status, "message");
@@ -289,7 +337,10 @@ static void *s_span(ctx_t *c, const json_t *v)
 
 static void *s_scope_spans(ctx_t *c, const json_t *v)
 {
-    otlp_scope_spans_t *ss = malloc(sizeof *ss);
+    otlp_scope_spans_t *ss = drv_otlp_json_alloc(c, sizeof *ss);
+    if (!ss) {
+        return NULL;
+    }
     opentelemetry__proto__trace__v1__scope_spans__init(ss);
     ss->scope = s_scope(c, v);
     ss->spans = (otlp_span_t **)s_list(c, v, "spans", &ss->n_spans, s_span);
@@ -299,7 +350,10 @@ static void *s_scope_spans(ctx_t *c, const json_t *v)
 
 static void *s_resource_spans(ctx_t *c, const json_t *v)
 {
-    otlp_resource_spans_t *rs = malloc(sizeof *rs);
+    otlp_resource_spans_t *rs = drv_otlp_json_alloc(c, sizeof *rs);
+    if (!rs) {
+        return NULL;
+    }
     opentelemetry__proto__trace__v1__resource_spans__init(rs);
     rs->resource = s_resource(c, v);
     rs->scope_spans = (otlp_scope_spans_t **)s_list(c, v, "scopeSpans", &rs->n_scope_spans, s_scope_spans);
@@ -327,12 +381,20 @@ int drv_otlp_json_parse(drv_otlp_signal_t signal, const char *text, size_t size,
     }
     ctx_t c = {.err = err, .errlen = errlen};
     if (signal == DRV_OTLP_LOGS) {
-        otlp_logs_request_t *req = malloc(sizeof *req);
+        otlp_logs_request_t *req = drv_otlp_json_alloc(&c, sizeof *req);
+        if (!req) {
+            json_decref(doc);
+            return DRV_OTLP_NO_MEMORY;
+        }
         opentelemetry__proto__collector__logs__v1__export_logs_service_request__init(req);
         out->logs = req;
         req->resource_logs = (otlp_resource_logs_t **)s_list(&c, doc, "resourceLogs", &req->n_resource_logs, s_resource_logs);
     } else {
-        otlp_traces_request_t *req = malloc(sizeof *req);
+        otlp_traces_request_t *req = drv_otlp_json_alloc(&c, sizeof *req);
+        if (!req) {
+            json_decref(doc);
+            return DRV_OTLP_NO_MEMORY;
+        }
         opentelemetry__proto__collector__trace__v1__export_trace_service_request__init(req);
         out->traces = req;
         req->resource_spans =
@@ -341,7 +403,7 @@ int drv_otlp_json_parse(drv_otlp_signal_t signal, const char *text, size_t size,
     json_decref(doc);
     if (c.failed) {
         drv_otlp_request_free(out);
-        return -1;
+        return c.out_of_memory ? DRV_OTLP_NO_MEMORY : -1;
     }
     return 0;
 }

@@ -12,8 +12,8 @@
 
 #include <stddef.h>
 
-//  Builds out from JSON text. Returns 0, or -1 with the path of the first
-//  bad field and what is wrong in err (out is then empty).
+//  Builds out from JSON text. Returns 0, -1 with the path of the first bad
+//  field and what is wrong in err, or DRV_OTLP_NO_MEMORY (out is then empty).
 int drv_otlp_json_parse(drv_otlp_signal_t signal, const char *text, size_t size, drv_otlp_request_t *out, char *err,
                         size_t errlen);
 

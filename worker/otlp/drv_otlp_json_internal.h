@@ -15,10 +15,13 @@ typedef struct {
     char *err;
     size_t errlen;
     bool failed;
+    bool out_of_memory;     // the failure is ours, not the request's: refused with "retry"
 } ctx_t;
 
 //  The first failure wins: "path.field: what".
 void drv_otlp_json_fail(ctx_t *c, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+//  size bytes, zeroed; NULL (and the parse failed, out of memory) when none.
+void *drv_otlp_json_alloc(ctx_t *c, size_t size);
 //  Enters field (or field[index], index >= 0) for error paths; returns the
 //  length drv_otlp_json_leave restores.
 size_t drv_otlp_json_enter(ctx_t *c, const char *field, long index);

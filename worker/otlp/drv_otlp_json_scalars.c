@@ -23,6 +23,16 @@ void drv_otlp_json_fail(ctx_t *c, const char *field, const char *fmt, ...)
     snprintf(c->err, c->errlen, "%s%s%s: %s", c->path, c->path[0] && field[0] ? "." : "", field, what);
 }
 
+void *drv_otlp_json_alloc(ctx_t *c, size_t size)
+{
+    void *p = calloc(1, size ? size : 1);
+    if (!p && !c->failed) {
+        drv_otlp_json_fail(c, "", "out of memory");
+        c->out_of_memory = true;
+    }
+    return p;
+}
+
 size_t drv_otlp_json_enter(ctx_t *c, const char *field, long index)
 {
     size_t at = strlen(c->path);
@@ -69,7 +79,13 @@ char *drv_otlp_json_string(ctx_t *c, const json_t *obj, const char *field)
         drv_otlp_json_fail(c, field, "must be a string");
         return (char *)protobuf_c_empty_string;
     }
-    return strdup(json_string_value(v));
+    char *copy = strdup(json_string_value(v));
+    if (!copy) {
+        drv_otlp_json_fail(c, field, "out of memory");
+        c->out_of_memory = true;
+        return (char *)protobuf_c_empty_string;
+    }
+    return copy;
 }
 
 uint64_t drv_otlp_json_uint(ctx_t *c, const json_t *obj, const char *field, uint64_t max)
@@ -149,7 +165,10 @@ ProtobufCBinaryData drv_otlp_json_hex_id(ctx_t *c, const json_t *obj, const char
         drv_otlp_json_fail(c, field, "must be an id in hex (an even number of digits, at most 128)");
         return out;
     }
-    out.data = len ? malloc(len / 2) : NULL;
+    out.data = len ? drv_otlp_json_alloc(c, len / 2) : NULL;
+    if (len && !out.data) {
+        return out;
+    }
     for (size_t i = 0; i < len; i += 2) {
         int hi = s_hexval((unsigned char)s[i]), lo = s_hexval((unsigned char)s[i + 1]);
         if (hi < 0 || lo < 0) {
@@ -192,7 +211,10 @@ ProtobufCBinaryData drv_otlp_json_base64(ctx_t *c, const json_t *v, const char *
         drv_otlp_json_fail(c, field, "must be base64");
         return out;
     }
-    out.data = malloc(len * 3 / 4 + 1);
+    out.data = drv_otlp_json_alloc(c, len * 3 / 4 + 1);
+    if (!out.data) {
+        return out;
+    }
     uint32_t acc = 0;
     int bits = 0;
     for (size_t i = 0; i < len; i++) {

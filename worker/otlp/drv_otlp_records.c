@@ -370,6 +370,23 @@ int drv_otlp_to_records(const drv_otlp_request_t *request, msgpack_sbuffer *out,
 
 //  ---------------------------------------------------------------- protobuf
 
+//  protobuf-c's allocation, telling a decode that failed for want of memory
+//  from one that failed on the bytes. Freed with the default allocator (the same free).
+static void *s_alloc(void *data, size_t size)
+{
+    void *p = malloc(size);
+    if (!p) {
+        *(bool *)data = true;
+    }
+    return p;
+}
+
+static void s_free(void *data, void *p)
+{
+    (void)data;
+    free(p);
+}
+
 int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv_otlp_request_t *out, char *err,
                     size_t errlen)
 {
@@ -383,10 +400,12 @@ int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv
         snprintf(err, errlen, "malformed protobuf: %s", why);
         return -1;
     }
-    out->message = protobuf_c_message_unpack(desc, NULL, size, data);
+    bool short_of_memory = false;
+    ProtobufCAllocator allocator = {.alloc = s_alloc, .free = s_free, .allocator_data = &short_of_memory};
+    out->message = protobuf_c_message_unpack(desc, &allocator, size, data);
     if (!out->message) {
-        snprintf(err, errlen, "malformed protobuf");
-        return -1;
+        snprintf(err, errlen, short_of_memory ? "out of memory" : "malformed protobuf");
+        return short_of_memory ? DRV_OTLP_NO_MEMORY : -1;
     }
     return 0;
 }
