@@ -29,6 +29,7 @@
 #include "drv_sse.h"
 #include "drv_taps.h"
 #include "drv_admin_zmq.h"
+#include "drv_admin_zap.h"
 #include "drv_admin_http.h"
 
 #include "drover/drv_log.h"
@@ -370,13 +371,15 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         int64_t http_wait = drv_admin_http_timeout_ms(&engine);
         wait = s_min_wait(wait, http_wait);
         int64_t http_due = http_wait >= 0 ? drv_time_mono_ms() + http_wait : -1;
-        zmq_pollitem_t items[5 + DRV_PROBE_MAX] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
+        zsock_t *zap = drv_admin_zap_socket(engine.zap);
+        zmq_pollitem_t items[6 + DRV_PROBE_MAX] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
                                                    {NULL, signal_fd, ZMQ_POLLIN, 0},
                                                    {zsock_resolve(engine.admin), 0, ZMQ_POLLIN, 0},
                                                    {NULL, watch ? drv_config_watch_fd(watch) : -1, ZMQ_POLLIN, 0},
-                                                   {NULL, drv_admin_http_fd(&engine), ZMQ_POLLIN, 0}};
-        int probes = drv_probe_runs_poll_items(&engine, items + 5);
-        int ready = zmq_poll(items, 5 + probes, wait < 0 ? -1 : (long)wait);
+                                                   {NULL, drv_admin_http_fd(&engine), ZMQ_POLLIN, 0},
+                                                   {zap ? zsock_resolve(zap) : NULL, -1, ZMQ_POLLIN, 0}};
+        int probes = drv_probe_runs_poll_items(&engine, items + 6);
+        int ready = zmq_poll(items, 6 + probes, wait < 0 ? -1 : (long)wait);
         if (ready < 0 && zmq_errno() != EINTR) {
             drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
             rc = DRV_EXIT_SYSTEM;
@@ -403,8 +406,11 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         if ((ready > 0 && (items[4].revents & ZMQ_POLLIN)) || (http_due >= 0 && drv_time_mono_ms() >= http_due)) {
             drv_admin_http_run(&engine);
         }
+        if (ready > 0 && zap && (items[5].revents & ZMQ_POLLIN)) {
+            drv_admin_zap_on_readable(engine.zap);
+        }
         if (ready > 0 && probes > 0) {
-            drv_probe_runs_on_readable(&engine, items + 5, probes);
+            drv_probe_runs_on_readable(&engine, items + 6, probes);
         }
     }
     drv_probe_runs_stop(&engine);

@@ -5,6 +5,7 @@
     goes back with whatever envelope came in. Bad frames get 400 and the socket
     keeps serving. */
 #include "drv_admin_zmq.h"
+#include "drv_admin_zap.h"
 #include "drv_admin.h"
 #include "drv_admin_request.h"
 
@@ -136,9 +137,11 @@ int drv_admin_zmq_start(drv_engine_t *engine, char *err, size_t errlen)
                      config->curve_server_secret_file);
             return -1;
         }
-        engine->auth = zactor_new(zauth, NULL);
-        zstr_sendx(engine->auth, "CURVE", config->curve_clients_dir, NULL);
-        zsock_wait(engine->auth);
+        engine->zap = drv_admin_zap_new(config->curve_clients_dir, err, errlen);
+        if (!engine->zap) {
+            zcert_destroy(&server_cert);
+            return -1;
+        }
     }
     engine->admin = zsock_new(ZMQ_ROUTER);
     zsock_set_maxmsgsize(engine->admin, MAX_FRAME);
@@ -172,5 +175,5 @@ void drv_admin_zmq_stop(drv_engine_t *engine)
 {
     zsock_destroy(&engine->admin);
     zsock_destroy(&engine->events);
-    zactor_destroy(&engine->auth);
+    drv_admin_zap_destroy(&engine->zap);
 }

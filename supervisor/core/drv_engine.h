@@ -154,7 +154,7 @@ struct drv_engine_t {
     //  admin plane
     zsock_t *admin;           // ROUTER for ops tools (msgpack envelope)
     zsock_t *events;          // PUB: topic frame + msgpack map
-    zactor_t *auth;           // zauth, when the admin endpoint uses CURVE
+    struct drv_admin_zap_t *zap; // CURVE authentication, answered on this loop (admin/drv_admin_zap.c)
     struct drv_admin_http_t *http; // the admin HTTP server, driven from this loop
     char *http_token;         // bearer token for PUT/POST/DELETE, or NULL
     int64_t started_at;       // wall ms

@@ -91,6 +91,19 @@ def children_of(pid):
     return out
 
 
+def foreign_threads(pid):
+    """droverd's threads other than its loop (tid == pid) and libzmq's own
+    (named ZMQbg/...): {tid: name}. droverd is one loop, so this is {}."""
+    names = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                names[int(tid)] = f.read().strip()
+        except FileNotFoundError:
+            pass  # a thread that just ended
+    return {tid: name for tid, name in names.items() if tid != pid and not name.startswith("ZMQbg/")}
+
+
 def cmdline(pid):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:

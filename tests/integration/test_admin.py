@@ -5,6 +5,7 @@ readiness probe loop, the events stream, and droverctl in both formats."""
 import copy
 import json
 import os
+import shutil
 import random
 import signal
 import socket
@@ -15,7 +16,7 @@ import unittest
 import msgpack
 import zmq
 
-from harness import BIN, Admin, EngineTest, free_port, wait_until
+from harness import BIN, Admin, EngineTest, foreign_threads, free_port, wait_until
 
 CONFIG = """
 engine:
@@ -444,40 +445,51 @@ def write_cert(path, public, secret=None):
 
 
 class Curve(EngineTest):
-    def test_tcp_admin_needs_a_known_client_key(self):
+    def setUp(self):
         import tempfile
-        keys = tempfile.mkdtemp(prefix="drv-keys-")
-        clients = os.path.join(keys, "clients")
-        os.makedirs(clients)
-        server_pub, server_sec = zmq.curve_keypair()
-        write_cert(os.path.join(keys, "server.key_secret"), server_pub, server_sec)
-        write_cert(os.path.join(keys, "server.key"), server_pub)
-        good_pub, good_sec = zmq.curve_keypair()
-        write_cert(os.path.join(keys, "good.key_secret"), good_pub, good_sec)
-        write_cert(os.path.join(clients, "good.key"), good_pub)
-        bad_pub, bad_sec = zmq.curve_keypair()
-        write_cert(os.path.join(keys, "bad.key_secret"), bad_pub, bad_sec)
+        self.keys = tempfile.mkdtemp(prefix="drv-keys-")
+        self.addCleanup(shutil.rmtree, self.keys, True)
+        self.clients = os.path.join(self.keys, "clients")
+        os.makedirs(self.clients)
+        for name, trusted in (("server", False), ("good", True), ("bad", False)):
+            pub, sec = zmq.curve_keypair()
+            write_cert(os.path.join(self.keys, f"{name}.key_secret"), pub, sec)
+            write_cert(os.path.join(self.clients if trusted else self.keys, f"{name}.key"), pub)
+
+    def start_curve(self, clients, extra=""):
         aport = free_port()
         config = (CURVE_CONFIG.replace("APORT", str(aport)).replace("EPORT", str(free_port()))
-                  .replace("SERVER", os.path.join(keys, "server.key_secret")).replace("CLIENTS", clients))
-        engine = self.start_engine(config)
+                  .replace("SERVER", os.path.join(self.keys, "server.key_secret")).replace("CLIENTS", clients))
+        engine = self.start_engine(config.replace("    http: \"\"\n", "    http: \"\"\n" + extra))
         engine.wait_log(r"admin listening zmq=tcp://127.0.0.1:\d+ .* curve=on")
         endpoint = f"tcp://127.0.0.1:{aport}"
 
         def ctl(*args):
             return subprocess.run([DROVERCTL, "-e", endpoint, "-t", "2", *args, "health"],
                                   capture_output=True, text=True, timeout=20)
+        return engine, ctl
 
-        wait_until(lambda: ctl("--key", os.path.join(keys, "good.key_secret"), "--server-key",
-                               os.path.join(keys, "server.key")).returncode == 0, 10, "good key accepted")
+    def key(self, name):
+        return ["--key", os.path.join(self.keys, f"{name}.key_secret"), "--server-key",
+                os.path.join(self.keys, "server.key")]
+
+    def test_tcp_admin_needs_a_known_client_key(self):
+        engine, ctl = self.start_curve(self.clients)
+        wait_until(lambda: ctl(*self.key("good")).returncode == 0, 10, "good key accepted")
+        self.assertEqual(foreign_threads(engine.pid), {}, "CURVE is checked on droverd's loop, not in a thread")
         self.assertEqual(ctl().returncode, 3, "no key: no answer")
-        self.assertEqual(ctl("--key", os.path.join(keys, "bad.key_secret"), "--server-key",
-                             os.path.join(keys, "server.key")).returncode, 3, "unknown key: refused")
+        self.assertEqual(ctl(*self.key("bad")).returncode, 3, "unknown key: refused")
         wrong_server_pub, _ = zmq.curve_keypair()
-        self.assertEqual(ctl("--key", os.path.join(keys, "good.key_secret"), "--server-key",
+        self.assertEqual(ctl("--key", os.path.join(self.keys, "good.key_secret"), "--server-key",
                              wrong_server_pub.decode()).returncode, 3, "wrong server key: refused")
-        import shutil
-        shutil.rmtree(keys)
+        # A key added to the directory counts from the next handshake.
+        shutil.copy(os.path.join(self.keys, "bad.key"), os.path.join(self.clients, "bad.key"))
+        wait_until(lambda: ctl(*self.key("bad")).returncode == 0, 10, "the added key accepted")
+
+    def test_any_key_with_clients_dir_star_and_insecure(self):
+        _, ctl = self.start_curve('"*"', extra="    insecure: true\n")
+        wait_until(lambda: ctl(*self.key("bad")).returncode == 0, 10, "any key accepted")
+        self.assertEqual(ctl().returncode, 3, "still CURVE: no key, no answer")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import unittest
 import msgpack
 import zmq
 
-from harness import EngineTest, wait_until
+from harness import EngineTest, foreign_threads, wait_until
 from streams import SSE, Collector
 
 
@@ -167,22 +167,8 @@ class OneLoop(EngineTest):
     streams) runs on the loop's own thread. Every other thread it has is
     libzmq's (named ZMQbg/...)."""
 
-    def threads(self):
-        names = {}
-        for tid in os.listdir(f"/proc/{self.engine.pid}/task"):
-            try:
-                with open(f"/proc/{self.engine.pid}/task/{tid}/comm") as f:
-                    names[int(tid)] = f.read().strip()
-            except FileNotFoundError:
-                pass  # a thread that just ended
-        return names
-
     def assert_one_loop(self, when):
-        names = self.threads()
-        others = {tid: name for tid, name in names.items()
-                  if tid != self.engine.pid and not name.startswith("ZMQbg/")}
-        self.assertEqual(others, {}, f"{when}: threads besides the loop and libzmq's: {names}")
-        self.assertIn(self.engine.pid, names)
+        self.assertEqual(foreign_threads(self.engine.pid), {}, f"{when}: threads besides the loop and libzmq's")
 
     def test_admin_http_streams_and_waits_run_on_the_loop_thread(self):
         self.start_admin_engine()
