@@ -5,8 +5,15 @@ a new spec to every pipeline with wait=false, then waits until all have
 rolled). Reported: droverd's RSS before and after, and GET /status latency
 over HTTP (p50/p99) while the rounds run and once they are done.
 
-Usage: bench/scale.py [PIPELINES] [ROUNDS]   (default 200 40; run after `make build`)
-Goal (issue 11): RSS after < 64 MB and GET /status p99 < 20 ms."""
+Then droverd's CPU time per instance heartbeat while idle, with PIPELINES
+running one-core pipelines against the same with 10 (IDLE_SECS each, every
+instance heartbeating every 100 ms): work per heartbeat that grows with the
+number of instances (a walk over all of them on every wake-up) shows as a
+ratio above 1.
+
+Usage: bench/scale.py [PIPELINES] [ROUNDS] [IDLE_SECS]   (default 200 40 60; run after `make build`)
+Goals (issues 11 and 24): RSS after < 64 MB, GET /status p99 < 20 ms, CPU
+per heartbeat with PIPELINES pipelines < 2x that with 10."""
 
 import http.client
 import os
@@ -15,6 +22,7 @@ import sys
 import threading
 import time
 
+os.environ.setdefault("DROVER_CHECK_STATUS_CACHE", "0")  # measured as users get it (the tests check it)
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../tests/integration"))
 from harness import Admin, Engine, engine_yaml, free_port, proc_status, wait_until  # noqa: E402
 
@@ -45,9 +53,45 @@ def percentile(values, p):
     return values[min(len(values) - 1, int(len(values) * p / 100))]
 
 
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+HEARTBEAT_MS = 100
+
+
+def idle_cpu_per_heartbeat(pipelines, secs):
+    """droverd's CPU µs per instance heartbeat over secs idle seconds."""
+    port = free_port()
+    engine = Engine(engine_yaml(engine_extra=f"  heartbeat_interval_ms: {HEARTBEAT_MS}\n"
+                                             f"  limits: {{ max_pipelines: {max(pipelines, 1)} }}\n")
+                    .replace("HTTP", str(port))).start()
+    try:
+        admin = Admin(engine, port)
+        admin.wait_ready()
+        for i in range(pipelines):
+            status, body = admin.zmq("PUT", f"/api/v1/groups/default/pipelines/p{i}", query={"wait": "false"},
+                                     body=spec(1), timeout=30)
+            assert status in (200, 202), body
+        wait_until(lambda: all(p["phase"] == "running" for p in
+                               admin.zmq("GET", "/status", timeout=30)[1]["pipelines"].values()),
+                   120, "every pipeline running", interval=0.2)
+        hz = os.sysconf("SC_CLK_TCK")
+        before, started = cpu_ticks(engine.pid), time.monotonic()
+        time.sleep(secs)  # the measurement window itself, not a synchronisation
+        used_s = (cpu_ticks(engine.pid) - before) / hz
+        heartbeats = pipelines * (time.monotonic() - started) * 1000 / HEARTBEAT_MS
+        return used_s * 1e6 / heartbeats, used_s
+    finally:
+        engine.cleanup()
+
+
 def main():
     pipelines = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 40
+    idle_secs = float(sys.argv[3]) if len(sys.argv) > 3 else 60
     port = free_port()
     engine = Engine(engine_yaml(engine_extra=f"  limits: {{ max_pipelines: {max(pipelines, 1)} }}\n")
                     .replace("HTTP", str(port))).start()
@@ -104,6 +148,13 @@ def main():
               f"({len(after)} samples) | p99 < 20 ms: {'met' if p99 < 20 else 'missed'} |")
     finally:
         engine.cleanup()
+    few = 10
+    per_few, used_few = idle_cpu_per_heartbeat(few, idle_secs)
+    per_many, used_many = idle_cpu_per_heartbeat(pipelines, idle_secs)
+    ratio = per_many / per_few if per_few > 0 else float("inf")
+    print(f"| B8 droverd CPU per instance heartbeat, idle {idle_secs:.0f} s: {pipelines} / {few} pipelines | "
+          f"{per_many:.1f} / {per_few:.1f} µs ({used_many:.2f} / {used_few:.2f} s CPU); ratio {ratio:.2f} | "
+          f"< 2 (linear): {'met' if ratio < 2 else 'missed'} |")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
     Everything happens here, on one thread: control messages from the broker and
     workers, signals through signalfd (SIGCHLD reaps; SIGTERM/SIGINT drain; a
-    second one kills; SIGHUP reloads), and deadlines computed from the registry,
-    so an idle engine sleeps instead of ticking.
+    second one kills; SIGHUP reloads), the admin sockets and HTTP server (no
+    thread of their own), and deadlines from a timer heap (engine->timers), so
+    an idle engine sleeps instead of ticking and a wake-up costs nothing per
+    instance that is not due.
 
     Shutdown, like nginx's: close every front door (the broker forwards what it
     already accepted), drain every instance, stop the broker last; SIGKILL
@@ -282,6 +284,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     engine.spec_env = drv_config_spec_env(config, &engine.cpus);
     engine.bin_dir = strdup(bin_dir);
     engine.instance_listener = drv_operations_on_instance;
+    engine.timers = drv_timers_new();
     drv_sse_init(&engine);
     drv_taps_init(&engine);
     drv_registry_group(&engine, "default", true); // the default group always exists
@@ -426,6 +429,7 @@ done:
     free(engine.http_token);
     zsock_destroy(&engine.control);
     drv_registry_destroy(&engine);
+    drv_timers_destroy(&engine.timers);
     drv_notify_destroy(&engine.notify);
     drv_zygote_link_destroy(&engine.zygote);
     drv_broker_link_destroy(&engine.broker);

@@ -9,6 +9,8 @@
 #include "drover/drv_config.h"
 #include "drover/drv_cpus.h"
 
+#include "drover/drv_timers.h"
+
 #include <czmq.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -54,6 +56,8 @@ struct drv_instance_t {
     char id[DRV_ID_MAX];     // {group}/{pipeline}@{generation}#{core}
     pid_t pid;               // 0 while not running
     drv_inst_state_t state;
+    drv_timer_t timer;       // armed at its state's deadline (drv_lifecycle; may fire early: heartbeats are lazy)
+    drv_timers_t *timers;    // the heap it is armed in (engine->timers)
     int64_t deadline_ms;     // mono, the state's deadline (0: none): DRAINING: SIGTERM;
                              // STOPPING: SIGKILL; FAILED: restart (0: gated, no restart)
     int restarts;            // restarts of this slot since it was created
@@ -66,7 +70,7 @@ struct drv_instance_t {
     int64_t last_heartbeat_mono; // mono ms
     int64_t records_in, records_out, errors; // from its last heartbeat
     json_t *nodes;           // its per-node counters {"node": [in, out, dropped, errors]}, or NULL
-    uint64_t counter_updates; // how many times the counters above were updated (status fingerprint)
+    uint64_t counter_updates; // how many times the counters above were updated
     int last_exit_code;      // exit code or 128+signal of the last process
     char detail[256];        // last failure, for status
 };
@@ -98,8 +102,10 @@ struct drv_pipeline_t {
     drv_condition_t cond_ready;       // every desired core has a ready instance
     drv_condition_t cond_progressing; // a rollout or shutdown is under way
     drv_condition_t cond_degraded;    // crash-looping, or a front door cannot bind
+    uint64_t changes;        // bumped by drv_registry_touch: whatever its status shows changed
+    bool dirty;              // touched since observe/drv_status.c last refreshed its conditions
     char *status_text;       // its PipelineStatus as JSON text, kept by observe/drv_status.c (owned)
-    uint64_t status_print;   // the fingerprint of what status_text shows
+    uint64_t status_changes; // the changes status_text was made at
     json_t *tap_nodes;       // the nodes open taps sample (array of ids; NULL: none), told to its instances
     int64_t retired_in, retired_out, retired_errors; // counted by processes that ended (a replace,
                                                      // a drain, a crash): the totals never go back
@@ -150,8 +156,11 @@ struct drv_engine_t {
     zhashx_t *groups;         // name -> drv_group_t, owned
     zhashx_t *live;           // instance id -> drv_instance_t (not owned)
     zlistx_t *busy;           // drv_pipeline_t with an operation under way (not owned)
+    zlistx_t *dirty;          // drv_pipeline_t touched since the last status refresh (not owned)
     struct drv_broker_link_t *broker; // the broker process (instances/drv_broker_link.c), owned
     //  admin plane
+    drv_timers_t *timers;     // every instance's deadline, earliest first (drv_lifecycle_tick)
+    bool any_degraded;        // some pipeline is degraded: recovery is checked on each tick
     zsock_t *admin;           // ROUTER for ops tools (msgpack envelope)
     zsock_t *events;          // PUB: topic frame + msgpack map
     struct drv_admin_zap_t *zap; // CURVE authentication, answered on this loop (admin/drv_admin_zap.c)

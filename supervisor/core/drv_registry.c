@@ -53,6 +53,9 @@ static void s_instance_free(void **item)
 {
     drv_instance_t *inst = *item;
     if (inst) {
+        if (inst->timers) {
+            drv_timers_cancel(inst->timers, &inst->timer);
+        }
         json_decref(inst->spec);
         json_decref(inst->nodes);
         free(inst);
@@ -116,6 +119,7 @@ drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *grou
     pipeline->shutdowns = zlistx_new();
     zlistx_set_comparator(pipeline->shutdowns, s_same_pointer);
     zhashx_insert(g->pipelines, name, pipeline);
+    drv_registry_touch(engine, pipeline);
     return pipeline;
 }
 
@@ -133,6 +137,9 @@ void drv_registry_set_spec(drv_engine_t *engine, drv_pipeline_t *pipeline, json_
     json_t *receivers = drv_spec_zmq_receivers(spec);
     pipeline->has_zmq = json_array_size(receivers) > 0;
     json_decref(receivers);
+    if (pipeline->instances) { // added already (a new one is touched once it is)
+        drv_registry_touch(engine, pipeline);
+    }
 }
 
 drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *pipeline,
@@ -147,10 +154,12 @@ drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *
     inst->core = core;
     inst->generation = generation;
     inst->state = DRV_INST_STARTING;
+    inst->timers = engine->timers;
     snprintf(inst->id, sizeof inst->id, "%s/%s@%lld#%d", pipeline->group, pipeline->name,
              (long long)generation, core);
     zlistx_add_end(pipeline->instances, inst);
     zhashx_update(engine->live, inst->id, inst);
+    drv_registry_touch(engine, pipeline);
     return inst;
 }
 
@@ -170,6 +179,7 @@ void drv_registry_remove_instance(drv_engine_t *engine, drv_instance_t *inst)
     if (zhashx_lookup(engine->live, inst->id) == inst) {
         zhashx_delete(engine->live, inst->id);
     }
+    drv_registry_touch(engine, inst->pipeline);
     void *handle = zlistx_find(inst->pipeline->instances, inst);
     if (handle) {
         zlistx_delete(inst->pipeline->instances, handle);
@@ -251,9 +261,43 @@ void drv_registry_each_pipeline(drv_engine_t *engine, drv_pipeline_fn *fn, void 
     free(all);
 }
 
+void drv_registry_touch(drv_engine_t *engine, drv_pipeline_t *pipeline)
+{
+    pipeline->changes++;
+    if (pipeline->dirty) {
+        return;
+    }
+    if (!engine->dirty) {
+        engine->dirty = zlistx_new();
+        zlistx_set_comparator(engine->dirty, s_same_pointer);
+    }
+    zlistx_add_end(engine->dirty, pipeline);
+    pipeline->dirty = true;
+}
+
+drv_pipeline_t **drv_registry_take_dirty(drv_engine_t *engine, size_t *count)
+{
+    size_t n = engine->dirty ? zlistx_size(engine->dirty) : 0;
+    drv_pipeline_t **all = calloc(n + 1, sizeof *all);
+    *count = 0;
+    if (!all) {
+        return NULL; // they stay dirty: taken next time
+    }
+    drv_pipeline_t *p;
+    while (n > 0 && (p = zlistx_detach(engine->dirty, NULL))) {
+        p->dirty = false;
+        all[(*count)++] = p;
+    }
+    return all;
+}
+
 void drv_registry_remove_pipeline(drv_engine_t *engine, drv_pipeline_t *pipeline)
 {
     drv_registry_set_busy(engine, pipeline, false);
+    if (pipeline->dirty) { // last: nothing touches it after this
+        zlistx_delete(engine->dirty, zlistx_find(engine->dirty, pipeline));
+        pipeline->dirty = false;
+    }
     drv_group_t *g = drv_registry_group(engine, pipeline->group, false);
     if (g && zhashx_lookup(g->pipelines, pipeline->name) == pipeline) {
         zhashx_delete(g->pipelines, pipeline->name);
@@ -273,11 +317,13 @@ void drv_registry_set_busy(drv_engine_t *engine, drv_pipeline_t *pipeline, bool 
         zlistx_delete(engine->busy, handle);
     }
     pipeline->woken = busy;
+    drv_registry_touch(engine, pipeline); // an operation began or ended
 }
 
 void drv_registry_destroy(drv_engine_t *engine)
 {
     zlistx_destroy(&engine->busy);
+    zlistx_destroy(&engine->dirty);
     zhashx_destroy(&engine->live);
     zhashx_destroy(&engine->groups);
 }

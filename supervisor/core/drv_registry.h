@@ -36,6 +36,14 @@ void drv_registry_remove_pipeline(drv_engine_t *engine, drv_pipeline_t *pipeline
 void drv_registry_set_busy(drv_engine_t *engine, drv_pipeline_t *pipeline, bool busy);
 //  Pipelines across all groups (engine.limits.max_pipelines bounds it).
 size_t drv_registry_pipeline_count(drv_engine_t *engine);
+//  What pipeline's status shows changed (an instance's state or counters,
+//  its spec, a rollout or shutdown, its conditions' inputs): its cached
+//  PipelineStatus is made again when next asked for, and its conditions are
+//  refreshed on the loop's next turn. Every change of a shown field must
+//  touch; DROVER_CHECK_STATUS_CACHE=1 (set by the tests) proves it.
+void drv_registry_touch(drv_engine_t *engine, drv_pipeline_t *pipeline);
+//  Takes the pipelines touched since the last call (the list is emptied).
+drv_pipeline_t **drv_registry_take_dirty(drv_engine_t *engine, size_t *count);
 void drv_registry_destroy(drv_engine_t *engine);
 const char *drv_inst_state_name(drv_inst_state_t state);
 

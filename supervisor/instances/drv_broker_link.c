@@ -247,6 +247,7 @@ void drv_broker_on_message(drv_engine_t *engine, void *message)
         if (!pipeline) {
             return;
         }
+        drv_registry_touch(engine, pipeline);
         if (msg->ok) {
             pipeline->frontend_error[0] = 0;
         } else {

@@ -34,12 +34,39 @@ static void s_event(drv_engine_t *engine, drv_instance_t *inst, const char *topi
 
 static void s_apply(drv_engine_t *engine, drv_instance_t *inst, unsigned fx, const drv_life_input_t *in);
 
-//  Feeds one event into inst's table and applies what it says.
+//  Arms inst's timer at its state's deadline. Lazily: a deadline that
+//  moved later (every heartbeat moves READY's) leaves the timer where it
+//  is; it fires early and drv_lifecycle_tick sets it again. So a heartbeat
+//  costs no heap operation, and an idle engine no walk over its instances.
+static void s_arm(drv_engine_t *engine, drv_instance_t *inst)
+{
+    if (!inst->timers) {
+        return; // a record made without the registry (tests)
+    }
+    int64_t at;
+    drv_inst_table_deadline(inst, engine->config->heartbeat_interval_ms, &at);
+    if (at <= 0) {
+        drv_timers_cancel(inst->timers, &inst->timer);
+    } else if (!drv_timers_armed(&inst->timer) || at < inst->timer.due) {
+        if (drv_timers_set(inst->timers, &inst->timer, at) != 0) {
+            drv_error("out of memory: instance=%s has no deadline timer", inst->id);
+        }
+    }
+}
+
+//  Feeds one event into inst's table and applies what it says; then arms
+//  the new state's deadline, unless the slot was removed.
 static void s_feed(drv_engine_t *engine, drv_instance_t *inst, drv_life_event_t event, drv_life_input_t in)
 {
     in.now_ms = drv_time_mono_ms();
     in.engine_stopping = engine->shutting_down;
-    s_apply(engine, inst, drv_inst_table_step(inst, event, &in), &in);
+    drv_pipeline_t *pipeline = inst->pipeline;
+    unsigned fx = drv_inst_table_step(inst, event, &in);
+    drv_registry_touch(engine, pipeline); // its state, deadline, pid or counters may have changed
+    s_apply(engine, inst, fx, &in);
+    if (!(fx & DRV_LIFE_FX_REMOVE)) {
+        s_arm(engine, inst);
+    }
 }
 
 //  Starts a process: from the zygote, else fork+exec.
@@ -155,6 +182,7 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
         break;
     case DRV_MSG_DRAINED:
         s_counters(inst, msg);
+        drv_registry_touch(engine, inst->pipeline);
         drv_info("instance drained instance=%s records_in=%lld records_out=%lld", inst->id,
                  (long long)msg->records_in, (long long)msg->records_out);
         break;
@@ -251,6 +279,7 @@ static void s_apply(drv_engine_t *engine, drv_instance_t *inst, unsigned fx, con
     }
     if (fx & DRV_LIFE_FX_DEGRADED) {
         drv_pipeline_t *p = inst->pipeline;
+        engine->any_degraded = true;
         int recent = drv_inst_table_recent(inst, in->now_ms);
         drv_warn("pipeline degraded pipeline=%s instance=%s restarts=%d window_secs=%lld", p->key, inst->id, recent,
                  (long long)drv_spec_policy(inst->spec, "restart", "window_secs"));
@@ -273,24 +302,9 @@ static int64_t s_earliest(int64_t next, int64_t deadline, int64_t now)
 
 typedef struct {
     int64_t now;
-    int64_t next; // ms until the earliest deadline, -1 none
+    int64_t next;  // ms until the earliest deadline, -1 none
+    bool degraded; // some pipeline is still degraded
 } tick_t;
-
-static void s_tick_instance(drv_engine_t *engine, drv_instance_t *inst, void *arg)
-{
-    tick_t *tick = arg;
-    int64_t at;
-    drv_life_event_t event = drv_inst_table_deadline(inst, engine->config->heartbeat_interval_ms, &at);
-    if (at <= 0 || (event == DRV_LIFE_RESTART_DUE && engine->shutting_down)) {
-        return;
-    }
-    if (tick->now >= at) {
-        s_feed(engine, inst, event, (drv_life_input_t){0});
-        tick->next = 0; // the state's next deadline is read on the loop's next turn, at once
-        return;
-    }
-    tick->next = s_earliest(tick->next, at, tick->now);
-}
 
 //  A degraded pipeline recovers once no slot is over its restart budget.
 static void s_recover(drv_engine_t *engine, drv_pipeline_t *p, void *arg)
@@ -309,15 +323,37 @@ static void s_recover(drv_engine_t *engine, drv_pipeline_t *p, void *arg)
     }
     if (!over) {
         p->degraded = false;
+        drv_registry_touch(engine, p);
         drv_info("pipeline recovered pipeline=%s", p->key);
         drv_events_publish(engine, "pipeline.recovered", p->group, p->name, NULL);
+    } else {
+        tick->degraded = true;
     }
 }
 
+//  The deadlines due now, from the timer heap: O(due × log N), nothing per
+//  instance that is not due.
 int64_t drv_lifecycle_tick(drv_engine_t *engine)
 {
-    tick_t tick = {drv_time_mono_ms(), -1};
-    drv_registry_each_instance(engine, s_tick_instance, &tick);
-    drv_registry_each_pipeline(engine, s_recover, &tick);
-    return tick.next;
+    tick_t tick = {drv_time_mono_ms(), -1, false};
+    drv_timer_t *timer;
+    while ((timer = drv_timers_pop(engine->timers, tick.now))) {
+        drv_instance_t *inst = (drv_instance_t *)((char *)timer - offsetof(drv_instance_t, timer));
+        int64_t at;
+        drv_life_event_t event = drv_inst_table_deadline(inst, engine->config->heartbeat_interval_ms, &at);
+        if (at <= 0 || (event == DRV_LIFE_RESTART_DUE && engine->shutting_down)) {
+            continue; // nothing due in this state any more (or nothing restarts now)
+        }
+        if (at > tick.now) {
+            drv_timers_set(engine->timers, &inst->timer, at); // fired early (lazy): the real deadline
+            continue;
+        }
+        s_feed(engine, inst, event, (drv_life_input_t){0}); // arms the next state's deadline itself
+    }
+    if (engine->any_degraded) {
+        drv_registry_each_pipeline(engine, s_recover, &tick);
+        engine->any_degraded = tick.degraded;
+    }
+    int64_t due = drv_timers_next(engine->timers);
+    return s_earliest(tick.next, due, tick.now);
 }

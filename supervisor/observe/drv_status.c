@@ -7,6 +7,7 @@
 #include "drv_state.h"
 #include "drv_broker_link.h"
 
+#include "drover/drv_log.h"
 #include "drover/drv_time.h"
 
 #include <stdio.h>
@@ -143,22 +144,33 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
     }
 }
 
+//  Conditions are made again for a pipeline that was touched; one that
+//  changes by it is touched again (its cached text is then stale too).
+static void s_refresh_touched(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
+{
+    drv_condition_t before[3] = {p->cond_ready, p->cond_progressing, p->cond_degraded};
+    if (p->created_at == 0) {
+        p->created_at = now;
+    }
+    s_refresh(engine, p, now);
+    drv_condition_t after[3] = {p->cond_ready, p->cond_progressing, p->cond_degraded};
+    if (memcmp(before, after, sizeof before) != 0) {
+        p->changes++;
+    }
+}
+
 void drv_status_refresh(drv_engine_t *engine)
 {
-    if (!engine->groups) {
-        return;
+    if (!engine->dirty || zlistx_size(engine->dirty) == 0) {
+        return; // nothing touched: no work, however many pipelines there are
     }
-    int64_t now = drv_time_wall_ms();
     size_t count;
-    drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
+    drv_pipeline_t **touched = drv_registry_take_dirty(engine, &count);
+    int64_t now = drv_time_wall_ms();
     for (size_t k = 0; k < count; k++) {
-        drv_pipeline_t *p = all[k];
-        if (p->created_at == 0) {
-            p->created_at = now;
-        }
-        s_refresh(engine, p, now);
+        s_refresh_touched(engine, touched[k], now);
     }
-    free(all);
+    free(touched);
 }
 
 const char *drv_status_phase(const drv_pipeline_t *pipeline)
@@ -250,86 +262,58 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
     return status;
 }
 
-//  FNV-1a, 64 bits: the fingerprint of what a PipelineStatus shows.
-static uint64_t s_mix(uint64_t h, const void *data, size_t len)
+//  The pipeline's `"key":{PipelineStatus}` text as JSON.
+static char *s_render(drv_engine_t *engine, drv_pipeline_t *p)
 {
-    const unsigned char *bytes = data;
-    for (size_t i = 0; i < len; i++) {
-        h = (h ^ bytes[i]) * 1099511628211ULL;
-    }
-    return h;
-}
-
-#define MIX(h, value) s_mix((h), &(value), sizeof(value))
-
-static uint64_t s_mix_str(uint64_t h, const char *text)
-{
-    return s_mix(h, text, strlen(text) + 1);
-}
-
-static uint64_t s_mix_condition(uint64_t h, const drv_condition_t *c)
-{
-    h = MIX(h, c->status);
-    h = MIX(h, c->since);
-    return s_mix_str(s_mix_str(h, c->reason), c->message);
-}
-
-//  Everything drv_status_pipeline reads, and nothing else.
-static uint64_t s_print(const drv_pipeline_t *p)
-{
-    uint64_t h = 14695981039346656037ULL;
-    const char *phase = drv_status_phase(p);
-    h = s_mix_str(h, phase);
-    h = s_mix_str(h, p->spec_hash);
-    h = MIX(h, p->generation);
-    h = MIX(h, p->created_at);
-    h = MIX(h, p->retired_in);
-    h = MIX(h, p->retired_out);
-    h = MIX(h, p->retired_errors);
-    h = MIX(h, p->core_count);
-    h = s_mix(h, p->cores, sizeof p->cores[0] * (size_t)p->core_count);
-    h = s_mix_condition(s_mix_condition(s_mix_condition(h, &p->cond_ready), &p->cond_progressing), &p->cond_degraded);
-    for (drv_instance_t *inst = zlistx_first(p->instances); inst; inst = zlistx_next(p->instances)) {
-        h = s_mix_str(h, inst->id);
-        h = MIX(h, inst->pid);
-        h = MIX(h, inst->state);
-        h = MIX(h, inst->restarts);
-        h = MIX(h, inst->started_at);
-        h = MIX(h, inst->last_heartbeat_at);
-        h = MIX(h, inst->records_in);
-        h = MIX(h, inst->records_out);
-        h = MIX(h, inst->errors);
-        h = MIX(h, inst->counter_updates);
-        h = MIX(h, inst->last_exit_code);
-        h = s_mix_str(h, inst->detail);
-    }
-    const void *rollout = zlistx_tail(p->rollouts), *shutdown = zlistx_tail(p->shutdowns);
-    uint64_t changes[2] = {rollout ? drv_rollout_changes(rollout) : 0, shutdown ? drv_shutdown_changes(shutdown) : 0};
-    h = MIX(h, rollout);
-    h = MIX(h, shutdown);
-    return MIX(h, changes);
-}
-
-//  The pipeline's `"key":{PipelineStatus}` text, made again only when its
-//  fingerprint changed.
-static const char *s_entry_text(drv_engine_t *engine, drv_pipeline_t *p)
-{
-    uint64_t print = s_print(p);
-    if (p->status_text && p->status_print == print) {
-        return p->status_text;
-    }
     json_t *entry = json_pack("{s:o}", p->key, drv_status_pipeline(engine, p));
     char *text = json_dumps(entry, JSON_COMPACT);
     json_decref(entry);
-    free(p->status_text);
-    p->status_text = NULL;
     if (text) {
         size_t len = strlen(text);
         text[len - 1] = 0;                          // without the closing brace
         memmove(text, text + 1, len - 1);           // nor the opening one
-        p->status_text = text;
-        p->status_print = print;
     }
+    return text;
+}
+
+//  DROVER_CHECK_STATUS_CACHE=1: every cached answer is compared with one
+//  made afresh, and a difference (a shown field changed without a touch)
+//  stops droverd, loudly. The tests run with it.
+static void s_check_cache(drv_engine_t *engine, drv_pipeline_t *p)
+{
+    static int check = -1;
+    if (check < 0) {
+        const char *env = getenv("DROVER_CHECK_STATUS_CACHE");
+        check = env && !strcmp(env, "1");
+    }
+    if (!check) {
+        return;
+    }
+    char *fresh = s_render(engine, p);
+    if (fresh && strcmp(fresh, p->status_text) != 0) {
+        drv_error("status cache stale pipeline=%s: a shown field changed without drv_registry_touch\n"
+                  "cached: %s\nfresh:  %s", p->key, p->status_text, fresh);
+        abort();
+    }
+    free(fresh);
+}
+
+//  The pipeline's `"key":{PipelineStatus}` text, made again only when the
+//  pipeline was touched since.
+static const char *s_entry_text(drv_engine_t *engine, drv_pipeline_t *p)
+{
+    if (p->dirty) {
+        s_refresh_touched(engine, p, drv_time_wall_ms()); // conditions first: they are shown
+    }
+    if (p->status_text && p->status_changes == p->changes) {
+        s_check_cache(engine, p);
+        return p->status_text;
+    }
+    uint64_t changes = p->changes;
+    char *text = s_render(engine, p);
+    free(p->status_text);
+    p->status_text = text;
+    p->status_changes = changes;
     return p->status_text ? p->status_text : "";
 }
 

@@ -25,6 +25,9 @@ void drv_rollout_touch(drv_rollout_t *self)
 {
     self->updated_at = drv_time_wall_ms();
     self->changes++;
+    if (self->engine && self->owner && !self->dry_run) {
+        drv_registry_touch(self->engine, self->owner);
+    }
 }
 
 uint64_t drv_rollout_changes(const drv_rollout_t *self)

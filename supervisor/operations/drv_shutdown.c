@@ -47,10 +47,19 @@ struct drv_shutdown_t {
     uint64_t changes;           // bumped by every change of what its ShutdownStatus shows
 };
 
-static void s_touch(drv_shutdown_t *self)
+static void s_changed(drv_shutdown_t *self)
 {
     self->updated_at = drv_time_wall_ms();
     self->changes++;
+}
+
+//  What its status shows changed, and so what its pipeline's shows.
+static void s_touch(drv_engine_t *engine, drv_shutdown_t *self)
+{
+    s_changed(self);
+    if (self->owner) {
+        drv_registry_touch(engine, self->owner);
+    }
 }
 
 uint64_t drv_shutdown_changes(const drv_shutdown_t *self)
@@ -188,7 +197,7 @@ static void s_note(void *record, const drv_step_t *step, drv_step_phase_t phase,
     bool running = slot->state == DRV_SLOT_STARTING || slot->state == DRV_SLOT_READY;
     c->state = running ? CORE_DRAINING : CORE_EXITED;
     snprintf(c->detail, sizeof c->detail, "%s", running ? "draining" : "was not running");
-    s_touch(self);
+    s_changed(self); // the pipeline is touched once the executor's run is over
 }
 
 void drv_shutdown_on_instance(drv_engine_t *engine, drv_instance_t *inst, drv_inst_event_t event, int code)
@@ -207,7 +216,7 @@ void drv_shutdown_on_instance(drv_engine_t *engine, drv_instance_t *inst, drv_in
             } else {
                 snprintf(c->detail, sizeof c->detail, "exited with code %d", code);
             }
-            s_touch(self);
+            s_touch(engine, self);
         }
     }
 }
@@ -243,15 +252,16 @@ void drv_shutdown_run(drv_engine_t *engine, drv_pipeline_t *p)
                          .note = s_note};
     drv_effects_t fx = drv_apply_effects(&apply);
     size_t before = self->exec.next;
+    uint64_t changes = self->changes;
     drv_exec_result_t result = drv_executor_run(&self->exec, &fx, drv_time_mono_ms());
-    if (self->exec.next != before) {
-        s_touch(self);
+    if (self->exec.next != before || self->changes != changes) {
+        s_touch(engine, self);
     }
     if (result != DRV_EXEC_DONE) {
         return; // an instance still draining (drain, SIGTERM, SIGKILL deadlines are the instance's)
     }
     self->done = true;
-    s_touch(self);
+    s_touch(engine, self);
     p->shutdown_active = NULL;
     p->running = false;
     p->shut_down = true;

@@ -74,6 +74,25 @@ class Totals(EngineTest):
         self.assertEqual(metric(text, "drover_pipeline_records_in_total", pipeline="p"), 300)
         self.assertEqual(self.status()["totals"]["records_out"], 300)
 
+    def test_cached_status_follows_every_heartbeat(self):
+        # GET /status over HTTP is served from each pipeline's cached text,
+        # made again only when the pipeline was touched: a heartbeat that
+        # did not touch would leave the counters and heartbeat times frozen.
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:generator", "config": {"rate": 200}, "to": ["out"]},
+            "out": {"type": "exporter:null"}}}}
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=spec)[0], 200)
+
+        def instance():
+            pipes = self.admin.http("GET", "/status")[1]["pipelines"]
+            insts = pipes.get("default:p", {}).get("instances", [])
+            return insts[0] if insts and insts[0]["records_in"] > 0 else None
+        first = wait_until(instance, 10, "a first heartbeat's counters in /status")
+        seen = []
+        wait_until(lambda: (lambda i: seen.append(i) or (i and i["records_in"] > first["records_in"] and
+                                                         i["last_heartbeat_at"] != first["last_heartbeat_at"]))(
+            instance()), 10, "later heartbeats in the cached /status")
+
 
 class Events(EngineTest):
     def setUp(self):
