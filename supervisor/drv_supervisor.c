@@ -32,6 +32,7 @@
 #include "drv_taps.h"
 #include "drv_admin_zmq.h"
 #include "drv_admin_zap.h"
+#include "drv_admin_waiters.h"
 #include "drv_admin_http.h"
 
 #include "drover/drv_log.h"
@@ -345,6 +346,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         s_drain_control(&engine);
         int64_t wait = s_min_wait(drv_lifecycle_tick(&engine), drv_broker_tick(&engine));
         wait = s_min_wait(wait, drv_operations_tick(&engine));
+        wait = s_min_wait(wait, drv_admin_waiters_tick(&engine));
         if (engine.shutting_down) {
             int64_t now = drv_time_mono_ms();
             if (now >= engine.shutdown_deadline_ms) {
@@ -421,7 +423,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     drv_config_watch_destroy(&watch);
 done:
     //  Every waiter of every kind is answered before the HTTP daemon stops.
-    drv_operations_abandon_waiters(&engine);
+    drv_admin_waiters_abandon(&engine, "droverd is shutting down");
     drv_taps_stop(&engine);
     drv_sse_stop(&engine);
     drv_admin_http_stop(&engine);

@@ -28,6 +28,16 @@ bool drv_route_events(drv_engine_t *engine, drv_admin_request_t *request, char *
     return false;
 }
 
+//  A zmq tap's answer: the records it collected, when it ends.
+static void s_tap_ended(void *arg, json_t *records)
+{
+    drv_admin_request_t *request = arg;
+    drv_admin_response_t response = {.status = 200, .content_type = "application/json"};
+    response.json = json_pack("{s:O}", "records", records);
+    request->reply(request, &response);
+    drv_admin_response_clear(&response);
+}
+
 bool drv_route_tap(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
 {
     if (!request->authorized) {
@@ -62,17 +72,21 @@ bool drv_route_tap(drv_engine_t *engine, drv_admin_request_t *request, char **ar
         .limit = (int)limit,
         .timeout_secs = (int)timeout_secs,
     };
+    char why[800];
     if (zmq) {
-        how.request = request; // answered when the tap ends
-        if (drv_taps_open(engine, pipeline, &how, response) != 0) {
+        how.on_end = s_tap_ended; // answered when the tap ends
+        how.arg = request;
+        if (drv_taps_open(engine, pipeline, &how, why, sizeof why) != 0) {
+            drv_admin_error(response, 400, "invalid_request", "%s", why);
             return false;
         }
         return true;
     }
     how.sse = !strstr(request->accept, NDJSON_TYPE);
     how.stream = drv_stream_new((size_t)engine->config->stream_queue_bytes);
-    if (drv_taps_open(engine, pipeline, &how, response) != 0) {
+    if (drv_taps_open(engine, pipeline, &how, why, sizeof why) != 0) {
         drv_stream_unref(&how.stream);
+        drv_admin_error(response, 400, "invalid_request", "%s", why);
         return false;
     }
     response->status = 200;

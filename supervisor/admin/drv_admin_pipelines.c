@@ -2,6 +2,7 @@
     resize, replace, dry run) and the rollout history. A PUT that waits hands
     its request to the rollout, which answers it when it ends or times out. */
 #include "drv_admin_pipelines.h"
+#include "drv_admin_waiters.h"
 #include "drv_probe_run.h"
 #include "drv_rollout.h"
 #include "drv_shutdown.h"
@@ -226,7 +227,7 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
         }
         return false;
     }
-    drv_rollout_wait(rollout, request, timeout_secs * 1000);
+    drv_admin_wait_rollout(engine, rollout, request, timeout_secs * 1000);
     return true;
 }
 
@@ -351,7 +352,7 @@ bool drv_admin_pipeline_shutdown(drv_engine_t *engine, drv_admin_request_t *requ
         }
         return false;
     }
-    drv_shutdown_wait(shutdown, request, timeout_secs * 1000);
+    drv_admin_wait_shutdown(engine, shutdown, request, timeout_secs * 1000);
     return true;
 }
 

@@ -163,6 +163,7 @@ struct drv_engine_t {
     bool any_degraded;        // some pipeline is degraded: recovery is checked on each tick
     zsock_t *admin;           // ROUTER for ops tools (msgpack envelope)
     zsock_t *events;          // PUB: topic frame + msgpack map
+    struct drv_admin_waiters_t *waiters; // requests waiting for an operation's end (admin/drv_admin_waiters.c)
     struct drv_admin_zap_t *zap; // CURVE authentication, answered on this loop (admin/drv_admin_zap.c)
     struct drv_admin_http_t *http; // the admin HTTP server, driven from this loop
     char *http_token;         // bearer token for PUT/POST/DELETE, or NULL

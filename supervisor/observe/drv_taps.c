@@ -22,7 +22,8 @@ typedef struct {
     int64_t deadline_ms;     // mono, 0: none
     drv_stream_t *stream;    // HTTP
     bool sse;
-    drv_admin_request_t *request; // zmq
+    void (*on_end)(void *arg, json_t *records); // zmq: told the records at the end
+    void *arg;
     json_t *collected;       // zmq: the records so far
     double tokens;
     int64_t refill_ms;
@@ -40,12 +41,9 @@ static void s_finish(tap_t *tap)
         drv_stream_end(tap->stream);
         drv_stream_unref(&tap->stream);
     }
-    if (tap->request) {
-        drv_admin_response_t response = {.status = 200, .content_type = "application/json"};
-        response.json = json_pack("{s:O}", "records", tap->collected);
-        tap->request->reply(tap->request, &response);
-        drv_admin_response_clear(&response);
-        tap->request = NULL;
+    if (tap->on_end) {
+        tap->on_end(tap->arg, tap->collected);
+        tap->on_end = NULL;
     }
     tap->done = true;
 }
@@ -152,7 +150,7 @@ static void s_give(tap_t *tap, const json_t *line)
         return;
     }
     tap->tokens -= 1;
-    if (tap->request) {
+    if (tap->on_end) {
         json_array_append(tap->collected, (json_t *)line);
     } else {
         char *text = json_dumps(line, JSON_COMPACT);
@@ -220,8 +218,8 @@ void drv_taps_init(drv_engine_t *engine)
     engine->tap_listener = s_on_samples;
 }
 
-//  The pipeline's receivers, or node alone; NULL (with a 400) for a node it does not have.
-static json_t *s_nodes(drv_pipeline_t *p, const char *node, drv_admin_response_t *response)
+//  The pipeline's receivers, or node alone; NULL (with why) for a node it does not have.
+static json_t *s_nodes(drv_pipeline_t *p, const char *node, char *why, size_t whylen)
 {
     json_t *spec_nodes = json_object_get(p->spec, "nodes");
     json_t *nodes = json_array();
@@ -242,16 +240,16 @@ static json_t *s_nodes(drv_pipeline_t *p, const char *node, drv_admin_response_t
             size_t used = strlen(known);
             snprintf(known + used, sizeof known - used, "%s%s", used ? ", " : "", id);
         }
-        drv_admin_error(response, 400, "invalid_request", "query.node: %s%s%s is not a node of %s (nodes: %s)",
-                        node ? "\"" : "", node ? node : "no receiver", node ? "\"" : "", p->key, known);
+        snprintf(why, whylen, "query.node: %s%s%s is not a node of %s (nodes: %s)", node ? "\"" : "",
+                 node ? node : "no receiver", node ? "\"" : "", p->key, known);
         return NULL;
     }
     return nodes;
 }
 
-int drv_taps_open(drv_engine_t *engine, drv_pipeline_t *p, const drv_tap_open_t *how, drv_admin_response_t *response)
+int drv_taps_open(drv_engine_t *engine, drv_pipeline_t *p, const drv_tap_open_t *how, char *why, size_t whylen)
 {
-    json_t *nodes = s_nodes(p, how->node, response);
+    json_t *nodes = s_nodes(p, how->node, why, whylen);
     if (!nodes) {
         return -1;
     }
@@ -264,7 +262,8 @@ int drv_taps_open(drv_engine_t *engine, drv_pipeline_t *p, const drv_tap_open_t 
     tap->deadline_ms = how->timeout_secs > 0 ? now + (int64_t)how->timeout_secs * 1000 : 0;
     tap->stream = how->stream ? drv_stream_ref(how->stream) : NULL;
     tap->sse = how->sse;
-    tap->request = how->request;
+    tap->on_end = how->on_end;
+    tap->arg = how->arg;
     tap->collected = json_array();
     tap->tokens = BURST;
     tap->refill_ms = now;

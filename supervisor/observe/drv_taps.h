@@ -9,7 +9,6 @@
 #ifndef DRV_TAPS_H
 #define DRV_TAPS_H
 
-#include "drv_admin_request.h"
 #include "drv_engine.h"
 #include "drv_stream.h"
 
@@ -22,12 +21,15 @@ typedef struct {
     int timeout_secs;          // 0: none
     drv_stream_t *stream;      // HTTP: records go here (a reference is taken) ...
     bool sse;                  // ... as SSE `event: record` (else NDJSON lines)
-    drv_admin_request_t *request; // zmq: answered with {records: [...]} at the end
+    //  Or: the records are collected and given to on_end(arg, records) when
+    //  the tap ends (zmq; records is borrowed).
+    void (*on_end)(void *arg, json_t *records);
+    void *arg;
 } drv_tap_open_t;
 
 void drv_taps_init(drv_engine_t *engine);
-//  Opens a tap on p. Returns 0, or -1 with a 400 in response (an unknown node).
-int drv_taps_open(drv_engine_t *engine, drv_pipeline_t *p, const drv_tap_open_t *how, drv_admin_response_t *response);
+//  Opens a tap on p. Returns 0, or -1 with what is wrong (an unknown node) in why.
+int drv_taps_open(drv_engine_t *engine, drv_pipeline_t *p, const drv_tap_open_t *how, char *why, size_t whylen);
 //  Ends taps that are due, gone or whose pipeline is; returns ms until the next check (-1: none).
 int64_t drv_taps_tick(drv_engine_t *engine);
 void drv_taps_stop(drv_engine_t *engine);

@@ -28,7 +28,6 @@ static void s_tick(drv_engine_t *engine, drv_pipeline_t *p, void *arg)
 {
     tick_t *tick = arg;
     if (p->active) {
-        tick->next = s_sooner(tick->next, drv_rollout_expire(p->active));
         int64_t deadline = drv_rollout_deadline(p->active);
         if (p->woken || (deadline > 0 && tick->now >= deadline)) {
             p->woken = false;
@@ -39,7 +38,6 @@ static void s_tick(drv_engine_t *engine, drv_pipeline_t *p, void *arg)
             tick->next = s_sooner(tick->next, (deadline > tick->now ? deadline - tick->now : 0) + 1);
         }
     } else if (p->shutdown_active) {
-        tick->next = s_sooner(tick->next, drv_shutdown_expire(p->shutdown_active));
         if (p->woken) {
             p->woken = false;
             drv_shutdown_run(engine, p); // may remove p
@@ -82,21 +80,4 @@ static void s_stop(drv_engine_t *engine, drv_pipeline_t *p, void *arg)
 void drv_operations_stop_all(drv_engine_t *engine, int64_t drain_ms)
 {
     drv_registry_each_pipeline(engine, s_stop, &drain_ms);
-}
-
-static void s_abandon(drv_engine_t *engine, drv_pipeline_t *p, void *arg)
-{
-    (void)engine;
-    (void)arg;
-    for (drv_rollout_t *r = zlistx_first(p->rollouts); r; r = zlistx_next(p->rollouts)) {
-        drv_rollout_abandon(r);
-    }
-    for (drv_shutdown_t *s = zlistx_first(p->shutdowns); s; s = zlistx_next(p->shutdowns)) {
-        drv_shutdown_abandon(s);
-    }
-}
-
-void drv_operations_abandon_waiters(drv_engine_t *engine)
-{
-    drv_registry_each_pipeline(engine, s_abandon, NULL);
 }

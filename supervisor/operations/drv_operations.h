@@ -19,7 +19,5 @@ int64_t drv_operations_tick(drv_engine_t *engine);
 //  droverd is stopping: every rollout under way ends where it stands, and
 //  every pipeline not already stopping is shut down, draining for drain_ms.
 void drv_operations_stop_all(drv_engine_t *engine, int64_t drain_ms);
-//  Answers every request still waiting for any operation with 503.
-void drv_operations_abandon_waiters(drv_engine_t *engine);
 
 #endif

@@ -84,7 +84,7 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
     self->dry_run = dry_run;
     self->started_at = self->updated_at = drv_time_wall_ms();
     self->new_spec = json_incref(spec);
-    self->waiters = drv_waiters_new();
+    self->on_end = drv_op_listeners_new();
     if (step_timeout_secs <= 0) {
         step_timeout_secs = drv_spec_policy(spec, "rollout", "step_timeout_secs");
     }
@@ -148,7 +148,7 @@ void drv_rollout_destroy(drv_rollout_t **self_p)
         return;
     }
     drv_rollout_t *self = *self_p;
-    drv_waiters_destroy(&self->waiters, "the rollout was discarded");
+    drv_op_listeners_destroy(&self->on_end); // DRV_OP_DISCARDED to whoever still waits
     drv_canary_destroy(&self->canary);
     json_decref(self->history);
     json_decref(self->finished_json);
@@ -300,30 +300,21 @@ void drv_rollout_set_state(drv_engine_t *engine, drv_rollout_t *self, drv_rollou
     s_event(engine, self);
 }
 
-//  A waiting PUT's answer: 200 succeeded, 409 failed, 504 still going.
-void drv_rollout_outcome(void *arg, bool finished, drv_admin_response_t *response)
+int drv_rollout_on_end(drv_rollout_t *self, drv_op_end_fn *fn, void *arg)
 {
-    drv_rollout_t *self = arg;
-    json_t *status = drv_rollout_json(self);
-    if (!finished || !drv_rollout_finished(self)) {
-        response->status = 504;
-        response->json = status;
-    } else if (self->state == DRV_RO_SUCCEEDED) {
-        response->status = 200;
-        response->json = status;
-    } else {
-        response->status = 409;
-        response->json = json_pack("{s:{s:s, s:s}, s:o}", "error", "kind", "conflict", "message",
-                                   self->failure_reason, "rollout", status);
+    return self->on_end ? drv_op_listeners_add(self->on_end, fn, arg) : -1;
+}
+
+void drv_rollout_forget(drv_rollout_t *self, void *arg)
+{
+    if (self->on_end) {
+        drv_op_listeners_remove(self->on_end, arg);
     }
 }
 
-void drv_rollout_wait(drv_rollout_t *self, drv_admin_request_t *request, int64_t timeout_ms)
+const char *drv_rollout_failure(const drv_rollout_t *self)
 {
-    drv_waiters_add(self->waiters, request, timeout_ms);
-    if (drv_rollout_finished(self)) {
-        drv_waiters_answer(self->waiters, true, drv_rollout_outcome, self);
-    }
+    return self->failure_reason;
 }
 
 static void s_rollout_free(void **item)
@@ -370,15 +361,4 @@ void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollo
         return;
     }
     drv_rollout_advance(engine, self, pipeline);
-}
-
-int64_t drv_rollout_expire(drv_rollout_t *self)
-{
-    drv_waiters_answer(self->waiters, false, drv_rollout_outcome, self); // those whose time is up
-    return drv_waiters_next(self->waiters);
-}
-
-void drv_rollout_abandon(drv_rollout_t *self)
-{
-    drv_waiters_abandon(self->waiters, "droverd is shutting down");
 }

@@ -5,8 +5,8 @@
 #ifndef DRV_ROLLOUT_H
 #define DRV_ROLLOUT_H
 
-#include "drv_admin_request.h"
 #include "drv_engine.h"
+#include "drv_op_end.h"
 #include "drv_planner.h"
 
 #define DRV_ROLLOUT_HISTORY 32 // rollouts kept per pipeline, as the contract asks
@@ -64,9 +64,12 @@ bool drv_rollout_finished(const drv_rollout_t *rollout);
 uint64_t drv_rollout_changes(const drv_rollout_t *rollout);
 drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id);
 
-//  Keeps request until the rollout ends (200, or 409 when it failed) or
-//  timeout_ms passes (504 with the latest status).
-void drv_rollout_wait(drv_rollout_t *rollout, drv_admin_request_t *request, int64_t timeout_ms);
+//  fn(arg, how) once the rollout ends, or its record is discarded first
+//  (drv_op_end.h); forget stops it. -1 out of memory.
+int drv_rollout_on_end(drv_rollout_t *rollout, drv_op_end_fn *fn, void *arg);
+void drv_rollout_forget(drv_rollout_t *rollout, void *arg);
+//  Why it failed ("" unless it did).
+const char *drv_rollout_failure(const drv_rollout_t *rollout);
 
 //  pause, resume, promote or abort, recorded in the rollout's history.
 //  Returns 0, or -1 with why when its state does not allow it (a 409).
@@ -81,10 +84,5 @@ int64_t drv_rollout_deadline(const drv_rollout_t *rollout);
 //  Ends the pipeline's active rollout failed, as it stands, without rolling
 //  back (droverd is stopping: its shutdown takes every instance).
 void drv_rollout_abort(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *reason);
-//  Answers the waiting requests whose time is up (504); returns ms until the
-//  next one's, or -1.
-int64_t drv_rollout_expire(drv_rollout_t *rollout);
-//  Answers every request still waiting with 503 (droverd is stopping).
-void drv_rollout_abandon(drv_rollout_t *rollout);
 
 #endif

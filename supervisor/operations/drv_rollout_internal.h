@@ -6,7 +6,7 @@
 
 #include "drv_executor.h"
 #include "drv_rollout.h"
-#include "drv_waiters.h"
+#include "drv_op_end.h"
 
 typedef enum {
     CORE_PENDING = 0,
@@ -60,7 +60,7 @@ struct drv_rollout_t {
     bool old_running;
     rollout_core_t *cores;       // every core the rollout touches, owned
     int core_count;
-    drv_waiters_t *waiters;      // requests waiting for the outcome
+    drv_op_listeners_t *on_end;  // told when it ends (the admin layer's waiting requests)
     json_t *finished_json;       // its RolloutStatus once finished, while it is the latest (shared)
     uint64_t changes;            // bumped by every change of what its RolloutStatus shows
 };
@@ -76,8 +76,6 @@ void drv_rollout_core_state(drv_rollout_t *self, int core, core_state_t state, c
     __attribute__((format(printf, 4, 5)));
 //  Sets the rollout's state and publishes rollout.<state>.
 void drv_rollout_set_state(drv_engine_t *engine, drv_rollout_t *self, drv_rollout_state_t state);
-//  A waiting request's answer (drv_waiters_answer_fn): 200, 409 or 504.
-void drv_rollout_outcome(void *arg, bool finished, drv_admin_response_t *response);
 //  Appends {at, action, detail} to the rollout's history.
 void drv_rollout_record(drv_rollout_t *self, const char *action, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

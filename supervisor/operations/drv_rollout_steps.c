@@ -81,7 +81,7 @@ static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
         drv_warn("rollout %s pipeline=%s id=%s action=%s reason=\"%s\"", drv_rollout_state_name(state), pipeline->key,
                  self->id, drv_action_name(self->plan.action), self->failure_reason);
     }
-    drv_waiters_answer(self->waiters, true, drv_rollout_outcome, self);
+    drv_op_listeners_fire(self->on_end, DRV_OP_ENDED); // the requests waiting for it are answered
     //  What stays in the history is the status, not the specs (the pipeline
     //  keeps its current and previous ones) nor the executor's bookkeeping:
     //  32 records x every pipeline.

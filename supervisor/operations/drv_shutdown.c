@@ -9,7 +9,6 @@
 #include "drv_executor.h"
 #include "drv_registry.h"
 #include "drv_listeners.h"
-#include "drv_waiters.h"
 #include "drv_events.h"
 
 #include "drover/drv_log.h"
@@ -43,7 +42,7 @@ struct drv_shutdown_t {
     int core_count;
     drv_plan_t plan;            // close, retire every instance, wait for each
     drv_executor_t exec;
-    drv_waiters_t *waiters;     // requests waiting for the outcome
+    drv_op_listeners_t *on_end; // told when it ends (the admin layer's waiting requests)
     uint64_t changes;           // bumped by every change of what its ShutdownStatus shows
 };
 
@@ -88,7 +87,7 @@ drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipelin
     snprintf(self->pipeline, sizeof self->pipeline, "%s", pipeline->name);
     self->owner = pipeline;
     self->forget = forget;
-    self->waiters = drv_waiters_new();
+    self->on_end = drv_op_listeners_new();
     self->started_at = self->updated_at = drv_time_wall_ms();
     self->drain_timeout_ms = drain_timeout_ms > 0
                                  ? drain_timeout_ms
@@ -132,7 +131,7 @@ void drv_shutdown_destroy(drv_shutdown_t **self_p)
         return;
     }
     drv_shutdown_t *self = *self_p;
-    drv_waiters_destroy(&self->waiters, "the shutdown record was discarded");
+    drv_op_listeners_destroy(&self->on_end); // DRV_OP_DISCARDED to whoever still waits
     drv_executor_end(&self->exec);
     drv_plan_clear(&self->plan);
     free(self->cores);
@@ -221,19 +220,15 @@ void drv_shutdown_on_instance(drv_engine_t *engine, drv_instance_t *inst, drv_in
     }
 }
 
-//  A waiting request's answer: 200 once stopped, 504 if its time ran out first.
-static void s_outcome(void *arg, bool finished, drv_admin_response_t *response)
+int drv_shutdown_on_end(drv_shutdown_t *self, drv_op_end_fn *fn, void *arg)
 {
-    drv_shutdown_t *self = arg;
-    response->status = finished && self->done ? 200 : 504;
-    response->json = drv_shutdown_json(self);
+    return self->on_end ? drv_op_listeners_add(self->on_end, fn, arg) : -1;
 }
 
-void drv_shutdown_wait(drv_shutdown_t *self, drv_admin_request_t *request, int64_t timeout_ms)
+void drv_shutdown_forget(drv_shutdown_t *self, void *arg)
 {
-    drv_waiters_add(self->waiters, request, timeout_ms);
-    if (self->done) {
-        drv_waiters_answer(self->waiters, true, s_outcome, self);
+    if (self->on_end) {
+        drv_op_listeners_remove(self->on_end, arg);
     }
 }
 
@@ -270,21 +265,10 @@ void drv_shutdown_run(drv_engine_t *engine, drv_pipeline_t *p)
     drv_registry_set_busy(engine, p, false);
     drv_info("pipeline shutdown succeeded pipeline=%s id=%s", p->key, self->id);
     drv_events_publish(engine, "shutdown.succeeded", p->group, p->name, json_pack("{s:s}", "shutdown_id", self->id));
-    drv_waiters_answer(self->waiters, true, s_outcome, self);
+    drv_op_listeners_fire(self->on_end, DRV_OP_ENDED);
     if (self->forget) {
         drv_info("pipeline deleted pipeline=%s", p->key);
         drv_events_publish(engine, "pipeline.deleted", p->group, p->name, NULL);
         drv_registry_remove_pipeline(engine, p);
     }
-}
-
-int64_t drv_shutdown_expire(drv_shutdown_t *self)
-{
-    drv_waiters_answer(self->waiters, false, s_outcome, self); // those whose time is up
-    return drv_waiters_next(self->waiters);
-}
-
-void drv_shutdown_abandon(drv_shutdown_t *self)
-{
-    drv_waiters_abandon(self->waiters, "droverd is shutting down");
 }

@@ -6,8 +6,8 @@
 #ifndef DRV_SHUTDOWN_H
 #define DRV_SHUTDOWN_H
 
-#include "drv_admin_request.h"
 #include "drv_engine.h"
+#include "drv_op_end.h"
 
 #define DRV_SHUTDOWN_HISTORY 32 // shutdowns kept per pipeline, like rollouts
 
@@ -28,15 +28,12 @@ drv_shutdown_t *drv_shutdown_find(drv_pipeline_t *pipeline, const char *id);
 //  Instance events (engine->instance_listener): an instance of a pipeline
 //  being shut down exited with this code.
 void drv_shutdown_on_instance(drv_engine_t *engine, drv_instance_t *inst, drv_inst_event_t event, int code);
-//  Answers when stopped (200) or at timeout (504 with the latest status).
-void drv_shutdown_wait(drv_shutdown_t *self, drv_admin_request_t *request, int64_t timeout_ms);
+//  fn(arg, how) once the shutdown ends, or its record is discarded first
+//  (drv_op_end.h); forget stops it. -1 out of memory.
+int drv_shutdown_on_end(drv_shutdown_t *self, drv_op_end_fn *fn, void *arg);
+void drv_shutdown_forget(drv_shutdown_t *self, void *arg);
 //  Runs the pipeline's shutdown as far as it can go now; at the end the
 //  shutdown succeeds, and a DELETE removes the pipeline (and the record).
 void drv_shutdown_run(drv_engine_t *engine, drv_pipeline_t *pipeline);
-//  Answers the waiting requests whose time is up (504); returns ms until the
-//  next one's, or -1.
-int64_t drv_shutdown_expire(drv_shutdown_t *self);
-//  Answers every request still waiting with 503 (droverd is stopping).
-void drv_shutdown_abandon(drv_shutdown_t *self);
 
 #endif
