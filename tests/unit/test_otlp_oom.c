@@ -115,8 +115,9 @@ static void test_protobuf_out_of_memory_anywhere_is_refused_cleanly(void **state
     uint8_t *logs = NULL, *traces = NULL;
     size_t logs_size = s_packed(DRV_OTLP_LOGS, LOGS, &logs);
     size_t traces_size = s_packed(DRV_OTLP_TRACES, TRACES, &traces);
-    assert_true(s_every_failure(DRV_OTLP_LOGS, NULL, logs, logs_size) >= 10);
-    assert_true(s_every_failure(DRV_OTLP_TRACES, NULL, traces, traces_size) >= 10);
+    //  protobuf-c decodes into an arena: a few chunks, each of which may fail.
+    assert_true(s_every_failure(DRV_OTLP_LOGS, NULL, logs, logs_size) >= 1);
+    assert_true(s_every_failure(DRV_OTLP_TRACES, NULL, traces, traces_size) >= 1);
     free(logs);
     free(traces);
 }

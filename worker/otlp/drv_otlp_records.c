@@ -3,6 +3,8 @@
 #include "drv_pbcheck.h"
 #include "drv_record.h"
 
+#include "drover/drv_arena.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,7 +179,19 @@ static bool s_context_unique(context_t *c, const char **dup)
            (!c->scope || s_unique(c->scope->attributes, c->scope->n_attributes, dup));
 }
 
-static void s_log(msgpack_packer *pk, const otlp_log_t *log, const context_t *c)
+//  The context's three pairs, packed once per resource and scope and
+//  copied into each of their records.
+typedef struct {
+    const char *data;
+    size_t size;
+} packed_t;
+
+static void s_raw(msgpack_packer *pk, const packed_t *raw)
+{
+    msgpack_sbuffer_write(pk->data, raw->data, raw->size);
+}
+
+static void s_log(msgpack_packer *pk, const otlp_log_t *log, const packed_t *c)
 {
     bool event = log->event_name && log->event_name[0];
     msgpack_pack_map(pk, 13 + (event ? 1 : 0));
@@ -205,10 +219,10 @@ static void s_log(msgpack_packer *pk, const otlp_log_t *log, const context_t *c)
         s_key(pk, "event_name");
         s_str(pk, log->event_name);
     }
-    s_context(pk, c);
+    s_raw(pk, c);
 }
 
-static void s_span(msgpack_packer *pk, const otlp_span_t *span, const context_t *c)
+static void s_span(msgpack_packer *pk, const otlp_span_t *span, const packed_t *c)
 {
     msgpack_pack_map(pk, 16);
     s_key(pk, "signal");
@@ -261,7 +275,7 @@ static void s_span(msgpack_packer *pk, const otlp_span_t *span, const context_t 
     msgpack_pack_int32(pk, span->status ? span->status->code : 0);
     s_key(pk, "message");
     s_str(pk, span->status ? span->status->message : "");
-    s_context(pk, c);
+    s_raw(pk, c);
 }
 
 static bool s_span_unique(const otlp_span_t *span, const char **dup)
@@ -286,6 +300,7 @@ static bool s_span_unique(const otlp_span_t *span, const char **dup)
 
 typedef struct {
     msgpack_packer pk;
+    msgpack_sbuffer context;  // the current resource and scope, packed
     uint32_t count;
     int64_t *rejected;
     char *why;
@@ -300,6 +315,15 @@ static void s_reject(walk_t *w, size_t n, const char *what, const char *dup)
     *w->rejected += (int64_t)n;
 }
 
+static packed_t s_pack_context(walk_t *w, const context_t *c)
+{
+    msgpack_packer pk;
+    w->context.size = 0;
+    msgpack_packer_init(&pk, &w->context, msgpack_sbuffer_write);
+    s_context(&pk, c);
+    return (packed_t){w->context.data, w->context.data ? w->context.size : 0};
+}
+
 static void s_logs(walk_t *w, const otlp_logs_request_t *req)
 {
     for (size_t r = 0; r < req->n_resource_logs; r++) {
@@ -312,13 +336,18 @@ static void s_logs(walk_t *w, const otlp_logs_request_t *req)
                 s_reject(w, sl->n_log_records, "a resource or scope", dup);
                 continue;
             }
+            packed_t packed = s_pack_context(w, &c);
+            if (!packed.size) {
+                s_reject(w, sl->n_log_records, "(out of memory) a resource or scope", "");
+                continue;
+            }
             for (size_t i = 0; i < sl->n_log_records; i++) {
                 const otlp_log_t *log = sl->log_records[i];
                 if (!s_unique(log->attributes, log->n_attributes, &dup) || !s_any_unique(log->body, &dup)) {
                     s_reject(w, 1, "a log record", dup);
                     continue;
                 }
-                s_log(&w->pk, log, &c);
+                s_log(&w->pk, log, &packed);
                 w->count++;
             }
         }
@@ -337,12 +366,17 @@ static void s_traces(walk_t *w, const otlp_traces_request_t *req)
                 s_reject(w, ss->n_spans, "a resource or scope", dup);
                 continue;
             }
+            packed_t packed = s_pack_context(w, &c);
+            if (!packed.size) {
+                s_reject(w, ss->n_spans, "(out of memory) a resource or scope", "");
+                continue;
+            }
             for (size_t i = 0; i < ss->n_spans; i++) {
                 if (!s_span_unique(ss->spans[i], &dup)) {
                     s_reject(w, 1, "a span", dup);
                     continue;
                 }
-                s_span(&w->pk, ss->spans[i], &c);
+                s_span(&w->pk, ss->spans[i], &packed);
                 w->count++;
             }
         }
@@ -359,24 +393,33 @@ int drv_otlp_to_records(const drv_otlp_request_t *request, msgpack_sbuffer *out,
     drv_record_batch_begin(out);
     walk_t w = {.rejected = rejected, .why = why, .whylen = whylen};
     msgpack_packer_init(&w.pk, out, msgpack_sbuffer_write);
+    msgpack_sbuffer_init(&w.context);
     if (request->signal == DRV_OTLP_LOGS) {
         s_logs(&w, request->logs);
     } else {
         s_traces(&w, request->traces);
     }
+    msgpack_sbuffer_destroy(&w.context);
     drv_record_batch_end(out, w.count);
     return (int)w.count;
 }
 
 //  ---------------------------------------------------------------- protobuf
 
-//  protobuf-c's allocation, telling a decode that failed for want of memory
-//  from one that failed on the bytes. Freed with the default allocator (the same free).
+//  protobuf-c's allocations come from one arena per request (freed whole
+//  by drv_otlp_request_free), and a decode that failed for want of memory is
+//  told from one that failed on the bytes.
+typedef struct {
+    drv_arena_t *arena;
+    bool short_of_memory;
+} unpack_t;
+
 static void *s_alloc(void *data, size_t size)
 {
-    void *p = malloc(size);
+    unpack_t *u = data;
+    void *p = drv_arena_alloc(u->arena, size);
     if (!p) {
-        *(bool *)data = true;
+        u->short_of_memory = true;
     }
     return p;
 }
@@ -384,7 +427,7 @@ static void *s_alloc(void *data, size_t size)
 static void s_free(void *data, void *p)
 {
     (void)data;
-    free(p);
+    (void)p; // the arena gives everything back at once
 }
 
 int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv_otlp_request_t *out, char *err,
@@ -392,6 +435,7 @@ int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv
 {
     out->signal = signal;
     out->message = NULL;
+    out->arena = NULL;
     const ProtobufCMessageDescriptor *desc =
         signal == DRV_OTLP_LOGS ? &opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor
                                 : &opentelemetry__proto__collector__trace__v1__export_trace_service_request__descriptor;
@@ -400,20 +444,30 @@ int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv
         snprintf(err, errlen, "malformed protobuf: %s", why);
         return -1;
     }
-    bool short_of_memory = false;
-    ProtobufCAllocator allocator = {.alloc = s_alloc, .free = s_free, .allocator_data = &short_of_memory};
+    //  Decoded structs take about twice the bytes (more for mostly-empty
+    //  messages: the arena grows).
+    unpack_t u = {.arena = drv_arena_new(2 * size + 1024)};
+    if (!u.arena) {
+        snprintf(err, errlen, "out of memory");
+        return DRV_OTLP_NO_MEMORY;
+    }
+    ProtobufCAllocator allocator = {.alloc = s_alloc, .free = s_free, .allocator_data = &u};
     out->message = protobuf_c_message_unpack(desc, &allocator, size, data);
     if (!out->message) {
-        snprintf(err, errlen, short_of_memory ? "out of memory" : "malformed protobuf");
-        return short_of_memory ? DRV_OTLP_NO_MEMORY : -1;
+        drv_arena_destroy(&u.arena);
+        snprintf(err, errlen, u.short_of_memory ? "out of memory" : "malformed protobuf");
+        return u.short_of_memory ? DRV_OTLP_NO_MEMORY : -1;
     }
+    out->arena = u.arena;
     return 0;
 }
 
 void drv_otlp_request_free(drv_otlp_request_t *request)
 {
-    if (request->message) {
+    if (request->arena) {
+        drv_arena_destroy(&request->arena); // the whole message with it
+    } else if (request->message) {
         protobuf_c_message_free_unpacked(request->message, NULL);
-        request->message = NULL;
     }
+    request->message = NULL;
 }
