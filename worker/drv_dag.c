@@ -177,15 +177,13 @@ json_t *drv_dag_node_counters(const drv_dag_t *self)
 
 //  Records packed as a message (a map or an array of maps) into the batch
 //  zone, counted in and handed on from node; -1 (an error) when they are not.
-static int s_decode_forward(drv_node_t *node, const void *data, size_t size, bool checked, char *err,
-                            size_t errlen)
+static int s_decode_forward(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen)
 {
     drv_dag_t *self = node->dag;
     self->input++;
     msgpack_object root;
     const msgpack_object *records;
-    int n = checked ? drv_batch_decode_checked(data, size, &self->batch_zone, &root, &records, err, errlen)
-                    : drv_batch_decode(data, size, &self->batch_zone, &root, &records, err, errlen);
+    int n = drv_batch_decode(data, size, &self->batch_zone, &root, &records, err, errlen);
     if (n < 0) {
         node->errors++;
         return -1;
@@ -210,19 +208,26 @@ int drv_dag_ingest(drv_dag_t *self, const char *node_id, const void *data, size_
         return -1;
     }
     msgpack_zone_clear(&self->batch_zone);
-    return s_decode_forward(node, data, size, false, err, errlen);
+    return s_decode_forward(node, data, size, err, errlen);
 }
 
 int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen)
 {
     msgpack_zone_clear(&node->dag->batch_zone);
-    return s_decode_forward(node, data, size, false, err, errlen);
+    return s_decode_forward(node, data, size, err, errlen);
 }
 
-int drv_node_emit_checked(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen)
+msgpack_zone *drv_node_batch_zone(drv_node_t *node)
 {
     msgpack_zone_clear(&node->dag->batch_zone);
-    return s_decode_forward(node, data, size, true, err, errlen);
+    return &node->dag->batch_zone;
+}
+
+void drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    node->dag->input++;
+    node->in += n;
+    drv_node_forward(node, records, n);
 }
 
 void drv_node_count_refused(drv_node_t *node)

@@ -107,13 +107,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = drv_otlp_unpack(signal, value.data, value.len, &request, err, sizeof err);
     FUZZ_ASSERT((rc == 0) == (depth <= DRV_PBCHECK_MAX_DEPTH));
     if (rc == 0) {
-        msgpack_sbuffer out;
-        msgpack_sbuffer_init(&out);
+        msgpack_zone zone;
+        msgpack_zone_init(&zone, 4096);
+        msgpack_object *records;
         int64_t rejected = 0;
         char why[300];
-        FUZZ_ASSERT(drv_otlp_to_records(&request, &out, &rejected, why, sizeof why) == 1);
+        FUZZ_ASSERT(drv_otlp_to_objects(&request, &zone, &records, &rejected, why, sizeof why) == 1);
         drv_otlp_request_free(&request);
-        msgpack_sbuffer_destroy(&out);
+        msgpack_zone_destroy(&zone);
     } else {
         FUZZ_ASSERT(strstr(err, "nested deeper") != NULL);
     }

@@ -130,7 +130,14 @@ class OtlpReceiver(EngineTest):
 
     def test_bad_requests_are_refused_and_export_nothing(self):
         self.put(max_body_bytes=2048)
+        # A body of arrays in arrays that OTLP/JSON takes (32 levels) but a
+        # record could not hold (it would sit deeper than 32).
+        deep = {"stringValue": "bottom"}
+        for _ in range(31):
+            deep = {"arrayValue": {"values": [deep]}}
+        too_deep = json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [{"body": deep}]}]}]}).encode()
         cases = [
+            ("/v1/logs", too_deep, "application/json", 400, "a record would nest deeper than 32 levels"),
             ("/v1/logs", b"\xff\xff\xff", "application/x-protobuf", 400, "malformed protobuf"),
             ("/v1/logs", b"[1]", "application/json", 400, "must be a JSON object"),
             ("/v1/logs", b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"timeUnixNano": "soon"}]}]}]}',

@@ -101,9 +101,13 @@ void *drv_node_alloc(drv_node_t *node, size_t size);
 //  handed on. Returns the records, or -1 with the reason in err when the
 //  bytes are not records (counted as an error; nothing is handed on).
 int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen);
-//  The same for records the receiver packed itself and whose keys it has
-//  checked to be unique at every depth (drv_batch_decode_checked).
-int drv_node_emit_checked(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen);
+//  Records a receiver built itself as objects, never packed: the batch
+//  zone, cleared, to build them in; then emit_objects counts them in and
+//  hands them on. The receiver answers for them being records (maps whose
+//  keys are unique at every depth, nested no deeper than DRV_MPCHECK_MAX_DEPTH);
+//  what they point to must live until emit_objects returns.
+msgpack_zone *drv_node_batch_zone(drv_node_t *node);
+void drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size_t n);
 //  Records a processor did not hand on (a filter's misses, nil from a
 //  script, matching no route).
 void drv_node_count_dropped(drv_node_t *node, size_t n);

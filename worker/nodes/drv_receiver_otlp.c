@@ -24,7 +24,6 @@
 typedef struct {
     drv_http_server_t *server; // first: drv_http_node's hooks find it there
     const char *paths[3];
-    msgpack_sbuffer packed;
 } otlp_t;
 
 static const char *const s_media_types[] = {"application/x-protobuf", "application/json", NULL};
@@ -116,7 +115,6 @@ static void s_error(const char *media_type, int status, const char *kind, const 
 static void s_handle(void *arg, const drv_http_request_t *request, drv_http_reply_t *reply)
 {
     drv_node_t *node = arg;
-    otlp_t *self = node->state;
     drv_otlp_signal_t signal = !strcmp(request->path, "/v1/logs") ? DRV_OTLP_LOGS : DRV_OTLP_TRACES;
     bool json = !strcmp(request->media_type, "application/json");
     drv_otlp_request_t otlp;
@@ -138,14 +136,24 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
     }
     int64_t rejected = 0;
     char why[300];
-    int n = drv_otlp_to_records(&otlp, &self->packed, &rejected, why, sizeof why);
+    msgpack_object *records;
+    int n = drv_otlp_to_objects(&otlp, drv_node_batch_zone(node), &records, &rejected, why, sizeof why);
+    if (n > 0) {
+        drv_node_emit_objects(node, records, (size_t)n); // they point into otlp: freed after
+    }
     drv_otlp_request_free(&otlp);
+    if (n == DRV_OTLP_NO_MEMORY) {
+        s_error(request->media_type, 503, "unavailable", "out of memory; retry", reply);
+        reply->retry_after_secs = 1;
+        return;
+    }
+    if (n < 0) {
+        drv_node_count_refused(node);
+        s_error(request->media_type, 400, "invalid_request", why, reply);
+        return;
+    }
     if (rejected > 0) {
         drv_node_count_refused(node);
-    }
-    if (n > 0 && drv_node_emit_checked(node, self->packed.data, self->packed.size, err, sizeof err) < 0) {
-        s_error(request->media_type, 400, "invalid_request", err, reply); // deeper than records nest
-        return;
     }
     s_respond(reply, signal, json, rejected, why);
 }
@@ -154,7 +162,6 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
 {
     otlp_t *self = calloc(1, sizeof *self);
     node->state = self;
-    msgpack_sbuffer_init(&self->packed);
     size_t n = 0;
     size_t i;
     json_t *s;
@@ -177,7 +184,6 @@ static void s_destroy(drv_node_t *node)
         return;
     }
     drv_http_server_destroy(&self->server);
-    msgpack_sbuffer_destroy(&self->packed);
     free(self);
 }
 

@@ -4,6 +4,7 @@
 #include "drv_record.h"
 
 #include "drover/drv_arena.h"
+#include "drover/drv_mpcheck.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -77,77 +78,114 @@ static bool s_any_unique(const otlp_any_t *v, const char **dup)
     return true;
 }
 
-//  ---------------------------------------------------------------- packing
+//  ---------------------------------------------------------------- objects
 
-static void s_str(msgpack_packer *pk, const char *s)
+//  Records are built as msgpack objects in the batch zone, never packed:
+//  strings and bytes point into the request (which outlives the forward),
+//  each resource and scope is built once and shared by its records.
+typedef struct {
+    msgpack_zone *zone;
+    bool no_memory;
+    bool too_deep;            // a value would nest deeper than records may
+} build_t;
+
+#define STR(s) ((msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)(sizeof(s) - 1), (s)}})
+
+static msgpack_object s_str(const char *s)
 {
-    size_t len = s ? strlen(s) : 0;
-    msgpack_pack_str(pk, len);
-    msgpack_pack_str_body(pk, s, len);
+    return (msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {s ? (uint32_t)strlen(s) : 0, s ? s : ""}};
 }
 
-static void s_key(msgpack_packer *pk, const char *key)
+static msgpack_object s_uint(uint64_t v)
 {
-    s_str(pk, key);
+    return (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = v};
 }
 
-static void s_hex(msgpack_packer *pk, ProtobufCBinaryData id)
+static msgpack_object s_int(int64_t v)
+{
+    return v >= 0 ? s_uint((uint64_t)v) : (msgpack_object){.type = MSGPACK_OBJECT_NEGATIVE_INTEGER, .via.i64 = v};
+}
+
+static msgpack_object s_map(msgpack_object_kv *pairs, size_t n)
+{
+    return (msgpack_object){.type = MSGPACK_OBJECT_MAP, .via.map = {pairs ? (uint32_t)n : 0, pairs}};
+}
+
+static msgpack_object s_array(msgpack_object *items, size_t n)
+{
+    return (msgpack_object){.type = MSGPACK_OBJECT_ARRAY, .via.array = {items ? (uint32_t)n : 0, items}};
+}
+
+static void *s_take(build_t *b, size_t size)
+{
+    void *p = size ? msgpack_zone_malloc(b->zone, size) : NULL;
+    if (size && !p) {
+        b->no_memory = true;
+    }
+    return p;
+}
+
+static msgpack_object s_hex(build_t *b, ProtobufCBinaryData id)
 {
     static const char digits[] = "0123456789abcdef";
-    char text[2 * 64];
     size_t n = id.len > 64 ? 64 : id.len;
+    char *text = s_take(b, 2 * n);
+    if (!text) {
+        return STR("");
+    }
     for (size_t i = 0; i < n; i++) {
         text[2 * i] = digits[id.data[i] >> 4];
         text[2 * i + 1] = digits[id.data[i] & 15];
     }
-    msgpack_pack_str(pk, 2 * n);
-    msgpack_pack_str_body(pk, text, 2 * n);
+    return (msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)(2 * n), text}};
 }
 
-static void s_attributes(msgpack_packer *pk, otlp_kv_t *const *kv, size_t n);
+static msgpack_object s_attributes(build_t *b, otlp_kv_t *const *kv, size_t n, int depth);
 
-static void s_any(msgpack_packer *pk, const otlp_any_t *v)
+//  v as an object at depth (the record itself is at 1).
+static msgpack_object s_any(build_t *b, const otlp_any_t *v, int depth)
 {
+    if (depth > DRV_MPCHECK_MAX_DEPTH) {
+        b->too_deep = true;
+        return (msgpack_object){.type = MSGPACK_OBJECT_NIL};
+    }
     switch (v ? v->value_case : OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE__NOT_SET) {
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
-        s_str(pk, v->string_value);
-        break;
+        return s_str(v->string_value);
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE:
-        v->bool_value ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
-        break;
+        return (msgpack_object){.type = MSGPACK_OBJECT_BOOLEAN, .via.boolean = v->bool_value};
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE:
-        msgpack_pack_int64(pk, v->int_value);
-        break;
+        return s_int(v->int_value);
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE:
-        msgpack_pack_double(pk, v->double_value);
-        break;
+        return (msgpack_object){.type = MSGPACK_OBJECT_FLOAT64, .via.f64 = v->double_value};
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE: {
         size_t n = v->array_value ? v->array_value->n_values : 0;
-        msgpack_pack_array(pk, n);
-        for (size_t i = 0; i < n; i++) {
-            s_any(pk, v->array_value->values[i]);
+        msgpack_object *items = s_take(b, n * sizeof *items);
+        for (size_t i = 0; items && i < n; i++) {
+            items[i] = s_any(b, v->array_value->values[i], depth + 1);
         }
-        break;
+        return s_array(items, n);
     }
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE:
-        s_attributes(pk, v->kvlist_value ? v->kvlist_value->values : NULL, v->kvlist_value ? v->kvlist_value->n_values : 0);
-        break;
+        return s_attributes(b, v->kvlist_value ? v->kvlist_value->values : NULL,
+                            v->kvlist_value ? v->kvlist_value->n_values : 0, depth);
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE:
-        msgpack_pack_bin(pk, v->bytes_value.len);
-        msgpack_pack_bin_body(pk, v->bytes_value.data, v->bytes_value.len);
-        break;
+        return (msgpack_object){.type = MSGPACK_OBJECT_BIN,
+                                .via.bin = {(uint32_t)v->bytes_value.len, (const char *)v->bytes_value.data}};
     default:
-        msgpack_pack_nil(pk);
+        return (msgpack_object){.type = MSGPACK_OBJECT_NIL};
     }
 }
 
-static void s_attributes(msgpack_packer *pk, otlp_kv_t *const *kv, size_t n)
+//  A map at depth.
+static msgpack_object s_attributes(build_t *b, otlp_kv_t *const *kv, size_t n, int depth)
 {
-    msgpack_pack_map(pk, n);
-    for (size_t i = 0; i < n; i++) {
-        s_str(pk, kv[i]->key);
-        s_any(pk, kv[i]->value);
+    msgpack_object_kv *pairs = s_take(b, n * sizeof *pairs);
+    for (size_t i = 0; pairs && i < n; i++) {
+        pairs[i].key = s_str(kv[i]->key);
+        pairs[i].val = s_any(b, kv[i]->value, depth + 1);
     }
+    return s_map(pairs, n);
 }
 
 //  What every record of a resource and scope carries.
@@ -157,20 +195,23 @@ typedef struct {
     const otlp_scope_t *scope;
 } context_t;
 
-static void s_context(msgpack_packer *pk, const context_t *c)
+#define CONTEXT_PAIRS 3
+
+//  The context's three pairs, built once per resource and scope and copied
+//  (shallowly: the maps are shared) into each of their records.
+static void s_context(build_t *b, const context_t *c, msgpack_object_kv out[CONTEXT_PAIRS])
 {
-    s_key(pk, "resource");
-    s_attributes(pk, c->resource ? c->resource->attributes : NULL, c->resource ? c->resource->n_attributes : 0);
-    s_key(pk, "resource_schema_url");
-    s_str(pk, c->resource_schema_url);
-    s_key(pk, "scope");
-    msgpack_pack_map(pk, 3);
-    s_key(pk, "name");
-    s_str(pk, c->scope ? c->scope->name : "");
-    s_key(pk, "version");
-    s_str(pk, c->scope ? c->scope->version : "");
-    s_key(pk, "attributes");
-    s_attributes(pk, c->scope ? c->scope->attributes : NULL, c->scope ? c->scope->n_attributes : 0);
+    msgpack_object_kv *scope = s_take(b, 3 * sizeof *scope);
+    out[0] = (msgpack_object_kv){STR("resource"), s_attributes(b, c->resource ? c->resource->attributes : NULL,
+                                                               c->resource ? c->resource->n_attributes : 0, 2)};
+    out[1] = (msgpack_object_kv){STR("resource_schema_url"), s_str(c->resource_schema_url)};
+    if (scope) {
+        scope[0] = (msgpack_object_kv){STR("name"), s_str(c->scope ? c->scope->name : "")};
+        scope[1] = (msgpack_object_kv){STR("version"), s_str(c->scope ? c->scope->version : "")};
+        scope[2] = (msgpack_object_kv){STR("attributes"), s_attributes(b, c->scope ? c->scope->attributes : NULL,
+                                                                       c->scope ? c->scope->n_attributes : 0, 3)};
+    }
+    out[2] = (msgpack_object_kv){STR("scope"), s_map(scope, 3)};
 }
 
 static bool s_context_unique(context_t *c, const char **dup)
@@ -179,103 +220,92 @@ static bool s_context_unique(context_t *c, const char **dup)
            (!c->scope || s_unique(c->scope->attributes, c->scope->n_attributes, dup));
 }
 
-//  The context's three pairs, packed once per resource and scope and
-//  copied into each of their records.
-typedef struct {
-    const char *data;
-    size_t size;
-} packed_t;
-
-static void s_raw(msgpack_packer *pk, const packed_t *raw)
+//  A record of the n pairs in pairs (room for the context's after them).
+static msgpack_object s_record(msgpack_object_kv *pairs, size_t n, const msgpack_object_kv *context)
 {
-    msgpack_sbuffer_write(pk->data, raw->data, raw->size);
+    if (pairs) {
+        memcpy(pairs + n, context, CONTEXT_PAIRS * sizeof *pairs);
+    }
+    return s_map(pairs, n + CONTEXT_PAIRS);
 }
 
-static void s_log(msgpack_packer *pk, const otlp_log_t *log, const packed_t *c)
+static msgpack_object s_log(build_t *b, const otlp_log_t *log, const msgpack_object_kv *context)
 {
     bool event = log->event_name && log->event_name[0];
-    msgpack_pack_map(pk, 13 + (event ? 1 : 0));
-    s_key(pk, "signal");
-    s_str(pk, "log");
-    s_key(pk, "time_unix_nano");
-    msgpack_pack_uint64(pk, log->time_unix_nano);
-    s_key(pk, "observed_time_unix_nano");
-    msgpack_pack_uint64(pk, log->observed_time_unix_nano);
-    s_key(pk, "severity_number");
-    msgpack_pack_int32(pk, log->severity_number);
-    s_key(pk, "severity_text");
-    s_str(pk, log->severity_text);
-    s_key(pk, "body");
-    s_any(pk, log->body);
-    s_key(pk, "attributes");
-    s_attributes(pk, log->attributes, log->n_attributes);
-    s_key(pk, "trace_id");
-    s_hex(pk, log->trace_id);
-    s_key(pk, "span_id");
-    s_hex(pk, log->span_id);
-    s_key(pk, "flags");
-    msgpack_pack_uint32(pk, log->flags);
-    if (event) {
-        s_key(pk, "event_name");
-        s_str(pk, log->event_name);
+    size_t n = 10 + (event ? 1 : 0);
+    msgpack_object_kv *p = s_take(b, (n + CONTEXT_PAIRS) * sizeof *p);
+    if (p) {
+        p[0] = (msgpack_object_kv){STR("signal"), STR("log")};
+        p[1] = (msgpack_object_kv){STR("time_unix_nano"), s_uint(log->time_unix_nano)};
+        p[2] = (msgpack_object_kv){STR("observed_time_unix_nano"), s_uint(log->observed_time_unix_nano)};
+        p[3] = (msgpack_object_kv){STR("severity_number"), s_int(log->severity_number)};
+        p[4] = (msgpack_object_kv){STR("severity_text"), s_str(log->severity_text)};
+        p[5] = (msgpack_object_kv){STR("body"), s_any(b, log->body, 2)};
+        p[6] = (msgpack_object_kv){STR("attributes"), s_attributes(b, log->attributes, log->n_attributes, 2)};
+        p[7] = (msgpack_object_kv){STR("trace_id"), s_hex(b, log->trace_id)};
+        p[8] = (msgpack_object_kv){STR("span_id"), s_hex(b, log->span_id)};
+        p[9] = (msgpack_object_kv){STR("flags"), s_uint(log->flags)};
+        if (event) {
+            p[10] = (msgpack_object_kv){STR("event_name"), s_str(log->event_name)};
+        }
     }
-    s_raw(pk, c);
+    return s_record(p, n, context);
 }
 
-static void s_span(msgpack_packer *pk, const otlp_span_t *span, const packed_t *c)
+//  A span's events or links: maps of three pairs each.
+static msgpack_object s_event(build_t *b, const otlp_event_t *e)
 {
-    msgpack_pack_map(pk, 16);
-    s_key(pk, "signal");
-    s_str(pk, "span");
-    s_key(pk, "trace_id");
-    s_hex(pk, span->trace_id);
-    s_key(pk, "span_id");
-    s_hex(pk, span->span_id);
-    s_key(pk, "parent_span_id");
-    s_hex(pk, span->parent_span_id);
-    s_key(pk, "trace_state");
-    s_str(pk, span->trace_state);
-    s_key(pk, "name");
-    s_str(pk, span->name);
-    s_key(pk, "kind");
-    msgpack_pack_int32(pk, span->kind);
-    s_key(pk, "start_time_unix_nano");
-    msgpack_pack_uint64(pk, span->start_time_unix_nano);
-    s_key(pk, "end_time_unix_nano");
-    msgpack_pack_uint64(pk, span->end_time_unix_nano);
-    s_key(pk, "attributes");
-    s_attributes(pk, span->attributes, span->n_attributes);
-    s_key(pk, "events");
-    msgpack_pack_array(pk, span->n_events);
-    for (size_t i = 0; i < span->n_events; i++) {
-        const otlp_event_t *e = span->events[i];
-        msgpack_pack_map(pk, 3);
-        s_key(pk, "time_unix_nano");
-        msgpack_pack_uint64(pk, e->time_unix_nano);
-        s_key(pk, "name");
-        s_str(pk, e->name);
-        s_key(pk, "attributes");
-        s_attributes(pk, e->attributes, e->n_attributes);
+    msgpack_object_kv *p = s_take(b, 3 * sizeof *p);
+    if (p) {
+        p[0] = (msgpack_object_kv){STR("time_unix_nano"), s_uint(e->time_unix_nano)};
+        p[1] = (msgpack_object_kv){STR("name"), s_str(e->name)};
+        p[2] = (msgpack_object_kv){STR("attributes"), s_attributes(b, e->attributes, e->n_attributes, 4)};
     }
-    s_key(pk, "links");
-    msgpack_pack_array(pk, span->n_links);
-    for (size_t i = 0; i < span->n_links; i++) {
-        const otlp_link_t *l = span->links[i];
-        msgpack_pack_map(pk, 3);
-        s_key(pk, "trace_id");
-        s_hex(pk, l->trace_id);
-        s_key(pk, "span_id");
-        s_hex(pk, l->span_id);
-        s_key(pk, "attributes");
-        s_attributes(pk, l->attributes, l->n_attributes);
+    return s_map(p, 3);
+}
+
+static msgpack_object s_link(build_t *b, const otlp_link_t *l)
+{
+    msgpack_object_kv *p = s_take(b, 3 * sizeof *p);
+    if (p) {
+        p[0] = (msgpack_object_kv){STR("trace_id"), s_hex(b, l->trace_id)};
+        p[1] = (msgpack_object_kv){STR("span_id"), s_hex(b, l->span_id)};
+        p[2] = (msgpack_object_kv){STR("attributes"), s_attributes(b, l->attributes, l->n_attributes, 4)};
     }
-    s_key(pk, "status");
-    msgpack_pack_map(pk, 2);
-    s_key(pk, "code");
-    msgpack_pack_int32(pk, span->status ? span->status->code : 0);
-    s_key(pk, "message");
-    s_str(pk, span->status ? span->status->message : "");
-    s_raw(pk, c);
+    return s_map(p, 3);
+}
+
+static msgpack_object s_span(build_t *b, const otlp_span_t *span, const msgpack_object_kv *context)
+{
+    msgpack_object_kv *p = s_take(b, (13 + CONTEXT_PAIRS) * sizeof *p);
+    msgpack_object *events = s_take(b, span->n_events * sizeof *events);
+    msgpack_object *links = s_take(b, span->n_links * sizeof *links);
+    msgpack_object_kv *status = s_take(b, 2 * sizeof *status);
+    if (!p || !status) {
+        return (msgpack_object){.type = MSGPACK_OBJECT_NIL}; // out of memory: the whole request is refused
+    }
+    for (size_t i = 0; events && i < span->n_events; i++) {
+        events[i] = s_event(b, span->events[i]);
+    }
+    for (size_t i = 0; links && i < span->n_links; i++) {
+        links[i] = s_link(b, span->links[i]);
+    }
+    status[0] = (msgpack_object_kv){STR("code"), s_int(span->status ? span->status->code : 0)};
+    status[1] = (msgpack_object_kv){STR("message"), s_str(span->status ? span->status->message : "")};
+    p[0] = (msgpack_object_kv){STR("signal"), STR("span")};
+    p[1] = (msgpack_object_kv){STR("trace_id"), s_hex(b, span->trace_id)};
+    p[2] = (msgpack_object_kv){STR("span_id"), s_hex(b, span->span_id)};
+    p[3] = (msgpack_object_kv){STR("parent_span_id"), s_hex(b, span->parent_span_id)};
+    p[4] = (msgpack_object_kv){STR("trace_state"), s_str(span->trace_state)};
+    p[5] = (msgpack_object_kv){STR("name"), s_str(span->name)};
+    p[6] = (msgpack_object_kv){STR("kind"), s_int(span->kind)};
+    p[7] = (msgpack_object_kv){STR("start_time_unix_nano"), s_uint(span->start_time_unix_nano)};
+    p[8] = (msgpack_object_kv){STR("end_time_unix_nano"), s_uint(span->end_time_unix_nano)};
+    p[9] = (msgpack_object_kv){STR("attributes"), s_attributes(b, span->attributes, span->n_attributes, 2)};
+    p[10] = (msgpack_object_kv){STR("events"), s_array(events, span->n_events)};
+    p[11] = (msgpack_object_kv){STR("links"), s_array(links, span->n_links)};
+    p[12] = (msgpack_object_kv){STR("status"), s_map(status, 2)};
+    return s_record(p, 13, context);
 }
 
 static bool s_span_unique(const otlp_span_t *span, const char **dup)
@@ -299,8 +329,8 @@ static bool s_span_unique(const otlp_span_t *span, const char **dup)
 //  ---------------------------------------------------------------- requests
 
 typedef struct {
-    msgpack_packer pk;
-    msgpack_sbuffer context;  // the current resource and scope, packed
+    build_t b;
+    msgpack_object *records;
     uint32_t count;
     int64_t *rejected;
     char *why;
@@ -315,13 +345,23 @@ static void s_reject(walk_t *w, size_t n, const char *what, const char *dup)
     *w->rejected += (int64_t)n;
 }
 
-static packed_t s_pack_context(walk_t *w, const context_t *c)
+size_t drv_otlp_count(const drv_otlp_request_t *r)
 {
-    msgpack_packer pk;
-    w->context.size = 0;
-    msgpack_packer_init(&pk, &w->context, msgpack_sbuffer_write);
-    s_context(&pk, c);
-    return (packed_t){w->context.data, w->context.data ? w->context.size : 0};
+    size_t count = 0;
+    if (r->signal == DRV_OTLP_LOGS) {
+        for (size_t i = 0; i < r->logs->n_resource_logs; i++) {
+            for (size_t k = 0; k < r->logs->resource_logs[i]->n_scope_logs; k++) {
+                count += r->logs->resource_logs[i]->scope_logs[k]->n_log_records;
+            }
+        }
+    } else {
+        for (size_t i = 0; i < r->traces->n_resource_spans; i++) {
+            for (size_t k = 0; k < r->traces->resource_spans[i]->n_scope_spans; k++) {
+                count += r->traces->resource_spans[i]->scope_spans[k]->n_spans;
+            }
+        }
+    }
+    return count;
 }
 
 static void s_logs(walk_t *w, const otlp_logs_request_t *req)
@@ -336,19 +376,15 @@ static void s_logs(walk_t *w, const otlp_logs_request_t *req)
                 s_reject(w, sl->n_log_records, "a resource or scope", dup);
                 continue;
             }
-            packed_t packed = s_pack_context(w, &c);
-            if (!packed.size) {
-                s_reject(w, sl->n_log_records, "(out of memory) a resource or scope", "");
-                continue;
-            }
+            msgpack_object_kv context[CONTEXT_PAIRS];
+            s_context(&w->b, &c, context);
             for (size_t i = 0; i < sl->n_log_records; i++) {
                 const otlp_log_t *log = sl->log_records[i];
                 if (!s_unique(log->attributes, log->n_attributes, &dup) || !s_any_unique(log->body, &dup)) {
                     s_reject(w, 1, "a log record", dup);
                     continue;
                 }
-                s_log(&w->pk, log, &packed);
-                w->count++;
+                w->records[w->count++] = s_log(&w->b, log, context);
             }
         }
     }
@@ -366,41 +402,49 @@ static void s_traces(walk_t *w, const otlp_traces_request_t *req)
                 s_reject(w, ss->n_spans, "a resource or scope", dup);
                 continue;
             }
-            packed_t packed = s_pack_context(w, &c);
-            if (!packed.size) {
-                s_reject(w, ss->n_spans, "(out of memory) a resource or scope", "");
-                continue;
-            }
+            msgpack_object_kv context[CONTEXT_PAIRS];
+            s_context(&w->b, &c, context);
             for (size_t i = 0; i < ss->n_spans; i++) {
                 if (!s_span_unique(ss->spans[i], &dup)) {
                     s_reject(w, 1, "a span", dup);
                     continue;
                 }
-                s_span(&w->pk, ss->spans[i], &packed);
-                w->count++;
+                w->records[w->count++] = s_span(&w->b, ss->spans[i], context);
             }
         }
     }
 }
 
-int drv_otlp_to_records(const drv_otlp_request_t *request, msgpack_sbuffer *out, int64_t *rejected, char *why,
-                        size_t whylen)
+int drv_otlp_to_objects(const drv_otlp_request_t *request, msgpack_zone *zone, msgpack_object **records,
+                        int64_t *rejected, char *why, size_t whylen)
 {
     *rejected = 0;
+    *records = NULL;
     if (whylen) {
         why[0] = 0;
     }
-    drv_record_batch_begin(out);
-    walk_t w = {.rejected = rejected, .why = why, .whylen = whylen};
-    msgpack_packer_init(&w.pk, out, msgpack_sbuffer_write);
-    msgpack_sbuffer_init(&w.context);
+    walk_t w = {.b = {.zone = zone}, .rejected = rejected, .why = why, .whylen = whylen};
+    size_t count = drv_otlp_count(request);
+    if (count > INT32_MAX) {
+        return DRV_OTLP_NO_MEMORY;
+    }
+    w.records = s_take(&w.b, count * sizeof *w.records);
+    if (count && !w.records) {
+        return DRV_OTLP_NO_MEMORY;
+    }
     if (request->signal == DRV_OTLP_LOGS) {
         s_logs(&w, request->logs);
     } else {
         s_traces(&w, request->traces);
     }
-    msgpack_sbuffer_destroy(&w.context);
-    drv_record_batch_end(out, w.count);
+    if (w.b.no_memory) {
+        return DRV_OTLP_NO_MEMORY;
+    }
+    if (w.b.too_deep) {
+        snprintf(why, whylen, "a record would nest deeper than %d levels", DRV_MPCHECK_MAX_DEPTH);
+        return -1;
+    }
+    *records = w.records;
     return (int)w.count;
 }
 

@@ -8,11 +8,18 @@
 #include <msgpack.h>
 #include <stdint.h>
 
-//  Packs the request's records into out (cleared first) as one msgpack
-//  array. A LogRecord or Span whose record would hold a duplicate key (in
-//  its attributes, its resource's, its scope's or a kvlist) is left out:
-//  *rejected counts those and why names the first. Returns the records packed.
-int drv_otlp_to_records(const drv_otlp_request_t *request, msgpack_sbuffer *out, int64_t *rejected, char *why,
-                        size_t whylen);
+//  Builds the request's records as msgpack objects in zone, never packed:
+//  their strings and bytes point into the request, which must outlive them
+//  (receiver:otlp frees it once the records are forwarded); each resource
+//  and scope is built once and shared by its records. A LogRecord or Span
+//  whose record would hold a duplicate key (in its attributes, its
+//  resource's, its scope's or a kvlist) is left out: *rejected counts those
+//  and why names the first. Returns how many records *records holds, -1
+//  (why says so) when a value would nest deeper than DRV_MPCHECK_MAX_DEPTH
+//  (records never do), or DRV_OTLP_NO_MEMORY when the zone could not grow.
+int drv_otlp_to_objects(const drv_otlp_request_t *request, msgpack_zone *zone, msgpack_object **records,
+                        int64_t *rejected, char *why, size_t whylen);
+//  LogRecords or Spans in the request.
+size_t drv_otlp_count(const drv_otlp_request_t *request);
 
 #endif
