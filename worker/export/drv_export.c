@@ -3,6 +3,7 @@
     drv_export_post.c posts them. */
 #include "drv_export_internal.h"
 #include "drv_gzip.h"
+#include "drv_record_copy.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
@@ -70,7 +71,10 @@ void drv_export_destroy(drv_export_t **self_p)
         self->head = next;
     }
     for (size_t i = 0; i < DRV_EXPORT_LANES; i++) {
-        drv_buf_free(&self->lanes[i].records);
+        if (self->lanes[i].zone_ready) {
+            msgpack_zone_destroy(&self->lanes[i].zone);
+        }
+        free(self->lanes[i].records);
     }
     if (self->multi) {
         curl_multi_cleanup(self->multi);
@@ -96,8 +100,8 @@ void drv_export_close(drv_export_t *self, int lane_index)
     batch_t *batch = calloc(1, sizeof *batch);
     drv_buf_t body = {0};
     char err[200] = "out of memory";
-    int rc = batch ? self->format.encode(self->format.arg, lane_index, lane->records.data, lane->records.len,
-                                         lane->count, &body, err, sizeof err)
+    int rc = batch ? self->format.encode(self->format.arg, lane_index, lane->records, lane->count, &body, err,
+                                         sizeof err)
                    : -1;
     if (rc == 0 && self->settings.gzip) {
         char *zipped = NULL;
@@ -125,8 +129,9 @@ void drv_export_close(drv_export_t *self, int lane_index)
         self->tail = batch;
         self->queued++;
     }
-    drv_buf_reset(&lane->records);
+    msgpack_zone_clear(&lane->zone);
     lane->count = 0;
+    lane->bytes = 0;
 }
 
 void drv_export_record(drv_export_t *self, int lane_index, const msgpack_object *record)
@@ -136,14 +141,27 @@ void drv_export_record(drv_export_t *self, int lane_index, const msgpack_object 
         lane->first_input = drv_node_input(self->node);
         lane->opened_ms = drv_time_mono_ms();
     }
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &lane->records, drv_buf_msgpack_write);
-    if (msgpack_pack_object(&pk, *record) != 0) {
+    if (!lane->zone_ready) {
+        lane->zone_ready = msgpack_zone_init(&lane->zone, 64 * 1024);
+    }
+    if (lane->count == lane->cap) {
+        size_t cap = lane->cap ? 2 * lane->cap : 256;
+        msgpack_object *grown = realloc(lane->records, cap * sizeof *grown);
+        if (grown) {
+            lane->records = grown;
+            lane->cap = cap;
+        }
+    }
+    size_t bytes = lane->zone_ready && lane->count < lane->cap
+                       ? drv_record_copy(&lane->zone, record, &lane->records[lane->count])
+                       : 0;
+    if (bytes == 0) {
         drv_node_export_error(self->node, 1, "out of memory taking a record");
         return;
     }
     lane->count++;
-    if (lane->count >= self->settings.max_records || lane->records.len >= self->settings.max_bytes) {
+    lane->bytes += bytes;
+    if (lane->count >= self->settings.max_records || lane->bytes >= self->settings.max_bytes) {
         drv_export_close(self, lane_index);
     }
 }

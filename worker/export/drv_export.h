@@ -36,11 +36,11 @@
 
 typedef struct drv_export_t drv_export_t;
 
-//  Encodes one batch: count records, msgpack maps back to back in
-//  records[0..size), into body (empty when called). Returns 0, or -1 with
-//  the reason in err: the batch is then dropped and counted.
-typedef int(drv_export_encode_fn)(void *arg, int lane, const char *records, size_t size, size_t count,
-                                  drv_buf_t *body, char *err, size_t errlen);
+//  Encodes one batch of count records (maps, the exporter's own copies)
+//  into body (empty when called), once. Returns 0, or -1 with the reason in
+//  err: the batch is then dropped and counted.
+typedef int(drv_export_encode_fn)(void *arg, int lane, const msgpack_object *records, size_t count, drv_buf_t *body,
+                                  char *err, size_t errlen);
 
 typedef struct {
     const char *url;          // where the lane's batches are posted

@@ -28,7 +28,11 @@ typedef struct batch_t {
 } batch_t;
 
 typedef struct {
-    drv_buf_t records;   // msgpack maps back to back
+    msgpack_zone zone;   // the records taken, copied (drv_record_copy): the batch zone is cleared under them
+    msgpack_object *records;
+    size_t cap;
+    size_t bytes;        // what they take packed (batch.max_bytes counts it)
+    bool zone_ready;
     size_t count;
     int64_t first_input;
     int64_t opened_ms;

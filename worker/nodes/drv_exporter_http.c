@@ -17,44 +17,34 @@ typedef struct {
     char *url;
 } http_t;
 
-static int s_encode(void *arg, int lane, const char *records, size_t size, size_t count, drv_buf_t *body, char *err,
+static int s_encode(void *arg, int lane, const msgpack_object *records, size_t count, drv_buf_t *body, char *err,
                     size_t errlen)
 {
     (void)lane;
     http_t *self = arg;
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, body, drv_buf_msgpack_write);
+    int rc = 0;
     if (self->format == FORMAT_MSGPACK) {
-        if (msgpack_pack_array(&pk, count) != 0 || drv_buf_append(body, records, size) != 0) {
-            snprintf(err, errlen, "out of memory encoding");
-            return -1;
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, body, drv_buf_msgpack_write);
+        rc = msgpack_pack_array(&pk, count);
+        for (size_t i = 0; i < count && rc == 0; i++) {
+            rc = msgpack_pack_object(&pk, records[i]);
         }
-        return 0;
-    }
-    msgpack_zone zone;
-    msgpack_zone_init(&zone, 8192);
-    size_t offset = 0;
-    int rc = self->format == FORMAT_JSON ? drv_buf_putc(body, '[') : 0;
-    for (size_t i = 0; i < count && rc == 0; i++) {
-        msgpack_object record;
-        msgpack_unpack_return unpacked = msgpack_unpack(records, size, &offset, &zone, &record);
-        if (unpacked != MSGPACK_UNPACK_SUCCESS && unpacked != MSGPACK_UNPACK_EXTRA_BYTES) {
-            rc = -1;
-            break;
+    } else {
+        rc = self->format == FORMAT_JSON ? drv_buf_putc(body, '[') : 0;
+        for (size_t i = 0; i < count && rc == 0; i++) {
+            if (self->format == FORMAT_JSON && i > 0) {
+                rc = drv_buf_putc(body, ',');
+            }
+            rc = rc ? rc : drv_ndjson_append(body, &records[i]);
+            if (rc == 0 && self->format == FORMAT_JSON) {
+                body->len--; // the line's newline: JSON wants a comma there
+            }
         }
-        if (self->format == FORMAT_JSON && i > 0) {
-            rc = drv_buf_putc(body, ',');
-        }
-        rc = rc ? rc : drv_ndjson_append(body, &record);
         if (rc == 0 && self->format == FORMAT_JSON) {
-            body->len--; // the line's newline: JSON wants a comma there
+            rc = drv_buf_putc(body, ']');
         }
-        msgpack_zone_clear(&zone);
     }
-    if (rc == 0 && self->format == FORMAT_JSON) {
-        rc = drv_buf_putc(body, ']');
-    }
-    msgpack_zone_destroy(&zone);
     if (rc != 0) {
         snprintf(err, errlen, "out of memory encoding");
     }

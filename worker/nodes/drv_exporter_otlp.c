@@ -19,12 +19,12 @@ typedef struct {
     char *urls[DRV_EXPORT_LANES];
 } otlp_out_t;
 
-static int s_encode(void *arg, int lane, const char *records, size_t size, size_t count, drv_buf_t *body, char *err,
+static int s_encode(void *arg, int lane, const msgpack_object *records, size_t count, drv_buf_t *body, char *err,
                     size_t errlen)
 {
     otlp_out_t *self = arg;
     drv_otlp_built_t built;
-    if (drv_otlp_build(&built, lane == 0 ? DRV_OTLP_LOGS : DRV_OTLP_TRACES, records, size, count) != 0) {
+    if (drv_otlp_build(&built, lane == 0 ? DRV_OTLP_LOGS : DRV_OTLP_TRACES, records, count) != 0) {
         snprintf(err, errlen, "out of memory encoding");
         return -1;
     }

@@ -1,6 +1,6 @@
 /*  drv_otlp_build — see drv_otlp_build.h. Two passes over the records: the
-    first finds each one's resource and scope group (by their msgpack
-    bytes), the second allocates every repeated field at its exact size and
+    first finds each one's resource and scope group (the previous record's,
+    when they are equal; else by their msgpack bytes, through a hash), the second allocates every repeated field at its exact size and
     fills it (drv_otlp_build_records.c makes each record's message). */
 #include "drv_buf.h"
 #include "drv_otlp_build_internal.h"
@@ -16,31 +16,55 @@ typedef struct {
 typedef struct {
     char *key;               // msgpack bytes: resource and schema URL, or scope
     size_t len;
+    uint64_t hash;           // of parent and key
     size_t parent;           // a scope group's resource group
     size_t children;         // resource groups: scope groups; scope groups: records
     void *message;           // ResourceLogs/Spans or ScopeLogs/Spans
 } group_t;
 
-//  The group of groups[0..*n) with parent and these key bytes, added when
-//  there is none. Returns its index, or -1 out of memory.
-static long s_group(build_t *b, group_t *groups, size_t *n, size_t parent, const drv_buf_t *key, bool *added)
+//  Groups found by the hash of their parent and key bytes (open addressing,
+//  at most half full), so a batch of many resources is not a quadratic scan.
+typedef struct {
+    group_t *groups;
+    size_t n;
+    long *slots;             // group index + 1; 0: empty
+    size_t mask;
+} groups_t;
+
+static uint64_t s_hash(size_t parent, const drv_buf_t *key)
 {
-    for (size_t i = 0; i < *n; i++) {
-        if (groups[i].parent == parent && groups[i].len == key->len && !memcmp(groups[i].key, key->data, key->len)) {
+    uint64_t h = 14695981039346656037ULL ^ parent;
+    for (size_t i = 0; i < key->len; i++) {
+        h = (h ^ (unsigned char)key->data[i]) * 1099511628211ULL;
+    }
+    return h;
+}
+
+//  The group with parent and these key bytes, added when there is none.
+//  Returns its index, or -1 out of memory.
+static long s_group(build_t *b, groups_t *gs, size_t parent, const drv_buf_t *key, bool *added)
+{
+    uint64_t hash = s_hash(parent, key);
+    size_t slot = hash & gs->mask;
+    for (; gs->slots[slot]; slot = (slot + 1) & gs->mask) {
+        group_t *g = &gs->groups[gs->slots[slot] - 1];
+        if (g->hash == hash && g->parent == parent && g->len == key->len && !memcmp(g->key, key->data, key->len)) {
             *added = false;
-            return (long)i;
+            return gs->slots[slot] - 1;
         }
     }
-    group_t *g = &groups[*n];
+    group_t *g = &gs->groups[gs->n];
     g->key = msgpack_zone_malloc(b->zone, key->len ? key->len : 1);
     if (!g->key) {
         return -1;
     }
     memcpy(g->key, key->data, key->len);
     g->len = key->len;
+    g->hash = hash;
     g->parent = parent;
+    gs->slots[slot] = (long)++gs->n;
     *added = true;
-    return (long)(*n)++;
+    return (long)gs->n - 1;
 }
 
 static int s_key(drv_buf_t *key, const msgpack_object *a, const msgpack_object *b)
@@ -52,29 +76,43 @@ static int s_key(drv_buf_t *key, const msgpack_object *a, const msgpack_object *
     return msgpack_pack_object(&pk, a ? *a : nil) || msgpack_pack_object(&pk, b ? *b : nil) ? -1 : 0;
 }
 
-//  Pass one: every row's scope group; counts in the groups.
-static int s_group_rows(build_t *b, row_t *rows, size_t count, group_t *resources, size_t *n_resources,
-                        group_t *scopes, size_t *n_scopes)
+static bool s_same(const msgpack_object *a, const msgpack_object *b)
+{
+    return a == b || (a && b && msgpack_object_equal(*a, *b));
+}
+
+//  Pass one: every row's scope group; counts in the groups. A record with
+//  the same resource and scope as the one before it (the usual run) is in
+//  its group without packing a key.
+static int s_group_rows(build_t *b, row_t *rows, size_t count, groups_t *resources, groups_t *scopes)
 {
     drv_buf_t key = {0};
     int rc = 0;
+    long r = -1, s = -1;
+    const msgpack_object *last_resource = NULL, *last_url = NULL, *last_scope = NULL;
     for (size_t i = 0; i < count && rc == 0; i++) {
         const msgpack_object *record = &rows[i].record;
-        bool added;
-        long r = -1, s = -1;
-        if (s_key(&key, drv_otlp_get(record, "resource"), drv_otlp_get(record, "resource_schema_url")) == 0) {
-            r = s_group(b, resources, n_resources, 0, &key, &added);
+        const msgpack_object *resource = drv_otlp_get(record, "resource");
+        const msgpack_object *url = drv_otlp_get(record, "resource_schema_url");
+        const msgpack_object *scope = drv_otlp_get(record, "scope");
+        bool added = false;
+        bool same_resource = i > 0 && s_same(resource, last_resource) && s_same(url, last_url);
+        if (!same_resource) {
+            r = s_key(&key, resource, url) == 0 ? s_group(b, resources, 0, &key, &added) : -1;
         }
-        if (r >= 0 && s_key(&key, drv_otlp_get(record, "scope"), NULL) == 0) {
-            s = s_group(b, scopes, n_scopes, (size_t)r, &key, &added);
-            resources[r].children += s >= 0 && added;
+        if (r >= 0 && !(same_resource && s_same(scope, last_scope))) {
+            s = s_key(&key, scope, NULL) == 0 ? s_group(b, scopes, (size_t)r, &key, &added) : -1;
+            resources->groups[r].children += s >= 0 && added;
         }
-        if (s < 0) {
+        if (r < 0 || s < 0) {
             rc = -1;
             break;
         }
-        scopes[s].children++;
+        scopes->groups[s].children++;
         rows[i].scope = (size_t)s;
+        last_resource = resource;
+        last_url = url;
+        last_scope = scope;
     }
     drv_buf_free(&key);
     return rc;
@@ -183,35 +221,51 @@ static ProtobufCMessage *s_traces(build_t *b, row_t *rows, size_t count, group_t
     return &request->base;
 }
 
-int drv_otlp_build(drv_otlp_built_t *built, drv_otlp_signal_t signal, const char *records, size_t size, size_t count)
+//  Room for count groups, their hash slots at most half full.
+static int s_groups_init(groups_t *gs, size_t count)
+{
+    size_t slots = 4;
+    while (slots < 2 * (count ? count : 1)) {
+        slots *= 2;
+    }
+    gs->groups = calloc(count ? count : 1, sizeof *gs->groups);
+    gs->slots = calloc(slots, sizeof *gs->slots);
+    gs->mask = slots - 1;
+    gs->n = 0;
+    return gs->groups && gs->slots ? 0 : -1;
+}
+
+static void s_groups_free(groups_t *gs)
+{
+    free(gs->groups);
+    free(gs->slots);
+}
+
+int drv_otlp_build(drv_otlp_built_t *built, drv_otlp_signal_t signal, const msgpack_object *records, size_t count)
 {
     memset(built, 0, sizeof *built);
     msgpack_zone_init(&built->zone, 64 * 1024);
     build_t b = {&built->zone};
     row_t *rows = calloc(count ? count : 1, sizeof *rows);
-    group_t *resources = calloc(count ? count : 1, sizeof *resources);
-    group_t *scopes = calloc(count ? count : 1, sizeof *scopes);
-    size_t n_resources = 0, n_scopes = 0, offset = 0, n = 0;
-    int rc = rows && resources && scopes ? 0 : -1;
-    while (rc == 0 && n < count) {
-        msgpack_unpack_return unpacked = msgpack_unpack(records, size, &offset, b.zone, &rows[n].record);
-        rc = (unpacked == MSGPACK_UNPACK_SUCCESS || unpacked == MSGPACK_UNPACK_EXTRA_BYTES) &&
-                     rows[n].record.type == MSGPACK_OBJECT_MAP
-                 ? 0
-                 : -1;
-        n++;
+    groups_t resources, scopes;
+    int rc = s_groups_init(&resources, count) | s_groups_init(&scopes, count);
+    rc = rc || !rows ? -1 : 0;
+    for (size_t n = 0; rc == 0 && n < count; n++) {
+        rows[n].record = records[n];
+        rc = records[n].type == MSGPACK_OBJECT_MAP ? 0 : -1;
     }
-    rc = rc ? rc : s_group_rows(&b, rows, count, resources, &n_resources, scopes, &n_scopes);
+    rc = rc ? rc : s_group_rows(&b, rows, count, &resources, &scopes);
     if (rc == 0) {
         built->request.signal = signal;
-        built->request.message = signal == DRV_OTLP_LOGS
-                                     ? s_logs(&b, rows, count, resources, n_resources, scopes, n_scopes)
-                                     : s_traces(&b, rows, count, resources, n_resources, scopes, n_scopes);
+        built->request.message =
+            signal == DRV_OTLP_LOGS
+                ? s_logs(&b, rows, count, resources.groups, resources.n, scopes.groups, scopes.n)
+                : s_traces(&b, rows, count, resources.groups, resources.n, scopes.groups, scopes.n);
         rc = built->request.message ? 0 : -1;
     }
     free(rows);
-    free(resources);
-    free(scopes);
+    s_groups_free(&resources);
+    s_groups_free(&scopes);
     if (rc != 0) {
         msgpack_zone_destroy(&built->zone);
         memset(built, 0, sizeof *built);

@@ -24,10 +24,10 @@ typedef struct {
     msgpack_zone zone;
 } drv_otlp_built_t;
 
-//  Builds the request of signal from count records, msgpack maps back to
-//  back in records[0..size). Returns 0, or -1 out of memory (nothing to
-//  free then).
-int drv_otlp_build(drv_otlp_built_t *built, drv_otlp_signal_t signal, const char *records, size_t size, size_t count);
+//  Builds the request of signal from count records (maps; they must outlive
+//  the request: its strings may point into them). Returns 0, or -1 out of
+//  memory or when one is not a map (nothing to free then).
+int drv_otlp_build(drv_otlp_built_t *built, drv_otlp_signal_t signal, const msgpack_object *records, size_t count);
 void drv_otlp_built_free(drv_otlp_built_t *built);
 
 #endif

@@ -15,8 +15,10 @@ typedef struct {
 void *drv_otlp_new(build_t *b, const ProtobufCMessageDescriptor *descriptor);
 //  Room for n pointers in the zone.
 void *drv_otlp_array(build_t *b, size_t n);
-//  The value of key in a msgpack map, or NULL.
-const msgpack_object *drv_otlp_get(const msgpack_object *map, const char *key);
+//  The value of key (len bytes) in a msgpack map, or NULL; drv_otlp_get
+//  takes a literal key, whose length is known at compile time.
+const msgpack_object *drv_otlp_get_n(const msgpack_object *map, const char *key, size_t len);
+#define drv_otlp_get(map, literal) drv_otlp_get_n((map), (literal), sizeof(literal) - 1)
 //  A msgpack string as a protobuf string; "" for anything else.
 char *drv_otlp_string_of(build_t *b, const msgpack_object *o);
 //  The attributes of a record: its map (NULL: none), then every key in

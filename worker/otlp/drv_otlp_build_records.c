@@ -34,15 +34,21 @@ static char *s_text(build_t *b, const char *data, size_t len)
     return text;
 }
 
-static bool s_is(const msgpack_object *o, const char *key)
+static bool s_is_n(const msgpack_object *o, const char *key, size_t len)
 {
-    return o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(key) && !memcmp(o->via.str.ptr, key, o->via.str.size);
+    return o->type == MSGPACK_OBJECT_STR && o->via.str.size == len && !memcmp(o->via.str.ptr, key, len);
 }
 
-const msgpack_object *drv_otlp_get(const msgpack_object *map, const char *key)
+#define s_is(o, literal) s_is_n((o), (literal), sizeof(literal) - 1) // a key is a literal: its length is known
+
+const msgpack_object *drv_otlp_get_n(const msgpack_object *map, const char *key, size_t len)
 {
-    for (uint32_t i = 0; map && map->type == MSGPACK_OBJECT_MAP && i < map->via.map.size; i++) {
-        if (s_is(&map->via.map.ptr[i].key, key)) {
+    if (!map || map->type != MSGPACK_OBJECT_MAP) {
+        return NULL;
+    }
+    for (uint32_t i = 0; i < map->via.map.size; i++) {
+        const msgpack_object *k = &map->via.map.ptr[i].key;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == len && !memcmp(k->via.str.ptr, key, len)) {
             return &map->via.map.ptr[i].val;
         }
     }
@@ -65,6 +71,12 @@ static bool s_uint(const msgpack_object *o)
     return o && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER;
 }
 
+//  A hex digit's value, or -1.
+static int s_nibble(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
 //  Lowercase or uppercase hex of an even length: an id.
 static bool s_hex(const msgpack_object *o)
 {
@@ -72,7 +84,7 @@ static bool s_hex(const msgpack_object *o)
         return false;
     }
     for (uint32_t i = 0; i < o->via.str.size; i++) {
-        if (!strchr("0123456789abcdefABCDEF", o->via.str.ptr[i]) || !o->via.str.ptr[i]) {
+        if (s_nibble(o->via.str.ptr[i]) < 0) {
             return false;
         }
     }
@@ -88,8 +100,7 @@ static ProtobufCBinaryData s_id(build_t *b, const msgpack_object *o)
     id.len = o->via.str.size / 2;
     id.data = msgpack_zone_malloc(b->zone, id.len);
     for (size_t i = 0; id.data && i < id.len; i++) {
-        char pair[3] = {o->via.str.ptr[2 * i], o->via.str.ptr[2 * i + 1], 0};
-        id.data[i] = (uint8_t)strtoul(pair, NULL, 16);
+        id.data[i] = (uint8_t)(s_nibble(o->via.str.ptr[2 * i]) << 4 | s_nibble(o->via.str.ptr[2 * i + 1]));
     }
     return id;
 }
@@ -209,8 +220,7 @@ int drv_otlp_attributes(build_t *b, const msgpack_object *map, const msgpack_obj
     }
     for (size_t i = 0; i < n; i++) {
         if (own && extras[i]->key.type == MSGPACK_OBJECT_STR) {
-            char *name = s_text(b, extras[i]->key.via.str.ptr, extras[i]->key.via.str.size);
-            if (name && drv_otlp_get(map, name)) {
+            if (drv_otlp_get_n(map, extras[i]->key.via.str.ptr, extras[i]->key.via.str.size)) {
                 continue; // the record's own attribute wins
             }
         }
