@@ -9,6 +9,12 @@ static size_t s_len_header(uint32_t n, size_t tiny, size_t small_max)
     return n <= small_max ? tiny : n <= 0xff ? 2 : n <= 0xffff ? 3 : 5;
 }
 
+//  Arrays and maps have no 8-bit length: fix, 16 or 32 bits.
+static size_t s_container_header(uint32_t n)
+{
+    return n <= 15 ? 1 : n <= 0xffff ? 3 : 5;
+}
+
 static size_t s_uint_size(uint64_t v)
 {
     return v < 128 ? 1 : v <= 0xff ? 2 : v <= 0xffff ? 3 : v <= 0xffffffffULL ? 5 : 9;
@@ -17,6 +23,12 @@ static size_t s_uint_size(uint64_t v)
 static size_t s_int_size(int64_t v)
 {
     return v >= -32 ? 1 : v >= INT8_MIN ? 2 : v >= INT16_MIN ? 3 : v >= INT32_MIN ? 5 : 9;
+}
+
+static size_t s_ext_header(uint32_t n)
+{
+    bool fixed = n == 1 || n == 2 || n == 4 || n == 8 || n == 16;
+    return fixed ? 2 : n <= 0xff ? 3 : n <= 0xffff ? 4 : 6;
 }
 
 //  size bytes of data copied into zone; NULL out of memory (or when size is 0: nothing to copy).
@@ -54,10 +66,10 @@ static size_t s_copy(msgpack_zone *zone, const msgpack_object *src, msgpack_obje
         return s_len_header(src->via.bin.size, 2, 0xff) + src->via.bin.size;
     case MSGPACK_OBJECT_EXT:
         dst->via.ext.ptr = s_bytes(zone, src->via.ext.ptr, src->via.ext.size, failed);
-        return 6 + src->via.ext.size;
+        return s_ext_header(src->via.ext.size) + src->via.ext.size;
     case MSGPACK_OBJECT_ARRAY: {
         uint32_t n = src->via.array.size;
-        size_t size = s_len_header(n, 1, 15);
+        size_t size = s_container_header(n);
         msgpack_object *items = n ? msgpack_zone_malloc(zone, n * sizeof *items) : NULL;
         if (n && !items) {
             *failed = true;
@@ -71,7 +83,7 @@ static size_t s_copy(msgpack_zone *zone, const msgpack_object *src, msgpack_obje
     }
     case MSGPACK_OBJECT_MAP: {
         uint32_t n = src->via.map.size;
-        size_t size = s_len_header(n, 1, 15);
+        size_t size = s_container_header(n);
         msgpack_object_kv *pairs = n ? msgpack_zone_malloc(zone, n * sizeof *pairs) : NULL;
         if (n && !pairs) {
             *failed = true;
