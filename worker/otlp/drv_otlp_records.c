@@ -1,9 +1,7 @@
 /*  drv_otlp_records — see drv_otlp_records.h. */
 #include "drv_otlp_records.h"
-#include "drv_pbcheck.h"
 #include "drv_record.h"
 
-#include "drover/drv_arena.h"
 #include "drover/drv_mpcheck.h"
 
 #include <stdbool.h>
@@ -446,72 +444,4 @@ int drv_otlp_to_objects(const drv_otlp_request_t *request, msgpack_zone *zone, m
     }
     *records = w.records;
     return (int)w.count;
-}
-
-//  ---------------------------------------------------------------- protobuf
-
-//  protobuf-c's allocations come from one arena per request (freed whole
-//  by drv_otlp_request_free), and a decode that failed for want of memory is
-//  told from one that failed on the bytes.
-typedef struct {
-    drv_arena_t *arena;
-    bool short_of_memory;
-} unpack_t;
-
-static void *s_alloc(void *data, size_t size)
-{
-    unpack_t *u = data;
-    void *p = drv_arena_alloc(u->arena, size);
-    if (!p) {
-        u->short_of_memory = true;
-    }
-    return p;
-}
-
-static void s_free(void *data, void *p)
-{
-    (void)data;
-    (void)p; // the arena gives everything back at once
-}
-
-int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv_otlp_request_t *out, char *err,
-                    size_t errlen)
-{
-    out->signal = signal;
-    out->message = NULL;
-    out->arena = NULL;
-    const ProtobufCMessageDescriptor *desc =
-        signal == DRV_OTLP_LOGS ? &opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor
-                                : &opentelemetry__proto__collector__trace__v1__export_trace_service_request__descriptor;
-    char why[240];
-    if (drv_pbcheck(desc, data, size, why, sizeof why) != 0) {
-        snprintf(err, errlen, "malformed protobuf: %s", why);
-        return -1;
-    }
-    //  Decoded structs take about twice the bytes (more for mostly-empty
-    //  messages: the arena grows).
-    unpack_t u = {.arena = drv_arena_new(2 * size + 1024)};
-    if (!u.arena) {
-        snprintf(err, errlen, "out of memory");
-        return DRV_OTLP_NO_MEMORY;
-    }
-    ProtobufCAllocator allocator = {.alloc = s_alloc, .free = s_free, .allocator_data = &u};
-    out->message = protobuf_c_message_unpack(desc, &allocator, size, data);
-    if (!out->message) {
-        drv_arena_destroy(&u.arena);
-        snprintf(err, errlen, u.short_of_memory ? "out of memory" : "malformed protobuf");
-        return u.short_of_memory ? DRV_OTLP_NO_MEMORY : -1;
-    }
-    out->arena = u.arena;
-    return 0;
-}
-
-void drv_otlp_request_free(drv_otlp_request_t *request)
-{
-    if (request->arena) {
-        drv_arena_destroy(&request->arena); // the whole message with it
-    } else if (request->message) {
-        protobuf_c_message_free_unpacked(request->message, NULL);
-    }
-    request->message = NULL;
 }
