@@ -324,7 +324,7 @@ drv_httpd_t *drv_httpd_new(const drv_httpd_config_t *config, char *err, size_t e
         {MHD_OPTION_END, 0, NULL}};
     errno = 0;
     self->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, s_handler, self, MHD_OPTION_ARRAY, where, MHD_OPTION_EXTERNAL_LOGGER, s_log, self,
+        flags, 0, NULL, NULL, s_handler, self, MHD_OPTION_EXTERNAL_LOGGER, s_log, self, MHD_OPTION_ARRAY, where,
         MHD_OPTION_NOTIFY_COMPLETED, s_completed, self, MHD_OPTION_NOTIFY_CONNECTION, s_connection, self,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)config->idle_secs, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned int)(config->limits.total + config->limits.per_address), // room to evict
