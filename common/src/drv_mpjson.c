@@ -67,6 +67,83 @@ int drv_mpjson_pack(msgpack_packer *pk, const json_t *value)
     return -1;
 }
 
+int drv_mpjson_object(const json_t *value, msgpack_zone *zone, int depth, msgpack_object *out)
+{
+    memset(out, 0, sizeof *out);
+    switch (json_typeof(value)) {
+    case JSON_OBJECT: {
+        if (depth < 1) {
+            return -2;
+        }
+        size_t n = json_object_size(value), i = 0;
+        msgpack_object_kv *pairs = n ? msgpack_zone_malloc(zone, n * sizeof *pairs) : NULL;
+        if (n && !pairs) {
+            return -1;
+        }
+        const char *key;
+        json_t *member;
+        json_object_foreach((json_t *)value, key, member)
+        {
+            pairs[i].key = (msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)strlen(key), key}};
+            int rc = drv_mpjson_object(member, zone, depth - 1, &pairs[i].val);
+            if (rc != 0) {
+                return rc;
+            }
+            i++;
+        }
+        out->type = MSGPACK_OBJECT_MAP;
+        out->via.map = (msgpack_object_map){(uint32_t)i, pairs};
+        return 0;
+    }
+    case JSON_ARRAY: {
+        if (depth < 1) {
+            return -2;
+        }
+        size_t n = json_array_size(value);
+        msgpack_object *items = n ? msgpack_zone_malloc(zone, n * sizeof *items) : NULL;
+        if (n && !items) {
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++) {
+            int rc = drv_mpjson_object(json_array_get(value, i), zone, depth - 1, &items[i]);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+        out->type = MSGPACK_OBJECT_ARRAY;
+        out->via.array = (msgpack_object_array){(uint32_t)n, items};
+        return 0;
+    }
+    case JSON_STRING:
+        out->type = MSGPACK_OBJECT_STR;
+        out->via.str = (msgpack_object_str){(uint32_t)json_string_length(value), json_string_value(value)};
+        return 0;
+    case JSON_INTEGER: {
+        json_int_t v = json_integer_value(value);
+        out->type = v >= 0 ? MSGPACK_OBJECT_POSITIVE_INTEGER : MSGPACK_OBJECT_NEGATIVE_INTEGER;
+        if (v >= 0) {
+            out->via.u64 = (uint64_t)v;
+        } else {
+            out->via.i64 = v;
+        }
+        return 0;
+    }
+    case JSON_REAL:
+        out->type = MSGPACK_OBJECT_FLOAT64;
+        out->via.f64 = json_real_value(value);
+        return 0;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        out->type = MSGPACK_OBJECT_BOOLEAN;
+        out->via.boolean = json_is_true(value);
+        return 0;
+    case JSON_NULL:
+        out->type = MSGPACK_OBJECT_NIL;
+        return 0;
+    }
+    return -1;
+}
+
 //  path names the value being decoded ("" at the top), so that a refusal
 //  says which field was wrong: "body.pipeline.nodes.in.config.endpoint".
 static json_t *s_from_object(const msgpack_object *obj, int depth, char *path, size_t pathlen, char *err,

@@ -1,33 +1,50 @@
 /*  drv_http_body — see drv_http_body.h. */
 #include "drv_http_body.h"
-#include "drv_record.h"
 
+#include "drover/drv_mpcheck.h"
 #include "drover/drv_mpjson.h"
 
-#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #define JSON_FLAGS (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY)
 
-static int s_pack_record(msgpack_packer *pk, const json_t *value, const char *what, size_t at, char *err,
-                         size_t errlen)
+//  value as record at of records; -1 with err (what at names it).
+static int s_record(const json_t *value, msgpack_zone *zone, msgpack_object *record, const char *what, size_t at,
+                    char *err, size_t errlen)
 {
     if (!json_is_object(value)) {
         snprintf(err, errlen, "%s %zu: a record must be a JSON object", what, at);
         return -1;
     }
-    if (drv_mpjson_pack(pk, value) != 0) {
+    int rc = drv_mpjson_object(value, zone, DRV_MPCHECK_MAX_DEPTH, record);
+    if (rc == -2) {
+        snprintf(err, errlen, "%s %zu: nested deeper than %d levels", what, at, DRV_MPCHECK_MAX_DEPTH);
+    } else if (rc != 0) {
         snprintf(err, errlen, "%s %zu: out of memory", what, at);
-        return -1;
     }
-    return 0;
+    return rc ? -1 : 0;
 }
 
-static int s_ndjson(const char *body, size_t size, msgpack_packer *pk, char *err, size_t errlen)
+static size_t s_lines(const char *body, size_t size)
 {
-    size_t line = 0, count = 0;
+    size_t lines = 1;
+    for (const char *p = body; (p = memchr(p, '\n', (size_t)(body + size - p))); p++) {
+        lines++;
+    }
+    return lines;
+}
+
+static int s_ndjson(const char *body, size_t size, msgpack_zone *zone, json_t *keep, msgpack_object **records,
+                    char *err, size_t errlen)
+{
+    size_t line = 0, count = 0, most = s_lines(body, size);
+    *records = msgpack_zone_malloc(zone, most * sizeof **records);
+    if (!*records) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     const char *p = body, *end = body + size;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -42,9 +59,8 @@ static int s_ndjson(const char *body, size_t size, msgpack_packer *pk, char *err
                 snprintf(err, errlen, "line %zu: not JSON: %s at column %d", line, jerr.text, jerr.column);
                 return -1;
             }
-            int rc = s_pack_record(pk, value, "line", line, err, errlen);
-            json_decref(value);
-            if (rc != 0) {
+            if (json_array_append_new(keep, value) != 0 ||
+                s_record(value, zone, &(*records)[count], "line", line, err, errlen) != 0) {
                 return -1;
             }
             count++;
@@ -54,7 +70,8 @@ static int s_ndjson(const char *body, size_t size, msgpack_packer *pk, char *err
     return (int)count;
 }
 
-static int s_document(const char *body, size_t size, msgpack_packer *pk, char *err, size_t errlen)
+static int s_document(const char *body, size_t size, msgpack_zone *zone, json_t *keep, msgpack_object **records,
+                      char *err, size_t errlen)
 {
     json_error_t jerr;
     json_t *doc = json_loadb(body, size, JSON_FLAGS, &jerr);
@@ -62,38 +79,47 @@ static int s_document(const char *body, size_t size, msgpack_packer *pk, char *e
         snprintf(err, errlen, "not JSON: %s at line %d column %d", jerr.text, jerr.line, jerr.column);
         return -1;
     }
-    int count = 0;
-    if (json_is_array(doc)) {
-        size_t i;
-        json_t *item;
-        json_array_foreach(doc, i, item)
-        {
-            if (s_pack_record(pk, item, "item", i, err, errlen) != 0) {
-                count = -1;
-                break;
-            }
-            count++;
-        }
-    } else if (s_pack_record(pk, doc, "document", 0, err, errlen) == 0) {
-        count = 1;
-    } else {
-        snprintf(err, errlen, "the body must be a JSON object or an array of objects");
-        count = -1;
-    }
-    json_decref(doc);
-    return count;
-}
-
-int drv_http_body_json(const char *body, size_t size, bool ndjson, msgpack_sbuffer *out, char *err, size_t errlen)
-{
-    drv_record_batch_begin(out);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
-    int count = ndjson ? s_ndjson(body, size, &pk, err, errlen) : s_document(body, size, &pk, err, errlen);
-    if (count < 0) {
-        msgpack_sbuffer_clear(out);
+    if (json_array_append_new(keep, doc) != 0) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    drv_record_batch_end(out, (uint32_t)count);
+    if (!json_is_array(doc) && !json_is_object(doc)) {
+        snprintf(err, errlen, "the body must be a JSON object or an array of objects");
+        return -1;
+    }
+    size_t n = json_is_array(doc) ? json_array_size(doc) : 1;
+    *records = msgpack_zone_malloc(zone, (n ? n : 1) * sizeof **records);
+    if (!*records) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (json_is_object(doc)) {
+        return s_record(doc, zone, *records, "document", 0, err, errlen) == 0 ? 1 : -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (s_record(json_array_get(doc, i), zone, &(*records)[i], "item", i, err, errlen) != 0) {
+            return -1;
+        }
+    }
+    return (int)n;
+}
+
+int drv_http_body_records(const char *body, size_t size, bool ndjson, msgpack_zone *zone, json_t **keep,
+                          msgpack_object **records, char *err, size_t errlen)
+{
+    *records = NULL;
+    *keep = json_array();
+    if (!*keep) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int count = ndjson ? s_ndjson(body, size, zone, *keep, records, err, errlen)
+                       : s_document(body, size, zone, *keep, records, err, errlen);
+    if (count < 0 || count > INT32_MAX) {
+        json_decref(*keep);
+        *keep = NULL;
+        *records = NULL;
+        return -1;
+    }
     return count;
 }

@@ -22,7 +22,6 @@ typedef struct {
     drv_http_server_t *server; // first: drv_http_node's hooks find it there
     const char *paths[2];
     char *path;
-    msgpack_sbuffer packed;
 } http_t;
 
 static const char *const s_media_types[] = {"application/x-ndjson", "application/json", "application/msgpack",
@@ -41,19 +40,22 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
 static void s_handle(void *arg, const drv_http_request_t *request, drv_http_reply_t *reply)
 {
     drv_node_t *node = arg;
-    http_t *self = node->state;
     char err[300];
     int n;
     if (strstr(request->media_type, "msgpack")) {
         n = drv_node_emit_packed(node, request->body, request->size, err, sizeof err);
     } else {
         bool ndjson = !strcmp(request->media_type, "application/x-ndjson");
-        n = drv_http_body_json(request->body, request->size, ndjson, &self->packed, err, sizeof err);
+        json_t *parsed = NULL;
+        msgpack_object *records;
+        n = drv_http_body_records(request->body, request->size, ndjson, drv_node_batch_zone(node), &parsed, &records,
+                                  err, sizeof err);
         if (n < 0) {
             drv_node_count_refused(node);
         } else {
-            n = drv_node_emit_packed(node, self->packed.data, self->packed.size, err, sizeof err);
+            drv_node_emit_objects(node, records, (size_t)n); // they point into parsed: freed after
         }
+        json_decref(parsed);
     }
     if (n < 0) {
         drv_http_reply_error(reply, 400, "invalid_request", "%s; nothing of this body was taken", err);
@@ -68,7 +70,6 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
 {
     http_t *self = calloc(1, sizeof *self);
     node->state = self;
-    msgpack_sbuffer_init(&self->packed);
     self->path = strdup(json_string_value(json_object_get(config, "path")));
     self->paths[0] = self->path;
     drv_http_config_t server = {.paths = self->paths, .media_types = s_media_types, .handler = s_handle};
@@ -82,7 +83,6 @@ static void s_destroy(drv_node_t *node)
         return;
     }
     drv_http_server_destroy(&self->server);
-    msgpack_sbuffer_destroy(&self->packed);
     free(self->path);
     free(self);
 }

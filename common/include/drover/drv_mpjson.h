@@ -16,5 +16,10 @@ json_t *drv_mpjson_decode(const void *data, size_t size, char *err, size_t errle
 
 //  Packs value with pk (receivers that take JSON bodies). Returns 0 or -1.
 int drv_mpjson_pack(msgpack_packer *pk, const json_t *value);
+//  value as a msgpack object in zone, nothing packed: strings and keys
+//  point into value, which must outlive *out. depth: how many levels of
+//  maps and arrays *out may nest (value itself counts as one). Returns 0,
+//  -1 out of memory, or -2 when value nests deeper.
+int drv_mpjson_object(const json_t *value, msgpack_zone *zone, int depth, msgpack_object *out);
 
 #endif
