@@ -44,13 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         //  The objects are records: packed as a batch, they decode to as many.
         msgpack_sbuffer out;
-        msgpack_sbuffer_init(&out);
-        msgpack_packer pk;
-        msgpack_packer_init(&pk, &out, msgpack_sbuffer_write);
-        msgpack_pack_array(&pk, (size_t)n);
-        for (int i = 0; i < n; i++) {
-            FUZZ_ASSERT(objects[i].type == MSGPACK_OBJECT_MAP && msgpack_pack_object(&pk, objects[i]) == 0);
-        }
+        fuzz_pack_records(objects, n, &out);
         json_decref(keep);
         msgpack_zone zone;
         msgpack_zone_init(&zone, 4096);

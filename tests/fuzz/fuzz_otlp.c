@@ -111,13 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     //  The objects are records: packed as a batch, they decode (keys checked
     //  unique at every depth) to as many.
     msgpack_sbuffer out;
-    msgpack_sbuffer_init(&out);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &out, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, (size_t)n);
-    for (int i = 0; i < n; i++) {
-        FUZZ_ASSERT(built[i].type == MSGPACK_OBJECT_MAP && msgpack_pack_object(&pk, built[i]) == 0);
-    }
+    fuzz_pack_records(built, n, &out);
     drv_otlp_request_free(&request);
     msgpack_zone_destroy(&built_zone);
     msgpack_zone zone;
