@@ -5,6 +5,7 @@
     a streaming answer parks when nothing is queued and is woken. */
 #include "drover/drv_httpd.h"
 #include "drover/drv_time.h"
+#include "loopback.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -98,14 +99,8 @@ static void s_turn(drv_httpd_t *httpd, int client, int64_t ms)
 
 static drv_httpd_t *s_server(server_t *self, int *port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
-    socklen_t len = sizeof addr;
-    getsockname(fd, (struct sockaddr *)&addr, &len);
-    *port = ntohs(addr.sin_port);
-    assert_int_equal(listen(fd, 16), 0);
-    fcntl(fd, F_SETFL, O_NONBLOCK);
+    int fd = test_loopback_listen(port);
+    assert_true(fd >= 0);
     drv_httpd_config_t config = {
         .name = "test",
         .listen_fd = fd,
