@@ -273,27 +273,37 @@ const char *drv_syslog_format_name(drv_syslog_format_t format)
     return format <= DRV_SYSLOG_RAW ? names[format] : "?";
 }
 
-//  Packs bytes as a string, U+FFFD for each bad UTF-8 sequence or NUL.
-static int s_str(msgpack_packer *pk, const char *p, size_t len)
+//  bytes as a string object in zone (copied: a datagram's or a stream's
+//  buffer is reused), U+FFFD for each bad UTF-8 sequence or NUL.
+static int s_str(msgpack_zone *zone, const char *p, size_t len, msgpack_object *out)
 {
-    if (drv_utf8_valid(p, len, false)) {
-        msgpack_pack_str(pk, len);
-        return msgpack_pack_str_body(pk, p, len);
+    char *clean = NULL;
+    if (!drv_utf8_valid(p, len, false)) {
+        if (!(clean = drv_utf8_sanitize(p, len))) {
+            return -1;
+        }
+        p = clean;
+        len = strlen(clean);
     }
-    char *clean = drv_utf8_sanitize(p, len);
-    if (!clean) {
+    char *copy = len ? msgpack_zone_malloc(zone, len) : NULL;
+    if (len && copy) {
+        memcpy(copy, p, len);
+    }
+    free(clean);
+    if (len && !copy) {
         return -1;
     }
-    size_t n = strlen(clean);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, clean, n);
-    free(clean);
+    *out = (msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)len, copy ? copy : ""}};
     return 0;
 }
 
-static int s_span(msgpack_packer *pk, const drv_syslog_span_t *span)
+static int s_span(msgpack_zone *zone, const drv_syslog_span_t *span, msgpack_object *out)
 {
-    return span->p ? s_str(pk, span->p, span->len) : msgpack_pack_nil(pk);
+    if (!span->p) {
+        *out = (msgpack_object){.type = MSGPACK_OBJECT_NIL};
+        return 0;
+    }
+    return s_str(zone, span->p, span->len, out);
 }
 
 typedef struct {
@@ -346,7 +356,7 @@ static void s_read_element(const char *p, sd_element_t *e)
 }
 
 //  A param value without its escapes (\" \\ \]).
-static int s_value(msgpack_packer *pk, const sd_param_t *param)
+static int s_value(msgpack_zone *zone, const sd_param_t *param, msgpack_object *out)
 {
     char *plain = malloc(param->value_len + 1);
     if (!plain) {
@@ -361,15 +371,21 @@ static int s_value(msgpack_packer *pk, const sd_param_t *param)
         }
         plain[n++] = ch;
     }
-    int rc = s_str(pk, plain, n);
+    int rc = s_str(zone, plain, n, out);
     free(plain);
     return rc;
 }
 
-static int s_structured_data(msgpack_packer *pk, const drv_syslog_span_t *sd)
+static msgpack_object s_map(msgpack_object_kv *pairs, size_t n)
+{
+    return (msgpack_object){.type = MSGPACK_OBJECT_MAP, .via.map = {(uint32_t)n, pairs}};
+}
+
+static int s_structured_data(msgpack_zone *zone, const drv_syslog_span_t *sd, msgpack_object *out)
 {
     if (!sd->p) {
-        return msgpack_pack_nil(pk);
+        *out = (msgpack_object){.type = MSGPACK_OBJECT_NIL};
+        return 0;
     }
     static __thread sd_element_t elements[MAX_SD_ELEMENTS];
     size_t count = 0;
@@ -383,59 +399,75 @@ static int s_structured_data(msgpack_packer *pk, const drv_syslog_span_t *sd)
         }
         count += !seen;
     }
-    msgpack_pack_map(pk, count);
+    msgpack_object_kv *ids = count ? msgpack_zone_malloc(zone, count * sizeof *ids) : NULL;
+    if (count && !ids) {
+        return -1;
+    }
     for (size_t i = 0; i < count; i++) {
-        s_str(pk, elements[i].id, elements[i].id_len);
-        msgpack_pack_map(pk, elements[i].count);
-        for (size_t k = 0; k < elements[i].count; k++) {
-            s_str(pk, elements[i].params[k].name, elements[i].params[k].name_len);
-            if (s_value(pk, &elements[i].params[k]) != 0) {
+        size_t n = elements[i].count;
+        msgpack_object_kv *params = n ? msgpack_zone_malloc(zone, n * sizeof *params) : NULL;
+        if ((n && !params) || s_str(zone, elements[i].id, elements[i].id_len, &ids[i].key) != 0) {
+            return -1;
+        }
+        for (size_t k = 0; k < n; k++) {
+            if (s_str(zone, elements[i].params[k].name, elements[i].params[k].name_len, &params[k].key) != 0 ||
+                s_value(zone, &elements[i].params[k], &params[k].val) != 0) {
                 return -1;
             }
         }
+        ids[i].val = s_map(params, n);
     }
+    *out = s_map(ids, count);
     return 0;
 }
 
-static void s_key(msgpack_packer *pk, const char *key)
+#define KEY(s) ((msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)(sizeof(s) - 1), (s)}})
+
+static msgpack_object s_int_or_nil(int value)
 {
-    size_t len = strlen(key);
-    msgpack_pack_str(pk, len);
-    msgpack_pack_str_body(pk, key, len);
+    return value < 0 ? (msgpack_object){.type = MSGPACK_OBJECT_NIL}
+                     : (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = (uint64_t)value};
 }
 
-static void s_int_or_nil(msgpack_packer *pk, int value)
+int drv_syslog_object(const drv_syslog_msg_t *msg, msgpack_zone *zone, msgpack_object *out)
 {
-    if (value < 0) {
-        msgpack_pack_nil(pk);
-    } else {
-        msgpack_pack_int(pk, value);
+    msgpack_object_kv *p = msgpack_zone_malloc(zone, 10 * sizeof *p);
+    if (!p) {
+        return -1;
     }
+    p[0] = (msgpack_object_kv){KEY("facility"), s_int_or_nil(msg->facility)};
+    p[1] = (msgpack_object_kv){KEY("severity"), s_int_or_nil(msg->severity)};
+    p[2].key = KEY("timestamp");
+    drv_syslog_span_t stamp = {msg->timestamp[0] ? msg->timestamp : NULL, strlen(msg->timestamp)};
+    int rc = s_span(zone, &stamp, &p[2].val);
+    p[3].key = KEY("hostname");
+    rc |= s_span(zone, &msg->hostname, &p[3].val);
+    p[4].key = KEY("app_name");
+    rc |= s_span(zone, &msg->app_name, &p[4].val);
+    p[5].key = KEY("procid");
+    rc |= s_span(zone, &msg->procid, &p[5].val);
+    p[6].key = KEY("msgid");
+    rc |= s_span(zone, &msg->msgid, &p[6].val);
+    p[7].key = KEY("structured_data");
+    rc |= s_structured_data(zone, &msg->structured_data, &p[7].val);
+    p[8].key = KEY("message");
+    rc |= s_span(zone, &msg->message, &p[8].val);
+    const char *format = drv_syslog_format_name(msg->format);
+    p[9] = (msgpack_object_kv){KEY("format"),
+                               {.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)strlen(format), format}}};
+    *out = s_map(p, 10);
+    return rc ? -1 : 0;
 }
 
 int drv_syslog_pack(const drv_syslog_msg_t *msg, msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, 10);
-    s_key(pk, "facility");
-    s_int_or_nil(pk, msg->facility);
-    s_key(pk, "severity");
-    s_int_or_nil(pk, msg->severity);
-    s_key(pk, "timestamp");
-    drv_syslog_span_t stamp = {msg->timestamp[0] ? msg->timestamp : NULL, strlen(msg->timestamp)};
-    int rc = s_span(pk, &stamp);
-    s_key(pk, "hostname");
-    rc |= s_span(pk, &msg->hostname);
-    s_key(pk, "app_name");
-    rc |= s_span(pk, &msg->app_name);
-    s_key(pk, "procid");
-    rc |= s_span(pk, &msg->procid);
-    s_key(pk, "msgid");
-    rc |= s_span(pk, &msg->msgid);
-    s_key(pk, "structured_data");
-    rc |= s_structured_data(pk, &msg->structured_data);
-    s_key(pk, "message");
-    rc |= s_span(pk, &msg->message);
-    s_key(pk, "format");
-    s_key(pk, drv_syslog_format_name(msg->format));
-    return rc ? -1 : 0;
+    msgpack_zone zone;
+    if (!msgpack_zone_init(&zone, 1024)) {
+        return -1;
+    }
+    msgpack_object record;
+    int rc = drv_syslog_object(msg, &zone, &record);
+    rc = rc ? rc : msgpack_pack_object(pk, record) ? -1 : 0;
+    msgpack_zone_destroy(&zone);
+    return rc;
 }

@@ -41,6 +41,9 @@ void drv_syslog_parse(const char *text, size_t len, int64_t now_ms, drv_syslog_m
 //  each bad sequence; structured data keeps the first of a repeated SD-ID or
 //  param name (a record's keys are unique). Returns 0, -1 when out of memory.
 int drv_syslog_pack(const drv_syslog_msg_t *msg, msgpack_packer *pk);
+//  The same record as an object built in zone (its strings copied there:
+//  the message's buffer may be reused), as receiver:syslog emits it.
+int drv_syslog_object(const drv_syslog_msg_t *msg, msgpack_zone *zone, msgpack_object *out);
 
 const char *drv_syslog_format_name(drv_syslog_format_t format);
 

@@ -29,9 +29,10 @@ typedef struct {
     int fd;                 // UDP
     drv_syslog_tcp_t *tcp;  // TCP
     char *buffers;          // UDP: DATAGRAMS x DATAGRAM_MAX
-    msgpack_sbuffer packed; // the batch's records, packed
-    msgpack_packer pk;
-    uint32_t count;         // records in packed
+    msgpack_zone *zone;     // the batch zone the records are built in
+    msgpack_object records[DATAGRAMS]; // the batch's records
+    uint32_t count;
+    bool failed;            // out of memory building one: counted as an error
 } syslog_t;
 
 static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
@@ -58,8 +59,6 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         snprintf(err, errlen, "node %s: %s", node->id, why);
         return -1;
     }
-    msgpack_sbuffer_init(&self->packed);
-    msgpack_packer_init(&self->pk, &self->packed, msgpack_sbuffer_write);
     if (!strncmp(endpoint, "tcp://", 6)) {
         int fd = self->fd;
         self->fd = -1;
@@ -84,33 +83,49 @@ static int s_fd(drv_node_t *node)
     return !self ? -1 : self->tcp ? drv_syslog_tcp_fd(self->tcp) : self->fd;
 }
 
-static void s_on_message(void *arg, const char *text, size_t len)
+//  One message into the batch: its record built in the batch zone.
+static void s_take(syslog_t *self, const char *text, size_t len, int64_t now_ms)
 {
-    syslog_t *self = arg;
     drv_syslog_msg_t msg;
-    drv_syslog_parse(text, len, drv_time_wall_ms(), &msg);
-    drv_syslog_pack(&msg, &self->pk);
-    self->count++;
+    drv_syslog_parse(text, len, now_ms, &msg);
+    if (self->count < DATAGRAMS && drv_syslog_object(&msg, self->zone, &self->records[self->count]) == 0) {
+        self->count++;
+    } else {
+        self->failed = true;
+    }
 }
 
-static int s_read_tcp(drv_node_t *node, syslog_t *self)
+static void s_on_message(void *arg, const char *text, size_t len)
 {
-    drv_record_batch_begin(&self->packed);
-    self->count = 0;
-    drv_syslog_tcp_run(self->tcp, DATAGRAMS, s_on_message, self);
-    if (self->count == 0) {
-        return 0;
+    s_take(arg, text, len, drv_time_wall_ms());
+}
+
+//  Hands the batch on (records are counted in; one that could not be built is an error).
+static int s_emit(drv_node_t *node, syslog_t *self)
+{
+    if (self->failed) {
+        drv_node_count_refused(node);
     }
-    drv_record_batch_end(&self->packed, self->count);
-    char err[200];
-    return drv_node_emit_packed(node, self->packed.data, self->packed.size, err, sizeof err);
+    if (self->count > 0) {
+        drv_node_emit_objects(node, self->records, self->count);
+    }
+    return (int)self->count;
+}
+
+static void s_begin(drv_node_t *node, syslog_t *self)
+{
+    self->zone = drv_node_batch_zone(node);
+    self->count = 0;
+    self->failed = false;
 }
 
 static int s_readable(drv_node_t *node)
 {
     syslog_t *self = node->state;
     if (self->tcp) {
-        return s_read_tcp(node, self);
+        s_begin(node, self);
+        drv_syslog_tcp_run(self->tcp, DATAGRAMS, s_on_message, self);
+        return s_emit(node, self);
     }
     struct mmsghdr msgs[DATAGRAMS];
     struct iovec iovs[DATAGRAMS];
@@ -124,18 +139,12 @@ static int s_readable(drv_node_t *node)
     if (n <= 0) {
         return 0; // another instance took them, or nothing yet
     }
-    msgpack_sbuffer_clear(&self->packed);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &self->packed, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, (size_t)n);
+    s_begin(node, self);
     int64_t now_ms = drv_time_wall_ms();
     for (int i = 0; i < n; i++) {
-        drv_syslog_msg_t msg;
-        drv_syslog_parse(iovs[i].iov_base, msgs[i].msg_len, now_ms, &msg);
-        drv_syslog_pack(&msg, &pk);
+        s_take(self, iovs[i].iov_base, msgs[i].msg_len, now_ms);
     }
-    char err[200];
-    return drv_node_emit_packed(node, self->packed.data, self->packed.size, err, sizeof err);
+    return s_emit(node, self);
 }
 
 static int64_t s_timeout_ms(drv_node_t *node)
@@ -168,7 +177,6 @@ static void s_destroy(drv_node_t *node)
         close(self->fd); // this instance's copy; droverd keeps the socket
     }
     drv_syslog_tcp_destroy(&self->tcp);
-    msgpack_sbuffer_destroy(&self->packed);
     free(self->buffers);
     free(self);
 }
