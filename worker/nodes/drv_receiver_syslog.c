@@ -30,7 +30,8 @@ typedef struct {
     drv_syslog_tcp_t *tcp;  // TCP
     char *buffers;          // UDP: DATAGRAMS x DATAGRAM_MAX
     msgpack_zone *zone;     // the batch zone the records are built in
-    msgpack_object records[DATAGRAMS]; // the batch's records
+    msgpack_object *records; // the batch's records (a TCP read may cut more than DATAGRAMS messages)
+    size_t cap;
     uint32_t count;
     bool failed;            // out of memory building one: counted as an error
 } syslog_t;
@@ -88,7 +89,17 @@ static void s_take(syslog_t *self, const char *text, size_t len, int64_t now_ms)
 {
     drv_syslog_msg_t msg;
     drv_syslog_parse(text, len, now_ms, &msg);
-    if (self->count < DATAGRAMS && drv_syslog_object(&msg, self->zone, &self->records[self->count]) == 0) {
+    if (self->count == self->cap) {
+        size_t cap = self->cap ? 2 * self->cap : DATAGRAMS;
+        msgpack_object *grown = realloc(self->records, cap * sizeof *grown);
+        if (!grown) {
+            self->failed = true;
+            return;
+        }
+        self->records = grown;
+        self->cap = cap;
+    }
+    if (drv_syslog_object(&msg, self->zone, &self->records[self->count]) == 0) {
         self->count++;
     } else {
         self->failed = true;
@@ -177,6 +188,7 @@ static void s_destroy(drv_node_t *node)
         close(self->fd); // this instance's copy; droverd keeps the socket
     }
     drv_syslog_tcp_destroy(&self->tcp);
+    free(self->records);
     free(self->buffers);
     free(self);
 }
