@@ -1,7 +1,9 @@
 /*  drv_stream — a bounded byte queue from droverd's loop to one client that
     reads for a long time (Server-Sent Events, a tap). The loop writes; the
-    transport's thread reads. A full queue refuses what is pushed (the writer
-    counts it as dropped): a slow client never makes the engine wait or grow.
+    HTTP server reads it as the client takes it (on the same loop today; the
+    lock keeps it safe for a transport that reads from a thread of its own).
+    A full queue refuses what is pushed (the writer counts it as dropped): a
+    slow client never makes the engine wait or grow.
 
     The reader parks when the queue is empty (it is told through park, under
     the stream's lock, so a push can never slip between "empty" and
@@ -31,7 +33,7 @@ void drv_stream_end(drv_stream_t *stream);
 size_t drv_stream_queued(drv_stream_t *stream);
 bool drv_stream_gone(drv_stream_t *stream);
 
-//  Reader. wake(arg) is called (under the lock, from the writer's thread)
+//  Reader. wake(arg) is called (under the lock, from the writer)
 //  after the reader parked and something arrived.
 void drv_stream_attach(drv_stream_t *stream, drv_stream_wake_fn *wake, void *arg);
 //  Copies up to max bytes. Returns the count; 0 when nothing is queued, after
