@@ -243,7 +243,9 @@ drv_wal_t *drv_wal_open(const char *dir, size_t segment_bytes, drv_wal_found_t *
         }
     }
     closedir(d);
-    qsort(list, n, sizeof *list, s_by_first);
+    if (n > 1) {
+        qsort(list, n, sizeof *list, s_by_first);
+    }
     found->segments = (int64_t)n;
     self->replay = calloc(n ? n : 1, sizeof *self->replay);
     if (rc != 0 || !self->replay) {
