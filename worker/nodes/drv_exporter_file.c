@@ -28,10 +28,10 @@
 #define DRV_FILE_HOLD_BYTES (8 * 1024 * 1024) // held past this: backlogged
 
 typedef struct {
+    drv_hold_t *hold;        // first: what the file did not take yet (drv_hold's hooks find it there)
     int fd;
     bool msgpack_format;
     char *path;
-    drv_hold_t *hold;        // what the file did not take yet (drv_hold.h)
 } file_t;
 
 //  The path with {core}, {generation}, {pipeline} and {group} filled in, as
@@ -173,7 +173,8 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         return -1;
     }
     fcntl(self->fd, F_SETFL, fcntl(self->fd, F_GETFL) | O_NONBLOCK); // opened (a FIFO: its reader is there)
-    drv_hold_config_t hold = {.out = s_write, .arg = self, .first_ms = 10, .max_ms = 500, .waits_are_errors = true};
+    drv_hold_config_t hold = {.out = s_write, .arg = self, .first_ms = 10, .max_ms = 500, .waits_are_errors = true,
+                              .backlog_bytes = DRV_FILE_HOLD_BYTES};
     self->hold = drv_hold_new(&hold, why, sizeof why);
     if (!self->hold) {
         snprintf(err, errlen, "node %s: %s", node->id, why);
@@ -232,31 +233,6 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
     drv_hold_put(self->hold, node, n, out->data, out->len);
 }
 
-static int s_fd(drv_node_t *node)
-{
-    file_t *self = node->state;
-    return self ? drv_hold_fd(self->hold) : -1;
-}
-
-static int s_readable(drv_node_t *node)
-{
-    file_t *self = node->state;
-    drv_hold_readable(self->hold, node);
-    return 0;
-}
-
-static int64_t s_holding(drv_node_t *node)
-{
-    file_t *self = node->state;
-    return self ? drv_hold_oldest(self->hold) : -1;
-}
-
-static bool s_backlogged(drv_node_t *node)
-{
-    file_t *self = node->state;
-    return self && drv_hold_bytes(self->hold) > DRV_FILE_HOLD_BYTES;
-}
-
 const drv_node_kind_t drv_exporter_file = {
     .schema = {.name = "exporter:file",
                .role = DRV_ROLE_EXPORTER,
@@ -264,9 +240,9 @@ const drv_node_kind_t drv_exporter_file = {
                         {"format", DRV_KEY_CHOICE, false, "\"ndjson\"", "ndjson msgpack", 0, false}}},
     .init = s_init,
     .run = s_run,
-    .fd = s_fd,
-    .readable = s_readable,
-    .holding = s_holding,
-    .backlogged = s_backlogged,
+    .fd = drv_hold_node_fd,
+    .readable = drv_hold_node_readable,
+    .holding = drv_hold_node_holding,
+    .backlogged = drv_hold_node_backlogged,
     .destroy = s_destroy,
 };

@@ -15,8 +15,8 @@
 #define HELD_BATCHES 16 // held past this: backlogged
 
 typedef struct {
+    drv_hold_t *hold;        // first: batches the socket did not take yet (drv_hold's hooks find it there)
     zsock_t *socket;
-    drv_hold_t *hold;        // batches the socket did not take yet (drv_hold.h)
 } zmq_exporter_t;
 
 //  All or nothing (drv_hold_out_fn): a full queue (hwm) takes nothing now;
@@ -44,7 +44,8 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     const char *kind = json_string_value(json_object_get(config, "socket"));
     const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
     //  Back-pressure is normal here, not an error: waiting batches are not counted.
-    drv_hold_config_t hold = {.out = s_send, .arg = self, .first_ms = 1, .max_ms = 100, .waits_are_errors = false};
+    drv_hold_config_t hold = {.out = s_send, .arg = self, .first_ms = 1, .max_ms = 100, .waits_are_errors = false,
+                              .backlog_batches = HELD_BATCHES};
     char why[200];
     self->hold = drv_hold_new(&hold, why, sizeof why);
     if (!self->hold) {
@@ -89,31 +90,6 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
     drv_hold_put(self->hold, node, n, out->data, out->len);
 }
 
-static int s_fd(drv_node_t *node)
-{
-    zmq_exporter_t *self = node->state;
-    return self ? drv_hold_fd(self->hold) : -1;
-}
-
-static int s_readable(drv_node_t *node)
-{
-    zmq_exporter_t *self = node->state;
-    drv_hold_readable(self->hold, node);
-    return 0;
-}
-
-static int64_t s_holding(drv_node_t *node)
-{
-    zmq_exporter_t *self = node->state;
-    return self ? drv_hold_oldest(self->hold) : -1;
-}
-
-static bool s_backlogged(drv_node_t *node)
-{
-    zmq_exporter_t *self = node->state;
-    return self && drv_hold_batches(self->hold) > HELD_BATCHES;
-}
-
 const drv_node_kind_t drv_exporter_zmq = {
     .schema = {.name = "exporter:zmq",
                .role = DRV_ROLE_EXPORTER,
@@ -122,9 +98,9 @@ const drv_node_kind_t drv_exporter_zmq = {
                         {"hwm", DRV_KEY_NONNEG_INT, false, "100", NULL, DRV_LIMIT_HWM, false}}},
     .init = s_init,
     .run = s_run,
-    .fd = s_fd,
-    .readable = s_readable,
-    .holding = s_holding,
-    .backlogged = s_backlogged,
+    .fd = drv_hold_node_fd,
+    .readable = drv_hold_node_readable,
+    .holding = drv_hold_node_holding,
+    .backlogged = drv_hold_node_backlogged,
     .destroy = s_destroy,
 };

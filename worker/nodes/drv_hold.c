@@ -147,30 +147,37 @@ void drv_hold_put(drv_hold_t *self, drv_node_t *node, size_t n, const char *data
     s_wait(self, node, h, why);
 }
 
-int drv_hold_fd(const drv_hold_t *self)
+//  The state's first member is its hold (drv_hold.h).
+static drv_hold_t *s_of(drv_node_t *node)
 {
+    return node->state ? *(drv_hold_t **)node->state : NULL;
+}
+
+int drv_hold_node_fd(drv_node_t *node)
+{
+    drv_hold_t *self = s_of(node);
     return self && self->head ? self->timer_fd : -1;
 }
 
-void drv_hold_readable(drv_hold_t *self, drv_node_t *node)
+int drv_hold_node_readable(drv_node_t *node)
 {
+    drv_hold_t *self = s_of(node);
     uint64_t expirations;
-    if (read(self->timer_fd, &expirations, sizeof expirations) > 0) { // the retry is due (not any wake-up)
+    if (self && read(self->timer_fd, &expirations, sizeof expirations) > 0) { // the retry is due (not any wake-up)
         s_flush(self, node);
     }
+    return 0;
 }
 
-int64_t drv_hold_oldest(const drv_hold_t *self)
+int64_t drv_hold_node_holding(drv_node_t *node)
 {
+    drv_hold_t *self = s_of(node);
     return self && self->head ? self->head->input : -1;
 }
 
-size_t drv_hold_bytes(const drv_hold_t *self)
+bool drv_hold_node_backlogged(drv_node_t *node)
 {
-    return self ? self->bytes : 0;
-}
-
-size_t drv_hold_batches(const drv_hold_t *self)
-{
-    return self ? self->batches : 0;
+    drv_hold_t *self = s_of(node);
+    return self && ((self->config.backlog_bytes && self->bytes > self->config.backlog_bytes) ||
+                    (self->config.backlog_batches && self->batches > self->config.backlog_batches));
 }

@@ -24,6 +24,8 @@ typedef struct {
     void *arg;
     int64_t first_ms, max_ms;  // the retry backoff
     bool waits_are_errors;     // a batch that has to wait counts its records as errors (once)
+    size_t backlog_bytes;      // held past this many bytes (0: no such bound) ...
+    size_t backlog_batches;    // ... or this many batches (0: none): backlogged, receivers push back
 } drv_hold_config_t;
 
 typedef struct drv_hold_t drv_hold_t;
@@ -36,12 +38,13 @@ void drv_hold_destroy(drv_hold_t **self_p);
 //  A batch of n records encoded in data: out at once when nothing is held
 //  (counted out), else held behind what is.
 void drv_hold_put(drv_hold_t *self, drv_node_t *node, size_t n, const char *data, size_t len);
-//  The node's hooks: the timer while something is held (-1: none); the
-//  retry when it fired; the oldest input held (-1: none); what is held.
-int drv_hold_fd(const drv_hold_t *self);
-void drv_hold_readable(drv_hold_t *self, drv_node_t *node);
-int64_t drv_hold_oldest(const drv_hold_t *self);
-size_t drv_hold_bytes(const drv_hold_t *self);
-size_t drv_hold_batches(const drv_hold_t *self);
+//  The node hooks of an exporter whose state starts with its drv_hold_t *
+//  (exporter:file, exporter:zmq): the timer while something is held (-1:
+//  none); the retry when it fired; the oldest input held (-1: none); held
+//  past the config's backlog bounds.
+int drv_hold_node_fd(drv_node_t *node);
+int drv_hold_node_readable(drv_node_t *node);
+int64_t drv_hold_node_holding(drv_node_t *node);
+bool drv_hold_node_backlogged(drv_node_t *node);
 
 #endif
