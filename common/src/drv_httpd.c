@@ -434,11 +434,6 @@ void drv_httpd_drain(drv_httpd_t *self)
     }
 }
 
-bool drv_httpd_draining(const drv_httpd_t *self)
-{
-    return self->draining;
-}
-
 drv_conn_policy_t *drv_httpd_policy(drv_httpd_t *self)
 {
     return self->policy;
@@ -489,9 +484,4 @@ void drv_httpd_set_user(drv_httpd_req_t *req, void *user)
 void *drv_httpd_user(const drv_httpd_req_t *req)
 {
     return req->user;
-}
-
-bool drv_httpd_answered(const drv_httpd_req_t *req)
-{
-    return req->answered;
 }

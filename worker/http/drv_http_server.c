@@ -60,9 +60,8 @@ void drv_http_reply_error(drv_http_reply_t *reply, int status, const char *kind,
     json_decref(body);
 }
 
-static void s_answer(drv_http_server_t *self, request_t *r, drv_http_reply_t *reply, const char *allow)
+static void s_answer(request_t *r, drv_http_reply_t *reply, const char *allow)
 {
-    (void)self;
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(reply->size, reply->body ? reply->body : "", MHD_RESPMEM_MUST_COPY);
     free(reply->body);
@@ -91,7 +90,7 @@ static void s_refuse(drv_http_server_t *self, request_t *r, int status, const ch
         drv_http_reply_error(&reply, status, kind, "%s", message);
     }
     reply.retry_after_secs = status == 429 || status == 503 ? RETRY_AFTER_SECS : 0;
-    s_answer(self, r, &reply, status == 405 ? "POST" : NULL);
+    s_answer(r, &reply, status == 405 ? "POST" : NULL);
 }
 
 static bool s_listed(const char *const *list, const char *value)
@@ -211,7 +210,7 @@ static void s_on_body(void *arg, drv_httpd_req_t *req)
         self->held = r;
         return;
     }
-    s_answer(self, r, &reply, NULL);
+    s_answer(r, &reply, NULL);
 }
 
 static void s_on_done(void *arg, drv_httpd_req_t *req)
@@ -241,7 +240,7 @@ void drv_http_server_settled(drv_http_server_t *self, int64_t upto)
         if (r->input <= upto) {
             *link = r->next_held;
             r->holding = false;
-            s_answer(self, r, &r->held, NULL);
+            s_answer(r, &r->held, NULL);
         } else {
             link = &r->next_held;
         }

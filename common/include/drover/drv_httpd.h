@@ -69,7 +69,6 @@ int64_t drv_httpd_timeout_ms(drv_httpd_t *self);
 void drv_httpd_run(drv_httpd_t *self);
 //  Stops accepting (the listening socket's copy is closed; see above).
 void drv_httpd_drain(drv_httpd_t *self);
-bool drv_httpd_draining(const drv_httpd_t *self);
 drv_conn_policy_t *drv_httpd_policy(drv_httpd_t *self);
 
 //  The request.
@@ -81,7 +80,6 @@ struct MHD_Connection *drv_httpd_connection(drv_httpd_req_t *req);
 drv_http_upload_t *drv_httpd_body(drv_httpd_req_t *req);  // whole in on_body; released after it
 void drv_httpd_set_user(drv_httpd_req_t *req, void *user);
 void *drv_httpd_user(const drv_httpd_req_t *req);
-bool drv_httpd_answered(const drv_httpd_req_t *req);
 
 //  Answers the request with resp (taken: the caller must not touch it
 //  again). From on_head or on_body it is queued at once; later, the
