@@ -11,12 +11,10 @@
 
 #include "drv_admission.h"
 #include "drv_registry.h"
+#include "engine_fixture.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static drv_engine_t s_engine;
-static drv_config_t s_config;
 
 static json_t *s_spec(const char *endpoint)
 {
@@ -33,25 +31,6 @@ static drv_pipeline_t *s_add(const char *name, const char *endpoint, bool runnin
     json_decref(spec);
     p->running = running;
     return p;
-}
-
-static int s_setup(void **state)
-{
-    (void)state;
-    memset(&s_engine, 0, sizeof s_engine);
-    memset(&s_config, 0, sizeof s_config);
-    s_config.max_pipelines = 3;
-    s_engine.config = &s_config;
-    s_engine.cpus.count = 1;
-    drv_registry_group(&s_engine, "default", true);
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    (void)state;
-    drv_registry_destroy(&s_engine);
-    return 0;
 }
 
 static int s_check(drv_pipeline_t *pipeline, const char *endpoint, char *why, size_t whylen, size_t *problems_out)
@@ -101,9 +80,9 @@ static void test_max_pipelines_and_a_stopping_engine_are_conflicts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_an_endpoint_a_running_pipeline_binds_is_a_problem_at_its_path, s_setup,
-                                        s_teardown),
-        cmocka_unit_test_setup_teardown(test_max_pipelines_and_a_stopping_engine_are_conflicts, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_an_endpoint_a_running_pipeline_binds_is_a_problem_at_its_path, engine_setup,
+                                        engine_teardown),
+        cmocka_unit_test_setup_teardown(test_max_pipelines_and_a_stopping_engine_are_conflicts, engine_setup, engine_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,32 +11,11 @@
 #include <cmocka.h>
 
 #include "drv_registry.h"
+#include "engine_fixture.h"
 #include "drv_status.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static drv_engine_t s_engine;
-static drv_config_t s_config;
-
-static int s_setup(void **state)
-{
-    (void)state;
-    memset(&s_engine, 0, sizeof s_engine);
-    memset(&s_config, 0, sizeof s_config);
-    s_config.max_pipelines = 10;
-    s_engine.config = &s_config;
-    s_engine.cpus.count = 1;
-    drv_registry_group(&s_engine, "default", true);
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    (void)state;
-    drv_registry_destroy(&s_engine);
-    return 0;
-}
 
 static drv_instance_t *s_pipeline_with_instance(const char *name)
 {
@@ -107,9 +86,9 @@ static void test_a_removed_pipeline_leaves_the_dirty_list(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_the_text_changes_when_the_pipeline_is_touched, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_a_turn_refreshes_only_touched_pipelines, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_a_removed_pipeline_leaves_the_dirty_list, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_the_text_changes_when_the_pipeline_is_touched, engine_setup, engine_teardown),
+        cmocka_unit_test_setup_teardown(test_a_turn_refreshes_only_touched_pipelines, engine_setup, engine_teardown),
+        cmocka_unit_test_setup_teardown(test_a_removed_pipeline_leaves_the_dirty_list, engine_setup, engine_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
