@@ -1,10 +1,14 @@
 /*  OTLP decoding out of memory (issue 24: one out-of-memory policy for
     input-driven allocation). Every allocation the decoders make is failed
-    in turn (the linker wraps malloc and calloc for this binary): each
-    decode either succeeds or says DRV_OTLP_NO_MEMORY, never crashes, never
-    reports the request as malformed, and leaks nothing (valgrind_otlp_oom). */
+    in turn (the linker wraps malloc and calloc for this binary, and
+    msgpack-c's zone creation and growth: the protobuf decode's region):
+    each decode either succeeds or says DRV_OTLP_NO_MEMORY, never crashes,
+    never reports the request as malformed, and leaks nothing
+    (valgrind_otlp_oom). */
 #include "drv_otlp.h"
 #include "drv_otlp_json.h"
+
+#include <msgpack.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +21,8 @@
 
 void *__real_malloc(size_t size);
 void *__real_calloc(size_t n, size_t size);
+msgpack_zone *__real_msgpack_zone_new(size_t chunk_size);
+void *__real_msgpack_zone_malloc_expand(msgpack_zone *zone, size_t size);
 
 static long s_fail_at;    // the allocation to fail, counted from arming (0: none)
 static long s_count;
@@ -34,6 +40,18 @@ void *__wrap_malloc(size_t size)
 void *__wrap_calloc(size_t n, size_t size)
 {
     return s_fails() ? NULL : __real_calloc(n, size);
+}
+
+//  protobuf bytes decode into a msgpack zone: a new zone, and each chunk it
+//  grows by, are allocations too (the zone's fast path takes from a chunk).
+msgpack_zone *__wrap_msgpack_zone_new(size_t chunk_size)
+{
+    return s_fails() ? NULL : __real_msgpack_zone_new(chunk_size);
+}
+
+void *__wrap_msgpack_zone_malloc_expand(msgpack_zone *zone, size_t size)
+{
+    return s_fails() ? NULL : __real_msgpack_zone_malloc_expand(zone, size);
 }
 
 static void s_arm(long at)
@@ -115,7 +133,7 @@ static void test_protobuf_out_of_memory_anywhere_is_refused_cleanly(void **state
     uint8_t *logs = NULL, *traces = NULL;
     size_t logs_size = s_packed(DRV_OTLP_LOGS, LOGS, &logs);
     size_t traces_size = s_packed(DRV_OTLP_TRACES, TRACES, &traces);
-    //  protobuf-c decodes into an arena: a few chunks, each of which may fail.
+    //  protobuf-c decodes into a zone: its creation and each chunk it grows by may fail.
     assert_true(s_every_failure(DRV_OTLP_LOGS, NULL, logs, logs_size) >= 1);
     assert_true(s_every_failure(DRV_OTLP_TRACES, NULL, traces, traces_size) >= 1);
     free(logs);

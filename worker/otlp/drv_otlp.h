@@ -39,11 +39,11 @@ typedef Google__Rpc__Status otlp_status_body_t;
 
 typedef enum { DRV_OTLP_LOGS = 0, DRV_OTLP_TRACES } drv_otlp_signal_t;
 
-struct drv_arena_t;
+struct msgpack_zone;
 
 //  An export request of either signal, as protobuf-c unpacked it into one
-//  arena (or as drv_otlp_json built it, message by message; either way
-//  drv_otlp_request_free frees it).
+//  region (a msgpack zone: nothing freed one by one), or as drv_otlp_json
+//  built it, message by message; either way drv_otlp_request_free frees it.
 typedef struct {
     drv_otlp_signal_t signal;
     union {
@@ -51,7 +51,7 @@ typedef struct {
         otlp_traces_request_t *traces;
         ProtobufCMessage *message;
     };
-    struct drv_arena_t *arena; // NULL: malloc'd message by message
+    struct msgpack_zone *zone; // NULL: malloc'd message by message
 } drv_otlp_request_t;
 
 //  What a decode returns when memory ran out: the request is not at fault

@@ -368,7 +368,7 @@ int drv_otlp_json_parse(drv_otlp_signal_t signal, const char *text, size_t size,
 {
     out->signal = signal;
     out->message = NULL;
-    out->arena = NULL;
+    out->zone = NULL;
     json_error_t jerr;
     json_t *doc = json_loadb(text, size, 0, &jerr);
     if (!json_is_object(doc)) {
