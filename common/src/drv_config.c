@@ -157,6 +157,27 @@ static bool s_loopback(const char *hostport)
     return inet_pton(AF_INET, host, &addr) == 1 && (ntohl(addr.s_addr) >> 24) == 127;
 }
 
+//  engine.buffer_dir: given, else beside the state file, else in run_dir;
+//  inside data_dirs when those are set (drv_spec_path_allowed).
+static void s_buffer_dir(drv_config_t *self, json_t *engine, drv_problems_t *problems)
+{
+    char fallback[4200];
+    const char *slash = self->state_file ? strrchr(self->state_file, '/') : NULL;
+    if (self->state_file) {
+        snprintf(fallback, sizeof fallback, "%.*s/buffer", slash ? (int)(slash - self->state_file) : 1,
+                 slash ? self->state_file : ".");
+    } else {
+        snprintf(fallback, sizeof fallback, "%s/buffer", self->run_dir ? self->run_dir : "/tmp/drover");
+    }
+    self->buffer_dir = s_string_or(engine, "buffer_dir", fallback, problems, "engine.buffer_dir");
+    drv_spec_env_t env = {.data_dirs = (const char *const *)self->data_dirs,
+                          .data_dir_count = self->data_dir_count,
+                          .run_dir = self->run_dir};
+    if (self->buffer_dir && json_object_get(engine, "buffer_dir") && !drv_spec_path_allowed(&env, self->buffer_dir)) {
+        drv_problems_add(problems, "engine.buffer_dir", "%s is outside engine.data_dirs and run_dir", self->buffer_dir);
+    }
+}
+
 static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problems)
 {
     if (engine && !json_is_object(engine)) {
@@ -165,7 +186,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     }
     s_unknown_keys(engine,
                    "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file limits "
-                   "data_dirs watch_config",
+                   "data_dirs watch_config buffer_dir",
                    "engine", problems);
     json_t *watch = json_object_get(engine, "watch_config");
     if (watch && !json_is_boolean(watch)) {
@@ -205,6 +226,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     self->max_message_bytes = s_int_or(limits, "max_message_bytes", DRV_LIMIT_MESSAGE_DEFAULT, DRV_LIMIT_MESSAGE_FLOOR,
                                        DRV_LIMIT_MESSAGE_CEILING, problems, "engine.limits.max_message_bytes");
     self->state_file = s_string_or(engine, "state_file", NULL, problems, "engine.state_file");
+    s_buffer_dir(self, engine, problems);
 
     json_t *admin = json_object_get(engine, "admin");
     if (admin && !json_is_object(admin)) {
@@ -415,6 +437,7 @@ void drv_config_destroy(drv_config_t **self_p)
     free(self->http_token_file);
     free(self->curve_server_secret_file);
     free(self->state_file);
+    free(self->buffer_dir);
     free(self->curve_clients_dir);
     for (size_t i = 0; i < self->data_dir_count; i++) {
         free(self->data_dirs[i]);

@@ -180,10 +180,10 @@ static json_t *s_policies_of(ctx_t *ctx, json_t *policies)
     json_t *value;
     json_object_foreach(policies, name, value)
     {
-        if (strcmp(name, "rollout") && strcmp(name, "restart")) {
+        if (strcmp(name, "rollout") && strcmp(name, "restart") && strcmp(name, "buffer")) {
             char path[300];
             snprintf(path, sizeof path, "policies.%s", name);
-            drv_spec_check_problem(ctx, path, "unknown policy \"%s\" (rollout, restart)", name);
+            drv_spec_check_problem(ctx, path, "unknown policy \"%s\" (rollout, restart, buffer)", name);
         }
     }
     for (size_t p = 0; p < sizeof s_policies / sizeof s_policies[0]; p++) {
@@ -228,6 +228,14 @@ static json_t *s_policies_of(ctx_t *ctx, json_t *policies)
         json_t *normal = s_canary(ctx, canary);
         if (normal) {
             json_object_set_new(json_object_get(result, "rollout"), "canary", normal);
+        }
+    }
+    //  Present only when given, as the canary: a spec without one keeps its hash.
+    json_t *buffer = json_object_get(policies, "buffer");
+    if (buffer && !json_is_null(buffer)) {
+        json_t *normal = drv_spec_buffer(ctx, buffer);
+        if (normal) {
+            json_object_set_new(result, "buffer", normal);
         }
     }
     json_t *restart = json_object_get(result, "restart");

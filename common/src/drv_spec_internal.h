@@ -20,5 +20,8 @@ typedef drv_spec_check_t ctx_t;
 
 //  Validates the nodes map; returns it normalized (defaults filled in).
 json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes);
+//  Validates policies.buffer (drv_spec_buffer.c); returns it normalized, or
+//  NULL (with problems) when it is not a map.
+json_t *drv_spec_buffer(ctx_t *ctx, json_t *buffer);
 
 #endif

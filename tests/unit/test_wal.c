@@ -1,9 +1,10 @@
 /*  drv_wal, the write-ahead log of an instance's inputs (issue 25), on real
-    files: what is appended comes back in order after a reopen; settled
-    segments go; a torn tail is cut and the rest replayed; a segment with a
-    flipped byte goes to quarantine and what came before the bad entry is
-    still replayed; CRC32C is the Castagnoli checksum (RFC 3720's check
-    value). */
+    files: it is a queue (what is appended is read back in order, also
+    while more is appended, and an entry the caller fed at once is not read
+    again); what was not read comes back after a reopen; settled segments
+    go; a torn tail is cut; a flipped byte or a cut in an older segment
+    ends that segment there, the cut bytes kept in quarantine; CRC32C is
+    the Castagnoli checksum (RFC 3720's check value). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,12 +22,17 @@
 #include <unistd.h>
 
 static char s_dir[64];
+static char s_quarantine[96];
 
 static int s_setup(void **state)
 {
     (void)state;
     snprintf(s_dir, sizeof s_dir, "/tmp/drv-wal-XXXXXX");
-    return mkdtemp(s_dir) ? 0 : -1;
+    if (!mkdtemp(s_dir)) {
+        return -1;
+    }
+    snprintf(s_quarantine, sizeof s_quarantine, "%s/quarantine", s_dir);
+    return 0;
 }
 
 static int s_teardown(void **state)
@@ -37,43 +43,49 @@ static int s_teardown(void **state)
     return system(cmd);
 }
 
-static drv_wal_t *s_open(size_t segment_bytes, drv_wal_found_t *found)
+static drv_wal_t *s_open(size_t segment_bytes)
 {
     char err[300];
-    drv_wal_t *wal = drv_wal_open(s_dir, segment_bytes, found, err, sizeof err);
+    drv_wal_t *wal = drv_wal_open(s_dir, s_quarantine, segment_bytes, err, sizeof err);
     if (!wal) {
         fail_msg("open: %s", err);
     }
     return wal;
 }
 
-static void s_append(drv_wal_t *wal, int64_t number)
+static int64_t s_append(drv_wal_t *wal, int64_t number, bool read)
 {
     char payload[64], err[300];
     int len = snprintf(payload, sizeof payload, "input %lld", (long long)number);
-    if (drv_wal_append(wal, number, payload, (size_t)len, err, sizeof err) != 0) {
+    int64_t got = drv_wal_append(wal, 1000 + number, (uint32_t)number % 7, payload, (size_t)len, read, err,
+                                 sizeof err);
+    if (got < 0) {
         fail_msg("append: %s", err);
     }
+    assert_int_equal(got, number);
+    return got;
 }
 
-//  Replays everything and checks it is inputs first..last in order.
-static void s_expect_replay(drv_wal_t *wal, int64_t first, int64_t last)
+//  Reads everything left and checks it is inputs first..last in order.
+static void s_expect_read(drv_wal_t *wal, int64_t first, int64_t last)
 {
-    int64_t want = first, number;
-    const void *data;
-    size_t len;
+    int64_t want = first;
+    drv_wal_entry_t entry;
     char err[300];
     int rc;
-    while ((rc = drv_wal_replay_next(wal, &number, &data, &len, err, sizeof err)) == 1) {
+    while ((rc = drv_wal_next(wal, &entry, err, sizeof err)) == 1) {
         char expect[64];
         int n = snprintf(expect, sizeof expect, "input %lld", (long long)want);
-        assert_int_equal(number, want);
-        assert_int_equal(len, (size_t)n);
-        assert_memory_equal(data, expect, len);
+        assert_int_equal(entry.number, want);
+        assert_int_equal(entry.time_ms, 1000 + want);
+        assert_int_equal(entry.records, (uint32_t)want % 7);
+        assert_int_equal(entry.len, (size_t)n);
+        assert_memory_equal(entry.data, expect, entry.len);
         want++;
     }
     assert_int_equal(rc, 0);
     assert_int_equal(want, last + 1);
+    assert_false(drv_wal_unread(wal));
 }
 
 static int s_files(const char *dir)
@@ -97,34 +109,64 @@ static void test_crc32c_is_castagnoli(void **state)
     assert_int_equal(drv_crc32c(drv_crc32c(0, "1234", 4), "56789", 5), 0xE3069283u); // continued
 }
 
-static void test_appended_inputs_replay_in_order_across_segments(void **state)
+static void test_unread_inputs_come_back_in_order_across_segments(void **state)
 {
     (void)state;
-    drv_wal_found_t found;
-    drv_wal_t *wal = s_open(100, &found); // a few entries per segment
-    assert_int_equal(found.entries, 0);
+    drv_wal_t *wal = s_open(100); // a few entries per segment
+    assert_int_equal(drv_wal_last(wal), 0);
     for (int64_t i = 1; i <= 20; i++) {
-        s_append(wal, i);
+        s_append(wal, i, false);
     }
     char err[300];
+    assert_true(drv_wal_dirty(wal));
     assert_int_equal(drv_wal_sync(wal, err, sizeof err), 0);
     assert_false(drv_wal_dirty(wal));
     assert_true(s_files(s_dir) > 3);
+    assert_int_equal(drv_wal_unread_since(wal), 1001);
     drv_wal_close(&wal);
-    wal = s_open(100, &found);
-    assert_int_equal(found.entries, 20);
-    assert_int_equal(drv_wal_last_found(wal), 20);
-    s_expect_replay(wal, 1, 20);
+    wal = s_open(100);
+    assert_int_equal(drv_wal_last(wal), 20);
+    assert_true(drv_wal_unread(wal));
+    s_expect_read(wal, 1, 20);
+    assert_int_equal(drv_wal_unread_since(wal), -1);
+    s_append(wal, 21, false); // numbering goes on after what was found
+    s_expect_read(wal, 21, 21);
+    drv_wal_close(&wal);
+}
+
+static void test_it_is_a_queue_and_what_was_fed_at_once_is_not_read(void **state)
+{
+    (void)state;
+    drv_wal_t *wal = s_open(100);
+    s_append(wal, 1, true); // nothing unread: fed at once
+    assert_false(drv_wal_unread(wal));
+    s_append(wal, 2, false); // held back (the pipeline was busy)
+    s_append(wal, 3, true);  // behind 2: it must wait its turn
+    assert_true(drv_wal_unread(wal));
+    s_expect_read(wal, 2, 3);
+    for (int64_t i = 4; i <= 12; i++) { // across segments, read as they come
+        s_append(wal, i, false);
+        s_expect_read(wal, i, i);
+    }
+    s_append(wal, 13, true);
+    assert_false(drv_wal_unread(wal));
+    drv_wal_settled(wal, 13);
+    char err[300];
+    drv_wal_sync(wal, err, sizeof err);
+    drv_wal_settled(wal, 13);
+    assert_int_equal(drv_wal_bytes(wal), 0);
+    assert_int_equal(s_files(s_dir), 0);
+    s_append(wal, 14, false); // a new segment, read from its start
+    s_expect_read(wal, 14, 14);
     drv_wal_close(&wal);
 }
 
 static void test_settled_segments_are_deleted(void **state)
 {
     (void)state;
-    drv_wal_found_t found;
-    drv_wal_t *wal = s_open(100, &found);
+    drv_wal_t *wal = s_open(100);
     for (int64_t i = 1; i <= 20; i++) {
-        s_append(wal, i);
+        s_append(wal, i, true);
     }
     char err[300];
     drv_wal_sync(wal, err, sizeof err);
@@ -132,14 +174,30 @@ static void test_settled_segments_are_deleted(void **state)
     drv_wal_settled(wal, 10);
     assert_true(drv_wal_bytes(wal) < before);
     drv_wal_close(&wal);
-    wal = s_open(100, &found);
-    assert_true(found.entries >= 10 && found.entries < 20); // the segment holding 10 and 11 is kept whole
-    int64_t first = 20 - found.entries + 1;
-    assert_true(first <= 11);
-    s_expect_replay(wal, first, 20);
+    wal = s_open(100);
+    //  After a reopen nothing counts as read: what was not deleted comes
+    //  back, from the first entry of the segment holding 11.
+    drv_wal_entry_t entry;
+    assert_int_equal(drv_wal_next(wal, &entry, err, sizeof err), 1);
+    assert_true(entry.number >= 9 && entry.number <= 11);
+    s_expect_read(wal, entry.number + 1, 20);
     drv_wal_settled(wal, 20);
     assert_int_equal(drv_wal_bytes(wal), 0);
     assert_int_equal(s_files(s_dir), 0);
+    drv_wal_close(&wal);
+}
+
+static void test_nothing_unread_is_deleted(void **state)
+{
+    (void)state;
+    drv_wal_t *wal = s_open(100);
+    for (int64_t i = 1; i <= 20; i++) {
+        s_append(wal, i, false);
+    }
+    char err[300];
+    drv_wal_sync(wal, err, sizeof err);
+    drv_wal_settled(wal, 20); // a caller's mistake: still nothing is lost
+    s_expect_read(wal, 1, 20);
     drv_wal_close(&wal);
 }
 
@@ -156,13 +214,12 @@ static char *s_only_segment(char *path, size_t cap)
     return path;
 }
 
-static void test_a_torn_tail_is_cut_and_the_rest_replayed(void **state)
+static void test_a_torn_tail_is_cut_and_the_rest_read(void **state)
 {
     (void)state;
-    drv_wal_found_t found;
-    drv_wal_t *wal = s_open(1 << 20, &found);
+    drv_wal_t *wal = s_open(1 << 20);
     for (int64_t i = 1; i <= 5; i++) {
-        s_append(wal, i);
+        s_append(wal, i, false);
     }
     drv_wal_close(&wal);
     char path[256];
@@ -170,83 +227,86 @@ static void test_a_torn_tail_is_cut_and_the_rest_replayed(void **state)
     struct stat st;
     stat(path, &st);
     assert_int_equal(truncate(path, st.st_size - 3), 0); // the crash came in the middle of entry 5
-    wal = s_open(1 << 20, &found);
-    assert_int_equal(found.entries, 4);
-    assert_true(found.torn_bytes > 0);
-    assert_int_equal(found.quarantined, 0);
-    s_expect_replay(wal, 1, 4);
-    s_append(wal, 6); // and the log goes on
+    wal = s_open(1 << 20);
+    assert_int_equal(drv_wal_last(wal), 4);
+    assert_true(drv_wal_damage(wal).torn_bytes > 0);
+    assert_int_equal(drv_wal_damage(wal).corrupt_segments, 0);
+    s_expect_read(wal, 1, 4);
+    s_append(wal, 5, false); // and the log goes on
     drv_wal_close(&wal);
-    char quarantine[128];
-    snprintf(quarantine, sizeof quarantine, "%s/quarantine", s_dir);
-    assert_int_equal(s_files(quarantine), 1); // the cut bytes are kept, not discarded unseen
-    wal = s_open(1 << 20, &found);
-    assert_int_equal(found.entries, 5);
-    assert_int_equal(found.torn_bytes, 0);
+    assert_int_equal(s_files(s_quarantine), 1); // the cut bytes are kept, not discarded unseen
+    wal = s_open(1 << 20);
+    assert_int_equal(drv_wal_last(wal), 5);
+    assert_int_equal(drv_wal_damage(wal).torn_bytes, 0);
+    s_expect_read(wal, 1, 5);
     drv_wal_close(&wal);
 }
 
-static void test_a_flipped_byte_quarantines_the_segment(void **state)
+static void s_flip(const char *path, off_t at)
 {
-    (void)state;
-    drv_wal_found_t found;
-    drv_wal_t *wal = s_open(1 << 20, &found);
-    for (int64_t i = 1; i <= 5; i++) {
-        s_append(wal, i);
-    }
-    drv_wal_close(&wal);
-    char path[256];
-    s_only_segment(path, sizeof path);
     int fd = open(path, O_RDWR);
-    struct stat st;
-    fstat(fd, &st);
     char byte;
-    off_t at = st.st_size * 3 / 5 + 20; // in entry 4's payload (its length is at 3/5)
     assert_int_equal(pread(fd, &byte, 1, at), 1);
     byte ^= 0x40;
     assert_int_equal(pwrite(fd, &byte, 1, at), 1);
     close(fd);
-    wal = s_open(1 << 20, &found);
-    assert_int_equal(found.quarantined, 1);
-    assert_int_equal(found.entries, 3);
-    s_expect_replay(wal, 1, 3); // what came before the bad entry
-    char quarantine[128];
-    snprintf(quarantine, sizeof quarantine, "%s/quarantine", s_dir);
-    assert_int_equal(s_files(quarantine), 1);
-    assert_int_equal(s_files(s_dir), 0);
+}
+
+static void test_a_flipped_byte_ends_the_segment_there(void **state)
+{
+    (void)state;
+    drv_wal_t *wal = s_open(1 << 20);
+    for (int64_t i = 1; i <= 5; i++) {
+        s_append(wal, i, false);
+    }
     drv_wal_close(&wal);
-    wal = s_open(1 << 20, &found); // the quarantine is not read again
-    assert_int_equal(found.entries, 0);
+    char path[256];
+    s_only_segment(path, sizeof path);
+    struct stat st;
+    stat(path, &st);
+    s_flip(path, st.st_size * 3 / 5 + 30); // in entry 4's payload (it starts at 3/5)
+    wal = s_open(1 << 20);
+    assert_int_equal(drv_wal_damage(wal).corrupt_segments, 1);
+    s_expect_read(wal, 1, 3); // what came before the bad entry
+    assert_int_equal(s_files(s_quarantine), 1);
+    drv_wal_close(&wal);
+    wal = s_open(1 << 20); // the damage is not read again
+    assert_int_equal(drv_wal_damage(wal).corrupt_segments, 0);
+    s_expect_read(wal, 1, 3);
     drv_wal_close(&wal);
 }
 
-static void test_an_older_segment_cut_short_is_quarantined_not_cut(void **state)
+static void test_damage_in_an_older_segment_is_found_when_read(void **state)
 {
     (void)state;
-    drv_wal_found_t found;
-    drv_wal_t *wal = s_open(40, &found); // two entries per segment
+    drv_wal_t *wal = s_open(60); // two entries per segment
     for (int64_t i = 1; i <= 6; i++) {
-        s_append(wal, i);
+        s_append(wal, i, false);
     }
     drv_wal_close(&wal);
-    char oldest[256];
+    char oldest[256], middle[256];
     snprintf(oldest, sizeof oldest, "%s/%020d.wal", s_dir, 1);
+    snprintf(middle, sizeof middle, "%s/%020d.wal", s_dir, 3);
     struct stat st;
     assert_int_equal(stat(oldest, &st), 0);
     assert_int_equal(truncate(oldest, st.st_size - 5), 0); // no crash does this to a finished segment
-    wal = s_open(40, &found);
-    assert_int_equal(found.quarantined, 1);
-    assert_int_equal(found.torn_bytes, 0);
-    //  Entry 1 (before the cut, read from quarantine), then the later segments whole.
-    int64_t want[] = {1, 3, 4, 5, 6}, number;
-    const void *data;
-    size_t len, n = 0;
+    assert_int_equal(stat(middle, &st), 0);
+    s_flip(middle, 10); // entry 3's checksum
+    wal = s_open(60);
+    assert_int_equal(drv_wal_damage(wal).corrupt_segments, 0); // only the newest is checked at open
+    int64_t want[] = {1, 5, 6};
+    drv_wal_entry_t entry;
+    size_t n = 0;
     char err[300];
-    while (drv_wal_replay_next(wal, &number, &data, &len, err, sizeof err) == 1) {
-        assert_true(n < 5);
-        assert_int_equal(number, want[n++]);
+    while (drv_wal_next(wal, &entry, err, sizeof err) == 1) {
+        assert_true(n < 3);
+        assert_int_equal(entry.number, want[n++]);
     }
-    assert_int_equal(n, 5);
+    assert_int_equal(n, 3);
+    assert_int_equal(drv_wal_damage(wal).corrupt_segments, 2);
+    assert_int_equal(s_files(s_quarantine), 2);
+    drv_wal_settled(wal, 6);
+    assert_int_equal(s_files(s_dir), 0);
     drv_wal_close(&wal);
 }
 
@@ -254,11 +314,14 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32c_is_castagnoli),
-        cmocka_unit_test_setup_teardown(test_appended_inputs_replay_in_order_across_segments, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_unread_inputs_come_back_in_order_across_segments, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_it_is_a_queue_and_what_was_fed_at_once_is_not_read, s_setup,
+                                        s_teardown),
         cmocka_unit_test_setup_teardown(test_settled_segments_are_deleted, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_a_torn_tail_is_cut_and_the_rest_replayed, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_a_flipped_byte_quarantines_the_segment, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_an_older_segment_cut_short_is_quarantined_not_cut, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_nothing_unread_is_deleted, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_a_torn_tail_is_cut_and_the_rest_read, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_a_flipped_byte_ends_the_segment_there, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_damage_in_an_older_segment_is_found_when_read, s_setup, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
-/*  drv_wal — see drv_wal.h. This file: appending, syncing and settling
-    (drv_wal_read.c reads what was there at open). Segments are kept oldest
-    first; the newest is the one appended to. Segments found at open are
-    never appended to: new input starts a segment of its own. */
+/*  drv_wal — see drv_wal.h. This file: opening, appending, syncing and
+    settling (drv_wal_read.c reads entries back and cuts damage away).
+    Segments are kept oldest first; the newest is the one appended to;
+    segments found at open are never appended to. */
 #include "drv_wal_internal.h"
 
 #include <dirent.h>
@@ -29,19 +29,165 @@ void drv_wal_put64(unsigned char *p, uint64_t v)
     }
 }
 
-int drv_wal_push(segment_t **list, size_t *count, size_t *cap, const segment_t *segment)
+static int s_push(drv_wal_t *self, const segment_t *segment)
 {
-    if (*count == *cap) {
-        size_t grown_cap = *cap ? 2 * *cap : 8;
-        segment_t *grown = realloc(*list, grown_cap * sizeof *grown);
+    if (self->count == self->cap) {
+        size_t grown_cap = self->cap ? 2 * self->cap : 8;
+        segment_t *grown = realloc(self->segments, grown_cap * sizeof *grown);
         if (!grown) {
             return -1;
         }
-        *list = grown;
-        *cap = grown_cap;
+        self->segments = grown;
+        self->cap = grown_cap;
     }
-    (*list)[(*count)++] = *segment;
+    self->segments[self->count++] = *segment;
     return 0;
+}
+
+//  ---------------------------------------------------------------- open
+
+static int s_first_of(const char *name, int64_t *first)
+{
+    char *end = NULL;
+    long long n = strtoll(name, &end, 10);
+    if (end == name || strcmp(end, ".wal") != 0 || n < 0) {
+        return -1;
+    }
+    *first = n;
+    return 0;
+}
+
+static int s_by_first(const void *a, const void *b)
+{
+    int64_t x = ((const segment_t *)a)->first, y = ((const segment_t *)b)->first;
+    return x < y ? -1 : x > y;
+}
+
+//  The newest segment found: read through to find its last entry; a torn
+//  tail (a crash mid-write) or a bad entry ends it there.
+static int s_check_newest(drv_wal_t *self, segment_t *segment, char *err, size_t errlen)
+{
+    int fd = open(segment->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", segment->path, strerror(errno));
+        return -1;
+    }
+    int64_t offset = 0;
+    drv_wal_entry_t entry;
+    drv_wal_found_t what;
+    while ((what = drv_wal_entry_at(self, fd, offset, segment->bytes, &entry)) == ENTRY_OK) {
+        segment->last = entry.number;
+        offset += HEADER + (int64_t)entry.len;
+    }
+    close(fd);
+    if (what == ENTRY_ERROR) {
+        snprintf(err, errlen, "cannot read %s: %s", segment->path, strerror(errno ? errno : ENOMEM));
+        return -1;
+    }
+    if (what == ENTRY_END) {
+        return 0;
+    }
+    if (what == ENTRY_TORN) {
+        self->damage.torn_bytes += segment->bytes - offset;
+    } else {
+        self->damage.corrupt_segments++;
+        self->damage.corrupt_bytes += segment->bytes - offset;
+    }
+    return drv_wal_cut(self, segment, offset, what == ENTRY_TORN ? "torn" : "bad", err, errlen);
+}
+
+static int s_list(drv_wal_t *self, char *err, size_t errlen)
+{
+    DIR *d = opendir(self->dir);
+    if (!d) {
+        snprintf(err, errlen, "cannot read %s: %s", self->dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        segment_t segment = {0};
+        struct stat st;
+        if (s_first_of(e->d_name, &segment.first) != 0) {
+            continue;
+        }
+        snprintf(segment.path, sizeof segment.path, "%s/%s", self->dir, e->d_name);
+        if (stat(segment.path, &st) != 0 || s_push(self, &segment) != 0) {
+            snprintf(err, errlen, "cannot read %s: %s", segment.path, strerror(errno ? errno : ENOMEM));
+            closedir(d);
+            return -1;
+        }
+        self->segments[self->count - 1].bytes = st.st_size;
+    }
+    closedir(d);
+    if (self->count > 1) {
+        qsort(self->segments, self->count, sizeof *self->segments, s_by_first);
+    }
+    for (size_t i = 0; i + 1 < self->count; i++) {
+        self->segments[i].last = self->segments[i + 1].first - 1;
+    }
+    if (self->count > 0) {
+        segment_t *newest = &self->segments[self->count - 1];
+        newest->last = newest->first - 1;
+        if (s_check_newest(self, newest, err, errlen) != 0) {
+            return -1;
+        }
+        self->last = newest->last;
+    }
+    for (size_t i = 0; i < self->count; i++) {
+        self->bytes += self->segments[i].bytes;
+    }
+    return 0;
+}
+
+drv_wal_t *drv_wal_open(const char *dir, const char *quarantine_dir, size_t segment_bytes, char *err,
+                        size_t errlen)
+{
+    drv_wal_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(self->dir, sizeof self->dir, "%s", dir);
+    snprintf(self->quarantine, sizeof self->quarantine, "%s", quarantine_dir);
+    self->segment_bytes = segment_bytes;
+    self->fd = self->read_fd = self->dir_fd = -1;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        drv_wal_close(&self);
+        return NULL;
+    }
+    self->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (self->dir_fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", dir, strerror(errno));
+        drv_wal_close(&self);
+        return NULL;
+    }
+    if (s_list(self, err, errlen) != 0) {
+        drv_wal_close(&self);
+        return NULL;
+    }
+    return self;
+}
+
+void drv_wal_close(drv_wal_t **self_p)
+{
+    drv_wal_t *self = *self_p;
+    if (!self) {
+        return;
+    }
+    *self_p = NULL;
+    if (self->fd >= 0) {
+        close(self->fd);
+    }
+    if (self->read_fd >= 0) {
+        close(self->read_fd);
+    }
+    if (self->dir_fd >= 0) {
+        close(self->dir_fd);
+    }
+    free(self->segments);
+    free(self->buf);
+    free(self);
 }
 
 //  ---------------------------------------------------------------- appending
@@ -51,7 +197,7 @@ static int s_start_segment(drv_wal_t *self, int64_t first, char *err, size_t err
     segment_t segment = {.first = first, .last = first - 1};
     snprintf(segment.path, sizeof segment.path, "%s/%020" PRId64 ".wal", self->dir, first);
     int fd = open(segment.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0 || drv_wal_push(&self->segments, &self->count, &self->cap, &segment) != 0) {
+    if (fd < 0 || s_push(self, &segment) != 0) {
         snprintf(err, errlen, "cannot create %s: %s", segment.path, strerror(fd < 0 ? errno : ENOMEM));
         if (fd >= 0) {
             close(fd);
@@ -73,31 +219,9 @@ static int s_end_segment(drv_wal_t *self, char *err, size_t errlen)
     return rc;
 }
 
-int drv_wal_append(drv_wal_t *self, int64_t number, const void *data, size_t len, char *err, size_t errlen)
+static int s_write(drv_wal_t *self, segment_t *current, struct iovec *iov, size_t want, char *err, size_t errlen)
 {
-    if (len > MAX_ENTRY) {
-        snprintf(err, errlen, "an input of %zu bytes is larger than a log entry may be", len);
-        return -1;
-    }
-    segment_t *current = self->fd >= 0 ? &self->segments[self->count - 1] : NULL;
-    if (current && current->bytes >= (int64_t)self->segment_bytes) {
-        if (s_end_segment(self, err, errlen) != 0) {
-            return -1;
-        }
-        current = NULL;
-    }
-    if (!current) {
-        if (s_start_segment(self, number, err, errlen) != 0) {
-            return -1;
-        }
-        current = &self->segments[self->count - 1];
-    }
-    unsigned char head[HEADER];
-    drv_wal_put32(head, (uint32_t)len);
-    drv_wal_put64(head + 8, (uint64_t)number);
-    drv_wal_put32(head + 4, drv_crc32c(drv_crc32c(0, head + 8, 8), data, len));
-    struct iovec iov[2] = {{head, HEADER}, {(void *)data, len}};
-    size_t want = HEADER + len, done = 0;
+    size_t done = 0;
     while (done < want) {
         ssize_t n = writev(self->fd, iov, 2);
         if (n < 0 && errno == EINTR) {
@@ -119,11 +243,61 @@ int drv_wal_append(drv_wal_t *self, int64_t number, const void *data, size_t len
             n -= (ssize_t)step;
         }
     }
-    current->bytes += (int64_t)want;
-    current->last = number;
-    self->bytes += (int64_t)want;
-    self->dirty = true;
     return 0;
+}
+
+int64_t drv_wal_append(drv_wal_t *self, int64_t time_ms, uint32_t records, const void *data, size_t len, bool read,
+                       char *err, size_t errlen)
+{
+    if (len > MAX_ENTRY) {
+        snprintf(err, errlen, "an input of %zu bytes is larger than a log entry may be", len);
+        return -1;
+    }
+    read = read && !drv_wal_unread(self);
+    segment_t *current = self->fd >= 0 ? &self->segments[self->count - 1] : NULL;
+    if (current && current->bytes >= (int64_t)self->segment_bytes) {
+        if (s_end_segment(self, err, errlen) != 0) {
+            return -1;
+        }
+        current = NULL;
+    }
+    int64_t number = self->last + 1;
+    if (!current) {
+        if (s_start_segment(self, number, err, errlen) != 0) {
+            return -1;
+        }
+        current = &self->segments[self->count - 1];
+    }
+    unsigned char head[HEADER];
+    drv_wal_put32(head, (uint32_t)len);
+    drv_wal_put64(head + 8, (uint64_t)number);
+    drv_wal_put64(head + 16, (uint64_t)time_ms);
+    drv_wal_put32(head + 24, records);
+    drv_wal_put32(head + 4, drv_crc32c(drv_crc32c(0, head + 8, HEADER - 8), data, len));
+    struct iovec iov[2] = {{head, HEADER}, {(void *)data, len}};
+    if (s_write(self, current, iov, HEADER + len, err, errlen) != 0) {
+        if (current->bytes == 0) { // a segment with nothing in it: gone again
+            close(self->fd);
+            self->fd = -1;
+            unlink(current->path);
+            self->count--;
+        }
+        return -1;
+    }
+    current->bytes += (int64_t)(HEADER + len);
+    current->last = number;
+    self->last = number;
+    self->bytes += (int64_t)(HEADER + len);
+    self->dirty = true;
+    if (read) {
+        if (self->read_fd >= 0 && self->read_index != self->count - 1) {
+            close(self->read_fd);
+            self->read_fd = -1;
+        }
+        self->read_index = self->count - 1;
+        self->read_offset = current->bytes;
+    }
+    return number;
 }
 
 int drv_wal_sync(drv_wal_t *self, char *err, size_t errlen)
@@ -141,16 +315,30 @@ int drv_wal_sync(drv_wal_t *self, char *err, size_t errlen)
     return 0;
 }
 
+bool drv_wal_dirty(const drv_wal_t *self)
+{
+    return self->dirty || self->dir_dirty;
+}
+
+//  ---------------------------------------------------------------- settling
+
 void drv_wal_settled(drv_wal_t *self, int64_t upto)
 {
-    size_t kept = 0;
+    size_t kept = 0, gone_before = 0;
+    bool read_gone = false;
     for (size_t i = 0; i < self->count; i++) {
         segment_t *segment = &self->segments[i];
         bool appending = self->fd >= 0 && i == self->count - 1;
-        if (segment->last <= upto && !(appending && self->dirty)) {
+        bool read = i < self->read_index || (i == self->read_index && self->read_offset >= segment->bytes);
+        if (read && segment->last <= upto && !(appending && self->dirty)) {
             if (appending) {
                 close(self->fd); // the next input starts a new one
                 self->fd = -1;
+            }
+            if (i == self->read_index) {
+                read_gone = true;
+            } else {
+                gone_before++;
             }
             unlink(segment->path);
             self->bytes -= segment->bytes;
@@ -160,11 +348,19 @@ void drv_wal_settled(drv_wal_t *self, int64_t upto)
         }
     }
     self->count = kept;
+    self->read_index -= gone_before;
+    if (read_gone) { // reading goes on at the start of the one after it
+        if (self->read_fd >= 0) {
+            close(self->read_fd);
+            self->read_fd = -1;
+        }
+        self->read_offset = 0;
+    }
 }
 
-int64_t drv_wal_last_found(const drv_wal_t *self)
+int64_t drv_wal_last(const drv_wal_t *self)
 {
-    return self->last_found;
+    return self->last;
 }
 
 int64_t drv_wal_bytes(const drv_wal_t *self)
@@ -172,7 +368,7 @@ int64_t drv_wal_bytes(const drv_wal_t *self)
     return self->bytes;
 }
 
-bool drv_wal_dirty(const drv_wal_t *self)
+drv_wal_damage_t drv_wal_damage(const drv_wal_t *self)
 {
-    return self->dirty || self->dir_dirty;
+    return self->damage;
 }

@@ -26,6 +26,7 @@ typedef struct {
     int heartbeat_interval_ms; // workers heartbeat this often; 3 missed = unhealthy
     int credit_window;         // batches the broker may have in flight per instance
     char *state_file;          // where applied specs are kept across restarts, or NULL
+    char *buffer_dir;          // disk buffers (policies.buffer type: disk) live under it (contract 7.1)
     bool watch_config;         // reload when the file changes (inotify), as SIGHUP does
     int max_pipelines;         // engine.limits: pipelines across all groups
     int max_message_bytes;     // engine.limits: one producer message at a front door
