@@ -60,9 +60,16 @@ static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, drv
     self->who.pipeline = strdup(who->pipeline ? who->pipeline : "");
     self->who.generation = who->generation;
     self->who.core = who->core;
+    self->who.shares = who->shares;
+    self->who.buffer_dir = who->buffer_dir ? strdup(who->buffer_dir) : NULL;
     self->spec_buffers = zlist_new();
     msgpack_zone_init(&self->spec_zone, 4096);
     msgpack_zone_init(&self->batch_zone, 64 * 1024);
+    msgpack_sbuffer_init(&self->packing);
+    if (!problems && drv_dag_buffer_open(self, spec, err, errlen) != 0) {
+        drv_dag_destroy(&self);
+        return NULL;
+    }
     self->count = json_object_size(nodes);
     self->nodes = calloc(self->count ? self->count : 1, sizeof *self->nodes);
     const char *id;
@@ -92,6 +99,7 @@ static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, drv
         }
         const char *type = json_string_value(json_object_get(node, "type"));
         n->kind = type ? drv_nodes_find(type) : NULL;
+        n->ack = json_is_true(json_object_get(json_object_get(node, "config"), "ack"));
         if (!n->kind) {
             snprintf(err, errlen, "node %s: unknown type %s", n->id, type ? type : "(none)");
             drv_dag_destroy(&self);
@@ -133,6 +141,9 @@ void drv_dag_destroy(drv_dag_t **self_p)
     json_decref(self->tap_samples);
     free((char *)self->who.group);
     free((char *)self->who.pipeline);
+    free((char *)self->who.buffer_dir);
+    drv_buffer_close(&self->buffer);
+    msgpack_sbuffer_destroy(&self->packing);
     free(self);
     *self_p = NULL;
 }
@@ -180,7 +191,6 @@ json_t *drv_dag_node_counters(const drv_dag_t *self)
 static int s_decode_forward(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen)
 {
     drv_dag_t *self = node->dag;
-    self->input++;
     msgpack_object root;
     const msgpack_object *records;
     int n = drv_batch_decode(data, size, &self->batch_zone, &root, &records, err, errlen);
@@ -188,6 +198,14 @@ static int s_decode_forward(drv_node_t *node, const void *data, size_t size, cha
         node->errors++;
         return -1;
     }
+    if (self->buffer) {
+        if (!drv_dag_buffer_take(node, records, (size_t)n, data, size)) {
+            snprintf(err, errlen, "the disk buffer is full");
+            return DRV_NODE_FULL;
+        }
+        return n;
+    }
+    self->running = ++self->input;
     node->in += n;
     drv_node_forward(node, records, (size_t)n);
     return n;
@@ -223,11 +241,16 @@ msgpack_zone *drv_node_batch_zone(drv_node_t *node)
     return &node->dag->batch_zone;
 }
 
-void drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size_t n)
+bool drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size_t n)
 {
-    node->dag->input++;
+    drv_dag_t *self = node->dag;
+    if (self->buffer) {
+        return drv_dag_buffer_take(node, records, n, NULL, 0);
+    }
+    self->running = ++self->input;
     node->in += n;
     drv_node_forward(node, records, n);
+    return true;
 }
 
 void drv_node_count_refused(drv_node_t *node)
@@ -237,7 +260,17 @@ void drv_node_count_refused(drv_node_t *node)
 
 int64_t drv_node_input(const drv_node_t *node)
 {
+    return node->dag->running;
+}
+
+int64_t drv_node_taken(const drv_node_t *node)
+{
     return node->dag->input;
+}
+
+bool drv_node_buffered(const drv_node_t *node)
+{
+    return node->dag->buffer != NULL;
 }
 
 bool drv_node_backlogged(const drv_node_t *node)
@@ -253,6 +286,11 @@ int64_t drv_dag_input(const drv_dag_t *self)
 }
 
 bool drv_dag_backlogged(drv_dag_t *self)
+{
+    return self->buffer ? drv_buffer_full(self->buffer) : drv_dag_exporters_backlogged(self);
+}
+
+bool drv_dag_exporters_backlogged(drv_dag_t *self)
 {
     for (size_t i = 0; i < self->count; i++) {
         drv_node_t *node = &self->nodes[i];
@@ -275,7 +313,7 @@ void drv_dag_flush(drv_dag_t *self)
 
 int64_t drv_dag_settle(drv_dag_t *self)
 {
-    int64_t settled = self->input;
+    int64_t settled = self->running;
     for (size_t i = 0; i < self->count; i++) {
         drv_node_t *node = &self->nodes[i];
         int64_t oldest = node->kind->holding ? node->kind->holding(node) : -1;
@@ -283,16 +321,27 @@ int64_t drv_dag_settle(drv_dag_t *self)
             settled = oldest - 1;
         }
     }
-    if (settled > self->settled) {
-        self->settled = settled;
-        for (size_t i = 0; i < self->count; i++) {
-            drv_node_t *node = &self->nodes[i];
-            if (node->kind->settled) {
-                node->kind->settled(node, settled);
-            }
+    int64_t durable = settled;
+    if (self->buffer) {
+        char err[300];
+        if (drv_buffer_sync_if_due(self->buffer, drv_time_mono_ms(), err, sizeof err) != 0) {
+            drv_warn("disk buffer sync failed dir=%s reason=\"%s\"", drv_buffer_dir(self->buffer), err);
+        }
+        drv_buffer_settled(self->buffer, settled);
+        durable = drv_buffer_durable(self->buffer);
+    }
+    bool more_settled = settled > self->settled, more_durable = durable > self->told_durable;
+    self->settled = settled > self->settled ? settled : self->settled;
+    self->told_durable = durable > self->told_durable ? durable : self->told_durable;
+    for (size_t i = 0; (more_settled || more_durable) && i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        //  With a disk buffer, ack: false answers once durable.
+        bool durable_is_enough = self->buffer && !node->ack;
+        if (node->kind->settled && (durable_is_enough ? more_durable : more_settled)) {
+            node->kind->settled(node, durable_is_enough ? self->told_durable : self->settled);
         }
     }
-    return self->settled;
+    return self->buffer ? self->told_durable : self->settled;
 }
 
 //  ---------------------------------------------------------------- network receivers
@@ -331,6 +380,11 @@ bool drv_dag_due(drv_dag_t *self, size_t index)
 int64_t drv_dag_timeout_ms(drv_dag_t *self)
 {
     int64_t soonest = -1;
+    if (self->buffer) {
+        soonest = drv_buffer_unread(self->buffer) && !drv_dag_exporters_backlogged(self)
+                      ? 0
+                      : drv_buffer_timeout_ms(self->buffer, drv_time_mono_ms());
+    }
     for (size_t i = 0; i < self->count; i++) {
         drv_node_t *node = &self->nodes[i];
         int64_t ms = node->kind->timeout_ms && node->kind->fd(node) >= 0 ? node->kind->timeout_ms(node) : -1;
@@ -361,7 +415,9 @@ int drv_dag_generate(drv_dag_t *self, int64_t now_us, int64_t *wait_us)
             continue;
         }
         msgpack_zone_clear(&self->batch_zone);
-        self->input++;
+        if (!self->buffer) { // with one, a generated batch is run as part of the last input fed
+            self->running = ++self->input;
+        }
         int64_t wait = -1;
         emitted += node->kind->generate(node, now_us, &wait);
         if (wait >= 0 && (*wait_us < 0 || wait < *wait_us)) {

@@ -18,6 +18,8 @@ typedef struct {
     const char *pipeline;
     int64_t generation;
     int core;
+    const char *buffer_dir; // engine.buffer_dir (disk buffers live under it), or NULL
+    int shares;             // instances the pipeline runs (they split policies.buffer.max_bytes)
 } drv_dag_identity_t;
 
 //  Builds the graph from a normalized spec and initialises every node: files
@@ -56,17 +58,28 @@ void drv_dag_drain(drv_dag_t *self);
 //  Node `node` (from drv_dag_fds) has work due now without input.
 bool drv_dag_due(drv_dag_t *self, size_t node);
 
-//  The last input taken (drv_node_input): a broker batch fed through
-//  drv_dag_ingest is settled once drv_dag_settle returns it or more.
+//  The last input taken (drv_node_taken): a broker batch fed through
+//  drv_dag_ingest may be acknowledged once drv_dag_settle returns it or more.
 int64_t drv_dag_input(const drv_dag_t *self);
-//  Every input up to the returned one is settled: what exporters took of it
-//  is exported (or dropped for good and counted). Receivers answering once
-//  settled are told. Without exporters that finish later, the last input.
+//  Every input up to the returned one may be acknowledged: what exporters
+//  took of it is exported (or dropped for good and counted) or, with a
+//  disk buffer, it is durable in the log. Receivers answering then are told
+//  (ack: true ones once exported). Without exporters that finish later and
+//  without a disk buffer, the last input. Also syncs the disk buffer when due.
 int64_t drv_dag_settle(drv_dag_t *self);
+//  With a disk buffer: feeds inputs waiting in its log, oldest first, while
+//  the exporters can take them. Returns inputs fed.
+int drv_dag_pump(drv_dag_t *self);
+//  True when nothing taken is left unsettled in a disk buffer (always
+//  without one): a draining instance may exit.
+bool drv_dag_buffer_empty(const drv_dag_t *self);
+//  The disk buffer's figures as JSON (new reference), or NULL without one.
+json_t *drv_dag_buffer_stats(drv_dag_t *self);
 //  Upstream can send nothing more until what is held settles: exporters
 //  close their open batches now.
 void drv_dag_flush(drv_dag_t *self);
-//  True while an exporter holds as much as it may: take no more input.
+//  True while no more input may be taken: an exporter holds as much as it
+//  may or, with a disk buffer, the buffer is full.
 bool drv_dag_backlogged(drv_dag_t *self);
 
 bool drv_dag_has_zmq_receivers(const drv_dag_t *self);

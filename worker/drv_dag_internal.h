@@ -5,6 +5,7 @@
 #define DRV_DAG_INTERNAL_H
 
 #include "drv_buf.h"
+#include "drv_buffer.h"
 #include "drv_dag.h"
 #include "nodes/drv_node.h"
 
@@ -20,11 +21,26 @@ struct drv_dag_t {
     msgpack_zone batch_zone; // records of the batch in flight; cleared per batch
     drv_buf_t out;           // exporter encoding buffer, reused
     int64_t unowned_errors;  // batches for a receiver the DAG does not have (the rest are the nodes')
-    int64_t input;           // the last input taken (drv_node_input)
+    int64_t input;           // the last input taken (drv_node_taken)
+    int64_t running;         // the input being run (drv_node_input): the last fed to the nodes
     int64_t settled;         // inputs up to this one are settled, receivers told
+    //  A disk buffer (policies.buffer type: disk, drv_dag_buffered.c), or
+    //  NULL: inputs are numbered by its log and wait in it, in order, until
+    //  the nodes can take them.
+    drv_buffer_t *buffer;
+    int64_t found_last;      // inputs up to this one were in the log at start
+    int64_t told_durable;    // receivers answering once durable were told up to this
+    msgpack_sbuffer packing; // records packed for the log
     int64_t tap_per_sec;     // samples per second and tapped node (drv_tap.c)
     json_t *tap_samples;     // [[node, JSON text], ...] not sent yet, or NULL
     drv_buf_t tap_buf;       // rendering a sample
 };
+
+//  drv_dag_buffered.c: opening the buffer (0, or -1 with err), taking
+//  records into it (false: full, nothing taken), feeding what waits.
+int drv_dag_buffer_open(drv_dag_t *self, const json_t *spec, char *err, size_t errlen);
+bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t n, const void *packed, size_t size);
+//  True while an exporter holds as much as it may (the nodes take nothing more).
+bool drv_dag_exporters_backlogged(drv_dag_t *self);
 
 #endif

@@ -66,6 +66,11 @@ static void s_send_simple(worker_t *self, drv_msg_type_t type)
         json_t *nodes = drv_dag_node_counters(self->dag);
         drv_msg_set_json(&msg, DRV_F_NODES, nodes);
         json_decref(nodes);
+        json_t *buffer = drv_dag_buffer_stats(self->dag);
+        if (buffer) {
+            drv_msg_set_json(&msg, DRV_F_BUFFER, buffer);
+            json_decref(buffer);
+        }
     }
     drv_msg_send(self->control, NULL, &msg, false);
     drv_msg_clear(&msg);
@@ -123,6 +128,21 @@ static zmsg_t *s_recv_nowait(zsock_t *sock)
     return zmsg_recv(sock);
 }
 
+//  How many instances the pipeline runs (they share its disk buffer's max_bytes).
+static int s_shares(const json_t *spec)
+{
+    json_t *cores = json_object_get(spec, "cores");
+    if (json_is_array(json_object_get(cores, "set"))) {
+        return (int)json_array_size(json_object_get(cores, "set"));
+    }
+    if (json_is_true(json_object_get(cores, "all"))) {
+        long online = sysconf(_SC_NPROCESSORS_ONLN); // pinned, this process sees one CPU of them
+        return online > 0 ? (int)online : 1;
+    }
+    json_int_t count = json_integer_value(json_object_get(cores, "count"));
+    return count > 0 ? (int)count : 1;
+}
+
 //  Waits for the SPEC reply to our HELLO and builds the DAG from it.
 static int s_fetch_spec(worker_t *self, int64_t *spec_us)
 {
@@ -157,7 +177,8 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
         char *sep = strchr(msg.pipeline, ':');
         char group[128];
         snprintf(group, sizeof group, "%.*s", sep ? (int)(sep - msg.pipeline) : 0, msg.pipeline);
-        drv_dag_identity_t who = {group, sep ? sep + 1 : msg.pipeline, msg.generation, (int)msg.core};
+        drv_dag_identity_t who = {group, sep ? sep + 1 : msg.pipeline, msg.generation, (int)msg.core,
+                                  msg.buffer_dir, s_shares(msg.spec)};
         self->dag = drv_dag_new(msg.spec, &who, err, sizeof err);
         if (!self->dag) {
             drv_error("instance cannot start instance=%s reason=\"%s\"", self->instance, err);
@@ -370,6 +391,7 @@ static int s_loop(worker_t *self)
                 drv_dag_readable(self->dag, fd_nodes[i]); // readable, or its timeout is due
             }
         }
+        drv_dag_pump(self->dag); // a disk buffer's waiting inputs, as the exporters can take them
         s_settle(self);
         s_heartbeat_if_due(self);
         s_tap_flush_if_due(self);
@@ -378,7 +400,7 @@ static int s_loop(worker_t *self)
             self->receivers_draining = true;
         }
         if (self->drain_requested && (!self->has_zmq || self->marker_seen) &&
-            drv_dag_fds(self->dag, fds, fd_nodes, MAX_SOCKETS) == 0) {
+            drv_dag_fds(self->dag, fds, fd_nodes, MAX_SOCKETS) == 0 && drv_dag_buffer_empty(self->dag)) {
             //  Everything the broker sent us came before its marker and has been
             //  exported (exporters finishing later keep a descriptor until they
             //  hold nothing); nothing is left in flight.

@@ -29,7 +29,7 @@ static const field_def_t s_fields[DRV_F_COUNT] = {
     STR(reason),       STR(data_endpoint), INT(pid),      INT(generation), INT(core),
     INT(heartbeat_ms), INT(credit_window), INT(n),        INT(records_in), INT(records_out),
     INT(errors),       INT(batches),     BOOL(ok),        BOOL(reset),     JSON(spec),
-    JSON(receivers),   BOOL(synced),     JSON(nodes),
+    JSON(receivers),   BOOL(synced),     JSON(nodes),     STR(buffer_dir), JSON(buffer),
 };
 
 #define B(f) (1u << (f))
@@ -46,14 +46,15 @@ static const type_def_t s_types[DRV_MSG_TYPE_COUNT] = {
     {"spec",
      B(DRV_F_INSTANCE) | B(DRV_F_PIPELINE) | B(DRV_F_GENERATION) | B(DRV_F_CORE) | B(DRV_F_SPEC) |
          B(DRV_F_HEARTBEAT_MS) | B(DRV_F_CREDIT_WINDOW) | B(DRV_F_DATA_ENDPOINT),
-     0},
+     B(DRV_F_BUFFER_DIR)},
     {"ready", B(DRV_F_INSTANCE), 0},
     {"init_failed", B(DRV_F_INSTANCE) | B(DRV_F_REASON), 0},
     {"heartbeat", B(DRV_F_INSTANCE),
-     B(DRV_F_RECORDS_IN) | B(DRV_F_RECORDS_OUT) | B(DRV_F_ERRORS) | B(DRV_F_BATCHES) | B(DRV_F_NODES)},
+     B(DRV_F_RECORDS_IN) | B(DRV_F_RECORDS_OUT) | B(DRV_F_ERRORS) | B(DRV_F_BATCHES) | B(DRV_F_NODES) |
+         B(DRV_F_BUFFER)},
     {"drain", 0, 0},
     {"drained", B(DRV_F_INSTANCE) | B(DRV_F_RECORDS_IN) | B(DRV_F_RECORDS_OUT) | B(DRV_F_ERRORS),
-     B(DRV_F_NODES)},
+     B(DRV_F_NODES) | B(DRV_F_BUFFER)},
     {"pipeline_set", B(DRV_F_PIPELINE) | B(DRV_F_RECEIVERS), 0},
     {"pipeline_del", B(DRV_F_PIPELINE), 0},
     {"instance_add", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), B(DRV_F_RECEIVERS)},

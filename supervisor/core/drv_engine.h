@@ -70,6 +70,7 @@ struct drv_instance_t {
     int64_t last_heartbeat_mono; // mono ms
     int64_t records_in, records_out, errors; // from its last heartbeat
     json_t *nodes;           // its per-node counters {"node": [in, out, dropped, errors]}, or NULL
+    json_t *buffer;          // its disk buffer's figures from the last heartbeat (schemas/control.md), or NULL
     uint64_t counter_updates; // how many times the counters above were updated
     int last_exit_code;      // exit code or 128+signal of the last process
     char detail[256];        // last failure, for status
@@ -109,6 +110,7 @@ struct drv_pipeline_t {
     json_t *tap_nodes;       // the nodes open taps sample (array of ids; NULL: none), told to its instances
     int64_t retired_in, retired_out, retired_errors; // counted by processes that ended (a replace,
                                                      // a drain, a crash): the totals never go back
+    int64_t retired_replayed, retired_dropped, retired_corrupt; // the same for the disk buffer's counters
 };
 
 typedef struct {

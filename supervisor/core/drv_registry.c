@@ -58,6 +58,7 @@ static void s_instance_free(void **item)
         }
         json_decref(inst->spec);
         json_decref(inst->nodes);
+        json_decref(inst->buffer);
         free(inst);
     }
     *item = NULL;

@@ -110,6 +110,7 @@ static void s_send_spec(drv_engine_t *engine, drv_instance_t *inst)
     drv_msg_set_int(&msg, DRV_F_HEARTBEAT_MS, engine->config->heartbeat_interval_ms);
     drv_msg_set_int(&msg, DRV_F_CREDIT_WINDOW, engine->config->credit_window);
     drv_msg_set_str(&msg, DRV_F_DATA_ENDPOINT, engine->data_endpoint);
+    drv_msg_set_str(&msg, DRV_F_BUFFER_DIR, engine->config->buffer_dir);
     drv_msg_send(engine->control, inst->id, &msg, true);
     drv_msg_clear(&msg);
 }
@@ -140,6 +141,10 @@ static void s_counters(drv_instance_t *inst, const drv_msg_t *msg)
         json_decref(inst->nodes);
         inst->nodes = json_incref(msg->nodes);
     }
+    if (drv_msg_has(msg, DRV_F_BUFFER) && json_is_object(msg->buffer)) {
+        json_decref(inst->buffer);
+        inst->buffer = json_incref(msg->buffer);
+    }
     inst->counter_updates++;
 }
 
@@ -154,6 +159,11 @@ static void s_retire_counters(drv_instance_t *inst)
     inst->records_in = inst->records_out = inst->errors = 0;
     json_decref(inst->nodes);
     inst->nodes = NULL;
+    p->retired_replayed += json_integer_value(json_object_get(inst->buffer, "replayed"));
+    p->retired_dropped += json_integer_value(json_object_get(inst->buffer, "dropped"));
+    p->retired_corrupt += json_integer_value(json_object_get(inst->buffer, "corrupt_segments"));
+    json_decref(inst->buffer);
+    inst->buffer = NULL;
     inst->counter_updates++;
 }
 

@@ -79,6 +79,11 @@ static int64_t s_generation(const drv_pipeline_t *p) { return p->generation; }
 static int64_t s_total_in(const drv_pipeline_t *p) { return drv_status_totals(p).records_in; }
 static int64_t s_total_out(const drv_pipeline_t *p) { return drv_status_totals(p).records_out; }
 static int64_t s_total_errors(const drv_pipeline_t *p) { return drv_status_totals(p).errors; }
+static int64_t s_buffer_bytes(const drv_pipeline_t *p) { return drv_status_buffer(p).bytes; }
+static int64_t s_buffer_records(const drv_pipeline_t *p) { return drv_status_buffer(p).records; }
+static int64_t s_buffer_replayed(const drv_pipeline_t *p) { return drv_status_buffer(p).replayed; }
+static int64_t s_buffer_dropped(const drv_pipeline_t *p) { return drv_status_buffer(p).dropped; }
+static int64_t s_buffer_corrupt(const drv_pipeline_t *p) { return drv_status_buffer(p).corrupt_segments; }
 
 static void s_pipeline_metric(text_t *t, const pipelines_t *ps, const char *name, const char *type, const char *help,
                               pipeline_value_fn *fn)
@@ -160,6 +165,18 @@ char *drv_metrics_render(drv_engine_t *engine)
                       s_total_out);
     s_pipeline_metric(&t, &ps, "drover_pipeline_errors_total", "counter",
                       "Errors of the pipeline since it was created, over every generation.", s_total_errors);
+    s_pipeline_metric(&t, &ps, "drover_buffer_bytes", "gauge",
+                      "Bytes of the pipeline's disk buffer on disk (0 with a memory buffer).", s_buffer_bytes);
+    s_pipeline_metric(&t, &ps, "drover_buffer_records", "gauge",
+                      "Records in the pipeline's disk buffer not yet settled by every exporter (what an earlier "
+                      "process left counts once it is read back).", s_buffer_records);
+    s_pipeline_metric(&t, &ps, "drover_buffer_replayed_records_total", "counter",
+                      "Records read back from a disk buffer that an earlier process had taken.", s_buffer_replayed);
+    s_pipeline_metric(&t, &ps, "drover_buffer_dropped_records_total", "counter",
+                      "Records a full disk buffer dropped (when_full: drop_oldest).", s_buffer_dropped);
+    s_pipeline_metric(&t, &ps, "drover_buffer_corrupt_segments_total", "counter",
+                      "Disk buffer segments cut short at damage (the damaged bytes kept in quarantine).",
+                      s_buffer_corrupt);
     free(ps.all);
     s_header(&t, "drover_rollouts_total", "counter", "Rollouts by action and final state.");
     static const char *actions[] = {"create", "noop", "resize", "replace"};

@@ -68,6 +68,31 @@ drv_totals_t drv_status_totals(const drv_pipeline_t *pipeline)
     return t;
 }
 
+drv_buffer_totals_t drv_status_buffer(const drv_pipeline_t *pipeline)
+{
+    const char *type = json_string_value(
+        json_object_get(json_object_get(json_object_get(pipeline->spec, "policies"), "buffer"), "type"));
+    drv_buffer_totals_t b = {.disk = type && !strcmp(type, "disk"),
+                             .replayed = pipeline->retired_replayed,
+                             .dropped = pipeline->retired_dropped,
+                             .corrupt_segments = pipeline->retired_corrupt};
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
+        if (!inst->buffer) {
+            continue;
+        }
+        b.disk = true; // a generation still draining a disk buffer after a change to memory
+        b.bytes += json_integer_value(json_object_get(inst->buffer, "bytes"));
+        b.records += json_integer_value(json_object_get(inst->buffer, "records"));
+        b.replayed += json_integer_value(json_object_get(inst->buffer, "replayed"));
+        b.dropped += json_integer_value(json_object_get(inst->buffer, "dropped"));
+        b.corrupt_segments += json_integer_value(json_object_get(inst->buffer, "corrupt_segments"));
+        b.full |= json_is_true(json_object_get(inst->buffer, "full"));
+        int64_t age = json_integer_value(json_object_get(inst->buffer, "oldest_age_ms"));
+        b.oldest_age_ms = age > b.oldest_age_ms ? age : b.oldest_age_ms;
+    }
+    return b;
+}
+
 json_t *drv_status_nodes(const json_t *heartbeat_nodes)
 {
     json_t *nodes = json_object();
@@ -130,8 +155,19 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
     } else {
         s_set(&p->cond_progressing, false, "Idle", "no rollout or shutdown in progress", now);
     }
+    drv_buffer_totals_t buffer = drv_status_buffer(p);
     if (p->frontend_error[0]) {
         s_set(&p->cond_degraded, true, "FrontDoorUnavailable", p->frontend_error, now);
+    } else if (buffer.full) {
+        snprintf(message, sizeof message, "the disk buffer is full (%lld bytes, policies.buffer.max_bytes %lld): %s",
+                 (long long)buffer.bytes,
+                 (long long)json_integer_value(json_object_get(
+                     json_object_get(json_object_get(p->spec, "policies"), "buffer"), "max_bytes")),
+                 json_is_true(json_object_get(json_object_get(json_object_get(p->spec, "policies"), "buffer"),
+                                              "drop_oldest"))
+                     ? "the oldest records are dropped"
+                     : "receivers push back");
+        s_set(&p->cond_degraded, true, "BufferFull", message, now);
     } else if (p->degraded) {
         snprintf(message, sizeof message, "restarted more than %lld times within %lld s",
                  (long long)json_integer_value(json_object_get(
@@ -251,6 +287,16 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
     json_object_set_new(status, "totals", json_pack("{s:I, s:I, s:I}", "records_in", (json_int_t)totals.records_in,
                                                     "records_out", (json_int_t)totals.records_out, "errors",
                                                     (json_int_t)totals.errors));
+    drv_buffer_totals_t buffer = drv_status_buffer(p);
+    json_object_set_new(status, "buffer",
+                        buffer.disk ? json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "type", "disk", "bytes",
+                                                (json_int_t)buffer.bytes, "records", (json_int_t)buffer.records,
+                                                "oldest_age_secs", (json_int_t)(buffer.oldest_age_ms / 1000),
+                                                "replayed_records", (json_int_t)buffer.replayed, "dropped_records",
+                                                (json_int_t)buffer.dropped, "corrupt_segments",
+                                                (json_int_t)buffer.corrupt_segments)
+                                    : json_pack("{s:s, s:n, s:n, s:n}", "type", "memory", "bytes", "records",
+                                                "oldest_age_secs"));
     drv_rollout_t *latest = zlistx_last(p->rollouts);
     if (latest) {
         json_object_set_new(status, "rollout", drv_rollout_json(latest));

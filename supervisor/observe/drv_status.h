@@ -23,6 +23,17 @@ typedef struct {
 } drv_totals_t;
 drv_totals_t drv_status_totals(const drv_pipeline_t *pipeline);
 
+//  The pipeline's buffer (policies.buffer, contract 7.1), over its live
+//  instances' last heartbeats; the counters add what ended processes counted.
+typedef struct {
+    bool disk;
+    int64_t bytes, records;
+    int64_t oldest_age_ms;    // how old the oldest input not settled was at the last heartbeat
+    int64_t replayed, dropped, corrupt_segments;
+    bool full;                // an instance's buffer takes nothing more
+} drv_buffer_totals_t;
+drv_buffer_totals_t drv_status_buffer(const drv_pipeline_t *pipeline);
+
 //  {node: {records_in, records_out, records_dropped, errors}} from a
 //  heartbeat's {node: [in, out, dropped, errors]} (new reference).
 json_t *drv_status_nodes(const json_t *heartbeat_nodes);

@@ -12,7 +12,7 @@ static drv_http_server_t *s_server(drv_node_t *node)
 
 static int64_t s_input(void *arg)
 {
-    return drv_node_input(arg);
+    return drv_node_taken(arg);
 }
 
 static bool s_backlogged(void *arg)
@@ -45,7 +45,8 @@ int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const jso
     }
     server_config->max_body_bytes = (size_t)json_integer_value(json_object_get(config, "max_body_bytes"));
     server_config->buffer_bytes = DRV_HTTP_NODE_BUFFER_BYTES;
-    server_config->ack = json_is_true(json_object_get(config, "ack"));
+    //  With a disk buffer every answer waits: for the log's sync (ack: false) or the export.
+    server_config->ack = json_is_true(json_object_get(config, "ack")) || drv_node_buffered(node);
     server_config->input = s_input;
     server_config->backlogged = s_backlogged;
     server_config->arg = node;

@@ -84,6 +84,7 @@ struct drv_node_t {
     //  not handed on (a filter's misses, nil from a script, a record dropped
     //  after a script error), and errors.
     int64_t in, out, dropped, errors;
+    bool ack;                // config.ack: answers once exported (else, with a disk buffer, once durable)
     //  A tap samples what leaves it (drv_tap.c): DRV_TAP_OFF costs one check per batch.
     uint8_t tap;             // DRV_TAP_OFF, DRV_TAP_OUTPUT (what it hands on), DRV_TAP_INPUT (exporters)
     int tap_taken;           // samples taken in the current window
@@ -99,15 +100,18 @@ void *drv_node_alloc(drv_node_t *node, size_t size);
 //  Records a receiver made itself, packed as a msgpack array of maps (or
 //  one map): decoded into the batch zone (cleared first), counted in and
 //  handed on. Returns the records, or -1 with the reason in err when the
-//  bytes are not records (counted as an error; nothing is handed on).
+//  bytes are not records (counted as an error; nothing is handed on), or
+//  DRV_NODE_FULL when a disk buffer is full (nothing taken: push back).
 int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen);
+#define DRV_NODE_FULL (-2)
 //  Records a receiver built itself as objects, never packed: the batch
 //  zone, cleared, to build them in; then emit_objects counts them in and
 //  hands them on. The receiver answers for them being records (maps whose
 //  keys are unique at every depth, nested no deeper than DRV_MPCHECK_MAX_DEPTH);
-//  what they point to must live until emit_objects returns.
+//  what they point to must live until emit_objects returns. False when a
+//  disk buffer is full: nothing was taken, push back.
 msgpack_zone *drv_node_batch_zone(drv_node_t *node);
-void drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size_t n);
+bool drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size_t n);
 //  Records a processor did not hand on (a filter's misses, nil from a
 //  script, matching no route).
 void drv_node_count_dropped(drv_node_t *node, size_t n);
@@ -118,8 +122,14 @@ void drv_node_record_error(drv_node_t *node, const char *what);
 void drv_node_count_refused(drv_node_t *node);
 //  The input being run: one number per producer message, request, datagram
 //  read or generated batch, increasing. An exporter that finishes later
-//  remembers it (holding); a receiver that answers once settled, too.
+//  remembers it (holding).
 int64_t drv_node_input(const drv_node_t *node);
+//  The last input taken: a receiver that answers once settled (or durable)
+//  remembers it. Without a disk buffer, the input being run.
+int64_t drv_node_taken(const drv_node_t *node);
+//  True when the instance has a disk buffer: receivers answer once their
+//  input is durable (ack: false) or exported (ack: true).
+bool drv_node_buffered(const drv_node_t *node);
 //  True while an exporter of the instance is backlogged: receivers push back.
 bool drv_node_backlogged(const drv_node_t *node);
 //  The index of the node called id in the same DAG, or -1.

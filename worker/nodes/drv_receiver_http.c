@@ -42,6 +42,7 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
     drv_node_t *node = arg;
     char err[300];
     int n;
+    bool taken = true;
     if (strstr(request->media_type, "msgpack")) {
         n = drv_node_emit_packed(node, request->body, request->size, err, sizeof err);
     } else {
@@ -53,11 +54,14 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
         if (n < 0) {
             drv_node_count_refused(node);
         } else {
-            drv_node_emit_objects(node, records, (size_t)n); // they point into parsed: freed after
+            taken = drv_node_emit_objects(node, records, (size_t)n); // they point into parsed: freed after
         }
         json_decref(parsed);
     }
-    if (n < 0) {
+    if (n == DRV_NODE_FULL || !taken) {
+        drv_http_reply_error(reply, 429, "unavailable", "the disk buffer is full; retry later");
+        reply->retry_after_secs = 1;
+    } else if (n < 0) {
         drv_http_reply_error(reply, 400, "invalid_request", "%s; nothing of this body was taken", err);
     } else {
         reply->status = 200;

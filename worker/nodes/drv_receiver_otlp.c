@@ -138,10 +138,13 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
     char why[300];
     msgpack_object *records;
     int n = drv_otlp_to_objects(&otlp, drv_node_batch_zone(node), &records, &rejected, why, sizeof why);
-    if (n > 0) {
-        drv_node_emit_objects(node, records, (size_t)n); // they point into otlp: freed after
-    }
+    bool taken = n <= 0 || drv_node_emit_objects(node, records, (size_t)n); // they point into otlp: freed after
     drv_otlp_request_free(&otlp);
+    if (!taken) {
+        s_error(request->media_type, 429, "unavailable", "the disk buffer is full; retry later", reply);
+        reply->retry_after_secs = 1;
+        return;
+    }
     if (n == DRV_OTLP_NO_MEMORY) {
         s_error(request->media_type, 503, "unavailable", "out of memory; retry", reply);
         reply->retry_after_secs = 1;

@@ -117,8 +117,9 @@ static int s_emit(drv_node_t *node, syslog_t *self)
     if (self->failed) {
         drv_node_count_refused(node);
     }
-    if (self->count > 0) {
-        drv_node_emit_objects(node, self->records, self->count);
+    if (self->count > 0 && !drv_node_emit_objects(node, self->records, self->count)) {
+        drv_node_count_dropped(node, self->count); // a full disk buffer: the socket is paused, this was read before
+        return 0;
     }
     return (int)self->count;
 }

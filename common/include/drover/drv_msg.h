@@ -60,6 +60,8 @@ typedef enum {
     DRV_F_RECEIVERS,
     DRV_F_SYNCED,
     DRV_F_NODES,
+    DRV_F_BUFFER_DIR,
+    DRV_F_BUFFER,
     DRV_F_COUNT
 } drv_msg_field_t;
 
@@ -90,6 +92,9 @@ typedef struct {
     json_t *receivers; // [{node, endpoint}] (owned)
     json_t *nodes;     // per-node counters {"node": [in, out, dropped, errors]}; TAP: [node, ...];
                        // TAPPED: [[node, record as JSON text], ...] (owned)
+    char *buffer_dir;  // SPEC: engine.buffer_dir, where disk buffers live
+    json_t *buffer;    // HEARTBEAT, DRAINED: the disk buffer's {bytes, records, oldest_age_ms,
+                       // replayed, dropped, corrupt_segments, torn_bytes, full} (owned)
 } drv_msg_t;
 
 //  Starts an empty message of a type; free its contents with drv_msg_clear.

@@ -1,0 +1,363 @@
+/*  drv_buffer — see drv_buffer.h. */
+#include "drv_buffer.h"
+#include "drv_wal.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SEGMENT_BYTES_MAX (8 << 20)
+#define SEGMENT_BYTES_MIN (64 << 10)
+#define MAX_SLOTS 64
+
+typedef struct {
+    int64_t number;
+    int64_t time_ms;
+    uint32_t records;
+} fed_t;
+
+struct drv_buffer_t {
+    drv_buffer_policy_t policy;
+    char dir[4096];
+    int lock_fd;
+    drv_wal_t *wal;
+    int64_t found_last;      // inputs up to this one were taken by an earlier instance
+    int64_t durable;         // inputs up to this one are durable
+    int64_t dirty_since_ms;  // mono ms of the first append not synced, or -1
+    bool refused;            // the disk refused the last append
+    //  Inputs read (or fed at once) and not yet settled, oldest first: what
+    //  they hold is counted in records until they settle.
+    fed_t *fed;
+    size_t fed_head, fed_count, fed_cap;
+    int64_t settled;
+    int64_t records;
+    int64_t replayed, dropped;
+    char *frame;             // an entry's payload being built
+    size_t frame_cap;
+    char node[256];          // the receiver id of the entry last read
+};
+
+bool drv_buffer_policy(const json_t *spec, int shares, drv_buffer_policy_t *policy)
+{
+    json_t *buffer = json_object_get(json_object_get(spec, "policies"), "buffer");
+    const char *type = json_string_value(json_object_get(buffer, "type"));
+    if (!type || strcmp(type, "disk") != 0) {
+        return false;
+    }
+    const char *sync = json_string_value(json_object_get(buffer, "sync"));
+    const char *when_full = json_string_value(json_object_get(buffer, "when_full"));
+    *policy = (drv_buffer_policy_t){
+        .max_bytes = json_integer_value(json_object_get(buffer, "max_bytes")) / (shares > 0 ? shares : 1),
+        .drop_oldest = when_full && !strcmp(when_full, "drop_oldest"),
+        .sync = !sync || !strcmp(sync, "batch") ? DRV_BUFFER_SYNC_BATCH
+                : !strcmp(sync, "always")       ? DRV_BUFFER_SYNC_ALWAYS
+                                                : DRV_BUFFER_SYNC_NONE,
+        .sync_interval_ms = json_integer_value(json_object_get(buffer, "sync_interval_ms")),
+    };
+    if (policy->sync_interval_ms <= 0) {
+        policy->sync_interval_ms = 50;
+    }
+    return true;
+}
+
+//  mkdir -p, 0700.
+static int s_mkdirs(const char *path, char *err, size_t errlen)
+{
+    char partial[4096];
+    snprintf(partial, sizeof partial, "%s", path);
+    for (char *p = partial + 1;; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(partial, 0700) != 0 && errno != EEXIST) {
+                snprintf(err, errlen, "cannot create %s: %s", partial, strerror(errno));
+                return -1;
+            }
+            *p = c;
+            if (!c) {
+                return 0;
+            }
+        }
+    }
+}
+
+//  The first slot of core that nobody holds: its directory in self->dir,
+//  its lock held in self->lock_fd. The slot number in *slot.
+static int s_take_slot(drv_buffer_t *self, const char *pipeline_dir, int core, int *slot, char *err, size_t errlen)
+{
+    for (int k = 0; k < MAX_SLOTS; k++) {
+        snprintf(self->dir, sizeof self->dir, "%s/%d.%d", pipeline_dir, core, k);
+        if (s_mkdirs(self->dir, err, errlen) != 0) {
+            return -1;
+        }
+        char lock[4200];
+        snprintf(lock, sizeof lock, "%s/lock", self->dir);
+        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            snprintf(err, errlen, "cannot open %s: %s", lock, strerror(errno));
+            return -1;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            self->lock_fd = fd;
+            *slot = k;
+            return 0;
+        }
+        close(fd);
+    }
+    snprintf(err, errlen, "every one of %d buffer slots of core %d under %s is held", MAX_SLOTS, core, pipeline_dir);
+    return -1;
+}
+
+drv_buffer_t *drv_buffer_open(const char *root, const char *group, const char *pipeline, int core,
+                              const drv_buffer_policy_t *policy, char *err, size_t errlen)
+{
+    drv_buffer_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    self->policy = *policy;
+    self->lock_fd = -1;
+    self->dirty_since_ms = -1;
+    char pipeline_dir[4096], quarantine[4200];
+    const char *g = group && *group ? group : "_";
+    snprintf(pipeline_dir, sizeof pipeline_dir, "%s/%s/%s", root, g, pipeline);
+    int slot = 0;
+    if (s_take_slot(self, pipeline_dir, core, &slot, err, errlen) != 0) {
+        drv_buffer_close(&self);
+        return NULL;
+    }
+    snprintf(quarantine, sizeof quarantine, "%s/quarantine/%s/%s/%d.%d", root, g, pipeline, core, slot);
+    char qparent[4200];
+    snprintf(qparent, sizeof qparent, "%s/quarantine/%s/%s", root, g, pipeline);
+    int64_t segment = policy->max_bytes / 16;
+    segment = segment > SEGMENT_BYTES_MAX ? SEGMENT_BYTES_MAX : segment < SEGMENT_BYTES_MIN ? SEGMENT_BYTES_MIN : segment;
+    if (s_mkdirs(qparent, err, errlen) != 0 ||
+        !(self->wal = drv_wal_open(self->dir, quarantine, (size_t)segment, err, errlen))) {
+        drv_buffer_close(&self);
+        return NULL;
+    }
+    self->found_last = self->durable = drv_wal_last(self->wal);
+    drv_wal_damage_t damage = drv_wal_damage(self->wal);
+    if (drv_wal_unread(self->wal) || damage.torn_bytes) {
+        drv_info("disk buffer found dir=%s bytes=%lld last_input=%lld torn_bytes=%lld", self->dir,
+                 (long long)drv_wal_bytes(self->wal), (long long)self->found_last, (long long)damage.torn_bytes);
+    }
+    return self;
+}
+
+void drv_buffer_close(drv_buffer_t **self_p)
+{
+    drv_buffer_t *self = *self_p;
+    if (!self) {
+        return;
+    }
+    *self_p = NULL;
+    if (self->wal) {
+        char err[300];
+        if (drv_wal_sync(self->wal, err, sizeof err) != 0) {
+            drv_warn("disk buffer not synced at close reason=\"%s\"", err);
+        }
+        if (drv_wal_bytes(self->wal) > 0) {
+            drv_info("disk buffer kept dir=%s bytes=%lld", self->dir, (long long)drv_wal_bytes(self->wal));
+        }
+        drv_wal_close(&self->wal);
+    }
+    if (self->lock_fd >= 0) {
+        close(self->lock_fd);
+    }
+    free(self->fed);
+    free(self->frame);
+    free(self);
+}
+
+const char *drv_buffer_dir(const drv_buffer_t *self)
+{
+    return self->dir;
+}
+
+int64_t drv_buffer_last(const drv_buffer_t *self)
+{
+    return drv_wal_last(self->wal);
+}
+
+//  ---------------------------------------------------------------- taking input
+
+static void s_fed(drv_buffer_t *self, int64_t number, int64_t time_ms, uint32_t records)
+{
+    if (self->fed_count == self->fed_cap) {
+        size_t cap = self->fed_cap ? self->fed_cap * 2 : 64;
+        fed_t *grown = malloc(cap * sizeof *grown);
+        if (!grown) {
+            abort(); // a few bytes per input in flight, bounded by the exporters' backlog
+        }
+        for (size_t i = 0; i < self->fed_count; i++) {
+            grown[i] = self->fed[(self->fed_head + i) % self->fed_cap];
+        }
+        free(self->fed);
+        self->fed = grown;
+        self->fed_cap = cap;
+        self->fed_head = 0;
+    }
+    self->fed[(self->fed_head + self->fed_count++) % self->fed_cap] = (fed_t){number, time_ms, records};
+}
+
+int64_t drv_buffer_append(drv_buffer_t *self, const char *node, const void *packed, size_t size, uint32_t records,
+                          bool feed_now, char *err, size_t errlen)
+{
+    size_t idlen = strlen(node) > 255 ? 255 : strlen(node);
+    size_t len = 1 + idlen + size;
+    if (drv_wal_bytes(self->wal) + (int64_t)len > self->policy.max_bytes) {
+        snprintf(err, errlen, "the disk buffer is full (%lld of max_bytes %lld)",
+                 (long long)drv_wal_bytes(self->wal), (long long)self->policy.max_bytes);
+        return DRV_BUFFER_FULL;
+    }
+    if (len > self->frame_cap) {
+        char *grown = realloc(self->frame, len);
+        if (!grown) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        self->frame = grown;
+        self->frame_cap = len;
+    }
+    self->frame[0] = (char)idlen;
+    memcpy(self->frame + 1, node, idlen);
+    memcpy(self->frame + 1 + idlen, packed, size);
+    int64_t now = drv_time_wall_ms();
+    int64_t number = drv_wal_append(self->wal, now, records, self->frame, len, feed_now, err, errlen);
+    self->refused = number < 0;
+    if (number < 0) {
+        return -1;
+    }
+    self->records += records;
+    if (feed_now) {
+        s_fed(self, number, now, records);
+    }
+    if (self->policy.sync == DRV_BUFFER_SYNC_NONE) {
+        self->durable = number; // the page cache has it: a killed process loses nothing, a power cut may
+    } else if (self->dirty_since_ms < 0) {
+        self->dirty_since_ms = drv_time_mono_ms();
+    }
+    return number;
+}
+
+int drv_buffer_next(drv_buffer_t *self, const char **node, const void **packed, size_t *size, int64_t *number,
+                    char *err, size_t errlen)
+{
+    drv_wal_entry_t entry;
+    for (;;) {
+        int rc = drv_wal_next(self->wal, &entry, err, errlen);
+        if (rc <= 0) {
+            return rc;
+        }
+        const unsigned char *data = entry.data;
+        size_t idlen = entry.len > 0 ? data[0] : 0;
+        if (entry.len < 1 + idlen) {
+            continue; // checked but not ours: cannot happen short of a bug; skipped
+        }
+        if (entry.number <= self->found_last) {
+            self->records += entry.records; // not counted before
+            self->replayed += entry.records;
+        }
+        s_fed(self, entry.number, entry.time_ms, entry.records);
+        memcpy(self->node, data + 1, idlen);
+        self->node[idlen] = 0;
+        *node = self->node;
+        *packed = data + 1 + idlen;
+        *size = entry.len - 1 - idlen;
+        *number = entry.number;
+        return 1;
+    }
+}
+
+bool drv_buffer_unread(const drv_buffer_t *self)
+{
+    return drv_wal_unread(self->wal);
+}
+
+bool drv_buffer_full(const drv_buffer_t *self)
+{
+    //  An input smaller than 1/64 of the share is still taken when space is that tight.
+    return self->refused || drv_wal_bytes(self->wal) >= self->policy.max_bytes - self->policy.max_bytes / 64;
+}
+
+//  ---------------------------------------------------------------- settling
+
+void drv_buffer_settled(drv_buffer_t *self, int64_t upto)
+{
+    while (self->fed_count > 0 && self->fed[self->fed_head].number <= upto) {
+        self->records -= self->fed[self->fed_head].records;
+        self->fed_head = (self->fed_head + 1) % self->fed_cap;
+        self->fed_count--;
+    }
+    if (upto > self->settled) {
+        self->settled = upto;
+    }
+    drv_wal_settled(self->wal, self->settled);
+    if (self->refused && drv_wal_bytes(self->wal) < self->policy.max_bytes) {
+        self->refused = false; // try the disk again
+    }
+}
+
+bool drv_buffer_empty(const drv_buffer_t *self)
+{
+    return self->fed_count == 0 && !drv_wal_unread(self->wal);
+}
+
+//  ---------------------------------------------------------------- durability
+
+int64_t drv_buffer_durable(const drv_buffer_t *self)
+{
+    return self->durable;
+}
+
+int drv_buffer_sync_if_due(drv_buffer_t *self, int64_t now_ms, char *err, size_t errlen)
+{
+    if (self->dirty_since_ms < 0) {
+        return 0;
+    }
+    if (self->policy.sync == DRV_BUFFER_SYNC_BATCH && now_ms < self->dirty_since_ms + self->policy.sync_interval_ms) {
+        return 0;
+    }
+    int64_t last = drv_wal_last(self->wal);
+    if (drv_wal_sync(self->wal, err, errlen) != 0) {
+        return -1;
+    }
+    self->durable = last;
+    self->dirty_since_ms = -1;
+    return 0;
+}
+
+int64_t drv_buffer_timeout_ms(const drv_buffer_t *self, int64_t now_ms)
+{
+    if (self->dirty_since_ms < 0) {
+        return -1;
+    }
+    if (self->policy.sync != DRV_BUFFER_SYNC_BATCH) {
+        return 0;
+    }
+    int64_t left = self->dirty_since_ms + self->policy.sync_interval_ms - now_ms;
+    return left > 0 ? left : 0;
+}
+
+void drv_buffer_stats(drv_buffer_t *self, drv_buffer_stats_t *stats)
+{
+    drv_wal_damage_t damage = drv_wal_damage(self->wal);
+    int64_t oldest = self->fed_count > 0 ? self->fed[self->fed_head].time_ms : drv_wal_unread_since(self->wal);
+    *stats = (drv_buffer_stats_t){.bytes = drv_wal_bytes(self->wal),
+                                  .records = self->records,
+                                  .oldest_ms = oldest,
+                                  .replayed = self->replayed,
+                                  .dropped = self->dropped,
+                                  .corrupt_segments = damage.corrupt_segments,
+                                  .torn_bytes = damage.torn_bytes};
+}
