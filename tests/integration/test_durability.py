@@ -5,9 +5,11 @@ write-ahead log first, so that SIGKILLing droverd together with every child
 next droverd, started with the same config, reads the log back and the
 backend gets every acknowledged record at least once."""
 
+import glob
 import http.client
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -19,11 +21,25 @@ from harness import Admin, Engine, EngineTest, engine_yaml, free_port, wait_unti
 RECORDS_PER_REQUEST = 20
 
 
-def otlp_logs(ids):
+def otlp_logs(ids, pad=0):
     return json.dumps({"resourceLogs": [{
         "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "durable"}}]},
         "scopeLogs": [{"scope": {"name": "t"}, "logRecords": [
-            {"timeUnixNano": "1700000000000000000", "body": {"stringValue": i}} for i in ids]}]}]}).encode()
+            {"timeUnixNano": "1700000000000000000", "body": {"stringValue": i},
+             "attributes": [{"key": "pad", "value": {"stringValue": "x" * pad}}] if pad else []}
+            for i in ids]}]}]}).encode()
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def dir_bytes(root):
+    return sum(os.path.getsize(p) for p in glob.glob(f"{root}/**/*.wal", recursive=True))
 
 
 def ids_in(body):
@@ -38,9 +54,9 @@ class Sender(threading.Thread):
     record) and keeps the ids of those answered 200; anything else (a 429,
     a connection cut by the kill) is not acknowledged and not counted."""
 
-    def __init__(self, port, prefix):
+    def __init__(self, port, prefix, per_request=RECORDS_PER_REQUEST, pad=0):
         super().__init__(daemon=True)
-        self.port, self.prefix = port, prefix
+        self.port, self.prefix, self.per_request, self.pad = port, prefix, per_request, pad
         self.acked, self.answers = [], {}
         self.stopping = threading.Event()
         self.n = 0
@@ -48,11 +64,11 @@ class Sender(threading.Thread):
     def run(self):
         conn = None
         while not self.stopping.is_set():
-            ids = [f"{self.prefix}-{self.n}-{k}" for k in range(RECORDS_PER_REQUEST)]
+            ids = [f"{self.prefix}-{self.n}-{k}" for k in range(self.per_request)]
             self.n += 1
             try:
                 conn = conn or http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-                conn.request("POST", "/v1/logs", otlp_logs(ids), {"Content-Type": "application/json"})
+                conn.request("POST", "/v1/logs", otlp_logs(ids, self.pad), {"Content-Type": "application/json"})
                 response = conn.getresponse()
                 response.read()
                 self.answers[response.status] = self.answers.get(response.status, 0) + 1
@@ -134,6 +150,83 @@ class Durability(EngineTest):
                            30, "the buffer settled")
         self.assertEqual(final["buffer"]["type"], "disk")
         self.assertGreater(max(replayed, final["buffer"]["replayed_records"]), 0, final["buffer"])
+
+
+    def test_a_dead_backend_grows_the_log_not_the_memory_and_everything_arrives_when_it_is_back(self):
+        engine = self.start_engine(self.config(cores=1))
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready(20)
+        buffer_dir = os.path.join(engine.run_dir, "buffer")
+        self.capture.gate.clear()  # the backend takes requests and never answers
+        sender = Sender(self.otlp_port, "dead", per_request=100, pad=200)
+        sender.start()
+        wait_until(lambda: dir_bytes(buffer_dir) > 4 << 20, 30, "4 MiB in the log")
+        (worker,) = engine.instances().values()
+        before = {"droverd": rss_kb(engine.pid), "instance": rss_kb(worker)}
+        wait_until(lambda: dir_bytes(buffer_dir) > 44 << 20, 60, "40 MiB more in the log")
+        after = {"droverd": rss_kb(engine.pid), "instance": rss_kb(worker)}
+        sender.stop()
+        for who in before:
+            self.assertLess(after[who] - before[who], 16 << 10, f"{who} RSS {before[who]} kB -> {after[who]} kB "
+                            "while 40 MiB went to the log")
+        status = self.status(admin)
+        self.assertGreater(status["buffer"]["bytes"], 40 << 20)
+        self.assertGreater(status["buffer"]["records"], 0)
+        self.assertNotIn(429, sender.answers)  # within max_bytes: taken at once, queued behind
+        self.capture.gate.set()
+        wait_until(lambda: not set(sender.acked) - self.delivered(), 120,
+                   f"every one of {len(sender.acked)} acknowledged records at the backend")
+        wait_until(lambda: self.status(admin)["buffer"]["records"] == 0, 30, "the buffer settled")
+        wait_until(lambda: dir_bytes(buffer_dir) < 1 << 20, 30, "the log's segments deleted")
+        self.assertEqual(self.status(admin)["buffer"]["replayed_records"], 0)  # nobody was restarted
+
+    def test_a_torn_tail_and_a_flipped_byte_are_cut_into_quarantine_and_the_rest_replayed(self):
+        config = self.config(buffer="{type: disk, max_bytes: 4194304}", cores=1)
+        engine = self.start_engine(config)
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready(20)
+        self.capture.gate.clear()
+        sender = Sender(self.otlp_port, "damage")
+        sender.start()
+        slot = os.path.join(engine.run_dir, "buffer", "default", "durable")
+        wait_until(lambda: len(glob.glob(f"{slot}/*/*.wal")) >= 4, 30, "four log segments")
+        engine.signal(signal.SIGKILL)
+        engine.wait_exit(10)
+        sender.stop()
+        segments = sorted(glob.glob(f"{slot}/*/*.wal"))
+        newest, middle = segments[-1], segments[len(segments) // 2]
+        middle_bytes = os.path.getsize(middle)
+        entry_bytes = sum(os.path.getsize(p) for p in segments) / max(1, len(sender.acked) // RECORDS_PER_REQUEST)
+        with open(newest, "r+b") as f:  # a crash in the middle of the last entry
+            f.truncate(os.path.getsize(newest) - 7)
+        with open(middle, "r+b") as f:  # a bad sector: one entry's bytes changed
+            f.seek(os.path.getsize(middle) // 2)
+            byte = f.read(1)
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte[0] ^ 0x5A]))
+        self.capture.gate.set()
+        engine.log.close()
+        engine.start()
+        admin.wait_ready(20)
+        final = wait_until(lambda: (lambda s: s if s and s["buffer"]["corrupt_segments"] >= 1
+                                    and s["buffer"]["records"] == 0 else None)(self.status(admin)),
+                           60, "the log replayed, the damage reported")
+        self.assertEqual(final["buffer"]["corrupt_segments"], 1, final["buffer"])
+        quarantine = glob.glob(os.path.join(engine.run_dir, "buffer", "quarantine", "default", "durable", "*", "*"))
+        self.assertEqual(sorted(os.path.basename(q).split("-")[0] for q in quarantine), ["bad", "torn"])
+        text = engine.log_text()
+        self.assertRegex(text, r"torn_bytes=[1-9]")
+        self.assertRegex(text, r"disk buffer damaged")
+        #  What was intact arrived: all but the entries after the flipped byte
+        #  in its segment and the torn one.
+        delivered = set(sender.acked) & self.delivered()
+        corrupt_bytes = int(re.search(r"corrupt_bytes=(\d+)", text).group(1))
+        self.assertLess(corrupt_bytes, middle_bytes)  # cut at the bad entry, not before
+        lost_at_most = int((corrupt_bytes / (0.8 * entry_bytes) + 2) * RECORDS_PER_REQUEST)
+        self.assertLess(lost_at_most, len(sender.acked) / 2)
+        self.assertGreaterEqual(len(delivered), len(sender.acked) - lost_at_most,
+                                f"acked {len(sender.acked)}, entry {entry_bytes:.0f} B, answers {sender.answers}")
+        self.assertGreater(final["buffer"]["replayed_records"], 0)
 
 
 if __name__ == "__main__":

@@ -310,6 +310,33 @@ static void test_damage_in_an_older_segment_is_found_when_read(void **state)
     drv_wal_close(&wal);
 }
 
+static void test_a_flipped_byte_mid_segment_keeps_what_came_before(void **state)
+{
+    (void)state;
+    drv_wal_t *wal = s_open(64 << 10);
+    char payload[4700], err[300];
+    memset(payload, 'p', sizeof payload);
+    for (int i = 0; i < 60; i++) {
+        assert_true(drv_wal_append(wal, 1, 20, payload, sizeof payload, false, err, sizeof err) > 0);
+    }
+    drv_wal_close(&wal);
+    char middle[256];
+    snprintf(middle, sizeof middle, "%s/%020d.wal", s_dir, 15); // the second segment: 14 entries each
+    struct stat st;
+    assert_int_equal(stat(middle, &st), 0);
+    s_flip(middle, st.st_size / 2);
+    wal = s_open(64 << 10);
+    drv_wal_entry_t entry;
+    int64_t read = 0;
+    while (drv_wal_next(wal, &entry, err, sizeof err) == 1) {
+        read++;
+    }
+    assert_int_equal(drv_wal_damage(wal).corrupt_segments, 1);
+    assert_true(drv_wal_damage(wal).corrupt_bytes <= st.st_size / 2 + (int64_t)sizeof payload + 28);
+    assert_true(read >= 60 - 8);
+    drv_wal_close(&wal);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +349,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_torn_tail_is_cut_and_the_rest_read, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_flipped_byte_ends_the_segment_there, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_damage_in_an_older_segment_is_found_when_read, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_a_flipped_byte_mid_segment_keeps_what_came_before, s_setup, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,7 @@ struct drv_buffer_t {
     int64_t settled;
     int64_t records;
     int64_t replayed, dropped;
+    int64_t corrupt_told;    // damaged segments already logged
     char *frame;             // an entry's payload being built
     size_t frame_cap;
     char node[256];          // the receiver id of the entry last read
@@ -256,6 +257,13 @@ int drv_buffer_next(drv_buffer_t *self, const char **node, const void **packed, 
     drv_wal_entry_t entry;
     for (;;) {
         int rc = drv_wal_next(self->wal, &entry, err, errlen);
+        drv_wal_damage_t damage = drv_wal_damage(self->wal);
+        if (damage.corrupt_segments > self->corrupt_told) {
+            self->corrupt_told = damage.corrupt_segments;
+            drv_warn("disk buffer damaged dir=%s corrupt_segments=%lld corrupt_bytes=%lld: the damaged part is kept "
+                     "in quarantine, the rest is replayed",
+                     self->dir, (long long)damage.corrupt_segments, (long long)damage.corrupt_bytes);
+        }
         if (rc <= 0) {
             return rc;
         }
