@@ -16,7 +16,7 @@ import time
 import unittest
 
 from capture import Capture
-from harness import Admin, Engine, EngineTest, engine_yaml, free_port, wait_until
+from harness import Admin, EngineTest, engine_yaml, free_port, proc_status, wait_until
 
 RECORDS_PER_REQUEST = 20
 
@@ -31,11 +31,7 @@ def otlp_logs(ids, pad=0):
 
 
 def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+    return int((proc_status(pid, "VmRSS") or "0 kB").split()[0])
 
 
 def dir_bytes(root):
@@ -227,6 +223,73 @@ class Durability(EngineTest):
         self.assertGreaterEqual(len(delivered), len(sender.acked) - lost_at_most,
                                 f"acked {len(sender.acked)}, entry {entry_bytes:.0f} B, answers {sender.answers}")
         self.assertGreater(final["buffer"]["replayed_records"], 0)
+
+
+    def put(self, admin, cores, version, canary=None, drain_timeout_secs=10):
+        rollout = {"step_timeout_secs": 20, "drain_timeout_secs": drain_timeout_secs}
+        if canary:
+            rollout["canary"] = canary
+        spec = {"cores": {"count": cores}, "nodes": {
+            "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.otlp_port}"}, "to": ["v"]},
+            "v": {"type": "processor:transform", "config": {"set": {"v": version}}, "to": ["out"]},
+            "out": {"type": "exporter:otlp", "config": {
+                "endpoint": self.capture.url(), "encoding": "json", "batch": {"max_delay_ms": 20},
+                "retry": {"initial_ms": 50, "max_ms": 200, "max_elapsed_secs": 0}}}},
+            "policies": {"rollout": rollout, "buffer": {"type": "disk", "sync_interval_ms": 20}}}
+        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/durable", body={"pipeline": spec},
+                                     timeout=90)
+        self.assertEqual(status, 200, body)
+        return body
+
+    def test_a_replace_a_resize_and_a_canary_under_load_lose_nothing_and_replay_nothing(self):
+        engine = self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)))
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready(20)
+        self.put(admin, cores=2, version=1)
+        sender = Sender(self.otlp_port, "roll")
+        sender.start()
+        wait_until(lambda: len(sender.acked) >= 1000, 20, "load flowing")
+        self.put(admin, cores=2, version=2)  # replace
+        wait_until(lambda: len(sender.acked) >= 3000, 20, "load after the replace")
+        self.put(admin, cores=1, version=2)  # resize: one core removed
+        wait_until(lambda: len(sender.acked) >= 5000, 20, "load after the resize")
+        self.put(admin, cores=1, version=3, canary={"cores": 1, "hold_secs": 1})
+        wait_until(lambda: len(sender.acked) >= 7000, 20, "load after the canary")
+        sender.stop()
+        wait_until(lambda: not set(sender.acked) - self.delivered(), 60,
+                   f"every one of {len(sender.acked)} acknowledged records at the backend")
+        status = wait_until(lambda: (lambda s: s if s["buffer"]["records"] == 0 else None)(self.status(admin)), 30,
+                            "the buffer settled")
+        self.assertEqual(status["generation"], 3)  # a resize keeps the generation
+        self.assertEqual(status["buffer"]["replayed_records"], 0, status["buffer"])
+        bodies = [i for body in self.capture.bodies() for i in ids_in(body)]
+        self.assertEqual(len(bodies), len(set(bodies)), "nothing exported twice")
+        self.assertEqual(status["buffer"]["corrupt_segments"], 0)
+
+    def test_a_resize_hands_what_the_removed_core_could_not_drain_to_a_kept_one(self):
+        engine = self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)))
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready(20)
+        self.put(admin, cores=2, version=1, drain_timeout_secs=1)
+        self.capture.gate.clear()  # the backend is down: both cores' logs hold what they took
+        senders = [Sender(self.otlp_port, f"resize{k}") for k in range(4)]  # connections land on either core
+        for sender in senders:
+            sender.start()
+        root = os.path.join(engine.run_dir, "buffer", "default", "durable")
+        wait_until(lambda: len({os.path.dirname(p) for p in glob.glob(f"{root}/*/*.wal")}) >= 2
+                   and sum(len(s.acked) for s in senders) >= 2000, 30, "both cores' logs filling")
+        for sender in senders:
+            sender.stop()
+        acked = [i for s in senders for i in s.acked]
+        self.put(admin, cores=1, version=1, drain_timeout_secs=1)  # the removed core cannot drain: killed
+        self.assertEqual(len(engine.instances()), 1)
+        taken = engine.wait_log(r"disk buffer taken over dir=\S+ records=[1-9]", 30)
+        self.capture.gate.set()
+        wait_until(lambda: not set(acked) - self.delivered(), 60,
+                   f"every one of {len(acked)} acknowledged records at the backend")
+        status = wait_until(lambda: (lambda s: s if s["buffer"]["records"] == 0 else None)(self.status(admin)), 30,
+                            "the buffer settled")
+        self.assertGreater(status["buffer"]["replayed_records"], 0, (status["buffer"], taken))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
 /*  drv_buffer — see drv_buffer.h. */
-#include "drv_buffer.h"
-#include "drv_wal.h"
+#include "drv_buffer_internal.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
@@ -16,35 +15,6 @@
 
 #define SEGMENT_BYTES_MAX (8 << 20)
 #define SEGMENT_BYTES_MIN (64 << 10)
-#define MAX_SLOTS 64
-
-typedef struct {
-    int64_t number;
-    int64_t time_ms;
-    uint32_t records;
-} fed_t;
-
-struct drv_buffer_t {
-    drv_buffer_policy_t policy;
-    char dir[4096];
-    int lock_fd;
-    drv_wal_t *wal;
-    int64_t found_last;      // inputs up to this one were taken by an earlier instance
-    int64_t durable;         // inputs up to this one are durable
-    int64_t dirty_since_ms;  // mono ms of the first append not synced, or -1
-    bool refused;            // the disk refused the last append
-    //  Inputs read (or fed at once) and not yet settled, oldest first: what
-    //  they hold is counted in records until they settle.
-    fed_t *fed;
-    size_t fed_head, fed_count, fed_cap;
-    int64_t settled;
-    int64_t records;
-    int64_t replayed, dropped;
-    int64_t corrupt_told;    // damaged segments already logged
-    char *frame;             // an entry's payload being built
-    size_t frame_cap;
-    char node[256];          // the receiver id of the entry last read
-};
 
 bool drv_buffer_policy(const json_t *spec, int shares, drv_buffer_policy_t *policy)
 {
@@ -69,8 +39,7 @@ bool drv_buffer_policy(const json_t *spec, int shares, drv_buffer_policy_t *poli
     return true;
 }
 
-//  mkdir -p, 0700.
-static int s_mkdirs(const char *path, char *err, size_t errlen)
+int drv_buffer_mkdirs(const char *path, char *err, size_t errlen)
 {
     char partial[4096];
     snprintf(partial, sizeof partial, "%s", path);
@@ -90,30 +59,47 @@ static int s_mkdirs(const char *path, char *err, size_t errlen)
     }
 }
 
-//  The first slot of core that nobody holds: its directory in self->dir,
-//  its lock held in self->lock_fd. The slot number in *slot.
-static int s_take_slot(drv_buffer_t *self, const char *pipeline_dir, int core, int *slot, char *err, size_t errlen)
+int drv_buffer_lock(const char *dir, char *err, size_t errlen)
+{
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s/lock", dir);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        if (err) {
+            snprintf(err, errlen, "cannot open %s: %s", lock, strerror(errno));
+        }
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        if (err) {
+            *err = 0;
+        }
+        return -1;
+    }
+    return fd;
+}
+
+//  The first slot of the core that nobody holds: its directory in
+//  self->dir, its lock held in self->lock_fd.
+static int s_take_slot(drv_buffer_t *self, char *err, size_t errlen)
 {
     for (int k = 0; k < MAX_SLOTS; k++) {
-        snprintf(self->dir, sizeof self->dir, "%s/%d.%d", pipeline_dir, core, k);
-        if (s_mkdirs(self->dir, err, errlen) != 0) {
+        snprintf(self->dir, sizeof self->dir, "%s/%d.%d", self->pipeline_dir, self->core, k);
+        if (drv_buffer_mkdirs(self->dir, err, errlen) != 0) {
             return -1;
         }
-        char lock[4200];
-        snprintf(lock, sizeof lock, "%s/lock", self->dir);
-        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0) {
-            snprintf(err, errlen, "cannot open %s: %s", lock, strerror(errno));
-            return -1;
-        }
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-            self->lock_fd = fd;
-            *slot = k;
+        self->lock_fd = drv_buffer_lock(self->dir, err, errlen);
+        if (self->lock_fd >= 0) {
+            self->slot = k;
             return 0;
         }
-        close(fd);
+        if (*err) {
+            return -1;
+        }
     }
-    snprintf(err, errlen, "every one of %d buffer slots of core %d under %s is held", MAX_SLOTS, core, pipeline_dir);
+    snprintf(err, errlen, "every one of %d buffer slots of core %d under %s is held", MAX_SLOTS, self->core,
+             self->pipeline_dir);
     return -1;
 }
 
@@ -126,22 +112,22 @@ drv_buffer_t *drv_buffer_open(const char *root, const char *group, const char *p
         return NULL;
     }
     self->policy = *policy;
-    self->lock_fd = -1;
+    self->lock_fd = self->adopted_lock = -1;
     self->dirty_since_ms = -1;
-    char pipeline_dir[4096], quarantine[4200];
-    const char *g = group && *group ? group : "_";
-    snprintf(pipeline_dir, sizeof pipeline_dir, "%s/%s/%s", root, g, pipeline);
-    int slot = 0;
-    if (s_take_slot(self, pipeline_dir, core, &slot, err, errlen) != 0) {
+    self->core = core;
+    snprintf(self->root, sizeof self->root, "%s", root);
+    snprintf(self->group, sizeof self->group, "%s", group && *group ? group : "_");
+    snprintf(self->pipeline, sizeof self->pipeline, "%s", pipeline);
+    snprintf(self->pipeline_dir, sizeof self->pipeline_dir, "%s/%s/%s", root, self->group, pipeline);
+    if (s_take_slot(self, err, errlen) != 0) {
         drv_buffer_close(&self);
         return NULL;
     }
-    snprintf(quarantine, sizeof quarantine, "%s/quarantine/%s/%s/%d.%d", root, g, pipeline, core, slot);
-    char qparent[4200];
-    snprintf(qparent, sizeof qparent, "%s/quarantine/%s/%s", root, g, pipeline);
+    char quarantine[4200];
+    drv_buffer_quarantine_of(self, self->dir, quarantine, sizeof quarantine);
     int64_t segment = policy->max_bytes / 16;
     segment = segment > SEGMENT_BYTES_MAX ? SEGMENT_BYTES_MAX : segment < SEGMENT_BYTES_MIN ? SEGMENT_BYTES_MIN : segment;
-    if (s_mkdirs(qparent, err, errlen) != 0 ||
+    if (drv_buffer_mkdirs(quarantine, err, errlen) != 0 ||
         !(self->wal = drv_wal_open(self->dir, quarantine, (size_t)segment, err, errlen))) {
         drv_buffer_close(&self);
         return NULL;
@@ -162,6 +148,7 @@ void drv_buffer_close(drv_buffer_t **self_p)
         return;
     }
     *self_p = NULL;
+    drv_buffer_adopt_abandon(self);
     if (self->wal) {
         char err[300];
         if (drv_wal_sync(self->wal, err, sizeof err) != 0) {
@@ -330,6 +317,7 @@ int64_t drv_buffer_durable(const drv_buffer_t *self)
 
 int drv_buffer_sync_if_due(drv_buffer_t *self, int64_t now_ms, char *err, size_t errlen)
 {
+    drv_buffer_adopt_tick(self, now_ms);
     if (self->dirty_since_ms < 0) {
         return 0;
     }
@@ -347,14 +335,19 @@ int drv_buffer_sync_if_due(drv_buffer_t *self, int64_t now_ms, char *err, size_t
 
 int64_t drv_buffer_timeout_ms(const drv_buffer_t *self, int64_t now_ms)
 {
+    if (self->adopted) {
+        return 0; // copying a log taken over, a slice per turn
+    }
+    int64_t scan = self->next_scan_ms - now_ms > 0 ? self->next_scan_ms - now_ms : 0;
     if (self->dirty_since_ms < 0) {
-        return -1;
+        return scan;
     }
     if (self->policy.sync != DRV_BUFFER_SYNC_BATCH) {
         return 0;
     }
     int64_t left = self->dirty_since_ms + self->policy.sync_interval_ms - now_ms;
-    return left > 0 ? left : 0;
+    left = left > 0 ? left : 0;
+    return left < scan ? left : scan;
 }
 
 void drv_buffer_stats(drv_buffer_t *self, drv_buffer_stats_t *stats)

@@ -1,0 +1,64 @@
+/*  drv_buffer_internal — drv_buffer's state, shared by drv_buffer.c (its
+    own log) and drv_buffer_adopt.c (logs left by instances that are gone).
+    Private to worker/buffer/. */
+#ifndef DRV_BUFFER_INTERNAL_H
+#define DRV_BUFFER_INTERNAL_H
+
+#include "drv_buffer.h"
+#include "drv_wal.h"
+
+#define MAX_SLOTS 64
+
+typedef struct {
+    int64_t number;
+    int64_t time_ms;
+    uint32_t records;
+} fed_t;
+
+struct drv_buffer_t {
+    drv_buffer_policy_t policy;
+    char dir[4096];
+    int lock_fd;
+    drv_wal_t *wal;
+    int64_t found_last;      // inputs up to this one were taken by an earlier instance
+    int64_t durable;         // inputs up to this one are durable
+    int64_t dirty_since_ms;  // mono ms of the first append not synced, or -1
+    bool refused;            // the disk refused the last append
+    //  Inputs read (or fed at once) and not yet settled, oldest first: what
+    //  they hold is counted in records until they settle.
+    fed_t *fed;
+    size_t fed_head, fed_count, fed_cap;
+    int64_t settled;
+    int64_t records;
+    int64_t replayed, dropped;
+    int64_t corrupt_told;    // damaged segments already logged
+    char *frame;             // an entry's payload being built
+    size_t frame_cap;
+    char node[256];          // the receiver id of the entry last read
+    //  Taking over logs nobody holds (drv_buffer_adopt.c).
+    char root[4096], pipeline_dir[4096], group[128], pipeline[128];
+    int core, slot;
+    int64_t next_scan_ms;    // mono
+    char unheld[16][64];     // slots of other cores seen unheld at the last scan
+    size_t unheld_count;
+    drv_wal_t *adopted;      // a log being copied into this one, or NULL
+    int adopted_lock;
+    char adopted_dir[4096];
+    int64_t adopted_records;
+};
+
+
+//  mkdir -p, 0700. 0, or -1 with err.
+int drv_buffer_mkdirs(const char *path, char *err, size_t errlen);
+//  Opens dir/lock and takes it without waiting: the descriptor, or -1
+//  (held by another, or it cannot be opened: why in err when err is given).
+int drv_buffer_lock(const char *dir, char *err, size_t errlen);
+//  Where the damage of the slot in dir goes: {root}/quarantine/{group}/{pipeline}/{slot}.
+void drv_buffer_quarantine_of(const drv_buffer_t *self, const char *dir, char *out, size_t size);
+//  Looks for logs to take over, and copies a slice of the one being taken
+//  over (drv_buffer_adopt.c). Called every loop turn.
+void drv_buffer_adopt_tick(drv_buffer_t *self, int64_t now_ms);
+//  Lets a log being taken over go unfinished (it stays on disk, whole).
+void drv_buffer_adopt_abandon(drv_buffer_t *self);
+
+#endif
