@@ -10,7 +10,10 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -54,6 +57,7 @@ class Sender(threading.Thread):
         super().__init__(daemon=True)
         self.port, self.prefix, self.per_request, self.pad = port, prefix, per_request, pad
         self.acked, self.answers = [], {}
+        self.retry_after, self.refusals = set(), []  # of the 429s
         self.stopping = threading.Event()
         self.n = 0
 
@@ -66,10 +70,13 @@ class Sender(threading.Thread):
                 conn = conn or http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
                 conn.request("POST", "/v1/logs", otlp_logs(ids, self.pad), {"Content-Type": "application/json"})
                 response = conn.getresponse()
-                response.read()
+                body = response.read()
                 self.answers[response.status] = self.answers.get(response.status, 0) + 1
                 if response.status == 200:
                     self.acked += ids
+                elif response.status == 429:
+                    self.retry_after.add(response.getheader("Retry-After"))
+                    self.refusals.append(body)
             except (OSError, http.client.HTTPException):
                 conn = None
                 self.answers["error"] = self.answers.get("error", 0) + 1
@@ -290,6 +297,61 @@ class Durability(EngineTest):
         status = wait_until(lambda: (lambda s: s if s["buffer"]["records"] == 0 else None)(self.status(admin)), 30,
                             "the buffer settled")
         self.assertGreater(status["buffer"]["replayed_records"], 0, (status["buffer"], taken))
+
+
+    def test_a_full_disk_pushes_back_and_recovers_when_space_frees(self):
+        if os.geteuid() != 0:
+            self.skipTest("mounting a small tmpfs needs root")
+        mount = tempfile.mkdtemp(prefix="drv-tmpfs-")
+        self.addCleanup(shutil.rmtree, mount, True)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mount]).returncode != 0:
+            self.skipTest("cannot mount a tmpfs here")
+        self.addCleanup(subprocess.run, ["umount", "-l", mount])
+        engine = self.start_engine(self.config(cores=1).replace("engine:\n", f"engine:\n  buffer_dir: {mount}\n", 1))
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready(20)
+        self.capture.gate.clear()
+        sender = Sender(self.otlp_port, "full", per_request=50, pad=100)
+        sender.start()
+        wait_until(lambda: sender.answers.get(429, 0) >= 5, 30, "429s from a full disk")
+        degraded = wait_until(lambda: (lambda s: s if s["phase"] == "degraded" else None)(self.status(admin)), 10,
+                              "the pipeline degraded")
+        condition = next(c for c in degraded["conditions"] if c["type"] == "degraded")
+        self.assertEqual((condition["status"], condition["reason"]), (True, "BufferFull"), condition)
+        self.assertEqual(sender.retry_after, {"1"})
+        self.assertIn(b"disk buffer is full", sender.refusals[0])
+        self.assertEqual([i["restarts"] for i in degraded["instances"]], [0])  # no crash
+        refused_then = sender.answers[429]
+        acked_then = len(sender.acked)
+        self.capture.gate.set()  # the backend is back: exported segments go, space frees
+        wait_until(lambda: len(sender.acked) > acked_then + 1000, 30, "taking input again")
+        sender.stop()
+        self.assertGreater(refused_then, 0)
+        wait_until(lambda: not set(sender.acked) - self.delivered(), 60,
+                   f"every one of {len(sender.acked)} acknowledged records at the backend")
+        wait_until(lambda: self.status(admin)["phase"] == "running", 10, "healthy again")
+
+    def test_drop_oldest_keeps_taking_and_counts_what_it_dropped(self):
+        engine = self.start_engine(self.config(buffer="{type: disk, max_bytes: 1048576, when_full: drop_oldest}",
+                                               cores=1))
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready(20)
+        self.capture.gate.clear()
+        sender = Sender(self.otlp_port, "drop", per_request=50, pad=100)
+        sender.start()
+        wait_until(lambda: (self.status(admin) or {}).get("buffer", {}).get("dropped_records", 0) > 1000, 30,
+                   "records dropped")
+        sender.stop()
+        self.assertNotIn(429, sender.answers)
+        status = self.status(admin)
+        self.assertLessEqual(status["buffer"]["bytes"], 1048576)
+        self.assertRegex(engine.log_text(), r"oldest records dropped .*dropped_total=[1-9]")
+        metrics = admin.http("GET", "/metrics")[1]
+        text = metrics.decode() if isinstance(metrics, bytes) else str(metrics)
+        self.assertRegex(text, r'drover_buffer_dropped_records_total\{group="default",pipeline="durable"\} [1-9]')
+        self.capture.gate.set()
+        #  What was not dropped arrives: the newest, at least.
+        wait_until(lambda: set(sender.acked[-100:]) <= self.delivered(), 60, "the newest records at the backend")
 
 
 if __name__ == "__main__":

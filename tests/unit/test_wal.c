@@ -337,6 +337,30 @@ static void test_a_flipped_byte_mid_segment_keeps_what_came_before(void **state)
     drv_wal_close(&wal);
 }
 
+static void test_a_full_log_drops_its_oldest_unread_segment(void **state)
+{
+    (void)state;
+    drv_wal_t *wal = s_open(100); // three entries per segment (1-3, 4-6, 7-9, 10)
+    for (int64_t i = 1; i <= 10; i++) {
+        s_append(wal, i, false);
+    }
+    drv_wal_entry_t entry;
+    char err[300];
+    assert_int_equal(drv_wal_next(wal, &entry, err, sizeof err), 1); // 1 is being run
+    int64_t before = drv_wal_bytes(wal), first = 0;
+    assert_int_equal(drv_wal_drop_oldest_unread(wal, &first), 4 + 5 + 6); // 4-6: 1-3 was read from
+    assert_int_equal(first, 4);
+    assert_true(drv_wal_bytes(wal) < before);
+    assert_int_equal(drv_wal_drop_oldest_unread(wal, &first), 7 % 7 + 8 % 7 + 9 % 7);
+    int64_t want[] = {2, 3, 10};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(drv_wal_next(wal, &entry, err, sizeof err), 1);
+        assert_int_equal(entry.number, want[i]);
+    }
+    assert_int_equal(drv_wal_drop_oldest_unread(wal, &first), -1); // nothing unread but the one appended to
+    drv_wal_close(&wal);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +374,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_flipped_byte_ends_the_segment_there, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_damage_in_an_older_segment_is_found_when_read, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_flipped_byte_mid_segment_keeps_what_came_before, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_a_full_log_drops_its_oldest_unread_segment, s_setup, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -198,11 +198,36 @@ static void s_fed(drv_buffer_t *self, int64_t number, int64_t time_ms, uint32_t 
     self->fed[(self->fed_head + self->fed_count++) % self->fed_cap] = (fed_t){number, time_ms, records};
 }
 
+//  when_full: drop_oldest: the oldest segment nothing was read from goes,
+//  its records counted as dropped. False when there is none such.
+static bool s_drop_oldest(drv_buffer_t *self)
+{
+    int64_t first;
+    int64_t records = drv_wal_drop_oldest_unread(self->wal, &first);
+    if (records < 0) {
+        return false;
+    }
+    self->dropped += records;
+    if (first > self->found_last) {
+        self->records -= records; // counted when appended (what was found counts once read)
+    }
+    int64_t now = drv_time_mono_ms();
+    if (now - self->dropped_warned_ms >= 5000) {
+        self->dropped_warned_ms = now;
+        drv_warn("disk buffer full: oldest records dropped dir=%s dropped_total=%lld", self->dir,
+                 (long long)self->dropped);
+    }
+    return true;
+}
+
 int64_t drv_buffer_append(drv_buffer_t *self, const char *node, const void *packed, size_t size, uint32_t records,
                           bool feed_now, char *err, size_t errlen)
 {
     size_t idlen = strlen(node) > 255 ? 255 : strlen(node);
     size_t len = 1 + idlen + size;
+    while (self->policy.drop_oldest && drv_wal_bytes(self->wal) + (int64_t)len > self->policy.max_bytes &&
+           s_drop_oldest(self)) {
+    }
     if (drv_wal_bytes(self->wal) + (int64_t)len > self->policy.max_bytes) {
         snprintf(err, errlen, "the disk buffer is full (%lld of max_bytes %lld)",
                  (long long)drv_wal_bytes(self->wal), (long long)self->policy.max_bytes);
@@ -222,8 +247,13 @@ int64_t drv_buffer_append(drv_buffer_t *self, const char *node, const void *pack
     memcpy(self->frame + 1 + idlen, packed, size);
     int64_t now = drv_time_wall_ms();
     int64_t number = drv_wal_append(self->wal, now, records, self->frame, len, feed_now, err, errlen);
-    self->refused = number < 0;
+    if (number < 0 && self->policy.drop_oldest && s_drop_oldest(self)) { // the disk is full: make room
+        number = drv_wal_append(self->wal, now, records, self->frame, len, feed_now, err, errlen);
+    }
     if (number < 0) {
+        self->refused = true;
+        self->refused_at_bytes = drv_wal_bytes(self->wal);
+        self->refused_ms = drv_time_mono_ms();
         return -1;
     }
     self->records += records;
@@ -281,6 +311,9 @@ bool drv_buffer_unread(const drv_buffer_t *self)
 
 bool drv_buffer_full(const drv_buffer_t *self)
 {
+    if (self->policy.drop_oldest) {
+        return self->refused; // it makes room as input comes
+    }
     //  An input smaller than 1/64 of the share is still taken when space is that tight.
     return self->refused || drv_wal_bytes(self->wal) >= self->policy.max_bytes - self->policy.max_bytes / 64;
 }
@@ -298,8 +331,9 @@ void drv_buffer_settled(drv_buffer_t *self, int64_t upto)
         self->settled = upto;
     }
     drv_wal_settled(self->wal, self->settled);
-    if (self->refused && drv_wal_bytes(self->wal) < self->policy.max_bytes) {
-        self->refused = false; // try the disk again
+    if (self->refused &&
+        (drv_wal_bytes(self->wal) < self->refused_at_bytes || drv_time_mono_ms() - self->refused_ms >= 1000)) {
+        self->refused = false; // segments went (or space may have freed elsewhere): try the disk again
     }
 }
 

@@ -23,7 +23,9 @@ struct drv_buffer_t {
     int64_t found_last;      // inputs up to this one were taken by an earlier instance
     int64_t durable;         // inputs up to this one are durable
     int64_t dirty_since_ms;  // mono ms of the first append not synced, or -1
-    bool refused;            // the disk refused the last append
+    bool refused;            // the disk refused an append (full), and nothing went since
+    int64_t refused_at_bytes; // the log's bytes then
+    int64_t refused_ms;      // mono: and when
     //  Inputs read (or fed at once) and not yet settled, oldest first: what
     //  they hold is counted in records until they settle.
     fed_t *fed;
@@ -32,6 +34,7 @@ struct drv_buffer_t {
     int64_t records;
     int64_t replayed, dropped;
     int64_t corrupt_told;    // damaged segments already logged
+    int64_t dropped_warned_ms; // mono: drops are logged at most every 5 s
     char *frame;             // an entry's payload being built
     size_t frame_cap;
     char node[256];          // the receiver id of the entry last read

@@ -15,9 +15,12 @@ static int64_t s_input(void *arg)
     return drv_node_taken(arg);
 }
 
-static bool s_backlogged(void *arg)
+static const char *s_backlogged(void *arg)
 {
-    return drv_node_backlogged(arg);
+    if (!drv_node_backlogged(arg)) {
+        return NULL;
+    }
+    return drv_node_buffered(arg) ? "the disk buffer is full" : "the exporters are behind";
 }
 
 void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const json_t *config, const char *example)

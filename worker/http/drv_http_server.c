@@ -144,8 +144,11 @@ static void s_on_head(void *arg, drv_httpd_req_t *req)
         s_refuse(self, r, 415, "unsupported_media_type", "Content-Encoding must be gzip or identity");
         return;
     }
-    if (self->config.backlogged && self->config.backlogged(self->config.arg)) {
-        s_refuse(self, r, 429, "too_many_requests", "the exporters are behind; retry after the time Retry-After says");
+    const char *behind = self->config.backlogged ? self->config.backlogged(self->config.arg) : NULL;
+    if (behind) {
+        char message[200];
+        snprintf(message, sizeof message, "%s; retry after the time Retry-After says", behind);
+        s_refuse(self, r, 429, "too_many_requests", message);
         return;
     }
     if (drv_httpd_content_length(req) > (int64_t)self->config.max_body_bytes) {

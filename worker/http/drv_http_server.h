@@ -58,9 +58,10 @@ typedef struct {
     //  (drv_http_server_settled): its records are exported.
     bool ack;
     int64_t (*input)(void *arg);
-    //  NULL, or true while the instance takes nothing more: a request is
-    //  then refused with 429 and Retry-After before its body is read.
-    bool (*backlogged)(void *arg);
+    //  NULL, or why while the instance takes nothing more (NULL when it
+    //  takes): a request is then refused with 429 and Retry-After before
+    //  its body is read.
+    const char *(*backlogged)(void *arg);
     void *arg;
 } drv_http_config_t;
 

@@ -79,6 +79,12 @@ int64_t drv_wal_unread_since(drv_wal_t *self);
 //  nothing newer are deleted.
 void drv_wal_settled(drv_wal_t *self, int64_t upto);
 
+//  Deletes the oldest segment nothing has been read from (never the one
+//  appended to): returns how many records it held (its first input's
+//  number in *first), or -1 when there is none such. Its inputs are never
+//  read (a full log dropping its oldest).
+int64_t drv_wal_drop_oldest_unread(drv_wal_t *self, int64_t *first);
+
 //  The number of the newest input (0: none ever).
 int64_t drv_wal_last(const drv_wal_t *self);
 //  Bytes of the segments on disk.

@@ -205,3 +205,36 @@ int64_t drv_wal_unread_since(drv_wal_t *self)
     }
     return -1;
 }
+
+int64_t drv_wal_drop_oldest_unread(drv_wal_t *self, int64_t *first)
+{
+    for (size_t i = self->read_index; i < self->count; i++) {
+        segment_t *segment = &self->segments[i];
+        bool appending = self->fd >= 0 && i == self->count - 1;
+        if (appending || (i == self->read_index && self->read_offset > 0)) {
+            continue;
+        }
+        int64_t records = 0;
+        int fd = open(segment->path, O_RDONLY | O_CLOEXEC);
+        unsigned char head[HEADER];
+        for (int64_t at = 0; fd >= 0 && at + HEADER <= segment->bytes && s_pread(fd, head, HEADER, at) == 1;) {
+            records += s_get32(head + 24);
+            at += HEADER + (int64_t)s_get32(head);
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (i == self->read_index && self->read_fd >= 0) {
+            close(self->read_fd);
+            self->read_fd = -1;
+        }
+        unlink(segment->path);
+        self->bytes -= segment->bytes;
+        self->dir_dirty = true;
+        *first = segment->first;
+        memmove(segment, segment + 1, (self->count - i - 1) * sizeof *segment);
+        self->count--;
+        return records;
+    }
+    return -1;
+}
