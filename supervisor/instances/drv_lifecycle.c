@@ -130,7 +130,21 @@ void drv_lifecycle_tell_taps(drv_engine_t *engine, drv_instance_t *inst)
     json_decref(none);
 }
 
-static void s_counters(drv_instance_t *inst, const drv_msg_t *msg)
+//  A disk buffer's news, from a heartbeat against the one before: damage
+//  found (logged by the worker too) is evented.
+static void s_buffer_news(drv_engine_t *engine, drv_instance_t *inst, const json_t *now)
+{
+    const json_t *before = inst->buffer;
+    json_int_t corrupt = json_integer_value(json_object_get(now, "corrupt_segments"));
+    json_int_t torn = json_integer_value(json_object_get(now, "torn_bytes"));
+    if (corrupt > json_integer_value(json_object_get(before, "corrupt_segments")) ||
+        torn > json_integer_value(json_object_get(before, "torn_bytes"))) {
+        s_event(engine, inst, "buffer.damaged",
+                json_pack("{s:I, s:I}", "corrupt_segments", corrupt, "torn_bytes", torn));
+    }
+}
+
+static void s_counters(drv_engine_t *engine, drv_instance_t *inst, const drv_msg_t *msg)
 {
     if (drv_msg_has(msg, DRV_F_RECORDS_IN)) {
         inst->records_in = msg->records_in;
@@ -142,6 +156,7 @@ static void s_counters(drv_instance_t *inst, const drv_msg_t *msg)
         inst->nodes = json_incref(msg->nodes);
     }
     if (drv_msg_has(msg, DRV_F_BUFFER) && json_is_object(msg->buffer)) {
+        s_buffer_news(engine, inst, msg->buffer);
         json_decref(inst->buffer);
         inst->buffer = json_incref(msg->buffer);
     }
@@ -179,7 +194,7 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
         break;
     case DRV_MSG_HEARTBEAT:
         inst->last_heartbeat_at = drv_time_wall_ms();
-        s_counters(inst, msg);
+        s_counters(engine, inst, msg);
         s_feed(engine, inst, DRV_LIFE_HEARTBEAT, (drv_life_input_t){0});
         break;
     case DRV_MSG_INIT_FAILED:
@@ -191,7 +206,7 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
         }
         break;
     case DRV_MSG_DRAINED:
-        s_counters(inst, msg);
+        s_counters(engine, inst, msg);
         drv_registry_touch(engine, inst->pipeline);
         drv_info("instance drained instance=%s records_in=%lld records_out=%lld", inst->id,
                  (long long)msg->records_in, (long long)msg->records_out);
@@ -204,6 +219,15 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
 
 void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int status)
 {
+    json_int_t kept = json_integer_value(json_object_get(inst->buffer, "records"));
+    if (kept > 0) {
+        //  Killed at its drain timeout, or crashed: what it had not settled stays in its log.
+        drv_warn("instance ended before its disk buffer settled instance=%s records=%lld bytes=%lld: kept on disk; "
+                 "a running instance of the pipeline takes it over, else the next start reads it",
+                 inst->id, (long long)kept, (long long)json_integer_value(json_object_get(inst->buffer, "bytes")));
+        s_event(engine, inst, "buffer.kept",
+                json_pack("{s:I, s:I}", "records", kept, "bytes", json_integer_value(json_object_get(inst->buffer, "bytes"))));
+    }
     s_retire_counters(inst);
     s_feed(engine, inst, DRV_LIFE_EXIT, (drv_life_input_t){.code = drv_spawn_exit_code(status)});
 }

@@ -18,6 +18,8 @@ import threading
 import time
 import unittest
 
+import msgpack
+
 from capture import Capture
 from harness import Admin, EngineTest, engine_yaml, free_port, proc_status, wait_until
 
@@ -288,8 +290,15 @@ class Durability(EngineTest):
         for sender in senders:
             sender.stop()
         acked = [i for s in senders for i in s.acked]
+        events = admin.subscribe("buffer.")
         self.put(admin, cores=1, version=1, drain_timeout_secs=1)  # the removed core cannot drain: killed
         self.assertEqual(len(engine.instances()), 1)
+        engine.wait_log(r"instance ended before its disk buffer settled .*records=[1-9]")
+        self.assertTrue(events.poll(10000), "a buffer.kept event")
+        topic, payload = events.recv_multipart()
+        self.assertEqual(topic, b"buffer.kept")
+        self.assertGreater(msgpack.unpackb(payload)["records"], 0)
+        events.close()
         taken = engine.wait_log(r"disk buffer taken over dir=\S+ records=[1-9]", 30)
         self.capture.gate.set()
         wait_until(lambda: not set(acked) - self.delivered(), 60,
