@@ -199,7 +199,7 @@ static int s_decode_forward(drv_node_t *node, const void *data, size_t size, cha
         return -1;
     }
     if (self->buffer) {
-        if (!drv_dag_buffer_take(node, records, (size_t)n, data, size)) {
+        if (!drv_dag_buffer_take(node, records, (size_t)n, data, size, NULL, 0)) {
             snprintf(err, errlen, "the disk buffer is full");
             return DRV_NODE_FULL;
         }
@@ -245,12 +245,21 @@ bool drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size
 {
     drv_dag_t *self = node->dag;
     if (self->buffer) {
-        return drv_dag_buffer_take(node, records, n, NULL, 0);
+        return drv_dag_buffer_take(node, records, n, NULL, 0, NULL, 0);
     }
     self->running = ++self->input;
     node->in += n;
     drv_node_forward(node, records, n);
     return true;
+}
+
+bool drv_node_emit_input(drv_node_t *node, const struct iovec *raw, int raw_count, const msgpack_object *records,
+                         size_t n)
+{
+    if (node->dag->buffer) {
+        return drv_dag_buffer_take(node, records, n, NULL, 0, raw, raw_count);
+    }
+    return drv_node_emit_objects(node, records, n);
 }
 
 void drv_node_count_refused(drv_node_t *node)

@@ -73,6 +73,9 @@ int drv_dag_pump(drv_dag_t *self);
 //  True when nothing taken is left unsettled in a disk buffer (always
 //  without one): a draining instance may exit.
 bool drv_dag_buffer_empty(const drv_dag_t *self);
+//  A descriptor to poll for the disk buffer (readable: a sync finished;
+//  drv_dag_settle takes it), or -1.
+int drv_dag_buffer_fd(const drv_dag_t *self);
 //  The disk buffer's figures as JSON (new reference), or NULL without one.
 json_t *drv_dag_buffer_stats(drv_dag_t *self);
 //  Upstream can send nothing more until what is held settles: exporters

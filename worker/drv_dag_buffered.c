@@ -39,23 +39,34 @@ int drv_dag_buffer_open(drv_dag_t *self, const json_t *spec, char *err, size_t e
     return 0;
 }
 
-bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t n, const void *packed, size_t size)
+bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t n, const void *packed, size_t size,
+                         const struct iovec *raw, int raw_count)
 {
     drv_dag_t *self = node->dag;
-    if (!packed) {
-        msgpack_sbuffer_clear(&self->packing);
-        msgpack_packer pk;
-        msgpack_packer_init(&pk, &self->packing, msgpack_sbuffer_write);
-        msgpack_pack_array(&pk, n);
-        for (size_t i = 0; i < n; i++) {
-            msgpack_pack_object(&pk, records[i]);
+    drv_buffer_input_t input = {.node = node->id, .records = (uint32_t)n};
+    if (raw) {
+        input.form = DRV_BUFFER_RAW;
+        for (int i = 0; i < raw_count && i < 4; i++) {
+            input.parts[input.count++] = raw[i];
         }
-        packed = self->packing.data;
-        size = self->packing.size;
+    } else {
+        if (!packed) {
+            msgpack_sbuffer_clear(&self->packing);
+            msgpack_packer pk;
+            msgpack_packer_init(&pk, &self->packing, msgpack_sbuffer_write);
+            msgpack_pack_array(&pk, n);
+            for (size_t i = 0; i < n; i++) {
+                msgpack_pack_object(&pk, records[i]);
+            }
+            packed = self->packing.data;
+            size = self->packing.size;
+        }
+        input.form = DRV_BUFFER_RECORDS;
+        input.parts[input.count++] = (struct iovec){(void *)packed, size};
     }
     bool now = !drv_buffer_unread(self->buffer) && !drv_dag_exporters_backlogged(self);
     char err[300];
-    int64_t number = drv_buffer_append(self->buffer, node->id, packed, size, (uint32_t)n, now, err, sizeof err);
+    int64_t number = drv_buffer_append(self->buffer, &input, now, err, sizeof err);
     if (number <= 0) {
         int64_t at = drv_time_mono_ms();
         if (at - node->last_warn_ms >= 5000) {
@@ -74,8 +85,10 @@ bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t
 }
 
 //  The receiver an input read back entered at: the node of that id, else
-//  (the spec changed) the first receiver, so that nothing is dropped.
-static drv_node_t *s_entry_node(drv_dag_t *self, const char *id)
+//  (the spec changed) the first receiver that can read it (any, for
+//  records; one with a replay hook, for a raw input), so that nothing is
+//  dropped.
+static drv_node_t *s_entry_node(drv_dag_t *self, const char *id, bool raw)
 {
     drv_node_t *first = NULL;
     for (size_t i = 0; i < self->count; i++) {
@@ -86,7 +99,7 @@ static drv_node_t *s_entry_node(drv_dag_t *self, const char *id)
         if (!strcmp(node->id, id)) {
             return node;
         }
-        first = first ? first : node;
+        first = first || (raw && !node->kind->replay) ? first : node;
     }
     return first;
 }
@@ -96,12 +109,9 @@ int drv_dag_pump(drv_dag_t *self)
     int fed = 0;
     while (self->buffer && fed < PUMP_PER_ROUND && drv_buffer_unread(self->buffer) &&
            !drv_dag_exporters_backlogged(self)) {
-        const char *id;
-        const void *packed;
-        size_t size;
-        int64_t number;
+        drv_buffer_input_t input;
         char err[300];
-        int rc = drv_buffer_next(self->buffer, &id, &packed, &size, &number, err, sizeof err);
+        int rc = drv_buffer_next(self->buffer, &input, err, sizeof err);
         if (rc < 0) {
             drv_error("disk buffer unreadable dir=%s reason=\"%s\"", drv_buffer_dir(self->buffer), err);
             break;
@@ -109,24 +119,37 @@ int drv_dag_pump(drv_dag_t *self)
         if (rc == 0) {
             break;
         }
-        self->running = number;
+        self->running = input.number;
         fed++;
-        drv_node_t *node = s_entry_node(self, id);
+        drv_node_t *node = s_entry_node(self, input.node, input.form == DRV_BUFFER_RAW);
         msgpack_zone_clear(&self->batch_zone);
-        msgpack_object root;
-        const msgpack_object *records;
-        int n = node ? drv_batch_decode_checked(packed, size, &self->batch_zone, &root, &records, err, sizeof err)
-                     : -1;
+        int n = -1;
+        if (node && input.form == DRV_BUFFER_RAW && node->kind->replay) {
+            n = node->kind->replay(node, input.data, input.size);
+        } else if (node && input.form == DRV_BUFFER_RECORDS) {
+            msgpack_object root;
+            const msgpack_object *records;
+            n = drv_batch_decode_checked(input.data, input.size, &self->batch_zone, &root, &records, err, sizeof err);
+            if (n >= 0) {
+                drv_node_forward(node, records, (size_t)n);
+            }
+        }
         if (n < 0) {
-            self->unowned_errors++; // settles as it is: nothing can be made of it
+            //  Nothing can be made of it here (the receiver that took it is of
+            //  another kind now): counted, and it settles as it is.
+            self->unowned_errors++;
             continue;
         }
-        if (number <= self->found_last) {
+        if (input.number <= self->found_last) {
             node->in += n; // taken by an earlier instance: counted in as it is replayed
         }
-        drv_node_forward(node, records, (size_t)n);
     }
     return fed;
+}
+
+int drv_dag_buffer_fd(const drv_dag_t *self)
+{
+    return self->buffer ? drv_buffer_fd(self->buffer) : -1;
 }
 
 bool drv_dag_buffer_empty(const drv_dag_t *self)

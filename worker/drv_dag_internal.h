@@ -39,7 +39,11 @@ struct drv_dag_t {
 //  drv_dag_buffered.c: opening the buffer (0, or -1 with err), taking
 //  records into it (false: full, nothing taken), feeding what waits.
 int drv_dag_buffer_open(drv_dag_t *self, const json_t *spec, char *err, size_t errlen);
-bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t n, const void *packed, size_t size);
+//  raw: the receiver's own input (DRV_BUFFER_RAW, read back by its replay
+//  hook), or NULL: records packed (DRV_BUFFER_RECORDS; packed already
+//  when packed is given).
+bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t n, const void *packed, size_t size,
+                         const struct iovec *raw, int raw_count);
 //  True while an exporter holds as much as it may (the nodes take nothing more).
 bool drv_dag_exporters_backlogged(drv_dag_t *self);
 

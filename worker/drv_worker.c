@@ -362,9 +362,13 @@ static int s_loop(worker_t *self)
         //  receiver's socket: polled through a drain until the receiver has
         //  finished what it took (droverd keeps the listening sockets, and
         //  the instances that stay take what this one leaves).
-        zmq_pollitem_t items[2 + MAX_SOCKETS];
+        zmq_pollitem_t items[3 + MAX_SOCKETS];
         int count = 0;
         items[count++] = (zmq_pollitem_t){zsock_resolve(self->control), 0, ZMQ_POLLIN, 0};
+        int buffer_fd = drv_dag_buffer_fd(self->dag); // a disk buffer's sync finished: answers may go
+        if (buffer_fd >= 0) {
+            items[count++] = (zmq_pollitem_t){NULL, buffer_fd, ZMQ_POLLIN, 0};
+        }
         bool read_data = self->data && !backlogged;
         if (read_data) {
             items[count++] = (zmq_pollitem_t){zsock_resolve(self->data), 0, ZMQ_POLLIN, 0};

@@ -132,7 +132,12 @@ drv_buffer_t *drv_buffer_open(const char *root, const char *group, const char *p
         drv_buffer_close(&self);
         return NULL;
     }
+    if (drv_buffer_syncer_start(self, err, errlen) != 0) {
+        drv_buffer_close(&self);
+        return NULL;
+    }
     self->found_last = self->durable = drv_wal_last(self->wal);
+    self->records = drv_wal_found_records(self->wal);
     drv_wal_damage_t damage = drv_wal_damage(self->wal);
     if (drv_wal_unread(self->wal) || damage.torn_bytes) {
         drv_info("disk buffer found dir=%s bytes=%lld last_input=%lld torn_bytes=%lld", self->dir,
@@ -149,6 +154,7 @@ void drv_buffer_close(drv_buffer_t **self_p)
     }
     *self_p = NULL;
     drv_buffer_adopt_abandon(self);
+    drv_buffer_syncer_stop(self);
     if (self->wal) {
         char err[300];
         if (drv_wal_sync(self->wal, err, sizeof err) != 0) {
@@ -163,7 +169,6 @@ void drv_buffer_close(drv_buffer_t **self_p)
         close(self->lock_fd);
     }
     free(self->fed);
-    free(self->frame);
     free(self);
 }
 
@@ -202,15 +207,12 @@ static void s_fed(drv_buffer_t *self, int64_t number, int64_t time_ms, uint32_t 
 //  its records counted as dropped. False when there is none such.
 static bool s_drop_oldest(drv_buffer_t *self)
 {
-    int64_t first;
-    int64_t records = drv_wal_drop_oldest_unread(self->wal, &first);
+    int64_t records = drv_wal_drop_oldest_unread(self->wal);
     if (records < 0) {
         return false;
     }
     self->dropped += records;
-    if (first > self->found_last) {
-        self->records -= records; // counted when appended (what was found counts once read)
-    }
+    self->records -= records;
     int64_t now = drv_time_mono_ms();
     if (now - self->dropped_warned_ms >= 5000) {
         self->dropped_warned_ms = now;
@@ -220,11 +222,21 @@ static bool s_drop_oldest(drv_buffer_t *self)
     return true;
 }
 
-int64_t drv_buffer_append(drv_buffer_t *self, const char *node, const void *packed, size_t size, uint32_t records,
-                          bool feed_now, char *err, size_t errlen)
+int64_t drv_buffer_append(drv_buffer_t *self, const drv_buffer_input_t *input, bool feed_now, char *err,
+                          size_t errlen)
 {
-    size_t idlen = strlen(node) > 255 ? 255 : strlen(node);
-    size_t len = 1 + idlen + size;
+    unsigned char head[258];
+    size_t idlen = strlen(input->node) > 255 ? 255 : strlen(input->node);
+    head[0] = (unsigned char)idlen;
+    memcpy(head + 1, input->node, idlen);
+    head[1 + idlen] = input->form;
+    struct iovec pieces[1 + 4] = {{head, 2 + idlen}};
+    size_t len = 2 + idlen;
+    for (int i = 0; i < input->count && i < 4; i++) {
+        pieces[1 + i] = input->parts[i];
+        len += input->parts[i].iov_len;
+    }
+    int count = 1 + (input->count < 4 ? input->count : 4);
     while (self->policy.drop_oldest && drv_wal_bytes(self->wal) + (int64_t)len > self->policy.max_bytes &&
            s_drop_oldest(self)) {
     }
@@ -233,22 +245,10 @@ int64_t drv_buffer_append(drv_buffer_t *self, const char *node, const void *pack
                  (long long)drv_wal_bytes(self->wal), (long long)self->policy.max_bytes);
         return DRV_BUFFER_FULL;
     }
-    if (len > self->frame_cap) {
-        char *grown = realloc(self->frame, len);
-        if (!grown) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        self->frame = grown;
-        self->frame_cap = len;
-    }
-    self->frame[0] = (char)idlen;
-    memcpy(self->frame + 1, node, idlen);
-    memcpy(self->frame + 1 + idlen, packed, size);
     int64_t now = drv_time_wall_ms();
-    int64_t number = drv_wal_append(self->wal, now, records, self->frame, len, feed_now, err, errlen);
+    int64_t number = drv_wal_appendv(self->wal, now, input->records, pieces, count, feed_now, err, errlen);
     if (number < 0 && self->policy.drop_oldest && s_drop_oldest(self)) { // the disk is full: make room
-        number = drv_wal_append(self->wal, now, records, self->frame, len, feed_now, err, errlen);
+        number = drv_wal_appendv(self->wal, now, input->records, pieces, count, feed_now, err, errlen);
     }
     if (number < 0) {
         self->refused = true;
@@ -256,9 +256,9 @@ int64_t drv_buffer_append(drv_buffer_t *self, const char *node, const void *pack
         self->refused_ms = drv_time_mono_ms();
         return -1;
     }
-    self->records += records;
+    self->records += input->records;
     if (feed_now) {
-        s_fed(self, number, now, records);
+        s_fed(self, number, now, input->records);
     }
     if (self->policy.sync == DRV_BUFFER_SYNC_NONE) {
         self->durable = number; // the page cache has it: a killed process loses nothing, a power cut may
@@ -268,8 +268,7 @@ int64_t drv_buffer_append(drv_buffer_t *self, const char *node, const void *pack
     return number;
 }
 
-int drv_buffer_next(drv_buffer_t *self, const char **node, const void **packed, size_t *size, int64_t *number,
-                    char *err, size_t errlen)
+int drv_buffer_next(drv_buffer_t *self, drv_buffer_input_t *input, char *err, size_t errlen)
 {
     drv_wal_entry_t entry;
     for (;;) {
@@ -277,6 +276,8 @@ int drv_buffer_next(drv_buffer_t *self, const char **node, const void **packed, 
         drv_wal_damage_t damage = drv_wal_damage(self->wal);
         if (damage.corrupt_segments > self->corrupt_told) {
             self->corrupt_told = damage.corrupt_segments;
+            self->records -= damage.corrupt_records - self->corrupt_records_told; // never to be read
+            self->corrupt_records_told = damage.corrupt_records;
             drv_warn("disk buffer damaged dir=%s corrupt_segments=%lld corrupt_bytes=%lld: the damaged part is kept "
                      "in quarantine, the rest is replayed",
                      self->dir, (long long)damage.corrupt_segments, (long long)damage.corrupt_bytes);
@@ -286,20 +287,21 @@ int drv_buffer_next(drv_buffer_t *self, const char **node, const void **packed, 
         }
         const unsigned char *data = entry.data;
         size_t idlen = entry.len > 0 ? data[0] : 0;
-        if (entry.len < 1 + idlen) {
+        if (entry.len < 2 + idlen) {
             continue; // checked but not ours: cannot happen short of a bug; skipped
         }
         if (entry.number <= self->found_last) {
-            self->records += entry.records; // not counted before
-            self->replayed += entry.records;
+            self->replayed += entry.records; // counted in records at open
         }
         s_fed(self, entry.number, entry.time_ms, entry.records);
         memcpy(self->node, data + 1, idlen);
         self->node[idlen] = 0;
-        *node = self->node;
-        *packed = data + 1 + idlen;
-        *size = entry.len - 1 - idlen;
-        *number = entry.number;
+        *input = (drv_buffer_input_t){.node = self->node,
+                                      .form = data[1 + idlen],
+                                      .data = data + 2 + idlen,
+                                      .size = entry.len - 2 - idlen,
+                                      .records = entry.records,
+                                      .number = entry.number};
         return 1;
     }
 }
@@ -340,48 +342,6 @@ void drv_buffer_settled(drv_buffer_t *self, int64_t upto)
 bool drv_buffer_empty(const drv_buffer_t *self)
 {
     return self->fed_count == 0 && !drv_wal_unread(self->wal);
-}
-
-//  ---------------------------------------------------------------- durability
-
-int64_t drv_buffer_durable(const drv_buffer_t *self)
-{
-    return self->durable;
-}
-
-int drv_buffer_sync_if_due(drv_buffer_t *self, int64_t now_ms, char *err, size_t errlen)
-{
-    drv_buffer_adopt_tick(self, now_ms);
-    if (self->dirty_since_ms < 0) {
-        return 0;
-    }
-    if (self->policy.sync == DRV_BUFFER_SYNC_BATCH && now_ms < self->dirty_since_ms + self->policy.sync_interval_ms) {
-        return 0;
-    }
-    int64_t last = drv_wal_last(self->wal);
-    if (drv_wal_sync(self->wal, err, errlen) != 0) {
-        return -1;
-    }
-    self->durable = last;
-    self->dirty_since_ms = -1;
-    return 0;
-}
-
-int64_t drv_buffer_timeout_ms(const drv_buffer_t *self, int64_t now_ms)
-{
-    if (self->adopted) {
-        return 0; // copying a log taken over, a slice per turn
-    }
-    int64_t scan = self->next_scan_ms - now_ms > 0 ? self->next_scan_ms - now_ms : 0;
-    if (self->dirty_since_ms < 0) {
-        return scan;
-    }
-    if (self->policy.sync != DRV_BUFFER_SYNC_BATCH) {
-        return 0;
-    }
-    int64_t left = self->dirty_since_ms + self->policy.sync_interval_ms - now_ms;
-    left = left > 0 ? left : 0;
-    return left < scan ? left : scan;
 }
 
 void drv_buffer_stats(drv_buffer_t *self, drv_buffer_stats_t *stats)

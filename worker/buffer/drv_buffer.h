@@ -13,8 +13,11 @@
     while the old one drains its own. Damage goes to
     {buffer_dir}/quarantine/{group}/{pipeline}/{core}.{slot}/.
 
-    An entry's payload: u8 length of the receiver's id, the id, then the
-    records as one msgpack array. */
+    An entry's payload: u8 length of the receiver's id, the id, u8 its form,
+    then the input: records packed as msgpack (DRV_BUFFER_RECORDS), or the
+    bytes the receiver took, which its kind reads back itself
+    (DRV_BUFFER_RAW: an OTLP request as it came, decoded again on replay:
+    no packing on the way in, fewer bytes on disk). */
 #ifndef DRV_BUFFER_H
 #define DRV_BUFFER_H
 
@@ -22,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 typedef struct drv_buffer_t drv_buffer_t;
 
@@ -46,6 +50,20 @@ typedef struct {
 
 #define DRV_BUFFER_FULL 0     // drv_buffer_append: nothing appended, push back
 
+enum { DRV_BUFFER_RECORDS = 0, DRV_BUFFER_RAW = 1 };
+
+//  An input, as appended and as read back.
+typedef struct {
+    const char *node;         // the receiver it entered at
+    uint8_t form;             // DRV_BUFFER_RECORDS or DRV_BUFFER_RAW
+    struct iovec parts[4];    // appending: its bytes in pieces
+    int count;
+    const void *data;         // read back: its bytes (valid until the next read)
+    size_t size;
+    uint32_t records;
+    int64_t number;           // read back: its number
+} drv_buffer_input_t;
+
 //  policies.buffer of a normalized spec: true when type is disk, policy
 //  filled in with max_bytes split over shares instances.
 bool drv_buffer_policy(const json_t *spec, int shares, drv_buffer_policy_t *policy);
@@ -60,18 +78,16 @@ const char *drv_buffer_dir(const drv_buffer_t *self);
 //  The newest input's number (what was found at open, then appended).
 int64_t drv_buffer_last(const drv_buffer_t *self);
 
-//  Appends records (packed: a msgpack array of records maps) that entered
-//  at receiver node: returns the input's number, DRV_BUFFER_FULL, or -1
-//  with err when the disk failed us (nothing appended either). feed_now:
-//  the caller runs them through the pipeline at once (only when nothing
-//  is unread: check drv_buffer_unread first).
-int64_t drv_buffer_append(drv_buffer_t *self, const char *node, const void *packed, size_t size, uint32_t records,
-                          bool feed_now, char *err, size_t errlen);
-//  The next input waiting, oldest first: 1 with its receiver's id (NUL
-//  terminated, valid until the next call), the packed records and its
-//  number; 0 when none waits; -1 with err.
-int drv_buffer_next(drv_buffer_t *self, const char **node, const void **packed, size_t *size, int64_t *number,
-                    char *err, size_t errlen);
+//  Appends an input (node, form, parts, records): returns its number,
+//  DRV_BUFFER_FULL, or -1 with err when the disk failed us (nothing
+//  appended either). feed_now: the caller runs it through the pipeline at
+//  once (only when nothing is unread: check drv_buffer_unread first).
+int64_t drv_buffer_append(drv_buffer_t *self, const drv_buffer_input_t *input, bool feed_now, char *err,
+                          size_t errlen);
+//  The next input waiting, oldest first: 1 with it in *input (node, form,
+//  data, size, records, number; valid until the next call); 0 when none
+//  waits; -1 with err.
+int drv_buffer_next(drv_buffer_t *self, drv_buffer_input_t *input, char *err, size_t errlen);
 bool drv_buffer_unread(const drv_buffer_t *self);
 //  True while no more may be appended (block) or the disk refused the last append.
 bool drv_buffer_full(const drv_buffer_t *self);
@@ -82,10 +98,12 @@ bool drv_buffer_empty(const drv_buffer_t *self);
 
 //  Inputs up to the returned number are durable (as sync says).
 int64_t drv_buffer_durable(const drv_buffer_t *self);
-//  Syncs when it is due at now_ms (sync: batch, an interval after the first
-//  append not synced; always: whenever anything is). 0, or -1 with err.
+//  Syncs what is due at now_ms (drv_buffer_sync.c says when). 0, or -1 with err.
 int drv_buffer_sync_if_due(drv_buffer_t *self, int64_t now_ms, char *err, size_t errlen);
-//  Milliseconds until a sync is due, or -1 when none is.
+//  A descriptor the loop polls (readable: a sync finished; call
+//  drv_buffer_sync_if_due), or -1.
+int drv_buffer_fd(const drv_buffer_t *self);
+//  Milliseconds until something is due (a sync, a look for logs left behind).
 int64_t drv_buffer_timeout_ms(const drv_buffer_t *self, int64_t now_ms);
 
 void drv_buffer_stats(drv_buffer_t *self, drv_buffer_stats_t *stats);

@@ -9,6 +9,8 @@
 
 #define MAX_SLOTS 64
 
+typedef struct drv_buffer_syncer_t drv_buffer_syncer_t;
+
 typedef struct {
     int64_t number;
     int64_t time_ms;
@@ -34,9 +36,8 @@ struct drv_buffer_t {
     int64_t records;
     int64_t replayed, dropped;
     int64_t corrupt_told;    // damaged segments already logged
+    int64_t corrupt_records_told; // and the records lost with them, already taken off records
     int64_t dropped_warned_ms; // mono: drops are logged at most every 5 s
-    char *frame;             // an entry's payload being built
-    size_t frame_cap;
     char node[256];          // the receiver id of the entry last read
     //  Taking over logs nobody holds (drv_buffer_adopt.c).
     char root[4096], pipeline_dir[4096], group[128], pipeline[128];
@@ -48,6 +49,7 @@ struct drv_buffer_t {
     int adopted_lock;
     char adopted_dir[4096];
     int64_t adopted_records;
+    drv_buffer_syncer_t *syncer; // sync: batch's thread (drv_buffer_sync.c), or NULL
 };
 
 
@@ -58,6 +60,10 @@ int drv_buffer_mkdirs(const char *path, char *err, size_t errlen);
 int drv_buffer_lock(const char *dir, char *err, size_t errlen);
 //  Where the damage of the slot in dir goes: {root}/quarantine/{group}/{pipeline}/{slot}.
 void drv_buffer_quarantine_of(const drv_buffer_t *self, const char *dir, char *out, size_t size);
+//  sync: batch's thread (drv_buffer_sync.c): started at open, stopped (its
+//  last job finished) at close. 0, or -1 with err.
+int drv_buffer_syncer_start(drv_buffer_t *self, char *err, size_t errlen);
+void drv_buffer_syncer_stop(drv_buffer_t *self);
 //  Looks for logs to take over, and copies a slice of the one being taken
 //  over (drv_buffer_adopt.c). Called every loop turn.
 void drv_buffer_adopt_tick(drv_buffer_t *self, int64_t now_ms);

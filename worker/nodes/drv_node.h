@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 typedef struct drv_node_t drv_node_t;
 
@@ -61,6 +62,11 @@ typedef struct {
     //  Receivers that answer once their input settled (ack: true): every
     //  input up to and including upto is settled. NULL: nothing to answer.
     void (*settled)(drv_node_t *node, int64_t upto);
+    //  Receivers that log what they took as it came (drv_node_emit_input):
+    //  makes its records again from those bytes, read back from a disk
+    //  buffer, and hands them on (drv_node_forward). Returns the records,
+    //  or -1 when the bytes are not such an input (counted as an error).
+    int (*replay)(drv_node_t *node, const void *data, size_t size);
     //  Frees node->state. NULL: free(node->state).
     void (*destroy)(drv_node_t *node);
     bool fed_by_broker; // receives producer messages from the broker (drv_dag_ingest)
@@ -112,6 +118,11 @@ int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *
 //  disk buffer is full: nothing was taken, push back.
 msgpack_zone *drv_node_batch_zone(drv_node_t *node);
 bool drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size_t n);
+//  The same for a receiver with a replay hook: with a disk buffer, what it
+//  took (raw, in pieces: at most 4) is what goes into the log, and replay
+//  makes the records again from it when it is read back.
+bool drv_node_emit_input(drv_node_t *node, const struct iovec *raw, int raw_count, const msgpack_object *records,
+                         size_t n);
 //  Records a processor did not hand on (a filter's misses, nil from a
 //  script, matching no route).
 void drv_node_count_dropped(drv_node_t *node, size_t n);

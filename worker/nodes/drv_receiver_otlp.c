@@ -112,41 +112,56 @@ static void s_error(const char *media_type, int status, const char *kind, const 
     json_decref(doc);
 }
 
+//  A request's body decoded (protobuf or JSON) into *otlp; its records
+//  built as objects in the batch zone. Returns the records (rejected ones
+//  counted in *rejected, why in why), DRV_OTLP_NO_MEMORY, or -1 with the
+//  reason in why (*decoded says whether otlp must be freed).
+static int s_records(drv_node_t *node, drv_otlp_signal_t signal, bool json, const void *body, size_t size,
+                     drv_otlp_request_t *otlp, bool *decoded, msgpack_object **records, int64_t *rejected, char *why,
+                     size_t whylen)
+{
+    char err[300];
+    *decoded = false;
+    int rc = json ? drv_otlp_json_parse(signal, body, size, otlp, err, sizeof err)
+                  : drv_otlp_unpack(signal, body, size, otlp, err, sizeof err);
+    if (rc != 0) {
+        snprintf(why, whylen, "not an OTLP %s export request: %s", signal == DRV_OTLP_LOGS ? "logs" : "traces", err);
+        return rc == DRV_OTLP_NO_MEMORY ? DRV_OTLP_NO_MEMORY : -1;
+    }
+    *decoded = true;
+    *rejected = 0;
+    return drv_otlp_to_objects(otlp, drv_node_batch_zone(node), records, rejected, why, whylen);
+}
+
+//  What goes into a disk buffer ahead of the body: 'O', then the signal and
+//  the encoding, so that replay knows how to read it.
+enum { RAW_MAGIC = 'O', RAW_HEAD = 3 };
+
 static void s_handle(void *arg, const drv_http_request_t *request, drv_http_reply_t *reply)
 {
     drv_node_t *node = arg;
     drv_otlp_signal_t signal = !strcmp(request->path, "/v1/logs") ? DRV_OTLP_LOGS : DRV_OTLP_TRACES;
     bool json = !strcmp(request->media_type, "application/json");
     drv_otlp_request_t otlp;
-    char err[300];
-    int rc = json ? drv_otlp_json_parse(signal, request->body, request->size, &otlp, err, sizeof err)
-                  : drv_otlp_unpack(signal, request->body, request->size, &otlp, err, sizeof err);
-    if (rc == DRV_OTLP_NO_MEMORY) {
-        s_error(request->media_type, 503, "unavailable", "out of memory; retry", reply);
-        reply->retry_after_secs = 1;
-        return;
-    }
-    if (rc != 0) {
-        drv_node_count_refused(node);
-        char message[400];
-        snprintf(message, sizeof message, "not an OTLP %s export request: %s",
-                 signal == DRV_OTLP_LOGS ? "logs" : "traces", err);
-        s_error(request->media_type, 400, "invalid_request", message, reply);
-        return;
-    }
-    int64_t rejected = 0;
-    char why[300];
+    bool decoded;
     msgpack_object *records;
-    int n = drv_otlp_to_objects(&otlp, drv_node_batch_zone(node), &records, &rejected, why, sizeof why);
-    bool taken = n <= 0 || drv_node_emit_objects(node, records, (size_t)n); // they point into otlp: freed after
-    drv_otlp_request_free(&otlp);
-    if (!taken) {
-        s_error(request->media_type, 429, "unavailable", "the disk buffer is full; retry later", reply);
-        reply->retry_after_secs = 1;
-        return;
+    int64_t rejected = 0;
+    char why[400];
+    int n = s_records(node, signal, json, request->body, request->size, &otlp, &decoded, &records, &rejected, why,
+                      sizeof why);
+    unsigned char head[RAW_HEAD] = {RAW_MAGIC, (unsigned char)signal, json};
+    struct iovec raw[2] = {{head, RAW_HEAD}, {(void *)request->body, request->size}};
+    bool taken = n <= 0 || drv_node_emit_input(node, raw, 2, records, (size_t)n); // they point into otlp
+    if (decoded) {
+        drv_otlp_request_free(&otlp);
     }
     if (n == DRV_OTLP_NO_MEMORY) {
         s_error(request->media_type, 503, "unavailable", "out of memory; retry", reply);
+        reply->retry_after_secs = 1;
+        return;
+    }
+    if (!taken) {
+        s_error(request->media_type, 429, "unavailable", "the disk buffer is full; retry later", reply);
         reply->retry_after_secs = 1;
         return;
     }
@@ -159,6 +174,29 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
         drv_node_count_refused(node);
     }
     s_respond(reply, signal, json, rejected, why);
+}
+
+//  A request read back from a disk buffer: its records made again and handed on.
+static int s_replay(drv_node_t *node, const void *data, size_t size)
+{
+    const unsigned char *head = data;
+    if (size < RAW_HEAD || head[0] != RAW_MAGIC || head[1] > DRV_OTLP_TRACES) {
+        return -1;
+    }
+    drv_otlp_request_t otlp;
+    bool decoded;
+    msgpack_object *records;
+    int64_t rejected;
+    char why[400];
+    int n = s_records(node, (drv_otlp_signal_t)head[1], head[2] != 0, head + RAW_HEAD, size - RAW_HEAD, &otlp,
+                      &decoded, &records, &rejected, why, sizeof why);
+    if (n > 0) {
+        drv_node_forward(node, records, (size_t)n);
+    }
+    if (decoded) {
+        drv_otlp_request_free(&otlp);
+    }
+    return n < 0 ? -1 : n;
 }
 
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
@@ -201,5 +239,6 @@ const drv_node_kind_t drv_receiver_otlp = {
                .check = s_check},
     .init = s_init,
     DRV_HTTP_NODE_HOOKS,
+    .replay = s_replay,
     .destroy = s_destroy,
 };

@@ -77,6 +77,7 @@ static int s_check_newest(drv_wal_t *self, segment_t *segment, char *err, size_t
     drv_wal_found_t what;
     while ((what = drv_wal_entry_at(self, fd, offset, segment->bytes, &entry)) == ENTRY_OK) {
         segment->last = entry.number;
+        segment->records += entry.records;
         offset += HEADER + (int64_t)entry.len;
     }
     close(fd);
@@ -134,7 +135,12 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
         self->last = newest->last;
     }
     for (size_t i = 0; i < self->count; i++) {
-        self->bytes += self->segments[i].bytes;
+        segment_t *segment = &self->segments[i];
+        self->bytes += segment->bytes;
+        if (i + 1 < self->count) {
+            segment->records = drv_wal_count_records(segment->path, segment->bytes);
+        }
+        self->found_records += segment->records;
     }
     return 0;
 }
@@ -219,28 +225,32 @@ static int s_end_segment(drv_wal_t *self, char *err, size_t errlen)
     return rc;
 }
 
-static int s_write(drv_wal_t *self, segment_t *current, struct iovec *iov, size_t want, char *err, size_t errlen)
+//  Writes iov[0..count) whole at the end of the current segment; on failure
+//  cuts back what went out, so that the log stays a sequence of whole entries.
+static int s_write(drv_wal_t *self, segment_t *current, struct iovec *iov, int count, size_t want, char *err,
+                   size_t errlen)
 {
     size_t done = 0;
+    int first = 0;
     while (done < want) {
-        ssize_t n = writev(self->fd, iov, 2);
+        ssize_t n = writev(self->fd, iov + first, count - first);
         if (n < 0 && errno == EINTR) {
             continue;
         }
         if (n <= 0) {
             snprintf(err, errlen, "cannot write %s: %s", current->path, n < 0 ? strerror(errno) : "no progress");
-            //  No half entry is left behind: the log stays a sequence of whole ones.
             if (ftruncate(self->fd, (off_t)current->bytes) != 0) {
                 snprintf(err, errlen, "cannot write %s, nor cut the half entry: %s", current->path, strerror(errno));
             }
             return -1;
         }
         done += (size_t)n;
-        for (int i = 0; i < 2 && n > 0; i++) { // a short write: move past what went out
-            size_t step = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
-            iov[i].iov_base = (char *)iov[i].iov_base + step;
-            iov[i].iov_len -= step;
+        while (n > 0 && first < count) { // a short write: move past what went out
+            size_t step = (size_t)n < iov[first].iov_len ? (size_t)n : iov[first].iov_len;
+            iov[first].iov_base = (char *)iov[first].iov_base + step;
+            iov[first].iov_len -= step;
             n -= (ssize_t)step;
+            first += iov[first].iov_len == 0;
         }
     }
     return 0;
@@ -249,7 +259,18 @@ static int s_write(drv_wal_t *self, segment_t *current, struct iovec *iov, size_
 int64_t drv_wal_append(drv_wal_t *self, int64_t time_ms, uint32_t records, const void *data, size_t len, bool read,
                        char *err, size_t errlen)
 {
-    if (len > MAX_ENTRY) {
+    struct iovec piece = {(void *)data, len};
+    return drv_wal_appendv(self, time_ms, records, &piece, 1, read, err, errlen);
+}
+
+int64_t drv_wal_appendv(drv_wal_t *self, int64_t time_ms, uint32_t records, const struct iovec *pieces, int count,
+                        bool read, char *err, size_t errlen)
+{
+    size_t len = 0;
+    for (int i = 0; i < count; i++) {
+        len += pieces[i].iov_len;
+    }
+    if (len > MAX_ENTRY || count > DRV_WAL_MAX_PIECES) {
         snprintf(err, errlen, "an input of %zu bytes is larger than a log entry may be", len);
         return -1;
     }
@@ -273,9 +294,14 @@ int64_t drv_wal_append(drv_wal_t *self, int64_t time_ms, uint32_t records, const
     drv_wal_put64(head + 8, (uint64_t)number);
     drv_wal_put64(head + 16, (uint64_t)time_ms);
     drv_wal_put32(head + 24, records);
-    drv_wal_put32(head + 4, drv_crc32c(drv_crc32c(0, head + 8, HEADER - 8), data, len));
-    struct iovec iov[2] = {{head, HEADER}, {(void *)data, len}};
-    if (s_write(self, current, iov, HEADER + len, err, errlen) != 0) {
+    uint32_t crc = drv_crc32c(0, head + 8, HEADER - 8);
+    struct iovec iov[1 + DRV_WAL_MAX_PIECES] = {{head, HEADER}};
+    for (int i = 0; i < count; i++) {
+        crc = drv_crc32c(crc, pieces[i].iov_base, pieces[i].iov_len);
+        iov[1 + i] = pieces[i];
+    }
+    drv_wal_put32(head + 4, crc);
+    if (s_write(self, current, iov, 1 + count, HEADER + len, err, errlen) != 0) {
         if (current->bytes == 0) { // a segment with nothing in it: gone again
             close(self->fd);
             self->fd = -1;
@@ -285,6 +311,7 @@ int64_t drv_wal_append(drv_wal_t *self, int64_t time_ms, uint32_t records, const
         return -1;
     }
     current->bytes += (int64_t)(HEADER + len);
+    current->records += records;
     current->last = number;
     self->last = number;
     self->bytes += (int64_t)(HEADER + len);
@@ -313,6 +340,42 @@ int drv_wal_sync(drv_wal_t *self, char *err, size_t errlen)
     }
     self->dir_dirty = false;
     return 0;
+}
+
+void drv_wal_sync_start(drv_wal_t *self, drv_wal_sync_job_t *job)
+{
+    job->fd = self->dirty && self->fd >= 0 ? fcntl(self->fd, F_DUPFD_CLOEXEC, 0) : -1;
+    job->dir_fd = self->dir_dirty && self->dir_fd >= 0 ? fcntl(self->dir_fd, F_DUPFD_CLOEXEC, 0) : -1;
+    job->last = self->last;
+    self->dirty = self->dirty && job->fd < 0 && self->fd >= 0; // a dup that failed stays to do
+    self->dir_dirty = self->dir_dirty && job->dir_fd < 0;
+}
+
+int drv_wal_sync_run(drv_wal_sync_job_t *job, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (job->fd >= 0 && fdatasync(job->fd) != 0) {
+        snprintf(err, errlen, "cannot sync the log: %s", strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0 && job->dir_fd >= 0 && fsync(job->dir_fd) != 0) {
+        snprintf(err, errlen, "cannot sync the log's directory: %s", strerror(errno));
+        rc = -1;
+    }
+    if (job->fd >= 0) {
+        close(job->fd);
+    }
+    if (job->dir_fd >= 0) {
+        close(job->dir_fd);
+    }
+    job->fd = job->dir_fd = -1;
+    return rc;
+}
+
+void drv_wal_sync_failed(drv_wal_t *self)
+{
+    self->dirty = self->fd >= 0;
+    self->dir_dirty = true;
 }
 
 bool drv_wal_dirty(const drv_wal_t *self)
@@ -361,6 +424,11 @@ void drv_wal_settled(drv_wal_t *self, int64_t upto)
 int64_t drv_wal_last(const drv_wal_t *self)
 {
     return self->last;
+}
+
+int64_t drv_wal_found_records(const drv_wal_t *self)
+{
+    return self->found_records;
 }
 
 int64_t drv_wal_bytes(const drv_wal_t *self)

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 typedef struct drv_wal_t drv_wal_t;
 
@@ -45,6 +46,7 @@ typedef struct {
     int64_t torn_bytes;       // cut off the end of the newest segment at open (a crash mid-write)
     int64_t corrupt_segments; // segments cut short at a bad checksum or a cut in the middle of the log
     int64_t corrupt_bytes;    // what those cuts moved into quarantine
+    int64_t corrupt_records;  // records their headers said were there, lost to replay
 } drv_wal_damage_t;
 
 //  CRC32C (Castagnoli), continuing from crc (0 to start). There is no
@@ -62,8 +64,24 @@ void drv_wal_close(drv_wal_t **self_p);
 //  now, so reading moves past it; only when nothing was left unread.
 int64_t drv_wal_append(drv_wal_t *self, int64_t time_ms, uint32_t records, const void *data, size_t len, bool read,
                        char *err, size_t errlen);
+//  The same for a payload in pieces (at most DRV_WAL_MAX_PIECES), written as one entry.
+#define DRV_WAL_MAX_PIECES 6
+int64_t drv_wal_appendv(drv_wal_t *self, int64_t time_ms, uint32_t records, const struct iovec *pieces, int count,
+                        bool read, char *err, size_t errlen);
 //  Makes every append so far durable. 0, or -1 with err.
 int drv_wal_sync(drv_wal_t *self, char *err, size_t errlen);
+//  The same in two steps, so that the waiting can happen on another thread
+//  while appends go on: start takes what a sync must cover now (the
+//  descriptors are duplicates: the log may close its own meanwhile) and
+//  counts it clean; run (any thread) syncs and closes them; a run that
+//  failed is handed back to failed, so that the next sync covers it again.
+typedef struct {
+    int fd, dir_fd;  // -1: nothing to sync there
+    int64_t last;    // inputs up to this one are durable once it ran
+} drv_wal_sync_job_t;
+void drv_wal_sync_start(drv_wal_t *self, drv_wal_sync_job_t *job);
+int drv_wal_sync_run(drv_wal_sync_job_t *job, char *err, size_t errlen);
+void drv_wal_sync_failed(drv_wal_t *self);
 //  True while an append has not been synced.
 bool drv_wal_dirty(const drv_wal_t *self);
 
@@ -80,13 +98,14 @@ int64_t drv_wal_unread_since(drv_wal_t *self);
 void drv_wal_settled(drv_wal_t *self, int64_t upto);
 
 //  Deletes the oldest segment nothing has been read from (never the one
-//  appended to): returns how many records it held (its first input's
-//  number in *first), or -1 when there is none such. Its inputs are never
-//  read (a full log dropping its oldest).
-int64_t drv_wal_drop_oldest_unread(drv_wal_t *self, int64_t *first);
+//  appended to): returns how many records it held, or -1 when there is
+//  none such. Its inputs are never read (a full log dropping its oldest).
+int64_t drv_wal_drop_oldest_unread(drv_wal_t *self);
 
 //  The number of the newest input (0: none ever).
 int64_t drv_wal_last(const drv_wal_t *self);
+//  Records in what was found at open (from the entries' headers).
+int64_t drv_wal_found_records(const drv_wal_t *self);
 //  Bytes of the segments on disk.
 int64_t drv_wal_bytes(const drv_wal_t *self);
 //  What damage was found so far.

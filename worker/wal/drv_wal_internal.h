@@ -15,6 +15,7 @@
 typedef struct {
     int64_t first, last;      // input numbers it holds (last: the next one's first - 1 until read)
     int64_t bytes;            // on disk (intact: the newest is checked at open, the others as read)
+    int64_t records, read_records; // in it (by its headers, at open), and read so far
     char path[4096];
 } segment_t;
 
@@ -30,6 +31,7 @@ struct drv_wal_t {
     bool dir_dirty;           // a segment was created or deleted since
     int64_t bytes;
     int64_t last;             // the newest input's number
+    int64_t found_records;    // records in what was found at open
     drv_wal_damage_t damage;
     //  Reading: the segment and offset of the next entry to read.
     size_t read_index;
@@ -47,6 +49,9 @@ drv_wal_found_t drv_wal_entry_at(drv_wal_t *self, int fd, int64_t offset, int64_
 //  Cuts segment at offset: the bytes from there are kept in quarantine
 //  under prefix-{name} and the file truncated. 0, or -1 with err.
 int drv_wal_cut(drv_wal_t *self, segment_t *segment, int64_t offset, const char *prefix, char *err, size_t errlen);
+//  The records of the entries in the first bytes of the segment at path,
+//  from their headers alone (their checksums are checked as they are read).
+int64_t drv_wal_count_records(const char *path, int64_t bytes);
 void drv_wal_put32(unsigned char *p, uint32_t v);
 void drv_wal_put64(unsigned char *p, uint64_t v);
 

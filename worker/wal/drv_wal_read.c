@@ -161,6 +161,7 @@ int drv_wal_next(drv_wal_t *self, drv_wal_entry_t *entry, char *err, size_t errl
         drv_wal_found_t what = drv_wal_entry_at(self, self->read_fd, self->read_offset, segment->bytes, entry);
         if (what == ENTRY_OK) {
             self->read_offset += HEADER + (int64_t)entry->len;
+            segment->read_records += entry->records;
             return 1;
         }
         if (what == ENTRY_ERROR) {
@@ -172,6 +173,10 @@ int drv_wal_next(drv_wal_t *self, drv_wal_entry_t *entry, char *err, size_t errl
         //  segment is lost to replay but kept.
         self->damage.corrupt_segments++;
         self->damage.corrupt_bytes += segment->bytes - self->read_offset;
+        if (segment->records > segment->read_records) {
+            self->damage.corrupt_records += segment->records - segment->read_records;
+            segment->records = segment->read_records;
+        }
         if (drv_wal_cut(self, segment, self->read_offset, "bad", err, errlen) != 0) {
             return -1;
         }
@@ -206,7 +211,22 @@ int64_t drv_wal_unread_since(drv_wal_t *self)
     return -1;
 }
 
-int64_t drv_wal_drop_oldest_unread(drv_wal_t *self, int64_t *first)
+int64_t drv_wal_count_records(const char *path, int64_t bytes)
+{
+    int64_t records = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    unsigned char head[HEADER];
+    for (int64_t at = 0; fd >= 0 && at + HEADER <= bytes && s_pread(fd, head, HEADER, at) == 1;) {
+        records += s_get32(head + 24);
+        at += HEADER + (int64_t)s_get32(head);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return records;
+}
+
+int64_t drv_wal_drop_oldest_unread(drv_wal_t *self)
 {
     for (size_t i = self->read_index; i < self->count; i++) {
         segment_t *segment = &self->segments[i];
@@ -214,16 +234,7 @@ int64_t drv_wal_drop_oldest_unread(drv_wal_t *self, int64_t *first)
         if (appending || (i == self->read_index && self->read_offset > 0)) {
             continue;
         }
-        int64_t records = 0;
-        int fd = open(segment->path, O_RDONLY | O_CLOEXEC);
-        unsigned char head[HEADER];
-        for (int64_t at = 0; fd >= 0 && at + HEADER <= segment->bytes && s_pread(fd, head, HEADER, at) == 1;) {
-            records += s_get32(head + 24);
-            at += HEADER + (int64_t)s_get32(head);
-        }
-        if (fd >= 0) {
-            close(fd);
-        }
+        int64_t records = segment->records;
         if (i == self->read_index && self->read_fd >= 0) {
             close(self->read_fd);
             self->read_fd = -1;
@@ -231,7 +242,6 @@ int64_t drv_wal_drop_oldest_unread(drv_wal_t *self, int64_t *first)
         unlink(segment->path);
         self->bytes -= segment->bytes;
         self->dir_dirty = true;
-        *first = segment->first;
         memmove(segment, segment + 1, (self->count - i - 1) * sizeof *segment);
         self->count--;
         return records;
