@@ -62,6 +62,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/ingest.py 2 --smoke; else $PY bench/ingest.py 6; fi
     echo
+    echo "## B17 disk buffer ingest, B18 restart with a backlog on disk"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/durability.py 2 0.02 --smoke; else $PY bench/durability.py 6 1; fi
+    echo
     echo "## B11 cutover under HTTP load"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/http_cutover.py 2 100; else $PY bench/http_cutover.py 20 500; fi
