@@ -171,7 +171,23 @@ class Kubernetes(unittest.TestCase):
             self.assertEqual(volumes["config"]["configMap"]["name"], self.by_kind["ConfigMap"][0]["metadata"]["name"])
             self.assertIn("/etc/drover/secrets", mounts, f"{name}: the token file's directory")
             self.assertEqual(w["spec"]["selector"]["matchLabels"], w["spec"]["template"]["metadata"]["labels"])
-        self.assertEqual(self.by_kind["Deployment"][0]["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0)
+        #  The buffer's volume outlives the pod, and the image's user owns it.
+        self.assertEqual(yaml.safe_load(read(DEPLOY, "drover.yaml"))["engine"]["buffer_dir"], "/var/lib/drover/buffer")
+        (daemonset,) = self.by_kind["DaemonSet"]
+        pod = daemonset["spec"]["template"]["spec"]
+        state = {v["name"]: v for v in pod["volumes"]}["state"]
+        self.assertEqual(state["hostPath"]["path"], "/var/lib/drover")
+        (init,) = pod["initContainers"]  # a hostPath is not chowned by fsGroup
+        self.assertEqual(init["command"], ["chown", f"{image_uid}:{image_uid}", "/var/lib/drover"])
+        self.assertEqual(init["securityContext"]["capabilities"], {"drop": ["ALL"], "add": ["CHOWN"]})
+        (deployment,) = self.by_kind["Deployment"]
+        pod = deployment["spec"]["template"]["spec"]
+        state = {v["name"]: v for v in pod["volumes"]}["state"]
+        (claim,) = self.by_kind["PersistentVolumeClaim"]
+        self.assertEqual(state["persistentVolumeClaim"]["claimName"], claim["metadata"]["name"])
+        self.assertEqual(str(pod["securityContext"]["fsGroup"]), image_uid)  # a claim is owned by fsGroup
+        #  One engine per claim: the old pod lets the volume go before the new one mounts it.
+        self.assertEqual((deployment["spec"]["replicas"], deployment["spec"]["strategy"]["type"]), (1, "Recreate"))
 
 
 class Container(unittest.TestCase):
