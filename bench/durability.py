@@ -107,7 +107,13 @@ def b18(gigabytes):
         want = gigabytes * (1 << 30)
 
         def on_disk():
-            return sum(os.path.getsize(p) for p in glob.glob(f"{logs}/*/*.wal"))
+            total = 0
+            for path in glob.glob(f"{logs}/*/*.wal"):
+                try:
+                    total += os.path.getsize(path)
+                except FileNotFoundError:
+                    pass  # settled and deleted since the glob
+            return total
 
         while on_disk() < want:
             subprocess.run([*LOAD, "otlp-post", f"http://127.0.0.1:{port}/v1/logs", "2", "8", "0"],

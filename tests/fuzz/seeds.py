@@ -13,7 +13,7 @@ import subprocess
 
 import msgpack
 
-TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp", "otlp_depth")
+TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp", "otlp_depth", "wal")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "../.."))
 
@@ -180,7 +180,40 @@ def main():
                          ("logs-past-limit", b"\0" + b"\0" * 15), ("traces-kvlist", b"\1" + b"\1" * 9),
                          ("traces-past-limit", b"\1" + b"\1" * 10), ("logs-5000", b"\0" + b"\0" * 5000)):
         write("otlp_depth", name, recipe)
+    wal_seeds()
     print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in TARGETS})
+
+
+def crc32c(data, crc=0):
+    crc ^= 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def wal_entry(number, payload, records=1):
+    """One write-ahead log entry (worker/wal/drv_wal.h)."""
+    body = number.to_bytes(8, "little") + (1700000000000 + number).to_bytes(8, "little") + records.to_bytes(4, "little")
+    return len(payload).to_bytes(4, "little") + crc32c(body + payload).to_bytes(4, "little") + body + payload
+
+
+def wal_seeds():
+    """wal: first byte where the input splits into an older segment and the
+    newest; whole logs, a torn one, a flipped one."""
+    def raw(node, body):
+        return bytes([len(node)]) + node + b"\x00" + body
+
+    older = b"".join(wal_entry(n, raw(b"in", msgpack.packb([{"n": n}]))) for n in range(1, 9))
+    newest = b"".join(wal_entry(n, raw(b"in", msgpack.packb([{"n": n, "pad": "x" * n}]))) for n in range(9, 14))
+    split = round(len(older) * 255 / (len(older) + len(newest)))
+    write("wal", "whole", bytes([split]) + older + newest)
+    write("wal", "torn", bytes([split]) + older + newest[:-5])
+    flipped = bytearray(older)
+    flipped[len(flipped) // 2] ^= 0x40
+    write("wal", "flipped", bytes([split]) + bytes(flipped) + newest)
+    write("wal", "newest-only", b"\x00" + newest)
 
 
 if __name__ == "__main__":

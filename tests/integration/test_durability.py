@@ -40,7 +40,13 @@ def rss_kb(pid):
 
 
 def dir_bytes(root):
-    return sum(os.path.getsize(p) for p in glob.glob(f"{root}/**/*.wal", recursive=True))
+    total = 0
+    for path in glob.glob(f"{root}/**/*.wal", recursive=True):
+        try:
+            total += os.path.getsize(path)
+        except FileNotFoundError:
+            pass  # settled and deleted since the glob
+    return total
 
 
 def ids_in(body):

@@ -365,6 +365,25 @@ static void test_a_full_log_drops_its_oldest_unread_segment(void **state)
     drv_wal_close(&wal);
 }
 
+static void test_an_empty_newest_segment_left_by_a_crash_does_not_block_appends(void **state)
+{
+    (void)state;
+    drv_wal_t *wal = s_open(100);
+    for (int64_t i = 1; i <= 4; i++) {
+        s_append(wal, i, false);
+    }
+    drv_wal_close(&wal);
+    char path[128];
+    snprintf(path, sizeof path, "%s/%020d.wal", s_dir, 5); // made, then the crash came before the first write
+    close(open(path, O_WRONLY | O_CREAT, 0600));
+    wal = s_open(100);
+    assert_int_equal(drv_wal_last(wal), 4);
+    s_append(wal, 5, false);
+    s_expect_read(wal, 1, 5);
+    assert_true(drv_wal_bytes(wal) > 0);
+    drv_wal_close(&wal);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -379,6 +398,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_damage_in_an_older_segment_is_found_when_read, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_flipped_byte_mid_segment_keeps_what_came_before, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_full_log_drops_its_oldest_unread_segment, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_an_empty_newest_segment_left_by_a_crash_does_not_block_appends, s_setup,
+                                        s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

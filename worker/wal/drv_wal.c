@@ -126,18 +126,28 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
     for (size_t i = 0; i + 1 < self->count; i++) {
         self->segments[i].last = self->segments[i + 1].first - 1;
     }
+    for (size_t i = 0; i < self->count; i++) {
+        self->bytes += self->segments[i].bytes; // a cut below takes its part off
+    }
+    size_t checked = self->count; // the newest, read whole at open (none: count)
     if (self->count > 0) {
         segment_t *newest = &self->segments[self->count - 1];
         newest->last = newest->first - 1;
+        checked = self->count - 1;
         if (s_check_newest(self, newest, err, errlen) != 0) {
             return -1;
         }
         self->last = newest->last;
+        if (newest->bytes == 0) { // nothing whole in it (a crash right after it was made): gone, its name free
+            unlink(newest->path);
+            self->count--;
+            self->dir_dirty = true;
+            checked = self->count;
+        }
     }
     for (size_t i = 0; i < self->count; i++) {
         segment_t *segment = &self->segments[i];
-        self->bytes += segment->bytes;
-        if (i + 1 < self->count) {
+        if (i != checked) { // the newest counted its records as it was checked
             segment->records = drv_wal_count_records(segment->path, segment->bytes);
         }
         self->found_records += segment->records;
