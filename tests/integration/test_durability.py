@@ -369,5 +369,50 @@ class Durability(EngineTest):
         wait_until(lambda: set(sender.acked[-100:]) <= self.delivered(), 60, "the newest records at the backend")
 
 
+    def test_zmq_acknowledged_input_survives_a_kill_of_everything(self):
+        import zmq
+        ingest = free_port()
+        pipelines = f"""
+      durable:
+        cores: {{count: 2}}
+        nodes:
+          in: {{type: "receiver:zmq", config: {{endpoint: "tcp://127.0.0.1:{ingest}", ack: true}}, to: [out]}}
+          out: {{type: "exporter:otlp", config: {{endpoint: "{self.capture.url()}", encoding: json,
+                 batch: {{max_delay_ms: 20}}, retry: {{initial_ms: 50, max_ms: 200, max_elapsed_secs: 0}}}}}}
+        policies:
+          buffer: {{type: disk}}
+"""
+        engine = self.start_engine(engine_yaml(pipelines).replace("HTTP", str(self.http_port)))
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready(20)
+        producer = zmq.Context.instance().socket(zmq.DEALER)
+        producer.setsockopt(zmq.LINGER, 0)
+        producer.connect(f"tcp://127.0.0.1:{ingest}")
+        #  The backend takes nothing: what the broker acknowledges (once it
+        #  is in an instance's log) is not exported when the kill comes.
+        self.capture.gate.clear()
+        acked, sent = set(), 0
+        deadline = time.monotonic() + 20
+        while len(acked) < 200 and time.monotonic() < deadline:
+            while sent - len(acked) < 50:
+                producer.send_multipart([str(sent).encode(),
+                                         msgpack.packb([{"body": f"z-{sent}-{k}"} for k in range(10)])])
+                sent += 1
+            if producer.poll(100):
+                msg_id, answer = producer.recv_multipart()
+                self.assertEqual(msgpack.unpackb(answer), {"ok": True})
+                acked.add(int(msg_id))
+        self.assertGreaterEqual(len(acked), 200, "acknowledged once in the log, with the backend stalled")
+        engine.signal(signal.SIGKILL)
+        engine.wait_exit(10)
+        producer.close()
+        engine.log.close()
+        engine.start()
+        self.capture.gate.set()
+        want = {f"z-{m}-{k}" for m in acked for k in range(10)}
+        wait_until(lambda: want <= self.delivered(), 30,
+                   f"every one of {len(want)} acknowledged records at the backend")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -137,11 +137,15 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
         if (s_check_newest(self, newest, err, errlen) != 0) {
             return -1;
         }
-        self->last = newest->last;
+        //  Numbers go on after it, and after its name (entries numbered below
+        //  the name they are filed under are damage, but the next segment's
+        //  name must still be free).
+        self->last = newest->last > newest->first ? newest->last : newest->first;
         if (newest->bytes == 0) { // nothing whole in it (a crash right after it was made): gone, its name free
             unlink(newest->path);
             self->count--;
             self->dir_dirty = true;
+            self->last = newest->first - 1;
             checked = self->count;
         }
     }
