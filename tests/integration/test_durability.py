@@ -124,11 +124,13 @@ class Durability(EngineTest):
         status, body, _ = admin.http("GET", "/api/v1/groups/default/pipelines/durable/status")
         return body if status == 200 else None
 
-    def test_nothing_acknowledged_is_lost_when_droverd_and_every_child_are_killed_three_times(self):
-        config = self.config()
-        engine = self.start_engine(config)
+    def kill_rounds(self, buffer, rounds):
+        """OTLP load, the backend stalling half the time, then SIGKILL of
+        droverd and every child, rounds times; then every acknowledged record
+        must reach the backend, and the last log be read back and settle."""
+        engine = self.start_engine(self.config(buffer=buffer))
         acked = []
-        for round_ in range(3):
+        for round_ in range(rounds):
             admin = Admin(engine, self.http_port)
             admin.wait_ready(20)
             sender = Sender(self.otlp_port, f"r{round_}")
@@ -151,7 +153,7 @@ class Durability(EngineTest):
         self.capture.gate.set()
         admin = Admin(engine, self.http_port)
         admin.wait_ready(20)
-        self.assertGreater(len(acked), 3000)
+        self.assertGreaterEqual(len(acked), 1200 * rounds)
         wait_until(lambda: not set(acked) - self.delivered(), 60,
                    f"every one of {len(acked)} acknowledged records at the backend")
         #  The last log was read back (the backend was stalled when it was
@@ -160,6 +162,18 @@ class Durability(EngineTest):
                                     and s["buffer"]["replayed_records"] > 0 else None)(self.status(admin)),
                            30, "the log read back and settled")
         self.assertEqual(final["buffer"]["type"], "disk")
+
+    def test_nothing_acknowledged_is_lost_when_droverd_and_every_child_are_killed_three_times(self):
+        self.kill_rounds("{type: disk, sync: batch, sync_interval_ms: 20}", 3)
+
+    def test_the_same_with_sync_always_and_with_sync_none(self):
+        self.kill_rounds("{type: disk, sync: always}", 1)
+        self.capture.close()
+        self.capture = Capture()  # a fresh backend and engine for the second
+        self.addCleanup(self.capture.close)
+        self._dump_and_cleanup()
+        self.http_port, self.otlp_port = free_port(), free_port()
+        self.kill_rounds("{type: disk, sync: none}", 1)
 
 
     def test_a_dead_backend_grows_the_log_not_the_memory_and_everything_arrives_when_it_is_back(self):
