@@ -21,7 +21,7 @@ import unittest
 import msgpack
 
 from capture import Capture
-from harness import Admin, EngineTest, engine_yaml, free_port, proc_status, wait_until
+from harness import Admin, EngineTest, curl_post, engine_yaml, free_port, proc_status, wait_until
 
 RECORDS_PER_REQUEST = 20
 
@@ -251,6 +251,24 @@ class Durability(EngineTest):
                                 f"acked {len(sender.acked)}, entry {entry_bytes:.0f} B, answers {sender.answers}")
         self.assertGreater(final["buffer"]["replayed_records"], 0)
 
+
+    def test_ack_true_still_answers_once_exported(self):
+        pipelines = self.config(cores=1).replace('"127.0.0.1:%d"}' % self.otlp_port,
+                                                  '"127.0.0.1:%d", ack: true}' % self.otlp_port)
+        self.assertIn("ack: true", pipelines)
+        engine = self.start_engine(pipelines)
+        Admin(engine, self.http_port).wait_ready(20)
+        self.capture.gate.clear()  # the backend holds its answer
+        answered = []
+        post = threading.Thread(target=lambda: answered.append(
+            curl_post(self.otlp_port, "/v1/logs", otlp_logs(["held"]), "application/json")[0]), daemon=True)
+        post.start()
+        wait_until(lambda: self.capture.requests, 10, "the export under way")
+        self.assertEqual(answered, [], "durable is not enough with ack: true")
+        self.capture.gate.set()
+        post.join(10)
+        self.assertEqual(answered, [200])
+        self.assertIn("held", self.delivered())
 
     def put(self, admin, cores, version, canary=None, drain_timeout_secs=10):
         rollout = {"step_timeout_secs": 20, "drain_timeout_secs": drain_timeout_secs}
