@@ -149,7 +149,7 @@ def main():
     seconds = float(args[0]) if args else (2.0 if smoke else 6.0)
     gigabytes = float(args[1]) if len(args) > 1 else (0.02 if smoke else 1.0)
     rows = []
-    for connections in (64, 8):
+    for connections in (64,) if smoke else (64, 8):
         memory, f0 = b17(seconds, None, connections)
         batch, f1 = b17(seconds, {"type": "disk", "sync": "batch"}, connections)
         rows.append(f"| B17 OTLP/HTTP logs in over {connections} connections with `type: disk, sync: batch`, logs/s on "
