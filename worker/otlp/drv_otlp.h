@@ -12,6 +12,7 @@
 
 #include "opentelemetry/proto/collector/logs/v1/logs_service.pb-c.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb-c.h"
 #include "google/rpc/status.pb-c.h"
 
 typedef Opentelemetry__Proto__Common__V1__AnyValue otlp_any_t;
@@ -35,9 +36,22 @@ typedef Opentelemetry__Proto__Collector__Logs__V1__ExportLogsPartialSuccess otlp
 typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest otlp_traces_request_t;
 typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse otlp_traces_response_t;
 typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTracePartialSuccess otlp_traces_partial_t;
+typedef Opentelemetry__Proto__Metrics__V1__ResourceMetrics otlp_resource_metrics_t;
+typedef Opentelemetry__Proto__Metrics__V1__ScopeMetrics otlp_scope_metrics_t;
+typedef Opentelemetry__Proto__Metrics__V1__Metric otlp_metric_t;
+typedef Opentelemetry__Proto__Metrics__V1__NumberDataPoint otlp_number_point_t;
+typedef Opentelemetry__Proto__Metrics__V1__HistogramDataPoint otlp_histogram_point_t;
+typedef Opentelemetry__Proto__Metrics__V1__ExponentialHistogramDataPoint otlp_exp_histogram_point_t;
+typedef Opentelemetry__Proto__Metrics__V1__ExponentialHistogramDataPoint__Buckets otlp_exp_buckets_t;
+typedef Opentelemetry__Proto__Metrics__V1__SummaryDataPoint otlp_summary_point_t;
+typedef Opentelemetry__Proto__Metrics__V1__SummaryDataPoint__ValueAtQuantile otlp_quantile_t;
+typedef Opentelemetry__Proto__Metrics__V1__Exemplar otlp_exemplar_t;
+typedef Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsServiceRequest otlp_metrics_request_t;
+typedef Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsServiceResponse otlp_metrics_response_t;
+typedef Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsPartialSuccess otlp_metrics_partial_t;
 typedef Google__Rpc__Status otlp_status_body_t;
 
-typedef enum { DRV_OTLP_LOGS = 0, DRV_OTLP_TRACES } drv_otlp_signal_t;
+typedef enum { DRV_OTLP_LOGS = 0, DRV_OTLP_TRACES, DRV_OTLP_METRICS } drv_otlp_signal_t;
 
 struct msgpack_zone;
 
@@ -49,6 +63,7 @@ typedef struct {
     union {
         otlp_logs_request_t *logs;
         otlp_traces_request_t *traces;
+        otlp_metrics_request_t *metrics;
         ProtobufCMessage *message;
     };
     struct msgpack_zone *zone; // NULL: malloc'd message by message
