@@ -13,7 +13,7 @@ import subprocess
 
 import msgpack
 
-TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp", "otlp_depth", "wal")
+TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp", "otlp_depth", "otlp_metrics", "wal")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "../.."))
 
@@ -181,7 +181,22 @@ def main():
                          ("traces-past-limit", b"\1" + b"\1" * 10), ("logs-5000", b"\0" + b"\0" * 5000)):
         write("otlp_depth", name, recipe)
     wal_seeds()
+    metrics_seeds()
     print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in TARGETS})
+
+
+def metrics_seeds():
+    """otlp_metrics: the integration test's request of every metric type, and parts of it."""
+    proto = os.path.join(ROOT, "proto")
+    with open(os.path.join(ROOT, "tests/integration/otlp/metrics.txt"), "rb") as f:
+        text = f.read()
+    pb = subprocess.run(["protoc", f"--proto_path={proto}",
+                         "--encode=opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest",
+                         "opentelemetry/proto/collector/metrics/v1/metrics_service.proto"],
+                        input=text, capture_output=True, check=True).stdout
+    write("otlp_metrics", "every-type.pb", pb)
+    write("otlp_metrics", "cut.pb", pb[: len(pb) // 2])
+    write("otlp_metrics", "empty.pb", b"")
 
 
 def crc32c(data, crc=0):

@@ -1,6 +1,8 @@
 /*  receiver:otlp — OTLP/HTTP: POST /v1/logs and /v1/traces, protobuf or
-    JSON, gzip'd or not; one record per LogRecord or Span (contract 6.2's
-    mapping, drv_otlp_records.c). Answered as the OTLP/HTTP specification
+    JSON, gzip'd or not, and /v1/metrics in protobuf (issue 26: OTLP/JSON
+    metrics are refused with 415 for now); one record per LogRecord, Span
+    or data point (contract 6.2's and 7.2's mappings, drv_otlp_records.c,
+    drv_otlp_metrics.c). Answered as the OTLP/HTTP specification
     says: 200 with an Export…ServiceResponse in the request's encoding,
     whose partial_success counts the records refused (a duplicate key) and
     says why; 400 for a body that is not a request; 404, 413, 415, 429 from
@@ -23,10 +25,12 @@
 
 typedef struct {
     drv_http_server_t *server; // first: drv_http_node's hooks find it there
-    const char *paths[3];
+    const char *paths[4];
 } otlp_t;
 
 static const char *const s_media_types[] = {"application/x-protobuf", "application/json", NULL};
+static const char *const s_signal_names[] = {"logs", "traces", "metrics"};
+static const char *const s_signal_paths[] = {"/v1/logs", "/v1/traces", "/v1/metrics"};
 
 static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
 {
@@ -36,12 +40,13 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
     json_t *s;
     json_array_foreach(signals, i, s)
     {
-        if (strcmp(json_string_value(s), "logs") != 0 && strcmp(json_string_value(s), "traces") != 0) {
-            drv_spec_check_problem(check, node_path, "config.signals[%zu]: must be logs or traces", i);
+        if (strcmp(json_string_value(s), "logs") != 0 && strcmp(json_string_value(s), "traces") != 0 &&
+            strcmp(json_string_value(s), "metrics") != 0) {
+            drv_spec_check_problem(check, node_path, "config.signals[%zu]: must be logs, traces or metrics", i);
         }
     }
     if (json_is_array(signals) && json_array_size(signals) == 0) {
-        drv_spec_check_problem(check, node_path, "config.signals: must name logs, traces or both");
+        drv_spec_check_problem(check, node_path, "config.signals: must name logs, traces or metrics");
     }
 }
 
@@ -51,10 +56,12 @@ static void s_respond(drv_http_reply_t *reply, drv_otlp_signal_t signal, bool js
     reply->status = 200;
     if (json) {
         reply->content_type = "application/json";
+        const char *count = signal == DRV_OTLP_LOGS     ? "rejectedLogRecords"
+                            : signal == DRV_OTLP_TRACES ? "rejectedSpans"
+                                                        : "rejectedDataPoints";
         json_t *body = rejected == 0 ? json_object()
-                                     : json_pack("{s:{s:I, s:s}}", "partialSuccess",
-                                                 signal == DRV_OTLP_LOGS ? "rejectedLogRecords" : "rejectedSpans",
-                                                 (json_int_t)rejected, "errorMessage", why);
+                                     : json_pack("{s:{s:I, s:s}}", "partialSuccess", count, (json_int_t)rejected,
+                                                 "errorMessage", why);
         reply->body = json_dumps(body, JSON_COMPACT);
         reply->size = reply->body ? strlen(reply->body) : 0;
         json_decref(body);
@@ -66,7 +73,15 @@ static void s_respond(drv_http_reply_t *reply, drv_otlp_signal_t signal, bool js
     otlp_logs_partial_t logs_partial = OPENTELEMETRY__PROTO__COLLECTOR__LOGS__V1__EXPORT_LOGS_PARTIAL_SUCCESS__INIT;
     otlp_traces_response_t traces = OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_SERVICE_RESPONSE__INIT;
     otlp_traces_partial_t traces_partial = OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_PARTIAL_SUCCESS__INIT;
-    if (signal == DRV_OTLP_LOGS) {
+    otlp_metrics_response_t metrics = OPENTELEMETRY__PROTO__COLLECTOR__METRICS__V1__EXPORT_METRICS_SERVICE_RESPONSE__INIT;
+    otlp_metrics_partial_t metrics_partial =
+        OPENTELEMETRY__PROTO__COLLECTOR__METRICS__V1__EXPORT_METRICS_PARTIAL_SUCCESS__INIT;
+    if (signal == DRV_OTLP_METRICS) {
+        metrics_partial.rejected_data_points = rejected;
+        metrics_partial.error_message = (char *)why;
+        metrics.partial_success = rejected ? &metrics_partial : NULL;
+        response = &metrics.base;
+    } else if (signal == DRV_OTLP_LOGS) {
         logs_partial.rejected_log_records = rejected;
         logs_partial.error_message = (char *)why;
         logs.partial_success = rejected ? &logs_partial : NULL;
@@ -125,7 +140,7 @@ static int s_records(drv_node_t *node, drv_otlp_signal_t signal, bool json, cons
     int rc = json ? drv_otlp_json_parse(signal, body, size, otlp, err, sizeof err)
                   : drv_otlp_unpack(signal, body, size, otlp, err, sizeof err);
     if (rc != 0) {
-        snprintf(why, whylen, "not an OTLP %s export request: %s", signal == DRV_OTLP_LOGS ? "logs" : "traces", err);
+        snprintf(why, whylen, "not an OTLP %s export request: %s", s_signal_names[signal], err);
         return rc == DRV_OTLP_NO_MEMORY ? DRV_OTLP_NO_MEMORY : -1;
     }
     *decoded = true;
@@ -140,8 +155,16 @@ enum { RAW_MAGIC = 'O', RAW_HEAD = 3 };
 static void s_handle(void *arg, const drv_http_request_t *request, drv_http_reply_t *reply)
 {
     drv_node_t *node = arg;
-    drv_otlp_signal_t signal = !strcmp(request->path, "/v1/logs") ? DRV_OTLP_LOGS : DRV_OTLP_TRACES;
+    drv_otlp_signal_t signal = DRV_OTLP_LOGS;
+    while (signal < DRV_OTLP_METRICS && strcmp(request->path, s_signal_paths[signal]) != 0) {
+        signal++;
+    }
     bool json = !strcmp(request->media_type, "application/json");
+    if (json && signal == DRV_OTLP_METRICS) {
+        s_error(request->media_type, 415, "unsupported_media_type",
+                "OTLP/JSON metrics are not taken yet: send application/x-protobuf", reply);
+        return;
+    }
     drv_otlp_request_t otlp;
     bool decoded;
     msgpack_object *records;
@@ -180,7 +203,7 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
 static int s_replay(drv_node_t *node, const void *data, size_t size)
 {
     const unsigned char *head = data;
-    if (size < RAW_HEAD || head[0] != RAW_MAGIC || head[1] > DRV_OTLP_TRACES) {
+    if (size < RAW_HEAD || head[0] != RAW_MAGIC || head[1] > DRV_OTLP_METRICS) {
         return -1;
     }
     drv_otlp_request_t otlp;
@@ -208,9 +231,14 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     json_t *s;
     json_array_foreach(json_object_get(config, "signals"), i, s)
     {
-        self->paths[n++] = !strcmp(json_string_value(s), "logs") ? "/v1/logs" : "/v1/traces";
-        if (n == 2) {
-            break;
+        for (int k = 0; k <= DRV_OTLP_METRICS && n < 3; k++) {
+            bool listed = false;
+            for (size_t j = 0; j < n; j++) {
+                listed |= self->paths[j] == s_signal_paths[k];
+            }
+            if (!listed && !strcmp(json_string_value(s), s_signal_names[k])) {
+                self->paths[n++] = s_signal_paths[k];
+            }
         }
     }
     drv_http_config_t server = {.paths = self->paths, .media_types = s_media_types, .handler = s_handle,

@@ -123,6 +123,9 @@ static bool s_span_unique(const otlp_span_t *span, const char **dup)
 size_t drv_otlp_count(const drv_otlp_request_t *r)
 {
     size_t count = 0;
+    if (r->signal == DRV_OTLP_METRICS) {
+        return drv_otlp_metrics_count(r->metrics);
+    }
     if (r->signal == DRV_OTLP_LOGS) {
         for (size_t i = 0; i < r->logs->n_resource_logs; i++) {
             for (size_t k = 0; k < r->logs->resource_logs[i]->n_scope_logs; k++) {
@@ -210,8 +213,10 @@ int drv_otlp_to_objects(const drv_otlp_request_t *request, msgpack_zone *zone,
     }
     if (request->signal == DRV_OTLP_LOGS) {
         s_logs(&w, request->logs);
-    } else {
+    } else if (request->signal == DRV_OTLP_TRACES) {
         s_traces(&w, request->traces);
+    } else {
+        drv_otlp_metrics_walk(&w, request->metrics);
     }
     if (w.b.no_memory) {
         return DRV_OTLP_NO_MEMORY;

@@ -1,5 +1,6 @@
 /*  drv_otlp_records — OTLP requests as records, by contract 6.2's mapping:
-    one record per LogRecord or Span, carrying its resource and scope. */
+    one record per LogRecord or Span, carrying its resource and scope; and
+    7.2's for metrics (drv_otlp_metrics.c): one record per data point. */
 #ifndef DRV_OTLP_RECORDS_H
 #define DRV_OTLP_RECORDS_H
 
@@ -19,7 +20,7 @@
 //  (records never do), or DRV_OTLP_NO_MEMORY when the zone could not grow.
 int drv_otlp_to_objects(const drv_otlp_request_t *request, msgpack_zone *zone, msgpack_object **records,
                         int64_t *rejected, char *why, size_t whylen);
-//  LogRecords or Spans in the request.
+//  LogRecords, Spans or data points in the request.
 size_t drv_otlp_count(const drv_otlp_request_t *request);
 
 #endif

@@ -1,0 +1,56 @@
+/*  An OTLP/HTTP metrics body (protobuf) as receiver:otlp meets it. Whatever
+    the bytes, the request is refused with a reason or becomes one record
+    per data point (contract 7.2) that, packed, decodes through drv_batch
+    (every key checked unique at every depth, nesting bounded) as a batch of
+    exactly the count returned; what protobuf-c allocates for an accepted
+    request is never more than drv_pbcheck estimated. */
+#include "fuzz.h"
+#include "fuzz_pbcheck.h"
+
+#include "drv_otlp.h"
+#include "drv_otlp_records.h"
+
+#include "drover/drv_batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    drv_otlp_request_t request;
+    char err[300] = "";
+    int rc = drv_otlp_unpack(DRV_OTLP_METRICS, data, size, &request, err, sizeof err);
+    if (rc != 0) {
+        FUZZ_ASSERT(request.message == NULL && err[0]);
+        return 0;
+    }
+    fuzz_check_estimate(
+        &opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__descriptor,
+        data, size);
+
+    msgpack_zone built_zone;
+    msgpack_zone_init(&built_zone, 4096);
+    msgpack_object *built;
+    int64_t rejected = -1;
+    char why[300];
+    int n = drv_otlp_to_objects(&request, &built_zone, &built, &rejected, why, sizeof why);
+    FUZZ_ASSERT(n >= 0 || (n == -1 && strstr(why, "deeper")));
+    FUZZ_ASSERT(rejected >= 0 && (rejected == 0 || why[0]));
+    FUZZ_ASSERT(n < 0 || (size_t)n + (size_t)rejected == drv_otlp_count(&request));
+    if (n > 0) {
+        msgpack_sbuffer out;
+        fuzz_pack_records(built, n, &out);
+        msgpack_zone zone;
+        msgpack_zone_init(&zone, 4096);
+        msgpack_object root;
+        const msgpack_object *records;
+        char reason[200] = "";
+        FUZZ_ASSERT(drv_batch_decode(out.data, out.size, &zone, &root, &records, reason,
+                                     sizeof reason) == n);
+        msgpack_zone_destroy(&zone);
+        msgpack_sbuffer_destroy(&out);
+    }
+    drv_otlp_request_free(&request);
+    msgpack_zone_destroy(&built_zone);
+    return 0;
+}
