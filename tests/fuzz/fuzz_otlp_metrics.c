@@ -1,4 +1,5 @@
-/*  An OTLP/HTTP metrics body (protobuf) as receiver:otlp meets it. Whatever
+/*  An OTLP/HTTP metrics body as receiver:otlp meets it: the first byte's
+    bit 0 says JSON (else protobuf). Whatever
     the bytes, the request is refused with a reason or becomes one record
     per data point (contract 7.2) that, packed, decodes through drv_batch
     (every key checked unique at every depth, nesting bounded) as a batch of
@@ -8,25 +9,37 @@
 #include "fuzz_pbcheck.h"
 
 #include "drv_otlp.h"
+#include "drv_otlp_json.h"
 #include "drv_otlp_records.h"
 
 #include "drover/drv_batch.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (size < 1) {
+        return 0;
+    }
+    bool json = data[0] & 1;
+    data++;
+    size--;
     drv_otlp_request_t request;
     char err[300] = "";
-    int rc = drv_otlp_unpack(DRV_OTLP_METRICS, data, size, &request, err, sizeof err);
+    int rc = json ? drv_otlp_json_parse(DRV_OTLP_METRICS, (const char *)data, size, &request, err,
+                                        sizeof err)
+                  : drv_otlp_unpack(DRV_OTLP_METRICS, data, size, &request, err, sizeof err);
     if (rc != 0) {
         FUZZ_ASSERT(request.message == NULL && err[0]);
         return 0;
     }
-    fuzz_check_estimate(
-        &opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__descriptor,
-        data, size);
+    if (!json) {
+        fuzz_check_estimate(
+            &opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__descriptor,
+            data, size);
+    }
 
     msgpack_zone built_zone;
     msgpack_zone_init(&built_zone, 4096);

@@ -186,7 +186,7 @@ def main():
 
 
 def metrics_seeds():
-    """otlp_metrics: the integration test's request of every metric type, and parts of it."""
+    """otlp_metrics: the integration test's request of every metric type (protobuf and JSON), and parts of it."""
     proto = os.path.join(ROOT, "proto")
     with open(os.path.join(ROOT, "tests/integration/otlp/metrics.txt"), "rb") as f:
         text = f.read()
@@ -194,9 +194,12 @@ def metrics_seeds():
                          "--encode=opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest",
                          "opentelemetry/proto/collector/metrics/v1/metrics_service.proto"],
                         input=text, capture_output=True, check=True).stdout
-    write("otlp_metrics", "every-type.pb", pb)
-    write("otlp_metrics", "cut.pb", pb[: len(pb) // 2])
-    write("otlp_metrics", "empty.pb", b"")
+    # first byte: bit 0 JSON
+    write("otlp_metrics", "every-type.pb", b"\0" + pb)
+    write("otlp_metrics", "cut.pb", b"\0" + pb[: len(pb) // 2])
+    write("otlp_metrics", "empty.pb", b"\0")
+    with open(os.path.join(ROOT, "tests/integration/otlp/metrics.json"), "rb") as f:
+        write("otlp_metrics", "every-type.json", b"\1" + f.read())
 
 
 def crc32c(data, crc=0):

@@ -110,14 +110,8 @@ class OtlpReceiver(EngineTest):
         status, _, _ = curl(self.port, "/v1/traces", b"", "application/x-protobuf")
         self.assertEqual(status, 404)
 
-    def test_metrics_every_type_one_record_per_data_point(self):
-        self.put(signals=["metrics", "logs"])
-        with open(os.path.join(HERE, "otlp/metrics.txt"), "rb") as f:
-            request = protoc("encode", METRICS_REQ, METRICS_FILE, f.read())
-        status, body, ctype = curl(self.port, "/v1/metrics", request, "application/x-protobuf")
-        self.assertEqual((status, ctype), (200, "application/x-protobuf"), body)
-        self.assertEqual(protoc("decode", METRICS_RESP, METRICS_FILE, body), b"")  # no partial_success
-        points = {(r["name"], r["time_unix_nano"]): r for r in self.records(6)}
+    def check_metric_records(self, points):
+        """The records of otlp/metrics.txt (or .json): one per data point, as contract 7.2 maps them."""
         self.assertEqual(len(points), 6)
         common = {"signal": "metric", "resource": {"service.name": "meters"},
                   "resource_schema_url": "https://opentelemetry.io/schemas/1.21.0",
@@ -157,6 +151,23 @@ class OtlpReceiver(EngineTest):
         summary = points[("duration", 1700000010000000000)]
         self.assertEqual((summary["type"], summary["count"], summary["sum"], summary["quantile_values"]),
                          ("summary", 10, 4.5, [{"quantile": 0.5, "value": 0.4}, {"quantile": 0.99, "value": 1.5}]))
+
+    def test_metrics_every_type_one_record_per_data_point(self):
+        self.put(signals=["metrics", "logs"])
+        with open(os.path.join(HERE, "otlp/metrics.txt"), "rb") as f:
+            request = protoc("encode", METRICS_REQ, METRICS_FILE, f.read())
+        status, body, ctype = curl(self.port, "/v1/metrics", request, "application/x-protobuf")
+        self.assertEqual((status, ctype), (200, "application/x-protobuf"), body)
+        self.assertEqual(protoc("decode", METRICS_RESP, METRICS_FILE, body), b"")  # no partial_success
+        records = self.records(6)
+        self.check_metric_records({(r["name"], r["time_unix_nano"]): r for r in records})
+        # The same request in OTLP/JSON makes the same records.
+        with open(os.path.join(HERE, "otlp/metrics.json"), "rb") as f:
+            status, body, ctype = curl(self.port, "/v1/metrics", f.read(), "application/json")
+        self.assertEqual((status, ctype, json.loads(body)), (200, "application/json", {}))
+        again = self.records(12)[6:]
+        self.check_metric_records({(r["name"], r["time_unix_nano"]): r for r in again})
+        self.assertEqual(sorted(map(json.dumps, records)), sorted(map(json.dumps, again)))
         # A duplicate key refuses that data point, and says so.
         text = b"""resource_metrics { scope_metrics { metrics { name: "m" gauge {
           data_points { as_int: 1 }
@@ -165,11 +176,18 @@ class OtlpReceiver(EngineTest):
                                "application/x-protobuf")
         self.assertEqual(status, 200)
         self.assertIn("rejected_data_points: 1", protoc("decode", METRICS_RESP, METRICS_FILE, body).decode())
-        self.records(7)
-        # OTLP/JSON metrics are not taken yet: refused, saying what to send.
-        status, body, _ = curl(self.port, "/v1/metrics", b'{"resourceMetrics":[]}', "application/json")
-        self.assertEqual(status, 415)
-        self.assertIn("application/x-protobuf", json.loads(body)["message"])
+        self.records(13)
+        # A malformed JSON one says where.
+        bad = {"resourceMetrics": [{"scopeMetrics": [{"metrics": [{"name": "m", "histogram": {
+            "dataPoints": [{"bucketCounts": ["x"]}]}}]}]}]}
+        status, body, _ = curl(self.port, "/v1/metrics", json.dumps(bad).encode(), "application/json")
+        self.assertEqual(status, 400)
+        self.assertIn("resourceMetrics[0].scopeMetrics[0].metrics[0].histogram.dataPoints[0]",
+                      json.loads(body)["message"])
+        self.assertIn("rejectedDataPoints", curl(self.port, "/v1/metrics", json.dumps(
+            {"resourceMetrics": [{"scopeMetrics": [{"metrics": [{"name": "m", "gauge": {"dataPoints": [
+                {"asInt": 1, "attributes": [{"key": "a"}, {"key": "a"}]}]}}]}]}]}).encode(),
+            "application/json")[1].decode())
         # A receiver without metrics among its signals does not serve them.
         self.put(signals=["logs"])
         status, _, _ = curl(self.port, "/v1/metrics", request, "application/x-protobuf")

@@ -1,7 +1,6 @@
-/*  receiver:otlp — OTLP/HTTP: POST /v1/logs and /v1/traces, protobuf or
-    JSON, gzip'd or not, and /v1/metrics in protobuf (issue 26: OTLP/JSON
-    metrics are refused with 415 for now); one record per LogRecord, Span
-    or data point (contract 6.2's and 7.2's mappings, drv_otlp_records.c,
+/*  receiver:otlp — OTLP/HTTP: POST /v1/logs, /v1/traces and /v1/metrics,
+    protobuf or JSON, gzip'd or not; one record per LogRecord, Span or data
+    point (contract 6.2's and 7.2's mappings, drv_otlp_records.c,
     drv_otlp_metrics.c). Answered as the OTLP/HTTP specification
     says: 200 with an Export…ServiceResponse in the request's encoding,
     whose partial_success counts the records refused (a duplicate key) and
@@ -160,11 +159,6 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
         signal++;
     }
     bool json = !strcmp(request->media_type, "application/json");
-    if (json && signal == DRV_OTLP_METRICS) {
-        s_error(request->media_type, 415, "unsupported_media_type",
-                "OTLP/JSON metrics are not taken yet: send application/x-protobuf", reply);
-        return;
-    }
     drv_otlp_request_t otlp;
     bool decoded;
     msgpack_object *records;

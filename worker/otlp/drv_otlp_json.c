@@ -17,7 +17,6 @@
 
 //  ---------------------------------------------------------------- values
 
-static otlp_kv_t **s_attributes(ctx_t *c, const json_t *obj, const char *field, size_t *n, int depth);
 
 static otlp_any_t *s_any(ctx_t *c, const json_t *v, const char *field, int depth)
 {
@@ -99,14 +98,14 @@ static otlp_any_t *s_any(ctx_t *c, const json_t *v, const char *field, int depth
         any->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE;
         any->kvlist_value = list;
         size_t in = drv_otlp_json_enter(c, "kvlistValue", -1);
-        list->values = s_attributes(c, x, "values", &list->n_values, depth + 1);
+        list->values = drv_otlp_json_attributes(c, x, "values", &list->n_values, depth + 1);
         drv_otlp_json_leave(c, in);
     }
     drv_otlp_json_leave(c, at);
     return any;
 }
 
-static otlp_kv_t **s_attributes(ctx_t *c, const json_t *obj, const char *field, size_t *n, int depth)
+otlp_kv_t **drv_otlp_json_attributes(ctx_t *c, const json_t *obj, const char *field, size_t *n, int depth)
 {
     *n = 0;
     json_t *list = drv_otlp_json_get(obj, field);
@@ -138,10 +137,7 @@ static otlp_kv_t **s_attributes(ctx_t *c, const json_t *obj, const char *field, 
     return kv;
 }
 
-//  A list member of obj, each item built by make; *n counts what was built.
-typedef void *(make_fn)(ctx_t *c, const json_t *item);
-
-static void **s_list(ctx_t *c, const json_t *obj, const char *field, size_t *n, make_fn *make)
+void **drv_otlp_json_list(ctx_t *c, const json_t *obj, const char *field, size_t *n, drv_otlp_json_make_fn *make)
 {
     *n = 0;
     json_t *list = drv_otlp_json_get(obj, field);
@@ -166,7 +162,7 @@ static void **s_list(ctx_t *c, const json_t *obj, const char *field, size_t *n, 
     return items;
 }
 
-static otlp_resource_t *s_resource(ctx_t *c, const json_t *obj)
+otlp_resource_t *drv_otlp_json_resource(ctx_t *c, const json_t *obj)
 {
     json_t *v = drv_otlp_json_get(obj, "resource");
     if (!json_is_object(v)) {
@@ -178,13 +174,13 @@ static otlp_resource_t *s_resource(ctx_t *c, const json_t *obj)
     }
     opentelemetry__proto__resource__v1__resource__init(r);
     size_t at = drv_otlp_json_enter(c, "resource", -1);
-    r->attributes = s_attributes(c, v, "attributes", &r->n_attributes, 0);
+    r->attributes = drv_otlp_json_attributes(c, v, "attributes", &r->n_attributes, 0);
     r->dropped_attributes_count = (uint32_t)drv_otlp_json_uint(c, v, "droppedAttributesCount", UINT32_MAX);
     drv_otlp_json_leave(c, at);
     return r;
 }
 
-static otlp_scope_t *s_scope(ctx_t *c, const json_t *obj)
+otlp_scope_t *drv_otlp_json_scope(ctx_t *c, const json_t *obj)
 {
     json_t *v = drv_otlp_json_get(obj, "scope");
     if (!json_is_object(v)) {
@@ -198,7 +194,7 @@ static otlp_scope_t *s_scope(ctx_t *c, const json_t *obj)
     size_t at = drv_otlp_json_enter(c, "scope", -1);
     scope->name = drv_otlp_json_string(c, v, "name");
     scope->version = drv_otlp_json_string(c, v, "version");
-    scope->attributes = s_attributes(c, v, "attributes", &scope->n_attributes, 0);
+    scope->attributes = drv_otlp_json_attributes(c, v, "attributes", &scope->n_attributes, 0);
     scope->dropped_attributes_count = (uint32_t)drv_otlp_json_uint(c, v, "droppedAttributesCount", UINT32_MAX);
     drv_otlp_json_leave(c, at);
     return scope;
@@ -227,7 +223,7 @@ static void *s_log(ctx_t *c, const json_t *v)
     log->severity_number = drv_otlp_json_enum(c, v, "severityNumber", s_severities, 25);
     log->severity_text = drv_otlp_json_string(c, v, "severityText");
     log->body = s_any(c, drv_otlp_json_get(v, "body"), "body", 0);
-    log->attributes = s_attributes(c, v, "attributes", &log->n_attributes, 0);
+    log->attributes = drv_otlp_json_attributes(c, v, "attributes", &log->n_attributes, 0);
     log->dropped_attributes_count = (uint32_t)drv_otlp_json_uint(c, v, "droppedAttributesCount", UINT32_MAX);
     log->flags = (uint32_t)drv_otlp_json_uint(c, v, "flags", UINT32_MAX);
     log->trace_id = drv_otlp_json_hex_id(c, v, "traceId");
@@ -243,8 +239,8 @@ static void *s_scope_logs(ctx_t *c, const json_t *v)
         return NULL;
     }
     opentelemetry__proto__logs__v1__scope_logs__init(sl);
-    sl->scope = s_scope(c, v);
-    sl->log_records = (otlp_log_t **)s_list(c, v, "logRecords", &sl->n_log_records, s_log);
+    sl->scope = drv_otlp_json_scope(c, v);
+    sl->log_records = (otlp_log_t **)drv_otlp_json_list(c, v, "logRecords", &sl->n_log_records, s_log);
     sl->schema_url = drv_otlp_json_string(c, v, "schemaUrl");
     return sl;
 }
@@ -256,8 +252,8 @@ static void *s_resource_logs(ctx_t *c, const json_t *v)
         return NULL;
     }
     opentelemetry__proto__logs__v1__resource_logs__init(rl);
-    rl->resource = s_resource(c, v);
-    rl->scope_logs = (otlp_scope_logs_t **)s_list(c, v, "scopeLogs", &rl->n_scope_logs, s_scope_logs);
+    rl->resource = drv_otlp_json_resource(c, v);
+    rl->scope_logs = (otlp_scope_logs_t **)drv_otlp_json_list(c, v, "scopeLogs", &rl->n_scope_logs, s_scope_logs);
     rl->schema_url = drv_otlp_json_string(c, v, "schemaUrl");
     return rl;
 }
@@ -277,7 +273,7 @@ static void *s_event(ctx_t *c, const json_t *v)
     opentelemetry__proto__trace__v1__span__event__init(e);
     e->time_unix_nano = drv_otlp_json_uint(c, v, "timeUnixNano", UINT64_MAX);
     e->name = drv_otlp_json_string(c, v, "name");
-    e->attributes = s_attributes(c, v, "attributes", &e->n_attributes, 0);
+    e->attributes = drv_otlp_json_attributes(c, v, "attributes", &e->n_attributes, 0);
     e->dropped_attributes_count = (uint32_t)drv_otlp_json_uint(c, v, "droppedAttributesCount", UINT32_MAX);
     return e;
 }
@@ -292,7 +288,7 @@ static void *s_link(ctx_t *c, const json_t *v)
     l->trace_id = drv_otlp_json_hex_id(c, v, "traceId");
     l->span_id = drv_otlp_json_hex_id(c, v, "spanId");
     l->trace_state = drv_otlp_json_string(c, v, "traceState");
-    l->attributes = s_attributes(c, v, "attributes", &l->n_attributes, 0);
+    l->attributes = drv_otlp_json_attributes(c, v, "attributes", &l->n_attributes, 0);
     l->dropped_attributes_count = (uint32_t)drv_otlp_json_uint(c, v, "droppedAttributesCount", UINT32_MAX);
     l->flags = (uint32_t)drv_otlp_json_uint(c, v, "flags", UINT32_MAX);
     return l;
@@ -314,11 +310,11 @@ static void *s_span(ctx_t *c, const json_t *v)
     span->kind = drv_otlp_json_enum(c, v, "kind", s_kinds, 6);
     span->start_time_unix_nano = drv_otlp_json_uint(c, v, "startTimeUnixNano", UINT64_MAX);
     span->end_time_unix_nano = drv_otlp_json_uint(c, v, "endTimeUnixNano", UINT64_MAX);
-    span->attributes = s_attributes(c, v, "attributes", &span->n_attributes, 0);
+    span->attributes = drv_otlp_json_attributes(c, v, "attributes", &span->n_attributes, 0);
     span->dropped_attributes_count = (uint32_t)drv_otlp_json_uint(c, v, "droppedAttributesCount", UINT32_MAX);
-    span->events = (otlp_event_t **)s_list(c, v, "events", &span->n_events, s_event);
+    span->events = (otlp_event_t **)drv_otlp_json_list(c, v, "events", &span->n_events, s_event);
     span->dropped_events_count = (uint32_t)drv_otlp_json_uint(c, v, "droppedEventsCount", UINT32_MAX);
-    span->links = (otlp_link_t **)s_list(c, v, "links", &span->n_links, s_link);
+    span->links = (otlp_link_t **)drv_otlp_json_list(c, v, "links", &span->n_links, s_link);
     span->dropped_links_count = (uint32_t)drv_otlp_json_uint(c, v, "droppedLinksCount", UINT32_MAX);
     json_t *status = drv_otlp_json_get(v, "status");
     if (json_is_object(status)) {
@@ -342,8 +338,8 @@ static void *s_scope_spans(ctx_t *c, const json_t *v)
         return NULL;
     }
     opentelemetry__proto__trace__v1__scope_spans__init(ss);
-    ss->scope = s_scope(c, v);
-    ss->spans = (otlp_span_t **)s_list(c, v, "spans", &ss->n_spans, s_span);
+    ss->scope = drv_otlp_json_scope(c, v);
+    ss->spans = (otlp_span_t **)drv_otlp_json_list(c, v, "spans", &ss->n_spans, s_span);
     ss->schema_url = drv_otlp_json_string(c, v, "schemaUrl");
     return ss;
 }
@@ -355,8 +351,8 @@ static void *s_resource_spans(ctx_t *c, const json_t *v)
         return NULL;
     }
     opentelemetry__proto__trace__v1__resource_spans__init(rs);
-    rs->resource = s_resource(c, v);
-    rs->scope_spans = (otlp_scope_spans_t **)s_list(c, v, "scopeSpans", &rs->n_scope_spans, s_scope_spans);
+    rs->resource = drv_otlp_json_resource(c, v);
+    rs->scope_spans = (otlp_scope_spans_t **)drv_otlp_json_list(c, v, "scopeSpans", &rs->n_scope_spans, s_scope_spans);
     rs->schema_url = drv_otlp_json_string(c, v, "schemaUrl");
     return rs;
 }
@@ -389,7 +385,13 @@ int drv_otlp_json_parse(drv_otlp_signal_t signal, const char *text, size_t size,
         }
         opentelemetry__proto__collector__logs__v1__export_logs_service_request__init(req);
         out->logs = req;
-        req->resource_logs = (otlp_resource_logs_t **)s_list(&c, doc, "resourceLogs", &req->n_resource_logs, s_resource_logs);
+        req->resource_logs = (otlp_resource_logs_t **)drv_otlp_json_list(&c, doc, "resourceLogs",
+                                                                         &req->n_resource_logs, s_resource_logs);
+    } else if (signal == DRV_OTLP_METRICS) {
+        if (drv_otlp_json_metrics(&c, doc, out) != 0) {
+            json_decref(doc);
+            return DRV_OTLP_NO_MEMORY;
+        }
     } else {
         otlp_traces_request_t *req = drv_otlp_json_alloc(&c, sizeof *req);
         if (!req) {
@@ -398,8 +400,8 @@ int drv_otlp_json_parse(drv_otlp_signal_t signal, const char *text, size_t size,
         }
         opentelemetry__proto__collector__trace__v1__export_trace_service_request__init(req);
         out->traces = req;
-        req->resource_spans =
-            (otlp_resource_spans_t **)s_list(&c, doc, "resourceSpans", &req->n_resource_spans, s_resource_spans);
+        req->resource_spans = (otlp_resource_spans_t **)drv_otlp_json_list(&c, doc, "resourceSpans",
+                                                                           &req->n_resource_spans, s_resource_spans);
     }
     json_decref(doc);
     if (c.failed) {

@@ -39,4 +39,18 @@ int32_t drv_otlp_json_enum(ctx_t *c, const json_t *obj, const char *field, const
 ProtobufCBinaryData drv_otlp_json_hex_id(ctx_t *c, const json_t *obj, const char *field);
 ProtobufCBinaryData drv_otlp_json_base64(ctx_t *c, const json_t *v, const char *field);
 
+//  Members of obj every signal has (drv_otlp_json.c): a list of {key,
+//  value}; a list of objects, each built by make (*n counts what was built);
+//  the resource and scope of a Resource… and Scope… message.
+otlp_kv_t **drv_otlp_json_attributes(ctx_t *c, const json_t *obj, const char *field, size_t *n, int depth);
+typedef void *(drv_otlp_json_make_fn)(ctx_t *c, const json_t *item);
+void **drv_otlp_json_list(ctx_t *c, const json_t *obj, const char *field, size_t *n, drv_otlp_json_make_fn *make);
+otlp_resource_t *drv_otlp_json_resource(ctx_t *c, const json_t *obj);
+otlp_scope_t *drv_otlp_json_scope(ctx_t *c, const json_t *obj);
+
+//  drv_otlp_json_metrics.c: an ExportMetricsServiceRequest from doc into
+//  out (its parse failures in c); -1 only when the request itself cannot
+//  be allocated.
+int drv_otlp_json_metrics(ctx_t *c, const json_t *doc, drv_otlp_request_t *out);
+
 #endif
