@@ -25,7 +25,7 @@ def install_client():
     os.makedirs(CLIENT, exist_ok=True)
     fresh = os.path.exists(os.path.join(CLIENT, "node_modules")) and filecmp.cmp(
         os.path.join(SOURCE, "package-lock.json"), os.path.join(CLIENT, "package-lock.json"), shallow=False)
-    for name in ("package.json", "package-lock.json", "send.js"):
+    for name in ("package.json", "package-lock.json", "send.js", "send_metrics.js"):
         shutil.copy(os.path.join(SOURCE, name), CLIENT)
     if fresh:
         return None
@@ -107,8 +107,50 @@ class OtelSdk(EngineTest):
             self.assertEqual((log["scope"]["name"], log["scope"]["version"]), ("drover-test-logger", "4.5.6"))
         print(f"OpenTelemetry JS SDK over OTLP/{encoding}: 2 spans and 5 logs arrived whole", flush=True)
 
+    def check_metrics(self, encoding):
+        """A counter, an up-down counter, a histogram, an exponential histogram
+        and an observable gauge from the SDK's MeterProvider: every point
+        arrives as its record (the SDK exports at the flush and again at the
+        shutdown: both copies are the same points)."""
+        run = f"metrics-{encoding}"
+        out = subprocess.run(["node", os.path.join(CLIENT, "send_metrics.js"), f"http://127.0.0.1:{self.port}",
+                              encoding, run], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        points = {}
+        for r in self.records(12):
+            if r["signal"] == "metric" and r["resource"] == {"service.name": f"drover-metrics-{run}"}:
+                points[(r["name"], json.dumps(r["attributes"], sort_keys=True))] = r
+        self.assertEqual(len(points), 6, sorted(points))
+        for r in points.values():
+            self.assertEqual((r["scope"]["name"], r["scope"]["version"]), ("drover-test-meter", "7.8.9"))
+            self.assertGreater(r["time_unix_nano"], 1700000000000000000)
+        a, b = points[("requests", '{"route": "/a"}')], points[("requests", '{"route": "/b"}')]
+        self.assertEqual((a["type"], a["is_monotonic"], a["aggregation_temporality"], a["unit"], a["description"],
+                          a["value"], b["value"]), ("sum", True, 2, "{request}", "requests served", 7, 1))
+        queue = points[("queue.depth", "{}")]
+        self.assertEqual((queue["type"], queue["is_monotonic"], queue["value"], queue["unit"]),
+                         ("sum", False, 7, "{item}"))
+        latency = points[("latency", '{"route": "/a"}')]
+        self.assertEqual((latency["type"], latency["count"], latency["sum"], latency["min"], latency["max"]),
+                         ("histogram", 3, 56, 1, 50))
+        self.assertEqual(len(latency["bucket_counts"]), len(latency["explicit_bounds"]) + 1)
+        self.assertEqual(sum(latency["bucket_counts"]), 3)
+        sizes = points[("sizes", "{}")]
+        self.assertEqual((sizes["type"], sizes["count"], sizes["sum"], sizes["min"], sizes["max"]),
+                         ("exponential_histogram", 3, 3303, 3, 3000))
+        self.assertEqual(sum(sizes["positive"]["bucket_counts"]) + sizes["zero_count"], 3)
+        gauge = points[("temperature", '{"room": "a"}')]
+        self.assertEqual((gauge["type"], gauge["value"], gauge["unit"]), ("gauge", 21.5, "Cel"))
+        print(f"OpenTelemetry JS SDK metrics over OTLP/{encoding}: every instrument's points arrived", flush=True)
+
     def test_protobuf(self):
         self.check("proto")
+
+    def test_metrics_protobuf(self):
+        self.check_metrics("proto")
+
+    def test_metrics_json(self):
+        self.check_metrics("json")
 
     def test_json(self):
         self.check("json")
