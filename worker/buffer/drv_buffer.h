@@ -10,8 +10,9 @@
     the first slot of its core nobody holds: after a crash or a restart of
     droverd that is the log the last instance on the core left, which it
     reads first; during a replace the new generation takes the next slot
-    while the old one drains its own. Damage goes to
-    {buffer_dir}/quarantine/{group}/{pipeline}/{core}.{slot}/.
+    while the old one drains its own. A slot nobody holds that still has
+    entries is taken over by a running instance (drv_buffer_adopt.c). Damage
+    goes to {buffer_dir}/quarantine/{group}/{pipeline}/{core}.{slot}/.
 
     An entry's payload: u8 length of the receiver's id, the id, u8 its form,
     then the input: records packed as msgpack (DRV_BUFFER_RECORDS), or the
