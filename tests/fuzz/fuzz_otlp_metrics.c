@@ -4,11 +4,14 @@
     per data point (contract 7.2) that, packed, decodes through drv_batch
     (every key checked unique at every depth, nesting bounded) as a batch of
     exactly the count returned; what protobuf-c allocates for an accepted
-    request is never more than drv_pbcheck estimated. */
+    request is never more than drv_pbcheck estimated. Those records then go
+    back out as exporter:otlp sends them: grouped into metrics, every point
+    there, and the request packs and unpacks. */
 #include "fuzz.h"
 #include "fuzz_pbcheck.h"
 
 #include "drv_otlp.h"
+#include "drv_otlp_build.h"
 #include "drv_otlp_json.h"
 #include "drv_otlp_records.h"
 

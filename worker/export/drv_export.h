@@ -31,7 +31,7 @@
 
 #define DRV_EXPORT_IN_FLIGHT 4
 #define DRV_EXPORT_QUEUE_BATCHES 16
-#define DRV_EXPORT_LANES 2
+#define DRV_EXPORT_LANES 3
 #define DRV_EXPORT_RETRY_AFTER_MAX_MS (300 * 1000) // a backend's Retry-After is honoured up to this
 
 typedef struct drv_export_t drv_export_t;

@@ -1,10 +1,13 @@
 /*  exporter:otlp — OTLP/HTTP to a collector or backend: records with
-    `signal: span` are posted to {endpoint}/v1/traces, every other record to
-    {endpoint}/v1/logs (contract 6.2's mapping back, drv_otlp_build.h),
-    grouped by resource and scope, as protobuf or OTLP/JSON, gzip'd unless
-    compression says none. A record whose signal names something else (a
-    metric, say) has no OTLP form here: it is dropped and counted in errors.
-    Batching, retries and acknowledgement are drv_export's (drv_export.h). */
+    `signal: span` are posted to {endpoint}/v1/traces, `signal: metric` to
+    {endpoint}/v1/metrics (data points grouped back into metrics: contract
+    7.2), every other record to {endpoint}/v1/logs (contract 6.2's mapping
+    back, drv_otlp_build.h), grouped by resource and scope, as protobuf or
+    OTLP/JSON (metrics: protobuf only, for now), gzip'd unless compression
+    says none. A record whose signal names something else, or a metric
+    record without a known type, has no OTLP form here: it is dropped and
+    counted in errors. Batching, retries and acknowledgement are
+    drv_export's (drv_export.h). */
 #include "drv_export.h"
 #include "drv_node.h"
 #include "drv_otlp_build.h"
@@ -24,12 +27,13 @@ static int s_encode(void *arg, int lane, const msgpack_object *records, size_t c
 {
     otlp_out_t *self = arg;
     drv_otlp_built_t built;
-    if (drv_otlp_build(&built, lane == 0 ? DRV_OTLP_LOGS : DRV_OTLP_TRACES, records, count) != 0) {
+    drv_otlp_signal_t signal = lane == 0 ? DRV_OTLP_LOGS : lane == 1 ? DRV_OTLP_TRACES : DRV_OTLP_METRICS;
+    if (drv_otlp_build(&built, signal, records, count) != 0) {
         snprintf(err, errlen, "out of memory encoding");
         return -1;
     }
     int rc;
-    if (self->json) {
+    if (self->json && signal != DRV_OTLP_METRICS) {
         rc = drv_otlp_json_write(&built.request, body);
     } else {
         size_t packed = protobuf_c_message_get_packed_size(built.request.message);
@@ -56,13 +60,18 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         len--; // http://host:4318/ and http://host:4318 are the same base
     }
     if (asprintf(&self->urls[0], "%.*s/v1/logs", (int)len, endpoint) < 0 ||
-        asprintf(&self->urls[1], "%.*s/v1/traces", (int)len, endpoint) < 0) {
+        asprintf(&self->urls[1], "%.*s/v1/traces", (int)len, endpoint) < 0 ||
+        asprintf(&self->urls[2], "%.*s/v1/metrics", (int)len, endpoint) < 0) {
         snprintf(err, errlen, "node %s: out of memory", node->id);
         return -1;
     }
     const char *type = self->json ? "application/json" : "application/x-protobuf";
-    drv_export_format_t exporting = {
-        .lanes = {{self->urls[0], type}, {self->urls[1], type}}, .lane_count = 2, .encode = s_encode, .arg = self};
+    drv_export_format_t exporting = {.lanes = {{self->urls[0], type},
+                                               {self->urls[1], type},
+                                               {self->urls[2], "application/x-protobuf"}},
+                                     .lane_count = 3,
+                                     .encode = s_encode,
+                                     .arg = self};
     self->export = drv_export_new(node, config, &exporting, err, errlen);
     return self->export ? 0 : -1;
 }
@@ -85,11 +94,14 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
         }
         if (signal && signal->type == MSGPACK_OBJECT_STR && s_is(signal, "span")) {
             drv_export_record(self->export, 1, &records[i]);
+        } else if (signal && signal->type == MSGPACK_OBJECT_STR && s_is(signal, "metric") &&
+                   drv_otlp_metric_type_known(&records[i])) {
+            drv_export_record(self->export, 2, &records[i]);
         } else if (!signal || signal->type != MSGPACK_OBJECT_STR || s_is(signal, "log")) {
             drv_export_record(self->export, 0, &records[i]);
         } else {
             char why[200];
-            snprintf(why, sizeof why, "signal '%.*s' has no OTLP form here (log or span)",
+            snprintf(why, sizeof why, "signal '%.*s' has no OTLP form here (log, span, or metric of a known type)",
                      (int)(signal->via.str.size > 64 ? 64 : signal->via.str.size), signal->via.str.ptr);
             drv_node_export_error(node, 1, why);
         }
@@ -103,6 +115,7 @@ static void s_destroy(drv_node_t *node)
         drv_export_destroy(&self->export);
         free(self->urls[0]);
         free(self->urls[1]);
+        free(self->urls[2]);
         free(self);
     }
 }

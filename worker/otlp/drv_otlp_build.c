@@ -11,6 +11,7 @@
 typedef struct {
     msgpack_object record;
     size_t scope;            // its scope group
+    long metric;             // metrics: its metric group (-1: not a point of a known type)
 } row_t;
 
 typedef struct {
@@ -221,6 +222,89 @@ static ProtobufCMessage *s_traces(build_t *b, row_t *rows, size_t count, group_t
     return &request->base;
 }
 
+//  Metrics, pass one and a half: within its scope group, every point's
+//  metric group, by what makes a Metric (name, type, unit, description,
+//  temporality, monotonicity, metadata).
+static int s_group_metrics(build_t *b, row_t *rows, size_t count, groups_t *metrics)
+{
+    static const char *const keys[] = {"name", "type", "unit", "description", "aggregation_temporality",
+                                       "is_monotonic", "metadata"};
+    static const msgpack_object nil = {.type = MSGPACK_OBJECT_NIL};
+    drv_buf_t key = {0};
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        rows[i].metric = -1;
+        if (drv_otlp_metric_kind(&rows[i].record) == DRV_METRIC_NONE) {
+            continue;
+        }
+        drv_buf_reset(&key);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &key, drv_buf_msgpack_write);
+        for (size_t k = 0; k < sizeof keys / sizeof *keys && rc == 0; k++) {
+            const msgpack_object *v = drv_otlp_get_n(&rows[i].record, keys[k], strlen(keys[k]));
+            rc = msgpack_pack_object(&pk, v ? *v : nil) ? -1 : 0;
+        }
+        bool added;
+        long m = rc == 0 ? s_group(b, metrics, rows[i].scope, &key, &added) : -1;
+        if (m < 0) {
+            rc = -1;
+            break;
+        }
+        metrics->groups[m].children++;
+        rows[i].metric = m;
+    }
+    drv_buf_free(&key);
+    return rc;
+}
+
+//  Pass two, metrics.
+static ProtobufCMessage *s_metrics(build_t *b, row_t *rows, size_t count, group_t *resources, size_t n_resources,
+                                   group_t *scopes, group_t *metrics)
+{
+    otlp_metrics_request_t *request =
+        drv_otlp_new(b, &opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__descriptor);
+    if (!request || !(request->resource_metrics = drv_otlp_array(b, n_resources))) {
+        return NULL;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const msgpack_object *record = &rows[i].record;
+        if (rows[i].metric < 0) {
+            continue;
+        }
+        group_t *s = &scopes[rows[i].scope], *r = &resources[s->parent], *m = &metrics[rows[i].metric];
+        otlp_resource_metrics_t *rm = r->message;
+        if (!rm) {
+            rm = r->message = drv_otlp_new(b, &opentelemetry__proto__metrics__v1__resource_metrics__descriptor);
+            if (!rm || !(rm->resource = s_resource(b, record)) ||
+                !(rm->scope_metrics = drv_otlp_array(b, r->children))) {
+                return NULL;
+            }
+            rm->schema_url = drv_otlp_string_of(b, drv_otlp_get(record, "resource_schema_url"));
+            request->resource_metrics[request->n_resource_metrics++] = rm;
+        }
+        otlp_scope_metrics_t *sm = s->message;
+        if (!sm) {
+            sm = s->message = drv_otlp_new(b, &opentelemetry__proto__metrics__v1__scope_metrics__descriptor);
+            if (!sm || !(sm->scope = s_scope(b, record)) || !(sm->metrics = drv_otlp_array(b, s->children))) {
+                return NULL;
+            }
+            rm->scope_metrics[rm->n_scope_metrics++] = sm;
+        }
+        otlp_metric_t *metric = m->message;
+        if (!metric) {
+            metric = m->message = drv_otlp_build_metric(b, record, m->children);
+            if (!metric) {
+                return NULL;
+            }
+            sm->metrics[sm->n_metrics++] = metric;
+        }
+        if (drv_otlp_build_point(b, metric, record) != 0) {
+            return NULL;
+        }
+    }
+    return &request->base;
+}
+
 //  Room for count groups, their hash slots at most half full.
 static int s_groups_init(groups_t *gs, size_t count)
 {
@@ -247,25 +331,30 @@ int drv_otlp_build(drv_otlp_built_t *built, drv_otlp_signal_t signal, const msgp
     msgpack_zone_init(&built->zone, 64 * 1024);
     build_t b = {&built->zone};
     row_t *rows = calloc(count ? count : 1, sizeof *rows);
-    groups_t resources, scopes;
-    int rc = s_groups_init(&resources, count) | s_groups_init(&scopes, count);
+    groups_t resources, scopes, metrics = {0};
+    int rc = s_groups_init(&resources, count) | s_groups_init(&scopes, count) |
+             (signal == DRV_OTLP_METRICS ? s_groups_init(&metrics, count) : 0);
     rc = rc || !rows ? -1 : 0;
     for (size_t n = 0; rc == 0 && n < count; n++) {
         rows[n].record = records[n];
         rc = records[n].type == MSGPACK_OBJECT_MAP ? 0 : -1;
     }
     rc = rc ? rc : s_group_rows(&b, rows, count, &resources, &scopes);
+    rc = rc || signal != DRV_OTLP_METRICS ? rc : s_group_metrics(&b, rows, count, &metrics);
     if (rc == 0) {
         built->request.signal = signal;
         built->request.message =
-            signal == DRV_OTLP_LOGS
-                ? s_logs(&b, rows, count, resources.groups, resources.n, scopes.groups, scopes.n)
-                : s_traces(&b, rows, count, resources.groups, resources.n, scopes.groups, scopes.n);
+            signal == DRV_OTLP_LOGS     ? s_logs(&b, rows, count, resources.groups, resources.n, scopes.groups, scopes.n)
+            : signal == DRV_OTLP_TRACES ? s_traces(&b, rows, count, resources.groups, resources.n, scopes.groups,
+                                                   scopes.n)
+                                        : s_metrics(&b, rows, count, resources.groups, resources.n, scopes.groups,
+                                                    metrics.groups);
         rc = built->request.message ? 0 : -1;
     }
     free(rows);
     s_groups_free(&resources);
     s_groups_free(&scopes);
+    s_groups_free(&metrics);
     if (rc != 0) {
         msgpack_zone_destroy(&built->zone);
         memset(built, 0, sizeof *built);

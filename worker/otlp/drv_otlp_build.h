@@ -17,6 +17,7 @@
 #include "drv_otlp.h"
 
 #include <msgpack.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct {
@@ -29,5 +30,8 @@ typedef struct {
 //  memory or when one is not a map (nothing to free then).
 int drv_otlp_build(drv_otlp_built_t *built, drv_otlp_signal_t signal, const msgpack_object *records, size_t count);
 void drv_otlp_built_free(drv_otlp_built_t *built);
+//  True when a metric record's type is one OTLP has (gauge, sum, histogram,
+//  exponential_histogram, summary): only those are built into metrics.
+bool drv_otlp_metric_type_known(const msgpack_object *record);
 
 #endif

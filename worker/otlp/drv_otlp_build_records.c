@@ -91,7 +91,7 @@ static bool s_hex(const msgpack_object *o)
     return true;
 }
 
-static ProtobufCBinaryData s_id(build_t *b, const msgpack_object *o)
+ProtobufCBinaryData drv_otlp_id(build_t *b, const msgpack_object *o)
 {
     ProtobufCBinaryData id = {0, NULL};
     if (!s_hex(o) || o->via.str.size == 0) {
@@ -317,8 +317,8 @@ otlp_log_t *drv_otlp_build_log(build_t *b, const msgpack_object *record, const m
     if (body && !(log->body = s_any(b, body))) {
         return NULL;
     }
-    log->trace_id = s_id(b, drv_otlp_get(record, "trace_id"));
-    log->span_id = s_id(b, drv_otlp_get(record, "span_id"));
+    log->trace_id = drv_otlp_id(b, drv_otlp_get(record, "trace_id"));
+    log->span_id = drv_otlp_id(b, drv_otlp_get(record, "span_id"));
     log->flags = (uint32_t)s_u64(drv_otlp_get(record, "flags"));
     return drv_otlp_attributes(b, drv_otlp_get(record, "attributes"), extras, n, &log->attributes, &log->n_attributes) ? NULL : log;
 }
@@ -357,8 +357,8 @@ static int s_links(build_t *b, const msgpack_object *list, otlp_span_t *span)
         if (!link) {
             return -1;
         }
-        link->trace_id = s_id(b, drv_otlp_get(l, "trace_id"));
-        link->span_id = s_id(b, drv_otlp_get(l, "span_id"));
+        link->trace_id = drv_otlp_id(b, drv_otlp_get(l, "trace_id"));
+        link->span_id = drv_otlp_id(b, drv_otlp_get(l, "span_id"));
         if (drv_otlp_attributes(b, drv_otlp_get(l, "attributes"), NULL, 0, &link->attributes, &link->n_attributes)) {
             return -1;
         }
@@ -374,9 +374,9 @@ otlp_span_t *drv_otlp_build_span(build_t *b, const msgpack_object *record, const
         return NULL;
     }
     size_t n = s_extras(record, s_span_taken, extras);
-    span->trace_id = s_id(b, drv_otlp_get(record, "trace_id"));
-    span->span_id = s_id(b, drv_otlp_get(record, "span_id"));
-    span->parent_span_id = s_id(b, drv_otlp_get(record, "parent_span_id"));
+    span->trace_id = drv_otlp_id(b, drv_otlp_get(record, "trace_id"));
+    span->span_id = drv_otlp_id(b, drv_otlp_get(record, "span_id"));
+    span->parent_span_id = drv_otlp_id(b, drv_otlp_get(record, "parent_span_id"));
     span->trace_state = drv_otlp_string_of(b, drv_otlp_get(record, "trace_state"));
     span->name = drv_otlp_string_of(b, drv_otlp_get(record, "name"));
     span->kind = (int)s_u64(drv_otlp_get(record, "kind"));
