@@ -343,12 +343,11 @@ int drv_otlp_build(drv_otlp_built_t *built, drv_otlp_signal_t signal, const msgp
     rc = rc || signal != DRV_OTLP_METRICS ? rc : s_group_metrics(&b, rows, count, &metrics);
     if (rc == 0) {
         built->request.signal = signal;
-        built->request.message =
-            signal == DRV_OTLP_LOGS     ? s_logs(&b, rows, count, resources.groups, resources.n, scopes.groups, scopes.n)
-            : signal == DRV_OTLP_TRACES ? s_traces(&b, rows, count, resources.groups, resources.n, scopes.groups,
-                                                   scopes.n)
-                                        : s_metrics(&b, rows, count, resources.groups, resources.n, scopes.groups,
-                                                    metrics.groups);
+        group_t *r = resources.groups, *s = scopes.groups;
+        built->request.message = signal == DRV_OTLP_LOGS     ? s_logs(&b, rows, count, r, resources.n, s, scopes.n)
+                                 : signal == DRV_OTLP_TRACES ? s_traces(&b, rows, count, r, resources.n, s, scopes.n)
+                                                             : s_metrics(&b, rows, count, r, resources.n, s,
+                                                                         metrics.groups);
         rc = built->request.message ? 0 : -1;
     }
     free(rows);
