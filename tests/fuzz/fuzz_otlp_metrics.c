@@ -6,10 +6,11 @@
     exactly the count returned; what protobuf-c allocates for an accepted
     request is never more than drv_pbcheck estimated. Those records then go
     back out as exporter:otlp sends them: grouped into metrics, every point
-    there, and the request packs and unpacks. */
+    there, and the request packs and unpacks, and its OTLP/JSON parses back. */
 #include "fuzz.h"
 #include "fuzz_pbcheck.h"
 
+#include "drv_buf.h"
 #include "drv_otlp.h"
 #include "drv_otlp_build.h"
 #include "drv_otlp_json.h"

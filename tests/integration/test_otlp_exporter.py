@@ -100,16 +100,35 @@ class OtlpExporter(EngineTest):
     def test_log_otlp_log_is_lossless_in_json(self):
         self.round_trip("json", "none")
 
+    def test_metric_otlp_metric_is_lossless_in_json(self):
+        self.metrics_round_trip("json")
+
     def test_metric_otlp_metric_is_lossless(self):
         """Data points go out grouped back into metrics (by resource, scope,
         name, type, unit, description, temporality, metadata) and come back
         through drover's own receiver as the same records, every type."""
+        request = self.metrics_round_trip("protobuf")
+        # What it posts is the request that came in, field for field: the
+        # points grouped back into the same metrics, in the same order.
+        port = free_port()
+        self.put("tap", {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{port}"}},
+                 {"out": {"type": "exporter:otlp", "config": {"endpoint": self.capture.url()}}})
+        status, answer, _, _ = curl_post(port, "/v1/metrics", request, "application/x-protobuf")
+        self.assertEqual(status, 200, answer)
+        wait_until(lambda: [r for r in self.capture.accepted if r.path == "/v1/metrics"], 10, "metrics posted")
+        (posted,) = [r for r in self.capture.accepted if r.path == "/v1/metrics"]
+        self.assertEqual(posted.headers["Content-Type"], "application/x-protobuf")
+        self.assertEqual(protoc("decode", METRICS_REQ, METRICS_FILE, posted.body),
+                         protoc("decode", METRICS_REQ, METRICS_FILE, request))
+
+    def metrics_round_trip(self, encoding):
         back, front = free_port(), free_port()
         self.put("back", {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{back}"}},
                  {"out": self.file("back")})
         self.put("front", {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{front}"}},
                  {"copy": self.file("front"),
-                  "out": {"type": "exporter:otlp", "config": {"endpoint": f"http://127.0.0.1:{back}"}}})
+                  "out": {"type": "exporter:otlp", "config": {"endpoint": f"http://127.0.0.1:{back}",
+                                                              "encoding": encoding}}})
         request = protoc("encode", METRICS_REQ, METRICS_FILE, self.fixture("metrics.txt"))
         for body, ctype in ((request, "application/x-protobuf"), (self.fixture("metrics.json"), "application/json")):
             status, answer, _, _ = curl_post(front, "/v1/metrics", body, ctype)
@@ -122,18 +141,7 @@ class OtlpExporter(EngineTest):
             return json.dumps(record, sort_keys=True)
         self.assertEqual(sorted(map(key, got)), sorted(map(key, sent)), "metric -> OTLP -> metric is lossless")
         self.assertEqual({r["type"] for r in got}, {"gauge", "sum", "histogram", "exponential_histogram", "summary"})
-        # What it posts is the request that came in, field for field: the
-        # points grouped back into the same metrics, in the same order.
-        port = free_port()
-        self.put("tap", {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{port}"}},
-                 {"out": {"type": "exporter:otlp", "config": {"endpoint": self.capture.url(), "encoding": "json"}}})
-        status, answer, _, _ = curl_post(port, "/v1/metrics", request, "application/x-protobuf")
-        self.assertEqual(status, 200, answer)
-        wait_until(lambda: [r for r in self.capture.accepted if r.path == "/v1/metrics"], 10, "metrics posted")
-        (posted,) = [r for r in self.capture.accepted if r.path == "/v1/metrics"]
-        self.assertEqual(posted.headers["Content-Type"], "application/x-protobuf")  # metrics: protobuf for now
-        self.assertEqual(protoc("decode", METRICS_REQ, METRICS_FILE, posted.body),
-                         protoc("decode", METRICS_REQ, METRICS_FILE, request))
+        return request
 
     def test_records_not_born_otlp_go_out_as_logs_and_other_signals_are_counted(self):
         back, front = free_port(), free_port()

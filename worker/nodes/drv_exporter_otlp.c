@@ -3,8 +3,7 @@
     {endpoint}/v1/metrics (data points grouped back into metrics: contract
     7.2), every other record to {endpoint}/v1/logs (contract 6.2's mapping
     back, drv_otlp_build.h), grouped by resource and scope, as protobuf or
-    OTLP/JSON (metrics: protobuf only, for now), gzip'd unless compression
-    says none. A record whose signal names something else, or a metric
+    OTLP/JSON, gzip'd unless compression says none. A record whose signal names something else, or a metric
     record without a known type, has no OTLP form here: it is dropped and
     counted in errors. Batching, retries and acknowledgement are
     drv_export's (drv_export.h). */
@@ -33,7 +32,7 @@ static int s_encode(void *arg, int lane, const msgpack_object *records, size_t c
         return -1;
     }
     int rc;
-    if (self->json && signal != DRV_OTLP_METRICS) {
+    if (self->json) {
         rc = drv_otlp_json_write(&built.request, body);
     } else {
         size_t packed = protobuf_c_message_get_packed_size(built.request.message);
@@ -66,9 +65,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         return -1;
     }
     const char *type = self->json ? "application/json" : "application/x-protobuf";
-    drv_export_format_t exporting = {.lanes = {{self->urls[0], type},
-                                               {self->urls[1], type},
-                                               {self->urls[2], "application/x-protobuf"}},
+    drv_export_format_t exporting = {.lanes = {{self->urls[0], type}, {self->urls[1], type}, {self->urls[2], type}},
                                      .lane_count = 3,
                                      .encode = s_encode,
                                      .arg = self};

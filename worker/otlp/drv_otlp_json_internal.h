@@ -48,6 +48,21 @@ void **drv_otlp_json_list(ctx_t *c, const json_t *obj, const char *field, size_t
 otlp_resource_t *drv_otlp_json_resource(ctx_t *c, const json_t *obj);
 otlp_scope_t *drv_otlp_json_scope(ctx_t *c, const json_t *obj);
 
+//  Writing (drv_otlp_json_write.c): value into object at key (stolen); a
+//  string, an unsigned 64-bit integer (a decimal string), an integer, an
+//  id (hex), each left out when empty or zero; attributes; a resource's or
+//  scope's object.
+void drv_otlp_jw_set(json_t *object, const char *key, json_t *value);
+void drv_otlp_jw_string(json_t *object, const char *key, const char *value);
+void drv_otlp_jw_u64(json_t *object, const char *key, uint64_t value);
+void drv_otlp_jw_int(json_t *object, const char *key, int64_t value);
+void drv_otlp_jw_id(json_t *object, const char *key, ProtobufCBinaryData id);
+void drv_otlp_jw_attributes_of(json_t *object, otlp_kv_t *const *kv, size_t n);
+json_t *drv_otlp_jw_resource(const otlp_resource_t *resource, const char *schema_url);
+json_t *drv_otlp_jw_scope(const otlp_scope_t *scope);
+//  drv_otlp_json_write_metrics.c: each ResourceMetrics appended to resources.
+void drv_otlp_jw_metrics(const otlp_metrics_request_t *request, json_t *resources);
+
 //  drv_otlp_json_metrics.c: an ExportMetricsServiceRequest from doc into
 //  out (its parse failures in c); -1 only when the request itself cannot
 //  be allocated.

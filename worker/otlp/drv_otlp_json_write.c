@@ -3,40 +3,41 @@
     hex, 64-bit integers as decimal strings, enums as integers, bytes as
     base64; empty and zero fields left out. */
 #include "drv_otlp_json.h"
+#include "drv_otlp_json_internal.h"
 
 #include <czmq.h>
 #include <jansson.h>
 #include <string.h>
 
-static void s_set(json_t *object, const char *key, json_t *value)
+void drv_otlp_jw_set(json_t *object, const char *key, json_t *value)
 {
     json_object_set_new(object, key, value);
 }
 
-static void s_string(json_t *object, const char *key, const char *value)
+void drv_otlp_jw_string(json_t *object, const char *key, const char *value)
 {
     if (value && value[0]) {
-        s_set(object, key, json_string(value));
+        drv_otlp_jw_set(object, key, json_string(value));
     }
 }
 
-static void s_u64(json_t *object, const char *key, uint64_t value)
+void drv_otlp_jw_u64(json_t *object, const char *key, uint64_t value)
 {
     if (value) {
         char text[24];
         snprintf(text, sizeof text, "%llu", (unsigned long long)value);
-        s_set(object, key, json_string(text));
+        drv_otlp_jw_set(object, key, json_string(text));
     }
 }
 
-static void s_int(json_t *object, const char *key, int64_t value)
+void drv_otlp_jw_int(json_t *object, const char *key, int64_t value)
 {
     if (value) {
-        s_set(object, key, json_integer(value));
+        drv_otlp_jw_set(object, key, json_integer(value));
     }
 }
 
-static void s_id(json_t *object, const char *key, ProtobufCBinaryData id)
+void drv_otlp_jw_id(json_t *object, const char *key, ProtobufCBinaryData id)
 {
     static const char digits[] = "0123456789abcdef";
     if (id.len == 0) {
@@ -49,7 +50,7 @@ static void s_id(json_t *object, const char *key, ProtobufCBinaryData id)
         text[2 * i + 1] = digits[id.data[i] & 15];
     }
     text[2 * n] = 0;
-    s_set(object, key, json_string(text));
+    drv_otlp_jw_set(object, key, json_string(text));
 }
 
 static json_t *s_attributes(otlp_kv_t *const *kv, size_t n);
@@ -59,30 +60,30 @@ static json_t *s_any(const otlp_any_t *v)
     json_t *out = json_object();
     switch (v ? v->value_case : OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE__NOT_SET) {
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
-        s_set(out, "stringValue", json_string(v->string_value));
+        drv_otlp_jw_set(out, "stringValue", json_string(v->string_value));
         break;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE:
-        s_set(out, "boolValue", json_boolean(v->bool_value));
+        drv_otlp_jw_set(out, "boolValue", json_boolean(v->bool_value));
         break;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE: {
         char text[24];
         snprintf(text, sizeof text, "%lld", (long long)v->int_value);
-        s_set(out, "intValue", json_string(text));
+        drv_otlp_jw_set(out, "intValue", json_string(text));
         break;
     }
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE:
-        s_set(out, "doubleValue", json_real(v->double_value));
+        drv_otlp_jw_set(out, "doubleValue", json_real(v->double_value));
         break;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE: {
         json_t *values = json_array();
         for (size_t i = 0; v->array_value && i < v->array_value->n_values; i++) {
             json_array_append_new(values, s_any(v->array_value->values[i]));
         }
-        s_set(out, "arrayValue", json_pack("{s:o}", "values", values));
+        drv_otlp_jw_set(out, "arrayValue", json_pack("{s:o}", "values", values));
         break;
     }
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE:
-        s_set(out, "kvlistValue",
+        drv_otlp_jw_set(out, "kvlistValue",
               json_pack("{s:o}", "values",
                         s_attributes(v->kvlist_value ? v->kvlist_value->values : NULL,
                                      v->kvlist_value ? v->kvlist_value->n_values : 0)));
@@ -93,7 +94,7 @@ static json_t *s_any(const otlp_any_t *v)
         zarmour_set_line_breaks(armour, false);
         char *encoded = zarmour_encode(armour, v->bytes_value.data, v->bytes_value.len);
         zarmour_destroy(&armour);
-        s_set(out, "bytesValue", json_string(encoded ? encoded : ""));
+        drv_otlp_jw_set(out, "bytesValue", json_string(encoded ? encoded : ""));
         zstr_free(&encoded);
         break;
     }
@@ -112,32 +113,32 @@ static json_t *s_attributes(otlp_kv_t *const *kv, size_t n)
     return list;
 }
 
-static void s_attributes_of(json_t *object, otlp_kv_t *const *kv, size_t n)
+void drv_otlp_jw_attributes_of(json_t *object, otlp_kv_t *const *kv, size_t n)
 {
     if (n) {
-        s_set(object, "attributes", s_attributes(kv, n));
+        drv_otlp_jw_set(object, "attributes", s_attributes(kv, n));
     }
 }
 
-static json_t *s_resource(const otlp_resource_t *resource, const char *schema_url)
+json_t *drv_otlp_jw_resource(const otlp_resource_t *resource, const char *schema_url)
 {
     json_t *out = json_object();
     json_t *r = json_object();
     if (resource) {
-        s_attributes_of(r, resource->attributes, resource->n_attributes);
+        drv_otlp_jw_attributes_of(r, resource->attributes, resource->n_attributes);
     }
-    s_set(out, "resource", r);
-    s_string(out, "schemaUrl", schema_url);
+    drv_otlp_jw_set(out, "resource", r);
+    drv_otlp_jw_string(out, "schemaUrl", schema_url);
     return out;
 }
 
-static json_t *s_scope(const otlp_scope_t *scope)
+json_t *drv_otlp_jw_scope(const otlp_scope_t *scope)
 {
     json_t *out = json_object();
     if (scope) {
-        s_string(out, "name", scope->name);
-        s_string(out, "version", scope->version);
-        s_attributes_of(out, scope->attributes, scope->n_attributes);
+        drv_otlp_jw_string(out, "name", scope->name);
+        drv_otlp_jw_string(out, "version", scope->version);
+        drv_otlp_jw_attributes_of(out, scope->attributes, scope->n_attributes);
     }
     return json_pack("{s:o}", "scope", out);
 }
@@ -145,56 +146,56 @@ static json_t *s_scope(const otlp_scope_t *scope)
 static json_t *s_log(const otlp_log_t *log)
 {
     json_t *out = json_object();
-    s_u64(out, "timeUnixNano", log->time_unix_nano);
-    s_u64(out, "observedTimeUnixNano", log->observed_time_unix_nano);
-    s_int(out, "severityNumber", log->severity_number);
-    s_string(out, "severityText", log->severity_text);
+    drv_otlp_jw_u64(out, "timeUnixNano", log->time_unix_nano);
+    drv_otlp_jw_u64(out, "observedTimeUnixNano", log->observed_time_unix_nano);
+    drv_otlp_jw_int(out, "severityNumber", log->severity_number);
+    drv_otlp_jw_string(out, "severityText", log->severity_text);
     if (log->body) {
-        s_set(out, "body", s_any(log->body));
+        drv_otlp_jw_set(out, "body", s_any(log->body));
     }
-    s_attributes_of(out, log->attributes, log->n_attributes);
-    s_int(out, "flags", log->flags);
-    s_id(out, "traceId", log->trace_id);
-    s_id(out, "spanId", log->span_id);
-    s_string(out, "eventName", log->event_name);
+    drv_otlp_jw_attributes_of(out, log->attributes, log->n_attributes);
+    drv_otlp_jw_int(out, "flags", log->flags);
+    drv_otlp_jw_id(out, "traceId", log->trace_id);
+    drv_otlp_jw_id(out, "spanId", log->span_id);
+    drv_otlp_jw_string(out, "eventName", log->event_name);
     return out;
 }
 
 static json_t *s_span(const otlp_span_t *span)
 {
     json_t *out = json_object();
-    s_id(out, "traceId", span->trace_id);
-    s_id(out, "spanId", span->span_id);
-    s_string(out, "traceState", span->trace_state);
-    s_id(out, "parentSpanId", span->parent_span_id);
-    s_string(out, "name", span->name);
-    s_int(out, "kind", span->kind);
-    s_u64(out, "startTimeUnixNano", span->start_time_unix_nano);
-    s_u64(out, "endTimeUnixNano", span->end_time_unix_nano);
-    s_attributes_of(out, span->attributes, span->n_attributes);
+    drv_otlp_jw_id(out, "traceId", span->trace_id);
+    drv_otlp_jw_id(out, "spanId", span->span_id);
+    drv_otlp_jw_string(out, "traceState", span->trace_state);
+    drv_otlp_jw_id(out, "parentSpanId", span->parent_span_id);
+    drv_otlp_jw_string(out, "name", span->name);
+    drv_otlp_jw_int(out, "kind", span->kind);
+    drv_otlp_jw_u64(out, "startTimeUnixNano", span->start_time_unix_nano);
+    drv_otlp_jw_u64(out, "endTimeUnixNano", span->end_time_unix_nano);
+    drv_otlp_jw_attributes_of(out, span->attributes, span->n_attributes);
     json_t *events = json_array();
     for (size_t i = 0; i < span->n_events; i++) {
         json_t *event = json_object();
-        s_u64(event, "timeUnixNano", span->events[i]->time_unix_nano);
-        s_string(event, "name", span->events[i]->name);
-        s_attributes_of(event, span->events[i]->attributes, span->events[i]->n_attributes);
+        drv_otlp_jw_u64(event, "timeUnixNano", span->events[i]->time_unix_nano);
+        drv_otlp_jw_string(event, "name", span->events[i]->name);
+        drv_otlp_jw_attributes_of(event, span->events[i]->attributes, span->events[i]->n_attributes);
         json_array_append_new(events, event);
     }
-    s_set(out, "events", events);
+    drv_otlp_jw_set(out, "events", events);
     json_t *links = json_array();
     for (size_t i = 0; i < span->n_links; i++) {
         json_t *link = json_object();
-        s_id(link, "traceId", span->links[i]->trace_id);
-        s_id(link, "spanId", span->links[i]->span_id);
-        s_attributes_of(link, span->links[i]->attributes, span->links[i]->n_attributes);
+        drv_otlp_jw_id(link, "traceId", span->links[i]->trace_id);
+        drv_otlp_jw_id(link, "spanId", span->links[i]->span_id);
+        drv_otlp_jw_attributes_of(link, span->links[i]->attributes, span->links[i]->n_attributes);
         json_array_append_new(links, link);
     }
-    s_set(out, "links", links);
+    drv_otlp_jw_set(out, "links", links);
     if (span->status) {
         json_t *status = json_object();
-        s_string(status, "message", span->status->message);
-        s_int(status, "code", span->status->code);
-        s_set(out, "status", status);
+        drv_otlp_jw_string(status, "message", span->status->message);
+        drv_otlp_jw_int(status, "code", span->status->code);
+        drv_otlp_jw_set(out, "status", status);
     }
     return out;
 }
@@ -205,35 +206,41 @@ int drv_otlp_json_write(const drv_otlp_request_t *request, drv_buf_t *out)
     if (request->signal == DRV_OTLP_LOGS) {
         for (size_t r = 0; r < request->logs->n_resource_logs; r++) {
             const otlp_resource_logs_t *rl = request->logs->resource_logs[r];
-            json_t *resource = s_resource(rl->resource, rl->schema_url), *scopes = json_array();
+            json_t *resource = drv_otlp_jw_resource(rl->resource, rl->schema_url), *scopes = json_array();
             for (size_t s = 0; s < rl->n_scope_logs; s++) {
-                json_t *scope = s_scope(rl->scope_logs[s]->scope), *records = json_array();
+                json_t *scope = drv_otlp_jw_scope(rl->scope_logs[s]->scope), *records = json_array();
                 for (size_t i = 0; i < rl->scope_logs[s]->n_log_records; i++) {
                     json_array_append_new(records, s_log(rl->scope_logs[s]->log_records[i]));
                 }
-                s_set(scope, "logRecords", records);
+                drv_otlp_jw_set(scope, "logRecords", records);
                 json_array_append_new(scopes, scope);
             }
-            s_set(resource, "scopeLogs", scopes);
+            drv_otlp_jw_set(resource, "scopeLogs", scopes);
             json_array_append_new(resources, resource);
         }
+    } else if (request->signal == DRV_OTLP_METRICS) {
+        drv_otlp_jw_metrics(request->metrics, resources);
     } else {
         for (size_t r = 0; r < request->traces->n_resource_spans; r++) {
             const otlp_resource_spans_t *rs = request->traces->resource_spans[r];
-            json_t *resource = s_resource(rs->resource, rs->schema_url), *scopes = json_array();
+            json_t *resource = drv_otlp_jw_resource(rs->resource, rs->schema_url), *scopes = json_array();
             for (size_t s = 0; s < rs->n_scope_spans; s++) {
-                json_t *scope = s_scope(rs->scope_spans[s]->scope), *spans = json_array();
+                json_t *scope = drv_otlp_jw_scope(rs->scope_spans[s]->scope), *spans = json_array();
                 for (size_t i = 0; i < rs->scope_spans[s]->n_spans; i++) {
                     json_array_append_new(spans, s_span(rs->scope_spans[s]->spans[i]));
                 }
-                s_set(scope, "spans", spans);
+                drv_otlp_jw_set(scope, "spans", spans);
                 json_array_append_new(scopes, scope);
             }
-            s_set(resource, "scopeSpans", scopes);
+            drv_otlp_jw_set(resource, "scopeSpans", scopes);
             json_array_append_new(resources, resource);
         }
     }
-    json_t *doc = json_pack("{s:o}", request->signal == DRV_OTLP_LOGS ? "resourceLogs" : "resourceSpans", resources);
+    json_t *doc = json_pack("{s:o}",
+                            request->signal == DRV_OTLP_LOGS     ? "resourceLogs"
+                            : request->signal == DRV_OTLP_TRACES ? "resourceSpans"
+                                                                 : "resourceMetrics",
+                            resources);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
     int rc = text ? drv_buf_append(out, text, strlen(text)) : -1;
