@@ -34,7 +34,7 @@ int drv_dag_buffer_open(drv_dag_t *self, const json_t *spec, char *err, size_t e
         return -1;
     }
     //  Numbering goes on from the log's: what it holds is fed first.
-    self->input = self->found_last = drv_buffer_last(self->buffer);
+    self->input = drv_buffer_last(self->buffer);
     self->running = self->settled = self->told_durable = 0;
     return 0;
 }
@@ -140,7 +140,7 @@ int drv_dag_pump(drv_dag_t *self)
             self->unowned_errors++;
             continue;
         }
-        if (input.number <= self->found_last) {
+        if (input.replayed) {
             node->in += n; // taken by an earlier instance: counted in as it is replayed
         }
     }

@@ -28,7 +28,6 @@ struct drv_dag_t {
     //  NULL: inputs are numbered by its log and wait in it, in order, until
     //  the nodes can take them.
     drv_buffer_t *buffer;
-    int64_t found_last;      // inputs up to this one were in the log at start
     int64_t told_durable;    // receivers answering once durable were told up to this
     msgpack_sbuffer packing; // records packed for the log
     int64_t tap_per_sec;     // samples per second and tapped node (drv_tap.c)

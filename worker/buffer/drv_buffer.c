@@ -301,7 +301,8 @@ int drv_buffer_next(drv_buffer_t *self, drv_buffer_input_t *input, char *err, si
                                       .data = data + 2 + idlen,
                                       .size = entry.len - 2 - idlen,
                                       .records = entry.records,
-                                      .number = entry.number};
+                                      .number = entry.number,
+                                      .replayed = entry.number <= self->found_last};
         return 1;
     }
 }

@@ -63,6 +63,7 @@ typedef struct {
     size_t size;
     uint32_t records;
     int64_t number;           // read back: its number
+    bool replayed;            // read back: an earlier instance took it (it was in the log at open)
 } drv_buffer_input_t;
 
 //  policies.buffer of a normalized spec: true when type is disk, policy

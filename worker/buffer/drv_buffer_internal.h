@@ -38,6 +38,7 @@ struct drv_buffer_t {
     int64_t corrupt_told;    // damaged segments already logged
     int64_t corrupt_records_told; // and the records lost with them, already taken off records
     int64_t dropped_warned_ms; // mono: drops are logged at most every 5 s
+    int64_t slow_warned_ms;  // mono: slow syncs are logged at most every 10 s
     char node[256];          // the receiver id of the entry last read
     //  Taking over logs nobody holds (drv_buffer_adopt.c).
     char root[4096], pipeline_dir[4096], group[128], pipeline[128];
