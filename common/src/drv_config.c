@@ -356,8 +356,9 @@ static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus,
             {
                 const char *endpoint = json_string_value(json_object_get(receiver, "endpoint"));
                 char node_path[400];
-                snprintf(node_path, sizeof node_path, "%s.nodes.%s.config.endpoint", path,
-                         json_string_value(json_object_get(receiver, "node")));
+                snprintf(node_path, sizeof node_path, "%s.nodes.%s.config.%s", path,
+                         json_string_value(json_object_get(receiver, "node")),
+                         json_string_value(json_object_get(receiver, "key")));
                 json_t *owner = json_object_get(endpoints, endpoint);
                 if (owner) {
                     drv_problems_add(problems, node_path, "endpoint %s is already bound by %s",

@@ -299,10 +299,12 @@ static void s_endpoints_once(ctx_t *ctx, json_t *nodes)
         {
             if (k < i && json_equal(json_object_get(r, "endpoint"), json_object_get(other, "endpoint"))) {
                 char path[120];
-                snprintf(path, sizeof path, "nodes.%s.config.endpoint", json_string_value(json_object_get(r, "node")));
-                drv_spec_check_problem(ctx, path, "%s is node %s's already",
+                snprintf(path, sizeof path, "nodes.%s.config.%s", json_string_value(json_object_get(r, "node")),
+                         json_string_value(json_object_get(r, "key")));
+                drv_spec_check_problem(ctx, path, "%s is node %s's %s already",
                                        json_string_value(json_object_get(r, "endpoint")),
-                                       json_string_value(json_object_get(other, "node")));
+                                       json_string_value(json_object_get(other, "node")),
+                                       json_string_value(json_object_get(other, "key")));
                 break;
             }
         }
@@ -422,6 +424,7 @@ int64_t drv_spec_policy(const json_t *spec, const char *policy, const char *key)
 
 json_t *drv_spec_receivers(const json_t *spec, const char *type)
 {
+    static const char *const keys[] = {"endpoint", "grpc_endpoint"}; // receiver:otlp binds a second
     json_t *list = json_array();
     const char *id;
     json_t *node;
@@ -431,11 +434,12 @@ json_t *drv_spec_receivers(const json_t *spec, const char *type)
         json_t *config = json_object_get(node, "config");
         kind = kind ? kind : "";
         bool wanted = type ? !strcmp(kind, type) : !strncmp(kind, "receiver:", 9);
-        wanted &= json_is_string(json_object_get(config, "endpoint"));
-        if (wanted) {
-            json_array_append_new(list, json_pack("{s:s, s:s, s:O, s:b}", "node", id, "type", kind, "endpoint",
-                                                  json_object_get(config, "endpoint"), "ack",
-                                                  json_is_true(json_object_get(config, "ack"))));
+        for (size_t k = 0; k < 2 && wanted; k++) {
+            if (json_is_string(json_object_get(config, keys[k]))) {
+                json_array_append_new(list, json_pack("{s:s, s:s, s:O, s:s, s:b}", "node", id, "type", kind,
+                                                      "endpoint", json_object_get(config, keys[k]), "key", keys[k],
+                                                      "ack", json_is_true(json_object_get(config, "ack"))));
+            }
         }
     }
     return list;

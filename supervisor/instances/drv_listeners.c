@@ -67,7 +67,8 @@ void drv_listeners_probe(drv_pipeline_t *pipeline, const json_t *spec, drv_probl
             continue;
         }
         char path[200];
-        snprintf(path, sizeof path, "nodes.%s.config.endpoint", json_string_value(json_object_get(r, "node")));
+        snprintf(path, sizeof path, "nodes.%s.config.%s", json_string_value(json_object_get(r, "node")),
+                 json_string_value(json_object_get(r, "key")));
         drv_problems_add(problems, path, "%s", why);
     }
     json_decref(receivers);

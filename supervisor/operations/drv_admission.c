@@ -62,7 +62,8 @@ int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const js
         const char *owner = s_endpoint_owner(engine, pipeline, endpoint);
         if (owner) {
             char path[200];
-            snprintf(path, sizeof path, "nodes.%s.config.endpoint", json_string_value(json_object_get(r, "node")));
+            snprintf(path, sizeof path, "nodes.%s.config.%s", json_string_value(json_object_get(r, "node")),
+                     json_string_value(json_object_get(r, "key")));
             drv_problems_add(problems, path, "endpoint %s is already bound by pipeline %s", endpoint, owner);
             taken = true;
         }

@@ -37,22 +37,37 @@ void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const j
     }
 }
 
+//  The socket droverd bound for config[key], or -1 with the reason in err.
+static int s_inherited(drv_node_t *node, const json_t *config, const char *key, char *err, size_t errlen)
+{
+    char why[300];
+    int fd = drv_listen_inherited(json_string_value(json_object_get(config, key)), why, sizeof why);
+    if (fd < 0) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+    }
+    return fd;
+}
+
+//  With a disk buffer every answer waits: for the log's sync (ack: false) or the export.
+static bool s_ack(drv_node_t *node, const json_t *config)
+{
+    return json_is_true(json_object_get(config, "ack")) || drv_node_buffered(node);
+}
+
 int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const json_t *config,
                          drv_http_config_t *server_config, char *err, size_t errlen)
 {
-    char why[200];
-    int fd = drv_listen_inherited(json_string_value(json_object_get(config, "endpoint")), why, sizeof why);
+    int fd = s_inherited(node, config, "endpoint", err, errlen);
     if (fd < 0) {
-        snprintf(err, errlen, "node %s: %s", node->id, why);
         return -1;
     }
     server_config->max_body_bytes = (size_t)json_integer_value(json_object_get(config, "max_body_bytes"));
     server_config->buffer_bytes = DRV_HTTP_NODE_BUFFER_BYTES;
-    //  With a disk buffer every answer waits: for the log's sync (ack: false) or the export.
-    server_config->ack = json_is_true(json_object_get(config, "ack")) || drv_node_buffered(node);
+    server_config->ack = s_ack(node, config);
     server_config->input = s_input;
     server_config->backlogged = s_backlogged;
     server_config->arg = node;
+    char why[200];
     *server = drv_http_server_new(fd, server_config, why, sizeof why);
     if (!*server) {
         snprintf(err, errlen, "node %s: %s", node->id, why);
@@ -74,6 +89,31 @@ int drv_http_node_readable(drv_node_t *node)
         drv_http_server_run(server);
     }
     return 0; // what it emitted was counted as it went
+}
+
+int drv_http_node_listen_grpc(drv_node_t *node, drv_grpc_server_t **server, const json_t *config,
+                              drv_grpc_config_t *server_config, char *err, size_t errlen)
+{
+    int fd = s_inherited(node, config, "grpc_endpoint", err, errlen);
+    if (fd < 0) {
+        return -1;
+    }
+    json_t *tls = json_object_get(config, "tls");
+    server_config->cert_file = json_string_value(json_object_get(tls, "cert_file"));
+    server_config->key_file = json_string_value(json_object_get(tls, "key_file"));
+    server_config->max_message_bytes = (size_t)json_integer_value(json_object_get(config, "max_body_bytes"));
+    server_config->buffer_bytes = DRV_HTTP_NODE_BUFFER_BYTES;
+    server_config->ack = s_ack(node, config);
+    server_config->input = s_input;
+    server_config->backlogged = s_backlogged;
+    server_config->arg = node;
+    char why[300];
+    *server = drv_grpc_server_new(fd, server_config, why, sizeof why);
+    if (!*server) {
+        snprintf(err, errlen, "node %s: grpc_endpoint: %s", node->id, why);
+        return -1;
+    }
+    return 0;
 }
 
 int64_t drv_http_node_timeout_ms(drv_node_t *node)

@@ -1,10 +1,12 @@
 /*  drv_http_node — what the HTTP receivers (receiver:http, receiver:otlp)
     share as node kinds: a drv_http_server_t on the socket droverd bound
     for config.endpoint, as the first member of the node's state, and the
-    node hooks that serve it. */
+    node hooks that serve it; and, for receiver:otlp's grpc_endpoint, a
+    gRPC server under the same rules (acknowledgement, push back). */
 #ifndef DRV_HTTP_NODE_H
 #define DRV_HTTP_NODE_H
 
+#include "drv_grpc_server.h"
 #include "drv_http_server.h"
 #include "drv_node.h"
 
@@ -17,6 +19,11 @@ void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const j
 //  -1 with the reason in err.
 int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const json_t *config,
                          drv_http_config_t *server_config, char *err, size_t errlen);
+
+//  Starts *server on the inherited socket of config.grpc_endpoint, with
+//  max_body_bytes, ack and tls {cert_file, key_file} from config, as above.
+int drv_http_node_listen_grpc(drv_node_t *node, drv_grpc_server_t **server, const json_t *config,
+                              drv_grpc_config_t *server_config, char *err, size_t errlen);
 
 //  Node hooks; node->state starts with a drv_http_server_t *.
 int drv_http_node_fd(drv_node_t *node);

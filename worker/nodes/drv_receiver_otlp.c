@@ -8,28 +8,48 @@
     the server (drv_http_server.h), which also says how the shared listening
     socket is served and drained. Every refusal's body is a google.rpc.Status
     in the request's encoding (JSON when it had none we take). As with receiver:http, records are
-    exported before the answer. */
+    exported before the answer.
+
+    With grpc_endpoint, OTLP/gRPC too (contract 7.2): the unary Export of
+    the three collector services on a second socket droverd bound, served
+    by drv_grpc_server beside the HTTP server; the node polls both through
+    one epoll descriptor of its own. The same decode, the same records;
+    refusals as gRPC status codes (INVALID_ARGUMENT, RESOURCE_EXHAUSTED and
+    UNAVAILABLE with RetryInfo). tls {cert_file, key_file} serves the gRPC
+    socket over TLS (ALPN h2). */
 #include "drv_http_node.h"
 #include "drv_node.h"
 #include "drv_otlp.h"
 #include "drv_otlp_json.h"
 #include "drv_otlp_records.h"
 
+#include "drv_grpc_frame.h"
+
 #include "drover/drv_limits.h"
+#include "drover/drv_listen.h"
 #include "drover/drv_utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 typedef struct {
     drv_http_server_t *server; // first: drv_http_node's hooks find it there
     const char *paths[4];
+    drv_grpc_server_t *grpc;   // NULL: no grpc_endpoint
+    const char *grpc_paths[4];
+    drv_otlp_signal_t grpc_signals[3];
+    int epoll_fd;              // with grpc: both servers' descriptors
 } otlp_t;
 
 static const char *const s_media_types[] = {"application/x-protobuf", "application/json", NULL};
 static const char *const s_signal_names[] = {"logs", "traces", "metrics"};
 static const char *const s_signal_paths[] = {"/v1/logs", "/v1/traces", "/v1/metrics"};
+static const char *const s_grpc_paths[] = {"/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+                                           "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                           "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"};
 
 static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
 {
@@ -47,9 +67,36 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
     if (json_is_array(signals) && json_array_size(signals) == 0) {
         drv_spec_check_problem(check, node_path, "config.signals: must name logs, traces or metrics");
     }
+    const char *grpc = json_string_value(json_object_get(config, "grpc_endpoint"));
+    char why[200];
+    drv_listen_endpoint_t parsed;
+    if (grpc && (drv_listen_parse(grpc, &parsed, why, sizeof why) != 0 || parsed.type != DRV_LISTEN_TCP)) {
+        drv_spec_check_problem(check, node_path, "config.grpc_endpoint: must be host:port (0.0.0.0:4317)");
+    }
+    json_t *tls = json_object_get(config, "tls");
+    const char *tls_keys[] = {"cert_file", "key_file"};
+    for (size_t k = 0; tls && k < 2; k++) {
+        json_t *file = json_object_get(tls, tls_keys[k]);
+        if (!json_is_string(file) || !json_string_length(file)) {
+            drv_spec_check_problem(check, node_path, "config.tls.%s: must be a file path (PEM)", tls_keys[k]);
+        }
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach(tls, key, value)
+    {
+        if (strcmp(key, "cert_file") != 0 && strcmp(key, "key_file") != 0) {
+            drv_spec_check_problem(check, node_path, "config.tls.%s: unknown key (cert_file, key_file)", key);
+        }
+    }
+    if (tls && !grpc) {
+        drv_spec_check_problem(check, node_path, "config.tls: serves grpc_endpoint, which is not set");
+    }
 }
 
 //  The Export…ServiceResponse, in the request's encoding.
+static char *s_response_pb(drv_otlp_signal_t signal, int64_t rejected, const char *why, size_t *size);
+
 static void s_respond(drv_http_reply_t *reply, drv_otlp_signal_t signal, bool json, int64_t rejected, const char *why)
 {
     reply->status = 200;
@@ -67,6 +114,12 @@ static void s_respond(drv_http_reply_t *reply, drv_otlp_signal_t signal, bool js
         return;
     }
     reply->content_type = "application/x-protobuf";
+    reply->body = s_response_pb(signal, rejected, why, &reply->size);
+}
+
+//  The Export…ServiceResponse in protobuf, malloc'd (NULL out of memory).
+static char *s_response_pb(drv_otlp_signal_t signal, int64_t rejected, const char *why, size_t *size)
+{
     ProtobufCMessage *response;
     otlp_logs_response_t logs = OPENTELEMETRY__PROTO__COLLECTOR__LOGS__V1__EXPORT_LOGS_SERVICE_RESPONSE__INIT;
     otlp_logs_partial_t logs_partial = OPENTELEMETRY__PROTO__COLLECTOR__LOGS__V1__EXPORT_LOGS_PARTIAL_SUCCESS__INIT;
@@ -91,11 +144,12 @@ static void s_respond(drv_http_reply_t *reply, drv_otlp_signal_t signal, bool js
         traces.partial_success = rejected ? &traces_partial : NULL;
         response = &traces.base;
     }
-    reply->size = protobuf_c_message_get_packed_size(response);
-    reply->body = malloc(reply->size + 1);
-    if (reply->body) {
-        protobuf_c_message_pack(response, (uint8_t *)reply->body);
+    *size = protobuf_c_message_get_packed_size(response);
+    char *body = malloc(*size + 1);
+    if (body) {
+        protobuf_c_message_pack(response, (uint8_t *)body);
     }
+    return body;
 }
 
 //  A refusal as OTLP/HTTP answers one: a google.rpc.Status, protobuf for a
@@ -151,6 +205,37 @@ static int s_records(drv_node_t *node, drv_otlp_signal_t signal, bool json, cons
 //  the encoding, so that replay knows how to read it.
 enum { RAW_MAGIC = 'O', RAW_HEAD = 3 };
 
+typedef enum { TAKEN, NO_MEMORY, FULL, INVALID } outcome_t;
+
+//  One export request, from either transport: decoded, its records handed
+//  on, and what became of it (rejected records counted in *rejected; why
+//  says why, for those and for INVALID).
+static outcome_t s_take(drv_node_t *node, drv_otlp_signal_t signal, bool json, const void *body, size_t size,
+                        int64_t *rejected, char *why, size_t whylen)
+{
+    drv_otlp_request_t otlp;
+    bool decoded;
+    msgpack_object *records;
+    *rejected = 0;
+    int n = s_records(node, signal, json, body, size, &otlp, &decoded, &records, rejected, why, whylen);
+    unsigned char head[RAW_HEAD] = {RAW_MAGIC, (unsigned char)signal, json};
+    struct iovec raw[2] = {{head, RAW_HEAD}, {(void *)body, size}};
+    bool taken = n <= 0 || drv_node_emit_input(node, raw, 2, records, (size_t)n); // they point into otlp
+    if (decoded) {
+        drv_otlp_request_free(&otlp);
+    }
+    if (n == DRV_OTLP_NO_MEMORY) {
+        return NO_MEMORY;
+    }
+    if (!taken) {
+        return FULL;
+    }
+    if (n < 0 || *rejected > 0) {
+        drv_node_count_refused(node);
+    }
+    return n < 0 ? INVALID : TAKEN;
+}
+
 static void s_handle(void *arg, const drv_http_request_t *request, drv_http_reply_t *reply)
 {
     drv_node_t *node = arg;
@@ -159,38 +244,56 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
         signal++;
     }
     bool json = !strcmp(request->media_type, "application/json");
-    drv_otlp_request_t otlp;
-    bool decoded;
-    msgpack_object *records;
-    int64_t rejected = 0;
+    int64_t rejected;
     char why[400];
-    int n = s_records(node, signal, json, request->body, request->size, &otlp, &decoded, &records, &rejected, why,
-                      sizeof why);
-    unsigned char head[RAW_HEAD] = {RAW_MAGIC, (unsigned char)signal, json};
-    struct iovec raw[2] = {{head, RAW_HEAD}, {(void *)request->body, request->size}};
-    bool taken = n <= 0 || drv_node_emit_input(node, raw, 2, records, (size_t)n); // they point into otlp
-    if (decoded) {
-        drv_otlp_request_free(&otlp);
-    }
-    if (n == DRV_OTLP_NO_MEMORY) {
+    switch (s_take(node, signal, json, request->body, request->size, &rejected, why, sizeof why)) {
+    case NO_MEMORY:
         s_error(request->media_type, 503, "unavailable", "out of memory; retry", reply);
         reply->retry_after_secs = 1;
         return;
-    }
-    if (!taken) {
+    case FULL:
         s_error(request->media_type, 429, "unavailable", "the disk buffer is full; retry later", reply);
         reply->retry_after_secs = 1;
         return;
-    }
-    if (n < 0) {
-        drv_node_count_refused(node);
+    case INVALID:
         s_error(request->media_type, 400, "invalid_request", why, reply);
         return;
+    case TAKEN:
+        s_respond(reply, signal, json, rejected, why);
     }
-    if (rejected > 0) {
-        drv_node_count_refused(node);
+}
+
+//  The same over gRPC: the message is always protobuf.
+static void s_grpc_handle(void *arg, const drv_grpc_request_t *request, drv_grpc_reply_t *reply)
+{
+    drv_node_t *node = arg;
+    otlp_t *self = node->state;
+    drv_otlp_signal_t signal = self->grpc_signals[request->path];
+    int64_t rejected;
+    switch (s_take(node, signal, false, request->message, request->size, &rejected, reply->message,
+                   sizeof reply->message)) {
+    case NO_MEMORY:
+        reply->status = DRV_GRPC_UNAVAILABLE;
+        reply->retry_ms = 1000;
+        snprintf(reply->message, sizeof reply->message, "out of memory; retry");
+        return;
+    case FULL:
+        reply->status = DRV_GRPC_RESOURCE_EXHAUSTED;
+        reply->retry_ms = 1000;
+        snprintf(reply->message, sizeof reply->message, "the disk buffer is full; retry later");
+        return;
+    case INVALID:
+        reply->status = DRV_GRPC_INVALID_ARGUMENT;
+        return;
+    case TAKEN:
+        reply->status = DRV_GRPC_OK;
+        reply->body = s_response_pb(signal, rejected, reply->message, &reply->size);
+        if (!reply->body) {
+            reply->status = DRV_GRPC_UNAVAILABLE;
+            reply->retry_ms = 1000;
+            snprintf(reply->message, sizeof reply->message, "out of memory; retry");
+        }
     }
-    s_respond(reply, signal, json, rejected, why);
 }
 
 //  A request read back from a disk buffer: its records made again and handed on.
@@ -235,9 +338,86 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
             }
         }
     }
+    self->epoll_fd = -1;
     drv_http_config_t server = {.paths = self->paths, .media_types = s_media_types, .handler = s_handle,
                                 .error = s_error};
-    return drv_http_node_listen(node, &self->server, config, &server, err, errlen);
+    if (drv_http_node_listen(node, &self->server, config, &server, err, errlen) != 0) {
+        return -1;
+    }
+    if (!json_is_string(json_object_get(config, "grpc_endpoint"))) {
+        return 0;
+    }
+    for (size_t k = 0; k < n; k++) {
+        int signal = 0;
+        while (s_signal_paths[signal] != self->paths[k]) {
+            signal++;
+        }
+        self->grpc_paths[k] = s_grpc_paths[signal];
+        self->grpc_signals[k] = (drv_otlp_signal_t)signal;
+    }
+    drv_grpc_config_t grpc = {.paths = self->grpc_paths, .handler = s_grpc_handle};
+    if (drv_http_node_listen_grpc(node, &self->grpc, config, &grpc, err, errlen) != 0) {
+        return -1;
+    }
+    //  One descriptor for the worker to poll: an epoll set of both servers' own.
+    self->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    int fds[2] = {drv_http_server_fd(self->server), drv_grpc_server_fd(self->grpc)};
+    for (int i = 0; i < 2; i++) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
+        if (self->epoll_fd < 0 || epoll_ctl(self->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev) != 0) {
+            snprintf(err, errlen, "node %s: cannot poll both servers", node->id);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+//  Node hooks: those of drv_http_node, and the gRPC server's beside them.
+static int s_fd(drv_node_t *node)
+{
+    otlp_t *self = node->state;
+    if (!self || !self->grpc) {
+        return drv_http_node_fd(node);
+    }
+    return drv_http_node_fd(node) < 0 && drv_grpc_server_fd(self->grpc) < 0 ? -1 : self->epoll_fd;
+}
+
+static int s_readable(drv_node_t *node)
+{
+    otlp_t *self = node->state;
+    drv_http_node_readable(node);
+    if (self && self->grpc) {
+        struct epoll_event ev[2];
+        epoll_wait(self->epoll_fd, ev, 2, 0); // nothing to take: each server looks itself
+        drv_grpc_server_run(self->grpc);
+    }
+    return 0;
+}
+
+static int64_t s_timeout_ms(drv_node_t *node)
+{
+    otlp_t *self = node->state;
+    int64_t http = drv_http_node_timeout_ms(node);
+    int64_t grpc = self && self->grpc ? drv_grpc_server_timeout_ms(self->grpc) : -1;
+    return http < 0 ? grpc : grpc < 0 || http < grpc ? http : grpc;
+}
+
+static void s_drain(drv_node_t *node)
+{
+    otlp_t *self = node->state;
+    drv_http_node_drain(node);
+    if (self && self->grpc) {
+        drv_grpc_server_drain(self->grpc);
+    }
+}
+
+static void s_settled(drv_node_t *node, int64_t upto)
+{
+    otlp_t *self = node->state;
+    drv_http_node_settled(node, upto);
+    if (self && self->grpc) {
+        drv_grpc_server_settled(self->grpc, upto);
+    }
 }
 
 static void s_destroy(drv_node_t *node)
@@ -247,6 +427,10 @@ static void s_destroy(drv_node_t *node)
         return;
     }
     drv_http_server_destroy(&self->server);
+    drv_grpc_server_destroy(&self->grpc);
+    if (self->epoll_fd >= 0) {
+        close(self->epoll_fd);
+    }
     free(self);
 }
 
@@ -258,10 +442,16 @@ const drv_node_kind_t drv_receiver_otlp = {
                          .fallback = "[\"logs\", \"traces\", \"metrics\"]"},
                         {.key = "ack", .kind = DRV_KEY_BOOL, .fallback = "false"},
                         {.key = "max_body_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "4194304",
-                         .maximum = DRV_LIMIT_MESSAGE_CEILING}},
+                         .maximum = DRV_LIMIT_MESSAGE_CEILING},
+                        {.key = "grpc_endpoint", .kind = DRV_KEY_STRING},
+                        {.key = "tls", .kind = DRV_KEY_OBJECT}},
                .check = s_check},
     .init = s_init,
-    DRV_HTTP_NODE_HOOKS,
+    .fd = s_fd,
+    .readable = s_readable,
+    .timeout_ms = s_timeout_ms,
+    .drain = s_drain,
+    .settled = s_settled,
     .replay = s_replay,
     .destroy = s_destroy,
 };

@@ -49,10 +49,11 @@ bool drv_spec_valid_id(const char *id);
 //  Policy lookups on a normalized spec.
 int64_t drv_spec_policy(const json_t *spec, const char *policy, const char *key);
 
-//  Receiver nodes of a type as [{node, type, endpoint, ack}] (new
-//  reference); type NULL: every receiver that binds an endpoint
-//  (receiver:zmq in the broker, network receivers in droverd): one
-//  endpoint, one node, one pipeline.
+//  The sockets receiver nodes of a type bind, as [{node, type, endpoint,
+//  key, ack}] (new reference): key is the config key naming the endpoint
+//  (endpoint; receiver:otlp's grpc_endpoint is a second entry). type NULL:
+//  every receiver that binds an endpoint (receiver:zmq in the broker,
+//  network receivers in droverd): one endpoint, one node, one pipeline.
 json_t *drv_spec_receivers(const json_t *spec, const char *type);
 //  drv_spec_receivers(spec, "receiver:zmq").
 json_t *drv_spec_zmq_receivers(const json_t *spec);

@@ -1,0 +1,245 @@
+"""receiver:otlp over gRPC (grpc_endpoint, contract 7.2), driven by gRPC's
+own C core (Debian's python3-grpcio): logs, spans and metrics sent over
+gRPC become the same records as the same request over OTLP/HTTP; gzip'd
+messages are read; refusals carry the gRPC status OTLP names (and
+RetryInfo under backpressure); what is not gRPC (HTTP/1.1, a wrong
+content-type, an oversized header block) is refused and the instance
+lives on."""
+
+import glob
+import gzip
+import os
+import socket
+import subprocess
+import unittest
+
+from harness import EngineTest, curl_post, free_port, read_ndjson, wait_until
+import grpc_otlp
+from grpc_otlp import WHY_NOT
+
+if not WHY_NOT:
+    import grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROTO = os.path.join(HERE, "../../proto")
+FIXTURES = {"logs": ("otlp/logs.txt", "opentelemetry.proto.collector.logs.v1.ExportLogsServiceRequest",
+                     "opentelemetry/proto/collector/logs/v1/logs_service.proto"),
+            "metrics": ("otlp/metrics.txt", "opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest",
+                        "opentelemetry/proto/collector/metrics/v1/metrics_service.proto")}
+
+
+def encoded(signal):
+    """A fixture request, encoded by protoc."""
+    text, message, proto_file = FIXTURES[signal]
+    with open(os.path.join(HERE, text), "rb") as f:
+        return subprocess.run(["protoc", f"--proto_path={PROTO}", f"--encode={message}", proto_file],
+                              input=f.read(), capture_output=True, check=True).stdout
+
+
+def hpack_string(data):
+    """An HPACK string literal, not Huffman-coded (7-bit prefix length)."""
+    n, out = len(data), b""
+    if n < 127:
+        return bytes([n]) + data
+    out, n = bytes([127]), n - 127
+    while n >= 128:
+        out, n = out + bytes([n % 128 + 128]), n // 128
+    return out + bytes([n]) + data
+
+
+def h2_frame(type_, flags, stream, payload):
+    return len(payload).to_bytes(3, "big") + bytes([type_, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def h2_exchange(port, frames, timeout=5):
+    """Sends the client preface, empty SETTINGS and frames; reads until the
+    server closes or stream 1 ends. Returns [(type, flags, stream, payload)]."""
+    got, data = [], b""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(4, 0, 0, b"") + b"".join(frames))
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not chunk:
+                break
+            data += chunk
+            while len(data) >= 9 and len(data) >= 9 + int.from_bytes(data[:3], "big"):
+                n = int.from_bytes(data[:3], "big")
+                frame = (data[3], data[4], int.from_bytes(data[5:9], "big") & 0x7fffffff, data[9:9 + n])
+                got.append(frame)
+                data = data[9 + n:]
+            if any(t == 7 or (sid == 1 and (t == 3 or (t in (0, 1) and f & 1))) for t, f, sid, _ in got):
+                break
+    return got
+
+
+@unittest.skipIf(WHY_NOT, WHY_NOT)
+class OtlpGrpc(EngineTest):
+    def setUp(self):
+        self.start_admin_engine()
+        self.out = self.engine.out_dir
+        self.port, self.grpc_port = free_port(), free_port()
+        self.target = f"127.0.0.1:{self.grpc_port}"
+
+    def put(self, nodes=None, cores=1, **config):
+        config = {"endpoint": f"127.0.0.1:{self.port}", "grpc_endpoint": self.target, **config}
+        nodes = nodes or {"out": {"type": "exporter:file",
+                                  "config": {"path": f"{self.out}/grpc-{{core}}-{{generation}}.ndjson"}}}
+        spec = {"pipeline": {"cores": {"count": cores}, "nodes": {
+            "in": {"type": "receiver:otlp", "config": config, "to": [next(iter(nodes))]}, **nodes}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/grpc", body=spec)
+        self.assertEqual(status, 200, body)
+
+    def records(self, n):
+        def rows():
+            found = []
+            for path in sorted(glob.glob(f"{self.out}/grpc-*.ndjson")):
+                found += read_ndjson(path)
+            return found if len(found) >= n else None
+        return wait_until(rows, 10, f"{n} records")
+
+    def channel(self):
+        channel = grpc.insecure_channel(self.target)
+        self.addCleanup(channel.close)
+        return channel
+
+    def raw_export(self, channel, signal, data, **kw):
+        call = channel.unary_unary(grpc_otlp.METHODS[signal], request_serializer=None,
+                                   response_deserializer=grpc_otlp.response_class(signal).FromString)
+        return call(data, timeout=10, **kw)
+
+    def test_the_same_request_over_grpc_and_http_makes_the_same_records(self):
+        self.put()
+        channel = self.channel()
+        seen = 0  # one core, one file: records in the order they came
+        for signal, count in (("logs", 1), ("metrics", 6)):
+            data = encoded(signal)
+            response = self.raw_export(channel, signal, data)
+            self.assertFalse(response.HasField("partial_success"))
+            over_grpc = self.records(seen + count)[seen:]
+            status = curl_post(self.port, f"/v1/{signal}", data, "application/x-protobuf")[0]
+            self.assertEqual(status, 200)
+            over_http = self.records(seen + 2 * count)[seen + count:]
+            seen += 2 * count
+            self.assertEqual(len(over_grpc), count)
+            self.assertEqual(over_grpc, over_http, signal)
+
+    def test_logs_and_spans_arrive_whole_and_gzip_is_read(self):
+        self.put()
+        channel = self.channel()
+        self.assertEqual(grpc_otlp.export(channel, "logs", grpc_otlp.log_request("plain", 3)).ByteSize(), 0)
+        grpc_otlp.export(channel, "logs", grpc_otlp.log_request("gz", 3), compression=grpc.Compression.Gzip)
+        spans = grpc_otlp.request_class("traces")()
+        span = spans.resource_spans.add().scope_spans.add().spans.add()
+        span.trace_id, span.span_id, span.name, span.kind = bytes(range(16)), bytes(range(8)), "grpc-span", 2
+        span.start_time_unix_nano, span.end_time_unix_nano = 1, 2
+        grpc_otlp.export(channel, "traces", spans)
+        rows = self.records(7)
+        logs = sorted((r for r in rows if r["signal"] == "log"), key=lambda r: r["body"])
+        self.assertEqual([r["body"] for r in logs], ["gz-0", "gz-1", "gz-2", "plain-0", "plain-1", "plain-2"])
+        first = logs[0]
+        self.assertEqual((first["time_unix_nano"], first["observed_time_unix_nano"], first["severity_number"]),
+                         (1700000000000000000, 1700000000500000000, 9))
+        self.assertEqual((first["trace_id"], first["span_id"]),
+                         ("0102030405060708090a0b0c0d0e0f10", "0102030405060708"))
+        self.assertEqual((first["attributes"], first["resource"]), ({"i": 0}, {"service.name": "grpc-gz"}))
+        self.assertEqual(first["scope"], {"name": "grpc.scope", "version": "1.0", "attributes": {}})
+        (s,) = [r for r in rows if r["signal"] == "span"]
+        self.assertEqual((s["name"], s["kind"], s["trace_id"]), ("grpc-span", 2, bytes(range(16)).hex()))
+
+    def test_refusals_carry_the_status_otlp_names(self):
+        self.put(signals=["logs"], max_body_bytes=4096)
+        channel = self.channel()
+        with self.assertRaises(grpc.RpcError) as e:
+            self.raw_export(channel, "logs", b"\xff\xff\xff garbage")
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("not an OTLP logs export request", e.exception.details())
+        with self.assertRaises(grpc.RpcError) as e:  # not among its signals
+            grpc_otlp.export(channel, "traces", grpc_otlp.request_class("traces")())
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        with self.assertRaises(grpc.RpcError) as e:  # past max_body_bytes
+            grpc_otlp.export(channel, "logs", grpc_otlp.log_request("big", 200))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("larger than 4096", e.exception.details())
+        # Nothing of it became a record; the same channel still works.
+        grpc_otlp.export(channel, "logs", grpc_otlp.log_request("after", 1))
+        self.assertEqual([r["body"] for r in self.records(1)], ["after-0"])
+
+    def test_a_gzip_bomb_is_refused_unread(self):
+        self.put(signals=["logs"], max_body_bytes=65536)
+        # A message flagged compressed whose gzip inflates far past the limit.
+        import struct
+        bomb = gzip.compress(b"\x00" * (64 << 20))
+        frame = b"\x01" + struct.pack(">I", len(bomb)) + bomb
+        status, headers, _ = self.h2_call(frame, {"grpc-encoding": "gzip"})
+        self.assertEqual((status, headers.get("grpc-status")), (200, "8"))
+        self.assertIn("larger than 65536 bytes once gunzipped", headers.get("grpc-message", ""))
+
+    def h2_call(self, body, extra_headers, content_type="application/grpc", path=None):
+        """A raw HTTP/2 call with curl (prior knowledge): (status, headers and trailers, body)."""
+        args = ["curl", "-sS", "--http2-prior-knowledge", "-D", "-", "-o", "/dev/null", "--data-binary", "@-",
+                "-H", f"Content-Type: {content_type}", "-H", "TE: trailers", "--max-time", "10"]
+        for k, v in extra_headers.items():
+            args += ["-H", f"{k}: {v}"]
+        args.append(f"http://{self.target}{path or grpc_otlp.METHODS['logs']}")
+        out = subprocess.run(args, input=body, capture_output=True, check=True).stdout.decode()
+        lines = [line.strip() for line in out.splitlines() if line.strip()]
+        status = int(lines[0].split()[1])
+        headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+        return status, headers, out
+
+    def test_what_is_not_grpc_is_refused_and_the_instance_lives(self):
+        self.put(signals=["logs"])
+        # A wrong content-type: HTTP 415, as gRPC over HTTP/2 says.
+        status, headers, _ = self.h2_call(b"", {}, content_type="application/json")
+        self.assertEqual(status, 415)
+        # HTTP/1.1 on the gRPC port: a 505 that says why.
+        out = subprocess.run(["curl", "-sS", "-i", "--http1.1", "--max-time", "5", "--data-binary", "x",
+                              f"http://{self.target}/v1/logs"], capture_output=True, text=True)
+        self.assertIn("505", out.stdout.splitlines()[0] if out.stdout else out.stderr)
+        self.assertIn("HTTP/2 only", out.stdout)
+        # Too many header bytes: 431.
+        status, headers, _ = self.h2_call(b"", {f"x-big-{i}": "b" * 4000 for i in range(8)})
+        self.assertEqual(status, 431)
+        # An HPACK bomb: a 4000-byte header put in the dynamic table, then
+        # named again 20,000 times by one byte each (80 MB once decoded).
+        value = b"b" * 4000
+        block = (b"\x83\x86" + b"\x04" + hpack_string(grpc_otlp.METHODS["logs"].encode())  # POST, http, :path
+                 + b"\x40" + hpack_string(b"x-bomb") + hpack_string(value) + b"\xbe" * 20000)
+        chunks = [block[i:i + 16384] for i in range(0, len(block), 16384)]
+        frames = h2_exchange(self.grpc_port, [h2_frame(9 if i else 1, (0 if i else 1) | (4 if i == len(chunks) - 1 else 0),
+                                                       1, chunk) for i, chunk in enumerate(chunks)])
+        answered = [(t, f) for t, f, sid, _ in frames if sid == 1 and t in (1, 3)]
+        self.assertTrue(answered, f"the bomb's stream{frames} is answered (HEADERS) or reset, not left hanging")
+        # Garbage instead of HTTP/2 frames after the preface: a GOAWAY, then the end.
+        frames = h2_exchange(self.grpc_port, [b"\xff" * 64])
+        self.assertIn(7, [t for t, _, _, _ in frames])
+        grpc_otlp.export(self.channel(), "logs", grpc_otlp.log_request("alive", 1))
+        self.assertEqual(len(self.records(1)), 1)
+        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/grpc/status")[1]
+        self.assertEqual(status["instances"][0]["restarts"], 0)
+
+    def test_backpressure_is_resource_exhausted_with_retry_info(self):
+        nobody = free_port()  # a PUSH with no peer holds as much as it may at once
+        self.put(nodes={"stuck": {"type": "exporter:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{nobody}",
+                                                                      "hwm": 1}}})
+        channel = self.channel()
+        codes = []
+        for i in range(40):
+            try:
+                grpc_otlp.export(channel, "logs", grpc_otlp.log_request(f"p{i}", 1))
+                codes.append("OK")
+            except grpc.RpcError as e:
+                codes.append(e.code().name)
+                if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    self.assertEqual(grpc_otlp.retry_delay_ms(e), 1000)
+                    self.assertIn("the exporters are behind", e.details())
+                    break
+        self.assertEqual(codes[0], "OK")
+        self.assertEqual(codes[-1], "RESOURCE_EXHAUSTED", codes)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

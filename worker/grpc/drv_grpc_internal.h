@@ -1,0 +1,112 @@
+/*  drv_grpc_internal — what the gRPC server's files share: its limits,
+    a connection (drv_grpc_conn.c: bytes in and out, through OpenSSL or
+    not, and nghttp2's session), a call on one stream (drv_grpc_call.c:
+    nghttp2's callbacks, the message, the answer), and the server over
+    them (drv_grpc_server.c). */
+#ifndef DRV_GRPC_INTERNAL_H
+#define DRV_GRPC_INTERNAL_H
+
+#include "drv_grpc_frame.h"
+#include "drv_grpc_server.h"
+
+#include "drover/drv_conn_policy.h"
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/ssl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define CONNECTIONS 1024       // per instance; past it the oldest stalled client is cut
+#define PER_ADDRESS 64         // connections one client address may hold, per instance
+#define REQUEST_SECS 30        // a call's time on the client's clock (its headers and message)
+#define IDLE_SECS 300          // a connection with no call and nothing said is closed after this
+#define STREAMS 100            // SETTINGS_MAX_CONCURRENT_STREAMS: calls at once on one connection
+#define HEADER_BYTES 16384     // one call's header block, as HPACK counts it
+#define WINDOW (1 << 20)       // each stream's receive window
+#define CONN_WINDOW (16 << 20) // the connection's
+#define NOTICE_MS 1000         // a drain's notice waits at most this for the PING's answer
+#define RETRY_MS 1000          // RetryInfo's delay under backpressure
+#define READ_CHUNK 16384
+
+typedef struct conn_t conn_t;
+typedef struct stream_t stream_t;
+
+struct stream_t {
+    conn_t *conn;
+    int32_t id;
+    stream_t *next, *prev; // the connection's streams
+    int path;              // -1: not one served
+    int http_status;       // the head's fault (405, 415, 431), else 0
+    bool post, grpc, gzip, bad_encoding;
+    size_t header_bytes;
+    uint8_t *body; // the message as it arrives (charged to the budget)
+    size_t len, cap;
+    bool answered; // a response was submitted: what arrives now is dropped
+    bool holding;  // ack: waiting for its input to settle
+    int64_t input;
+    stream_t *next_held;
+    drv_grpc_reply_t reply; // what goes out
+    uint8_t prefix[DRV_GRPC_PREFIX];
+    size_t sent; // of prefix + body
+    char status_text[12];
+    char message[1300]; // percent-encoded
+    char *details;      // grpc-status-details-bin
+};
+
+struct conn_t {
+    drv_grpc_server_t *server;
+    int fd;
+    SSL *ssl; // NULL: h2c
+    bool handshaken;
+    nghttp2_session *session;
+    drv_conn_t *policy;
+    uint8_t *pending; // what nghttp2 gave that the socket did not take yet
+    size_t pending_len, pending_at;
+    bool out_armed; // EPOLLOUT is asked for
+    bool sniffed;   // the first bytes were looked at (HTTP/1.1?)
+    bool dead;      // freed at the end of the server's turn
+    bool dirty;     // answers were submitted outside its own turn: flush
+    stream_t *streams;
+    int64_t notice_ms; // a drain's notice went out at (0: none)
+    bool goaway;       // the final GOAWAY went out
+    conn_t *next, *prev;
+};
+
+struct drv_grpc_server_t {
+    drv_grpc_config_t config;
+    int epoll_fd;
+    int listen_fd; // -1 once draining
+    SSL_CTX *tls;
+    drv_conn_policy_t *policy;
+    conn_t *conns;
+    int conn_count;
+    stream_t *held; // answers waiting for their input to settle
+    bool draining;
+    bool in_recv; // inside nghttp2's callbacks: no flushing, no freeing
+};
+
+//  ---- drv_grpc_conn.c
+
+//  A connection accepted on fd (non-blocking); closes fd when it cannot.
+void drv_grpc_conn_open(drv_grpc_server_t *self, int fd, const struct sockaddr *addr);
+//  Its turn: handshake, read, hand to nghttp2, flush; sets dead when over.
+void drv_grpc_conn_run(conn_t *c);
+//  Sends what nghttp2 queued as far as the socket takes it. False when the
+//  connection is over (an error, or nothing left to say or hear).
+bool drv_grpc_conn_flush(conn_t *c);
+//  Puts the connection on the clock its calls say (drv_conn_policy).
+void drv_grpc_conn_clock(conn_t *c);
+//  A drain's first step: GOAWAY notice and a PING.
+void drv_grpc_conn_notice(conn_t *c);
+//  Frees it, its calls and its socket (never inside nghttp2's callbacks).
+void drv_grpc_conn_free(conn_t *c);
+
+//  ---- drv_grpc_call.c
+
+void drv_grpc_call_callbacks(nghttp2_session_callbacks *callbacks);
+//  Submits the call's answer (reply, or the HTTP refusal in http_status).
+void drv_grpc_call_submit(stream_t *s);
+void drv_grpc_call_free(stream_t *s);
+
+#endif
