@@ -11,6 +11,7 @@ import gzip
 import os
 import socket
 import subprocess
+import threading
 import unittest
 
 from harness import EngineTest, curl_post, free_port, read_ndjson, wait_until
@@ -83,14 +84,16 @@ class OtlpGrpc(EngineTest):
         self.port, self.grpc_port = free_port(), free_port()
         self.target = f"127.0.0.1:{self.grpc_port}"
 
-    def put(self, nodes=None, cores=1, **config):
+    def put(self, nodes=None, cores=1, timeout=5.0, **config):
         config = {"endpoint": f"127.0.0.1:{self.port}", "grpc_endpoint": self.target, **config}
         nodes = nodes or {"out": {"type": "exporter:file",
                                   "config": {"path": f"{self.out}/grpc-{{core}}-{{generation}}.ndjson"}}}
         spec = {"pipeline": {"cores": {"count": cores}, "nodes": {
             "in": {"type": "receiver:otlp", "config": config, "to": [next(iter(nodes))]}, **nodes}}}
-        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/grpc", body=spec)
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/grpc", body=spec,
+                                          timeout=timeout)
         self.assertEqual(status, 200, body)
+        return body
 
     def records(self, n):
         def rows():
@@ -220,6 +223,84 @@ class OtlpGrpc(EngineTest):
         self.assertEqual(len(self.records(1)), 1)
         status = self.admin.http("GET", "/api/v1/groups/default/pipelines/grpc/status")[1]
         self.assertEqual(status["instances"][0]["restarts"], 0)
+
+    def test_keep_alive_channels_through_replaces_and_a_resize_fail_no_call_and_lose_nothing(self):
+        def nodes(tag):
+            return {"t": {"type": "processor:transform", "config": {"set": {"tag": tag}}, "to": ["out"]},
+                    "out": {"type": "exporter:file",
+                            "config": {"path": f"{self.out}/grpc-{{core}}-{{generation}}.ndjson"}}}
+        self.put(nodes("v1"), cores=2)
+        stop = threading.Event()
+        sent, failures = [], []
+        lock = threading.Lock()
+
+        def client(cid):
+            channel = grpc.insecure_channel(self.target)  # one connection, kept alive, until a GOAWAY
+            seq = 0
+            while not stop.is_set():
+                try:
+                    grpc_otlp.export(channel, "logs", grpc_otlp.log_request(f"c{cid}s{seq}", 5))
+                except grpc.RpcError as e:
+                    failures.append((e.code().name, e.details()))
+                    continue
+                with lock:
+                    sent.extend(f"c{cid}s{seq}-{i}" for i in range(5))
+                seq += 1
+            channel.close()
+
+        threads = [threading.Thread(target=client, args=(c,)) for c in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            wait_until(lambda: len(sent) >= 200, 10, "load flowing")
+            for change in range(4):
+                body = self.put(nodes(f"v{min(change, 2) + 2}"), cores=2 if change < 3 else 1, timeout=60)
+                self.assertEqual(body["action"], "replace" if change < 3 else "resize")
+                mark = len(sent)
+                wait_until(lambda: len(sent) >= mark + 100, 10, "load flowing after the change")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        self.assertEqual(failures, [], "no call failed")
+        want = sorted(sent)
+        got = wait_until(lambda: (lambda r: r if len(r) >= len(want) else None)(
+            sorted(r["body"] for r in self.all_records())), 20, f"all {len(want)} records")
+        self.assertEqual(got, want, "every acknowledged record once")
+        self.assertEqual({r["tag"] for r in self.all_records()}, {"v1", "v2", "v3", "v4"})
+        print(f"grpc under load: {len(want)} records over keep-alive channels, 3 replaces and a resize, "
+              f"no call failed, none lost", flush=True)
+
+    def all_records(self):
+        rows = []
+        for path in sorted(glob.glob(f"{self.out}/grpc-*.ndjson")):
+            rows += read_ndjson(path)
+        return rows
+
+    def test_tls_with_alpn_h2(self):
+        cert, key = os.path.join(self.out, "cert.pem"), os.path.join(self.out, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+        self.put(tls={"cert_file": cert, "key_file": key})
+        with open(cert, "rb") as f:
+            credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+        channel = grpc.secure_channel(self.target, credentials)
+        self.addCleanup(channel.close)
+        grpc_otlp.export(channel, "logs", grpc_otlp.log_request("tls", 2))
+        self.assertEqual(sorted(r["body"] for r in self.records(2)), ["tls-0", "tls-1"])
+        # A client without the CA is refused by the handshake; plaintext h2c gets nothing either.
+        with self.assertRaises(grpc.RpcError) as e:
+            grpc_otlp.export(self.channel(), "logs", grpc_otlp.log_request("plain", 1), timeout=3)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        # A file that is not there fails the spec's instances with the file's name.
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/bad", body={"pipeline": {
+            "nodes": {"in": {"type": "receiver:otlp", "config": {
+                "endpoint": f"127.0.0.1:{free_port()}", "grpc_endpoint": f"127.0.0.1:{free_port()}",
+                "tls": {"cert_file": "/nonexistent/cert.pem", "key_file": key}}, "to": ["out"]},
+                "out": {"type": "exporter:null"}}}}, timeout=30)
+        self.assertNotEqual(status, 200)
+        self.assertIn("/nonexistent/cert.pem", str(body))
 
     def test_backpressure_is_resource_exhausted_with_retry_info(self):
         nobody = free_port()  # a PUSH with no peer holds as much as it may at once
