@@ -110,6 +110,10 @@ void drv_export_close(drv_export_t *self, int lane_index)
         drv_buf_free(&body);
         body = (drv_buf_t){.data = zipped, .len = zipped_size, .capacity = zipped_size};
     }
+    if (rc == 0 && self->format.grpc) {
+        rc = drv_export_grpc_frame(&body.data, &body.len, self->settings.gzip);
+        body.capacity = body.len;
+    }
     if (rc != 0) {
         drv_node_export_error(self->node, lane->count, err);
         drv_buf_free(&body);

@@ -50,6 +50,7 @@ typedef struct {
 typedef struct {
     drv_export_lane_t lanes[DRV_EXPORT_LANES]; // batches of one lane go to one URL
     size_t lane_count;
+    bool grpc;                // each batch is a unary gRPC call of the lane's URL (drv_export_grpc.c)
     drv_export_encode_fn *encode;
     void *arg;
 } drv_export_format_t;

@@ -25,6 +25,9 @@ typedef struct batch_t {
     struct curl_slist *headers; // the easy handle's
     char response[RESPONSE_KEPT + 1];
     size_t response_len;
+    int grpc_status;         // gRPC: grpc-status of the answer (-1: none yet)
+    char grpc_message[RESPONSE_KEPT + 1];
+    int64_t grpc_retry_ms;   // gRPC: RetryInfo's delay (-1: none)
 } batch_t;
 
 typedef struct {
@@ -67,5 +70,17 @@ void drv_export_finish(drv_export_t *self, batch_t *batch);
 //  Hands curl what is ready, collects what finished, closes the batches
 //  that are due and posts the ones waiting.
 void drv_export_run(drv_export_t *self);
+
+//  drv_export_grpc.c
+typedef enum { DRV_EXPORT_DONE, DRV_EXPORT_RETRY, DRV_EXPORT_DROP } drv_export_verdict_t;
+//  Puts the gRPC message prefix in front of body.
+int drv_export_grpc_frame(char **body, size_t *size, bool compressed);
+//  Makes the easy handle a gRPC call of url; returns headers with the gRPC ones added.
+struct curl_slist *drv_export_grpc_setup(CURL *easy, batch_t *batch, const char *url, bool gzip, int64_t timeout_ms,
+                                         struct curl_slist *headers);
+//  What a finished call's answer means for its batch (why: for the log;
+//  *retry_after_ms: RetryInfo's delay, 0 when it gave none).
+drv_export_verdict_t drv_export_grpc_verdict(const batch_t *batch, long http_status, char *why, size_t whylen,
+                                             int64_t *retry_after_ms);
 
 #endif

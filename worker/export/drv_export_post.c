@@ -98,12 +98,16 @@ static void s_post(drv_export_t *self, batch_t *batch)
         curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
     }
-    char content_type[200];
-    snprintf(content_type, sizeof content_type, "Content-Type: %s", lane->content_type);
-    headers = curl_slist_append(headers, content_type);
-    headers = curl_slist_append(headers, "Expect:"); // no 100-continue round trip
-    if (settings->gzip) {
-        headers = curl_slist_append(headers, "Content-Encoding: gzip");
+    if (self->format.grpc) {
+        headers = drv_export_grpc_setup(easy, batch, lane->url, settings->gzip, settings->timeout_ms, headers);
+    } else {
+        char content_type[200];
+        snprintf(content_type, sizeof content_type, "Content-Type: %s", lane->content_type);
+        headers = curl_slist_append(headers, content_type);
+        headers = curl_slist_append(headers, "Expect:"); // no 100-continue round trip
+        if (settings->gzip) {
+            headers = curl_slist_append(headers, "Content-Encoding: gzip");
+        }
     }
     for (struct curl_slist *h = settings->headers; h; h = h->next) {
         headers = curl_slist_append(headers, h->data);
@@ -176,6 +180,21 @@ static void s_done(drv_export_t *self, batch_t *batch, CURLcode result)
         snprintf(why, sizeof why, "%s: %s", self->format.lanes[batch->lane].url, curl_easy_strerror(result));
         s_retry_later(self, batch, why, 0);
         return;
+    }
+    if (self->format.grpc) {
+        int64_t retry_ms;
+        char grpc_why[RESPONSE_KEPT + 100];
+        drv_export_verdict_t verdict = drv_export_grpc_verdict(batch, status, grpc_why, sizeof grpc_why, &retry_ms);
+        snprintf(why, sizeof why, "%s %s", self->format.lanes[batch->lane].url, grpc_why);
+        if (verdict == DRV_EXPORT_RETRY) {
+            s_retry_later(self, batch, why, retry_ms);
+            return;
+        }
+        if (verdict == DRV_EXPORT_DROP) {
+            s_drop(self, batch, why);
+            return;
+        }
+        status = 200;
     }
     if (status >= 200 && status < 300) {
         if (batch->failing) {

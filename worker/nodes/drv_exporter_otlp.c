@@ -6,7 +6,11 @@
     OTLP/JSON, gzip'd unless compression says none. A record whose signal names something else, or a metric
     record without a known type, has no OTLP form here: it is dropped and
     counted in errors. Batching, retries and acknowledgement are
-    drv_export's (drv_export.h). */
+    drv_export's (drv_export.h).
+
+    protocol: grpc sends the same requests as unary calls of the OTLP/gRPC
+    services (contract 7.2): endpoint is host:port (h2c), http://host:port
+    or https://host:port (TLS, ALPN h2); always protobuf. */
 #include "drv_export.h"
 #include "drv_node.h"
 #include "drv_otlp_build.h"
@@ -48,25 +52,67 @@ static int s_encode(void *arg, int lane, const msgpack_object *records, size_t c
     return rc;
 }
 
+static const char *const s_http_paths[] = {"/v1/logs", "/v1/traces", "/v1/metrics"};
+static const char *const s_grpc_paths[] = {"/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+                                           "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                           "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"};
+
+static bool s_has_scheme(const char *endpoint)
+{
+    return !strncmp(endpoint, "http://", 7) || !strncmp(endpoint, "https://", 8);
+}
+
+//  gRPC's host:port is an http:// URL to the shared checks.
+static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
+{
+    const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
+    bool grpc = !strcmp(json_string_value(json_object_get(config, "protocol")) ?: "http", "grpc");
+    if (grpc && endpoint && !s_has_scheme(endpoint)) {
+        json_t *copy = json_copy((json_t *)config);
+        char *url = NULL;
+        if (copy && asprintf(&url, "http://%s", endpoint) >= 0) {
+            json_object_set_new(copy, "endpoint", json_string(url));
+            drv_export_check(check, node_path, copy);
+        }
+        free(url);
+        json_decref(copy);
+    } else {
+        drv_export_check(check, node_path, config);
+    }
+    if (grpc && endpoint && s_has_scheme(endpoint) && strchr(strstr(endpoint, "//") + 2, '/') &&
+        strchr(strstr(endpoint, "//") + 2, '/')[1]) {
+        drv_spec_check_problem(check, node_path, "config.endpoint: with protocol grpc, host:port or a URL "
+                                                 "without a path (the service names the path)");
+    }
+    if (grpc && json_object_get(config, "encoding") && strcmp(json_string_value(json_object_get(config, "encoding")),
+                                                              "protobuf") != 0) {
+        drv_spec_check_problem(check, node_path, "config.encoding: OTLP/gRPC is protobuf only");
+    }
+}
+
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
 {
     otlp_out_t *self = calloc(1, sizeof *self);
     node->state = self;
     self->json = !strcmp(json_string_value(json_object_get(config, "encoding")), "json");
+    bool grpc = !strcmp(json_string_value(json_object_get(config, "protocol")), "grpc");
     const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
     size_t len = strlen(endpoint);
     while (len > 0 && endpoint[len - 1] == '/') {
         len--; // http://host:4318/ and http://host:4318 are the same base
     }
-    if (asprintf(&self->urls[0], "%.*s/v1/logs", (int)len, endpoint) < 0 ||
-        asprintf(&self->urls[1], "%.*s/v1/traces", (int)len, endpoint) < 0 ||
-        asprintf(&self->urls[2], "%.*s/v1/metrics", (int)len, endpoint) < 0) {
-        snprintf(err, errlen, "node %s: out of memory", node->id);
-        return -1;
+    const char *scheme = grpc && !s_has_scheme(endpoint) ? "http://" : "";
+    for (int i = 0; i < 3; i++) {
+        if (asprintf(&self->urls[i], "%s%.*s%s", scheme, (int)len, endpoint,
+                     grpc ? s_grpc_paths[i] : s_http_paths[i]) < 0) {
+            snprintf(err, errlen, "node %s: out of memory", node->id);
+            return -1;
+        }
     }
-    const char *type = self->json ? "application/json" : "application/x-protobuf";
+    const char *type = grpc ? "application/grpc" : self->json ? "application/json" : "application/x-protobuf";
     drv_export_format_t exporting = {.lanes = {{self->urls[0], type}, {self->urls[1], type}, {self->urls[2], type}},
                                      .lane_count = 3,
+                                     .grpc = grpc,
                                      .encode = s_encode,
                                      .arg = self};
     self->export = drv_export_new(node, config, &exporting, err, errlen);
@@ -123,8 +169,9 @@ const drv_node_kind_t drv_exporter_otlp = {
                .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true},
                         {.key = "encoding", .kind = DRV_KEY_CHOICE, .fallback = "\"protobuf\"",
                          .choices = "protobuf json"},
+                        {.key = "protocol", .kind = DRV_KEY_CHOICE, .fallback = "\"http\"", .choices = "http grpc"},
                         DRV_EXPORT_KEYS},
-               .check = drv_export_check},
+               .check = s_check},
     .init = s_init,
     .run = s_run,
     DRV_EXPORT_NODE_HOOKS,

@@ -262,7 +262,9 @@ static bool s_log_taken(const msgpack_object_kv *kv)
     const msgpack_object *v = &kv->val;
     return s_common_taken(kv) || s_is(&kv->key, "body") ||
            ((s_is(&kv->key, "time_unix_nano") || s_is(&kv->key, "observed_time_unix_nano")) && s_uint(v)) ||
-           ((s_is(&kv->key, "severity_number") || s_is(&kv->key, "flags")) && s_uint(v) && v->via.u64 <= UINT32_MAX) ||
+           ((s_is(&kv->key, "severity_number") || s_is(&kv->key, "flags") ||
+             s_is(&kv->key, "dropped_attributes_count")) &&
+            s_uint(v) && v->via.u64 <= UINT32_MAX) ||
            ((s_is(&kv->key, "severity_text") || s_is(&kv->key, "event_name")) && s_string(v));
 }
 
@@ -278,6 +280,9 @@ static bool s_span_taken(const msgpack_object_kv *kv)
     return s_common_taken(kv) || (s_is(&kv->key, "parent_span_id") && s_hex(v)) ||
            ((s_is(&kv->key, "trace_state") || s_is(&kv->key, "name")) && s_string(v)) ||
            (s_is(&kv->key, "kind") && s_uint(v) && v->via.u64 <= 5) ||
+           ((s_is(&kv->key, "flags") || s_is(&kv->key, "dropped_attributes_count") ||
+             s_is(&kv->key, "dropped_events_count") || s_is(&kv->key, "dropped_links_count")) &&
+            s_uint(v) && v->via.u64 <= UINT32_MAX) ||
            ((s_is(&kv->key, "start_time_unix_nano") || s_is(&kv->key, "end_time_unix_nano")) && s_uint(v)) ||
            (s_is(&kv->key, "events") && v->type == MSGPACK_OBJECT_ARRAY) ||
            (s_is(&kv->key, "links") && v->type == MSGPACK_OBJECT_ARRAY) ||
@@ -287,6 +292,11 @@ static bool s_span_taken(const msgpack_object_kv *kv)
 static uint64_t s_u64(const msgpack_object *o)
 {
     return s_uint(o) ? o->via.u64 : 0;
+}
+
+static uint32_t s_u32(const msgpack_object *o)
+{
+    return s_uint(o) && o->via.u64 <= UINT32_MAX ? (uint32_t)o->via.u64 : 0;
 }
 
 otlp_log_t *drv_otlp_build_log(build_t *b, const msgpack_object *record, const msgpack_object_kv **extras)
@@ -320,6 +330,7 @@ otlp_log_t *drv_otlp_build_log(build_t *b, const msgpack_object *record, const m
     log->trace_id = drv_otlp_id(b, drv_otlp_get(record, "trace_id"));
     log->span_id = drv_otlp_id(b, drv_otlp_get(record, "span_id"));
     log->flags = (uint32_t)s_u64(drv_otlp_get(record, "flags"));
+    log->dropped_attributes_count = s_u32(drv_otlp_get(record, "dropped_attributes_count"));
     return drv_otlp_attributes(b, drv_otlp_get(record, "attributes"), extras, n, &log->attributes, &log->n_attributes) ? NULL : log;
 }
 
@@ -337,6 +348,7 @@ static int s_events(build_t *b, const msgpack_object *list, otlp_span_t *span)
         }
         event->time_unix_nano = s_u64(drv_otlp_get(e, "time_unix_nano"));
         event->name = drv_otlp_string_of(b, drv_otlp_get(e, "name"));
+        event->dropped_attributes_count = s_u32(drv_otlp_get(e, "dropped_attributes_count"));
         if (drv_otlp_attributes(b, drv_otlp_get(e, "attributes"), NULL, 0, &event->attributes, &event->n_attributes)) {
             return -1;
         }
@@ -359,6 +371,9 @@ static int s_links(build_t *b, const msgpack_object *list, otlp_span_t *span)
         }
         link->trace_id = drv_otlp_id(b, drv_otlp_get(l, "trace_id"));
         link->span_id = drv_otlp_id(b, drv_otlp_get(l, "span_id"));
+        link->trace_state = drv_otlp_string_of(b, drv_otlp_get(l, "trace_state"));
+        link->flags = s_u32(drv_otlp_get(l, "flags"));
+        link->dropped_attributes_count = s_u32(drv_otlp_get(l, "dropped_attributes_count"));
         if (drv_otlp_attributes(b, drv_otlp_get(l, "attributes"), NULL, 0, &link->attributes, &link->n_attributes)) {
             return -1;
         }
@@ -382,6 +397,10 @@ otlp_span_t *drv_otlp_build_span(build_t *b, const msgpack_object *record, const
     span->kind = (int)s_u64(drv_otlp_get(record, "kind"));
     span->start_time_unix_nano = s_u64(drv_otlp_get(record, "start_time_unix_nano"));
     span->end_time_unix_nano = s_u64(drv_otlp_get(record, "end_time_unix_nano"));
+    span->flags = s_u32(drv_otlp_get(record, "flags"));
+    span->dropped_attributes_count = s_u32(drv_otlp_get(record, "dropped_attributes_count"));
+    span->dropped_events_count = s_u32(drv_otlp_get(record, "dropped_events_count"));
+    span->dropped_links_count = s_u32(drv_otlp_get(record, "dropped_links_count"));
     const msgpack_object *status = drv_otlp_get(record, "status");
     if (status) {
         span->status = drv_otlp_new(b, &opentelemetry__proto__trace__v1__status__descriptor);

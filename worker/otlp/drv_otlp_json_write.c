@@ -155,6 +155,7 @@ static json_t *s_log(const otlp_log_t *log)
     }
     drv_otlp_jw_attributes_of(out, log->attributes, log->n_attributes);
     drv_otlp_jw_int(out, "flags", log->flags);
+    drv_otlp_jw_int(out, "droppedAttributesCount", log->dropped_attributes_count);
     drv_otlp_jw_id(out, "traceId", log->trace_id);
     drv_otlp_jw_id(out, "spanId", log->span_id);
     drv_otlp_jw_string(out, "eventName", log->event_name);
@@ -173,12 +174,17 @@ static json_t *s_span(const otlp_span_t *span)
     drv_otlp_jw_u64(out, "startTimeUnixNano", span->start_time_unix_nano);
     drv_otlp_jw_u64(out, "endTimeUnixNano", span->end_time_unix_nano);
     drv_otlp_jw_attributes_of(out, span->attributes, span->n_attributes);
+    drv_otlp_jw_int(out, "flags", span->flags);
+    drv_otlp_jw_int(out, "droppedAttributesCount", span->dropped_attributes_count);
+    drv_otlp_jw_int(out, "droppedEventsCount", span->dropped_events_count);
+    drv_otlp_jw_int(out, "droppedLinksCount", span->dropped_links_count);
     json_t *events = json_array();
     for (size_t i = 0; i < span->n_events; i++) {
         json_t *event = json_object();
         drv_otlp_jw_u64(event, "timeUnixNano", span->events[i]->time_unix_nano);
         drv_otlp_jw_string(event, "name", span->events[i]->name);
         drv_otlp_jw_attributes_of(event, span->events[i]->attributes, span->events[i]->n_attributes);
+        drv_otlp_jw_int(event, "droppedAttributesCount", span->events[i]->dropped_attributes_count);
         json_array_append_new(events, event);
     }
     drv_otlp_jw_set(out, "events", events);
@@ -187,7 +193,10 @@ static json_t *s_span(const otlp_span_t *span)
         json_t *link = json_object();
         drv_otlp_jw_id(link, "traceId", span->links[i]->trace_id);
         drv_otlp_jw_id(link, "spanId", span->links[i]->span_id);
+        drv_otlp_jw_string(link, "traceState", span->links[i]->trace_state);
         drv_otlp_jw_attributes_of(link, span->links[i]->attributes, span->links[i]->n_attributes);
+        drv_otlp_jw_int(link, "flags", span->links[i]->flags);
+        drv_otlp_jw_int(link, "droppedAttributesCount", span->links[i]->dropped_attributes_count);
         json_array_append_new(links, link);
     }
     drv_otlp_jw_set(out, "links", links);

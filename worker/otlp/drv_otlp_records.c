@@ -13,7 +13,7 @@ static msgpack_object s_log(drv_otlp_objects_t *b, const otlp_log_t *log,
                             const msgpack_object_kv *context)
 {
     bool event = log->event_name && log->event_name[0];
-    size_t n = 10 + (event ? 1 : 0);
+    size_t n = 10 + (event ? 1 : 0) + (log->dropped_attributes_count ? 1 : 0);
     msgpack_object_kv *p = drv_otlp_obj_take(b, (n + CONTEXT_PAIRS) * sizeof *p);
     if (p) {
         p[0] = (msgpack_object_kv){STR("signal"), STR("log")};
@@ -28,42 +28,63 @@ static msgpack_object s_log(drv_otlp_objects_t *b, const otlp_log_t *log,
         p[7] = (msgpack_object_kv){STR("trace_id"), drv_otlp_obj_hex(b, log->trace_id)};
         p[8] = (msgpack_object_kv){STR("span_id"), drv_otlp_obj_hex(b, log->span_id)};
         p[9] = (msgpack_object_kv){STR("flags"), drv_otlp_obj_uint(log->flags)};
+        size_t at = 10;
         if (event) {
-            p[10] = (msgpack_object_kv){STR("event_name"), drv_otlp_obj_str(log->event_name)};
+            p[at++] = (msgpack_object_kv){STR("event_name"), drv_otlp_obj_str(log->event_name)};
+        }
+        if (log->dropped_attributes_count) {
+            p[at++] = (msgpack_object_kv){STR("dropped_attributes_count"),
+                                          drv_otlp_obj_uint(log->dropped_attributes_count)};
         }
     }
     return drv_otlp_obj_record(p, n, context);
 }
 
-//  A span's events or links: maps of three pairs each.
+//  A count OTLP keeps only when it is not zero, as the record does.
+#define DROPPED(p, n, name, value)                                                                 \
+    do {                                                                                           \
+        if (value) {                                                                               \
+            (p)[(n)++] = (msgpack_object_kv){STR(name), drv_otlp_obj_uint(value)};                 \
+        }                                                                                          \
+    } while (0)
+
+//  A span's events or links: maps of three pairs, and what else they carry.
 static msgpack_object s_event(drv_otlp_objects_t *b, const otlp_event_t *e)
 {
-    msgpack_object_kv *p = drv_otlp_obj_take(b, 3 * sizeof *p);
+    msgpack_object_kv *p = drv_otlp_obj_take(b, 4 * sizeof *p);
+    size_t n = 3;
     if (p) {
         p[0] = (msgpack_object_kv){STR("time_unix_nano"), drv_otlp_obj_uint(e->time_unix_nano)};
         p[1] = (msgpack_object_kv){STR("name"), drv_otlp_obj_str(e->name)};
         p[2] = (msgpack_object_kv){STR("attributes"),
                                    drv_otlp_obj_attributes(b, e->attributes, e->n_attributes, 4)};
+        DROPPED(p, n, "dropped_attributes_count", e->dropped_attributes_count);
     }
-    return drv_otlp_obj_map(p, 3);
+    return drv_otlp_obj_map(p, n);
 }
 
 static msgpack_object s_link(drv_otlp_objects_t *b, const otlp_link_t *l)
 {
-    msgpack_object_kv *p = drv_otlp_obj_take(b, 3 * sizeof *p);
+    msgpack_object_kv *p = drv_otlp_obj_take(b, 6 * sizeof *p);
+    size_t n = 3;
     if (p) {
         p[0] = (msgpack_object_kv){STR("trace_id"), drv_otlp_obj_hex(b, l->trace_id)};
         p[1] = (msgpack_object_kv){STR("span_id"), drv_otlp_obj_hex(b, l->span_id)};
         p[2] = (msgpack_object_kv){STR("attributes"),
                                    drv_otlp_obj_attributes(b, l->attributes, l->n_attributes, 4)};
+        if (l->trace_state && l->trace_state[0]) {
+            p[n++] = (msgpack_object_kv){STR("trace_state"), drv_otlp_obj_str(l->trace_state)};
+        }
+        DROPPED(p, n, "flags", l->flags);
+        DROPPED(p, n, "dropped_attributes_count", l->dropped_attributes_count);
     }
-    return drv_otlp_obj_map(p, 3);
+    return drv_otlp_obj_map(p, n);
 }
 
 static msgpack_object s_span(drv_otlp_objects_t *b, const otlp_span_t *span,
                              const msgpack_object_kv *context)
 {
-    msgpack_object_kv *p = drv_otlp_obj_take(b, (13 + CONTEXT_PAIRS) * sizeof *p);
+    msgpack_object_kv *p = drv_otlp_obj_take(b, (17 + CONTEXT_PAIRS) * sizeof *p);
     msgpack_object *events = drv_otlp_obj_take(b, span->n_events * sizeof *events);
     msgpack_object *links = drv_otlp_obj_take(b, span->n_links * sizeof *links);
     msgpack_object_kv *status = drv_otlp_obj_take(b, 2 * sizeof *status);
@@ -97,7 +118,12 @@ static msgpack_object s_span(drv_otlp_objects_t *b, const otlp_span_t *span,
     p[10] = (msgpack_object_kv){STR("events"), drv_otlp_obj_array(events, span->n_events)};
     p[11] = (msgpack_object_kv){STR("links"), drv_otlp_obj_array(links, span->n_links)};
     p[12] = (msgpack_object_kv){STR("status"), drv_otlp_obj_map(status, 2)};
-    return drv_otlp_obj_record(p, 13, context);
+    p[13] = (msgpack_object_kv){STR("flags"), drv_otlp_obj_uint(span->flags)};
+    size_t n = 14;
+    DROPPED(p, n, "dropped_attributes_count", span->dropped_attributes_count);
+    DROPPED(p, n, "dropped_events_count", span->dropped_events_count);
+    DROPPED(p, n, "dropped_links_count", span->dropped_links_count);
+    return drv_otlp_obj_record(p, n, context);
 }
 
 static bool s_span_unique(const otlp_span_t *span, const char **dup)
