@@ -13,7 +13,7 @@ import subprocess
 
 import msgpack
 
-TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp", "otlp_depth", "otlp_metrics", "wal")
+TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp", "otlp_depth", "otlp_metrics", "wal", "grpc")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "../.."))
 
@@ -182,6 +182,7 @@ def main():
         write("otlp_depth", name, recipe)
     wal_seeds()
     metrics_seeds()
+    grpc_seeds()
     print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in TARGETS})
 
 
@@ -200,6 +201,30 @@ def metrics_seeds():
     write("otlp_metrics", "empty.pb", b"\0")
     with open(os.path.join(ROOT, "tests/integration/otlp/metrics.json"), "rb") as f:
         write("otlp_metrics", "every-type.json", b"\1" + f.read())
+
+
+def grpc_seeds():
+    """grpc: first byte bit 0 gzip, bits 1-2 the service; second byte the
+    limit in 64s; then a call's body: the metrics request framed plain and
+    gzip'd, cut, with a lying prefix, two messages; a RetryInfo detail."""
+    pb = open(os.path.join(HERE, "corpus/otlp_metrics/every-type.pb"), "rb").read()[1:]
+    def frame(msg, flag=0):
+        return bytes([flag]) + len(msg).to_bytes(4, "big") + msg
+    zipped = gzip.compress(pb, mtime=0)
+    write("grpc", "metrics", b"\x04\xff" + frame(pb))
+    write("grpc", "metrics-gzip", b"\x05\xff" + frame(zipped, 1))
+    write("grpc", "gzip-without-encoding", b"\x04\xff" + frame(zipped, 1))
+    write("grpc", "cut", b"\x04\xff" + frame(pb)[:-7])
+    write("grpc", "lying-prefix", b"\x00\xff" + b"\x00\x00\x01\x00\x00" + pb)
+    write("grpc", "two-messages", b"\x00\xff" + frame(b"\x0a\x00") + frame(b""))
+    write("grpc", "past-limit", b"\x04\x01" + frame(pb))
+    write("grpc", "bomb", b"\x05\x10" + frame(gzip.compress(b"\0" * 100000, mtime=0), 1))
+    # google.rpc.Status {code 14, message "x", details [Any {RetryInfo {retry_delay {seconds 1, nanos 5e8}}}]}
+    retry = b"\x0a\x08\x08\x01\x10" + bytes([0x80, 0xca, 0xb5, 0xee, 0x01])  # nanos 500000000 as a varint
+    any_ = b"\x0a\x28type.googleapis.com/google.rpc.RetryInfo\x12" + bytes([len(retry)]) + retry
+    status = b"\x08\x0e\x12\x01x\x1a" + bytes([len(any_)]) + any_
+    import base64
+    write("grpc", "retry-info", b"\x00\x00" + base64.b64encode(status).rstrip(b"="))
 
 
 def crc32c(data, crc=0):
