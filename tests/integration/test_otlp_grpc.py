@@ -302,6 +302,20 @@ class OtlpGrpc(EngineTest):
         self.assertNotEqual(status, 200)
         self.assertIn("/nonexistent/cert.pem", str(body))
 
+    def test_the_readme_tours_grpc_command(self):
+        """The README's by-hand gRPC call (protoc, a line of Python, curl over HTTP/2), run as written."""
+        with open(os.path.join(HERE, "../../README.md")) as f:
+            readme = f.read()
+        start = readme.index("   echo 'resource_logs")
+        block = readme[start:readme.index("   grpc-status: 0", start)]
+        command = "\n".join(line[3:] for line in block.splitlines()).replace("127.0.0.1:4317", self.target)
+        self.put(signals=["logs"])
+        out = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=os.path.join(HERE, "../.."),
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.stdout.strip(), "grpc-status: 0", out.stderr)
+        (log,) = self.records(1)
+        self.assertEqual((log["severity_number"], log["body"]), (9, "over gRPC"))
+
     def test_backpressure_is_resource_exhausted_with_retry_info(self):
         nobody = free_port()  # a PUSH with no peer holds as much as it may at once
         self.put(nodes={"stuck": {"type": "exporter:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{nobody}",
