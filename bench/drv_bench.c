@@ -13,7 +13,8 @@
     The baseline runs producer -> tcp -> proxy -> ipc -> consumer: the same
     transports as producer -> broker -> worker in drover.
 
-    OTLP over HTTP (otlp-post, otlp-loop): drv_bench_otlp.c; syslog over UDP
+    OTLP over HTTP (otlp-post, otlp-loop): drv_bench_otlp.c; over gRPC
+    (grpc-call, metrics-loop): drv_bench_grpc.c; syslog over UDP
     (udp-send, udp-recv): drv_bench_udp.c. */
 #include "drv_bench.h"
 
@@ -154,6 +155,13 @@ int main(int argc, char *argv[])
     if (argc >= 3 && !strcmp(argv[1], "otlp-loop")) {
         return drv_bench_otlp_loop(atof(argv[2]), argc >= 4 ? atoi(argv[3]) : 100);
     }
+    if (argc >= 8 && !strcmp(argv[1], "grpc-call")) {
+        return drv_bench_grpc_call(argv[2], atoi(argv[3]), atof(argv[4]), atoi(argv[5]), atoi(argv[6]), argv[7],
+                                   argc >= 9 ? atoi(argv[8]) : 100);
+    }
+    if (argc >= 3 && !strcmp(argv[1], "metrics-loop")) {
+        return drv_bench_metrics_loop(atof(argv[2]), argc >= 4 ? atoi(argv[3]) : 100);
+    }
     if (argc >= 5 && !strcmp(argv[1], "udp-send")) {
         return drv_bench_udp_send(argv[2], atoi(argv[3]), atof(argv[4]));
     }
@@ -168,7 +176,8 @@ int main(int argc, char *argv[])
     }
     fprintf(stderr, "usage: drover-bench produce ENDPOINT SECONDS [BATCH] | proxy FRONT BACK SECONDS | "
                     "consume ENDPOINT SECONDS | otlp-post URL SECONDS CONNECTIONS RATE [RECORDS [LOG]] | "
-                    "otlp-loop SECONDS [RECORDS] | udp-send HOST PORT SECONDS | udp-recv PORT SECONDS | "
+                    "otlp-loop SECONDS [RECORDS] | grpc-call HOST PORT SECONDS CONNECTIONS STREAMS logs|metrics [RECORDS] | "
+                    "metrics-loop SECONDS [RECORDS] | udp-send HOST PORT SECONDS | udp-recv PORT SECONDS | "
                     "node-loop transform|lua|none SECONDS | lua-split SECONDS\n");
     return 2;
 }

@@ -3,11 +3,18 @@
 #define DRV_BENCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 double drv_bench_now(void); // CLOCK_MONOTONIC seconds, the clock Python's time.monotonic() reads
 
 int drv_bench_otlp_post(const char *url, double seconds, int connections, double rate, int records, const char *log);
 int drv_bench_otlp_loop(double seconds, int records);
+//  A logs request of n records of ~300 bytes, seqs from first (protobuf bytes, malloc'd).
+uint8_t *drv_bench_otlp_logs_request(long first, int n, size_t *size);
+int drv_bench_grpc_call(const char *host, int port, double seconds, int connections, int streams, const char *signal,
+                        int records);
+int drv_bench_metrics_loop(double seconds, int records);
 int drv_bench_udp_send(const char *host, int port, double seconds);
 int drv_bench_udp_recv(int port, double seconds);
 int drv_bench_node_loop(const char *kind, double seconds);

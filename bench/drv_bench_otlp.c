@@ -25,8 +25,7 @@
     "upstream=db-3 rows=17 bytes=4096 trace sampled; request accepted and answered with 200 OK after auth "          \
     "and validation passed"
 
-//  A logs request of n records, seqs from first (protobuf bytes, malloc'd).
-static uint8_t *s_request(long first, int n, size_t *size)
+uint8_t *drv_bench_otlp_logs_request(long first, int n, size_t *size)
 {
     otlp_logs_request_t request = OPENTELEMETRY__PROTO__COLLECTOR__LOGS__V1__EXPORT_LOGS_SERVICE_REQUEST__INIT;
     otlp_resource_logs_t rl = OPENTELEMETRY__PROTO__LOGS__V1__RESOURCE_LOGS__INIT;
@@ -101,7 +100,7 @@ static uint8_t *s_request(long first, int n, size_t *size)
 int drv_bench_otlp_loop(double seconds, int records)
 {
     size_t size;
-    uint8_t *wire = s_request(0, records, &size);
+    uint8_t *wire = drv_bench_otlp_logs_request(0, records, &size);
     uint8_t *again = malloc(size);
     long loops = 0;
     double start = drv_bench_now(), end = start + seconds;
@@ -160,7 +159,7 @@ int drv_bench_otlp_post(const char *url, double seconds, int connections, double
     FILE *out = log ? fopen(log, "w") : NULL;
     slot_t *slots = calloc((size_t)connections, sizeof *slots);
     size_t fixed_size;
-    uint8_t *fixed = rate > 0 ? NULL : s_request(0, records, &fixed_size);
+    uint8_t *fixed = rate > 0 ? NULL : drv_bench_otlp_logs_request(0, records, &fixed_size);
     long sent = 0, ok = 0, failed = 0;
     double start = drv_bench_now(), end = start + seconds;
     int idle = connections, running = 0;
@@ -178,7 +177,7 @@ int drv_bench_otlp_post(const char *url, double seconds, int connections, double
                 slots[i].size = fixed_size;
             } else {
                 free(slots[i].body);
-                slots[i].body = s_request(sent * records, records, &slots[i].size);
+                slots[i].body = drv_bench_otlp_logs_request(sent * records, records, &slots[i].size);
             }
             slots[i].first_seq = sent * records;
             sent++;

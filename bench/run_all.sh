@@ -62,6 +62,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/ingest.py 2 --smoke; else $PY bench/ingest.py 6; fi
     echo
+    echo "## B19 OTLP/gRPC logs ingest, B20 OTLP/gRPC metrics ingest"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/grpc_ingest.py 2 --smoke; else $PY bench/grpc_ingest.py 6; fi
+    echo
     echo "## B17 disk buffer ingest, B18 restart with a backlog on disk"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/durability.py 2 0.02 --smoke; else $PY bench/durability.py 6 1; fi

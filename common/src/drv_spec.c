@@ -301,10 +301,11 @@ static void s_endpoints_once(ctx_t *ctx, json_t *nodes)
                 char path[120];
                 snprintf(path, sizeof path, "nodes.%s.config.%s", json_string_value(json_object_get(r, "node")),
                          json_string_value(json_object_get(r, "key")));
-                drv_spec_check_problem(ctx, path, "%s is node %s's %s already",
+                const char *key = json_string_value(json_object_get(other, "key"));
+                drv_spec_check_problem(ctx, path, "%s is node %s's%s%s already",
                                        json_string_value(json_object_get(r, "endpoint")),
                                        json_string_value(json_object_get(other, "node")),
-                                       json_string_value(json_object_get(other, "key")));
+                                       strcmp(key, "endpoint") ? " " : "", strcmp(key, "endpoint") ? key : "");
                 break;
             }
         }

@@ -1,17 +1,26 @@
 """The OpenTelemetry JS SDK (a client nobody here wrote; pinned in
-tests/otel-js with its lock file, installed here by npm ci) sends logs and
-spans to receiver:otlp in both encodings, protobuf and JSON; every
-attribute, id and timestamp arrives as contract 6.2 maps it."""
+tests/otel-js with its lock file, installed here by npm ci) sends logs,
+spans and metrics to receiver:otlp over OTLP/HTTP in both encodings,
+protobuf and JSON, and over OTLP/gRPC; every attribute, id and timestamp
+arrives as contracts 6.2 and 7.2 map them. A @grpc/grpc-js server loading
+drover's OTLP definitions receives what exporter:otlp sends over gRPC,
+equal to what came in, and its refusals are retried."""
 
+import base64
 import filecmp
 import glob
+import threading
 import json
 import os
 import shutil
 import subprocess
 import unittest
 
-from harness import BIN, Admin, EngineTest, engine_yaml, free_port, read_ndjson, wait_until
+from harness import BIN, Admin, EngineTest, curl_post, engine_yaml, free_port, read_ndjson, wait_until
+import grpc_otlp
+from grpc_otlp import PROTO, WHY_NOT
+from test_otlp_grpc import encoded
+from test_otlp_grpc_exporter import spans
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "../otel-js")
@@ -25,7 +34,7 @@ def install_client():
     os.makedirs(CLIENT, exist_ok=True)
     fresh = os.path.exists(os.path.join(CLIENT, "node_modules")) and filecmp.cmp(
         os.path.join(SOURCE, "package-lock.json"), os.path.join(CLIENT, "package-lock.json"), shallow=False)
-    for name in ("package.json", "package-lock.json", "send.js", "send_metrics.js"):
+    for name in ("package.json", "package-lock.json", "send.js", "send_metrics.js", "grpc_server.js"):
         shutil.copy(os.path.join(SOURCE, name), CLIENT)
     if fresh:
         return None
@@ -46,15 +55,19 @@ class OtelSdk(EngineTest):
     def setUp(self):
         self.start_admin_engine()
         self.out = self.engine.out_dir
-        self.port = free_port()
+        self.port, self.grpc_port = free_port(), free_port()
         spec = {"pipeline": {"cores": {"count": 2}, "nodes": {
-            "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["out"]},
+            "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}",
+                                                       "grpc_endpoint": f"127.0.0.1:{self.grpc_port}"}, "to": ["out"]},
             "out": {"type": "exporter:file", "config": {"path": f"{self.out}/sdk-{{core}}.ndjson"}}}}}
         status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/sdk", body=spec)
         self.assertEqual(status, 200, body)
 
+    def base(self, encoding):
+        return f"http://127.0.0.1:{self.grpc_port if encoding == 'grpc' else self.port}"
+
     def send(self, encoding, run):
-        out = subprocess.run(["node", os.path.join(CLIENT, "send.js"), f"http://127.0.0.1:{self.port}", encoding, run],
+        out = subprocess.run(["node", os.path.join(CLIENT, "send.js"), self.base(encoding), encoding, run],
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
         return json.loads(out.stdout)
@@ -113,7 +126,7 @@ class OtelSdk(EngineTest):
         arrives as its record (the SDK exports at the flush and again at the
         shutdown: both copies are the same points)."""
         run = f"metrics-{encoding}"
-        out = subprocess.run(["node", os.path.join(CLIENT, "send_metrics.js"), f"http://127.0.0.1:{self.port}",
+        out = subprocess.run(["node", os.path.join(CLIENT, "send_metrics.js"), self.base(encoding),
                               encoding, run], capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
         points = {}
@@ -154,6 +167,62 @@ class OtelSdk(EngineTest):
 
     def test_json(self):
         self.check("json")
+
+    def test_grpc(self):
+        self.check("grpc")
+
+    def test_metrics_grpc(self):
+        self.check_metrics("grpc")
+
+
+class GrpcJsServer(EngineTest):
+    """exporter:otlp with protocol: grpc, received by @grpc/grpc-js."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = install_client() or WHY_NOT
+        if why:
+            raise unittest.SkipTest(why)
+
+    def serve(self, *script):
+        server = subprocess.Popen(["node", os.path.join(CLIENT, "grpc_server.js"), PROTO, *script],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: (server.stdin.close(), server.wait(10), server.stdout.close()))
+        lines = []
+        threading.Thread(target=lambda: lines.extend(json.loads(line) for line in server.stdout), daemon=True).start()
+        port = wait_until(lambda: next((m["port"] for m in list(lines) if "port" in m), None), 15, "the server's port")
+        return port, lines
+
+    def put(self, grpc_port):
+        self.start_admin_engine()
+        self.port = free_port()
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["out"]},
+            "out": {"type": "exporter:otlp", "config": {"endpoint": f"127.0.0.1:{grpc_port}", "protocol": "grpc",
+                                                        "batch": {"max_delay_ms": 20},
+                                                        "retry": {"initial_ms": 50, "max_ms": 200}}}}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/out", body=spec)
+        self.assertEqual(status, 200, body)
+
+    def test_what_exporter_otlp_sends_over_grpc_decodes_equal_to_what_came_in(self):
+        port, lines = self.serve()
+        self.put(port)
+        sent = {"logs": encoded("logs"), "metrics": encoded("metrics"), "traces": spans().SerializeToString()}
+        for signal, data in sent.items():
+            self.assertEqual(curl_post(self.port, f"/v1/{signal}", data, "application/x-protobuf")[0], 200)
+        got = wait_until(lambda: (lambda r: r if len(r) == 3 else None)(
+            {m["signal"]: m["request"] for m in list(lines) if "signal" in m}), 15, "three requests")
+        for signal, data in sent.items():
+            cls = grpc_otlp.request_class(signal)
+            self.assertEqual(cls.FromString(base64.b64decode(got[signal])), cls.FromString(data), signal)
+
+    def test_unavailable_and_resource_exhausted_with_retry_info_are_retried(self):
+        port, lines = self.serve("UNAVAILABLE", "RESOURCE_EXHAUSTED:300")
+        self.put(port)
+        self.assertEqual(curl_post(self.port, "/v1/logs", encoded("logs"), "application/x-protobuf")[0], 200)
+        wait_until(lambda: any("signal" in m for m in list(lines)), 15, "the batch delivered at last")
+        self.assertEqual([m.get("refused", "OK") for m in lines if "port" not in m],
+                         ["UNAVAILABLE", "RESOURCE_EXHAUSTED", "OK"])
 
 
 if __name__ == "__main__":

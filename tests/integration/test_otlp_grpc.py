@@ -316,6 +316,28 @@ class OtlpGrpc(EngineTest):
         (log,) = self.records(1)
         self.assertEqual((log["severity_number"], log["body"]), (9, "over gRPC"))
 
+    def test_route_lua_filter_and_transform_work_on_metric_records(self):
+        lua = "function process(r) if r.value then r.value = r.value * 2 end r.name = 'scaled.' .. r.name return r end"
+        self.put(nodes={
+            "split": {"type": "processor:route", "config": {
+                "routes": [{"when": {"field": "signal", "op": "eq", "value": "metric"}, "to": ["scale"]}],
+                "default": ["other"]}},
+            "scale": {"type": "processor:lua", "config": {"script": lua}, "to": ["gauges"]},
+            "gauges": {"type": "processor:filter", "config": {"field": "type", "op": "eq", "value": "gauge"},
+                       "to": ["stamp"]},
+            "stamp": {"type": "processor:transform", "config": {"set": {"stage": "scaled"}}, "to": ["metrics"]},
+            "metrics": {"type": "exporter:file", "config": {"path": f"{self.out}/grpc-metrics-{{core}}.ndjson"}},
+            "other": {"type": "exporter:file", "config": {"path": f"{self.out}/grpc-other-{{core}}.ndjson"}}})
+        channel = self.channel()
+        self.raw_export(channel, "metrics", encoded("metrics"))
+        grpc_otlp.export(channel, "logs", grpc_otlp.log_request("routed", 1))
+        rows = self.records(2)
+        (gauge,) = [r for r in rows if r["signal"] == "metric"]  # the one gauge point of the six
+        self.assertEqual((gauge["name"], gauge["type"], gauge["stage"], gauge["value"]),
+                         ("scaled.queue.depth", "gauge", "scaled", -14))  # -7 as sent, doubled by the script
+        (log,) = [r for r in rows if r["signal"] == "log"]
+        self.assertEqual(log["body"], "routed-0")
+
     def test_backpressure_is_resource_exhausted_with_retry_info(self):
         nobody = free_port()  # a PUSH with no peer holds as much as it may at once
         self.put(nodes={"stuck": {"type": "exporter:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{nobody}",

@@ -3,6 +3,7 @@
 // with what drover exported.
 //
 //   node send.js http://127.0.0.1:4318 proto|json RUN
+//   node send.js http://127.0.0.1:4317 grpc RUN        (OTLP/gRPC: the base is the server)
 'use strict';
 const { SpanKind, SpanStatusCode, TraceFlags } = require('@opentelemetry/api');
 const { SeverityNumber } = require('@opentelemetry/api-logs');
@@ -11,7 +12,10 @@ const { LoggerProvider, SimpleLogRecordProcessor } = require('@opentelemetry/sdk
 const { BasicTracerProvider, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-base');
 
 const [base, encoding, run] = process.argv.slice(2);
-const pkg = (signal) => `@opentelemetry/exporter-${signal}-otlp-${encoding === 'proto' ? 'proto' : 'http'}`;
+const flavour = { proto: 'proto', json: 'http', grpc: 'grpc' }[encoding];
+const pkg = (signal) => `@opentelemetry/exporter-${signal}-otlp-${flavour}`;
+// OTLP/HTTP posts to {base}/v1/SIGNAL; OTLP/gRPC calls the service at the base.
+const url = (path) => (encoding === 'grpc' ? base : `${base}${path}`);
 const { OTLPLogExporter } = require(pkg('logs'));
 const { OTLPTraceExporter } = require(pkg('trace'));
 
@@ -22,7 +26,7 @@ async function main() {
   // Spans first: the logs carry the first span's ids.
   const tracerProvider = new BasicTracerProvider({
     resource,
-    spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter({ url: `${base}/v1/traces` }))],
+    spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter({ url: url('/v1/traces') }))],
   });
   const tracer = tracerProvider.getTracer('drover-test-tracer', '1.2.3');
   const start = [1700000000, 123456789];
@@ -44,7 +48,7 @@ async function main() {
   await tracerProvider.shutdown();
 
   const loggerProvider = new LoggerProvider({ resource });
-  loggerProvider.addLogRecordProcessor(new SimpleLogRecordProcessor(new OTLPLogExporter({ url: `${base}/v1/logs` })));
+  loggerProvider.addLogRecordProcessor(new SimpleLogRecordProcessor(new OTLPLogExporter({ url: url('/v1/logs') })));
   const logger = loggerProvider.getLogger('drover-test-logger', '4.5.6');
   const pctx = parent.spanContext();
   for (let i = 0; i < 5; i++) {

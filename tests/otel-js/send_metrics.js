@@ -4,17 +4,19 @@
 // the test to compare with what drover exported.
 //
 //   node send_metrics.js http://127.0.0.1:4318 proto|json RUN
+//   node send_metrics.js http://127.0.0.1:4317 grpc RUN        (OTLP/gRPC)
 'use strict';
 const { resourceFromAttributes } = require('@opentelemetry/resources');
 const { MeterProvider, PeriodicExportingMetricReader, AggregationType } = require('@opentelemetry/sdk-metrics');
 
 const [base, encoding, run] = process.argv.slice(2);
-const { OTLPMetricExporter } = require(`@opentelemetry/exporter-metrics-otlp-${encoding === 'proto' ? 'proto' : 'http'}`);
+const flavour = { proto: 'proto', json: 'http', grpc: 'grpc' }[encoding];
+const { OTLPMetricExporter } = require(`@opentelemetry/exporter-metrics-otlp-${flavour}`);
 
 async function main() {
   const resource = resourceFromAttributes({ 'service.name': `drover-metrics-${run}` });
   const reader = new PeriodicExportingMetricReader({
-    exporter: new OTLPMetricExporter({ url: `${base}/v1/metrics` }),
+    exporter: new OTLPMetricExporter({ url: encoding === 'grpc' ? base : `${base}/v1/metrics` }),
     exportIntervalMillis: 3600000,
   });
   const provider = new MeterProvider({

@@ -15,8 +15,8 @@
 
 //  ---------------------------------------------------------------- building
 
-drv_export_t *drv_export_new(drv_node_t *node, const json_t *config, const drv_export_format_t *format, char *err,
-                             size_t errlen)
+drv_export_t *drv_export_new(drv_node_t *node, const json_t *config,
+                             const drv_export_format_t *format, char *err, size_t errlen)
 {
     static bool curl_ready = false;
     if (!curl_ready) {
@@ -32,6 +32,10 @@ drv_export_t *drv_export_new(drv_node_t *node, const json_t *config, const drv_e
     self->format = *format;
     self->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     self->multi = curl_multi_init();
+    if (self->multi && format->grpc) {
+        //  Neither reused nor shared: see drv_export_grpc_setup.
+        curl_multi_setopt(self->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING);
+    }
     self->curl_due_ms = -1;
     self->seed = (unsigned)drv_time_mono_us() ^ (unsigned)getpid();
     char why[300];
@@ -48,7 +52,6 @@ drv_export_t *drv_export_new(drv_node_t *node, const json_t *config, const drv_e
     drv_export_post_init(self);
     return self;
 }
-
 
 void drv_export_batch_free(drv_export_t *self, batch_t *batch)
 {
@@ -100,8 +103,8 @@ void drv_export_close(drv_export_t *self, int lane_index)
     batch_t *batch = calloc(1, sizeof *batch);
     drv_buf_t body = {0};
     char err[200] = "out of memory";
-    int rc = batch ? self->format.encode(self->format.arg, lane_index, lane->records, lane->count, &body, err,
-                                         sizeof err)
+    int rc = batch ? self->format.encode(self->format.arg, lane_index, lane->records, lane->count,
+                                         &body, err, sizeof err)
                    : -1;
     if (rc == 0 && self->settings.gzip) {
         char *zipped = NULL;
@@ -228,11 +231,14 @@ int64_t drv_export_node_timeout_ms(drv_node_t *node)
     int64_t due = self->curl_due_ms;
     for (int i = 0; i < DRV_EXPORT_LANES; i++) {
         if (self->lanes[i].count > 0) {
-            int64_t closes = self->draining || self->flushing ? now : self->lanes[i].opened_ms + self->settings.max_delay_ms;
+            int64_t closes = self->draining || self->flushing
+                                 ? now
+                                 : self->lanes[i].opened_ms + self->settings.max_delay_ms;
             due = due < 0 || closes < due ? closes : due;
         }
     }
-    for (batch_t *batch = self->head; batch && self->in_flight < DRV_EXPORT_IN_FLIGHT; batch = batch->next) {
+    for (batch_t *batch = self->head; batch && self->in_flight < DRV_EXPORT_IN_FLIGHT;
+         batch = batch->next) {
         if (!batch->easy) {
             due = due < 0 || batch->next_attempt_ms < due ? batch->next_attempt_ms : due;
         }

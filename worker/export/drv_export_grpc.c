@@ -77,9 +77,10 @@ struct curl_slist *drv_export_grpc_setup(CURL *easy, batch_t *batch, const char 
     curl_easy_setopt(easy, CURLOPT_HTTP_VERSION,
                      tls ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
     curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, s_on_header);
-    //  One connection per call: Debian 12's libcurl (7.88.1) fails the second
-    //  request on a reused HTTP/2 connection ("Error in the HTTP2 framing
-    //  layer", curl's own command line too), so none is reused.
+    //  One connection per call: Debian 12's libcurl (7.88.1) fails a second
+    //  request on an HTTP/2 connection, reused or multiplexed ("Error in the
+    //  HTTP2 framing layer", curl's own command line too), so none is
+    //  reused, and the multi handle does not multiplex (drv_export_new).
     curl_easy_setopt(easy, CURLOPT_FORBID_REUSE, 1L);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, batch);
     char timeout[40];

@@ -208,6 +208,13 @@ static int s_on_begin_headers(nghttp2_session *session, const nghttp2_frame *fra
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
         return 0;
     }
+    if (c->goaway && frame->hd.stream_id > c->last_id) {
+        //  Past the GOAWAY's last stream (it is queued, not yet sent): not
+        //  taken, so that the client may send it again elsewhere.
+        nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                  NGHTTP2_REFUSED_STREAM);
+        return 0;
+    }
     stream_t *s = calloc(1, sizeof *s);
     if (!s) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; // the stream is reset; the client may retry
@@ -311,11 +318,7 @@ static int s_on_frame(nghttp2_session *session, const nghttp2_frame *frame, void
     conn_t *c = arg;
     if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) && c->notice_ms &&
         !c->goaway) {
-        //  The notice's round trip is over: whatever the client started is here.
-        nghttp2_submit_goaway(session, NGHTTP2_FLAG_NONE,
-                              nghttp2_session_get_last_proc_stream_id(session), NGHTTP2_NO_ERROR,
-                              NULL, 0);
-        c->goaway = true;
+        drv_grpc_conn_goaway(c); // the notice's round trip is over: what the client started is here
         return 0;
     }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) {

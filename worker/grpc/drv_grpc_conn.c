@@ -7,6 +7,8 @@
 #include "drover/drv_time.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,31 +83,46 @@ bool drv_grpc_conn_flush(conn_t *c)
             }
         }
         c->pending_at = c->pending_len = 0;
-        const uint8_t *data;
-        ssize_t len = nghttp2_session_mem_send(c->session, &data);
-        if (len < 0) {
-            return false;
-        }
-        if (len == 0) {
-            break;
-        }
-        ssize_t n = s_write(c, data, (size_t)len);
-        if (n < 0) {
-            return false;
-        }
-        if (n < len) {
-            uint8_t *copy = realloc(c->pending, (size_t)(len - n));
-            if (!copy) {
+        //  Everything nghttp2 has queued, gathered into one write: a call's
+        //  headers, message and trailers (and other calls') leave as one
+        //  segment, not as small ones Nagle and delayed ACKs would hold.
+        for (;;) {
+            const uint8_t *data;
+            ssize_t len = nghttp2_session_mem_send(c->session, &data);
+            if (len < 0) {
                 return false;
             }
-            memcpy(copy, data + n, (size_t)(len - n));
-            c->pending = copy;
-            c->pending_len = (size_t)(len - n);
-            s_arm(c, true);
-            return true;
+            if (len == 0) {
+                break;
+            }
+            if (c->pending_len + (size_t)len > c->pending_cap) {
+                size_t cap = c->pending_cap ? c->pending_cap : OUT_CHUNK;
+                while (cap < c->pending_len + (size_t)len) {
+                    cap *= 2;
+                }
+                uint8_t *grown = realloc(c->pending, cap);
+                if (!grown) {
+                    return false;
+                }
+                c->pending = grown;
+                c->pending_cap = cap;
+            }
+            memcpy(c->pending + c->pending_len, data, (size_t)len);
+            c->pending_len += (size_t)len;
+            if (c->pending_len >= OUT_CHUNK) {
+                break; // enough for one write; the rest after it
+            }
+        }
+        if (c->pending_len == 0) {
+            break;
         }
     }
     s_arm(c, false);
+    if (c->pending_cap > 4 * OUT_CHUNK) {
+        free(c->pending); // a burst's buffer is not kept
+        c->pending = NULL;
+        c->pending_cap = 0;
+    }
     return nghttp2_session_want_read(c->session) || nghttp2_session_want_write(c->session);
 }
 
@@ -166,6 +183,13 @@ void drv_grpc_conn_notice(conn_t *c)
     nghttp2_submit_ping(c->session, NGHTTP2_FLAG_NONE, NULL);
 }
 
+void drv_grpc_conn_goaway(conn_t *c)
+{
+    c->last_id = nghttp2_session_get_last_proc_stream_id(c->session);
+    nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE, c->last_id, NGHTTP2_NO_ERROR, NULL, 0);
+    c->goaway = true;
+}
+
 void drv_grpc_conn_open(drv_grpc_server_t *self, int fd, const struct sockaddr *addr)
 {
     conn_t *c = calloc(1, sizeof *c);
@@ -176,6 +200,9 @@ void drv_grpc_conn_open(drv_grpc_server_t *self, int fd, const struct sockaddr *
     }
     c->server = self;
     c->fd = fd;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+               sizeof one); // answers go out as soon as they are written
     drv_grpc_call_callbacks(callbacks);
     nghttp2_option_set_max_outbound_ack(option,
                                         1000); // a PING or SETTINGS flood ends the connection

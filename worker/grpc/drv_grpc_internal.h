@@ -28,6 +28,7 @@
 #define NOTICE_MS 1000         // a drain's notice waits at most this for the PING's answer
 #define RETRY_MS 1000          // RetryInfo's delay under backpressure
 #define READ_CHUNK 16384
+#define OUT_CHUNK 65536 // what nghttp2 queued is written in pieces of about this
 
 typedef struct conn_t conn_t;
 typedef struct stream_t stream_t;
@@ -62,7 +63,7 @@ struct conn_t {
     nghttp2_session *session;
     drv_conn_t *policy;
     uint8_t *pending; // what nghttp2 gave that the socket did not take yet
-    size_t pending_len, pending_at;
+    size_t pending_len, pending_at, pending_cap;
     bool out_armed; // EPOLLOUT is asked for
     bool sniffed;   // the first bytes were looked at (HTTP/1.1?)
     bool dead;      // freed at the end of the server's turn
@@ -70,6 +71,7 @@ struct conn_t {
     stream_t *streams;
     int64_t notice_ms; // a drain's notice went out at (0: none)
     bool goaway;       // the final GOAWAY went out
+    int32_t last_id;   // the last stream it names: later ones are refused
     conn_t *next, *prev;
 };
 
@@ -99,6 +101,8 @@ bool drv_grpc_conn_flush(conn_t *c);
 void drv_grpc_conn_clock(conn_t *c);
 //  A drain's first step: GOAWAY notice and a PING.
 void drv_grpc_conn_notice(conn_t *c);
+//  Its second: the GOAWAY naming the last stream taken.
+void drv_grpc_conn_goaway(conn_t *c);
 //  Frees it, its calls and its socket (never inside nghttp2's callbacks).
 void drv_grpc_conn_free(conn_t *c);
 

@@ -143,11 +143,7 @@ void drv_grpc_server_run(drv_grpc_server_t *self)
     drv_conn_policy_expire(self->policy, now);
     for (conn_t *c = self->conns; c; c = c->next) {
         if (c->notice_ms && !c->goaway && now - c->notice_ms >= NOTICE_MS) {
-            //  No answer to the PING in time: the final GOAWAY goes anyway.
-            nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
-                                  nghttp2_session_get_last_proc_stream_id(c->session),
-                                  NGHTTP2_NO_ERROR, NULL, 0);
-            c->goaway = true;
+            drv_grpc_conn_goaway(c); // no answer to the PING in time: the final GOAWAY goes anyway
             c->dirty = true;
         }
     }
