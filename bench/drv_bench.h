@@ -15,6 +15,12 @@ uint8_t *drv_bench_otlp_logs_request(long first, int n, size_t *size);
 int drv_bench_grpc_call(const char *host, int port, double seconds, int connections, int streams, const char *signal,
                         int records);
 int drv_bench_metrics_loop(double seconds, int records);
+struct ProtobufCMessageDescriptor;
+//  The limit the OTLP figures are measured against: unpacks and packs wire
+//  (a request of items logs or points) with protobuf-c in a loop; prints
+//  UNIT_per_sec.
+void drv_bench_pb_loop(const struct ProtobufCMessageDescriptor *descriptor, const uint8_t *wire, size_t size,
+                       double seconds, int items, const char *unit);
 int drv_bench_udp_send(const char *host, int port, double seconds);
 int drv_bench_udp_recv(int port, double seconds);
 int drv_bench_node_loop(const char *kind, double seconds);

@@ -100,24 +100,9 @@ int drv_bench_metrics_loop(double seconds, int records)
 {
     size_t size;
     uint8_t *wire = s_metrics_request(records, &size);
-    uint8_t *again = malloc(size);
-    long loops = 0;
-    double start = drv_bench_now(), end = start + seconds;
-    while (drv_bench_now() < end) {
-        for (int i = 0; i < 64; i++) {
-            ProtobufCMessage *request = protobuf_c_message_unpack(
-                &opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__descriptor,
-                NULL, size, wire);
-            protobuf_c_message_pack(request, again);
-            protobuf_c_message_free_unpacked(request, NULL);
-            loops++;
-        }
-    }
-    double elapsed = drv_bench_now() - start;
-    printf("points_per_sec=%.0f request_bytes=%zu points_per_request=%d\n",
-           loops * records / elapsed, size, records);
+    drv_bench_pb_loop(&opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__descriptor, wire,
+                      size, seconds, records, "points");
     free(wire);
-    free(again);
     return 0;
 }
 

@@ -97,26 +97,32 @@ uint8_t *drv_bench_otlp_logs_request(long first, int n, size_t *size)
     return out;
 }
 
-int drv_bench_otlp_loop(double seconds, int records)
+void drv_bench_pb_loop(const ProtobufCMessageDescriptor *descriptor, const uint8_t *wire, size_t size,
+                       double seconds, int items, const char *unit)
 {
-    size_t size;
-    uint8_t *wire = drv_bench_otlp_logs_request(0, records, &size);
     uint8_t *again = malloc(size);
     long loops = 0;
     double start = drv_bench_now(), end = start + seconds;
     while (drv_bench_now() < end) {
         for (int i = 0; i < 64; i++) {
-            otlp_logs_request_t *request =
-                opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(NULL, size, wire);
-            opentelemetry__proto__collector__logs__v1__export_logs_service_request__pack(request, again);
-            opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(request, NULL);
+            ProtobufCMessage *request = protobuf_c_message_unpack(descriptor, NULL, size, wire);
+            protobuf_c_message_pack(request, again);
+            protobuf_c_message_free_unpacked(request, NULL);
             loops++;
         }
     }
     double elapsed = drv_bench_now() - start;
-    printf("logs_per_sec=%.0f request_bytes=%zu records_per_request=%d\n", loops * records / elapsed, size, records);
-    free(wire);
+    printf("%s_per_sec=%.0f request_bytes=%zu %s_per_request=%d\n", unit, loops * items / elapsed, size, unit, items);
     free(again);
+}
+
+int drv_bench_otlp_loop(double seconds, int records)
+{
+    size_t size;
+    uint8_t *wire = drv_bench_otlp_logs_request(0, records, &size);
+    drv_bench_pb_loop(&opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor, wire, size,
+                      seconds, records, "logs");
+    free(wire);
     return 0;
 }
 
