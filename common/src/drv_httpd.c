@@ -316,12 +316,23 @@ drv_httpd_t *drv_httpd_new(const drv_httpd_config_t *config, char *err, size_t e
     if (config->listen_fd < 0 && config->addr && config->addr->sa_family == AF_INET6) {
         flags |= MHD_USE_IPv6;
     }
+    bool tls = config->tls_cert_pem && config->tls_key_pem;
+    if (tls) {
+        flags |= MHD_USE_TLS;
+    }
     struct MHD_OptionItem where[] = {
         config->listen_fd >= 0 ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, config->listen_fd, NULL}
                                : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)config->addr},
         config->unescape ? (struct MHD_OptionItem){MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)s_unescape, self}
                          : (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL},
+        {MHD_OPTION_END, 0, NULL},
+        {MHD_OPTION_END, 0, NULL},
         {MHD_OPTION_END, 0, NULL}};
+    if (tls) {
+        size_t at = where[1].option == MHD_OPTION_END ? 1 : 2;
+        where[at] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)config->tls_cert_pem};
+        where[at + 1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)config->tls_key_pem};
+    }
     errno = 0;
     self->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, s_handler, self, MHD_OPTION_EXTERNAL_LOGGER, s_log, self, MHD_OPTION_ARRAY, where,

@@ -14,7 +14,7 @@ import subprocess
 import threading
 import unittest
 
-from harness import EngineTest, curl_post, free_port, read_ndjson, wait_until
+from harness import EngineTest, curl_post, free_port, proc_status, read_ndjson, wait_until
 import grpc_otlp
 from grpc_otlp import WHY_NOT
 
@@ -179,6 +179,11 @@ class OtlpGrpc(EngineTest):
         status, headers, _ = self.h2_call(frame, {"grpc-encoding": "gzip"})
         self.assertEqual((status, headers.get("grpc-status")), (200, "8"))
         self.assertIn("larger than 65536 bytes once gunzipped", headers.get("grpc-message", ""))
+        self.assertLess(self.peak_rss_kb(), 32 * 1024, "the bomb's 64 MiB were never inflated")
+
+    def peak_rss_kb(self):
+        (pid,) = self.engine.instances().values()
+        return int(proc_status(pid, "VmHWM").split()[0])
 
     def h2_call(self, body, extra_headers, content_type="application/grpc", path=None):
         """A raw HTTP/2 call with curl (prior knowledge): (status, headers and trailers, body)."""
@@ -223,6 +228,7 @@ class OtlpGrpc(EngineTest):
         self.assertEqual(len(self.records(1)), 1)
         status = self.admin.http("GET", "/api/v1/groups/default/pipelines/grpc/status")[1]
         self.assertEqual(status["instances"][0]["restarts"], 0)
+        self.assertLess(self.peak_rss_kb(), 64 * 1024, "the bomb's 80 MB were never held")
 
     def test_keep_alive_channels_through_replaces_and_a_resize_fail_no_call_and_lose_nothing(self):
         def nodes(tag):
@@ -277,7 +283,7 @@ class OtlpGrpc(EngineTest):
             rows += read_ndjson(path)
         return rows
 
-    def test_tls_with_alpn_h2(self):
+    def test_tls_with_alpn_h2_and_https(self):
         cert, key = os.path.join(self.out, "cert.pem"), os.path.join(self.out, "key.pem")
         subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                         "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
@@ -289,6 +295,13 @@ class OtlpGrpc(EngineTest):
         self.addCleanup(channel.close)
         grpc_otlp.export(channel, "logs", grpc_otlp.log_request("tls", 2))
         self.assertEqual(sorted(r["body"] for r in self.records(2)), ["tls-0", "tls-1"])
+        # OTLP/HTTP on the same node is HTTPS with the same certificate.
+        out = subprocess.run(["curl", "-sS", "--cacert", cert, "-o", "/dev/null", "-w", "%{http_code}",
+                              "-H", "Content-Type: application/x-protobuf", "--data-binary", "@-",
+                              f"https://127.0.0.1:{self.port}/v1/logs"],
+                             input=grpc_otlp.log_request("https", 1).SerializeToString(), capture_output=True)
+        self.assertEqual(out.stdout, b"200", out.stderr)
+        self.assertIn("https-0", [r["body"] for r in self.records(3)])
         # A client without the CA is refused by the handshake; plaintext h2c gets nothing either.
         with self.assertRaises(grpc.RpcError) as e:
             grpc_otlp.export(self.channel(), "logs", grpc_otlp.log_request("plain", 1), timeout=3)

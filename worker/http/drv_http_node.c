@@ -63,6 +63,9 @@ int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const jso
     }
     server_config->max_body_bytes = (size_t)json_integer_value(json_object_get(config, "max_body_bytes"));
     server_config->buffer_bytes = DRV_HTTP_NODE_BUFFER_BYTES;
+    json_t *tls = json_object_get(config, "tls");
+    server_config->cert_file = json_string_value(json_object_get(tls, "cert_file"));
+    server_config->key_file = json_string_value(json_object_get(tls, "key_file"));
     server_config->ack = s_ack(node, config);
     server_config->input = s_input;
     server_config->backlogged = s_backlogged;

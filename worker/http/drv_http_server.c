@@ -5,6 +5,7 @@
 #include "drv_http_server.h"
 #include "drv_gzip.h"
 
+#include "drover/drv_file.h"
 #include "drover/drv_httpd.h"
 #include "drover/drv_log.h"
 #include "drover/drv_problems.h"
@@ -40,6 +41,7 @@ struct request_t {
 
 struct drv_http_server_t {
     drv_httpd_t *httpd;       // the loop-driven server (common/drv_httpd)
+    char *cert_pem, *key_pem; // HTTPS: the files' text, while the server runs
     drv_http_config_t config;
     request_t *held;          // requests waiting for their input to settle
 };
@@ -259,6 +261,19 @@ drv_http_server_t *drv_http_server_new(int listen_fd, const drv_http_config_t *c
         return NULL;
     }
     self->config = *config;
+    if (config->cert_file && config->key_file) {
+        size_t size;
+        char why[300];
+        self->cert_pem = drv_file_read(config->cert_file, 1 << 20, &size, why, sizeof why);
+        self->key_pem = self->cert_pem ? drv_file_read(config->key_file, 1 << 20, &size, why, sizeof why) : NULL;
+        if (!self->key_pem) {
+            snprintf(err, errlen, "tls: %s", why);
+            free(self->cert_pem);
+            free(self);
+            close(listen_fd);
+            return NULL;
+        }
+    }
     drv_httpd_config_t httpd = {
         .name = "http receiver",
         .listen_fd = listen_fd,
@@ -269,6 +284,8 @@ drv_http_server_t *drv_http_server_new(int listen_fd, const drv_http_config_t *c
                    .body_budget = config->buffer_bytes},
         .idle_secs = IDLE_SECS,
         .max_body_bytes = config->max_body_bytes,
+        .tls_cert_pem = self->cert_pem,
+        .tls_key_pem = self->key_pem,
         .on_head = s_on_head,
         .on_body = s_on_body,
         .on_done = s_on_done,
@@ -277,7 +294,10 @@ drv_http_server_t *drv_http_server_new(int listen_fd, const drv_http_config_t *c
     char why[200];
     self->httpd = drv_httpd_new(&httpd, why, sizeof why);
     if (!self->httpd) {
-        snprintf(err, errlen, "cannot start the HTTP server on the inherited socket: %s", why);
+        snprintf(err, errlen, "cannot start the HTTP server on the inherited socket: %s%s", why,
+                 self->cert_pem ? " (is tls a matching PEM certificate and key?)" : "");
+        free(self->cert_pem);
+        free(self->key_pem);
         free(self);
         return NULL;
     }
@@ -292,6 +312,8 @@ void drv_http_server_destroy(drv_http_server_t **self_p)
     }
     *self_p = NULL;
     drv_httpd_destroy(&self->httpd, 0);
+    free(self->cert_pem);
+    free(self->key_pem);
     free(self);
 }
 

@@ -63,6 +63,9 @@ typedef struct {
     //  its body is read.
     const char *(*backlogged)(void *arg);
     void *arg;
+    //  Both, or neither: HTTPS with these PEM files (read when the server starts).
+    const char *cert_file;
+    const char *key_file;
 } drv_http_config_t;
 
 //  Serves listen_fd (inherited; the server closes its copy when it drains

@@ -89,9 +89,6 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
             drv_spec_check_problem(check, node_path, "config.tls.%s: unknown key (cert_file, key_file)", key);
         }
     }
-    if (tls && !grpc) {
-        drv_spec_check_problem(check, node_path, "config.tls: serves grpc_endpoint, which is not set");
-    }
 }
 
 //  The Export…ServiceResponse, in the request's encoding.

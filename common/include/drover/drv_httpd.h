@@ -49,6 +49,10 @@ typedef struct {
     size_t max_body_bytes;     // one request's body as sent; past it drv_httpd_body(req)->too_large
     //  NULL, or the path and query's percent-decoding (in place; returns the new length).
     size_t (*unescape)(char *text);
+    //  Both, or neither: HTTPS with this certificate (chain) and key, PEM
+    //  text (libmicrohttpd's TLS, GnuTLS). Kept by the caller while the server runs.
+    const char *tls_cert_pem;
+    const char *tls_key_pem;
     drv_httpd_fn *on_head;
     drv_httpd_fn *on_body;
     drv_httpd_fn *on_done;     // NULL: nothing to free
