@@ -241,7 +241,10 @@ class OtlpGrpc(EngineTest):
         lock = threading.Lock()
 
         def client(cid):
-            channel = grpc.insecure_channel(self.target)  # one connection, kept alive, until a GOAWAY
+            # One connection, kept alive until a GOAWAY, with keepalive PINGs every 200 ms (answered).
+            channel = grpc.insecure_channel(self.target, options=[
+                ("grpc.keepalive_time_ms", 200), ("grpc.keepalive_timeout_ms", 2000),
+                ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_pings_without_data", 0)])
             seq = 0
             while not stop.is_set():
                 try:
