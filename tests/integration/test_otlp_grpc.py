@@ -215,12 +215,13 @@ class OtlpGrpc(EngineTest):
         # named again 20,000 times by one byte each (80 MB once decoded).
         value = b"b" * 4000
         block = (b"\x83\x86" + b"\x04" + hpack_string(grpc_otlp.METHODS["logs"].encode())  # POST, http, :path
+                 + b"\x01" + hpack_string(b"x")  # :authority
                  + b"\x40" + hpack_string(b"x-bomb") + hpack_string(value) + b"\xbe" * 20000)
         chunks = [block[i:i + 16384] for i in range(0, len(block), 16384)]
         frames = h2_exchange(self.grpc_port, [h2_frame(9 if i else 1, (0 if i else 1) | (4 if i == len(chunks) - 1 else 0),
                                                        1, chunk) for i, chunk in enumerate(chunks)])
-        answered = [(t, f) for t, f, sid, _ in frames if sid == 1 and t in (1, 3)]
-        self.assertTrue(answered, f"the bomb's stream{frames} is answered (HEADERS) or reset, not left hanging")
+        (answer,) = [p for t, f, sid, p in frames if sid == 1 and t == 1]  # HEADERS, ending the stream
+        self.assertIn(b"\x03431", answer, "answered 431 (':status' with a literal value: not Huffman-coded)")
         # Garbage instead of HTTP/2 frames after the preface: a GOAWAY, then the end.
         frames = h2_exchange(self.grpc_port, [b"\xff" * 64])
         self.assertIn(7, [t for t, _, _, _ in frames])
@@ -331,6 +332,26 @@ class OtlpGrpc(EngineTest):
         self.assertEqual(out.stdout.strip(), "grpc-status: 0", out.stderr)
         (log,) = self.records(1)
         self.assertEqual((log["severity_number"], log["body"]), (9, "over gRPC"))
+
+    def test_a_connection_runs_at_most_100_calls_at_once(self):
+        self.put(signals=["logs"])
+        head = (b"\x83\x86\x04" + hpack_string(grpc_otlp.METHODS["logs"].encode()) + b"\x01" + hpack_string(b"x")
+                + b"\x0f\x10" + hpack_string(b"application/grpc"))  # POST, http, :path, :authority, content-type
+        # 101 calls opened, none finished: the 101st (stream 201) is refused, the others wait.
+        with socket.create_connection(("127.0.0.1", self.grpc_port), timeout=5) as s:
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(4, 0, 0, b"")
+                      + b"".join(h2_frame(1, 0x4, sid, head) for sid in range(1, 203, 2)))
+            data, resets = b"", {}
+            while 201 not in resets:
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, "the connection stays open")
+                data += chunk
+                while len(data) >= 9 and len(data) >= 9 + int.from_bytes(data[:3], "big"):
+                    n = int.from_bytes(data[:3], "big")
+                    if data[3] == 3:
+                        resets[int.from_bytes(data[5:9], "big")] = int.from_bytes(data[9:13], "big")
+                    data = data[9 + n:]
+        self.assertEqual(resets, {201: 7})  # REFUSED_STREAM: the client may send it again, nothing was taken
 
     def test_route_lua_filter_and_transform_work_on_metric_records(self):
         lua = "function process(r) if r.value then r.value = r.value * 2 end r.name = 'scaled.' .. r.name return r end"
