@@ -9,7 +9,7 @@ cc=$1
 src=$2
 ext=$(pkg-config --cflags libczmq libzmq jansson msgpack-c 2>/dev/null || pkg-config --cflags libczmq libzmq jansson msgpack)
 # layer and a header it owns, lowest first
-set -- core:drv_engine.h instances:drv_lifecycle.h operations:drv_rollout.h observe:drv_status.h admin:drv_admin.h
+set -- core:drv_engine.h instances:drv_lifecycle.h operations:drv_rollout.h observe:drv_status.h opamp:drv_opamp.h admin:drv_admin.h
 below=""
 failed=0
 probe=$(mktemp /tmp/drover-layer.XXXXXX.c)

@@ -34,6 +34,7 @@
 #include "drv_admin_zap.h"
 #include "drv_admin_waiters.h"
 #include "drv_admin_http.h"
+#include "drv_opamp.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_msg.h"
@@ -325,6 +326,12 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         goto done;
     }
     engine.started_at = drv_time_wall_ms();
+    engine.opamp = drv_opamp_new(&engine, err, sizeof err);
+    if (!engine.opamp && err[0]) {
+        fprintf(stderr, "droverd: %s\n", err);
+        rc = DRV_EXIT_CONFIG;
+        goto done;
+    }
     drv_info("started pid=%d config=%s cpus=%d run_dir=%s", getpid(), config->path, cpus->count,
              config->run_dir);
     if (!config->data_dirs) {
@@ -373,18 +380,20 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
             wait = s_min_wait(wait, drv_config_watch_tick(&engine, watch));
         }
         wait = s_min_wait(wait, drv_probe_runs_tick(&engine));
+        wait = s_min_wait(wait, drv_opamp_tick(engine.opamp));
         int64_t http_wait = drv_admin_http_timeout_ms(&engine);
         wait = s_min_wait(wait, http_wait);
         int64_t http_due = http_wait >= 0 ? drv_time_mono_ms() + http_wait : -1;
         zsock_t *zap = drv_admin_zap_socket(engine.zap);
-        zmq_pollitem_t items[6 + DRV_PROBE_MAX] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
+        zmq_pollitem_t items[7 + DRV_PROBE_MAX] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
                                                    {NULL, signal_fd, ZMQ_POLLIN, 0},
                                                    {zsock_resolve(engine.admin), 0, ZMQ_POLLIN, 0},
                                                    {NULL, watch ? drv_config_watch_fd(watch) : -1, ZMQ_POLLIN, 0},
                                                    {NULL, drv_admin_http_fd(&engine), ZMQ_POLLIN, 0},
-                                                   {zap ? zsock_resolve(zap) : NULL, -1, ZMQ_POLLIN, 0}};
-        int probes = drv_probe_runs_poll_items(&engine, items + 6);
-        int ready = zmq_poll(items, 6 + probes, wait < 0 ? -1 : (long)wait);
+                                                   {zap ? zsock_resolve(zap) : NULL, -1, ZMQ_POLLIN, 0},
+                                                   {NULL, drv_opamp_fd(engine.opamp), ZMQ_POLLIN, 0}};
+        int probes = drv_probe_runs_poll_items(&engine, items + 7);
+        int ready = zmq_poll(items, 7 + probes, wait < 0 ? -1 : (long)wait);
         if (ready < 0 && zmq_errno() != EINTR) {
             drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
             rc = DRV_EXIT_SYSTEM;
@@ -415,10 +424,14 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
             drv_admin_zap_on_readable(engine.zap);
         }
         if (ready > 0 && probes > 0) {
-            drv_probe_runs_on_readable(&engine, items + 6, probes);
+            drv_probe_runs_on_readable(&engine, items + 7, probes);
+        }
+        if (ready > 0 && (items[6].revents & ZMQ_POLLIN)) {
+            drv_opamp_tick(engine.opamp); // an answer arrived: read it now (the next turn's tick sends)
         }
     }
     drv_probe_runs_stop(&engine);
+    drv_opamp_destroy(&engine.opamp);
     s_final_reap(&engine);
     drv_config_watch_destroy(&watch);
 done:
@@ -428,6 +441,7 @@ done:
     drv_sse_stop(&engine);
     drv_admin_http_stop(&engine);
     drv_admin_zmq_stop(&engine);
+    drv_opamp_destroy(&engine.opamp);
     free(engine.http_token);
     zsock_destroy(&engine.control);
     drv_registry_destroy(&engine);

@@ -2,6 +2,7 @@
     Validation collects every problem; the caller gets the first one as a single
     line naming file, line and field, plus how many more there are. */
 #include "drover/drv_config.h"
+#include "drv_config_internal.h"
 #include "drover/drv_file.h"
 #include "drover/drv_limits.h"
 #include "drover/drv_problems.h"
@@ -44,8 +45,7 @@ static int s_int_or(json_t *obj, const char *key, int fallback, int minimum, int
     return (int)json_integer_value(value);
 }
 
-static void s_unknown_keys(json_t *obj, const char *allowed, const char *prefix,
-                           drv_problems_t *problems)
+void drv_config_unknown_keys(json_t *obj, const char *allowed, const char *prefix, drv_problems_t *problems)
 {
     const char *key;
     json_t *value;
@@ -184,9 +184,9 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         drv_problems_add(problems, "engine", "must be a map");
         engine = NULL;
     }
-    s_unknown_keys(engine,
+    drv_config_unknown_keys(engine,
                    "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file limits "
-                   "data_dirs watch_config buffer_dir",
+                   "data_dirs watch_config buffer_dir opamp",
                    "engine", problems);
     json_t *watch = json_object_get(engine, "watch_config");
     if (watch && !json_is_boolean(watch)) {
@@ -208,7 +208,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
                          "stream_queue_bytes");
         limits = NULL;
     }
-    s_unknown_keys(limits, "max_pipelines max_message_bytes front_door_buffer_bytes stream_queue_bytes",
+    drv_config_unknown_keys(limits, "max_pipelines max_message_bytes front_door_buffer_bytes stream_queue_bytes",
                    "engine.limits", problems);
     self->stream_queue_bytes = s_int_or(limits, "stream_queue_bytes", 4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024,
                                         problems, "engine.limits.stream_queue_bytes");
@@ -227,13 +227,14 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
                                        DRV_LIMIT_MESSAGE_CEILING, problems, "engine.limits.max_message_bytes");
     self->state_file = s_string_or(engine, "state_file", NULL, problems, "engine.state_file");
     s_buffer_dir(self, engine, problems);
+    self->opamp = drv_config_opamp(json_object_get(engine, "opamp"), self->state_file, self->run_dir, problems);
 
     json_t *admin = json_object_get(engine, "admin");
     if (admin && !json_is_object(admin)) {
         drv_problems_add(problems, "engine.admin", "must be a map");
         admin = NULL;
     }
-    s_unknown_keys(admin, "zmq events http http_token_file http_hosts insecure curve", "engine.admin", problems);
+    drv_config_unknown_keys(admin, "zmq events http http_token_file http_hosts insecure curve", "engine.admin", problems);
     self->http_hosts = s_string_list(json_object_get(admin, "http_hosts"), "engine.admin.http_hosts",
                                      DRV_LIMIT_HTTP_HOSTS, false, &self->http_host_count, problems);
     json_t *curve = json_object_get(admin, "curve");
@@ -241,7 +242,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         drv_problems_add(problems, "engine.admin.curve", "must be a map with server_secret_file, clients_dir");
         curve = NULL;
     }
-    s_unknown_keys(curve, "server_secret_file clients_dir", "engine.admin.curve", problems);
+    drv_config_unknown_keys(curve, "server_secret_file clients_dir", "engine.admin.curve", problems);
     if (curve) {
         self->curve_server_secret_file = s_string_or(curve, "server_secret_file", NULL, problems,
                                                      "engine.admin.curve.server_secret_file");
@@ -323,7 +324,7 @@ static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus,
             drv_problems_add(problems, path, "must be a map with pipelines");
             continue;
         }
-        s_unknown_keys(group, "pipelines", path, problems);
+        drv_config_unknown_keys(group, "pipelines", path, problems);
         json_t *pipelines = json_object_get(group, "pipelines");
         json_t *out = json_object();
         json_object_set_new(self->groups, group_name, out);
@@ -390,7 +391,7 @@ drv_config_t *drv_config_parse(const char *text, size_t size, const char *path,
     if (!json_is_object(doc)) {
         drv_problems_add(problems, "", "the file must be a map with engine and groups");
     } else {
-        s_unknown_keys(doc, "engine groups", "", problems);
+        drv_config_unknown_keys(doc, "engine groups", "", problems);
         s_engine(self, json_object_get(doc, "engine"), problems);
         s_groups(self, json_object_get(doc, "groups"), cpus, problems);
     }
@@ -439,6 +440,7 @@ void drv_config_destroy(drv_config_t **self_p)
     free(self->curve_server_secret_file);
     free(self->state_file);
     free(self->buffer_dir);
+    json_decref(self->opamp);
     free(self->curve_clients_dir);
     for (size_t i = 0; i < self->data_dir_count; i++) {
         free(self->data_dirs[i]);

@@ -5,6 +5,7 @@
 #include "drv_status.h"
 #include "drv_events.h"
 #include "drv_metrics.h"
+#include "drv_opamp.h"
 
 #include "drover/drv_spec.h"
 #include "drover/drv_time.h"
@@ -179,6 +180,13 @@ bool drv_route_engine(drv_engine_t *engine, drv_admin_request_t *request, char *
 {
     (void)request, (void)args;
     s_engine_info(engine, response);
+    return false;
+}
+
+bool drv_route_opamp(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
+{
+    (void)request, (void)args;
+    s_json(response, 200, drv_opamp_json(engine->opamp));
     return false;
 }
 

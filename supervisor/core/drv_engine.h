@@ -176,6 +176,7 @@ struct drv_engine_t {
     int64_t next_shutdown_id;
     bool state_dirty;         // the applied state changed: write the state file
     struct drv_state_saver_t *state; // saving it, with retries (operations/drv_state.c), owned
+    struct drv_opamp_t *opamp;       // the OpAMP agent (opamp/drv_opamp.c), owned; NULL without engine.opamp
     //  shutdown
     bool shutting_down;
     int64_t shutdown_deadline_ms;

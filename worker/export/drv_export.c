@@ -10,7 +10,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 //  ---------------------------------------------------------------- building
@@ -30,16 +29,14 @@ drv_export_t *drv_export_new(drv_node_t *node, const json_t *config,
     }
     self->node = node;
     self->format = *format;
-    self->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    self->multi = curl_multi_init();
-    if (self->multi && format->grpc) {
+    int curl = drv_curl_loop_init(&self->curl);
+    if (curl == 0 && format->grpc) {
         //  Neither reused nor shared: see drv_export_grpc_setup.
-        curl_multi_setopt(self->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING);
+        curl_multi_setopt(self->curl.multi, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING);
     }
-    self->curl_due_ms = -1;
     self->seed = (unsigned)drv_time_mono_us() ^ (unsigned)getpid();
     char why[300];
-    if (self->epoll_fd < 0 || !self->multi) {
+    if (curl != 0) {
         snprintf(err, errlen, "node %s: cannot set up the HTTP client", node->id);
         drv_export_destroy(&self);
         return NULL;
@@ -49,7 +46,6 @@ drv_export_t *drv_export_new(drv_node_t *node, const json_t *config,
         drv_export_destroy(&self);
         return NULL;
     }
-    drv_export_post_init(self);
     return self;
 }
 
@@ -79,12 +75,7 @@ void drv_export_destroy(drv_export_t **self_p)
         }
         free(self->lanes[i].records);
     }
-    if (self->multi) {
-        curl_multi_cleanup(self->multi);
-    }
-    if (self->epoll_fd >= 0) {
-        close(self->epoll_fd);
-    }
+    drv_curl_loop_fini(&self->curl);
     drv_export_settings_free(&self->settings);
     free(self);
     *self_p = NULL;
@@ -209,7 +200,7 @@ static bool s_holds_nothing(const drv_export_t *self)
 int drv_export_node_fd(drv_node_t *node)
 {
     drv_export_t *self = s_of(node);
-    return !self || (self->draining && s_holds_nothing(self)) ? -1 : self->epoll_fd;
+    return !self || (self->draining && s_holds_nothing(self)) ? -1 : self->curl.epoll_fd;
 }
 
 int drv_export_node_readable(drv_node_t *node)
@@ -228,7 +219,7 @@ int64_t drv_export_node_timeout_ms(drv_node_t *node)
         return -1;
     }
     int64_t now = drv_time_mono_ms();
-    int64_t due = self->curl_due_ms;
+    int64_t due = self->curl.due_ms;
     for (int i = 0; i < DRV_EXPORT_LANES; i++) {
         if (self->lanes[i].count > 0) {
             int64_t closes = self->draining || self->flushing

@@ -2,17 +2,16 @@
     share (drv_export.h): their rules, checked when a spec is validated so a
     wrong value is a 422 naming it, never an instance that fails later; and
     reading them, with their defaults, when an instance starts. */
-#include "drv_export.h"
 #include "drv_export_config.h"
+#include "drv_export.h"
 
 #include "drover/drv_file.h"
 #include "drover/drv_secret.h"
 
-
 #include <ctype.h>
 #include <errno.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -32,8 +31,8 @@ static const bound_t s_retry_keys[] = {{"initial_ms", 1, 3600000},
                                        {NULL, 0, 0}};
 
 //  Every key of object is one of keys and an integer within its bounds.
-static void s_check_integers(drv_spec_check_t *check, const char *node_path, const char *name, const json_t *object,
-                             const bound_t *keys)
+static void s_check_integers(drv_spec_check_t *check, const char *node_path, const char *name,
+                             const json_t *object, const bound_t *keys)
 {
     const char *key;
     json_t *value;
@@ -47,7 +46,8 @@ static void s_check_integers(drv_spec_check_t *check, const char *node_path, con
             drv_spec_check_problem(check, node_path, "config.%s.%s: unknown key", name, key);
         } else if (!json_is_integer(value) || json_integer_value(value) < bound->minimum ||
                    json_integer_value(value) > bound->maximum) {
-            drv_spec_check_problem(check, node_path, "config.%s.%s: must be an integer from %lld to %lld", name, key,
+            drv_spec_check_problem(check, node_path,
+                                   "config.%s.%s: must be an integer from %lld to %lld", name, key,
                                    (long long)bound->minimum, (long long)bound->maximum);
         }
     }
@@ -57,7 +57,8 @@ static void s_check_integers(drv_spec_check_t *check, const char *node_path, con
 //  the system keeps them.
 static bool s_ca_file_allowed(const drv_spec_check_t *check, const char *path)
 {
-    static const char *const system_dirs[] = {"/etc/ssl/", "/etc/pki/", "/usr/share/ca-certificates/",
+    static const char *const system_dirs[] = {"/etc/ssl/", "/etc/pki/",
+                                              "/usr/share/ca-certificates/",
                                               "/usr/local/share/ca-certificates/", NULL};
     if (drv_spec_check_path_allowed(check, path)) {
         return true;
@@ -81,24 +82,30 @@ static void s_check_tls(drv_spec_check_t *check, const char *node_path, const js
     {
         if (!strcmp(key, "ca_file")) {
             struct stat st;
-            if (!json_is_string(value) || json_string_length(value) == 0 || json_string_value(value)[0] != '/') {
-                drv_spec_check_problem(check, node_path, "config.tls.ca_file: must be an absolute path");
-            } else if (!s_ca_file_allowed(check, json_string_value(value))) {
+            if (!json_is_string(value) || json_string_length(value) == 0 ||
+                json_string_value(value)[0] != '/') {
                 drv_spec_check_problem(check, node_path,
-                                       "config.tls.ca_file: %s is outside engine.data_dirs, run_dir and the "
-                                       "system's certificate directories (/etc/ssl, /etc/pki, "
-                                       "/usr/share/ca-certificates, /usr/local/share/ca-certificates)",
-                                       json_string_value(value));
+                                       "config.tls.ca_file: must be an absolute path");
+            } else if (!s_ca_file_allowed(check, json_string_value(value))) {
+                drv_spec_check_problem(
+                    check, node_path,
+                    "config.tls.ca_file: %s is outside engine.data_dirs, run_dir and the "
+                    "system's certificate directories (/etc/ssl, /etc/pki, "
+                    "/usr/share/ca-certificates, /usr/local/share/ca-certificates)",
+                    json_string_value(value));
             } else if (stat(json_string_value(value), &st) == 0 && !S_ISREG(st.st_mode)) {
-                drv_spec_check_problem(check, node_path, "config.tls.ca_file: %s is not a regular file",
+                drv_spec_check_problem(check, node_path,
+                                       "config.tls.ca_file: %s is not a regular file",
                                        json_string_value(value));
             }
         } else if (!strcmp(key, "insecure_skip_verify")) {
             if (!json_is_boolean(value)) {
-                drv_spec_check_problem(check, node_path, "config.tls.insecure_skip_verify: must be true or false");
+                drv_spec_check_problem(check, node_path,
+                                       "config.tls.insecure_skip_verify: must be true or false");
             }
         } else {
-            drv_spec_check_problem(check, node_path, "config.tls.%s: unknown key (ca_file, insecure_skip_verify)",
+            drv_spec_check_problem(check, node_path,
+                                   "config.tls.%s: unknown key (ca_file, insecure_skip_verify)",
                                    key);
         }
     }
@@ -122,12 +129,15 @@ static void s_check_headers(drv_spec_check_t *check, const char *node_path, cons
             token = token && (isalnum((unsigned char)*c) || strchr("!#$%&'*+-.^_`|~", *c));
         }
         if (!token) {
-            drv_spec_check_problem(check, node_path, "config.headers: \"%s\" is not a header name", name);
+            drv_spec_check_problem(check, node_path, "config.headers: \"%s\" is not a header name",
+                                   name);
             continue;
         }
         if (!strcasecmp(name, "Content-Type") || !strcasecmp(name, "Content-Encoding") ||
-            !strcasecmp(name, "Content-Length") || !strcasecmp(name, "Host") || !strcasecmp(name, "Expect")) {
-            drv_spec_check_problem(check, node_path, "config.headers.%s: set by the exporter itself", name);
+            !strcasecmp(name, "Content-Length") || !strcasecmp(name, "Host") ||
+            !strcasecmp(name, "Expect")) {
+            drv_spec_check_problem(check, node_path,
+                                   "config.headers.%s: set by the exporter itself", name);
             continue;
         }
         const char *text = json_string_value(value);
@@ -138,7 +148,8 @@ static void s_check_headers(drv_spec_check_t *check, const char *node_path, cons
         }
         for (const char *c = text ? text : ""; *c; c++) {
             if ((unsigned char)*c < 0x20 && *c != '\t') {
-                drv_spec_check_problem(check, node_path, "config.headers.%s: control characters are not allowed",
+                drv_spec_check_problem(check, node_path,
+                                       "config.headers.%s: control characters are not allowed",
                                        name);
                 break;
             }
@@ -150,9 +161,12 @@ void drv_export_check(drv_spec_check_t *check, const char *node_path, const json
 {
     const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
     if (endpoint && strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0) {
-        drv_spec_check_problem(check, node_path, "config.endpoint: must be an http:// or https:// URL");
-    } else if (endpoint && (strlen(endpoint) > DRV_EXPORT_URL_MAX || strpbrk(endpoint, " \t\r\n"))) {
-        drv_spec_check_problem(check, node_path, "config.endpoint: must be a URL of at most %d bytes, without spaces",
+        drv_spec_check_problem(check, node_path,
+                               "config.endpoint: must be an http:// or https:// URL");
+    } else if (endpoint &&
+               (strlen(endpoint) > DRV_EXPORT_URL_MAX || strpbrk(endpoint, " \t\r\n"))) {
+        drv_spec_check_problem(check, node_path,
+                               "config.endpoint: must be a URL of at most %d bytes, without spaces",
                                DRV_EXPORT_URL_MAX);
     }
     json_t *batch = json_object_get(config, "batch");
@@ -160,8 +174,10 @@ void drv_export_check(drv_spec_check_t *check, const char *node_path, const json
     json_t *retry = json_object_get(config, "retry");
     s_check_integers(check, node_path, "retry", retry, s_retry_keys);
     json_t *initial = json_object_get(retry, "initial_ms"), *max = json_object_get(retry, "max_ms");
-    if (json_is_integer(initial) && json_is_integer(max) && json_integer_value(max) < json_integer_value(initial)) {
-        drv_spec_check_problem(check, node_path, "config.retry.max_ms: must be at least initial_ms");
+    if (json_is_integer(initial) && json_is_integer(max) &&
+        json_integer_value(max) < json_integer_value(initial)) {
+        drv_spec_check_problem(check, node_path,
+                               "config.retry.max_ms: must be at least initial_ms");
     }
     s_check_tls(check, node_path, json_object_get(config, "tls"));
     s_check_headers(check, node_path, json_object_get(config, "headers"));
@@ -177,7 +193,8 @@ static int64_t s_integer(const json_t *object, const char *key, int64_t fallback
     return json_is_integer(value) ? json_integer_value(value) : fallback;
 }
 
-int drv_export_settings_read(drv_export_settings_t *settings, const json_t *config, char *err, size_t errlen)
+int drv_export_settings_read(drv_export_settings_t *settings, const json_t *config, char *err,
+                             size_t errlen)
 {
     memset(settings, 0, sizeof *settings);
     const char *compression = json_string_value(json_object_get(config, "compression"));
@@ -207,14 +224,17 @@ int drv_export_settings_read(drv_export_settings_t *settings, const json_t *conf
     json_object_foreach(json_object_get(config, "headers"), name, value)
     {
         char why[400];
-        char *resolved = drv_secret_resolve(json_string_value(value) ? json_string_value(value) : "", why, sizeof why);
+        char *resolved = drv_secret_resolve(
+            json_string_value(value) ? json_string_value(value) : "", why, sizeof why);
         if (!resolved) {
             snprintf(err, errlen, "headers.%s: %s", name, why);
             return -1;
         }
         for (const char *c = resolved; *c; c++) {
-            if ((unsigned char)*c < 0x20 && *c != '\t') { // a referenced file must not smuggle headers
-                snprintf(err, errlen, "headers.%s: the referenced value holds a control character", name);
+            if ((unsigned char)*c < 0x20 &&
+                *c != '\t') { // a referenced file must not smuggle headers
+                snprintf(err, errlen, "headers.%s: the referenced value holds a control character",
+                         name);
                 free(resolved);
                 return -1;
             }

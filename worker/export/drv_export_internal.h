@@ -6,6 +6,8 @@
 #include "drv_export.h"
 #include "drv_export_config.h"
 
+#include "drover/drv_curl_loop.h"
+
 #include <curl/curl.h>
 
 #define RESPONSE_KEPT 300 // bytes of an error answer quoted in the log
@@ -49,9 +51,7 @@ struct drv_export_t {
     batch_t *head, *tail;    // closed batches, oldest first, posted or waiting
     size_t queued;
     size_t in_flight;
-    CURLM *multi;
-    int epoll_fd;
-    int64_t curl_due_ms;     // when curl wants its timeout (-1: never)
+    drv_curl_loop_t curl;    // libcurl's multi on the loop
     bool draining;
     bool flushing;           // close open batches at once (drv_export_node_flush)
     unsigned seed;           // jitter
@@ -63,8 +63,6 @@ void drv_export_unlink(drv_export_t *self, batch_t *batch);
 void drv_export_batch_free(drv_export_t *self, batch_t *batch);
 
 //  drv_export_post.c
-//  Points the multi handle's callbacks at self.
-void drv_export_post_init(drv_export_t *self);
 //  Takes the posted batch out of curl.
 void drv_export_finish(drv_export_t *self, batch_t *batch);
 //  Hands curl what is ready, collects what finished, closes the batches

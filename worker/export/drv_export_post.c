@@ -1,8 +1,6 @@
-/*  drv_export_post — posting closed batches with libcurl's multi interface,
-    driven by socket and timer callbacks: curl says which sockets it waits
-    on (kept in one epoll descriptor, the one the worker polls) and when it
-    wants a timeout; the worker calls back (readable) when either is due.
-    What came of each post decides the batch's fate (drv_export.h). */
+/*  drv_export_post — posting closed batches with libcurl's multi interface
+    on the instance's loop (drv_curl_loop: one epoll descriptor the worker
+    polls). What came of each post decides the batch's fate (drv_export.h). */
 #include "drv_export_internal.h"
 
 #include "drover/drv_log.h"
@@ -10,34 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-
-//  ---------------------------------------------------------------- curl callbacks
-
-static int s_on_socket(CURL *easy, curl_socket_t fd, int what, void *arg, void *socket_arg)
-{
-    (void)easy;
-    (void)socket_arg;
-    drv_export_t *self = arg;
-    if (what == CURL_POLL_REMOVE) {
-        epoll_ctl(self->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
-        return 0;
-    }
-    struct epoll_event event = {.data.fd = fd};
-    event.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
-    if (epoll_ctl(self->epoll_fd, EPOLL_CTL_MOD, fd, &event) != 0) {
-        epoll_ctl(self->epoll_fd, EPOLL_CTL_ADD, fd, &event);
-    }
-    return 0;
-}
-
-static int s_on_timer(CURLM *multi, long timeout_ms, void *arg)
-{
-    (void)multi;
-    drv_export_t *self = arg;
-    self->curl_due_ms = timeout_ms < 0 ? -1 : drv_time_mono_ms() + timeout_ms;
-    return 0;
-}
 
 static size_t s_on_response(char *data, size_t size, size_t count, void *arg)
 {
@@ -51,19 +21,11 @@ static size_t s_on_response(char *data, size_t size, size_t count, void *arg)
     return n;
 }
 
-void drv_export_post_init(drv_export_t *self)
-{
-    curl_multi_setopt(self->multi, CURLMOPT_SOCKETFUNCTION, s_on_socket);
-    curl_multi_setopt(self->multi, CURLMOPT_SOCKETDATA, self);
-    curl_multi_setopt(self->multi, CURLMOPT_TIMERFUNCTION, s_on_timer);
-    curl_multi_setopt(self->multi, CURLMOPT_TIMERDATA, self);
-}
-
 //  ---------------------------------------------------------------- posting
 
 void drv_export_finish(drv_export_t *self, batch_t *batch)
 {
-    curl_multi_remove_handle(self->multi, batch->easy);
+    curl_multi_remove_handle(self->curl.multi, batch->easy);
     curl_easy_cleanup(batch->easy);
     batch->easy = NULL;
     curl_slist_free_all(batch->headers);
@@ -99,7 +61,8 @@ static void s_post(drv_export_t *self, batch_t *batch)
         curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
     }
     if (self->format.grpc) {
-        headers = drv_export_grpc_setup(easy, batch, lane->url, settings->gzip, settings->timeout_ms, headers);
+        headers = drv_export_grpc_setup(easy, batch, lane->url, settings->gzip,
+                                        settings->timeout_ms, headers);
     } else {
         char content_type[200];
         snprintf(content_type, sizeof content_type, "Content-Type: %s", lane->content_type);
@@ -121,7 +84,7 @@ static void s_post(drv_export_t *self, batch_t *batch)
         batch->first_attempt_ms = drv_time_mono_ms();
     }
     self->in_flight++;
-    curl_multi_add_handle(self->multi, easy);
+    curl_multi_add_handle(self->curl.multi, easy);
 }
 
 //  Drops a batch for good: its records count as errors (once).
@@ -130,20 +93,22 @@ static void s_drop(drv_export_t *self, batch_t *batch, const char *why)
     if (!batch->failing) {
         drv_node_export_error(self->node, batch->records, why);
     } else {
-        drv_warn("export gave up node=%s records=%zu reason=\"%s\"", self->node->id, batch->records, why);
+        drv_warn("export gave up node=%s records=%zu reason=\"%s\"", self->node->id, batch->records,
+                 why);
     }
     drv_export_unlink(self, batch);
     drv_export_batch_free(self, batch);
 }
 
-static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why, int64_t retry_after_ms)
+static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why,
+                          int64_t retry_after_ms)
 {
     int64_t now = drv_time_mono_ms();
     const drv_export_settings_t *settings = &self->settings;
     if (settings->max_elapsed_ms > 0 && now - batch->first_attempt_ms >= settings->max_elapsed_ms) {
         char message[400];
-        snprintf(message, sizeof message, "%s; still failing after retry.max_elapsed_secs (%lld s)", why,
-                 (long long)(settings->max_elapsed_ms / 1000));
+        snprintf(message, sizeof message, "%s; still failing after retry.max_elapsed_secs (%lld s)",
+                 why, (long long)(settings->max_elapsed_ms / 1000));
         s_drop(self, batch, message);
         return;
     }
@@ -156,15 +121,18 @@ static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why, i
     int64_t wait = batch->backoff_ms * (80 + rand_r(&self->seed) % 41) / 100; // ±20%
     if (retry_after_ms > 0) {
         //  Honoured, but a backend does not get to park a batch for ever.
-        wait = retry_after_ms < DRV_EXPORT_RETRY_AFTER_MAX_MS ? retry_after_ms : DRV_EXPORT_RETRY_AFTER_MAX_MS;
+        wait = retry_after_ms < DRV_EXPORT_RETRY_AFTER_MAX_MS ? retry_after_ms
+                                                              : DRV_EXPORT_RETRY_AFTER_MAX_MS;
     }
     //  The last attempt is at the max_elapsed deadline, never after it: a
     //  batch is given up on time whatever it was told to wait.
-    if (settings->max_elapsed_ms > 0 && now + wait > batch->first_attempt_ms + settings->max_elapsed_ms) {
+    if (settings->max_elapsed_ms > 0 &&
+        now + wait > batch->first_attempt_ms + settings->max_elapsed_ms) {
         wait = batch->first_attempt_ms + settings->max_elapsed_ms - now;
     }
     batch->next_attempt_ms = now + wait;
-    batch->backoff_ms = batch->backoff_ms * 2 > settings->max_ms ? settings->max_ms : batch->backoff_ms * 2;
+    batch->backoff_ms =
+        batch->backoff_ms * 2 > settings->max_ms ? settings->max_ms : batch->backoff_ms * 2;
 }
 
 //  What became of a posted batch.
@@ -177,14 +145,16 @@ static void s_done(drv_export_t *self, batch_t *batch, CURLcode result)
     drv_export_finish(self, batch);
     char why[RESPONSE_KEPT + 200];
     if (result != CURLE_OK) {
-        snprintf(why, sizeof why, "%s: %s", self->format.lanes[batch->lane].url, curl_easy_strerror(result));
+        snprintf(why, sizeof why, "%s: %s", self->format.lanes[batch->lane].url,
+                 curl_easy_strerror(result));
         s_retry_later(self, batch, why, 0);
         return;
     }
     if (self->format.grpc) {
         int64_t retry_ms;
         char grpc_why[RESPONSE_KEPT + 100];
-        drv_export_verdict_t verdict = drv_export_grpc_verdict(batch, status, grpc_why, sizeof grpc_why, &retry_ms);
+        drv_export_verdict_t verdict =
+            drv_export_grpc_verdict(batch, status, grpc_why, sizeof grpc_why, &retry_ms);
         snprintf(why, sizeof why, "%s %s", self->format.lanes[batch->lane].url, grpc_why);
         if (verdict == DRV_EXPORT_RETRY) {
             s_retry_later(self, batch, why, retry_ms);
@@ -221,38 +191,27 @@ static void s_done(drv_export_t *self, batch_t *batch, CURLcode result)
 //  that are due and posts the ones waiting.
 void drv_export_run(drv_export_t *self)
 {
-    struct epoll_event events[32];
-    int n = epoll_wait(self->epoll_fd, events, 32, 0);
-    int running = 0;
-    for (int i = 0; i < n; i++) {
-        int mask = (events[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
-                   (events[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
-                   (events[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
-        curl_multi_socket_action(self->multi, events[i].data.fd, mask, &running);
-    }
-    int64_t now = drv_time_mono_ms();
-    if (self->curl_due_ms >= 0 && now >= self->curl_due_ms) {
-        self->curl_due_ms = -1;
-        curl_multi_socket_action(self->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    }
+    drv_curl_loop_run(&self->curl);
     CURLMsg *message;
     int left;
-    while ((message = curl_multi_info_read(self->multi, &left))) {
+    while ((message = curl_multi_info_read(self->curl.multi, &left))) {
         if (message->msg == CURLMSG_DONE) {
             batch_t *batch = NULL;
             curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&batch);
             s_done(self, batch, message->data.result);
         }
     }
-    now = drv_time_mono_ms();
+    int64_t now = drv_time_mono_ms();
     for (int i = 0; i < DRV_EXPORT_LANES; i++) {
         lane_t *lane = &self->lanes[i];
-        if (lane->count > 0 && (self->draining || self->flushing || now - lane->opened_ms >= self->settings.max_delay_ms)) {
+        if (lane->count > 0 && (self->draining || self->flushing ||
+                                now - lane->opened_ms >= self->settings.max_delay_ms)) {
             drv_export_close(self, i);
         }
     }
     self->flushing = false;
-    for (batch_t *batch = self->head; batch && self->in_flight < DRV_EXPORT_IN_FLIGHT; batch = batch->next) {
+    for (batch_t *batch = self->head; batch && self->in_flight < DRV_EXPORT_IN_FLIGHT;
+         batch = batch->next) {
         if (!batch->easy && batch->next_attempt_ms <= now) {
             s_post(self, batch);
         }

@@ -36,6 +36,7 @@ typedef struct {
     size_t data_dir_count;
     char **http_hosts;       // engine.admin.http_hosts: more accepted Host values
     size_t http_host_count;
+    json_t *opamp;           // engine.opamp normalized (drv_config_internal.h), or NULL: no OpAMP agent
     json_t *groups;          // {group: {pipeline: normalized spec}}
 } drv_config_t;
 

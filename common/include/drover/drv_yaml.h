@@ -14,4 +14,8 @@ json_t *drv_yaml_parse(const char *text, size_t size, json_t **lines, char *err,
 //  The line recorded for path, or for its longest recorded prefix; 0 if none.
 int drv_yaml_line_of(const json_t *lines, const char *path);
 
+//  The document as block-style YAML text (malloc'd; NULL out of memory)
+//  that drv_yaml_parse reads back as the same document (drv_yaml_emit.c).
+char *drv_yaml_emit(const json_t *doc);
+
 #endif
