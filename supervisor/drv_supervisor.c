@@ -442,6 +442,7 @@ done:
     drv_admin_http_stop(&engine);
     drv_admin_zmq_stop(&engine);
     drv_opamp_destroy(&engine.opamp);
+    json_decref(engine.opamp_saved);
     free(engine.http_token);
     zsock_destroy(&engine.control);
     drv_registry_destroy(&engine);

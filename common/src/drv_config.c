@@ -416,6 +416,29 @@ drv_config_t *drv_config_parse(const char *text, size_t size, const char *path,
     return self;
 }
 
+json_t *drv_config_groups_parse(const drv_config_t *config, const char *text, size_t size, const drv_cpus_t *cpus,
+                                drv_problems_t *problems)
+{
+    char why[400] = "";
+    json_t *doc = drv_yaml_parse(text, size, NULL, why, sizeof why);
+    if (!doc || !json_is_object(doc) || !json_object_get(doc, "groups")) {
+        drv_problems_add(problems, "", "%s", doc ? "must be a map with groups: (as in the config file)" : why);
+        json_decref(doc);
+        return NULL;
+    }
+    drv_config_unknown_keys(doc, "groups", "", problems);
+    drv_config_t judged = *config; // the running engine's settings, its groups left alone
+    judged.groups = NULL;
+    size_t before = drv_problems_count(problems);
+    s_groups(&judged, json_object_get(doc, "groups"), cpus, problems);
+    json_decref(doc);
+    if (drv_problems_count(problems) > before) {
+        json_decref(judged.groups);
+        return NULL;
+    }
+    return judged.groups;
+}
+
 drv_config_t *drv_config_load(const char *path, const drv_cpus_t *cpus, char *err, size_t errlen)
 {
     size_t size;

@@ -92,6 +92,7 @@ struct drv_pipeline_t {
     struct drv_shutdown_t *shutdown_active; // the shutdown under way (the pipeline is stopping), or NULL
     json_t *previous_spec;   // the spec before the last replace, for rollback (or NULL)
     bool from_config;        // declared in the config file (SIGHUP may remove it)
+    bool from_opamp;         // declared in the OpAMP server's remote config (a new one may remove it)
     bool shut_down;          // stopped by a shutdown (not by a failed create)
     bool has_zmq;            // has receiver:zmq nodes: the broker routes to it
     bool degraded;           // restarted more than max_restarts within window_secs
@@ -175,6 +176,7 @@ struct drv_engine_t {
     int64_t next_rollout_id;
     int64_t next_shutdown_id;
     bool state_dirty;         // the applied state changed: write the state file
+    json_t *opamp_saved;      // the OpAMP agent's part of the state file ({remote_config_hash, status, error}), or NULL
     struct drv_state_saver_t *state; // saving it, with retries (operations/drv_state.c), owned
     struct drv_opamp_t *opamp;       // the OpAMP agent (opamp/drv_opamp.c), owned; NULL without engine.opamp
     //  shutdown

@@ -93,6 +93,7 @@ void drv_opamp_destroy(drv_opamp_t **self_p)
     free(self->sent.effective);
     free(self->sending.health);
     free(self->sending.effective);
+    json_decref(self->remote.tracking);
     json_decref(self->config);
     free(self);
 }
@@ -155,6 +156,13 @@ static void s_send(drv_opamp_t *self)
         return;
     }
     Opamp__Proto__AgentToServer *msg = drv_opamp_report_msg(report);
+    Opamp__Proto__RemoteConfigStatus remote;
+    uint8_t hash[DRV_OPAMP_HASH_MAX];
+    self->sending.remote = self->remote.version;
+    if ((self->full || self->sent.remote != self->remote.version) &&
+        drv_opamp_remote_report(self, &remote, hash, sizeof hash)) {
+        msg->remote_config_status = &remote;
+    }
     self->request_size = opamp__proto__agent_to_server__get_packed_size(msg);
     self->request = malloc(self->request_size + 1);
     if (self->request) {
@@ -233,6 +241,9 @@ static void s_answer(drv_opamp_t *self, Opamp__Proto__ServerToAgent *answer)
         self->full = true;
         self->next_ms = drv_time_mono_ms(); // tell the server everything under the new name
     }
+    if (answer->remote_config) {
+        drv_opamp_remote_offer(self, answer->remote_config);
+    }
     if (answer->flags & 1) { // ReportFullState
         self->full = true;
         self->next_ms = drv_time_mono_ms();
@@ -278,6 +289,10 @@ int64_t drv_opamp_tick(drv_opamp_t *self)
     if (!self) {
         return -1;
     }
+    if (!self->restored) {
+        self->restored = true;
+        drv_opamp_remote_restore(self);
+    }
     drv_curl_loop_run(&self->curl);
     CURLMsg *message;
     int left;
@@ -288,6 +303,7 @@ int64_t drv_opamp_tick(drv_opamp_t *self)
     }
     int64_t now = drv_time_mono_ms();
     if (!self->easy && !self->backoff_ms && now >= self->check_ms) {
+        drv_opamp_remote_tick(self);
         //  Between polls: what changed goes at once.
         self->check_ms = now + CHECK_MS;
         char *health = drv_opamp_health_text(self->engine);
@@ -335,6 +351,12 @@ json_t *drv_opamp_json(drv_opamp_t *self)
         "poll_interval_secs",
         (json_int_t)json_integer_value(json_object_get(self->config, "poll_interval_secs")),
         "last_error", self->last_error[0] ? self->last_error : NULL);
+    json_object_set_new(doc, "remote_config",
+                        self->remote.status == DRV_OPAMP_UNSET
+                            ? json_null()
+                            : json_pack("{s:s, s:s, s:s}", "hash", self->remote.hash, "status",
+                                        drv_opamp_remote_status_name(self->remote.status), "error",
+                                        self->remote.error));
     if (self->last_contact_ms > 0) {
         char when[40];
         time_t secs = (time_t)(self->last_contact_ms / 1000);

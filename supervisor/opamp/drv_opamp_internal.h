@@ -20,12 +20,21 @@
 #define DRV_OPAMP_BACKOFF_MIN_MS 1000
 #define DRV_OPAMP_BACKOFF_MAX_MS 60000
 
+#define DRV_OPAMP_HASH_MAX 160 // a remote config's hash, as hex
+
+//  RemoteConfigStatuses of the specification.
+enum { DRV_OPAMP_UNSET = 0, DRV_OPAMP_APPLIED, DRV_OPAMP_APPLYING, DRV_OPAMP_FAILED };
+
 //  Capabilities drover reports (AgentCapabilities of the specification).
 #define DRV_OPAMP_REPORTS_STATUS 0x1
 #define DRV_OPAMP_ACCEPTS_REMOTE_CONFIG 0x2
 #define DRV_OPAMP_REPORTS_EFFECTIVE_CONFIG 0x4
 #define DRV_OPAMP_REPORTS_HEALTH 0x800
 #define DRV_OPAMP_REPORTS_REMOTE_CONFIG 0x1000
+#define DRV_OPAMP_CAPABILITIES                                                                     \
+    (DRV_OPAMP_REPORTS_STATUS | DRV_OPAMP_ACCEPTS_REMOTE_CONFIG |                                  \
+     DRV_OPAMP_REPORTS_EFFECTIVE_CONFIG | DRV_OPAMP_REPORTS_HEALTH |                               \
+     DRV_OPAMP_REPORTS_REMOTE_CONFIG)
 
 //  What was last reported and acknowledged: a part is sent again only when
 //  its fingerprint changed, or in a full report.
@@ -33,7 +42,18 @@ typedef struct {
     char *health;     // the health tree as text
     char *effective;  // the effective config's text
     bool description; // the description went (it never changes while droverd runs)
+    uint64_t remote;  // the remote config status's version
 } drv_opamp_sent_t;
+
+//  The last remote config, and what became of it.
+typedef struct {
+    char hash[DRV_OPAMP_HASH_MAX]; // "" before the first
+    int status;                    // DRV_OPAMP_*
+    char error[4096];              // why it FAILED
+    char skipped[2048];            // while APPLYING: the pipelines admission refused
+    json_t *tracking;              // while APPLYING: [{group, pipeline, rollout_id}]
+    uint64_t version;              // grows with every change of the above
+} drv_opamp_remote_t;
 
 struct drv_opamp_t {
     drv_engine_t *engine;
@@ -41,13 +61,16 @@ struct drv_opamp_t {
     uint8_t uid[16];
     uint64_t sequence;
     drv_curl_loop_t curl; // libcurl's multi on droverd's loop
-    CURL *easy;          // the one request in flight, or NULL
+    CURL *easy;           // the one request in flight, or NULL
     struct curl_slist *headers;
     uint8_t *request; // its body
     size_t request_size;
     uint8_t *response; // what came back so far (at most DRV_OPAMP_RESPONSE_MAX)
     size_t response_size;
     bool response_too_large;
+    drv_opamp_remote_t remote;
+    bool restored; // what the state file kept was read (at the first tick: the state is loaded by
+                   // then)
     drv_opamp_sent_t sent;    // acknowledged
     drv_opamp_sent_t sending; // in the request in flight
     bool full;                // the next report is a full one
@@ -70,6 +93,19 @@ int drv_opamp_uid_load(const char *path, uint8_t uid[16], char *err, size_t errl
 int drv_opamp_uid_save(const char *path, const uint8_t uid[16], char *err, size_t errlen);
 //  "xxxxxxxx-xxxx-…" into out (37 bytes).
 void drv_opamp_uid_text(const uint8_t uid[16], char out[37]);
+
+//  ---- drv_opamp_remote.c
+
+//  The last remote config's outcome, as the state file kept it.
+void drv_opamp_remote_restore(drv_opamp_t *self);
+//  A remote config the server sent: applied unless its hash is the last one's.
+void drv_opamp_remote_offer(drv_opamp_t *self, const Opamp__Proto__AgentRemoteConfig *config);
+//  While APPLYING: APPLIED or FAILED once every rollout it started ended.
+void drv_opamp_remote_tick(drv_opamp_t *self);
+//  Fills status (its hash bytes in hash) when there is one to tell; false when UNSET.
+bool drv_opamp_remote_report(drv_opamp_t *self, Opamp__Proto__RemoteConfigStatus *status,
+                             uint8_t *hash, size_t hashlen);
+const char *drv_opamp_remote_status_name(int status);
 
 //  ---- drv_opamp_report.c
 

@@ -213,8 +213,7 @@ drv_opamp_report_t *drv_opamp_report_build(drv_opamp_t *self, bool full)
     msg->instance_uid.data = self->uid;
     msg->instance_uid.len = 16;
     msg->sequence_num = ++self->sequence;
-    msg->capabilities =
-        DRV_OPAMP_REPORTS_STATUS | DRV_OPAMP_REPORTS_EFFECTIVE_CONFIG | DRV_OPAMP_REPORTS_HEALTH;
+    msg->capabilities = DRV_OPAMP_CAPABILITIES;
     free(self->sending.health);
     free(self->sending.effective);
     self->sending = (drv_opamp_sent_t){0};

@@ -15,4 +15,14 @@ void drv_reload_start_pipelines(drv_engine_t *engine);
 //  An invalid file changes nothing (logged, and a config.invalid event).
 void drv_reload_apply(drv_engine_t *engine, const char *why);
 
+typedef enum { DRV_SOURCE_CONFIG, DRV_SOURCE_OPAMP } drv_source_t;
+
+//  Applies groups ({group: {pipeline: normalized spec}}) as a reload does:
+//  each pipeline's difference is a rollout (admission first: what a PUT
+//  would refuse is skipped), the pipelines take source as theirs, and the
+//  pipelines of that source groups no longer names are shut down and
+//  forgotten. Returns {applied: [{group, pipeline, rollout_id}], skipped:
+//  [{group, pipeline, reason}], removed: N} (new reference).
+json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_source_t source);
+
 #endif

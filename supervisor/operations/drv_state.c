@@ -40,6 +40,9 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
             }
             json_t *entry = json_pack("{s:O, s:b, s:I}", "spec", p->spec, "running", p->running && !p->shutdown_active,
                                       "generation", (json_int_t)p->generation);
+            if (p->from_opamp) {
+                json_object_set_new(entry, "source", json_string("opamp"));
+            }
             if (p->active && drv_rollout_action(p->active) != DRV_ACTION_CREATE) {
                 //  Not applied yet: what a restart says it gave up (it restores the spec above).
                 json_t *r = drv_rollout_json(p->active);
@@ -58,6 +61,9 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
         json_object_set_new(groups, g->name, json_pack("{s:o}", "pipelines", pipelines));
     }
     json_t *doc = json_pack("{s:i, s:o}", "version", 1, "groups", groups);
+    if (engine->opamp_saved) {
+        json_object_set(doc, "opamp", engine->opamp_saved);
+    }
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int rc = -1;
@@ -174,6 +180,10 @@ json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen)
         return NULL;
     }
     json_t *result = json_object();
+    if (json_is_object(json_object_get(doc, "opamp"))) {
+        json_decref(engine->opamp_saved);
+        engine->opamp_saved = json_incref(json_object_get(doc, "opamp"));
+    }
     size_t count = 0;
     const char *group;
     json_t *g;
@@ -211,6 +221,9 @@ json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen)
                                              (json_int_t)json_integer_value(json_object_get(entry, "generation")));
                 if (json_is_object(json_object_get(entry, "rollout"))) {
                     json_object_set(restored, "rollout", json_object_get(entry, "rollout"));
+                }
+                if (json_is_string(json_object_get(entry, "source"))) {
+                    json_object_set(restored, "source", json_object_get(entry, "source"));
                 }
                 json_object_set_new(pipelines, name, restored);
             }

@@ -175,6 +175,125 @@ class Opamp(EngineTest):
         self.assertEqual(self.admin.http("GET", "/livez")[0], 200)
         self.assertTrue(self.server.received()[-1].HasField("agent_description"), "a full report after failures")
 
+    # ------------------------------------------------------------ remote config
+
+    def offer(self, text, config_hash):
+        """A scripted answer carrying a remote config whose drover.yaml is text."""
+        def fill(answer):
+            f = answer.remote_config.config.config_map["drover.yaml"]
+            f.body, f.content_type = text.encode(), "text/yaml"
+            answer.remote_config.config_hash = config_hash
+        return fill
+
+    def statuses(self):
+        names = {1: "APPLIED", 2: "APPLYING", 3: "FAILED"}
+        return [(m.remote_config_status.last_remote_config_hash, names.get(m.remote_config_status.status),
+                 m.remote_config_status.error_message)
+                for m in self.server.received() if m.HasField("remote_config_status")]
+
+    def remote(self, cores=1, tag="v1", script=None):
+        spec = {"cores": {"count": cores}, "nodes": {
+            "gen": {"type": "receiver:generator", "config": {"rate": 20, "record": {"msg": "tick"}}, "to": ["t"]},
+            "t": {"type": "processor:lua" if script else "processor:transform",
+                  "config": {"script": script} if script else {"set": {"tag": tag}}, "to": ["out"]},
+            "out": {"type": "exporter:file", "config": {"path": f"{self.engine.out_dir}/{tag}-{{core}}.ndjson"}}}}
+        return spec
+
+    def start_with_state(self, poll=60):
+        self.state_file = os.path.join(self.engine_dir_hint(), "state.json")
+        self.uid_file = os.path.join(self.engine_dir_hint(), "opamp-uid")
+        extra = (f"  state_file: {self.state_file}\n  opamp:\n    endpoint: {self.server.url}\n"
+                 f"    poll_interval_secs: {poll}\n    instance_uid_file: {self.uid_file}\n")
+        self.start_admin_engine(engine_extra=extra)
+
+    def test_a_remote_config_is_applied_as_rollouts_then_reported_applied_and_not_applied_twice(self):
+        self.start_with_state()
+        self.put("kept")  # the API's: a remote config that does not name it leaves it alone
+        wait_until(lambda: self.server.received(), 10, "a first report")
+        doc = {"groups": {"default": {"pipelines": {"p": self.remote(tag="v1")}}}}
+        self.server.script = [self.offer(yaml.safe_dump(doc), b"\x01\x02")]
+        self.server.messages.clear()  # the next answer carries it: force a report by a change
+        self.put("kept2")
+        wait_until(lambda: any(s[1] == "APPLIED" for s in self.statuses()), 20, "APPLIED")
+        seen = [s[1] for s in self.statuses()]
+        self.assertEqual(seen[:2], ["APPLYING", "APPLIED"], seen)
+        self.assertEqual(self.statuses()[-1][0], b"\x01\x02")
+        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]
+        self.assertEqual((status["phase"], status["source"]), ("running", "opamp"))
+        self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/kept/status")[1]["source"], "api")
+        self.assertEqual(self.admin.http("GET", "/api/v1/opamp")[1]["remote_config"]["status"], "APPLIED")
+        # A replace with a canary: the new generation gets the load, nothing is lost on the way.
+        spec = self.remote(cores=2, tag="v2")
+        spec["policies"] = {"rollout": {"canary": {"cores": 1, "hold_secs": 1}}}
+        self.server.script = [self.offer(yaml.safe_dump({"groups": {"default": {"pipelines": {"p": spec}}}}),
+                                         b"\x03")]
+        self.put("kept3")  # a change, so a report goes and gets the answer
+        wait_until(lambda: any(s[0] == b"\x03" and s[1] == "APPLIED" for s in self.statuses()), 30, "v2 APPLIED")
+        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]
+        self.assertEqual((status["generation"], status["ready_instances"]), (2, 2))
+        # The effective config the server hears is the new one.
+        configs = [m for m in self.server.received() if m.HasField("effective_config")]
+        wait_until(lambda: "v2" in [m for m in self.server.received() if m.HasField("effective_config")][-1]
+                   .effective_config.config_map.config_map["drover.yaml"].body.decode(), 10, "the new effective config")
+        # droverd restarted: the same config, kept, not applied again (generation stays).
+        self.engine.stop()
+        self.server.messages.clear()
+        self.server.script = [self.offer(yaml.safe_dump({"groups": {"default": {"pipelines": {"p": spec}}}}),
+                                         b"\x03")]
+        self.start_with_state()
+        first = wait_until(lambda: next(iter(self.server.received()), None), 10, "a report after the restart")
+        self.assertEqual((first.remote_config_status.last_remote_config_hash, first.remote_config_status.status),
+                         (b"\x03", 1))
+        wait_until(lambda: self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]["phase"]
+                   == "running", 20, "p running again")
+        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]
+        self.assertEqual((status["generation"], status["source"]), (2, "opamp"))
+        del configs
+
+    def test_an_invalid_remote_config_fails_with_the_details_and_touches_nothing(self):
+        self.start_with_state()
+        self.put("p")
+        wait_until(lambda: self.server.received(), 10, "a first report")
+        bad = {"groups": {"default": {"pipelines": {"p": {"nodes": {"x": {"type": "receiver:nope"}}}}}}}
+        self.server.script = [self.offer(yaml.safe_dump(bad), b"\x09")]
+        self.put("q")
+        (failed,) = wait_until(lambda: [s for s in self.statuses() if s[1] == "FAILED"] or None, 20, "FAILED")
+        self.assertIn("drover.yaml is not valid", failed[2])
+        self.assertIn("groups.default.pipelines.p.nodes.x", failed[2])
+        self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]["generation"], 1)
+        self.assertNotIn("APPLYING", [s[1] for s in self.statuses()])
+        # No drover.yaml at all; 10,000 pipelines: refused the same way.
+        self.server.script = [lambda a: a.remote_config.config.config_map["other.yaml"].__setattr__("body", b"x")
+                              or a.remote_config.__setattr__("config_hash", b"\x0a")]
+        self.put("r")
+        wait_until(lambda: any("no drover.yaml entry (it has: other.yaml)" in s[2] for s in self.statuses()), 20,
+                   "FAILED: no drover.yaml")
+        many = {"groups": {"default": {"pipelines": {f"p{i}": self.remote() for i in range(10000)}}}}
+        self.server.script = [self.offer(yaml.safe_dump(many), b"\x0b")]
+        self.put("s")
+        wait_until(lambda: any("max_pipelines" in s[2] for s in self.statuses()), 60, "FAILED: too many pipelines")
+        self.assertEqual(self.admin.http("GET", "/livez")[0], 200)
+
+    def test_a_remote_config_whose_new_generation_fails_is_rolled_back_and_reported_failed(self):
+        self.start_with_state()
+        wait_until(lambda: self.server.received(), 10, "a first report")
+        good = {"groups": {"default": {"pipelines": {"p": self.remote(cores=2, tag="good")}}}}
+        self.server.script = [self.offer(yaml.safe_dump(good), b"\x01")]
+        self.put("nudge1")
+        wait_until(lambda: any(s[1] == "APPLIED" for s in self.statuses()), 20, "APPLIED")
+        broken = self.remote(cores=2, tag="good", script="function process(r) error('boom') end")
+        broken["policies"] = {"rollout": {"canary": {"cores": 1, "hold_secs": 2, "max_error_ratio": 0.01}}}
+        self.server.script = [self.offer(yaml.safe_dump({"groups": {"default": {"pipelines": {"p": broken}}}}),
+                                         b"\x02")]
+        self.put("nudge2")
+        (failed,) = wait_until(lambda: [s for s in self.statuses() if s[0] == b"\x02" and s[1] == "FAILED"] or None,
+                               60, "FAILED")
+        self.assertIn("default:p", failed[2])
+        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]
+        self.assertEqual((status["generation"], status["phase"]), (1, "running"))
+        effective = [m for m in self.server.received() if m.HasField("effective_config")][-1]
+        self.assertNotIn("boom", effective.effective_config.config_map.config_map["drover.yaml"].body.decode())
+
     def test_a_bad_opamp_config_is_refused_naming_the_key(self):
         self.http_port = free_port()
         engine = Engine(engine_yaml(engine_extra="  opamp:\n    endpoint: ftp://x\n    poll_interval_secs: 0\n")

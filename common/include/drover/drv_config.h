@@ -57,4 +57,11 @@ drv_config_t *drv_config_parse(const char *text, size_t size, const char *path,
 
 void drv_config_destroy(drv_config_t **self_p);
 
+//  A remote config's text (YAML or JSON holding groups:, as the config file
+//  does) checked under the running engine's settings (config: data_dirs,
+//  limits): {group: {pipeline: normalized spec}} (new reference), or NULL
+//  with what is wrong in problems.
+json_t *drv_config_groups_parse(const drv_config_t *config, const char *text, size_t size, const drv_cpus_t *cpus,
+                                drv_problems_t *problems);
+
 #endif
