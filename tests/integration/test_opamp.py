@@ -10,11 +10,12 @@ server's hostile answers are refused and droverd lives."""
 
 import os
 import signal
+import subprocess
 import unittest
 
 import yaml
 
-from harness import Engine, EngineTest, engine_yaml, free_port, wait_until
+from harness import BIN, Engine, EngineTest, engine_yaml, free_port, wait_until
 from opamp_server import OpampServer, opamp_pb
 
 try:
@@ -222,6 +223,17 @@ class Opamp(EngineTest):
         self.assertEqual((status["phase"], status["source"]), ("running", "opamp"))
         self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/kept/status")[1]["source"], "api")
         self.assertEqual(self.admin.http("GET", "/api/v1/opamp")[1]["remote_config"]["status"], "APPLIED")
+        # droverctl says the same.
+        env = dict(os.environ, DROVER_ADMIN=self.admin.endpoint)
+        out = subprocess.run([os.path.join(BIN, "droverctl"), "opamp"], capture_output=True, text=True, env=env,
+                             timeout=30).stdout
+        self.assertRegex(out, r"state +connected")
+        self.assertRegex(out, r"remote config +APPLIED \(hash 0102\)")
+        table = subprocess.run([os.path.join(BIN, "droverctl"), "status"], capture_output=True, text=True, env=env,
+                               timeout=30).stdout.splitlines()
+        self.assertEqual(table[0].split()[-1], "SOURCE")
+        self.assertEqual({line.split()[0]: line.split()[-1] for line in table[1:]},
+                         {"default:p": "opamp", "default:kept": "api", "default:kept2": "api"})
         # A replace with a canary: the new generation gets the load, nothing is lost on the way.
         spec = self.remote(cores=2, tag="v2")
         spec["policies"] = {"rollout": {"canary": {"cores": 1, "hold_secs": 1}}}
@@ -299,8 +311,6 @@ class Opamp(EngineTest):
         engine = Engine(engine_yaml(engine_extra="  opamp:\n    endpoint: ftp://x\n    poll_interval_secs: 0\n")
                         .replace("HTTP", str(self.http_port)))
         self.addCleanup(engine.cleanup)
-        import subprocess
-        from harness import BIN
         out = subprocess.run([os.path.join(BIN, "droverd"), "--check", "-c", engine.config_path],
                              capture_output=True, text=True, timeout=10)
         self.assertNotEqual(out.returncode, 0)
