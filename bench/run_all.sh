@@ -66,6 +66,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/grpc_ingest.py 2 --smoke; else $PY bench/grpc_ingest.py 6; fi
     echo
+    echo "## B21 OpAMP remote config to APPLIED"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/fleet.py 1 --smoke; else $PY bench/fleet.py 5; fi
+    echo
     echo "## B17 disk buffer ingest, B18 restart with a backlog on disk"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/durability.py 2 0.02 --smoke; else $PY bench/durability.py 6 1; fi

@@ -302,8 +302,10 @@ int64_t drv_opamp_tick(drv_opamp_t *self)
         }
     }
     int64_t now = drv_time_mono_ms();
+    if (!self->easy) {
+        drv_opamp_remote_tick(self); // cheap: what an APPLYING config's rollouts came to
+    }
     if (!self->easy && !self->backoff_ms && now >= self->check_ms) {
-        drv_opamp_remote_tick(self);
         //  Between polls: what changed goes at once.
         self->check_ms = now + CHECK_MS;
         char *health = drv_opamp_health_text(self->engine);
