@@ -317,5 +317,76 @@ class Opamp(EngineTest):
         self.assertIn("engine.opamp.endpoint", out.stderr)
 
 
+class OpampElasticServer(EngineTest):
+    """The same against an OpAMP server whose messages are decoded and
+    encoded by the schemas @elastic/opamp-client-node ships (npm, pinned in
+    tests/otel-js); the package's own client proves it a real OpAMP server."""
+
+    @classmethod
+    def setUpClass(cls):
+        from test_otel_sdk import install_client
+        why = install_client()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def setUp(self):
+        import json
+        import threading
+        from test_otel_sdk import CLIENT
+        self.script = os.path.join(CLIENT, "opamp_server.js")
+        check = subprocess.run(["node", self.script, "selfcheck"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(check.returncode, 0, check.stderr)
+        self.assertEqual(json.loads(check.stdout)["selfcheck"], "ok")
+        self.server = subprocess.Popen(["node", self.script, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       text=True)
+        self.addCleanup(lambda: (self.server.stdin.close(), self.server.wait(10), self.server.stdout.close()))
+        self.lines = []
+        threading.Thread(target=lambda: self.lines.extend(json.loads(x) for x in self.server.stdout),
+                         daemon=True).start()
+        port = wait_until(lambda: next((m["port"] for m in list(self.lines) if "port" in m), None), 15, "the port")
+        extra = (f"  opamp:\n    endpoint: http://127.0.0.1:{port}/v1/opamp\n    poll_interval_secs: 1\n"
+                 f"    headers: {{ Authorization: \"Bearer elastic\" }}\n")
+        self.start_admin_engine(engine_extra=extra)
+
+    def messages(self):
+        return [m["message"] for m in list(self.lines) if "message" in m]
+
+    def test_drover_reports_to_it_and_applies_its_remote_config(self):
+        import json
+        first = wait_until(lambda: next(iter(self.messages()), None), 10, "a first report")
+        ident = {kv["key"]: kv["value"]["stringValue"] for kv in first["agentDescription"]["identifyingAttributes"]}
+        self.assertEqual(ident["service.name"], "drover")
+        self.assertEqual(int(first["capabilities"]) & 0x1807, 0x1807)
+        self.assertIn("healthy", first["health"])
+        self.assertEqual([m["authorization"] for m in self.lines if "message" in m][0], "Bearer elastic")
+        spec = {"cores": {"count": 1}, "nodes": {
+            "gen": {"type": "receiver:generator", "config": {"rate": 5}, "to": ["out"]},
+            "out": {"type": "exporter:null"}}}
+        offer = {"remote_config": yaml.safe_dump({"groups": {"default": {"pipelines": {"fleet": spec}}}}),
+                 "hash": "c0ffee"}
+        self.server.stdin.write(json.dumps(offer) + "\n")
+        self.server.stdin.flush()
+
+        def applied():
+            for m in self.messages():
+                s = m.get("remoteConfigStatus", {})
+                if s.get("status") == "RemoteConfigStatuses_APPLIED":
+                    return s
+            return None
+        status = wait_until(applied, 20, "APPLIED, as the package's schemas read it")
+        self.assertEqual(status["lastRemoteConfigHash"], "wP/u")  # base64 of c0ffee
+        st = self.admin.http("GET", "/api/v1/groups/default/pipelines/fleet/status")[1]
+        self.assertEqual((st["phase"], st["source"]), ("running", "opamp"))
+        import base64
+
+        def effective_names_it():
+            for m in self.messages():
+                body = m.get("effectiveConfig", {}).get("configMap", {}).get("configMap", {}).get("drover.yaml", {})
+                groups = yaml.safe_load(base64.b64decode(body["body"])).get("groups") if body else None
+                if groups and "fleet" in (groups.get("default") or {}).get("pipelines", {}):
+                    return True
+            return False
+        wait_until(effective_names_it, 10, "the effective config naming it")
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -34,7 +34,8 @@ def install_client():
     os.makedirs(CLIENT, exist_ok=True)
     fresh = os.path.exists(os.path.join(CLIENT, "node_modules")) and filecmp.cmp(
         os.path.join(SOURCE, "package-lock.json"), os.path.join(CLIENT, "package-lock.json"), shallow=False)
-    for name in ("package.json", "package-lock.json", "send.js", "send_metrics.js", "grpc_server.js"):
+    for name in ("package.json", "package-lock.json", "send.js", "send_metrics.js", "grpc_server.js",
+                 "opamp_server.js"):
         shutil.copy(os.path.join(SOURCE, name), CLIENT)
     if fresh:
         return None
