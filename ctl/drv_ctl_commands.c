@@ -450,41 +450,6 @@ static int s_version(drv_ctl_t *ctl, int argc, char **argv)
     return DRV_CTL_OK;
 }
 
-//  The OpAMP agent: where it reports, how that goes, the last remote config.
-static int s_opamp(drv_ctl_t *ctl, int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    json_t *body;
-    int rc = drv_ctl_call(ctl, "GET", "/api/v1/opamp", NULL, NULL, &body);
-    if (rc || ctl->json) {
-        return rc ? rc : drv_ctl_print_json(body);
-    }
-    if (!json_is_true(json_object_get(body, "enabled"))) {
-        printf("opamp: not configured (engine.opamp)\n");
-        json_decref(body);
-        return DRV_CTL_OK;
-    }
-    json_t *remote = json_object_get(body, "remote_config");
-    printf("endpoint       %s\ninstance_uid   %s\nstate          %s\nlast contact   %s\n"
-           "requests       %lld (%lld failed)\n",
-           drv_ctl_str(body, "endpoint"), drv_ctl_str(body, "instance_uid"), drv_ctl_str(body, "state"),
-           json_is_string(json_object_get(body, "last_contact_at")) ? drv_ctl_str(body, "last_contact_at") : "never",
-           (long long)json_integer_value(json_object_get(body, "requests")),
-           (long long)json_integer_value(json_object_get(body, "failures")));
-    if (json_is_string(json_object_get(body, "last_error"))) {
-        printf("last error     %s\n", drv_ctl_str(body, "last_error"));
-    }
-    if (json_is_object(remote)) {
-        printf("remote config  %s (hash %s)%s%s\n", drv_ctl_str(remote, "status"), drv_ctl_str(remote, "hash"),
-               drv_ctl_str(remote, "error")[0] ? ": " : "", drv_ctl_str(remote, "error"));
-    } else {
-        printf("remote config  none received\n");
-    }
-    json_decref(body);
-    return DRV_CTL_OK;
-}
-
 const drv_ctl_command_t drv_ctl_commands[] = {
     {"status", "", "every pipeline: phase, generation, ready cores, counters (-w: every 2 s)", s_status},
     {"get", "groups | pipelines [GROUP]", "list groups, or pipelines with their status", s_get},
@@ -505,7 +470,7 @@ const drv_ctl_command_t drv_ctl_commands[] = {
      "print a sample of the records leaving a node (default: the receivers), one JSON line each", drv_ctl_tap},
     {"call", "METHOD PATH [JSON-BODY]", "any admin route, raw", s_call_raw},
     {"version", "", "client and engine versions", s_version},
-    {"opamp", "", "the OpAMP agent: server, connection, the last remote config and what became of it", s_opamp},
+    {"opamp", "", "the OpAMP agent: server, connection, the last remote config and what became of it", drv_ctl_opamp},
     {"completion", "bash", "print the bash completion script: source <(droverctl completion bash)", drv_ctl_completion},
     {"__targets", "", "GROUP/PIPELINE of every pipeline, one a line (for completion)", s_targets},
     {NULL, NULL, NULL, NULL},

@@ -41,6 +41,8 @@ const char *drv_ctl_str(json_t *obj, const char *key);
 //  Following the event stream (drv_ctl_events.c).
 int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv);
+//  The OpAMP agent (drv_ctl_opamp.c).
+int drv_ctl_opamp(drv_ctl_t *ctl, int argc, char **argv);
 //  The mutating commands (drv_ctl_rollout.c).
 int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv);

@@ -363,7 +363,7 @@ class AdminPlane(EngineTest):
 
         out = ctl("status").stdout.splitlines()
         self.assertEqual(out[0].split(), ["PIPELINE", "PHASE", "GEN", "READY", "CORES", "RESTARTS", "RECORDS_IN",
-                                          "RECORDS_OUT", "ERRORS"])
+                                          "RECORDS_OUT", "ERRORS", "SOURCE"])
         rows = {line.split()[0]: line.split() for line in out[1:]}
         self.assertEqual(rows["default:ingest"][1:5], ["running", "1", "2/2", "0,1"])
         self.assertEqual(json.loads(ctl("-o", "json", "status").stdout)["pipelines"]["default:gen"]["phase"], "running")

@@ -95,7 +95,8 @@ class Console(EngineTest):
         self.driver.get(f"http://127.0.0.1:{self.http_port}/ui")
         self.js("window.loadedOnce = true")  # gone if the page reloads
         self.wait_card("default:p", "generation 1 running",
-                       lambda c: c.get_attribute("data-generation") == "1" and c.get_attribute("data-phase") == "running")
+                       lambda c: c.get_attribute("data-generation") == "1" and c.get_attribute("data-phase") == "running"
+                       and c.get_attribute("data-source") == "api" and "from api" in c.text)
         self.assertIsNotNone(self.card("default:q"))
         nodes = self.wait_card("default:p", "its node graph", lambda c: len(c.find_elements(By.CSS_SELECTOR, "g[data-node]")) == 3)
         self.assertEqual([g.get_attribute("data-node") for g in nodes.find_elements(By.CSS_SELECTOR, "g[data-node]")],

@@ -8,14 +8,17 @@ is honoured; an unreachable server is retried with backoff and gets a full
 report when it is back; a restarted droverd is the same agent; the
 server's hostile answers are refused and droverd lives."""
 
+import http.client
+import json
 import os
 import signal
 import subprocess
+import threading
 import unittest
 
 import yaml
 
-from harness import BIN, Engine, EngineTest, engine_yaml, free_port, wait_until
+from harness import BIN, Engine, EngineTest, engine_yaml, free_port, read_ndjson, wait_until
 from opamp_server import OpampServer, opamp_pb
 
 try:
@@ -234,33 +237,77 @@ class Opamp(EngineTest):
         self.assertEqual(table[0].split()[-1], "SOURCE")
         self.assertEqual({line.split()[0]: line.split()[-1] for line in table[1:]},
                          {"default:p": "opamp", "default:kept": "api", "default:kept2": "api"})
-        # A replace with a canary: the new generation gets the load, nothing is lost on the way.
-        spec = self.remote(cores=2, tag="v2")
-        spec["policies"] = {"rollout": {"canary": {"cores": 1, "hold_secs": 1}}}
-        self.server.script = [self.offer(yaml.safe_dump({"groups": {"default": {"pipelines": {"p": spec}}}}),
-                                         b"\x03")]
+        # One config that adds a pipeline and replaces another with a canary,
+        # while a client posts to the replaced one: nothing it was answered 200 for is lost.
+        http_port = free_port()
+        ingest = lambda tag: {"cores": {"count": 2}, "nodes": {  # noqa: E731
+            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{http_port}"}, "to": ["t"]},
+            "t": {"type": "processor:transform", "config": {"set": {"tag": tag}}, "to": ["out"]},
+            "out": {"type": "exporter:file", "config": {"path": f"{self.engine.out_dir}/ingest-{{core}}-{{generation}}.ndjson"}}},
+            "policies": {"rollout": {"canary": {"cores": 1, "hold_secs": 1}}}}
+        self.server.script = [self.offer(yaml.safe_dump({"groups": {"default": {"pipelines": {
+            "p": self.remote(tag="v1"), "web": ingest("w1")}}}}), b"\x04")]
         self.put("kept3")  # a change, so a report goes and gets the answer
-        wait_until(lambda: any(s[0] == b"\x03" and s[1] == "APPLIED" for s in self.statuses()), 30, "v2 APPLIED")
-        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]
-        self.assertEqual((status["generation"], status["ready_instances"]), (2, 2))
+        wait_until(lambda: any(s[0] == b"\x04" and s[1] == "APPLIED" for s in self.statuses()), 30, "web created")
+        sent, stop = [], threading.Event()
+
+        def post():
+            conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=10)
+            while not stop.is_set():
+                try:
+                    conn.request("POST", "/", body=json.dumps({"n": len(sent)}), headers={"Content-Type": "application/json"})
+                    resp = conn.getresponse()
+                    resp.read()
+                    if resp.status == 200:
+                        sent.append(len(sent))
+                    if resp.getheader("Connection", "").lower() == "close":
+                        conn.close()
+                except (OSError, http.client.HTTPException):
+                    conn.close()
+        poster = threading.Thread(target=post)
+        poster.start()
+        try:
+            wait_until(lambda: len(sent) >= 50, 10, "load flowing")
+            last = yaml.safe_dump({"groups": {"default": {"pipelines": {
+                "p": self.remote(tag="v1"), "web": ingest("w2"), "added": self.remote(cores=2, tag="v2")}}}})
+            self.server.script = [self.offer(last, b"\x03")]
+            self.put("kept4")
+            wait_until(lambda: any(s[0] == b"\x03" and s[1] == "APPLIED" for s in self.statuses()), 30, "APPLIED")
+            mark = len(sent)
+            wait_until(lambda: len(sent) >= mark + 50, 10, "load flowing after it")
+        finally:
+            stop.set()
+            poster.join()
+        self.assertEqual([s[1] for s in self.statuses() if s[0] == b"\x03"][:2], ["APPLYING", "APPLIED"])
+        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/web/status")[1]
+        self.assertEqual((status["generation"], status["ready_instances"], status["source"]), (2, 2, "opamp"))
+        self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/added/status")[1]["phase"], "running")
+        import glob
+
+        def written():
+            rows = []
+            for path in glob.glob(f"{self.engine.out_dir}/ingest-*.ndjson"):
+                rows += read_ndjson(path)
+            return rows if len(rows) >= len(sent) else None
+        rows = wait_until(written, 20, f"all {len(sent)} records")
+        self.assertEqual(sorted(r["n"] for r in rows), sent, "every acknowledged record, once")
+        self.assertEqual({r["tag"] for r in rows}, {"w1", "w2"})
         # The effective config the server hears is the new one.
-        configs = [m for m in self.server.received() if m.HasField("effective_config")]
-        wait_until(lambda: "v2" in [m for m in self.server.received() if m.HasField("effective_config")][-1]
+        wait_until(lambda: "w2" in [m for m in self.server.received() if m.HasField("effective_config")][-1]
                    .effective_config.config_map.config_map["drover.yaml"].body.decode(), 10, "the new effective config")
         # droverd restarted: the same config, kept, not applied again (generation stays).
         self.engine.stop()
         self.server.messages.clear()
-        self.server.script = [self.offer(yaml.safe_dump({"groups": {"default": {"pipelines": {"p": spec}}}}),
-                                         b"\x03")]
+        self.server.script = [self.offer(last, b"\x03")]
         self.start_with_state()
         first = wait_until(lambda: next(iter(self.server.received()), None), 10, "a report after the restart")
         self.assertEqual((first.remote_config_status.last_remote_config_hash, first.remote_config_status.status),
                          (b"\x03", 1))
-        wait_until(lambda: self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]["phase"]
-                   == "running", 20, "p running again")
-        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]
-        self.assertEqual((status["generation"], status["source"]), (2, "opamp"))
-        del configs
+        wait_until(lambda: self.admin.http("GET", "/api/v1/groups/default/pipelines/web/status")[1]["phase"]
+                   == "running", 20, "web running again")
+        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/web/status")[1]
+        self.assertEqual((status["generation"], status["source"]), (2, "opamp"))  # kept, not applied again
+        self.assertEqual(len([s for s in self.statuses() if s[1] == "APPLYING"]), 0)
 
     def test_an_invalid_remote_config_fails_with_the_details_and_touches_nothing(self):
         self.start_with_state()
@@ -284,6 +331,16 @@ class Opamp(EngineTest):
         self.server.script = [self.offer(yaml.safe_dump(many), b"\x0b")]
         self.put("s")
         wait_until(lambda: any("max_pipelines" in s[2] for s in self.statuses()), 60, "FAILED: too many pipelines")
+        # Wrong types: a list where groups go, a string for cores; YAML that is not YAML.
+        for i, text in enumerate(["groups: [1, 2]\n", "groups: {default: {pipelines: {p: {cores: two}}}}\n",
+                                  "groups: {a: [\n"]):
+            self.server.script = [self.offer(text, bytes([0x20 + i]))]
+            self.put(f"t{i}")
+            wait_until(lambda: any(s[0] == bytes([0x20 + i]) and s[1] == "FAILED" for s in self.statuses()), 20,
+                       f"FAILED: {text!r}")
+        (pid,) = [p for p in [self.engine.pid]]
+        from harness import proc_status
+        self.assertLess(int(proc_status(pid, "VmHWM").split()[0]), 256 * 1024, "droverd's peak RSS")
         self.assertEqual(self.admin.http("GET", "/livez")[0], 200)
 
     def test_a_remote_config_whose_new_generation_fails_is_rolled_back_and_reported_failed(self):
