@@ -29,7 +29,7 @@ def opamp_pb():
 
 
 class OpampServer:
-    def __init__(self, port=0):
+    def __init__(self, port=0, tls=None):
         pb = opamp_pb()
         self.messages = []        # AgentToServer, in order
         self.script = []          # replies to give first: callable(ServerToAgent), int (HTTP status), or bytes
@@ -65,8 +65,13 @@ class OpampServer:
                 self.wfile.write(payload)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        if tls:  # (cert_file, key_file): HTTPS
+            import ssl
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/v1/opamp"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/v1/opamp"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def received(self):

@@ -162,6 +162,26 @@ class Opamp(EngineTest):
         first = wait_until(lambda: next(iter(self.server.received()), None), 10, "a report after the restart")
         self.assertEqual(first.instance_uid, new_uid)
 
+    def test_over_https_with_a_ca_file_or_insecure_skip_verify(self):
+        cert, key = os.path.join(self.engine_dir_hint(), "cert.pem"), os.path.join(self.engine_dir_hint(), "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+        server = OpampServer(tls=(cert, key))
+        self.addCleanup(server.close)
+        for tls, works in ((f"{{ ca_file: {cert} }}", True), ("{}", False), ("{ insecure_skip_verify: true }", True)):
+            with self.subTest(tls=tls):
+                server.messages.clear()
+                extra = f"  opamp:\n    endpoint: {server.url}\n    tls: {tls}\n"
+                self.start_admin_engine(engine_extra=extra)
+                if works:
+                    wait_until(lambda: server.received(), 10, "a report over HTTPS")
+                else:
+                    wait_until(lambda: self.admin.http("GET", "/api/v1/opamp")[1]["failures"] >= 1, 10, "a failure")
+                    self.assertIn("certificate", self.admin.http("GET", "/api/v1/opamp")[1]["last_error"].lower())
+                    self.assertEqual(server.received(), [])
+                self.engine.stop()
+
     def test_hostile_answers_are_refused_and_droverd_lives(self):
         pb = opamp_pb()
         retry = pb.ServerToAgent(error_response=pb.ServerErrorResponse(
