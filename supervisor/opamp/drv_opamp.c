@@ -309,7 +309,7 @@ int64_t drv_opamp_tick(drv_opamp_t *self)
         //  Between polls: what changed goes at once.
         self->check_ms = now + CHECK_MS;
         char *health = drv_opamp_health_text(self->engine);
-        char *effective = drv_opamp_effective_text(self->engine);
+        char *effective = drv_opamp_effective_key(self->engine);
         if ((health && (!self->sent.health || strcmp(health, self->sent.health))) ||
             (effective && (!self->sent.effective || strcmp(effective, self->sent.effective)))) {
             self->next_ms = now;

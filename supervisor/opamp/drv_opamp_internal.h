@@ -40,7 +40,7 @@ enum { DRV_OPAMP_UNSET = 0, DRV_OPAMP_APPLIED, DRV_OPAMP_APPLYING, DRV_OPAMP_FAI
 //  its fingerprint changed, or in a full report.
 typedef struct {
     char *health;     // the health tree as text
-    char *effective;  // the effective config's text
+    char *effective;  // the effective config's key (drv_opamp_effective_key)
     bool description; // the description went (it never changes while droverd runs)
     uint64_t remote;  // the remote config status's version
 } drv_opamp_sent_t;
@@ -114,6 +114,9 @@ const char *drv_opamp_remote_status_name(int status);
 char *drv_opamp_health_text(drv_engine_t *engine);
 //  The running groups, as YAML: the effective config.
 char *drv_opamp_effective_text(drv_engine_t *engine);
+//  What tells whether it changed, made without making it: each running
+//  pipeline's key and spec hash (the YAML is made only when this differs).
+char *drv_opamp_effective_key(drv_engine_t *engine);
 //  An AgentToServer with the parts that differ from what the server has
 //  (self->sent; all of them when full); what was put in is remembered in
 //  self->sending. NULL out of memory.

@@ -1,7 +1,8 @@
 /*  drv_opamp_report — what the agent tells the server about itself. The
-    health tree and the effective config are first made as text: the text
-    is the fingerprint that says whether they changed since the server last
-    heard them, so they are sent only then (and in a full report). */
+    health tree is first made as text, and the effective config has a key
+    (each running pipeline's spec hash): that is the fingerprint that says
+    whether they changed since the server last heard them, so they are made
+    and sent only then (and in a full report). */
 #include "drv_opamp_internal.h"
 #include "drv_registry.h"
 #include "drv_status.h"
@@ -126,6 +127,35 @@ static Opamp__Proto__ComponentHealth *s_component(drv_opamp_report_t *r, const j
 
 //  ---- the effective config: the running groups, as the config file writes them
 
+char *drv_opamp_effective_key(drv_engine_t *engine)
+{
+    size_t count, len = 0, cap = 256;
+    char *key = malloc(cap);
+    drv_pipeline_t **list = drv_registry_pipelines(engine, &count);
+    for (size_t i = 0; key && i < count; i++) {
+        drv_pipeline_t *p = list[i];
+        if (!p->running || !p->spec_hash) {
+            continue;
+        }
+        size_t need = strlen(p->key) + strlen(p->spec_hash) + 3;
+        if (len + need >= cap) {
+            char *grown = realloc(key, cap = (len + need) * 2);
+            if (!grown) {
+                free(key);
+                key = NULL;
+                break;
+            }
+            key = grown;
+        }
+        len += (size_t)snprintf(key + len, cap - len, "%s=%s;", p->key, p->spec_hash);
+    }
+    free(list);
+    if (key) {
+        key[len] = 0;
+    }
+    return key;
+}
+
 char *drv_opamp_effective_text(drv_engine_t *engine)
 {
     json_t *groups = json_object();
@@ -228,9 +258,12 @@ drv_opamp_report_t *drv_opamp_report_build(drv_opamp_t *self, bool full)
         json_decref(tree);
     }
     self->sending.health = health;
-    char *effective = drv_opamp_effective_text(self->engine);
-    if (effective &&
-        (full || !self->sent.effective || strcmp(effective, self->sent.effective) != 0)) {
+    char *key = drv_opamp_effective_key(self->engine);
+    char *effective =
+        key && (full || !self->sent.effective || strcmp(key, self->sent.effective) != 0)
+            ? s_own(r, drv_opamp_effective_text(self->engine))
+            : NULL;
+    if (effective) {
         Opamp__Proto__EffectiveConfig *ec = s_alloc(r, sizeof *ec);
         Opamp__Proto__AgentConfigMap *map = s_alloc(r, sizeof *map);
         Opamp__Proto__AgentConfigMap__ConfigMapEntry *entry = s_alloc(r, sizeof *entry);
@@ -253,7 +286,7 @@ drv_opamp_report_t *drv_opamp_report_build(drv_opamp_t *self, bool full)
             msg->effective_config = ec;
         }
     }
-    self->sending.effective = effective;
+    self->sending.effective = key;
     if (r->failed) {
         drv_opamp_report_free(&r);
         return NULL;
