@@ -18,9 +18,10 @@
 
 static void s_usage(FILE *out)
 {
-    fprintf(out, "usage: droverd -c FILE [--check]\n"
+    fprintf(out, "usage: droverd -c FILE [--check] | --version\n"
                  "  -c, --config FILE  engine configuration (YAML)\n"
-                 "      --check        validate the configuration and exit\n");
+                 "      --check        validate the configuration and exit\n"
+                 "      --version      print the version and exit\n");
 }
 
 int main(int argc, char *argv[])
@@ -33,6 +34,7 @@ int main(int argc, char *argv[])
     static struct option options[] = {{"config", required_argument, 0, 'c'},
                                       {"check", no_argument, 0, 'k'},
                                       {"help", no_argument, 0, 'h'},
+                                      {"version", no_argument, 0, 'V'},
                                       {0, 0, 0, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "c:h", options, NULL)) != -1) {
@@ -42,6 +44,9 @@ int main(int argc, char *argv[])
             check_only = 1;
         } else if (opt == 'h') {
             s_usage(stdout);
+            return DRV_EXIT_OK;
+        } else if (opt == 'V') {
+            printf("droverd %s\n", DROVER_VERSION);
             return DRV_EXIT_OK;
         } else {
             s_usage(stderr);

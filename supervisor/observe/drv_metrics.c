@@ -178,6 +178,8 @@ char *drv_metrics_render(drv_engine_t *engine)
                       "Disk buffer segments cut short at damage (the damaged bytes kept in quarantine).",
                       s_buffer_corrupt);
     free(ps.all);
+    s_header(&t, "drover_build_info", "gauge", "Always 1; its labels say which drover this is.");
+    s_printf(&t, "drover_build_info{version=\"%s\"} 1\n", DROVER_VERSION);
     s_header(&t, "drover_rollouts_total", "counter", "Rollouts by action and final state.");
     static const char *actions[] = {"create", "noop", "resize", "replace"};
     static const char *states[] = {"succeeded", "failed", "rollback_failed"};

@@ -6,7 +6,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import DROVERD
+from harness import DROVERD, EngineTest
 
 GOOD_PIPELINE = """
       p:
@@ -109,6 +109,21 @@ class ConfigErrors(unittest.TestCase):
         example = os.path.join(os.path.dirname(__file__), "../../examples/drover.yaml")
         proc = subprocess.run([DROVERD, "--check", "-c", example], capture_output=True, text=True, timeout=10)
         self.assertEqual(proc.returncode, 0, proc.stderr)
+
+
+class VersionInfo(EngineTest):
+    """Contract 7.4: which drover this is, from the binary and from a running engine."""
+
+    def test_version_and_build_info(self):
+        import re
+        proc = subprocess.run([DROVERD, "--version"], capture_output=True, text=True, timeout=10)
+        self.assertEqual(proc.returncode, 0)
+        (version,) = re.fullmatch(r"droverd (\d+\.\d+\.\d+)\n", proc.stdout).groups()
+        self.start_admin_engine()
+        metrics = self.admin.http("GET", "/metrics")[1]
+        metrics = metrics if isinstance(metrics, str) else metrics.decode()
+        self.assertIn(f'drover_build_info{{version="{version}"}} 1', metrics)
+        self.assertEqual(self.admin.http("GET", "/api/v1/engine")[1]["version"], version)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ static void s_post(drv_export_t *self, batch_t *batch)
     curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)batch->size);
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)settings->timeout_ms);
-    curl_easy_setopt(easy, CURLOPT_USERAGENT, "drover");
+    curl_easy_setopt(easy, CURLOPT_USERAGENT, "drover/" DROVER_VERSION);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, s_on_response);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, batch);
     curl_easy_setopt(easy, CURLOPT_PRIVATE, batch);
