@@ -22,30 +22,12 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ingest import LOAD, ON_0, engine_with, free_port, limit, pipeline, rate  # noqa: E402
+from ingest import ON_0, limit, otlp_ingest as ingest  # noqa: E402
 
 
 def loop(seconds):
     out = subprocess.run([*ON_0, "metrics-loop", str(seconds)], capture_output=True, text=True, check=True).stdout
     return float(re.search(r"points_per_sec=([\d.]+)", out).group(1))
-
-
-def ingest(seconds, tool):
-    """The receiving pipeline's records/s under tool's load (a list: drover-bench's arguments, with PORT and
-    GRPC_PORT standing for the node's two endpoints); and the load's failed calls."""
-    port, grpc_port = free_port(), free_port()
-    engine, http = engine_with({"b19": pipeline({
-        "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{port}",
-                                                   "grpc_endpoint": f"127.0.0.1:{grpc_port}"}, "to": ["out"]},
-        "out": {"type": "exporter:null"}}, 0)})
-    try:
-        args = [a.replace("GRPC_PORT", str(grpc_port)).replace("PORT", str(port)) for a in tool]
-        load = subprocess.Popen([*LOAD, *args], stdout=subprocess.PIPE, text=True)
-        value = rate(http, "b19", seconds)
-        out, _ = load.communicate(timeout=seconds + 15)
-        return value, int(re.search(r"failed=(\d+)", out).group(1))
-    finally:
-        engine.cleanup()
 
 
 def main():

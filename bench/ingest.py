@@ -73,20 +73,27 @@ def limit(seconds):
     return float(re.search(r"logs_per_sec=([\d.]+)", out).group(1))
 
 
-def b9(seconds):
-    port = free_port()
+def otlp_ingest(seconds, tool):
+    """receiver:otlp (HTTP on PORT, gRPC on GRPC_PORT) on CPU 0 -> exporter:null, under drover-bench's load
+    (tool: its arguments, with PORT and GRPC_PORT standing for the node's two endpoints): its records/s,
+    and the load's failed requests or calls."""
+    port, grpc_port = free_port(), free_port()
     engine, http = engine_with({"b9": pipeline({
-        "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["out"]},
+        "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{port}",
+                                                   "grpc_endpoint": f"127.0.0.1:{grpc_port}"}, "to": ["out"]},
         "out": {"type": "exporter:null"}}, 0)})
     try:
-        load = subprocess.Popen([*LOAD, "otlp-post", f"http://127.0.0.1:{port}/v1/logs", str(seconds), "8", "0"],
-                                stdout=subprocess.PIPE, text=True)
+        args = [a.replace("GRPC_PORT", str(grpc_port)).replace("PORT", str(port)) for a in tool]
+        load = subprocess.Popen([*LOAD, *args], stdout=subprocess.PIPE, text=True)
         value = rate(http, "b9", seconds)
         out, _ = load.communicate(timeout=seconds + 15)
-        failed = int(re.search(r"failed=(\d+)", out).group(1))
-        return value, failed
+        return value, int(re.search(r"failed=(\d+)", out).group(1))
     finally:
         engine.cleanup()
+
+
+def b9(seconds):
+    return otlp_ingest(seconds, ["otlp-post", "http://127.0.0.1:PORT/v1/logs", str(seconds), "8", "0"])
 
 
 def b10(seconds):

@@ -76,6 +76,12 @@ struct drv_instance_t {
     char detail[256];        // last failure, for status
 };
 
+//  Where a pipeline's spec came from (PipelineStatus `source`): the API, the
+//  config file (SIGHUP removes what it no longer declares) or the OpAMP
+//  server's remote config (a new one removes what it no longer declares).
+typedef enum { DRV_SOURCE_API = 0, DRV_SOURCE_CONFIG, DRV_SOURCE_OPAMP } drv_source_t;
+#define DRV_SOURCE_NAMES {"api", "config", "opamp"}
+
 struct drv_pipeline_t {
     char group[64];
     char name[64];
@@ -91,8 +97,7 @@ struct drv_pipeline_t {
     zlistx_t *shutdowns;     // struct drv_shutdown_t history, owned
     struct drv_shutdown_t *shutdown_active; // the shutdown under way (the pipeline is stopping), or NULL
     json_t *previous_spec;   // the spec before the last replace, for rollback (or NULL)
-    bool from_config;        // declared in the config file (SIGHUP may remove it)
-    bool from_opamp;         // declared in the OpAMP server's remote config (a new one may remove it)
+    drv_source_t source;     // where its spec came from: the one that stops declaring it removes it
     bool shut_down;          // stopped by a shutdown (not by a failed create)
     bool has_zmq;            // has receiver:zmq nodes: the broker routes to it
     bool degraded;           // restarted more than max_restarts within window_secs

@@ -284,7 +284,8 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
                      "instances", instances, "rollout", "shutdown", "created_at",
                      s_time(p->created_at));
     //  Where its spec came from: the config file, the OpAMP server's remote config, or the API.
-    json_object_set_new(status, "source", json_string(p->from_opamp ? "opamp" : p->from_config ? "config" : "api"));
+    static const char *const sources[] = DRV_SOURCE_NAMES;
+    json_object_set_new(status, "source", json_string(sources[p->source]));
     drv_totals_t totals = drv_status_totals(p);
     json_object_set_new(status, "totals", json_pack("{s:I, s:I, s:I}", "records_in", (json_int_t)totals.records_in,
                                                     "records_out", (json_int_t)totals.records_out, "errors",

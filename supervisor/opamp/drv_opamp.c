@@ -332,13 +332,6 @@ int64_t drv_opamp_tick(drv_opamp_t *self)
     return wait < 0 ? (self->easy ? -1 : 0) : wait;
 }
 
-void drv_opamp_changed(drv_opamp_t *self)
-{
-    if (self) {
-        self->check_ms = 0;
-    }
-}
-
 json_t *drv_opamp_json(drv_opamp_t *self)
 {
     if (!self) {

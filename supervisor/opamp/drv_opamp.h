@@ -29,9 +29,6 @@ int drv_opamp_fd(drv_opamp_t *self);
 //  Does what is due or ready (sends, reads answers); returns ms until it
 //  has something to do (-1: nothing).
 int64_t drv_opamp_tick(drv_opamp_t *self);
-//  Something it reports changed (an instance's state, a rollout's end):
-//  send soon, not at the next poll.
-void drv_opamp_changed(drv_opamp_t *self);
 
 //  GET /api/v1/opamp: {enabled, endpoint, instance_uid, state,
 //  last_contact_at, requests, failures, last_error, …} (new reference);

@@ -17,10 +17,10 @@
 
 //  generation: the one to come up as (a restored pipeline keeps its number).
 static void s_create(drv_engine_t *engine, const char *group, const char *name, json_t *spec,
-                     bool from_config, int64_t generation)
+                     drv_source_t source, int64_t generation)
 {
     drv_pipeline_t *pipeline = drv_registry_add_pipeline(engine, group, name, spec);
-    pipeline->from_config = from_config;
+    pipeline->source = source;
     pipeline->generation = generation > 1 ? generation - 1 : 0; // create targets the next one
     drv_rollout_opts_t opts = {.supervised = true};
     drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, &opts);
@@ -75,22 +75,19 @@ void drv_reload_start_pipelines(drv_engine_t *engine)
             json_object_foreach(pipelines, name, entry)
             {
                 json_t *spec = json_object_get(entry, "spec");
-                bool from_opamp =
-                    !strcmp(json_string_value(json_object_get(entry, "source")) ?: "", "opamp");
-                bool from_config =
-                    !from_opamp &&
-                    json_object_get(json_object_get(engine->config->groups, group), name) != NULL;
+                //  The state file keeps the remote config's; the file's are whatever it declares now.
+                bool declared = json_object_get(json_object_get(engine->config->groups, group), name) != NULL;
+                drv_source_t source =
+                    !strcmp(json_string_value(json_object_get(entry, "source")) ?: "", "opamp") ? DRV_SOURCE_OPAMP
+                    : declared                                                               ? DRV_SOURCE_CONFIG
+                                                                                             : DRV_SOURCE_API;
                 int64_t generation = json_integer_value(json_object_get(entry, "generation"));
                 s_interrupted(engine, group, name, generation, json_object_get(entry, "rollout"));
                 if (json_is_true(json_object_get(entry, "running"))) {
-                    s_create(engine, group, name, spec, from_config, generation);
-                    drv_pipeline_t *p = drv_registry_pipeline(engine, group, name);
-                    p->from_opamp = from_opamp;
-                    drv_registry_touch(engine, p);
+                    s_create(engine, group, name, spec, source, generation);
                 } else {
                     drv_pipeline_t *p = drv_registry_add_pipeline(engine, group, name, spec);
-                    p->from_config = from_config;
-                    p->from_opamp = from_opamp;
+                    p->source = source;
                     p->generation = generation;
                     p->shut_down = true; // it was shut down: it stays down
                 }
@@ -111,7 +108,7 @@ void drv_reload_start_pipelines(drv_engine_t *engine)
         json_t *spec;
         json_object_foreach(pipelines, name, spec)
         {
-            s_create(engine, group, name, spec, true, 1);
+            s_create(engine, group, name, spec, DRV_SOURCE_CONFIG, 1);
         }
     }
 }
@@ -151,9 +148,8 @@ json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_
             if (!pipeline) {
                 pipeline = drv_registry_add_pipeline(engine, group, name, spec);
             }
-            pipeline->from_config = source == DRV_SOURCE_CONFIG;
-            pipeline->from_opamp = source == DRV_SOURCE_OPAMP;
-            engine->state_dirty |= pipeline->from_opamp; // its source is kept in the state file
+            pipeline->source = source;
+            engine->state_dirty |= source == DRV_SOURCE_OPAMP; // that source is kept in the state file
             drv_registry_touch(engine, pipeline);        // status shows the source
             drv_rollout_start(engine, pipeline,
                               rollout); // it names the rollout; the pipeline's history keeps it
@@ -167,8 +163,7 @@ json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_
     for (size_t k = 0; k < count; k++) {
         drv_pipeline_t *p = all[k];
         bool declared = json_object_get(json_object_get(groups, p->group), p->name) != NULL;
-        bool ours = source == DRV_SOURCE_OPAMP ? p->from_opamp : p->from_config;
-        if (ours && !declared && !p->shutdown_active && !p->active) {
+        if (p->source == source && !declared && !p->shutdown_active && !p->active) {
             drv_info("%s: pipeline=%s is gone from it: shutting it down", from, p->key);
             drv_shutdown_start(engine, p, 0, true);
             removed++;

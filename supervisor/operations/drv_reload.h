@@ -15,8 +15,6 @@ void drv_reload_start_pipelines(drv_engine_t *engine);
 //  An invalid file changes nothing (logged, and a config.invalid event).
 void drv_reload_apply(drv_engine_t *engine, const char *why);
 
-typedef enum { DRV_SOURCE_CONFIG, DRV_SOURCE_OPAMP } drv_source_t;
-
 //  Applies groups ({group: {pipeline: normalized spec}}) as a reload does:
 //  each pipeline's difference is a rollout (admission first: what a PUT
 //  would refuse is skipped), the pipelines take source as theirs, and the

@@ -152,6 +152,17 @@ class OtlpGrpc(EngineTest):
         (s,) = [r for r in rows if r["signal"] == "span"]
         self.assertEqual((s["name"], s["kind"], s["trace_id"]), ("grpc-span", 2, bytes(range(16)).hex()))
 
+    def test_partial_success_counts_the_records_left_out(self):
+        self.put(signals=["logs"])
+        request = grpc_otlp.log_request("dup", 2)
+        record = request.resource_logs[0].scope_logs[0].log_records[1]
+        again = record.attributes.add()
+        again.key, again.value.int_value = "i", 7  # the key "i" twice: this record is left out
+        response = grpc_otlp.export(self.channel(), "logs", request)
+        self.assertEqual(response.partial_success.rejected_log_records, 1)
+        self.assertIn('"i" twice', response.partial_success.error_message)
+        self.assertEqual([r["body"] for r in self.records(1)], ["dup-0"])
+
     def test_refusals_carry_the_status_otlp_names(self):
         self.put(signals=["logs"], max_body_bytes=4096)
         channel = self.channel()

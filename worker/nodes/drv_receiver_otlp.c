@@ -384,9 +384,7 @@ static int s_readable(drv_node_t *node)
     otlp_t *self = node->state;
     drv_http_node_readable(node);
     if (self && self->grpc) {
-        struct epoll_event ev[2];
-        epoll_wait(self->epoll_fd, ev, 2, 0); // nothing to take: each server looks itself
-        drv_grpc_server_run(self->grpc);
+        drv_grpc_server_run(self->grpc); // each server looks at its own descriptor: the set needs no reading
     }
     return 0;
 }
