@@ -172,14 +172,38 @@ void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *recor
     }
 }
 
-json_t *drv_dag_node_counters(const drv_dag_t *self)
+//  An exporter's delivery: [retries, backlog, failing_ms, last_error].
+//  failing_ms is how long nothing was delivered since an attempt failed,
+//  or how long it has been backlogged, whichever is longer (0: neither).
+static void s_export_health(drv_node_t *node, json_t *counters, int64_t now)
+{
+    bool backlogged = node->kind->backlogged && node->kind->backlogged(node);
+    if (!backlogged) {
+        node->backlogged_since_ms = 0;
+    } else if (node->backlogged_since_ms == 0) {
+        node->backlogged_since_ms = now;
+    }
+    int64_t failing = node->failing_since_ms ? now - node->failing_since_ms : 0;
+    int64_t behind = node->backlogged_since_ms ? now - node->backlogged_since_ms : 0;
+    json_array_append_new(counters, json_integer(node->retries));
+    json_array_append_new(counters, json_integer(node->kind->backlog ? node->kind->backlog(node) : 0));
+    json_array_append_new(counters, json_integer(failing > behind ? failing : behind));
+    json_array_append_new(counters, json_string(failing > 0 || behind == 0 ? node->last_error
+                                                : "backlogged: receivers push back"));
+}
+
+json_t *drv_dag_node_counters(drv_dag_t *self)
 {
     json_t *nodes = json_object();
+    int64_t now = drv_time_mono_ms();
     for (size_t i = 0; i < self->count; i++) {
-        const drv_node_t *node = &self->nodes[i];
-        json_object_set_new(nodes, node->id,
-                            json_pack("[I,I,I,I]", (json_int_t)node->in, (json_int_t)node->out,
-                                      (json_int_t)node->dropped, (json_int_t)node->errors));
+        drv_node_t *node = &self->nodes[i];
+        json_t *counters = json_pack("[I,I,I,I]", (json_int_t)node->in, (json_int_t)node->out,
+                                     (json_int_t)node->dropped, (json_int_t)node->errors);
+        if (node->kind->schema.role == DRV_ROLE_EXPORTER) {
+            s_export_health(node, counters, now);
+        }
+        json_object_set_new(nodes, node->id, counters);
     }
     return nodes;
 }

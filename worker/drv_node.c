@@ -9,6 +9,7 @@
 #include "drover/drv_mpjson.h"
 #include "drover/drv_time.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void *drv_node_alloc(drv_node_t *node, size_t size)
@@ -68,6 +69,17 @@ void drv_node_count_in(drv_node_t *node, size_t n)
 void drv_node_count_out(drv_node_t *node, size_t n)
 {
     node->out += (int64_t)n;
+    node->failing_since_ms = 0;
+}
+
+void drv_node_count_retry(drv_node_t *node)
+{
+    node->retries++;
+}
+
+void drv_node_count_gave_up(drv_node_t *node, size_t n)
+{
+    node->dropped += (int64_t)n;
 }
 
 void drv_node_count_dropped(drv_node_t *node, size_t n)
@@ -88,6 +100,10 @@ void drv_node_record_error(drv_node_t *node, const char *what)
 void drv_node_export_warn(drv_node_t *node, size_t n, const char *what)
 {
     int64_t now = drv_time_mono_ms();
+    if (node->failing_since_ms == 0) {
+        node->failing_since_ms = now;
+    }
+    snprintf(node->last_error, sizeof node->last_error, "%s", what);
     if (now - node->last_warn_ms >= 5000) {
         node->last_warn_ms = now;
         drv_warn("export failed node=%s records=%zu reason=\"%s\"", node->id, n, what);

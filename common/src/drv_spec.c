@@ -20,17 +20,23 @@ typedef struct {
     int64_t maximum;
 } policy_key_t;
 
+//  An optional policy is in the normalized spec only when given, so that a
+//  spec without one keeps the hash it had before the policy existed.
 static const struct {
     const char *name;
     policy_key_t keys[4];
+    bool optional;
 } s_policies[] = {
     {"rollout",
-     {{"step_timeout_secs", "60", 1, DRV_LIMIT_TIMEOUT_SECS}, {"drain_timeout_secs", "60", 1, DRV_LIMIT_TIMEOUT_SECS}}},
+     {{"step_timeout_secs", "60", 1, DRV_LIMIT_TIMEOUT_SECS}, {"drain_timeout_secs", "60", 1, DRV_LIMIT_TIMEOUT_SECS}},
+     false},
     {"restart",
      {{"max_restarts", "5", 0, DRV_LIMIT_RESTARTS},
       {"window_secs", "60", 1, DRV_LIMIT_TIMEOUT_SECS},
       {"initial_backoff_ms", "100", 1, DRV_LIMIT_BACKOFF_MS},
-      {"max_backoff_ms", "30000", 1, DRV_LIMIT_BACKOFF_MS}}},
+      {"max_backoff_ms", "30000", 1, DRV_LIMIT_BACKOFF_MS}},
+     false},
+    {"health", {{"exporter_failing_secs", "30", 1, DRV_LIMIT_TIMEOUT_SECS}}, true},
 };
 
 void drv_spec_check_problem(drv_spec_check_t *check, const char *path, const char *fmt, ...)
@@ -180,10 +186,10 @@ static json_t *s_policies_of(ctx_t *ctx, json_t *policies)
     json_t *value;
     json_object_foreach(policies, name, value)
     {
-        if (strcmp(name, "rollout") && strcmp(name, "restart") && strcmp(name, "buffer")) {
+        if (strcmp(name, "rollout") && strcmp(name, "restart") && strcmp(name, "buffer") && strcmp(name, "health")) {
             char path[300];
             snprintf(path, sizeof path, "policies.%s", name);
-            drv_spec_check_problem(ctx, path, "unknown policy \"%s\" (rollout, restart, buffer)", name);
+            drv_spec_check_problem(ctx, path, "unknown policy \"%s\" (rollout, restart, buffer, health)", name);
         }
     }
     for (size_t p = 0; p < sizeof s_policies / sizeof s_policies[0]; p++) {
@@ -221,7 +227,11 @@ static json_t *s_policies_of(ctx_t *ctx, json_t *policies)
                 json_object_set(out, def->key, value);
             }
         }
-        json_object_set_new(result, s_policies[p].name, out);
+        if (!s_policies[p].optional || (given && !json_is_null(given))) {
+            json_object_set_new(result, s_policies[p].name, out);
+        } else {
+            json_decref(out);
+        }
     }
     json_t *canary = json_object_get(json_object_get(policies, "rollout"), "canary");
     if (canary && json_is_object(json_object_get(policies, "rollout"))) {

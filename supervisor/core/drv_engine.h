@@ -39,8 +39,8 @@ typedef struct drv_engine_t drv_engine_t;
 //  A PipelineStatus condition, Kubernetes style.
 typedef struct {
     bool status;
-    char reason[48];    // CamelCase, machine-readable
-    char message[300];  // for humans
+    char reason[48];    // machine-readable: CamelCase, but exporter_failing as contract 7.4 names it
+    char message[640];  // for humans
     int64_t since;      // wall ms of the last change of status
 } drv_condition_t;
 
@@ -69,7 +69,10 @@ struct drv_instance_t {
     int64_t last_heartbeat_at;   // wall ms
     int64_t last_heartbeat_mono; // mono ms
     int64_t records_in, records_out, errors; // from its last heartbeat
-    json_t *nodes;           // its per-node counters {"node": [in, out, dropped, errors]}, or NULL
+    json_t *nodes;           // its per-node counters {"node": [in, out, dropped, errors, ...]}, or NULL
+    int64_t export_failing_ms;      // its exporter that has failed longest: for how long (0: none) ...
+    char export_failing_node[64];   // ... which one ...
+    char export_failing_error[200]; // ... and its last error (instances/drv_export_health.c)
     json_t *buffer;          // its disk buffer's figures from the last heartbeat (schemas/control.md), or NULL
     uint64_t counter_updates; // how many times the counters above were updated
     int last_exit_code;      // exit code or 128+signal of the last process
@@ -103,6 +106,8 @@ struct drv_pipeline_t {
     bool degraded;           // restarted more than max_restarts within window_secs
     bool woken;              // busy, and an instance event came since its operation last ran
     char frontend_error[300]; // the broker could not bind a receiver endpoint
+    bool exporter_failing;   // an exporter has failed past policies.health.exporter_failing_secs ...
+    char exporter_failing_why[600]; // ... which, since when, its last error (instances/drv_export_health.c)
     zlistx_t *instances;     // drv_instance_t, owned
     zlistx_t *listeners;     // drv_listener_t, owned (closed when freed)
     int64_t created_at;      // wall ms

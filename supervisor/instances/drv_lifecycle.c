@@ -11,6 +11,7 @@
 #include "drv_listeners.h"
 #include "drv_broker_link.h"
 #include "drv_events.h"
+#include "drv_export_health.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_zygote.h"
@@ -154,6 +155,7 @@ static void s_counters(drv_engine_t *engine, drv_instance_t *inst, const drv_msg
     if (drv_msg_has(msg, DRV_F_NODES) && json_is_object(msg->nodes)) {
         json_decref(inst->nodes);
         inst->nodes = json_incref(msg->nodes);
+        drv_export_health_update(engine, inst);
     }
     if (drv_msg_has(msg, DRV_F_BUFFER) && json_is_object(msg->buffer)) {
         s_buffer_news(engine, inst, msg->buffer);
@@ -229,6 +231,7 @@ void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int statu
                 json_pack("{s:I, s:I}", "records", kept, "bytes", json_integer_value(json_object_get(inst->buffer, "bytes"))));
     }
     s_retire_counters(inst);
+    drv_export_health_update(engine, inst);
     s_feed(engine, inst, DRV_LIFE_EXIT, (drv_life_input_t){.code = drv_spawn_exit_code(status)});
 }
 

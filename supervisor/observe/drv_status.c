@@ -100,11 +100,19 @@ json_t *drv_status_nodes(const json_t *heartbeat_nodes)
     json_t *c;
     json_object_foreach((json_t *)heartbeat_nodes, node, c)
     {
-        json_object_set_new(nodes, node, json_pack("{s:I, s:I, s:I, s:I}", "records_in",
-                                                   json_integer_value(json_array_get(c, 0)), "records_out",
-                                                   json_integer_value(json_array_get(c, 1)), "records_dropped",
-                                                   json_integer_value(json_array_get(c, 2)), "errors",
-                                                   json_integer_value(json_array_get(c, 3))));
+        json_t *counts = json_pack("{s:I, s:I, s:I, s:I}", "records_in", json_integer_value(json_array_get(c, 0)),
+                                   "records_out", json_integer_value(json_array_get(c, 1)), "records_dropped",
+                                   json_integer_value(json_array_get(c, 2)), "errors",
+                                   json_integer_value(json_array_get(c, 3)));
+        if (json_array_size(c) >= 8) { // an exporter's delivery (drv_dag_node_counters)
+            const char *error = json_string_value(json_array_get(c, 7));
+            json_object_update_new(counts, json_pack("{s:I, s:I, s:f, s:s?}", "retries",
+                                                     json_integer_value(json_array_get(c, 4)), "backlog_records",
+                                                     json_integer_value(json_array_get(c, 5)), "failing_secs",
+                                                     (double)json_integer_value(json_array_get(c, 6)) / 1000.0,
+                                                     "last_error", error && error[0] ? error : NULL));
+        }
+        json_object_set_new(nodes, node, counts);
     }
     return nodes;
 }
@@ -120,10 +128,28 @@ static void s_set(drv_condition_t *cond, bool status, const char *reason, const 
     snprintf(cond->message, sizeof cond->message, "%s", message);
 }
 
+//  The latest rollout, when it failed (it rolled back, or could not): its
+//  reason in why. NULL when it did not fail.
+static const drv_rollout_t *s_failed_rollout(const drv_pipeline_t *p, char *why, size_t whylen)
+{
+    const drv_rollout_t *last = p->active ? NULL : zlistx_last(p->rollouts);
+    if (!last || (drv_rollout_state(last) != DRV_RO_FAILED && drv_rollout_state(last) != DRV_RO_ROLLBACK_FAILED)) {
+        return NULL;
+    }
+    snprintf(why, whylen, "%s (%s to generation %lld) %s: %s", drv_rollout_id(last),
+             drv_action_name(drv_rollout_action(last)), (long long)drv_rollout_target_generation(last),
+             drv_rollout_state_name(drv_rollout_state(last)), drv_rollout_failure(last));
+    return last;
+}
+
 static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
 {
     (void)engine;
-    char message[300] = "";
+    char message[640] = "";
+    char failed_why[600];
+    const drv_rollout_t *failed = s_failed_rollout(p, failed_why, sizeof failed_why);
+    //  A create that failed: nothing runs, and every condition says why.
+    bool create_failed = failed && !p->running && !p->shut_down && !p->shutdown_active;
     int missing = 0;
     for (int i = 0; i < p->core_count; i++) {
         if (!s_ready_on(p, p->cores[i])) {
@@ -137,6 +163,8 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
     }
     if (p->shutdown_active) {
         s_set(&p->cond_ready, false, "Stopped", "the pipeline is shut down", now);
+    } else if (create_failed) {
+        s_set(&p->cond_ready, false, "CreateFailed", failed_why, now);
     } else if (missing == 0) {
         s_set(&p->cond_ready, true, "AllCoresReady", "every desired core has a ready instance", now);
     } else {
@@ -152,11 +180,15 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
                  drv_action_name(drv_rollout_action(p->active)),
                  (long long)drv_rollout_target_generation(p->active));
         s_set(&p->cond_progressing, true, "RolloutInProgress", progress, now);
+    } else if (failed) {
+        s_set(&p->cond_progressing, false, "RolloutFailed", failed_why, now);
     } else {
         s_set(&p->cond_progressing, false, "Idle", "no rollout or shutdown in progress", now);
     }
     drv_buffer_totals_t buffer = drv_status_buffer(p);
-    if (p->frontend_error[0]) {
+    if (create_failed) {
+        s_set(&p->cond_degraded, true, "CreateFailed", failed_why, now);
+    } else if (p->frontend_error[0]) {
         s_set(&p->cond_degraded, true, "FrontDoorUnavailable", p->frontend_error, now);
     } else if (buffer.full) {
         snprintf(message, sizeof message, "the disk buffer is full (%lld bytes, policies.buffer.max_bytes %lld): %s",
@@ -175,8 +207,10 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
                  (long long)json_integer_value(json_object_get(
                      json_object_get(json_object_get(p->spec, "policies"), "restart"), "window_secs")));
         s_set(&p->cond_degraded, true, "CrashLoop", message, now);
+    } else if (p->exporter_failing) {
+        s_set(&p->cond_degraded, true, "exporter_failing", p->exporter_failing_why, now);
     } else {
-        s_set(&p->cond_degraded, false, "Healthy", "no crash loop, front doors bound", now);
+        s_set(&p->cond_degraded, false, "Healthy", "no crash loop, front doors bound, exporters delivering", now);
     }
 }
 

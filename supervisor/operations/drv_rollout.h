@@ -57,6 +57,7 @@ void drv_rollout_destroy(drv_rollout_t **self_p);
 json_t *drv_rollout_json(const drv_rollout_t *rollout);
 drv_action_t drv_rollout_action(const drv_rollout_t *rollout);
 drv_rollout_state_t drv_rollout_state(const drv_rollout_t *rollout);
+const char *drv_rollout_state_name(drv_rollout_state_t state); // "running", "failed", ...
 const char *drv_rollout_id(const drv_rollout_t *rollout);
 int64_t drv_rollout_target_generation(const drv_rollout_t *rollout);
 bool drv_rollout_finished(const drv_rollout_t *rollout);

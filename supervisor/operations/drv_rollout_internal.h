@@ -65,8 +65,6 @@ struct drv_rollout_t {
     uint64_t changes;            // bumped by every change of what its RolloutStatus shows
 };
 
-//  "running", "rolling_back"... as in RolloutStatus.state.
-const char *drv_rollout_state_name(drv_rollout_state_t state);
 //  The record changed (updated_at).
 void drv_rollout_touch(drv_rollout_t *self);
 //  The entry of one core, or NULL when the rollout does not touch it.

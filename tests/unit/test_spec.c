@@ -122,6 +122,12 @@ static void test_invalid_specs_name_path_and_reason(void **state)
                      "\"in2\":{\"type\":\"receiver:generator\",\"to\":[\"out\"]}," NULLOUT "}}",
                      "nodes.in.to", "is a receiver and cannot take input");
     s_expect_problem("[]", "", "must be a map");
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"health\":{\"exporter_failing_secs\":0}}}",
+                     "policies.health.exporter_failing_secs", "from 1 to");
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"health\":{\"exporter_failing\":3}}}",
+                     "policies.health.exporter_failing", "unknown key");
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"healht\":{}}}",
+                     "policies.healht", "(rollout, restart, buffer, health)");
 }
 
 static void test_defaults_are_filled_and_hash_ignores_key_order(void **state)
@@ -142,6 +148,10 @@ static void test_defaults_are_filled_and_hash_ignores_key_order(void **state)
                         "ndjson");
     assert_int_equal(drv_spec_policy(na, "restart", "max_backoff_ms"), 30000);
     assert_int_equal(drv_spec_policy(na, "rollout", "drain_timeout_secs"), 60);
+    //  An optional policy not given is not in the spec (the hash stays what
+    //  it was before the policy existed), yet has its default.
+    assert_null(json_object_get(json_object_get(na, "policies"), "health"));
+    assert_int_equal(drv_spec_policy(na, "health", "exporter_failing_secs"), 30);
     char *ha = drv_spec_hash(na);
     char *hb = drv_spec_hash(nb);
     assert_string_equal(ha, hb);

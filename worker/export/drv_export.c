@@ -110,6 +110,7 @@ void drv_export_close(drv_export_t *self, int lane_index)
     }
     if (rc != 0) {
         drv_node_export_error(self->node, lane->count, err);
+        drv_node_count_gave_up(self->node, lane->count);
         drv_buf_free(&body);
         free(batch);
     } else {
@@ -155,6 +156,7 @@ void drv_export_record(drv_export_t *self, int lane_index, const msgpack_object 
                        : 0;
     if (bytes == 0) {
         drv_node_export_error(self->node, 1, "out of memory taking a record");
+        drv_node_count_gave_up(self->node, 1);
         return;
     }
     lane->count++;
@@ -274,4 +276,17 @@ bool drv_export_node_backlogged(drv_node_t *node)
 {
     drv_export_t *self = s_of(node);
     return self && self->queued >= DRV_EXPORT_QUEUE_BATCHES;
+}
+
+int64_t drv_export_node_backlog(drv_node_t *node)
+{
+    drv_export_t *self = s_of(node);
+    int64_t records = 0;
+    for (int i = 0; self && i < DRV_EXPORT_LANES; i++) {
+        records += (int64_t)self->lanes[i].count;
+    }
+    for (batch_t *batch = self ? self->head : NULL; batch; batch = batch->next) {
+        records += (int64_t)batch->records;
+    }
+    return records;
 }

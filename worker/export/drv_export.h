@@ -90,11 +90,12 @@ void drv_export_node_drain(drv_node_t *node);
 void drv_export_node_flush(drv_node_t *node);
 int64_t drv_export_node_holding(drv_node_t *node);
 bool drv_export_node_backlogged(drv_node_t *node);
+int64_t drv_export_node_backlog(drv_node_t *node);
 
 //  The hooks above, for a kind's drv_node_kind_t.
 #define DRV_EXPORT_NODE_HOOKS                                                                                         \
     .fd = drv_export_node_fd, .readable = drv_export_node_readable, .timeout_ms = drv_export_node_timeout_ms,         \
     .drain = drv_export_node_drain, .flush = drv_export_node_flush, .holding = drv_export_node_holding,               \
-    .backlogged = drv_export_node_backlogged
+    .backlogged = drv_export_node_backlogged, .backlog = drv_export_node_backlog
 
 #endif

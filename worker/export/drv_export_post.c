@@ -96,6 +96,7 @@ static void s_drop(drv_export_t *self, batch_t *batch, const char *why)
         drv_warn("export gave up node=%s records=%zu reason=\"%s\"", self->node->id, batch->records,
                  why);
     }
+    drv_node_count_gave_up(self->node, batch->records);
     drv_export_unlink(self, batch);
     drv_export_batch_free(self, batch);
 }
@@ -118,6 +119,7 @@ static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why,
     } else {
         drv_node_export_warn(self->node, batch->records, why);
     }
+    drv_node_count_retry(self->node);
     int64_t wait = batch->backoff_ms * (80 + rand_r(&self->seed) % 41) / 100; // ±20%
     if (retry_after_ms > 0) {
         //  Honoured, but a backend does not get to park a batch for ever.

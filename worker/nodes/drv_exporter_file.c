@@ -226,6 +226,7 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
         int rc = self->msgpack_format ? msgpack_pack_object(&pk, records[i]) : drv_ndjson_append(out, &records[i]);
         if (rc != 0) {
             drv_node_export_error(node, n, "out of memory encoding");
+            drv_node_count_gave_up(node, n);
             return;
         }
     }
@@ -244,5 +245,6 @@ const drv_node_kind_t drv_exporter_file = {
     .readable = drv_hold_node_readable,
     .holding = drv_hold_node_holding,
     .backlogged = drv_hold_node_backlogged,
+    .backlog = drv_hold_node_backlog,
     .destroy = s_destroy,
 };

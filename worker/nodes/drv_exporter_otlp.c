@@ -147,6 +147,7 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
             snprintf(why, sizeof why, "signal '%.*s' has no OTLP form here (log, span, or metric of a known type)",
                      (int)(signal->via.str.size > 64 ? 64 : signal->via.str.size), signal->via.str.ptr);
             drv_node_export_error(node, 1, why);
+            drv_node_count_gave_up(node, 1);
         }
     }
 }

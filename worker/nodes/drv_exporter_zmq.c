@@ -102,5 +102,6 @@ const drv_node_kind_t drv_exporter_zmq = {
     .readable = drv_hold_node_readable,
     .holding = drv_hold_node_holding,
     .backlogged = drv_hold_node_backlogged,
+    .backlog = drv_hold_node_backlog,
     .destroy = s_destroy,
 };

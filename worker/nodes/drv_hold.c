@@ -70,6 +70,7 @@ static void s_arm(drv_hold_t *self)
 static void s_wait(drv_hold_t *self, drv_node_t *node, held_t *h, const char *why)
 {
     if (self->config.waits_are_errors) {
+        drv_node_count_retry(node);
         if (h->counted) {
             drv_node_export_warn(node, h->records, why);
         } else {
@@ -89,6 +90,7 @@ static void s_flush(drv_hold_t *self, drv_node_t *node)
         ssize_t took = self->config.out(self->config.arg, h->data + h->done, h->len - h->done, &why);
         if (took < 0) {
             drv_node_export_error(node, h->counted ? 0 : h->records, why); // never to be taken: dropped
+            drv_node_count_gave_up(node, h->records);
         } else {
             h->done += (size_t)took;
             self->bytes -= (size_t)took;
@@ -120,6 +122,7 @@ void drv_hold_put(drv_hold_t *self, drv_node_t *node, size_t n, const char *data
         ssize_t took = self->config.out(self->config.arg, data, len, &why);
         if (took < 0) {
             drv_node_export_error(node, n, why);
+            drv_node_count_gave_up(node, n);
             return;
         }
         if ((size_t)took == len) {
@@ -131,6 +134,7 @@ void drv_hold_put(drv_hold_t *self, drv_node_t *node, size_t n, const char *data
     held_t *h = malloc(sizeof *h + (len - done));
     if (!h) {
         drv_node_export_error(node, n, "out of memory holding a batch its output did not take");
+        drv_node_count_gave_up(node, n);
         return;
     }
     *h = (held_t){.input = drv_node_input(node), .records = n, .len = len - done};
@@ -173,6 +177,16 @@ int64_t drv_hold_node_holding(drv_node_t *node)
 {
     drv_hold_t *self = s_of(node);
     return self && self->head ? self->head->input : -1;
+}
+
+int64_t drv_hold_node_backlog(drv_node_t *node)
+{
+    drv_hold_t *self = s_of(node);
+    int64_t records = 0;
+    for (held_t *h = self ? self->head : NULL; h; h = h->next) {
+        records += (int64_t)h->records;
+    }
+    return records;
 }
 
 bool drv_hold_node_backlogged(drv_node_t *node)

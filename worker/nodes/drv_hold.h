@@ -46,5 +46,7 @@ int drv_hold_node_fd(drv_node_t *node);
 int drv_hold_node_readable(drv_node_t *node);
 int64_t drv_hold_node_holding(drv_node_t *node);
 bool drv_hold_node_backlogged(drv_node_t *node);
+//  The records held (walks the held batches: at most the backlog bounds).
+int64_t drv_hold_node_backlog(drv_node_t *node);
 
 #endif

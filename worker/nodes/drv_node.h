@@ -55,6 +55,8 @@ typedef struct {
     //  True while the node holds as much as it may: receivers then push back
     //  (HTTP: 429; sockets and the broker: not read). NULL: never.
     bool (*backlogged)(drv_node_t *node);
+    //  Exporters: the records held, not delivered yet. NULL: 0.
+    int64_t (*backlog)(drv_node_t *node);
     //  Upstream waits for what the node holds (the broker's credit is all
     //  spent): finish it now rather than when its batch would close. NULL:
     //  nothing to do.
@@ -89,7 +91,14 @@ struct drv_node_t {
     //  records given to it (receivers: read), handed on (exporters: exported),
     //  not handed on (a filter's misses, nil from a script, a record dropped
     //  after a script error), and errors.
+    //  Exporters' dropped are the records they gave up on.
     int64_t in, out, dropped, errors;
+    //  Exporters: how delivery goes, for the heartbeat (drv_dag_node_counters)
+    //  and the pipeline's exporter_failing condition.
+    int64_t retries;             // attempts made again after a failure
+    int64_t failing_since_ms;    // mono ms of the first failure since the last delivery (0: delivering)
+    int64_t backlogged_since_ms; // mono ms it was first seen backlogged (0: not backlogged)
+    char last_error[200];        // why the last attempt failed
     bool ack;                // config.ack: answers once exported (else, with a disk buffer, once durable)
     //  A tap samples what leaves it (drv_tap.c): DRV_TAP_OFF costs one check per batch.
     uint8_t tap;             // DRV_TAP_OFF, DRV_TAP_OUTPUT (what it hands on), DRV_TAP_INPUT (exporters)
@@ -162,8 +171,15 @@ void drv_node_count_out(drv_node_t *node, size_t n);
 //  An export that failed for n records: counted as errors once, logged at
 //  most every 5 s per node (drv_node_export_warn logs without counting,
 //  for retries of the same batch).
+//  Both remember what as the node's last error, and the node as failing
+//  from then until drv_node_count_out says it delivered again.
 void drv_node_export_error(drv_node_t *node, size_t n, const char *what);
 void drv_node_export_warn(drv_node_t *node, size_t n, const char *what);
+//  An attempt to be made again (counted in retries).
+void drv_node_count_retry(drv_node_t *node);
+//  Records an exporter gave up on (counted in dropped; their errors were
+//  counted by drv_node_export_error).
+void drv_node_count_gave_up(drv_node_t *node, size_t n);
 //  A JSON config value as a msgpack object that lives as long as the DAG.
 int drv_node_object(drv_node_t *node, const json_t *value, msgpack_object *obj);
 int drv_node_string_object(drv_node_t *node, const char *text, msgpack_object *obj);

@@ -1,0 +1,121 @@
+"""What a pipeline's status says when it is not fine (contract 7.4), through
+the real binaries: an exporter whose backend fails every attempt turns its
+pipeline degraded (reason exporter_failing, naming the node and its last
+error) within policies.health.exporter_failing_secs, while /readyz stays
+200, and healthy again once the backend answers; the exporter's retries,
+backlog and last error show per node and in /metrics; a create that failed
+leaves a pipeline every condition of which says why, not a healthy-looking
+one."""
+
+import json
+import re
+import socket
+import time
+import unittest
+
+from capture import Capture
+from harness import EngineTest, SLOW, wait_until
+
+PIPE = "/api/v1/groups/default/pipelines"
+FAILING_SECS = 2
+
+
+class Health(EngineTest):
+    def setUp(self):
+        self.start_admin_engine(engine_extra="  heartbeat_interval_ms: 100\n")
+        self.capture = Capture()
+
+    def tearDown(self):
+        self.capture.close()
+
+    def status(self, name):
+        status, body, _ = self.admin.http("GET", f"{PIPE}/{name}/status")
+        self.assertEqual(status, 200, body)
+        return body
+
+    def condition(self, name, kind):
+        return next(c for c in self.status(name)["conditions"] if c["type"] == kind)
+
+    def put_exporting(self, name):
+        spec = {"pipeline": {
+            "cores": {"count": 1},
+            "nodes": {
+                "in": {"type": "receiver:generator", "config": {"rate": 200, "record": {"m": "x"}}, "to": ["out"]},
+                "out": {"type": "exporter:http", "config": {
+                    "endpoint": self.capture.url("/in"), "batch": {"max_records": 20, "max_delay_ms": 50},
+                    "retry": {"initial_ms": 50, "max_ms": 200, "max_elapsed_secs": 0}}},
+            },
+            "policies": {"health": {"exporter_failing_secs": FAILING_SECS}},
+        }}
+        status, body, _ = self.admin.http("PUT", f"{PIPE}/{name}", body=spec)
+        self.assertEqual(status, 200, body)
+
+    def test_a_dead_backend_turns_the_pipeline_degraded_then_healthy_again(self):
+        self.put_exporting("p")
+        wait_until(lambda: len(self.capture.accepted) > 2, 10, "records delivered")
+        self.assertEqual(self.status("p")["phase"], "running")
+        events = self.admin.subscribe("pipeline.exporter_failing", "pipeline.exporter_recovered")
+        self.addCleanup(events.close)
+        # The backend dies: every attempt is answered 503 from now on.
+        with self.capture.lock:
+            self.capture.plan = [(503, {}, b"backend down")] * 100000
+        died = time.monotonic()
+        degraded = wait_until(lambda: (lambda c: c if c["status"] else None)(self.condition("p", "degraded")),
+                              FAILING_SECS + 10 * SLOW, "the pipeline degraded")
+        took = time.monotonic() - died
+        self.assertGreaterEqual(took, FAILING_SECS - 0.2, "not before exporter_failing_secs")
+        self.assertEqual(degraded["reason"], "exporter_failing")
+        self.assertIn("exporter out", degraded["message"])
+        self.assertIn("answered 503: backend down", degraded["message"])
+        self.assertEqual(self.status("p")["phase"], "degraded")
+        # Kubernetes must not pull the pod for a dead backend.
+        status, _, _ = self.admin.http("GET", "/readyz")
+        self.assertEqual(status, 200)
+        node = self.status("p")["instances"][0]["nodes"]["out"]
+        self.assertGreater(node["retries"], 0)
+        self.assertGreater(node["backlog_records"], 0)
+        self.assertGreaterEqual(node["failing_secs"], FAILING_SECS)
+        self.assertIn("503", node["last_error"])
+        _, metrics, _ = self.admin.http("GET", "/metrics")
+        self.assertRegex(metrics, r'drover_pipeline_degraded\{group="default",pipeline="p"\} 1')
+        self.assertEqual(events.recv_multipart()[0], b"pipeline.exporter_failing")
+        # It comes back: the pipeline is healthy again, nothing lost on the way.
+        with self.capture.lock:
+            self.capture.plan = []
+        wait_until(lambda: not self.condition("p", "degraded")["status"], 10 * SLOW, "the pipeline healthy again")
+        self.assertEqual(self.status("p")["phase"], "running")
+        self.assertEqual(events.recv_multipart()[0], b"pipeline.exporter_recovered")
+        self.assertIn("reason=exporter_failing node=out", self.engine.log_text())
+
+    def test_a_failed_create_says_why_in_every_condition(self):
+        taken = socket.socket()
+        self.addCleanup(taken.close)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["out"]},
+            "out": {"type": "exporter:null"}}}}
+        status, body, _ = self.admin.http("PUT", f"{PIPE}/x", body=spec)
+        self.assertEqual(status, 409, body)
+        st = self.status("x")
+        self.assertEqual(st["phase"], "failed")
+        self.assertEqual(st["ready_instances"], 0)
+        conditions = {c["type"]: c for c in st["conditions"]}
+        self.assertEqual((conditions["ready"]["status"], conditions["ready"]["reason"]), (False, "CreateFailed"))
+        self.assertEqual((conditions["degraded"]["status"], conditions["degraded"]["reason"]), (True, "CreateFailed"))
+        self.assertEqual(conditions["progressing"]["reason"], "RolloutFailed")
+        for c in conditions.values():
+            self.assertIn(f"127.0.0.1:{port}: bind: Address already in use", c["message"])
+        _, metrics, _ = self.admin.http("GET", "/metrics")
+        self.assertRegex(metrics, r'drover_pipeline_degraded\{group="default",pipeline="x"\} 1')
+        # The port freed, the same PUT creates it.
+        taken.close()
+        status, body, _ = self.admin.http("PUT", f"{PIPE}/x", body=spec)
+        self.assertEqual(status, 200, body)
+        conditions = {c["type"]: c for c in self.status("x")["conditions"]}
+        self.assertEqual((conditions["degraded"]["status"], conditions["progressing"]["reason"]), (False, "Idle"))
+
+
+if __name__ == "__main__":
+    unittest.main()
