@@ -14,6 +14,7 @@
 #include "drv_admin.h"
 #include "drv_engine.h"
 #include "drv_reload.h"
+#include "drv_restore.h"
 #include "drv_rollout.h"
 #include "drv_state.h"
 #include "drv_operations.h"
@@ -344,7 +345,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     drv_broker_start(&engine);
     engine.zygote = drv_zygote_link_new();
     drv_zygote_start(&engine);
-    drv_reload_start_pipelines(&engine);
+    drv_restore_start_pipelines(&engine);
     drv_config_watch_t *watch = config->watch_config ? drv_config_watch_new(&engine) : NULL;
     drv_events_publish(&engine, "config.loaded", NULL, NULL,
                        json_pack("{s:s}", "path", config->path));

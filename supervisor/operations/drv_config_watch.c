@@ -24,6 +24,12 @@ struct drv_config_watch_t {
     int dir_watch;          // the directory the path names
     int target_watch;       // the directory the path resolves to, when elsewhere (-1: none)
     char target_dir[PATH_MAX];
+    //  The names whose events matter; another file written in the same
+    //  directory is none of the watcher's business.
+    char name[NAME_MAX + 1];        // the file's own name, in dir_watch
+    char link_first[NAME_MAX + 1];  // when it is a relative symlink: its target's first component
+                                    // (a ConfigMap's "..data"), in dir_watch ("": none)
+    char target_name[NAME_MAX + 1]; // the name it resolves to, in target_watch
     int64_t quiet_at_ms;    // mono: the burst is over then (0: no burst)
     uint64_t content_hash;  // of the file as last read
     bool readable;          // it could be read then
@@ -51,10 +57,17 @@ static bool s_hash(const char *path, uint64_t *hash, char *why, size_t whylen)
 //  (a symlink to elsewhere); kept current as the link changes.
 static void s_follow_target(drv_config_watch_t *self, const char *path, const char *named_dir)
 {
-    char resolved[PATH_MAX], dir[PATH_MAX];
+    char resolved[PATH_MAX], dir[PATH_MAX], link[PATH_MAX];
+    ssize_t len = readlink(path, link, sizeof link - 1);
+    self->link_first[0] = 0;
+    if (len > 0 && link[0] != '/') {
+        link[len] = 0;
+        snprintf(self->link_first, sizeof self->link_first, "%.*s", (int)strcspn(link, "/"), link);
+    }
     if (!realpath(path, resolved)) {
         return;
     }
+    snprintf(self->target_name, sizeof self->target_name, "%s", strrchr(resolved, '/') + 1);
     snprintf(dir, sizeof dir, "%s", dirname(resolved));
     char named[PATH_MAX];
     if (!realpath(named_dir, named) || !strcmp(dir, named) || !strcmp(dir, self->target_dir)) {
@@ -70,14 +83,16 @@ static void s_follow_target(drv_config_watch_t *self, const char *path, const ch
 drv_config_watch_t *drv_config_watch_new(drv_engine_t *engine)
 {
     const char *path = engine->config->path;
-    char copy[PATH_MAX];
-    snprintf(copy, sizeof copy, "%s", path);
-    const char *dir = dirname(copy);
     drv_config_watch_t *self = calloc(1, sizeof *self);
     if (!self) {
         abort();
     }
     self->target_watch = -1;
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", path);
+    snprintf(self->name, sizeof self->name, "%s", basename(copy));
+    snprintf(copy, sizeof copy, "%s", path);
+    const char *dir = dirname(copy);
     self->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     self->dir_watch = self->fd >= 0 ? inotify_add_watch(self->fd, dir, EVENTS) : -1;
     if (self->dir_watch < 0) {
@@ -109,13 +124,29 @@ int drv_config_watch_fd(const drv_config_watch_t *self)
     return self->fd;
 }
 
+//  Whether an event may be about the file or what it links through.
+static bool s_relevant(const drv_config_watch_t *self, const struct inotify_event *event)
+{
+    if (event->wd < 0 || event->len == 0 || (event->mask & IN_Q_OVERFLOW)) {
+        return true; // the directory itself, or events were lost: look
+    }
+    if (event->wd == self->dir_watch) {
+        return !strcmp(event->name, self->name) || (self->link_first[0] && !strcmp(event->name, self->link_first));
+    }
+    return event->wd == self->target_watch && !strcmp(event->name, self->target_name);
+}
+
 void drv_config_watch_on_readable(drv_config_watch_t *self)
 {
     char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
     bool relevant = false;
     ssize_t n;
     while ((n = read(self->fd, buf, sizeof buf)) > 0) {
-        relevant = true; // anything in these directories may be the file, or what it links through
+        for (ssize_t at = 0; at + (ssize_t)sizeof(struct inotify_event) <= n;) {
+            const struct inotify_event *event = (const struct inotify_event *)(buf + at);
+            relevant |= s_relevant(self, event);
+            at += (ssize_t)(sizeof *event + event->len);
+        }
     }
     if (relevant) {
         self->quiet_at_ms = drv_time_mono_ms() + QUIET_MS;

@@ -9,109 +9,10 @@
 #include "drv_registry.h"
 #include "drv_rollout.h"
 #include "drv_shutdown.h"
-#include "drv_state.h"
 
 #include "drover/drv_log.h"
 
 #include <string.h>
-
-//  generation: the one to come up as (a restored pipeline keeps its number).
-static void s_create(drv_engine_t *engine, const char *group, const char *name, json_t *spec,
-                     drv_source_t source, int64_t generation)
-{
-    drv_pipeline_t *pipeline = drv_registry_add_pipeline(engine, group, name, spec);
-    pipeline->source = source;
-    pipeline->generation = generation > 1 ? generation - 1 : 0; // create targets the next one
-    drv_rollout_opts_t opts = {.supervised = true};
-    drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, &opts);
-    drv_rollout_start(engine, pipeline, rollout);
-}
-
-//  A rollout was under way (or paused) when droverd stopped: its spec was
-//  never applied, so the pipeline comes back as its last applied
-//  generation, which is a rollback; say so, and how to try again.
-static void s_interrupted(drv_engine_t *engine, const char *group, const char *name,
-                          int64_t generation, json_t *rollout)
-{
-    if (!json_is_object(rollout)) {
-        return;
-    }
-    const char *id = json_string_value(json_object_get(rollout, "rollout_id"));
-    const char *state = json_string_value(json_object_get(rollout, "state"));
-    json_int_t target = json_integer_value(json_object_get(rollout, "target_generation"));
-    const char *op = json_string_value(json_object_get(rollout, "op"));
-    drv_warn("restart: rollout %s of %s:%s (to generation %lld) was %s at step %lld (%s) when "
-             "droverd stopped; it is "
-             "rolled back: generation %lld is restored; apply the spec again to retry",
-             id ? id : "?", group, name, (long long)target, state ? state : "under way",
-             (long long)json_integer_value(json_object_get(rollout, "step")), op ? op : "?",
-             (long long)generation);
-    drv_events_publish(engine, "rollout.interrupted", group, name,
-                       json_pack("{s:O?, s:O?, s:O?, s:O?, s:s, s:I}", "rollout_id",
-                                 json_object_get(rollout, "rollout_id"), "state",
-                                 json_object_get(rollout, "state"), "step",
-                                 json_object_get(rollout, "step"), "target_generation",
-                                 json_object_get(rollout, "target_generation"), "outcome",
-                                 "rolled_back", "restored_generation", (json_int_t)generation));
-}
-
-void drv_reload_start_pipelines(drv_engine_t *engine)
-{
-    char err[600];
-    json_t *state = drv_state_load(engine, err, sizeof err);
-    if (!state && err[0]) {
-        drv_error("state file unusable, starting from the config file: %s", err);
-        drv_events_publish(engine, "state.invalid", NULL, NULL, json_pack("{s:s}", "reason", err));
-    }
-    if (state) {
-        int count = 0;
-        const char *group;
-        json_t *pipelines;
-        json_object_foreach(state, group, pipelines)
-        {
-            drv_registry_group(engine, group, true);
-            const char *name;
-            json_t *entry;
-            json_object_foreach(pipelines, name, entry)
-            {
-                json_t *spec = json_object_get(entry, "spec");
-                //  The state file keeps the remote config's; the file's are whatever it declares now.
-                bool declared = json_object_get(json_object_get(engine->config->groups, group), name) != NULL;
-                drv_source_t source =
-                    !strcmp(json_string_value(json_object_get(entry, "source")) ?: "", "opamp") ? DRV_SOURCE_OPAMP
-                    : declared                                                               ? DRV_SOURCE_CONFIG
-                                                                                             : DRV_SOURCE_API;
-                int64_t generation = json_integer_value(json_object_get(entry, "generation"));
-                s_interrupted(engine, group, name, generation, json_object_get(entry, "rollout"));
-                if (json_is_true(json_object_get(entry, "running"))) {
-                    s_create(engine, group, name, spec, source, generation);
-                } else {
-                    drv_pipeline_t *p = drv_registry_add_pipeline(engine, group, name, spec);
-                    p->source = source;
-                    p->generation = generation;
-                    p->shut_down = true; // it was shut down: it stays down
-                }
-                count++;
-            }
-        }
-        drv_info("restored from state file path=%s pipelines=%d", engine->config->state_file,
-                 count);
-        json_decref(state);
-        return;
-    }
-    const char *group;
-    json_t *pipelines;
-    json_object_foreach(engine->config->groups, group, pipelines)
-    {
-        drv_registry_group(engine, group, true);
-        const char *name;
-        json_t *spec;
-        json_object_foreach(pipelines, name, spec)
-        {
-            s_create(engine, group, name, spec, DRV_SOURCE_CONFIG, 1);
-        }
-    }
-}
 
 json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_source_t source)
 {
@@ -194,6 +95,7 @@ void drv_reload_apply(drv_engine_t *engine, const char *why)
                  "restarts");
     }
     json_t *result = drv_reload_apply_groups(engine, fresh->groups, DRV_SOURCE_CONFIG);
+    engine->state_dirty = true; // the state file records what the file declares (drv_restore.h)
     json_decref(engine->config->groups);
     engine->config->groups = json_incref(fresh->groups);
     drv_config_destroy(&fresh);

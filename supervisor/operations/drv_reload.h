@@ -1,13 +1,10 @@
-/*  drv_reload — where pipelines come from: the state file or the config file
-    at start, and the config file again on SIGHUP. */
+/*  drv_reload — the config file applied again on SIGHUP (or when it
+    changes, engine.watch_config), and a remote config from OpAMP. Where
+    pipelines come from at start is drv_restore.h. */
 #ifndef DRV_RELOAD_H
 #define DRV_RELOAD_H
 
 #include "drv_engine.h"
-
-//  At start: the state file's pipelines if there is one, else the config
-//  file's; each comes up as a supervised create.
-void drv_reload_start_pipelines(drv_engine_t *engine);
 
 //  SIGHUP (or the file changed, engine.watch_config; why says which, for the
 //  log): re-reads the config file and applies each pipeline's difference as a

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -60,7 +61,25 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
         }
         json_object_set_new(groups, g->name, json_pack("{s:o}", "pipelines", pipelines));
     }
-    json_t *doc = json_pack("{s:i, s:o}", "version", 1, "groups", groups);
+    //  What the config file declared, as hashes: at start, a pipeline whose
+    //  entry changed since is taken from the file (drv_reload.c).
+    json_t *config = json_object();
+    const char *group;
+    json_t *declared;
+    json_object_foreach(engine->config->groups, group, declared)
+    {
+        json_t *hashes = json_object();
+        const char *name;
+        json_t *spec;
+        json_object_foreach(declared, name, spec)
+        {
+            char *hash = drv_spec_hash(spec);
+            json_object_set_new(hashes, name, json_string(hash ? hash : ""));
+            free(hash);
+        }
+        json_object_set_new(config, group, hashes);
+    }
+    json_t *doc = json_pack("{s:i, s:o, s:o}", "version", 1, "groups", groups, "config", config);
     if (engine->opamp_saved) {
         json_object_set(doc, "opamp", engine->opamp_saved);
     }
@@ -164,10 +183,11 @@ int64_t drv_state_tick(drv_engine_t *engine)
     return engine->state->retry_ms;
 }
 
-json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen)
+json_t *drv_state_load(drv_engine_t *engine, json_t **config, char *err, size_t errlen)
 {
     const char *path = engine->config->state_file;
     err[0] = 0;
+    *config = NULL;
     if (!path || access(path, F_OK) != 0) {
         return NULL;
     }
@@ -180,6 +200,9 @@ json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen)
         return NULL;
     }
     json_t *result = json_object();
+    if (json_is_object(json_object_get(doc, "config"))) {
+        *config = json_incref(json_object_get(doc, "config"));
+    }
     if (json_is_object(json_object_get(doc, "opamp"))) {
         json_decref(engine->opamp_saved);
         engine->opamp_saved = json_incref(json_object_get(doc, "opamp"));

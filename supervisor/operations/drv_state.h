@@ -27,9 +27,12 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen);
 //  Returns ms until the next retry, or -1.
 int64_t drv_state_tick(drv_engine_t *engine);
 
-//  Reads the state file into {groups: {g: {pipelines: {p: {spec, running}}}}}
+//  Reads the state file into {g: {p: {spec, running, generation, ...}}}
 //  with every spec validated again. NULL when there is none; on a broken file,
 //  NULL with the reason in err (droverd then starts from the config file).
-json_t *drv_state_load(drv_engine_t *engine, char *err, size_t errlen);
+//  *config: the hash of each pipeline the config file declared when the
+//  file was written, {g: {p: "sha1:..."}} (new reference), or NULL when the
+//  state file predates that record.
+json_t *drv_state_load(drv_engine_t *engine, json_t **config, char *err, size_t errlen);
 
 #endif

@@ -178,7 +178,10 @@ class Reload(EngineTest):
         self.assertEqual(engine.wait_exit(20), 0)
         engine.log.close()
         engine.start()
-        wait_until(lambda: 3 in seen(2), 10, "restored from the state file with the file read again")
+        # The script is part of the file's entry: it changed while droverd was
+        # stopped, so the file's spec is applied, as a new generation.
+        wait_until(lambda: seen(3) == {3}, 10, "the file's entry, script read again, as generation 3")
+        self.assertIn("restart: pipeline=default:lua its entry in the config file changed", engine.log_text())
 
     def test_runtime_changes_survive_a_restart_through_the_state_file(self):
         self.http_port = free_port()
@@ -221,6 +224,73 @@ class Reload(EngineTest):
         admin.wait_ready()
         self.assertIn("state file unusable, starting from the config file", engine.log_text())
         wait_until(lambda: "default/base@1#0" in engine.instances(), 10, "config file pipelines")
+
+    def test_a_config_edit_while_stopped_wins_and_api_changes_are_kept(self):
+        """Contract 7.4: the file is the desired state of what it names; an
+        entry changed while droverd was stopped is applied at start; what
+        changed only through the API keeps its API spec."""
+        self.http_port = free_port()
+        engine = Engine("placeholder")
+        self.addCleanup(engine.cleanup)
+        state = f"  state_file: {engine.dir}/state.json"
+        out = "{OUT}/{pipeline}-{generation}.ndjson"
+        self.write(engine, [pipeline("edited", 10, out), pipeline("api", 10, out), pipeline("deleted", 10, out)], state)
+        engine.start()
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready()
+        path = "/api/v1/groups/default/pipelines"
+        status, body, _ = admin.http("GET", f"{path}/api")
+        spec = {"pipeline": body["spec"]}
+        spec["pipeline"]["nodes"]["g"]["config"]["rate"] = 7
+        self.assertEqual(admin.http("PUT", f"{path}/api", body=spec)[0], 200)
+        self.assertEqual(admin.http("DELETE", f"{path}/deleted")[0], 200)
+
+        def saved():
+            try:
+                with open(f"{engine.dir}/state.json") as f:
+                    return json.load(f)["groups"]["default"]["pipelines"]
+            except (OSError, ValueError, KeyError):
+                return {}
+        wait_until(lambda: saved().get("api", {}).get("generation") == 2 and "deleted" not in saved(), 10,
+                   "the API's changes saved")
+
+        def restart(pipelines):
+            engine.signal(signal.SIGTERM)
+            self.assertEqual(engine.wait_exit(20), 0)
+            engine.log.close()
+            self.write(engine, pipelines, state)
+            engine.start()
+            admin.wait_ready()
+
+        def rate(name):
+            status, body, _ = admin.http("GET", f"{path}/{name}")
+            gen = admin.http("GET", f"{path}/{name}/status")[1].get("generation") if status == 200 else None
+            return (gen, body["spec"]["nodes"]["g"]["config"]["rate"]) if status == 200 else status
+
+        # Edited while stopped: one entry changed, one added; the API's two changes untouched in the file.
+        restart([pipeline("edited", 20, out), pipeline("api", 10, out), pipeline("deleted", 10, out),
+                 pipeline("added", 10, out)])
+        wait_until(lambda: set(engine.instances()) == {"default/edited@2#0", "default/api@2#0", "default/added@1#0"},
+                   10, "the file's edit and addition applied, the API's changes kept")
+        self.assertEqual((rate("edited"), rate("api"), rate("added"), rate("deleted")),
+                         ((2, 20), (2, 7), (1, 10), 404))
+        log = engine.log_text()
+        self.assertIn("restart: pipeline=default:edited its entry in the config file changed since the state file "
+                      "was written: the file's spec is applied (generation 2)", log)
+        self.assertIn("restart: pipeline=default:added its entry is new in the config file", log)
+        self.assertNotIn("pipeline=default:api its entry", log)
+        # Nothing edited: everything as it ran. Then an entry removed from the file is not started.
+        wait_until(lambda: saved().get("edited", {}).get("generation") == 2, 10, "the restart's state saved")
+        restart([pipeline("edited", 20, out), pipeline("api", 10, out), pipeline("deleted", 10, out),
+                 pipeline("added", 10, out)])
+        wait_until(lambda: set(engine.instances()) == {"default/edited@2#0", "default/api@2#0", "default/added@1#0"},
+                   10, "the same as before the restart")
+        self.assertNotIn("in the config file changed", engine.log_text())
+        restart([pipeline("api", 10, out), pipeline("deleted", 10, out), pipeline("added", 10, out)])
+        wait_until(lambda: set(engine.instances()) == {"default/api@2#0", "default/added@1#0"}, 10,
+                   "the entry gone from the file not started")
+        self.assertIn("restart: pipeline=default:edited is gone from the config file", engine.log_text())
+        self.assertEqual(rate("edited"), 404)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ way the kubelet changes a mounted ConfigMap (a new timestamped directory,
 then a `..data` symlink renamed over the old one), the way editors save
 (write a temp file, rename it over), and in a burst of writes: each gives
 exactly one reload; touching the file gives none; an invalid file changes
-nothing and says why, and the next good one is applied."""
+nothing and says why, and the next good one is applied; other files written
+in the same directory are ignored."""
 
 import os
 import shutil
@@ -111,6 +112,12 @@ class WatchConfig(EngineTest):
             with open(self.engine.config_path, "w") as f:
                 f.write(self.text(version))
         self.applied(22, 2)
+        # Other files written beside it are not its business: not even a log line.
+        before = self.engine.log_text().count("watch_config")
+        for i in range(50):
+            with open(os.path.join(self.conf, f"other-{i % 3}.yaml"), "w") as f:
+                f.write(f"n: {i}\n")
+        os.replace(os.path.join(self.conf, "other-0.yaml"), os.path.join(self.conf, "renamed.yaml"))
         # A touch changes no content: no reload. The next real change is the third.
         os.utime(self.engine.config_path)
         with open(self.engine.config_path, "a") as f:
@@ -118,6 +125,8 @@ class WatchConfig(EngineTest):
         wait_until(lambda: "changed on disk but its content did not" in self.engine.log_text(), 10,
                    "the touch noticed")
         self.assertEqual(self.reloads(), 2)
+        self.assertEqual(self.engine.log_text().count("watch_config"), before + 1,
+                         "one line for the touch, none for the other files")
         with open(self.engine.config_path, "w") as f:
             f.write(self.text(23))
         self.applied(23, 3)
