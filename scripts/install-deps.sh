@@ -14,7 +14,8 @@
 #            and npm (the OpenTelemetry JS SDK, from tests/otel-js's lock file),
 #            chromium, chromium-driver and python3-selenium (the web console,
 #            driven by a real headless browser), tmux (droverctl's bash
-#            completion, typed into a real interactive shell)
+#            completion, typed into a real interactive shell), prometheus
+#            (only its promtool checks /metrics; its service is not started)
 #   fuzz     clang and its sanitizer/libFuzzer runtime (make fuzz, make test-asan)
 #   image    debootstrap (make image-check: the Dockerfile without Docker)
 set -eu
@@ -24,7 +25,7 @@ BUILD="build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev l
 libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev zlib1g-dev
 libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev liblua5.4-dev libnghttp2-dev libssl-dev"
 TEST="python3 python3-zmq python3-msgpack python3-yaml python3-grpcio python3-protobuf util-linux procps curl supervisor s6 wrk valgrind
-systemd binutils protobuf-compiler nodejs openssl chromium chromium-driver python3-selenium tmux"
+systemd binutils protobuf-compiler nodejs openssl chromium chromium-driver python3-selenium tmux prometheus"
 FUZZ="clang libclang-rt-14-dev"
 IMAGE="debootstrap"
 
@@ -61,5 +62,14 @@ fi
 echo "install-deps: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null
+# No package's service is started here (prometheus is there for promtool):
+# a policy-rc.d that denies every start, for the install's length only.
+policy=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    trap 'rm -f "$policy"' EXIT
+fi
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $missing >/dev/null

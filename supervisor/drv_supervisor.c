@@ -327,6 +327,9 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         goto done;
     }
     engine.started_at = drv_time_wall_ms();
+    for (int a = 0; a < 4; a++) {
+        engine.rollout_durations[a].long_bounds = true; // a rollout takes seconds to hours
+    }
     engine.opamp = drv_opamp_new(&engine, err, sizeof err);
     if (!engine.opamp && err[0]) {
         fprintf(stderr, "droverd: %s\n", err);

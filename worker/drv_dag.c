@@ -203,6 +203,9 @@ json_t *drv_dag_node_counters(drv_dag_t *self)
         if (node->kind->schema.role == DRV_ROLE_EXPORTER) {
             s_export_health(node, counters, now);
         }
+        if (node->duration.count > 0) {
+            json_array_append_new(counters, drv_histo_json(&node->duration));
+        }
         json_object_set_new(nodes, node->id, counters);
     }
     return nodes;

@@ -72,6 +72,11 @@ void drv_node_count_out(drv_node_t *node, size_t n)
     node->failing_since_ms = 0;
 }
 
+void drv_node_observe(drv_node_t *node, double secs)
+{
+    drv_histo_observe(&node->duration, secs);
+}
+
 void drv_node_count_retry(drv_node_t *node)
 {
     node->retries++;

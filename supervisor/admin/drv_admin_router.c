@@ -146,7 +146,11 @@ static bool s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
         if (!s_match(s_routes[r].pattern, path, args)) {
             continue;
         }
-        if (!strcmp(s_routes[r].method, request->method)) {
+        //  HEAD is GET without the body (libmicrohttpd leaves it out), but
+        //  for the streams, which have no end to measure.
+        bool head = !strcmp(request->method, "HEAD") && !strcmp(s_routes[r].method, "GET") &&
+                    s_routes[r].handler != drv_route_tap && s_routes[r].handler != drv_route_events;
+        if (head || !strcmp(s_routes[r].method, request->method)) {
             return s_routes[r].handler(engine, request, args, response);
         }
         other = other ? other : &s_routes[r];

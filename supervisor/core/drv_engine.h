@@ -8,6 +8,7 @@
 
 #include "drover/drv_config.h"
 #include "drover/drv_cpus.h"
+#include "drover/drv_histo.h"
 
 #include "drover/drv_timers.h"
 
@@ -182,6 +183,7 @@ struct drv_engine_t {
     char *http_token;         // bearer token for PUT/POST/DELETE, or NULL
     int64_t started_at;       // wall ms
     int64_t rollout_counts[4][3]; // [create noop resize replace][succeeded failed rollback_failed]
+    drv_histo_t rollout_durations[4]; // [create noop resize replace]: from start to end
     int64_t config_reloads[2];    // reloads of the config file (SIGHUP, watch_config): [applied refused]
     int64_t next_rollout_id;
     int64_t next_shutdown_id;

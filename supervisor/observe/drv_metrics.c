@@ -13,6 +13,7 @@
 #include "drover/drv_time.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -95,12 +96,22 @@ static void s_pipeline_metric(text_t *t, const pipelines_t *ps, const char *name
     }
 }
 
-//  One of the per-node counters (index into the heartbeat's [in, out,
-//  dropped, errors]), summed over the instances of each generation: a line
-//  per pipeline, generation and node.
-static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, const char *help, size_t which)
+//  True when the node of p is of kind prefix ("exporter:"); NULL: any.
+static bool s_of_kind(const drv_pipeline_t *p, const char *node, const char *prefix)
 {
-    s_header(t, name, "counter", help);
+    const char *type =
+        json_string_value(json_object_get(json_object_get(json_object_get(p->spec, "nodes"), node), "type"));
+    return !prefix || (type && !strncmp(type, prefix, strlen(prefix)));
+}
+
+//  One of the per-node counters (index into the heartbeat's [in, out,
+//  dropped, errors, and for exporters retries, backlog]), summed over the
+//  instances of each generation: a line per pipeline, generation and node
+//  (of kind prefix; NULL: every node).
+static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, const char *type, const char *prefix,
+                          const char *help, size_t which)
+{
+    s_header(t, name, type, help);
     for (size_t k = 0; k < ps->count; k++) {
         drv_pipeline_t *p = ps->all[k];
         json_t *sums = json_object(); // "generation/node" -> sum
@@ -109,6 +120,9 @@ static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, co
             json_t *counters;
             json_object_foreach(i->nodes, node, counters)
             {
+                if (!s_of_kind(p, node, prefix)) {
+                    continue;
+                }
                 char key[120];
                 snprintf(key, sizeof key, "%lld/%s", (long long)i->generation, node);
                 json_int_t sum = json_integer_value(json_object_get(sums, key));
@@ -124,6 +138,64 @@ static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, co
                      p->name, slash + 1, (int)(slash - key), key, (long long)json_integer_value(sum));
         }
         json_decref(sums);
+    }
+}
+
+static void s_print(void *arg, const char *fmt, ...)
+{
+    text_t *t = arg;
+    char line[512];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(line, sizeof line, fmt, args);
+    va_end(args);
+    s_printf(t, "%s", line);
+}
+
+static void s_free_histo(void **item)
+{
+    free(*item);
+    *item = NULL;
+}
+
+//  The nodes' durations (the heartbeat's last element, drv_histo_json),
+//  summed over the instances of each generation: a histogram per pipeline,
+//  generation and node of kind prefix.
+static void s_node_histogram(text_t *t, const pipelines_t *ps, const char *name, const char *prefix, const char *help)
+{
+    s_header(t, name, "histogram", help);
+    for (size_t k = 0; k < ps->count; k++) {
+        drv_pipeline_t *p = ps->all[k];
+        zhashx_t *sums = zhashx_new(); // "generation/node" -> drv_histo_t
+        zhashx_set_destructor(sums, s_free_histo);
+        for (drv_instance_t *i = zlistx_first(p->instances); i; i = zlistx_next(p->instances)) {
+            const char *node;
+            json_t *counters;
+            json_object_foreach(i->nodes, node, counters)
+            {
+                json_t *last = json_array_get(counters, json_array_size(counters) - 1);
+                if (!s_of_kind(p, node, prefix) || !json_is_array(last)) {
+                    continue;
+                }
+                char key[120];
+                snprintf(key, sizeof key, "%lld/%s", (long long)i->generation, node);
+                drv_histo_t *sum = zhashx_lookup(sums, key);
+                if (!sum) {
+                    sum = calloc(1, sizeof *sum);
+                    zhashx_insert(sums, key, sum);
+                }
+                drv_histo_add_json(sum, last);
+            }
+        }
+        for (drv_histo_t *sum = zhashx_first(sums); sum; sum = zhashx_next(sums)) {
+            const char *key = zhashx_cursor(sums);
+            const char *slash = strchr(key, '/');
+            char labels[300];
+            snprintf(labels, sizeof labels, "group=\"%s\",pipeline=\"%s\",node=\"%s\",generation=\"%.*s\"", p->group,
+                     p->name, slash + 1, (int)(slash - key), key);
+            drv_histo_render(sum, name, labels, s_print, t);
+        }
+        zhashx_destroy(&sums);
     }
 }
 
@@ -143,16 +215,30 @@ char *drv_metrics_render(drv_engine_t *engine)
     s_instance_metric(&t, &ps, "drover_instance_up", "gauge",
                       "1 when the instance is ready, else 0.", s_up);
 
-    s_node_metric(&t, &ps, "drover_node_records_in_total", "Records given to the node (receivers: read), summed "
+    s_node_metric(&t, &ps, "drover_node_records_in_total", "counter", NULL,
+                  "Records given to the node (receivers: read), summed "
                   "over the generation's instances since each started.", 0);
-    s_node_metric(&t, &ps, "drover_node_records_out_total",
+    s_node_metric(&t, &ps, "drover_node_records_out_total", "counter", NULL,
                   "Records the node handed on (exporters: exported), summed over the generation's instances.", 1);
-    s_node_metric(&t, &ps, "drover_node_records_dropped_total",
+    s_node_metric(&t, &ps, "drover_node_records_dropped_total", "counter", NULL,
                   "Records the node did not hand on (filter, route without default, nil from a script, "
-                  "a script error with on_error drop).", 2);
-    s_node_metric(&t, &ps, "drover_node_errors_total",
+                  "a script error with on_error drop, an exporter giving up).", 2);
+    s_node_metric(&t, &ps, "drover_node_errors_total", "counter", NULL,
                   "Records or inputs the node failed on (script errors and limits, refused input, failed exports).",
                   3);
+    s_node_metric(&t, &ps, "drover_exporter_retries_total", "counter", "exporter:",
+                  "Attempts the exporter made again after a failure (a batch posted again, a held write retried).",
+                  4);
+    s_node_metric(&t, &ps, "drover_exporter_dropped_records_total", "counter", "exporter:",
+                  "Records the exporter gave up on (an answer that retrying cannot help, retry.max_elapsed_secs "
+                  "passed, a record it cannot encode).", 2);
+    s_node_metric(&t, &ps, "drover_exporter_backlog_records", "gauge", "exporter:",
+                  "Records the exporter holds, not delivered yet.", 5);
+    s_node_histogram(&t, &ps, "drover_receiver_request_duration_seconds", "receiver:",
+                     "HTTP and gRPC requests of the receiver, from their head to their answer (with ack: once "
+                     "exported).");
+    s_node_histogram(&t, &ps, "drover_export_duration_seconds", "exporter:",
+                     "Posts of the exporter (exporter:http, exporter:otlp), each attempt from start to answer.");
     s_pipeline_metric(&t, &ps, "drover_pipeline_desired_cores", "gauge", "Cores the pipeline should run on.", s_desired);
     s_pipeline_metric(&t, &ps, "drover_pipeline_ready_instances", "gauge", "Ready instances of the pipeline.", s_ready);
     s_pipeline_metric(&t, &ps, "drover_pipeline_degraded", "gauge", "1 when the pipeline is degraded.", s_degraded);
@@ -188,6 +274,12 @@ char *drv_metrics_render(drv_engine_t *engine)
             s_printf(&t, "drover_rollouts_total{action=\"%s\",state=\"%s\"} %lld\n", actions[a], states[s],
                      (long long)engine->rollout_counts[a][s]);
         }
+    }
+    s_header(&t, "drover_rollout_duration_seconds", "histogram", "Rollouts by action, from start to end.");
+    for (int a = 0; a < 4; a++) {
+        char labels[40];
+        snprintf(labels, sizeof labels, "action=\"%s\"", actions[a]);
+        drv_histo_render(&engine->rollout_durations[a], "drover_rollout_duration_seconds", labels, s_print, &t);
     }
     s_header(&t, "drover_broker_up", "gauge", "1 when the broker is connected to droverd.");
     s_printf(&t, "drover_broker_up %d\n", engine->broker->connected ? 1 : 0);

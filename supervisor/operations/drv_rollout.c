@@ -83,6 +83,7 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
     snprintf(self->pipeline, sizeof self->pipeline, "%s", name);
     self->dry_run = dry_run;
     self->started_at = self->updated_at = drv_time_wall_ms();
+    self->started_mono_ms = drv_time_mono_ms();
     self->new_spec = json_incref(spec);
     self->on_end = drv_op_listeners_new();
     if (step_timeout_secs <= 0) {

@@ -37,6 +37,7 @@ struct drv_rollout_t {
     drv_rollout_state_t state;
     bool dry_run;
     int64_t started_at;          // wall ms
+    int64_t started_mono_ms;     // for drover_rollout_duration_seconds
     int64_t updated_at;
     char failure_reason[400];
     bool supervised;             // from the config file: keep trying, never roll back

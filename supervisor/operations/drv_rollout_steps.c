@@ -66,6 +66,8 @@ static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
     }
     int outcome = state == DRV_RO_SUCCEEDED ? 0 : state == DRV_RO_FAILED ? 1 : 2;
     engine->rollout_counts[self->plan.action][outcome]++;
+    drv_histo_observe(&engine->rollout_durations[self->plan.action],
+                      (double)(drv_time_mono_ms() - self->started_mono_ms) / 1000.0);
     drv_rollout_set_state(engine, self, state);
     pipeline->active = NULL;
     drv_registry_set_busy(engine, pipeline, false);

@@ -5,16 +5,17 @@ error) within policies.health.exporter_failing_secs, while /readyz stays
 200, and healthy again once the backend answers; the exporter's retries,
 backlog and last error show per node and in /metrics; a create that failed
 leaves a pipeline every condition of which says why, not a healthy-looking
-one."""
+one. /metrics has the histograms and exporter figures contract 7.4 lists,
+answers HEAD, and passes promtool (Debian's prometheus package)."""
 
-import json
 import re
 import socket
+import subprocess
 import time
 import unittest
 
 from capture import Capture
-from harness import EngineTest, SLOW, wait_until
+from harness import EngineTest, SLOW, curl_post, free_port, wait_until
 
 PIPE = "/api/v1/groups/default/pipelines"
 FAILING_SECS = 2
@@ -115,6 +116,40 @@ class Health(EngineTest):
         self.assertEqual(status, 200, body)
         conditions = {c["type"]: c for c in self.status("x")["conditions"]}
         self.assertEqual((conditions["degraded"]["status"], conditions["progressing"]["reason"]), (False, "Idle"))
+
+    def test_metrics_time_requests_exports_and_rollouts_and_pass_promtool(self):
+        port = free_port()
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["out"]},
+            "out": {"type": "exporter:http", "config": {"endpoint": self.capture.url("/in"),
+                                                         "batch": {"max_delay_ms": 10}}}}}}
+        self.assertEqual(self.admin.http("PUT", f"{PIPE}/m", body=spec)[0], 200)
+        for i in range(5):
+            self.assertEqual(curl_post(port, "/", b'{"i": %d}' % i, "application/json")[0], 200)
+
+        def metric(name):
+            _, text, _ = self.admin.http("GET", "/metrics")
+            found = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+            return float(found.group(1)) if found else None
+        labels = '{group="default",pipeline="m",node="%s",generation="1"}'
+        wait_until(lambda: metric("drover_receiver_request_duration_seconds_count" + labels % "in") == 5, 10,
+                   "five requests timed")
+        wait_until(lambda: (metric("drover_export_duration_seconds_count" + labels % "out") or 0) >= 1, 10,
+                   "a post timed")
+        self.assertEqual(metric("drover_receiver_request_duration_seconds_bucket" +
+                                labels.replace("}", ',le="+Inf"}') % "in"), 5)
+        self.assertEqual(metric("drover_exporter_retries_total" + labels % "out"), 0)
+        self.assertEqual(metric("drover_exporter_dropped_records_total" + labels % "out"), 0)
+        self.assertEqual(metric("drover_exporter_backlog_records" + labels % "out"), 0)
+        self.assertIsNone(metric("drover_exporter_retries_total" + labels % "in"), "exporters only")
+        self.assertEqual(metric('drover_rollout_duration_seconds_count{action="create"}'), 1)
+        self.assertEqual(metric('drover_rollout_duration_seconds_bucket{action="create",le="7200"}'), 1)
+        status, body, resp = self.admin.http("HEAD", "/metrics")
+        self.assertEqual((status, body), (200, ""))
+        self.assertTrue(resp.getheader("Content-Type").startswith("text/plain"))
+        _, text, _ = self.admin.http("GET", "/metrics")
+        check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
 
 
 if __name__ == "__main__":

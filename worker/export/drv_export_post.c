@@ -144,6 +144,10 @@ static void s_done(drv_export_t *self, batch_t *batch, CURLcode result)
     curl_off_t retry_after_secs = 0;
     curl_easy_getinfo(batch->easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(batch->easy, CURLINFO_RETRY_AFTER, &retry_after_secs);
+    curl_off_t took_us = 0;
+    if (curl_easy_getinfo(batch->easy, CURLINFO_TOTAL_TIME_T, &took_us) == CURLE_OK) {
+        drv_node_observe(self->node, (double)took_us / 1e6);
+    }
     drv_export_finish(self, batch);
     char why[RESPONSE_KEPT + 200];
     if (result != CURLE_OK) {

@@ -4,6 +4,8 @@
     message and trailers, or trailers only. */
 #include "drv_grpc_internal.h"
 
+#include "drover/drv_time.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,10 @@ void drv_grpc_call_submit(stream_t *s)
 {
     nghttp2_session *session = s->conn->session;
     s->answered = true;
+    const drv_grpc_config_t *config = &s->conn->server->config;
+    if (config->answered) {
+        config->answered(config->arg, (double)(drv_time_mono_us() - s->head_us) / 1e6);
+    }
     const char *type = "application/grpc";
     if (s->http_status) {
         char status[4];
@@ -221,6 +227,7 @@ static int s_on_begin_headers(nghttp2_session *session, const nghttp2_frame *fra
     }
     s->conn = c;
     s->id = frame->hd.stream_id;
+    s->head_us = drv_time_mono_us();
     s->path = -1;
     s->next = c->streams;
     if (c->streams) {

@@ -36,6 +36,7 @@ typedef struct stream_t stream_t;
 struct stream_t {
     conn_t *conn;
     int32_t id;
+    int64_t head_us;       // mono µs its head began
     stream_t *next, *prev; // the connection's streams
     int path;              // -1: not one served
     int http_status;       // the head's fault (405, 415, 431), else 0

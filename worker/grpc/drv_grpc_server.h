@@ -61,6 +61,7 @@ typedef struct {
     bool ack;
     int64_t (*input)(void *arg);
     const char *(*backlogged)(void *arg);
+    void (*answered)(void *arg, double secs); // NULL, or told each call's time from its head to its answer
     void *arg;
 } drv_grpc_config_t;
 

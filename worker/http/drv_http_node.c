@@ -23,6 +23,11 @@ static const char *s_backlogged(void *arg)
     return drv_node_buffered(arg) ? "the disk buffer is full" : "the exporters are behind";
 }
 
+static void s_answered(void *arg, double secs)
+{
+    drv_node_observe(arg, secs);
+}
+
 void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const json_t *config, const char *example)
 {
     const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
@@ -69,6 +74,7 @@ int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const jso
     server_config->ack = s_ack(node, config);
     server_config->input = s_input;
     server_config->backlogged = s_backlogged;
+    server_config->answered = s_answered;
     server_config->arg = node;
     char why[200];
     *server = drv_http_server_new(fd, server_config, why, sizeof why);
@@ -109,6 +115,7 @@ int drv_http_node_listen_grpc(drv_node_t *node, drv_grpc_server_t **server, cons
     server_config->ack = s_ack(node, config);
     server_config->input = s_input;
     server_config->backlogged = s_backlogged;
+    server_config->answered = s_answered;
     server_config->arg = node;
     char why[300];
     *server = drv_grpc_server_new(fd, server_config, why, sizeof why);

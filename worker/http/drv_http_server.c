@@ -31,6 +31,8 @@
 typedef struct request_t request_t;
 struct request_t {
     drv_httpd_req_t *req;
+    drv_http_server_t *server;
+    int64_t head_us;          // mono µs its head arrived
     bool gzip;
     char media_type[64];
     drv_http_reply_t held;    // ack: the answer, sent once input is settled
@@ -81,6 +83,9 @@ static void s_answer(request_t *r, drv_http_reply_t *reply, const char *allow)
         }
     }
     drv_httpd_answer(r->req, (unsigned int)reply->status, resp);
+    if (r->server->config.answered) {
+        r->server->config.answered(r->server->config.arg, (double)(drv_time_mono_us() - r->head_us) / 1e6);
+    }
 }
 
 static void s_refuse(drv_http_server_t *self, request_t *r, int status, const char *kind, const char *message)
@@ -115,6 +120,8 @@ static void s_on_head(void *arg, drv_httpd_req_t *req)
         return;
     }
     r->req = req;
+    r->server = self;
+    r->head_us = drv_time_mono_us();
     drv_httpd_set_user(req, r);
     //  First, so that every refusal can answer in the request's encoding.
     const char *type = drv_httpd_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);

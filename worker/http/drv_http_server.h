@@ -62,6 +62,8 @@ typedef struct {
     //  takes): a request is then refused with 429 and Retry-After before
     //  its body is read.
     const char *(*backlogged)(void *arg);
+    //  NULL, or told each request's time from its head to its answer.
+    void (*answered)(void *arg, double secs);
     void *arg;
     //  Both, or neither: HTTPS with these PEM files (read when the server starts).
     const char *cert_file;

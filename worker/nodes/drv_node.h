@@ -14,6 +14,7 @@
 #include "drv_buf.h"
 #include "drv_dag.h"
 
+#include "drover/drv_histo.h"
 #include "drover/drv_node_schema.h"
 
 #include <jansson.h>
@@ -99,6 +100,9 @@ struct drv_node_t {
     int64_t failing_since_ms;    // mono ms of the first failure since the last delivery (0: delivering)
     int64_t backlogged_since_ms; // mono ms it was first seen backlogged (0: not backlogged)
     char last_error[200];        // why the last attempt failed
+    //  Receivers: each request's time to its answer; exporters: each post's
+    //  (drv_node_observe). Reported with the counters once it has any.
+    drv_histo_t duration;
     bool ack;                // config.ack: answers once exported (else, with a disk buffer, once durable)
     //  A tap samples what leaves it (drv_tap.c): DRV_TAP_OFF costs one check per batch.
     uint8_t tap;             // DRV_TAP_OFF, DRV_TAP_OUTPUT (what it hands on), DRV_TAP_INPUT (exporters)
@@ -175,6 +179,8 @@ void drv_node_count_out(drv_node_t *node, size_t n);
 //  from then until drv_node_count_out says it delivered again.
 void drv_node_export_error(drv_node_t *node, size_t n, const char *what);
 void drv_node_export_warn(drv_node_t *node, size_t n, const char *what);
+//  A request answered (receivers) or a batch posted (exporters) in secs.
+void drv_node_observe(drv_node_t *node, double secs);
 //  An attempt to be made again (counted in retries).
 void drv_node_count_retry(drv_node_t *node);
 //  Records an exporter gave up on (counted in dropped; their errors were
