@@ -3,40 +3,35 @@
 
 #include <string.h>
 
-static bool s_line(drv_syslog_framer_t *f, const char *buf, size_t len, const char **msg, size_t *msg_len,
-                   size_t *used)
+static size_t s_max(const drv_syslog_framer_t *f)
 {
-    const char *nl = memchr(buf, '\n', len);
-    if (f->skipping) {
-        *used = nl ? (size_t)(nl - buf) + 1 : len;
-        f->skipping = nl == NULL;
-        return false;
-    }
+    return f->max ? f->max : DRV_SYSLOG_FRAME_MAX;
+}
+
+static drv_frame_t s_line(drv_syslog_framer_t *f, const char *buf, size_t len, const char **msg, size_t *msg_len,
+                          size_t *used)
+{
+    size_t look = len < s_max(f) + 1 ? len : s_max(f) + 1;
+    const char *nl = memchr(buf, '\n', look);
     if (!nl) {
-        if (len >= DRV_SYSLOG_FRAME_MAX) {
-            //  Too long for a message: what there is becomes one, the rest of
-            //  the line is dropped.
-            *msg = buf;
-            *msg_len = DRV_SYSLOG_FRAME_MAX;
-            *used = len;
-            f->skipping = true;
-            return true;
+        if (len > s_max(f)) {
+            *msg_len = s_max(f) + 1; // all that is known
+            return DRV_FRAME_TOO_LONG;
         }
-        *used = 0;
-        return false;
+        return DRV_FRAME_MORE;
     }
     *msg = buf;
     *msg_len = (size_t)(nl - buf);
     *used = *msg_len + 1;
-    return true;
+    return DRV_FRAME_MESSAGE;
 }
 
-bool drv_syslog_frame_next(drv_syslog_framer_t *f, const char *buf, size_t len, const char **msg, size_t *msg_len,
-                           size_t *used)
+drv_frame_t drv_syslog_frame_next(drv_syslog_framer_t *f, const char *buf, size_t len, const char **msg,
+                                  size_t *msg_len, size_t *used)
 {
     *used = 0;
     if (len == 0) {
-        return false;
+        return DRV_FRAME_MORE;
     }
     if (f->framing == DRV_FRAMING_UNKNOWN) {
         f->framing = buf[0] >= '1' && buf[0] <= '9' ? DRV_FRAMING_OCTETS : DRV_FRAMING_LINES;
@@ -50,17 +45,21 @@ bool drv_syslog_frame_next(drv_syslog_framer_t *f, const char *buf, size_t len, 
         i++;
     }
     if (i == len && i < 10) {
-        return false; // the count is still arriving
+        return DRV_FRAME_MORE; // the count is still arriving
     }
-    if (i == 0 || i == 10 || buf[i] != ' ' || count == 0 || count > DRV_SYSLOG_FRAME_MAX) {
+    if (i == 0 || i == 10 || buf[i] != ' ' || count == 0) {
         f->framing = DRV_FRAMING_LINES; // not a count: a sender that frames by lines after all
         return s_line(f, buf, len, msg, msg_len, used);
     }
+    if (count > s_max(f)) {
+        *msg_len = count;
+        return DRV_FRAME_TOO_LONG;
+    }
     if (len - i - 1 < count) {
-        return false;
+        return DRV_FRAME_MORE;
     }
     *msg = buf + i + 1;
     *msg_len = count;
     *used = i + 1 + count;
-    return true;
+    return DRV_FRAME_MESSAGE;
 }

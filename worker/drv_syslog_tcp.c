@@ -18,16 +18,17 @@
 #define CONNECTIONS 1024            // per instance; past it the oldest silent sender is cut
 #define PER_ADDRESS 64              // connections one address may hold, per instance
 #define IDLE_SECS 300               // a sender silent this long is closed (it reconnects when it next sends)
-#define BUFFER (DRV_SYSLOG_FRAME_MAX + 32) // one whole message and its count
+#define HEADROOM 32                 // a buffer holds one whole message and its count
 #define DRAIN_MS 1000               // a draining connection is closed by then
 
 typedef struct conn_t conn_t;
 struct conn_t {
     int fd;
     drv_conn_t *policy;         // its record in the connection policy
-    char *buf;
+    char *buf;                  // max_message_bytes + HEADROOM
     size_t len;
     drv_syslog_framer_t framer;
+    bool refused;               // a frame past the limit: closed without a word about what it held
     conn_t *prev, *next;
 };
 
@@ -40,7 +41,15 @@ struct drv_syslog_tcp_t {
     drv_conn_policy_t *policy;  // caps and the idle deadline (common/drv_conn_policy)
     bool draining;
     int64_t drain_deadline_ms;  // mono
+    size_t max;                 // max_message_bytes
 };
+
+typedef struct {
+    drv_syslog_tcp_fn *fn;
+    drv_syslog_tcp_refused_fn *refused;
+    void *arg;
+    size_t budget;              // messages still to cut (it only limits further reads)
+} sink_t;
 
 static void s_listen(drv_syslog_tcp_t *self, bool on)
 {
@@ -54,7 +63,7 @@ static void s_listen(drv_syslog_tcp_t *self, bool on)
 
 static void s_close(drv_syslog_tcp_t *self, conn_t *c)
 {
-    if (c->len > 0 && !c->framer.skipping) {
+    if (c->len > 0 && !c->refused) {
         drv_warn("syslog tcp: connection closed inside a message; its %zu bytes are dropped", c->len);
     }
     epoll_ctl(self->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -76,7 +85,7 @@ static void s_close(drv_syslog_tcp_t *self, conn_t *c)
     }
 }
 
-drv_syslog_tcp_t *drv_syslog_tcp_new(int listen_fd, char *err, size_t errlen)
+drv_syslog_tcp_t *drv_syslog_tcp_new(int listen_fd, size_t max_message_bytes, char *err, size_t errlen)
 {
     drv_syslog_tcp_t *self = calloc(1, sizeof *self);
     if (!self) {
@@ -85,6 +94,7 @@ drv_syslog_tcp_t *drv_syslog_tcp_new(int listen_fd, char *err, size_t errlen)
         return NULL;
     }
     self->listen_fd = listen_fd;
+    self->max = max_message_bytes ? max_message_bytes : DRV_SYSLOG_FRAME_MAX;
     drv_conn_limits_t limits = {.per_address = PER_ADDRESS,
                                 .total = CONNECTIONS,
                                 .request_ms = IDLE_SECS * 1000,
@@ -148,7 +158,7 @@ static void s_accept(drv_syslog_tcp_t *self)
             return; // EAGAIN: another instance took it, or none is waiting
         }
         conn_t *c = calloc(1, sizeof *c);
-        char *buf = c ? malloc(BUFFER) : NULL;
+        char *buf = c ? malloc(self->max + HEADROOM) : NULL;
         if (!buf) {
             free(c);
             close(fd);
@@ -156,6 +166,7 @@ static void s_accept(drv_syslog_tcp_t *self)
         }
         c->fd = fd;
         c->buf = buf;
+        c->framer.max = self->max;
         c->policy = drv_conn_policy_open(self->policy, fd, (struct sockaddr *)&addr, drv_time_mono_ms());
         drv_conn_policy_idle(self->policy, c->policy, drv_time_mono_ms());
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
@@ -170,33 +181,43 @@ static void s_accept(drv_syslog_tcp_t *self)
     s_listen(self, false); // full: the other instances accept until one closes
 }
 
-//  Every whole message out of c's buffer, counted against *budget (which
-//  only limits further reads); what is left is at most one partial message.
-static void s_cut(conn_t *c, size_t *budget, drv_syslog_tcp_fn *fn, void *arg)
+//  Every whole message out of c's buffer, counted against the budget;
+//  what is left is at most one partial message. False when a frame is
+//  past the limit: the connection is to be closed.
+static bool s_cut(drv_syslog_tcp_t *self, conn_t *c, sink_t *sink)
 {
     size_t at = 0;
-    for (;;) {
-        const char *msg;
-        size_t msg_len, used;
-        bool whole = drv_syslog_frame_next(&c->framer, c->buf + at, c->len - at, &msg, &msg_len, &used);
+    drv_frame_t frame;
+    const char *msg;
+    size_t msg_len, used;
+    while ((frame = drv_syslog_frame_next(&c->framer, c->buf + at, c->len - at, &msg, &msg_len, &used)) ==
+           DRV_FRAME_MESSAGE) {
         at += used;
-        if (whole) {
-            fn(arg, msg, msg_len);
-            *budget -= *budget > 0;
-        } else if (used == 0) {
-            break;
-        }
+        sink->fn(sink->arg, msg, msg_len);
+        sink->budget -= sink->budget > 0;
     }
     memmove(c->buf, c->buf + at, c->len - at);
     c->len -= at;
+    if (frame == DRV_FRAME_TOO_LONG) {
+        bool octets = c->framer.framing == DRV_FRAMING_OCTETS;
+        drv_warn("syslog tcp: a %s of %s%zu bytes is longer than max_message_bytes (%zu): refused, the connection "
+                 "is closed",
+                 octets ? "frame" : "line", octets ? "" : "more than ", octets ? msg_len : self->max, self->max);
+        c->refused = true;
+        sink->refused(sink->arg);
+        return false;
+    }
+    return true;
 }
 
 //  Reads what c has, until the socket is empty or the budget spent.
-//  Returns false when the connection is over (the peer closed, or failed).
-static bool s_read(drv_syslog_tcp_t *self, conn_t *c, size_t *budget, drv_syslog_tcp_fn *fn, void *arg)
+//  Returns false when the connection is over (the peer closed, or failed,
+//  or sent a frame past the limit).
+static bool s_read(drv_syslog_tcp_t *self, conn_t *c, sink_t *sink)
 {
-    while (*budget > 0 && c->len < BUFFER) {
-        ssize_t n = recv(c->fd, c->buf + c->len, BUFFER - c->len, 0);
+    size_t room = self->max + HEADROOM;
+    while (sink->budget > 0 && c->len < room) {
+        ssize_t n = recv(c->fd, c->buf + c->len, room - c->len, 0);
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -204,27 +225,30 @@ static bool s_read(drv_syslog_tcp_t *self, conn_t *c, size_t *budget, drv_syslog
             return true;
         }
         if (n <= 0) {
-            s_cut(c, budget, fn, arg);
+            s_cut(self, c, sink);
             return false;
         }
         c->len += (size_t)n;
         drv_conn_policy_idle(self->policy, c->policy, drv_time_mono_ms());
-        s_cut(c, budget, fn, arg);
+        if (!s_cut(self, c, sink)) {
+            return false;
+        }
     }
     return true;
 }
 
-void drv_syslog_tcp_run(drv_syslog_tcp_t *self, size_t max_messages, drv_syslog_tcp_fn *fn, void *arg)
+void drv_syslog_tcp_run(drv_syslog_tcp_t *self, size_t max_messages, drv_syslog_tcp_fn *fn,
+                        drv_syslog_tcp_refused_fn *refused, void *arg)
 {
+    sink_t sink = {fn, refused, arg, max_messages};
     drv_conn_policy_expire(self->policy, drv_time_mono_ms()); // cut senders are read to their end below
     struct epoll_event events[64];
     int n = epoll_wait(self->epoll_fd, events, 64, 0);
-    size_t budget = max_messages;
     for (int i = 0; i < n; i++) {
         conn_t *c = events[i].data.ptr;
         if (!c) {
             s_accept(self);
-        } else if (!s_read(self, c, &budget, fn, arg)) {
+        } else if (!s_read(self, c, &sink)) {
             s_close(self, c);
         }
     }
@@ -234,8 +258,8 @@ void drv_syslog_tcp_run(drv_syslog_tcp_t *self, size_t max_messages, drv_syslog_
         bool late = drv_time_mono_ms() >= self->drain_deadline_ms;
         for (conn_t *c = self->conns, *next; c; c = next) {
             next = c->next;
-            bool open = budget > 0 ? s_read(self, c, &budget, fn, arg) : true;
-            bool boundary = budget > 0 && c->len == 0;
+            bool open = sink.budget > 0 ? s_read(self, c, &sink) : true;
+            bool boundary = sink.budget > 0 && c->len == 0;
             if (!open || boundary || late) {
                 s_close(self, c);
             }

@@ -21,10 +21,13 @@ typedef struct drv_syslog_tcp_t drv_syslog_tcp_t;
 
 //  A message cut from a stream (valid during the call).
 typedef void(drv_syslog_tcp_fn)(void *arg, const char *msg, size_t len);
+//  A frame longer than max_message_bytes: its connection was closed (and
+//  the reason logged).
+typedef void(drv_syslog_tcp_refused_fn)(void *arg);
 
-//  Serves listen_fd (inherited; closed here when draining or destroyed).
-//  NULL with the reason in err.
-drv_syslog_tcp_t *drv_syslog_tcp_new(int listen_fd, char *err, size_t errlen);
+//  Serves listen_fd (inherited; closed here when draining or destroyed),
+//  taking messages of at most max_message_bytes. NULL with the reason in err.
+drv_syslog_tcp_t *drv_syslog_tcp_new(int listen_fd, size_t max_message_bytes, char *err, size_t errlen);
 void drv_syslog_tcp_destroy(drv_syslog_tcp_t **self_p);
 
 //  The descriptor to poll; -1 once drained with no connection left.
@@ -34,7 +37,8 @@ int64_t drv_syslog_tcp_timeout_ms(drv_syslog_tcp_t *self);
 //  Accepts and reads what is ready, calling fn for each whole message.
 //  Stops reading once max_messages were cut (what one read brought is cut
 //  whole, so a batch holds at most max_messages plus one read's worth).
-void drv_syslog_tcp_run(drv_syslog_tcp_t *self, size_t max_messages, drv_syslog_tcp_fn *fn, void *arg);
+void drv_syslog_tcp_run(drv_syslog_tcp_t *self, size_t max_messages, drv_syslog_tcp_fn *fn,
+                        drv_syslog_tcp_refused_fn *refused, void *arg);
 void drv_syslog_tcp_drain(drv_syslog_tcp_t *self);
 
 #endif

@@ -1,7 +1,9 @@
 """receiver:syslog through the real binaries, fed by util-linux logger: both
 formats arrive as records; the UDP socket is droverd's and outlives every
 instance, so a replace under load loses no datagram; a port another process
-holds fails the create with the errno."""
+holds fails the create with the errno; a TCP frame past max_message_bytes
+closes its connection (never split, never merged), the next connection is
+fine; syslog records sent on as OTLP carry their time and severity."""
 
 import os
 import signal
@@ -130,6 +132,91 @@ class Syslog(EngineTest):
         self.assertEqual(sorted(seqs), list(range(sent)), "every message once")
         self.assertEqual([x["message"] for x in self.records() if x["app_name"] == "kept"], ["before"])
         print(f"syslog over tcp: {sent} messages on short connections through 3 replaces, none lost", flush=True)
+
+    def test_a_tcp_frame_past_max_message_bytes_closes_its_connection_only(self):
+        port = free_port()
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys",
+                                         body=self.spec(port, proto="tcp"))[0], 200)
+        limit = 65536
+
+        def closed_by_drover(conn):
+            conn.settimeout(10)
+            try:
+                return conn.recv(1) == b""
+            except ConnectionResetError:
+                return True
+
+        def frame(body):
+            return b"%d %s" % (len(body), body)
+        # Exactly the limit is taken; one byte more closes the connection, and
+        # the frame after it on that connection is never read.
+        whole = b"<13>1 - h big - - - " + b"x" * (limit - 20)
+        self.assertEqual(len(whole), limit)
+        with socket.create_connection(("127.0.0.1", port)) as c:
+            c.sendall(frame(b"<13>1 - h big - - - first") + frame(whole) + frame(whole + b"y") +
+                      frame(b"<13>1 - h big - - - after"))
+            self.assertTrue(closed_by_drover(c))
+        # A line past the limit, without its LF: the same.
+        with socket.create_connection(("127.0.0.1", port)) as c:
+            c.sendall(b"<13>1 - h line - - - short\n" + b"z" * (limit + 1))
+            self.assertTrue(closed_by_drover(c))
+        # The next connection is fine.
+        with socket.create_connection(("127.0.0.1", port)) as c:
+            c.sendall(frame(b"<13>1 - h next - - - fine"))
+        rows = wait_until(lambda: (lambda r: r if any(x["app_name"] == "next" for x in r) else None)(self.records()),
+                          10, "the next connection's message")
+        got = [(x["app_name"], len(x["message"])) for x in rows]
+        self.assertEqual(sorted(got), sorted([("big", 5), ("big", limit - 20), ("line", 5), ("next", 4)]),
+                         "nothing split, nothing merged, nothing after a refused frame")
+        log = self.engine.log_text()
+        self.assertIn("a frame of 65537 bytes is longer than max_message_bytes (65536): refused, the connection is "
+                      "closed", log)
+        self.assertIn("a line of more than 65536 bytes is longer than max_message_bytes (65536)", log)
+        wait_until(lambda: self.admin.http("GET", "/api/v1/groups/default/pipelines/sys/status")[1]["instances"][0]
+                   ["nodes"].get("in", {}).get("errors") == 2, 10, "both refusals counted as errors")
+
+    def test_max_message_bytes_is_checked(self):
+        spec = self.spec(free_port(), proto="tcp")
+        spec["pipeline"]["nodes"]["in"]["config"]["max_message_bytes"] = 0
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys", body=spec)
+        self.assertEqual(status, 422, body)
+        self.assertIn("config.max_message_bytes: must be at least 1", str(body))
+        spec["pipeline"]["nodes"]["in"]["config"]["max_message_bytes"] = 2 ** 20 + 1
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys", body=spec)
+        self.assertEqual(status, 422, body)
+
+    def test_syslog_records_sent_as_otlp_carry_time_and_severity(self):
+        from capture import Capture
+        capture = Capture()
+        self.addCleanup(capture.close)
+        port = udp_port()
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:syslog", "config": {"endpoint": f"udp://127.0.0.1:{port}"}, "to": ["out"]},
+            "out": {"type": "exporter:otlp", "config": {"endpoint": capture.url(), "encoding": "json",
+                                                        "batch": {"max_delay_ms": 10}}}}}}
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys", body=spec)[0], 200)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"<28>1 2026-11-24T10:00:00.5+01:00 host app 1 - - hello otlp", ("127.0.0.1", port))
+        before = time.time()
+        if subprocess.run(["which", "logger"], capture_output=True).returncode == 0:
+            logger(port, "--rfc3164", "-t", "app3164", "-p", "auth.crit", "from logger")
+
+        def logs():
+            import json as j
+            out = []
+            for body in capture.bodies():
+                for rl in j.loads(body)["resourceLogs"]:
+                    for sl in rl["scopeLogs"]:
+                        out += sl["logRecords"]
+            return out
+        records = wait_until(lambda: (lambda r: r if len(r) >= 2 else None)(logs()), 10, "both as OTLP")
+        by_body = {r["body"]["stringValue"]: r for r in records}
+        r = by_body["hello otlp"]
+        self.assertEqual(r["timeUnixNano"], str(1795510800 * 10 ** 9 + 5 * 10 ** 8))  # 09:00:00.5Z
+        self.assertEqual((r["severityNumber"], r["severityText"]), (13, "warning"))
+        r = by_body["from logger"]
+        self.assertEqual((r["severityNumber"], r["severityText"]), (18, "crit"))
+        self.assertLess(abs(int(r["timeUnixNano"]) / 1e9 - before), 120, "an RFC 3164 time, this year")
 
     def test_replaces_and_a_resize_under_load_lose_no_datagram(self):
         port = udp_port()

@@ -10,6 +10,7 @@
 #include "drv_node.h"
 #include "drv_record.h"
 #include "drv_syslog.h"
+#include "drv_syslog_frame.h"
 #include "drv_syslog_tcp.h"
 
 #include "drover/drv_listen.h"
@@ -34,6 +35,7 @@ typedef struct {
     size_t cap;
     uint32_t count;
     bool failed;            // out of memory building one: counted as an error
+    int refused;            // TCP frames past max_message_bytes in this read (each an error)
 } syslog_t;
 
 static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
@@ -45,6 +47,10 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
         drv_spec_check_problem(check, node_path, "config.endpoint: %s", why);
     } else if (endpoint && !strstr(endpoint, "://")) {
         drv_spec_check_problem(check, node_path, "config.endpoint: must be udp://host:port or tcp://host:port");
+    }
+    json_t *max = json_object_get(config, "max_message_bytes");
+    if (max && json_integer_value(max) == 0) {
+        drv_spec_check_problem(check, node_path, "config.max_message_bytes: must be at least 1");
     }
 }
 
@@ -63,7 +69,8 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     if (!strncmp(endpoint, "tcp://", 6)) {
         int fd = self->fd;
         self->fd = -1;
-        self->tcp = drv_syslog_tcp_new(fd, why, sizeof why);
+        self->tcp = drv_syslog_tcp_new(fd, (size_t)json_integer_value(json_object_get(config, "max_message_bytes")),
+                                       why, sizeof why);
         if (!self->tcp) {
             snprintf(err, errlen, "node %s: %s", node->id, why);
             return -1;
@@ -111,10 +118,18 @@ static void s_on_message(void *arg, const char *text, size_t len)
     s_take(arg, text, len, drv_time_wall_ms());
 }
 
+static void s_on_refused(void *arg)
+{
+    ((syslog_t *)arg)->refused++;
+}
+
 //  Hands the batch on (records are counted in; one that could not be built is an error).
 static int s_emit(drv_node_t *node, syslog_t *self)
 {
     if (self->failed) {
+        drv_node_count_refused(node);
+    }
+    for (; self->refused > 0; self->refused--) {
         drv_node_count_refused(node);
     }
     if (self->count > 0 && !drv_node_emit_objects(node, self->records, self->count)) {
@@ -136,7 +151,7 @@ static int s_readable(drv_node_t *node)
     syslog_t *self = node->state;
     if (self->tcp) {
         s_begin(node, self);
-        drv_syslog_tcp_run(self->tcp, DATAGRAMS, s_on_message, self);
+        drv_syslog_tcp_run(self->tcp, DATAGRAMS, s_on_message, s_on_refused, self);
         return s_emit(node, self);
     }
     struct mmsghdr msgs[DATAGRAMS];
@@ -197,7 +212,11 @@ static void s_destroy(drv_node_t *node)
 const drv_node_kind_t drv_receiver_syslog = {
     .schema = {.name = "receiver:syslog",
                .role = DRV_ROLE_RECEIVER,
-               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true}},
+               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true},
+                        {.key = "max_message_bytes",
+                         .kind = DRV_KEY_NONNEG_INT,
+                         .fallback = "65536",
+                         .maximum = DRV_SYSLOG_FRAME_LIMIT}},
                .check = s_check},
     .init = s_init,
     .fd = s_fd,

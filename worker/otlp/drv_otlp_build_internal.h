@@ -31,6 +31,9 @@ ProtobufCBinaryData drv_otlp_id(build_t *b, const msgpack_object *o);
 //  pointers as the record has keys. NULL: no memory.
 otlp_log_t *drv_otlp_build_log(build_t *b, const msgpack_object *record, const msgpack_object_kv **extras);
 otlp_span_t *drv_otlp_build_span(build_t *b, const msgpack_object *record, const msgpack_object_kv **extras);
+//  drv_otlp_syslog.c: a receiver:syslog record's time and severity, where
+//  the LogRecord has none of its own.
+void drv_otlp_syslog_fill(build_t *b, const msgpack_object *record, otlp_log_t *log);
 
 //  drv_otlp_build_metrics.c: a metric record's type; the Metric of the
 //  record of its first point (room for points); each record as a point of

@@ -324,6 +324,9 @@ otlp_log_t *drv_otlp_build_log(build_t *b, const msgpack_object *record, const m
     log->severity_number = s_uint(number) && number->via.u64 <= UINT32_MAX ? (int)number->via.u64 : 0;
     log->severity_text = drv_otlp_string_of(b, drv_otlp_get(record, "severity_text"));
     log->event_name = drv_otlp_string_of(b, drv_otlp_get(record, "event_name"));
+    if (plain) {
+        drv_otlp_syslog_fill(b, record, log);
+    }
     if (body && !(log->body = s_any(b, body))) {
         return NULL;
     }
