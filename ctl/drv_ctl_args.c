@@ -14,7 +14,7 @@ static const struct {
     bool value;
 } s_globals[] = {
     {'e', "endpoint", true}, {'o', "output", true}, {'t', "timeout", true},  {0, "key", true},
-    {0, "server-key", true}, {'w', "watch", false}, {'h', "help", false},
+    {0, "server-key", true}, {'w', "watch", false}, {'h', "help", false},   {0, "token", true},
 };
 #define GLOBALS (sizeof s_globals / sizeof s_globals[0])
 
@@ -31,11 +31,15 @@ static int s_apply(drv_ctl_t *ctl, char name, const char *value, bool *help)
         ctl->options.endpoint = ctl->endpoints[0];
         return 0;
     case 'o':
-        if (strcmp(value, "json") && strcmp(value, "table")) {
-            fprintf(stderr, "droverctl: -o takes table or json, not \"%s\" (try: -o json)\n", value);
+        if (strcmp(value, "json") && strcmp(value, "table") && strcmp(value, "yaml")) {
+            fprintf(stderr, "droverctl: -o takes table, json or yaml, not \"%s\" (try: -o json)\n", value);
             return -1;
         }
-        ctl->json = !strcmp(value, "json");
+        ctl->json = strcmp(value, "table") != 0; // yaml: the same document, printed as YAML
+        ctl->yaml = !strcmp(value, "yaml");
+        return 0;
+    case 'T':
+        ctl->options.token = value;
         return 0;
     case 't': {
         char *end;
@@ -114,9 +118,10 @@ int drv_ctl_args_take(drv_ctl_t *ctl, int argc, char **argv, bool *help_before_c
             }
             value = argv[++i];
         }
-        char name = s_globals[g].short_name ? s_globals[g].short_name
-                    : !strcmp(s_globals[g].long_name, "key") ? 'k'
-                                                              : 's';
+        char name = s_globals[g].short_name                   ? s_globals[g].short_name
+                    : !strcmp(s_globals[g].long_name, "key")   ? 'k'
+                    : !strcmp(s_globals[g].long_name, "token") ? 'T'
+                                                               : 's';
         bool help = false;
         if (s_apply(ctl, name, value, &help) != 0) {
             return -1;
@@ -127,39 +132,12 @@ int drv_ctl_args_take(drv_ctl_t *ctl, int argc, char **argv, bool *help_before_c
     return kept;
 }
 
-//  Levenshtein distance, for short words.
-static size_t s_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 30 || lb > 30) {
-        return 99;
-    }
-    size_t row[32];
-    for (size_t j = 0; j <= lb; j++) {
-        row[j] = j;
-    }
-    for (size_t i = 1; i <= la; i++) {
-        size_t diagonal = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t above = row[j];
-            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            size_t best = diagonal + cost;
-            best = row[j] + 1 < best ? row[j] + 1 : best;
-            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
-            row[j] = best;
-            diagonal = above;
-        }
-    }
-    return row[lb];
-}
-
 const char *drv_ctl_suggest(const char *name)
 {
     const char *best = NULL;
     size_t best_distance = 3; // more different than that: no guess
     for (const drv_ctl_command_t *c = drv_ctl_commands; c->name; c++) {
-        size_t d = strncmp(c->name, name, strlen(name)) == 0 && strlen(name) >= 2 ? 0 : s_distance(c->name, name);
+        size_t d = strncmp(c->name, name, strlen(name)) == 0 && strlen(name) >= 2 ? 0 : drv_ctl_distance(c->name, name);
         if (d < best_distance) {
             best = c->name;
             best_distance = d;

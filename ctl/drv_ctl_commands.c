@@ -5,6 +5,8 @@
 #include "drv_ctl_commands.h"
 #include "drv_ctl_table.h"
 
+#include "drover/drv_yaml.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -31,8 +33,11 @@ int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *q
             json_t *c;
             json_array_foreach(json_object_get(r, "cores"), i, c)
             {
-                fprintf(stderr, "  core %lld %s: %s\n", (long long)json_integer_value(json_object_get(c, "core")),
-                        json_string_value(json_object_get(c, "state")), json_string_value(json_object_get(c, "detail")));
+                const char *detail = json_string_value(json_object_get(c, "detail"));
+                if (detail && detail[0]) { // a core nothing happened to says nothing
+                    fprintf(stderr, "  core %lld %s: %s\n", (long long)json_integer_value(json_object_get(c, "core")),
+                            json_string_value(json_object_get(c, "state")), detail);
+                }
             }
         }
         json_t *error = json_object_get(reply, "error");
@@ -52,6 +57,10 @@ int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *q
             fprintf(stderr, "  %s: %s\n", json_string_value(json_object_get(d, "path")),
                     json_string_value(json_object_get(d, "message")));
         }
+        char group[128], pipeline[128];
+        if (status == 404 && sscanf(path, "/api/v1/groups/%127[^/]/pipelines/%127[^/?]", group, pipeline) == 2) {
+            drv_ctl_suggest_pipelines(ctl, group, pipeline);
+        }
         json_decref(reply);
         return DRV_CTL_SERVER_ERROR;
     }
@@ -59,10 +68,14 @@ int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *q
     return DRV_CTL_OK;
 }
 
-int drv_ctl_print_json(json_t *body)
+int drv_ctl_print_json(drv_ctl_t *ctl, json_t *body)
 {
     if (json_is_string(body)) {
         fputs(json_string_value(body), stdout);
+    } else if (ctl->yaml) {
+        char *text = drv_yaml_emit(body);
+        fputs(text ? text : "", stdout);
+        free(text);
     } else {
         char *text = json_dumps(body, JSON_INDENT(2) | JSON_ENCODE_ANY);
         printf("%s\n", text);
@@ -114,7 +127,7 @@ static long long s_sum(json_t *status, const char *key)
     return total;
 }
 
-static void s_pipeline_row(drv_ctl_table_t *table, const char *name, json_t *st)
+void drv_ctl_pipeline_row(drv_ctl_table_t *table, const char *name, json_t *st)
 {
     char gen[24], ready[32], cores[128], restarts[24], in[24], out[24], errors[24];
     s_cores(json_object_get(st, "desired_cores"), cores, sizeof cores);
@@ -129,7 +142,7 @@ static void s_pipeline_row(drv_ctl_table_t *table, const char *name, json_t *st)
                       s_fmt(errors, sizeof errors, "%lld", s_sum(st, "errors")), drv_ctl_str(st, "source"));
 }
 
-static const char *s_pipeline_columns[] = {"PIPELINE", "PHASE", "GEN", "READY", "CORES", "RESTARTS",
+const char *const drv_ctl_pipeline_columns[] = {"PIPELINE", "PHASE", "GEN", "READY", "ON_CORES", "RESTARTS",
                                            "RECORDS_IN", "RECORDS_OUT", "ERRORS", "SOURCE", NULL};
 
 //  Every pipeline, once.
@@ -145,14 +158,14 @@ static int s_status_once(drv_ctl_t *ctl)
             json_decref(body);
             return DRV_CTL_OK;
         }
-        return rc ? rc : drv_ctl_print_json(body);
+        return rc ? rc : drv_ctl_print_json(ctl, body);
     }
-    drv_ctl_table_t *table = drv_ctl_table_new(s_pipeline_columns);
+    drv_ctl_table_t *table = drv_ctl_table_new(drv_ctl_pipeline_columns);
     const char *key;
     json_t *st;
     json_object_foreach(json_object_get(body, "pipelines"), key, st)
     {
-        s_pipeline_row(table, key, st);
+        drv_ctl_pipeline_row(table, key, st);
     }
     if (ctl->watch) {
         printf("-- %s\n", drv_ctl_str(body, "generated_at"));
@@ -165,7 +178,7 @@ static int s_status_once(drv_ctl_t *ctl)
 }
 
 //  -w: again every WATCH_MS until interrupted (or the engine stops answering).
-static int s_status(drv_ctl_t *ctl, int argc, char **argv)
+int drv_ctl_status(drv_ctl_t *ctl, int argc, char **argv)
 {
     (void)argc;
     (void)argv;
@@ -197,74 +210,6 @@ static int s_targets(drv_ctl_t *ctl, int argc, char **argv)
     return DRV_CTL_OK;
 }
 
-static int s_get(drv_ctl_t *ctl, int argc, char **argv)
-{
-    if (argc < 2 || (strcmp(argv[1], "groups") && strcmp(argv[1], "pipelines"))) {
-        fprintf(stderr, "droverctl: get what? groups | pipelines [GROUP]\n");
-        return DRV_CTL_USAGE;
-    }
-    json_t *body;
-    int rc;
-    if (!strcmp(argv[1], "groups")) {
-        rc = drv_ctl_call(ctl, "GET", "/api/v1/groups", NULL, NULL, &body);
-        if (rc || ctl->json) {
-            return rc ? rc : drv_ctl_print_json(body);
-        }
-        drv_ctl_table_t *table = drv_ctl_table_new((const char *[]){"GROUP", "PIPELINES", NULL});
-        size_t i;
-        json_t *g;
-        json_array_foreach(body, i, g)
-        {
-            char names[512] = "";
-            size_t k;
-            json_t *name;
-            json_array_foreach(json_object_get(g, "pipelines"), k, name)
-            {
-                size_t used = strlen(names);
-                snprintf(names + used, sizeof names - used, "%s%s", k ? "," : "", json_string_value(name));
-            }
-            drv_ctl_table_add(table, drv_ctl_str(g, "name"), names[0] ? names : "-");
-        }
-        drv_ctl_table_print(table, stdout);
-        drv_ctl_table_destroy(&table);
-        json_decref(body);
-        return DRV_CTL_OK;
-    }
-    char path[300];
-    if (argc >= 3) {
-        snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines", argv[2]);
-        rc = drv_ctl_call(ctl, "GET", path, NULL, NULL, &body);
-        if (rc || ctl->json) {
-            return rc ? rc : drv_ctl_print_json(body);
-        }
-        drv_ctl_table_t *table = drv_ctl_table_new(s_pipeline_columns);
-        size_t i;
-        json_t *st;
-        json_array_foreach(body, i, st)
-        {
-            char name[200];
-            s_pipeline_row(table, s_fmt(name, sizeof name, "%s:%s", drv_ctl_str(st, "group"), drv_ctl_str(st, "pipeline")), st);
-        }
-        drv_ctl_table_print(table, stdout);
-        drv_ctl_table_destroy(&table);
-        json_decref(body);
-        return DRV_CTL_OK;
-    }
-    return s_status(ctl, argc, argv); // every pipeline of every group
-}
-
-int drv_ctl_split_target(const char *arg, char *group, char *pipeline, size_t size)
-{
-    const char *slash = arg ? strchr(arg, '/') : NULL;
-    if (!slash || slash == arg || !slash[1]) {
-        fprintf(stderr, "droverctl: expected GROUP/PIPELINE, got \"%s\"\n", arg ? arg : "");
-        return -1;
-    }
-    snprintf(group, size, "%.*s", (int)(slash - arg), arg);
-    snprintf(pipeline, size, "%s", slash + 1);
-    return 0;
-}
-
 static int s_describe(drv_ctl_t *ctl, int argc, char **argv)
 {
     char group[128], pipeline[128], path[400];
@@ -275,7 +220,7 @@ static int s_describe(drv_ctl_t *ctl, int argc, char **argv)
     json_t *body;
     int rc = drv_ctl_call(ctl, "GET", path, NULL, NULL, &body);
     if (rc || ctl->json) {
-        return rc ? rc : drv_ctl_print_json(body);
+        return rc ? rc : drv_ctl_print_json(ctl, body);
     }
     json_t *st = json_object_get(body, "status");
     char cores[128];
@@ -331,7 +276,7 @@ static int s_group_change(drv_ctl_t *ctl, int argc, char **argv, const char *met
     json_t *body;
     int rc = drv_ctl_call(ctl, method, path, NULL, NULL, &body);
     if (rc || ctl->json) {
-        return rc ? rc : drv_ctl_print_json(body);
+        return rc ? rc : drv_ctl_print_json(ctl, body);
     }
     printf("group %s %s\n", argv[2], done);
     json_decref(body);
@@ -388,7 +333,7 @@ static int s_health(drv_ctl_t *ctl, int argc, char **argv)
     bool is_ready = json_is_true(json_object_get(ready, "ready"));
     if (ctl->json) {
         json_t *both = json_pack("{s:b, s:O}", "live", 1, "ready", ready);
-        drv_ctl_print_json(both);
+        drv_ctl_print_json(ctl, both);
     } else {
         printf("live:  yes\nready: %s\n", is_ready ? "yes" : "no");
         size_t i;
@@ -409,7 +354,7 @@ static int s_metrics(drv_ctl_t *ctl, int argc, char **argv)
     (void)argv;
     json_t *body;
     int rc = drv_ctl_call(ctl, "GET", "/metrics", NULL, NULL, &body);
-    return rc ? rc : drv_ctl_print_json(body);
+    return rc ? rc : drv_ctl_print_json(ctl, body);
 }
 
 static int s_call_raw(drv_ctl_t *ctl, int argc, char **argv)
@@ -430,7 +375,7 @@ static int s_call_raw(drv_ctl_t *ctl, int argc, char **argv)
     json_t *body;
     int rc = drv_ctl_call(ctl, argv[1], argv[2], NULL, request_body, &body);
     json_decref(request_body);
-    return rc ? rc : drv_ctl_print_json(body);
+    return rc ? rc : drv_ctl_print_json(ctl, body);
 }
 
 static int s_version(drv_ctl_t *ctl, int argc, char **argv)
@@ -451,8 +396,9 @@ static int s_version(drv_ctl_t *ctl, int argc, char **argv)
 }
 
 const drv_ctl_command_t drv_ctl_commands[] = {
-    {"status", "", "every pipeline: phase, generation, ready cores, counters (-w: every 2 s)", s_status},
-    {"get", "groups | pipelines [GROUP]", "list groups, or pipelines with their status", s_get},
+    {"status", "", "every pipeline: phase, generation, ready cores, counters (-w: every 2 s)", drv_ctl_status},
+    {"get", "groups | pipelines [GROUP] | [pipeline] GROUP/PIPELINE",
+     "list groups, pipelines with their status, or one pipeline (-o yaml: its spec, for apply -f)", drv_ctl_get},
     {"describe", "GROUP/PIPELINE", "one pipeline: conditions and instances", s_describe},
     {"apply", "-f SPEC.yaml GROUP/PIPELINE [--dry-run[=instantiate]] [--no-wait]",
      "create or change a pipeline, following the rollout core by core", drv_ctl_apply},
@@ -462,6 +408,8 @@ const drv_ctl_command_t drv_ctl_commands[] = {
     {"create", "group NAME", "create a group (idempotent)", s_create},
     {"delete", "group NAME | GROUP/PIPELINE [--no-wait]", "delete an empty group, or shut down and forget a pipeline",
      s_delete},
+    {"validate", "-f FILE", "check a PipelineSpec or a config file offline, with the engine's messages",
+     drv_ctl_validate},
     {"health", "", "liveness and readiness, with reasons; exit 1 when not ready", s_health},
     {"metrics", "", "the Prometheus metrics text", s_metrics},
     {"events", "[--count N] [--for SECS] [--events ENDPOINT] [TOPIC-PREFIX...]",

@@ -16,7 +16,8 @@
 
 typedef struct {
     drv_ctl_options_t options; // options.endpoint: the one being talked to
-    bool json;        // -o json
+    bool json;        // -o json (or yaml)
+    bool yaml;        // -o yaml: what -o json prints, as YAML
     bool watch;       // -w: status and rollout status keep watching
     const char *endpoints[DRV_CTL_MAX_ENDPOINTS]; // every -e, in order (apply goes node by node)
     int endpoint_count;
@@ -34,10 +35,20 @@ extern const drv_ctl_command_t drv_ctl_commands[];
 //  One admin request; on an error answer prints the engine's message and
 //  returns the exit code, else stores the body in *out and returns 0.
 int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *query, json_t *body, json_t **out);
-//  Prints a body (text as is, JSON indented) and releases it.
-int drv_ctl_print_json(json_t *body);
+//  Prints a body (text as is, JSON indented, or YAML with -o yaml) and releases it.
+int drv_ctl_print_json(drv_ctl_t *ctl, json_t *body);
 //  A string member of obj, or "-" when missing (for tables).
 const char *drv_ctl_str(json_t *obj, const char *key);
+//  The status table: its columns and one pipeline's row (drv_ctl_commands.c).
+struct drv_ctl_table_t;
+extern const char *const drv_ctl_pipeline_columns[];
+void drv_ctl_pipeline_row(struct drv_ctl_table_t *table, const char *name, json_t *status);
+int drv_ctl_status(drv_ctl_t *ctl, int argc, char **argv);
+int drv_ctl_get(drv_ctl_t *ctl, int argc, char **argv); // drv_ctl_get.c
+//  drv_ctl_spec.c: a spec file as the PUT body {pipeline: spec} (NULL after
+//  saying why), and validate -f.
+json_t *drv_ctl_load_spec(const char *path);
+int drv_ctl_validate(drv_ctl_t *ctl, int argc, char **argv);
 //  Following the event stream (drv_ctl_events.c).
 int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv);
@@ -49,7 +60,14 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_completion(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool no_wait);
 
-//  Splits "GROUP/PIPELINE"; prints the usage problem and returns -1 if it is not one.
+//  drv_ctl_names.c: a pipeline named GROUP/PIPELINE, GROUP:PIPELINE or
+//  PIPELINE (group default) split in two; prints the usage problem and
+//  returns -1 when it is none of them.
 int drv_ctl_split_target(const char *arg, char *group, char *pipeline, size_t size);
+//  After a 404 on group/pipeline: prints the pipelines the engine has
+//  whose names are closest ("did you mean"), if any is close.
+void drv_ctl_suggest_pipelines(drv_ctl_t *ctl, const char *group, const char *pipeline);
+//  Levenshtein distance (99 for strings over 150 bytes).
+size_t drv_ctl_distance(const char *a, const char *b);
 
 #endif

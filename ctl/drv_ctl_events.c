@@ -1,7 +1,9 @@
 /*  drv_ctl_events — what droverctl follows as it happens. events: the
     engine's event stream (a SUB socket on the events endpoint, asked from
-    the engine unless given), one line per event, until --count events,
-    --for seconds or Ctrl-C. tap: a sample of the records leaving a node. */
+    the engine unless given; over an http(s):// endpoint, GET
+    /api/v1/events, its Server-Sent Events), one line per event, until
+    --count events, --for seconds or Ctrl-C. tap: a sample of the records
+    leaving a node. */
 #include "drv_ctl_commands.h"
 
 #include "drover/drv_mpjson.h"
@@ -18,6 +20,86 @@ static void s_on_signal(int sig)
 {
     (void)sig;
     s_interrupted = 1;
+}
+
+//  One event as a line: JSON with its topic (-o json), or time, topic and
+//  the other fields as key=value.
+static void s_print_event(drv_ctl_t *ctl, const char *topic, json_t *event)
+{
+    if (ctl->json) {
+        json_object_set_new(event, "topic", json_string(topic));
+        char *text = json_dumps(event, JSON_COMPACT);
+        printf("%s\n", text);
+        free(text);
+    } else {
+        printf("%s %-20s", drv_ctl_str(event, "time"), topic);
+        const char *key;
+        json_t *value;
+        json_object_foreach(event, key, value)
+        {
+            if (!strcmp(key, "time")) {
+                continue;
+            }
+            char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+            printf(" %s=%s", key, text);
+            free(text);
+        }
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
+typedef struct {
+    drv_ctl_t *ctl;
+    char topic[128]; // of the event being read
+    long count;      // events still to print (-1: no end)
+} sse_t;
+
+//  One line of Server-Sent Events: "event: TOPIC", then "data: {...}".
+static bool s_on_sse_line(void *arg, const char *line, size_t len)
+{
+    sse_t *sse = arg;
+    if (len > 7 && !strncmp(line, "event: ", 7)) {
+        snprintf(sse->topic, sizeof sse->topic, "%.*s", (int)(len - 7), line + 7);
+    } else if (len > 6 && !strncmp(line, "data: ", 6)) {
+        json_t *event = json_loadb(line + 6, len - 6, 0, NULL);
+        if (json_is_object(event)) {
+            s_print_event(sse->ctl, sse->topic, event);
+            sse->count -= sse->count > 0;
+        }
+        json_decref(event);
+    }
+    return sse->count != 0 && !s_interrupted;
+}
+
+static int s_events_http(drv_ctl_t *ctl, long count, long seconds, int argc, char **argv)
+{
+    char topics[1024] = "";
+    for (int i = 0; i < argc; i++) {
+        size_t used = strlen(topics);
+        snprintf(topics + used, sizeof topics - used, "%s%s", used ? "," : "", argv[i]);
+    }
+    json_t *query = topics[0] ? json_pack("{s:s}", "topics", topics) : NULL;
+    sse_t sse = {.ctl = ctl, .count = count};
+    signal(SIGINT, s_on_signal);
+    signal(SIGTERM, s_on_signal);
+    if (!ctl->json) {
+        fprintf(stderr, "droverctl: following %s/api/v1/events (Ctrl-C to stop)\n", ctl->options.endpoint);
+    }
+    char err[400];
+    int status = count == 0 ? 200
+                            : drv_ctl_http_stream(&ctl->options, "/api/v1/events", query, seconds >= 0 ? seconds * 1000 : -1,
+                                                  &s_interrupted, s_on_sse_line, &sse, err, sizeof err);
+    json_decref(query);
+    if (status < 0) {
+        fprintf(stderr, "droverctl: %s\n", err);
+        return DRV_CTL_UNREACHABLE;
+    }
+    if (status != 200) {
+        fprintf(stderr, "droverctl: %d from %s/api/v1/events\n", status, ctl->options.endpoint);
+        return DRV_CTL_SERVER_ERROR;
+    }
+    return DRV_CTL_OK;
 }
 
 int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv)
@@ -37,6 +119,9 @@ int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv)
             first_topic = i;
             break;
         }
+    }
+    if (!endpoint && drv_ctl_is_http(ctl->options.endpoint)) {
+        return s_events_http(ctl, count, seconds, argc - first_topic, argv + first_topic);
     }
     json_t *info = NULL;
     if (!endpoint) {
@@ -88,27 +173,7 @@ int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv)
         char why[200];
         json_t *event = drv_mpjson_decode(zframe_data(frame), zframe_size(frame), why, sizeof why);
         if (event) {
-            if (ctl->json) {
-                json_object_set_new(event, "topic", json_string(topic));
-                char *text = json_dumps(event, JSON_COMPACT);
-                printf("%s\n", text);
-                free(text);
-            } else {
-                printf("%s %-20s", drv_ctl_str(event, "time"), topic);
-                const char *key;
-                json_t *value;
-                json_object_foreach(event, key, value)
-                {
-                    if (!strcmp(key, "time")) {
-                        continue;
-                    }
-                    char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
-                    printf(" %s=%s", key, text);
-                    free(text);
-                }
-                printf("\n");
-            }
-            fflush(stdout);
+            s_print_event(ctl, topic, event);
             seen++;
             json_decref(event);
         }
@@ -161,14 +226,20 @@ int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv)
     if (ctl->options.timeout_ms < (int)seconds * 1000 + 5000) {
         ctl->options.timeout_ms = (int)seconds * 1000 + 5000; // the engine answers when the tap ends
     }
+    ctl->options.accept = "application/x-ndjson"; // HTTP: the records as lines, ended with the tap
     json_t *body = NULL;
     int rc = drv_ctl_call(ctl, "GET", path, query, NULL, &body);
     json_decref(query);
     if (rc) {
         return rc;
     }
+    if (json_is_string(body)) { // over HTTP: NDJSON, a record a line already
+        fputs(json_string_value(body), stdout);
+        json_decref(body);
+        return DRV_CTL_OK;
+    }
     if (ctl->json) {
-        return drv_ctl_print_json(body);
+        return drv_ctl_print_json(ctl, body);
     }
     size_t i;
     json_t *record;

@@ -12,7 +12,7 @@ int drv_ctl_opamp(drv_ctl_t *ctl, int argc, char **argv)
     json_t *body;
     int rc = drv_ctl_call(ctl, "GET", "/api/v1/opamp", NULL, NULL, &body);
     if (rc || ctl->json) {
-        return rc ? rc : drv_ctl_print_json(body);
+        return rc ? rc : drv_ctl_print_json(ctl, body);
     }
     if (!json_is_true(json_object_get(body, "enabled"))) {
         printf("opamp: not configured (engine.opamp)\n");

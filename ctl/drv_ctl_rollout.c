@@ -72,7 +72,7 @@ static int s_follow(drv_ctl_t *ctl, const char *location, json_t *first)
         }
         if (!strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "rollback_failed")) {
             if (ctl->json) {
-                drv_ctl_print_json(json_incref(rollout));
+                drv_ctl_print_json(ctl, json_incref(rollout));
             } else {
                 printf("%s %s", drv_ctl_str(rollout, "rollout_id"), state);
                 if (json_is_string(json_object_get(rollout, "failure_reason"))) {
@@ -97,32 +97,6 @@ static int s_follow(drv_ctl_t *ctl, const char *location, json_t *first)
     return rc;
 }
 
-static json_t *s_load_spec(const char *path)
-{
-    FILE *file = !strcmp(path, "-") ? stdin : fopen(path, "rb");
-    if (!file) {
-        fprintf(stderr, "droverctl: cannot open %s\n", path);
-        return NULL;
-    }
-    char *text = malloc(1 << 20);
-    size_t size = fread(text, 1, (1 << 20) - 1, file);
-    if (file != stdin) {
-        fclose(file);
-    }
-    char err[300];
-    json_t *doc = drv_yaml_parse(text, size, NULL, err, sizeof err);
-    free(text);
-    if (!doc) {
-        fprintf(stderr, "droverctl: %s: %s\n", path, err);
-        return NULL;
-    }
-    //  Either a bare PipelineSpec, or the PUT body itself.
-    if (json_object_get(doc, "pipeline")) {
-        return doc;
-    }
-    return json_pack("{s:o}", "pipeline", doc);
-}
-
 //  One engine: PUT, then follow the rollout (or show the plan).
 //  dry_run: NULL, "true" or "instantiate".
 static int s_apply_one(drv_ctl_t *ctl, const char *path, json_t *body, const char *dry_run, bool no_wait)
@@ -138,7 +112,7 @@ static int s_apply_one(drv_ctl_t *ctl, const char *path, json_t *body, const cha
     snprintf(location, sizeof location, "%s/rollouts/%s", path, drv_ctl_str(rollout, "rollout_id"));
     if (dry_run || no_wait) {
         if (ctl->json) {
-            return drv_ctl_print_json(rollout);
+            return drv_ctl_print_json(ctl, rollout);
         }
         s_print_plan(rollout);
         if (dry_run) {
@@ -184,7 +158,7 @@ int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv)
         fprintf(stderr, "droverctl: usage: droverctl apply -f SPEC.yaml GROUP/PIPELINE [--dry-run[=instantiate]] [--no-wait]\n");
         return DRV_CTL_USAGE;
     }
-    json_t *body = s_load_spec(file);
+    json_t *body = drv_ctl_load_spec(file);
     if (!body) {
         return DRV_CTL_USAGE;
     }
@@ -211,7 +185,7 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
 {
     char group[128], pipeline[128], path[500];
     if (argc < 3 || drv_ctl_split_target(argv[2], group, pipeline, sizeof group)) {
-        fprintf(stderr, "droverctl: usage: droverctl rollout status|history|undo|pause|resume|promote|abort "
+        fprintf(stderr, "droverctl: usage: droverctl rollout status|history [--all]|undo|pause|resume|promote|abort "
                         "GROUP/PIPELINE [ROLLOUT-ID]\n");
         return DRV_CTL_USAGE;
     }
@@ -224,7 +198,7 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
                      argc >= 4 ? argv[3] : "current", controls[c]);
             rc = drv_ctl_call(ctl, "POST", path, NULL, NULL, &body);
             if (rc || ctl->json) {
-                return rc ? rc : drv_ctl_print_json(body);
+                return rc ? rc : drv_ctl_print_json(ctl, body);
             }
             printf("%s: %s asked; it is %s%s\n", drv_ctl_str(body, "rollout_id"), controls[c],
                    drv_ctl_str(body, "state"), json_is_true(json_object_get(body, "pause_requested")) &&
@@ -281,7 +255,7 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
             return rc;
         }
         if (ctl->json) {
-            return drv_ctl_print_json(rollout);
+            return drv_ctl_print_json(ctl, rollout);
         }
         printf("%s: %s to generation %lld: %s", drv_ctl_str(rollout, "rollout_id"), drv_ctl_str(rollout, "action"),
                (long long)json_integer_value(json_object_get(rollout, "target_generation")), drv_ctl_str(rollout, "state"));
@@ -320,15 +294,24 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
         snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/rollouts", group, pipeline);
         rc = drv_ctl_call(ctl, "GET", path, NULL, NULL, &body);
         if (rc || ctl->json) {
-            return rc ? rc : drv_ctl_print_json(body);
+            return rc ? rc : drv_ctl_print_json(ctl, body);
         }
         drv_ctl_table_t *table = drv_ctl_table_new(
             (const char *[]){"ROLLOUT", "ACTION", "GENERATION", "STATE", "STARTED", "FAILURE", NULL});
         size_t i;
         json_t *r;
+        bool all = argc >= 4 && !strcmp(argv[3], "--all");
+        int noops = 0;
         json_array_foreach(body, i, r)
         {
-            char gen[48];
+            if (!all && !strcmp(drv_ctl_str(r, "action"), "noop")) {
+                noops++; // nothing changed: not a revision (kubectl rollout history has none either)
+                continue;
+            }
+            char gen[48], action[64];
+            const char *cause = drv_ctl_str(r, "cause");
+            snprintf(action, sizeof action, strcmp(cause, "apply") && strcmp(cause, "-") ? "%s (%s)" : "%s",
+                     drv_ctl_str(r, "action"), cause);
             json_t *prev = json_object_get(r, "previous_generation");
             if (json_is_integer(prev)) {
                 snprintf(gen, sizeof gen, "%lld -> %lld", (long long)json_integer_value(prev),
@@ -336,10 +319,13 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
             } else {
                 snprintf(gen, sizeof gen, "%lld", (long long)json_integer_value(json_object_get(r, "target_generation")));
             }
-            drv_ctl_table_add(table, drv_ctl_str(r, "rollout_id"), drv_ctl_str(r, "action"), gen, drv_ctl_str(r, "state"),
+            drv_ctl_table_add(table, drv_ctl_str(r, "rollout_id"), action, gen, drv_ctl_str(r, "state"),
                               drv_ctl_str(r, "started_at"), drv_ctl_str(r, "failure_reason"));
         }
         drv_ctl_table_print(table, stdout);
+        if (noops > 0) {
+            printf("(%d no-op apply%s not shown: nothing changed; --all shows them)\n", noops, noops > 1 ? "s" : "");
+        }
         drv_ctl_table_destroy(&table);
         json_decref(body);
         return DRV_CTL_OK;
@@ -366,7 +352,7 @@ int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool 
     int rc = drv_ctl_call(ctl, forget ? "DELETE" : "POST", path, query, NULL, &body);
     json_decref(query);
     if (rc || ctl->json) {
-        return rc ? rc : drv_ctl_print_json(body);
+        return rc ? rc : drv_ctl_print_json(ctl, body);
     }
     printf("%s: %s/%s %s\n", drv_ctl_str(body, "shutdown_id"), group, pipeline,
            !strcmp(drv_ctl_str(body, "state"), "succeeded") ? (forget ? "stopped and deleted" : "stopped")

@@ -11,13 +11,15 @@ static void s_usage(FILE *out)
     fprintf(out,
             "usage: droverctl [options] COMMAND [ARGS] [options]\n\n"
             "options:\n"
-            "  -e, --endpoint ENDPOINT  admin socket (default $DROVER_ADMIN, or ipc:///tmp/drover/admin.sock);\n"
+            "  -e, --endpoint ENDPOINT  admin socket, tcp:// or ipc://, or the HTTP admin, http(s)://host:port\n"
+            "                           (default $DROVER_ADMIN, or ipc:///tmp/drover/admin.sock);\n"
             "                           apply takes several: one engine after another\n"
-            "  -o, --output table|json  human tables (default) or the engine's JSON\n"
+            "  -o, --output table|json|yaml  human tables (default), the engine's JSON, or it as YAML\n"
             "  -t, --timeout SECS       how long to wait for an answer (default 10)\n"
             "  -w, --watch              status, rollout status: keep watching\n"
             "      --key FILE           your CURVE certificate (secret), for a tcp:// endpoint\n"
-            "      --server-key FILE|KEY  the engine's public CURVE certificate or Z85 key\n\n"
+            "      --server-key FILE|KEY  the engine's public CURVE certificate or Z85 key\n"
+            "      --token TOKEN        http(s):// endpoints: the admin token (default $DROVER_TOKEN)\n\n"
             "commands:\n");
     for (const drv_ctl_command_t *c = drv_ctl_commands; c->name; c++) {
         if (c->name[0] != '_') {
@@ -31,6 +33,7 @@ int main(int argc, char *argv[])
 {
     drv_ctl_t ctl = {.options = {.timeout_ms = 10000}};
     ctl.options.endpoint = getenv("DROVER_ADMIN") ? getenv("DROVER_ADMIN") : "ipc:///tmp/drover/admin.sock";
+    ctl.options.token = getenv("DROVER_TOKEN");
     bool help = false;
     argc = drv_ctl_args_take(&ctl, argc, argv, &help);
     if (argc < 0) {

@@ -375,7 +375,7 @@ bool drv_admin_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *requ
         return false;
     }
     json_t *previous = json_incref(pipeline->previous_spec);
-    drv_rollout_opts_t opts = {.dry_run = dry_run, .no_canary = true}; // a way back is not tried out first
+    drv_rollout_opts_t opts = {.dry_run = dry_run, .no_canary = true, .cause = "rollback"}; // not tried out first
     bool kept = s_apply(engine, request, group, name, previous, &opts, wait, timeout_secs, response);
     json_decref(previous);
     return kept;

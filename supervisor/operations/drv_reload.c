@@ -44,7 +44,7 @@ json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_
                                                          "pipeline", name, "reason", why));
                 continue;
             }
-            drv_rollout_opts_t opts = {.supervised = false};
+            drv_rollout_opts_t opts = {.supervised = false, .cause = source == DRV_SOURCE_OPAMP ? "opamp" : "config"};
             drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, &opts);
             if (!pipeline) {
                 pipeline = drv_registry_add_pipeline(engine, group, name, spec);

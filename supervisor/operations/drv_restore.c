@@ -12,13 +12,14 @@
 #include <string.h>
 
 //  generation: the one to come up as (a restored pipeline keeps its number).
+//  cause: "restart" (as it ran before) or "config" (the file's).
 static void s_create(drv_engine_t *engine, const char *group, const char *name, json_t *spec, drv_source_t source,
-                     int64_t generation)
+                     int64_t generation, const char *cause)
 {
     drv_pipeline_t *pipeline = drv_registry_add_pipeline(engine, group, name, spec);
     pipeline->source = source;
     pipeline->generation = generation > 1 ? generation - 1 : 0; // create targets the next one
-    drv_rollout_opts_t opts = {.supervised = true};
+    drv_rollout_opts_t opts = {.supervised = true, .cause = cause};
     drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, &opts);
     drv_rollout_start(engine, pipeline, rollout);
 }
@@ -80,7 +81,7 @@ static void s_file_wins(drv_engine_t *engine, const char *group, const char *nam
     drv_events_publish(engine, "config.changed", group, name,
                        json_pack("{s:s, s:s, s:I}", "path", engine->config->path, "reason", why, "generation",
                                  (json_int_t)generation));
-    s_create(engine, group, name, spec, DRV_SOURCE_CONFIG, generation);
+    s_create(engine, group, name, spec, DRV_SOURCE_CONFIG, generation, "config");
 }
 
 //  One pipeline the state file holds.
@@ -107,7 +108,7 @@ static void s_restore(drv_engine_t *engine, const json_t *config, const char *gr
                                      "gone from the config file: not started"));
         engine->state_dirty = true; // forgotten
     } else if (json_is_true(json_object_get(entry, "running"))) {
-        s_create(engine, group, name, spec, source, generation);
+        s_create(engine, group, name, spec, source, generation, "restart");
     } else {
         drv_pipeline_t *p = drv_registry_add_pipeline(engine, group, name, spec);
         p->source = source;
@@ -152,7 +153,7 @@ void drv_restore_start_pipelines(drv_engine_t *engine)
         json_object_foreach(pipelines, name, spec)
         {
             if (!state) {
-                s_create(engine, group, name, spec, DRV_SOURCE_CONFIG, 1);
+                s_create(engine, group, name, spec, DRV_SOURCE_CONFIG, 1, "config");
             } else if (!json_object_get(json_object_get(state, group), name) &&
                        s_file_verdict(engine, config, group, name) == FILE_CHANGED) {
                 s_file_wins(engine, group, name, 1, "its entry is new in the config file");

@@ -111,6 +111,7 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
     int cores[DRV_MAX_CORES];
     int count = drv_spec_cores(spec, &engine->cpus, cores, DRV_MAX_CORES);
     drv_plan_make(spec, cores, count, &observed, &self->plan);
+    snprintf(self->cause, sizeof self->cause, "%s", opts->cause ? opts->cause : "apply");
     if (supervised) {
         drv_plan_starts_first(&self->plan); // every core at once
     } else if (!opts->no_canary && self->plan.action == DRV_ACTION_REPLACE) {
@@ -270,6 +271,7 @@ static json_t *s_json(const drv_rollout_t *self)
     if (self->canary) {
         json_object_set_new(result, "canary", drv_canary_json(self->canary));
     }
+    json_object_set_new(result, "cause", json_string(self->cause[0] ? self->cause : "apply"));
     json_object_set_new(result, "pause_requested", json_boolean(self->pause_requested));
     json_object_set_new(result, "history", json_deep_copy(self->history));
     json_object_set_new(result, "history_dropped", json_integer((json_int_t)self->history_dropped));

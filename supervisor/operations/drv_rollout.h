@@ -34,6 +34,11 @@ typedef struct {
     bool supervised;
     bool no_canary;             // a rollback: the spec's canary policy is not applied
     bool instantiate;           // dry_run=instantiate: the candidate is also built in a throwaway instance
+    //  What asked for it (RolloutStatus `cause`): "apply" (a PUT; NULL),
+    //  "rollback" (POST …/rollback, droverctl rollout undo), "config" (the
+    //  config file: at start or a reload), "opamp" (a remote config),
+    //  "restart" (droverd started again: the state file's spec).
+    const char *cause;
 } drv_rollout_opts_t;
 
 //  What an operator may do to a running rollout.

@@ -40,6 +40,7 @@ struct drv_rollout_t {
     int64_t started_mono_ms;     // for drover_rollout_duration_seconds
     int64_t updated_at;
     char failure_reason[400];
+    char cause[16];              // drv_rollout_opts_t's
     bool supervised;             // from the config file: keep trying, never roll back
     struct drv_canary_t *canary; // its hold, when the plan has one (owned)
     bool pause_requested;        // an operator's pause: stop after the step under way

@@ -362,7 +362,7 @@ class AdminPlane(EngineTest):
             return proc
 
         out = ctl("status").stdout.splitlines()
-        self.assertEqual(out[0].split(), ["PIPELINE", "PHASE", "GEN", "READY", "CORES", "RESTARTS", "RECORDS_IN",
+        self.assertEqual(out[0].split(), ["PIPELINE", "PHASE", "GEN", "READY", "ON_CORES", "RESTARTS", "RECORDS_IN",
                                           "RECORDS_OUT", "ERRORS", "SOURCE"])
         rows = {line.split()[0]: line.split() for line in out[1:]}
         self.assertEqual(rows["default:ingest"][1:5], ["running", "1", "2/2", "0,1"])
@@ -387,6 +387,10 @@ class AdminPlane(EngineTest):
             proc = ctl(command, "--help")
             self.assertIn(f"usage: droverctl [options] {command}", proc.stdout)
         proc = subprocess.run([DROVERCTL, "-e", "ipc:///tmp/drover-nobody-here.sock", "-t", "1", "status"],
+                              capture_output=True, text=True, timeout=10)
+        self.assertEqual(proc.returncode, 3)
+        self.assertIn("no admin socket at /tmp/drover-nobody-here.sock", proc.stderr)
+        proc = subprocess.run([DROVERCTL, "-e", f"tcp://127.0.0.1:{free_port()}", "-t", "1", "status"],
                               capture_output=True, text=True, timeout=10)
         self.assertEqual(proc.returncode, 3)
         self.assertIn("no answer", proc.stderr)

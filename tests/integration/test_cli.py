@@ -2,7 +2,9 @@
 options before or after the command, -w on status and rollout status,
 errors that say what to type, bash completion in a real interactive bash
 (inside tmux, keys typed, Tab pressed, the screen read back), and JSON lines
-piped into drover-produce reaching a file."""
+piped into drover-produce reaching a file; every way to name a pipeline and
+suggestions for a wrong one; droverctl over the HTTP admin with a token;
+get -o yaml | apply -f - as a no-op; validate on good and bad files."""
 
 import json
 import os
@@ -34,8 +36,9 @@ class Cli(EngineTest):
         self.port = free_port()
         self.out = self.engine.out_dir
 
-    def ctl(self, *args, **kw):
+    def ctl(self, *args, env_extra=None, **kw):
         env = dict(os.environ, DROVER_ADMIN=self.admin.endpoint)
+        env.update(env_extra or {})
         return subprocess.run([f"{BIN}/droverctl", *args], capture_output=True, text=True, timeout=30, env=env, **kw)
 
     def put(self, body, wait=True):
@@ -57,12 +60,88 @@ class Cli(EngineTest):
         self.assertEqual(wrong.returncode, 2)
         self.assertIn('unknown command "stauts"; did you mean: droverctl status', wrong.stderr)
         self.assertIn("did you mean: droverctl describe", self.ctl("descrbe", "default/p").stderr)
-        self.assertIn("-o takes table or json, not \"yaml\" (try: -o json)", self.ctl("status", "-o", "yaml").stderr)
+        self.assertIn("-o takes table, json or yaml, not \"xml\" (try: -o json)", self.ctl("status", "-o", "xml").stderr)
         self.assertIn('status takes no arguments, got "extra"', self.ctl("status", "extra").stderr)
         self.assertIn("-w works with status and rollout status", self.ctl("metrics", "-w").stderr)
         self.assertIn('unknown option "--bogus"', self.ctl("--bogus", "status").stderr)
-        self.assertIn("expected GROUP/PIPELINE", self.ctl("describe", "p").stderr)
+        self.assertIn("expected a pipeline as GROUP/PIPELINE, GROUP:PIPELINE or PIPELINE (group default)",
+                      self.ctl("describe", "a/b/c").stderr)
         self.assertIn("usage: droverctl [options] apply", self.ctl("apply", "--help").stdout)
+
+    def test_every_name_form_and_suggestions(self):
+        self.put(spec(self.port, self.out))
+        for name in ("default/p", "default:p", "p"):
+            out = self.ctl("describe", name)
+            self.assertEqual(out.returncode, 0, (name, out.stderr))
+            self.assertIn("Pipeline:    default/p", out.stdout)
+        # The name status prints is one describe takes.
+        shown = self.ctl("status").stdout.splitlines()[1].split()[0]
+        self.assertEqual(self.ctl("describe", shown).returncode, 0, shown)
+        wrong = self.ctl("describe", "default/q")
+        self.assertEqual(wrong.returncode, 1)
+        self.assertIn("did you mean: default/p?", wrong.stderr)
+        self.assertIn("did you mean: default/p?", self.ctl("rollout", "history", "pp").stderr)
+        far = self.ctl("describe", "nothing-like-it")
+        self.assertNotIn("did you mean", far.stderr)
+        # A failed apply does not print a core line for cores nothing happened to.
+        bad = dict(spec(self.port, self.out))
+        bad["pipeline"] = dict(bad["pipeline"], nodes=dict(bad["pipeline"]["nodes"]))
+        bad["pipeline"]["nodes"]["out"] = {"type": "exporter:file", "config": {"path": "/proc/nope/x.ndjson"}}
+        path = os.path.join(self.engine.dir, "bad.json")
+        with open(path, "w") as f:
+            json.dump(bad, f)
+        failed = self.ctl("apply", "-f", path, "default/p")
+        self.assertEqual(failed.returncode, 1, failed.stdout + failed.stderr)
+        self.assertNotRegex(failed.stderr, r"core \d+ \w+: \n", "a core line with nothing to say")
+
+    def test_get_yaml_applies_back_unchanged_and_validate_checks_offline(self):
+        self.put(spec(self.port, self.out))
+        got = self.ctl("get", "default/p", "-o", "yaml")
+        self.assertEqual(got.returncode, 0, got.stderr)
+        self.assertTrue(got.stdout.startswith("pipeline:"), got.stdout[:200])
+        again = self.ctl("apply", "-f", "-", "default/p", input=got.stdout)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        status, body, _ = self.admin.http("GET", PIPE + "/rollouts")
+        self.assertEqual(body[0]["action"], "noop", "get -o yaml | apply -f - changes nothing")
+        # describe -o json is taken back as well (its spec).
+        described = self.ctl("describe", "p", "-o", "json")
+        self.assertEqual(self.ctl("apply", "-f", "-", "p", input=described.stdout).returncode, 0)
+        self.assertEqual(self.ctl("get", "pipeline", "p").stdout.splitlines()[1].split()[:2], ["default:p", "running"])
+        # validate: the same messages as the server, offline.
+        good = os.path.join(self.engine.dir, "good.yaml")
+        with open(good, "w") as f:
+            f.write(got.stdout)
+        out = self.ctl("validate", "-f", good, env_extra={"DROVER_ADMIN": "ipc:///nonexistent/admin.sock"})
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("a valid PipelineSpec (spec_hash sha1:", out.stdout)
+        bad = os.path.join(self.engine.dir, "bad.yaml")
+        with open(bad, "w") as f:
+            f.write("nodes:\n  in: {type: receiver:generatr, to: [out]}\n  out: {type: exporter:null, config: {x: 1}}\n")
+        out = self.ctl("validate", "-f", bad)
+        self.assertEqual(out.returncode, 1)
+        status, reply, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/v", body={"pipeline": {
+            "nodes": {"in": {"type": "receiver:generatr", "to": ["out"]},
+                      "out": {"type": "exporter:null", "config": {"x": 1}}}}})
+        self.assertEqual(status, 422)
+        for detail in reply["error"]["details"]:
+            self.assertRegex(out.stderr, r"  %s \(line \d+\): %s" % (
+                detail["path"].replace(".", r"\."), detail["message"].replace("(", r"\(").replace(")", r"\)")
+                .replace("[", r"\[").replace("]", r"\]")), out.stderr)
+        config = os.path.join(self.engine.dir, "drover.yaml")
+        out = self.ctl("validate", "-f", config)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("a valid config file", out.stdout)
+        with open(bad, "w") as f:
+            f.write("engine:\n  run_dir: /tmp/x\n  hearbeat_interval_ms: 5\n")
+        out = self.ctl("validate", "-f", bad)
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("hearbeat_interval_ms", out.stderr)
+        # An admin socket that is not there is said at once, not after -t.
+        started = time.monotonic()
+        out = self.ctl("-e", "ipc:///nonexistent/admin.sock", "status")
+        self.assertEqual(out.returncode, 3)
+        self.assertIn("no admin socket at /nonexistent/admin.sock", out.stderr)
+        self.assertLess(time.monotonic() - started, 5)
 
     def test_watch_status_and_a_rollout(self):
         env = dict(os.environ, DROVER_ADMIN=self.admin.endpoint)
@@ -163,6 +242,74 @@ class Cli(EngineTest):
                                 input='{"a": 1}\n', capture_output=True, text=True, timeout=30)
         self.assertEqual(nobody.returncode, 1)
         self.assertIn("is a receiver:zmq listening at", nobody.stderr)
+
+
+class CliOverHttp(EngineTest):
+    """droverctl -e http://host:port: the same commands and output as over
+    zmq, the token from --token or DROVER_TOKEN (what a kubectl
+    port-forward user has)."""
+
+    TOKEN = "s3cret-t0ken-for-droverctl"
+
+    def setUp(self):
+        self.http_port = free_port()
+        token_file = os.path.join(tempfile.mkdtemp(prefix="drv-token-"), "token")
+        with open(token_file, "w") as f:
+            f.write(self.TOKEN + "\n")
+        self.addCleanup(shutil.rmtree, os.path.dirname(token_file), True)
+        from harness import Admin, engine_yaml
+        text = engine_yaml(engine_extra="  heartbeat_interval_ms: 100\n").replace(
+            '  admin: { http: "127.0.0.1:HTTP" }', f'  admin: {{ http: "127.0.0.1:HTTP", http_token_file: {token_file} }}')
+        self.engine = self.start_engine(text.replace("HTTP", str(self.http_port)))
+        self.admin = Admin(self.engine, self.http_port, token=self.TOKEN)
+        self.admin.wait_ready()
+        self.url = f"http://127.0.0.1:{self.http_port}"
+        self.out = self.engine.out_dir
+
+    def ctl(self, *args, token=True, endpoint=None, **kw):
+        env = dict(os.environ)
+        env.pop("DROVER_TOKEN", None)
+        if token:
+            env["DROVER_TOKEN"] = self.TOKEN
+        return subprocess.run([f"{BIN}/droverctl", "-e", endpoint or self.url, *args], capture_output=True,
+                              text=True, timeout=30, env=env, **kw)
+
+    def test_the_same_commands_over_http(self):
+        path = os.path.join(self.engine.dir, "p.yaml")
+        with open(path, "w") as f:
+            json.dump(spec(free_port(), self.out), f)
+        out = self.ctl("apply", "-f", path, "p")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        over_zmq = subprocess.run([f"{BIN}/droverctl", "-e", self.admin.endpoint, "-o", "json", "get", "p"],
+                                  capture_output=True, text=True, timeout=30)
+        over_http = self.ctl("-o", "json", "get", "p")
+        self.assertEqual(over_http.returncode, 0, over_http.stderr)
+        self.assertEqual(json.loads(over_http.stdout), json.loads(over_zmq.stdout))
+        self.assertIn("default:p", self.ctl("status").stdout)
+        self.assertIn("drover_build_info", self.ctl("metrics").stdout)
+        self.assertIn("Phase:       running", self.ctl("describe", "default:p").stdout)
+        self.assertEqual(self.ctl("rollout", "history", "p").returncode, 0)
+        self.assertRegex(self.ctl("version").stdout, r"droverd +\d+\.\d+\.\d+ \(pid 1")
+        # Mutations need the token: without it the engine's 401 says so.
+        denied = self.ctl("shutdown", "p", token=False)
+        self.assertEqual(denied.returncode, 1)
+        self.assertIn("401", denied.stderr)
+        given = self.ctl("--token", self.TOKEN, "shutdown", "p", token=False)
+        self.assertEqual(given.returncode, 0, given.stderr)
+        # Events over HTTP: the server's Server-Sent Events.
+        waiter = subprocess.Popen([f"{BIN}/droverctl", "-e", self.url, "-o", "json", "events", "--count", "1",
+                                   "--for", "20", "rollout."], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=dict(os.environ, DROVER_TOKEN=self.TOKEN))
+        wait_until(lambda: self.admin.http("GET", "/metrics")[1].count("drover_sse_clients 1") == 1, 10,
+                   "the events client connected")
+        self.assertEqual(self.ctl("apply", "-f", path, "p").returncode, 0)
+        stdout, stderr = waiter.communicate(timeout=30)
+        self.assertEqual(waiter.returncode, 0, stderr)
+        self.assertEqual(json.loads(stdout.splitlines()[0])["topic"].split(".")[0], "rollout")
+        # Unreachable: said plainly, exit 3.
+        gone = self.ctl("status", endpoint=f"http://127.0.0.1:{free_port()}")
+        self.assertEqual(gone.returncode, 3)
+        self.assertIn("Couldn't connect to server", gone.stderr)
 
 
 if __name__ == "__main__":

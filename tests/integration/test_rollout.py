@@ -442,9 +442,8 @@ class Rollouts(EngineTest):
         self.assertEqual(set(self.pids("default/p@")), {"default/p@2#0", "default/p@1#1"})
 
     def test_droverctl_apply_rollout_shutdown_delete(self):
-        import subprocess
-        from harness import BIN
-        ctl = [os.path.join(BIN, "droverctl"), "-e", self.admin.endpoint]
+        import subprocess, harness  # noqa: E401
+        ctl = [os.path.join(harness.BIN, "droverctl"), "-e", self.admin.endpoint]
 
         def run(*args, code=0):
             proc = subprocess.run(ctl + list(args), capture_output=True, text=True, timeout=60)
@@ -461,12 +460,10 @@ class Rollouts(EngineTest):
 
         write(5)
         out = run("apply", "-f", spec_path, "default/p")
-        self.assertIn("create of default/p to generation 1, 6 steps", out)
-        self.assertIn("succeeded", out)
+        self.assertTrue("create of default/p to generation 1, 6 steps" in out and "succeeded" in out, out)
         write(6)
         out = run("apply", "-f", spec_path, "default/p", "--dry-run")
-        self.assertIn("replace of default/p to generation 2, 8 steps", out)
-        self.assertIn("dry run: nothing changed", out)
+        self.assertTrue("replace of default/p to generation 2, 8 steps" in out and "dry run: nothing changed" in out, out)
         self.assertIn("default/p@1#0", self.engine.instances())
         run("apply", "-f", spec_path, "default/p")
         write(7, "/proc/drover-nope/x.ndjson")
@@ -475,15 +472,18 @@ class Rollouts(EngineTest):
         out = run("rollout", "history", "default/p")
         lines = out.splitlines()[1:]
         self.assertEqual([line.split()[1] for line in lines], ["replace", "replace", "create"])
-        self.assertIn(" 2 -> 3 ", lines[0])
-        self.assertIn(" failed ", lines[0])
+        self.assertTrue(" 2 -> 3 " in lines[0] and " failed " in lines[0], lines[0])
         self.assertIn("failed", run("rollout", "status", "default/p"))
-        out = run("rollout", "undo", "default/p")
-        self.assertIn("succeeded", out)
+        self.assertIn("succeeded", run("rollout", "undo", "default/p"))
         status, got, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/p")
         self.assertEqual(got["spec"]["nodes"]["g"]["config"]["rate"], 5)
-        json_history = json.loads(run("-o", "json", "rollout", "history", "default/p"))
-        self.assertEqual(json_history[0]["state"], "succeeded")
+        history = json.loads(run("-o", "json", "rollout", "history", "default/p"))
+        self.assertEqual([(r["state"], r["cause"]) for r in history[:2]], [("succeeded", "rollback"), ("failed", "apply")])
+        write(5)  # the undo says what it was; a no-op apply is no revision
+        self.assertIn("noop", run("apply", "-f", spec_path, "default/p"))
+        out = run("rollout", "history", "default/p")
+        self.assertEqual([ln.split()[1:3] for ln in out.splitlines()[1:3]], [["replace", "(rollback)"], ["replace", "2"]])
+        self.assertIn("(1 no-op apply not shown: nothing changed; --all shows them)", out)
         self.assertIn("stopped", run("shutdown", "default/p"))
         self.assertEqual([k for k in self.engine.instances() if k.startswith("default/p@")], [])
         self.assertIn("stopped and deleted", run("delete", "default/p"))
