@@ -3,6 +3,8 @@
     command, and the bash completion script. */
 #include "drv_ctl_args.h"
 
+#include "drover/drv_suggest.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,7 +139,7 @@ const char *drv_ctl_suggest(const char *name)
     const char *best = NULL;
     size_t best_distance = 3; // more different than that: no guess
     for (const drv_ctl_command_t *c = drv_ctl_commands; c->name; c++) {
-        size_t d = strncmp(c->name, name, strlen(name)) == 0 && strlen(name) >= 2 ? 0 : drv_ctl_distance(c->name, name);
+        size_t d = strncmp(c->name, name, strlen(name)) == 0 && strlen(name) >= 2 ? 0 : drv_edit_distance(c->name, name);
         if (d < best_distance) {
             best = c->name;
             best_distance = d;

@@ -67,7 +67,6 @@ int drv_ctl_split_target(const char *arg, char *group, char *pipeline, size_t si
 //  After a 404 on group/pipeline: prints the pipelines the engine has
 //  whose names are closest ("did you mean"), if any is close.
 void drv_ctl_suggest_pipelines(drv_ctl_t *ctl, const char *group, const char *pipeline);
-//  Levenshtein distance (99 for strings over 150 bytes).
-size_t drv_ctl_distance(const char *a, const char *b);
+
 
 #endif

@@ -4,37 +4,13 @@
     such pipeline, the closest ones it has. */
 #include "drv_ctl_commands.h"
 
+#include "drover/drv_suggest.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SUGGESTIONS 3
-
-size_t drv_ctl_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 150 || lb > 150) {
-        return 99;
-    }
-    size_t row[152];
-    for (size_t j = 0; j <= lb; j++) {
-        row[j] = j;
-    }
-    for (size_t i = 1; i <= la; i++) {
-        size_t diagonal = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t above = row[j];
-            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            size_t best = diagonal + cost;
-            best = row[j] + 1 < best ? row[j] + 1 : best;
-            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
-            row[j] = best;
-            diagonal = above;
-        }
-    }
-    return row[lb];
-}
 
 int drv_ctl_split_target(const char *arg, char *group, char *pipeline, size_t size)
 {
@@ -81,8 +57,8 @@ void drv_ctl_suggest_pipelines(drv_ctl_t *ctl, const char *group, const char *pi
         guess_t g;
         snprintf(g.name, sizeof g.name, "%s/%s", drv_ctl_str(st, "group"), drv_ctl_str(st, "pipeline"));
         //  Close as a whole, or the same pipeline name in another group.
-        size_t whole = drv_ctl_distance(wanted, g.name);
-        size_t name = drv_ctl_distance(pipeline, drv_ctl_str(st, "pipeline"));
+        size_t whole = drv_edit_distance(wanted, g.name);
+        size_t name = drv_edit_distance(pipeline, drv_ctl_str(st, "pipeline"));
         g.distance = name == 0 ? 1 : whole;
         size_t allowed = strlen(wanted) / 3 > 2 ? strlen(wanted) / 3 : 2;
         if (g.distance > allowed && !strstr(g.name, pipeline)) {

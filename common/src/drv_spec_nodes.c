@@ -5,7 +5,7 @@
 #include "drv_spec_internal.h"
 
 #include "drover/drv_limits.h"
-#include "drover/drv_secret.h"
+#include "drover/drv_suggest.h"
 
 #include <czmq.h>
 #include <sys/stat.h>
@@ -15,14 +15,24 @@
 //  The node kinds this program knows (drv_spec_set_kinds), in table order.
 static const drv_node_schema_t *const *s_kinds;
 static size_t s_kind_count;
+static const char *s_kind_names_of[64]; // their names, for suggestions
 
 void drv_spec_set_kinds(const drv_node_schema_t *const *kinds, size_t count)
 {
     s_kinds = kinds;
-    s_kind_count = count;
+    s_kind_count = count < 64 ? count : 64;
+    for (size_t i = 0; i < s_kind_count; i++) {
+        s_kind_names_of[i] = kinds[i]->name;
+    }
 }
 
-static const drv_node_schema_t *s_node_type(const char *name)
+const drv_node_schema_t *const *drv_spec_kinds(size_t *count)
+{
+    *count = s_kind_count;
+    return s_kinds;
+}
+
+const drv_node_schema_t *drv_spec_kind(const char *name)
 {
     for (size_t i = 0; i < s_kind_count; i++) {
         if (strcmp(s_kinds[i]->name, name) == 0) {
@@ -218,8 +228,23 @@ static json_t *s_node_config(ctx_t *ctx, const char *node_path, const drv_node_s
             known |= strcmp(type->keys[i].key, key) == 0;
         }
         if (!known) {
+            //  Say what it takes, and what was probably meant.
+            const char *names[DRV_NODE_MAX_KEYS];
+            char list[400] = "";
+            size_t n = 0;
+            for (; n < DRV_NODE_MAX_KEYS && type->keys[n].key; n++) {
+                names[n] = type->keys[n].key;
+                size_t used = strlen(list);
+                snprintf(list + used, sizeof list - used, "%s%s", n ? ", " : "", names[n]);
+            }
+            const char *guess = drv_suggest(key, names, n);
+            char hint[100] = "";
+            if (guess) {
+                snprintf(hint, sizeof hint, "did you mean %s? ", guess);
+            }
             snprintf(path, sizeof path, "%s.config.%s", node_path, key);
-            drv_spec_check_problem(ctx, path, "unknown config key \"%s\" for %s", key, type->name);
+            drv_spec_check_problem(ctx, path, "unknown config key \"%s\" for %s (%s%s%s)", key, type->name, hint,
+                                   n ? "it takes: " : "it takes no config", list);
         }
     }
     for (int i = 0; i < DRV_NODE_MAX_KEYS && type->keys[i].key; i++) {
@@ -288,6 +313,8 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
     const char *id;
     json_t *node;
     int receivers = 0, exporters = 0;
+    bool untyped = false;  // a node whose type is missing or unknown: it may be the receiver (or exporter)
+    bool dangling = false; // an edge to no node: reachability cannot be judged
     char path[600];
     json_object_foreach(nodes, id, node)
     {
@@ -310,7 +337,7 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
             }
         }
         json_t *type_name = json_object_get(node, "type");
-        const drv_node_schema_t *type = json_is_string(type_name) ? s_node_type(json_string_value(type_name)) : NULL;
+        const drv_node_schema_t *type = json_is_string(type_name) ? drv_spec_kind(json_string_value(type_name)) : NULL;
         char type_path[700];
         snprintf(type_path, sizeof type_path, "%s.type", path);
         if (!json_is_string(type_name)) {
@@ -318,8 +345,18 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
             s_kind_names(names, sizeof names);
             drv_spec_check_problem(ctx, type_path, "required: one of %s", names);
         } else if (!type) {
-            drv_spec_check_problem(ctx, type_path, "unknown node type \"%s\"", json_string_value(type_name));
+            char names[600];
+            s_kind_names(names, sizeof names);
+            const char *guess = drv_suggest(json_string_value(type_name), s_kind_names_of,
+                                            s_kind_count);
+            char hint[100] = "";
+            if (guess) {
+                snprintf(hint, sizeof hint, "did you mean %s? ", guess);
+            }
+            drv_spec_check_problem(ctx, type_path, "unknown node type \"%s\" (%sone of: %s)",
+                                   json_string_value(type_name), hint, names);
         }
+        untyped |= !type;
         json_t *config = json_object_get(node, "config");
         if (config && !json_is_object(config) && !json_is_null(config)) {
             char config_path[700];
@@ -340,6 +377,7 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
             to = NULL;
         }
         json_t *to_list = json_array();
+        bool node_dangling = false;
         size_t index;
         json_t *target;
         json_array_foreach(to, index, target)
@@ -350,7 +388,20 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
             }
             json_t *target_node = json_object_get(nodes, json_string_value(target));
             if (!target_node) {
-                drv_spec_check_problem(ctx, to_path, "dangling: no node \"%s\"", json_string_value(target));
+                const char *ids[64];
+                size_t n = 0;
+                const char *other;
+                json_t *unused;
+                json_object_foreach(nodes, other, unused)
+                {
+                    if (n < 64 && strcmp(other, id)) {
+                        ids[n++] = other;
+                    }
+                }
+                const char *guess = drv_suggest(json_string_value(target), ids, n);
+                drv_spec_check_problem(ctx, to_path, "dangling: no node \"%s\"%s%s%s", json_string_value(target),
+                                       guess ? " (did you mean " : "", guess ? guess : "", guess ? "?)" : "");
+                dangling = node_dangling = true;
                 continue;
             }
             json_t *target_type = json_object_get(target_node, "type");
@@ -371,7 +422,7 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
                 if (json_array_size(to_list) > 0) {
                     drv_spec_check_problem(ctx, to_path, "an exporter sends nowhere else; remove to");
                 }
-            } else if (json_array_size(to_list) == 0) {
+            } else if (json_array_size(to_list) == 0 && !node_dangling) {
                 drv_spec_check_problem(ctx, to_path, "required: where %s sends its records", id);
             }
         }
@@ -383,10 +434,12 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
                                       json_is_string(type_name) ? json_string_value(type_name) : "",
                                       "config", config_out, "to", to_list));
     }
-    if (receivers == 0) {
+    //  What follows judges the graph as a whole: not when a node's type or
+    //  an edge is already wrong (it would only repeat that, differently).
+    if (receivers == 0 && !untyped) {
         drv_spec_check_problem(ctx, "nodes", "a pipeline needs at least one receiver");
     }
-    if (exporters == 0) {
+    if (exporters == 0 && !untyped) {
         drv_spec_check_problem(ctx, "nodes", "a pipeline needs at least one exporter");
     }
     //  Cycles and reachability, over the ids that exist.
@@ -401,82 +454,12 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
     {
         if (!json_object_get(colours, id)) {
             s_visit(ctx, result, id, colours); // still report cycles among orphans
-            snprintf(path, sizeof path, "nodes.%s", id);
-            drv_spec_check_problem(ctx, path, "not reachable from any receiver");
+            if (!untyped && !dangling) {
+                snprintf(path, sizeof path, "nodes.%s", id);
+                drv_spec_check_problem(ctx, path, "not reachable from any receiver");
+            }
         }
     }
     json_decref(colours);
     return result;
-}
-
-//  "scheme://user:password@host..." -> "scheme://user:(redacted)@host...";
-//  NULL when there is no password to hide.
-static char *s_url_without_password(const char *url)
-{
-    const char *authority = strstr(url, "://");
-    if (!authority) {
-        return NULL;
-    }
-    authority += 3;
-    size_t span = strcspn(authority, "/?#");
-    const char *at = memchr(authority, '@', span);
-    const char *colon = at ? memchr(authority, ':', (size_t)(at - authority)) : NULL;
-    if (!colon) {
-        return NULL;
-    }
-    char *out = NULL;
-    if (asprintf(&out, "%.*s%s%s", (int)(colon + 1 - url), url, DRV_SPEC_REDACTED, at) < 0) {
-        return NULL;
-    }
-    return out;
-}
-
-static void s_redact_config(const drv_node_schema_t *schema, json_t *config)
-{
-    const char *key;
-    json_t *value;
-    json_object_foreach(config, key, value)
-    {
-        const drv_config_key_t *def = NULL;
-        for (size_t i = 0; schema && i < DRV_NODE_MAX_KEYS && schema->keys[i].key; i++) {
-            if (!strcmp(schema->keys[i].key, key)) {
-                def = &schema->keys[i];
-            }
-        }
-        if (def && def->secret) {
-            if (json_is_object(value)) {
-                const char *name;
-                json_t *item;
-                json_object_foreach(value, name, item)
-                {
-                    if (!drv_secret_is_ref(json_string_value(item))) { // a reference is no secret
-                        json_object_set_new(value, name, json_string(DRV_SPEC_REDACTED));
-                    }
-                }
-            } else if (!drv_secret_is_ref(json_string_value(value))) {
-                json_object_set_new(config, key, json_string(DRV_SPEC_REDACTED));
-            }
-        } else if (json_is_string(value)) {
-            char *hidden = s_url_without_password(json_string_value(value));
-            if (hidden) {
-                json_object_set_new(config, key, json_string(hidden));
-                free(hidden);
-            }
-        }
-    }
-}
-
-json_t *drv_spec_redact(const json_t *spec)
-{
-    json_t *copy = json_deep_copy(spec);
-    const char *id;
-    json_t *node;
-    json_object_foreach(json_object_get(copy, "nodes"), id, node)
-    {
-        json_t *config = json_object_get(node, "config");
-        if (json_is_object(config)) {
-            s_redact_config(s_node_type(json_string_value(json_object_get(node, "type"))), config);
-        }
-    }
-    return copy;
 }

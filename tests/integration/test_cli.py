@@ -8,6 +8,7 @@ get -o yaml | apply -f - as a no-op; validate on good and bad files."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -124,9 +125,8 @@ class Cli(EngineTest):
                       "out": {"type": "exporter:null", "config": {"x": 1}}}}})
         self.assertEqual(status, 422)
         for detail in reply["error"]["details"]:
-            self.assertRegex(out.stderr, r"  %s \(line \d+\): %s" % (
-                detail["path"].replace(".", r"\."), detail["message"].replace("(", r"\(").replace(")", r"\)")
-                .replace("[", r"\[").replace("]", r"\]")), out.stderr)
+            self.assertRegex(out.stderr, r"  %s \(line \d+\): %s" % (re.escape(detail["path"]),
+                                                                    re.escape(detail["message"])), out.stderr)
         config = os.path.join(self.engine.dir, "drover.yaml")
         out = self.ctl("validate", "-f", config)
         self.assertEqual(out.returncode, 0, out.stderr)

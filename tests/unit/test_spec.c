@@ -46,6 +46,21 @@ static void s_expect_problem(const char *json, const char *path, const char *mes
     json_decref(spec);
 }
 
+//  The same, and nothing else: one mistake, one message.
+static void s_expect_only(const char *json, const char *path, const char *message)
+{
+    s_expect_problem(json, path, message);
+    json_t *spec = json_loads(json, 0, NULL);
+    drv_problems_t *problems = drv_problems_new();
+    json_decref(drv_spec_normalize(spec, &s_env, "", problems));
+    for (size_t i = 1; i < drv_problems_count(problems); i++) {
+        printf("  also %s: %s\n", drv_problems_path(problems, i), drv_problems_message(problems, i));
+    }
+    assert_int_equal(drv_problems_count(problems), 1);
+    drv_problems_destroy(&problems);
+    json_decref(spec);
+}
+
 #define GEN "\"in\":{\"type\":\"receiver:generator\",\"to\":[\"out\"]}"
 #define NULLOUT "\"out\":{\"type\":\"exporter:null\"}"
 
@@ -128,6 +143,23 @@ static void test_invalid_specs_name_path_and_reason(void **state)
                      "policies.health.exporter_failing", "unknown key");
     s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"healht\":{}}}",
                      "policies.healht", "(rollout, restart, buffer, health)");
+}
+
+static void test_a_mistake_is_said_once_with_what_was_meant(void **state)
+{
+    (void)state;
+    //  An unknown type lists the kinds and guesses; the graph is not judged on top.
+    s_expect_only("{\"nodes\":{\"in\":{\"type\":\"receiver:generatr\",\"to\":[\"out\"]}," NULLOUT "}}",
+                  "nodes.in.type", "(did you mean receiver:generator? one of: receiver:zmq, ");
+    //  A dangling edge guesses the node meant, and nothing cascades from it.
+    s_expect_only("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"outt\"]}," NULLOUT "}}",
+                  "nodes.in.to", "dangling: no node \"outt\" (did you mean out?)");
+    //  An unknown config key lists the keys and guesses.
+    s_expect_only("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"config\":{\"rat\":5},\"to\":[\"out\"]},"
+                  NULLOUT "}}",
+                  "nodes.in.config.rat", "(did you mean rate? it takes: rate, count, record)");
+    s_expect_only("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:null\",\"config\":{\"x\":1}}}}",
+                  "nodes.out.config.x", "unknown config key \"x\" for exporter:null (it takes no config)");
 }
 
 static void test_defaults_are_filled_and_hash_ignores_key_order(void **state)
@@ -229,6 +261,7 @@ int main(void)
     drv_nodes_register();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_invalid_specs_name_path_and_reason),
+        cmocka_unit_test(test_a_mistake_is_said_once_with_what_was_meant),
         cmocka_unit_test(test_defaults_are_filled_and_hash_ignores_key_order),
         cmocka_unit_test(test_canary_policy_is_checked_and_defaulted),
         cmocka_unit_test(test_cores_resolve_from_allowed_cpus),

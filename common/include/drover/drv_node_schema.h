@@ -69,5 +69,8 @@ bool drv_spec_check_path_allowed(const drv_spec_check_t *check, const char *path
 
 //  The kinds a program knows. Call once, before validating any spec.
 void drv_spec_set_kinds(const drv_node_schema_t *const *kinds, size_t count);
+//  Those kinds, in table order, and one of them by name (NULL: none).
+const drv_node_schema_t *const *drv_spec_kinds(size_t *count);
+const drv_node_schema_t *drv_spec_kind(const char *name);
 
 #endif

@@ -1,0 +1,83 @@
+/*  drv_spec_redact — a spec as shown to a reader without the admin token:
+    every secret config value (a kind's keys marked secret, each value of a
+    secret map) replaced, and passwords in URLs hidden; references to
+    secrets (${file:...}, ${env:...}) are shown, being no secret. */
+#include "drv_spec_internal.h"
+
+#include "drover/drv_secret.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+//  "scheme://user:password@host..." -> "scheme://user:(redacted)@host...";
+//  NULL when there is no password to hide.
+static char *s_url_without_password(const char *url)
+{
+    const char *authority = strstr(url, "://");
+    if (!authority) {
+        return NULL;
+    }
+    authority += 3;
+    size_t span = strcspn(authority, "/?#");
+    const char *at = memchr(authority, '@', span);
+    const char *colon = at ? memchr(authority, ':', (size_t)(at - authority)) : NULL;
+    if (!colon) {
+        return NULL;
+    }
+    char *out = NULL;
+    if (asprintf(&out, "%.*s%s%s", (int)(colon + 1 - url), url, DRV_SPEC_REDACTED, at) < 0) {
+        return NULL;
+    }
+    return out;
+}
+
+static void s_redact_config(const drv_node_schema_t *schema, json_t *config)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(config, key, value)
+    {
+        const drv_config_key_t *def = NULL;
+        for (size_t i = 0; schema && i < DRV_NODE_MAX_KEYS && schema->keys[i].key; i++) {
+            if (!strcmp(schema->keys[i].key, key)) {
+                def = &schema->keys[i];
+            }
+        }
+        if (def && def->secret) {
+            if (json_is_object(value)) {
+                const char *name;
+                json_t *item;
+                json_object_foreach(value, name, item)
+                {
+                    if (!drv_secret_is_ref(json_string_value(item))) { // a reference is no secret
+                        json_object_set_new(value, name, json_string(DRV_SPEC_REDACTED));
+                    }
+                }
+            } else if (!drv_secret_is_ref(json_string_value(value))) {
+                json_object_set_new(config, key, json_string(DRV_SPEC_REDACTED));
+            }
+        } else if (json_is_string(value)) {
+            char *hidden = s_url_without_password(json_string_value(value));
+            if (hidden) {
+                json_object_set_new(config, key, json_string(hidden));
+                free(hidden);
+            }
+        }
+    }
+}
+
+json_t *drv_spec_redact(const json_t *spec)
+{
+    json_t *copy = json_deep_copy(spec);
+    const char *id;
+    json_t *node;
+    json_object_foreach(json_object_get(copy, "nodes"), id, node)
+    {
+        json_t *config = json_object_get(node, "config");
+        if (json_is_object(config)) {
+            s_redact_config(drv_spec_kind(json_string_value(json_object_get(node, "type"))), config);
+        }
+    }
+    return copy;
+}
