@@ -118,15 +118,60 @@ def runtime_packages():
     return set(re.search(r'^RUNTIME="([^"]*)"', read(ROOT, "scripts/install-deps.sh"), re.M).group(1).split())
 
 
+def kustomize(directory):
+    """The manifests a kustomization directory applies (kubectl apply -k),
+    following its resources: files, and directories with their own."""
+    kustomization = yaml.safe_load(read(directory, "kustomization.yaml"))
+    docs = []
+    for resource in kustomization["resources"]:
+        path = os.path.normpath(os.path.join(directory, resource))
+        if os.path.isdir(path):
+            docs += kustomize(path)
+        else:
+            docs += [d for d in yaml.safe_load_all(read(path)) if d]
+    return docs
+
+
 class Kubernetes(unittest.TestCase):
     def setUp(self):
         self.docs = []
-        for name in sorted(os.listdir(os.path.join(DEPLOY, "kubernetes"))):
-            with open(os.path.join(DEPLOY, "kubernetes", name)) as f:
-                self.docs += [d for d in yaml.safe_load_all(f) if d]
+        for shape in ("daemonset", "deployment"):
+            self.docs += [d for d in kustomize(os.path.join(DEPLOY, "kubernetes", shape))
+                          if d not in self.docs]  # the shared ConfigMap once
+        self.docs += [d for d in yaml.safe_load_all(read(DEPLOY, "kubernetes/base/secret.example.yaml")) if d]
         self.by_kind = {}
         for d in self.docs:
             self.by_kind.setdefault(d["kind"], []).append(d)
+
+    def test_every_manifest_is_valid_against_the_kubernetes_api_schema(self):
+        import k8s_schema
+        for d in self.docs:
+            self.assertEqual(k8s_schema.validate(d), [], f"{d['kind']} {d['metadata']['name']}")
+        # The checker does catch what the API server would refuse or drop.
+        broken = yaml.safe_load(read(DEPLOY, "kubernetes/daemonset/daemonset.yaml"))
+        container = broken["spec"]["template"]["spec"]["containers"][0]
+        container["readinessprobe"] = container.pop("readinessProbe")
+        container["ports"][0]["containerPort"] = "8080"
+        problems = k8s_schema.validate(broken)
+        self.assertEqual(len(problems), 2, problems)
+        del broken["spec"]["selector"]
+        del container["readinessprobe"]
+        container["ports"][0]["containerPort"] = 8080
+        self.assertIn("`selector`, must not be `None`", k8s_schema.validate(broken)[0])
+
+    def test_one_kustomization_applies_one_shape(self):
+        """kubectl apply -k deploy/kubernetes gives the DaemonSet alone: the two
+        shapes each ask for 2 whole CPUs and would compete on one node."""
+        top = kustomize(os.path.join(DEPLOY, "kubernetes"))
+        self.assertEqual(sorted(d["kind"] for d in top), ["ConfigMap", "DaemonSet"])
+        other = kustomize(os.path.join(DEPLOY, "kubernetes", "deployment"))
+        self.assertEqual(sorted(d["kind"] for d in other),
+                         ["ConfigMap", "Deployment", "PersistentVolumeClaim", "PodDisruptionBudget", "Service"])
+        (pdb,) = [d for d in other if d["kind"] == "PodDisruptionBudget"]
+        (deployment,) = [d for d in other if d["kind"] == "Deployment"]
+        self.assertEqual(pdb["spec"]["selector"], deployment["spec"]["selector"])
+        self.assertNotIn("minAvailable", pdb["spec"], "one replica with minAvailable 1 would block every drain")
+        self.assertTrue(os.path.islink(os.path.join(DEPLOY, "k8s")))
 
     def test_configmap_is_the_deploy_config_and_droverd_accepts_it(self):
         (cm,) = self.by_kind["ConfigMap"]
@@ -144,6 +189,10 @@ class Kubernetes(unittest.TestCase):
         for w in workloads:
             name = w["metadata"]["name"]
             pod = w["spec"]["template"]["spec"]
+            annotations = w["spec"]["template"]["metadata"]["annotations"]
+            self.assertEqual((annotations["prometheus.io/scrape"], annotations["prometheus.io/path"],
+                              int(annotations["prometheus.io/port"])),
+                             ("true", "/metrics", int(yaml.safe_load(read(DEPLOY, "drover.yaml"))["engine"]["admin"]["http"].split(":")[1])), name)
             self.assertGreater(pod["terminationGracePeriodSeconds"], shutdown, name)
             self.assertTrue(pod["securityContext"]["runAsNonRoot"], name)
             self.assertEqual(str(pod["securityContext"]["runAsUser"]), image_uid, name)
@@ -159,6 +208,7 @@ class Kubernetes(unittest.TestCase):
             self.assertEqual(ports["admin"], http_port, name)
             for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz"), ("startupProbe", "/livez")):
                 self.assertEqual(c[probe]["httpGet"], {"path": path, "port": "admin"}, f"{name} {probe}")
+            self.assertGreaterEqual(c["readinessProbe"]["failureThreshold"], 3, f"{name}: one slow answer is no outage")
             self.assertNotIn("lifecycle", c, f"{name}: SIGTERM drains, no preStop hook")
             mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
             # A directory mount (a subPath one never sees the kubelet's updates) of the
@@ -345,6 +395,22 @@ class SystemdUnit(unittest.TestCase):
         verify = subprocess.run(["systemd-analyze", "verify", os.path.join(unit_dir, "droverd.service")],
                                 capture_output=True, text=True)
         self.assertEqual(verify.returncode, 0, verify.stderr)
+        self.assertIn("ReadWritePaths=", text, "ProtectSystem=strict: where file outputs may write is said")
+
+    def test_the_user_the_unit_runs_as_is_created_by_sysusers(self):
+        """User=drover: systemd-sysusers makes it from drover.sysusers, in a
+        scratch root here (a real one on the host)."""
+        unit = dict(re.findall(r"(?m)^(\w+)=(.*)$", read(DEPLOY, "systemd/droverd.service")))
+        root = tempfile.mkdtemp(prefix="drv-sysroot-")
+        self.addCleanup(shutil.rmtree, root, True)
+        os.makedirs(os.path.join(root, "etc"))
+        made = subprocess.run(["systemd-sysusers", f"--root={root}", os.path.join(DEPLOY, "systemd/drover.sysusers")],
+                              capture_output=True, text=True)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        users = {line.split(":")[0]: line.split(":") for line in read(root, "etc/passwd").splitlines()}
+        self.assertIn(unit["User"], users)
+        self.assertEqual(users[unit["User"]][5], "/var/lib/drover")
+        self.assertIn(unit["Group"], read(root, "etc/group"))
 
 
 if __name__ == "__main__":
