@@ -408,6 +408,8 @@ const drv_ctl_command_t drv_ctl_commands[] = {
     {"create", "group NAME", "create a group (idempotent)", s_create},
     {"delete", "group NAME | GROUP/PIPELINE [--no-wait]", "delete an empty group, or shut down and forget a pipeline",
      s_delete},
+    {"explain", "[TYPE] [--markdown]", "the node types, or one's config keys, types and defaults (offline)",
+     drv_ctl_explain},
     {"validate", "-f FILE", "check a PipelineSpec or a config file offline, with the engine's messages",
      drv_ctl_validate},
     {"health", "", "liveness and readiness, with reasons; exit 1 when not ready", s_health},

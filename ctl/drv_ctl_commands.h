@@ -49,6 +49,7 @@ int drv_ctl_get(drv_ctl_t *ctl, int argc, char **argv); // drv_ctl_get.c
 //  saying why), and validate -f.
 json_t *drv_ctl_load_spec(const char *path);
 int drv_ctl_validate(drv_ctl_t *ctl, int argc, char **argv);
+int drv_ctl_explain(drv_ctl_t *ctl, int argc, char **argv); // drv_ctl_explain.c
 //  Following the event stream (drv_ctl_events.c).
 int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv);

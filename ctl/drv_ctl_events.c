@@ -79,7 +79,10 @@ static int s_events_http(drv_ctl_t *ctl, long count, long seconds, int argc, cha
         size_t used = strlen(topics);
         snprintf(topics + used, sizeof topics - used, "%s%s", used ? "," : "", argv[i]);
     }
-    json_t *query = topics[0] ? json_pack("{s:s}", "topics", topics) : NULL;
+    json_t *query = json_pack("{s:s}", "history", "false"); // from now on, as over the events socket
+    if (topics[0]) {
+        json_object_set_new(query, "topics", json_string(topics));
+    }
     sse_t sse = {.ctl = ctl, .count = count};
     signal(SIGINT, s_on_signal);
     signal(SIGTERM, s_on_signal);

@@ -295,8 +295,9 @@ static void s_log(void *cls, const char *fmt, va_list args)
     char line[512];
     vsnprintf(line, sizeof line, fmt, args);
     line[strcspn(line, "\n")] = 0;
-    if (strstr(line, "closed by remote peer") || strstr(line, "Connection reset")) {
-        drv_debug("%s: %s", self->config.name, line); // a client left (an event stream closed)
+    if (strstr(line, "closed by remote peer") || strstr(line, "Connection reset") ||
+        strstr(line, "no longer available for sending")) {
+        drv_debug("%s: %s", self->config.name, line); // a client left (an event stream, a tab closed)
         return;
     }
     drv_warn("%s: %s", self->config.name, line);

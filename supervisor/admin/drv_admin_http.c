@@ -168,6 +168,10 @@ static void s_on_body(void *arg, drv_httpd_req_t *req)
     request->transport = "http";
     const char *accept = drv_httpd_header(req, MHD_HTTP_HEADER_ACCEPT);
     snprintf(request->accept, sizeof request->accept, "%s", accept ? accept : "");
+    const char *last = drv_httpd_header(req, "Last-Event-ID");
+    char *end = NULL;
+    long long id = last ? strtoll(last, &end, 10) : -1;
+    request->last_event_id = last && end && end != last && !*end && id >= 0 ? id : -1;
     request->authorized = ctx->authorized;
     request->reply = s_reply;
     request->transport_ctx = ctx;

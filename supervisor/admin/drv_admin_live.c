@@ -24,7 +24,12 @@ bool drv_route_events(drv_engine_t *engine, drv_admin_request_t *request, char *
     response->status = 200;
     response->content_type = SSE_TYPE;
     response->stream = drv_stream_new((size_t)engine->config->stream_queue_bytes);
-    drv_sse_add(engine, response->stream, json_string_value(json_object_get(request->query, "topics")));
+    //  ?history=false: only what happens from now on (droverctl events, as
+    //  over the zmq events socket); else the kept events come first.
+    const char *history = json_string_value(json_object_get(request->query, "history"));
+    bool none = history && (!strcmp(history, "false") || !strcmp(history, "0"));
+    drv_sse_add(engine, response->stream, json_string_value(json_object_get(request->query, "topics")),
+                none ? INT64_MAX : request->last_event_id);
     return false;
 }
 

@@ -33,6 +33,7 @@ struct drv_admin_request_t {
     bool authorized;         // may mutate (token checked, or a trusted transport)
     const char *transport;   // "http" | "zmq"
     char accept[80];         // HTTP Accept header ("" over zmq)
+    int64_t last_event_id;   // HTTP Last-Event-ID header (an EventSource reconnecting), -1: none
     drv_admin_reply_fn *reply; // called exactly once; frees transport state
     void *transport_ctx;
 };

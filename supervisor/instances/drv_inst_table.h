@@ -58,6 +58,7 @@ typedef struct {
     int64_t drain_ms;      // RETIRE
     const char *reason;    // SPAWN_FAILED, INIT_FAILED
     bool engine_stopping;  // EXIT: droverd is stopping, nothing restarts
+    pid_t pid_before;      // the process before the step (what an exit event names)
 } drv_life_input_t;
 
 //  Runs the action of (inst->state, event); returns the effects to apply.

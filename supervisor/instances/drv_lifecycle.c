@@ -29,7 +29,9 @@ static void s_event(drv_engine_t *engine, drv_instance_t *inst, const char *topi
     json_object_set_new(event, "instance", json_string(inst->id));
     json_object_set_new(event, "core", json_integer(inst->core));
     json_object_set_new(event, "generation", json_integer(inst->generation));
-    json_object_set_new(event, "pid", json_integer(inst->pid));
+    if (!json_object_get(event, "pid")) {
+        json_object_set_new(event, "pid", json_integer(inst->pid));
+    }
     drv_events_publish(engine, topic, inst->pipeline->group, inst->pipeline->name, event);
 }
 
@@ -61,6 +63,7 @@ static void s_feed(drv_engine_t *engine, drv_instance_t *inst, drv_life_event_t 
 {
     in.now_ms = drv_time_mono_ms();
     in.engine_stopping = engine->shutting_down;
+    in.pid_before = inst->pid;
     drv_pipeline_t *pipeline = inst->pipeline;
     unsigned fx = drv_inst_table_step(inst, event, &in);
     drv_registry_touch(engine, pipeline); // its state, deadline, pid or counters may have changed
@@ -310,8 +313,9 @@ static void s_apply(drv_engine_t *engine, drv_instance_t *inst, unsigned fx, con
         int code = in->code;
         bool expected = inst->state == DRV_INST_EXITED;
         s_event(engine, inst, "instance.exited",
-                json_pack("{s:o, s:o, s:b}", "exit_code", code < 128 ? json_integer(code) : json_null(), "signal",
-                          code > 128 ? json_integer(code - 128) : json_null(), "expected", expected));
+                json_pack("{s:o, s:o, s:b, s:i}", "exit_code", code < 128 ? json_integer(code) : json_null(), "signal",
+                          code > 128 ? json_integer(code - 128) : json_null(), "expected", expected, "pid",
+                          (int)in->pid_before)); // the process that ended, not the slot's next
         s_tell(engine, inst, DRV_INST_EV_EXITED, code);
     }
     if (fx & DRV_LIFE_FX_DEGRADED) {

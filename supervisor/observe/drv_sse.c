@@ -26,8 +26,17 @@ typedef struct {
     bool gone;                // the client left: forgotten at the next purge
 } client_t;
 
+typedef struct {
+    int64_t id;
+    char *topic;
+    char *frame;              // "id: …\nevent: …\ndata: …\n\n"
+    size_t len;
+} kept_t;
+
 struct drv_sse_t {
     zlistx_t *clients;        // client_t, owned
+    kept_t kept[DRV_SSE_KEPT]; // the last events (not status snapshots), a ring
+    size_t kept_next;         // where the next goes (the oldest, once full)
     int64_t next_id;          // the `id:` of the next event
     int64_t next_status_ms;   // mono
     int64_t next_keepalive_ms;
@@ -116,26 +125,35 @@ static void s_broadcast(drv_engine_t *engine, const char *topic, const char *fra
     }
 }
 
-static void s_publish(drv_engine_t *engine, const char *topic, const char *data)
+//  Sends an event to whom it concerns; keep: it is one of the events kept
+//  for clients to come (status snapshots are not).
+static void s_publish(drv_engine_t *engine, const char *topic, const char *data, bool keep)
 {
+    struct drv_sse_t *sse = engine->sse;
     size_t cap = strlen(topic) + strlen(data) + 64;
     char *frame = malloc(cap);
     if (!frame) {
         return;
     }
-    int n = snprintf(frame, cap, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)engine->sse->next_id++, topic, data);
+    int64_t id = sse->next_id++;
+    int n = snprintf(frame, cap, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)id, topic, data);
     s_broadcast(engine, topic, frame, (size_t)n);
-    free(frame);
+    if (!keep) {
+        free(frame);
+        return;
+    }
+    kept_t *slot = &sse->kept[sse->kept_next];
+    free(slot->topic);
+    free(slot->frame);
+    *slot = (kept_t){.id = id, .topic = strdup(topic), .frame = frame, .len = (size_t)n};
+    sse->kept_next = (sse->kept_next + 1) % DRV_SSE_KEPT;
 }
 
 static void s_on_event(drv_engine_t *engine, const char *topic, const json_t *event)
 {
-    if (zlistx_size(engine->sse->clients) == 0) {
-        return;
-    }
-    char *data = json_dumps(event, JSON_COMPACT);
+    char *data = json_dumps(event, JSON_COMPACT); // kept even with no client: the next one gets it
     if (data) {
-        s_publish(engine, topic, data);
+        s_publish(engine, topic, data, true);
         free(data);
     }
 }
@@ -148,7 +166,7 @@ void drv_sse_init(drv_engine_t *engine)
     engine->event_listener = s_on_event;
 }
 
-void drv_sse_add(drv_engine_t *engine, drv_stream_t *stream, const char *topics)
+void drv_sse_add(drv_engine_t *engine, drv_stream_t *stream, const char *topics, int64_t last_event_id)
 {
     client_t *client = calloc(1, sizeof *client);
     client->stream = drv_stream_ref(stream);
@@ -165,6 +183,15 @@ void drv_sse_add(drv_engine_t *engine, drv_stream_t *stream, const char *topics)
     //  The stream opens with a comment, so a client knows it is subscribed
     //  (and headers go out at once).
     drv_stream_push(stream, ": subscribed\n\n", 14);
+    //  What it missed, oldest first: all that is kept, or what came after
+    //  the last event it saw.
+    struct drv_sse_t *sse = engine->sse;
+    for (size_t i = 0; i < DRV_SSE_KEPT; i++) {
+        const kept_t *k = &sse->kept[(sse->kept_next + i) % DRV_SSE_KEPT];
+        if (k->frame && k->id > last_event_id && s_matches(client, k->topic)) {
+            s_send(engine, client, k->frame, k->len);
+        }
+    }
     if (client->wants_status) {
         engine->sse->next_status_ms = 0; // the first snapshot at once
     }
@@ -185,7 +212,7 @@ int64_t drv_sse_tick(drv_engine_t *engine)
     if (status_due && anyone_wants_status) {
         sse->next_status_ms = now + STATUS_EVERY_MS;
         char *status = drv_status_all_text(engine);
-        s_publish(engine, "status", status);
+        s_publish(engine, "status", status, false);
         free(status);
     }
     if (now >= sse->next_keepalive_ms) {
@@ -211,6 +238,10 @@ void drv_sse_stop(drv_engine_t *engine)
 {
     if (engine->sse) {
         zlistx_destroy(&engine->sse->clients); // each stream ends
+        for (size_t i = 0; i < DRV_SSE_KEPT; i++) {
+            free(engine->sse->kept[i].topic);
+            free(engine->sse->kept[i].frame);
+        }
         free(engine->sse);
         engine->sse = NULL;
         engine->event_listener = NULL;

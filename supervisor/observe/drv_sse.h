@@ -5,7 +5,13 @@
     by an `event: dropped` naming how many) instead of slowing the engine.
     Clients that ask for topic `status` also get the whole /status document
     once a second (the web console's live view). A comment line every 15 s
-    keeps proxies from closing the stream and finds clients that left. */
+    keeps proxies from closing the stream and finds clients that left.
+
+    The last DRV_SSE_KEPT events are kept: a new client gets those its
+    topics match at once (the console shows what happened before it was
+    opened), and one that reconnects with Last-Event-ID only those after
+    that id (EventSource does it by itself), so nothing is missed nor shown
+    twice across a reconnection, as far back as the kept events go. */
 #ifndef DRV_SSE_H
 #define DRV_SSE_H
 
@@ -14,8 +20,10 @@
 
 void drv_sse_init(drv_engine_t *engine);
 //  A new client: topics is a comma-separated list of prefixes ("" or NULL:
-//  every topic but the `status` snapshots). Takes a reference to stream.
-void drv_sse_add(drv_engine_t *engine, drv_stream_t *stream, const char *topics);
+//  every topic but the `status` snapshots); last_event_id: what it saw last
+//  (-1: new; it gets every kept event). Takes a reference to stream.
+#define DRV_SSE_KEPT 256
+void drv_sse_add(drv_engine_t *engine, drv_stream_t *stream, const char *topics, int64_t last_event_id);
 //  Snapshots and keep-alives that are due; returns ms until the next (-1: none).
 int64_t drv_sse_tick(drv_engine_t *engine);
 size_t drv_sse_clients(drv_engine_t *engine);

@@ -14,12 +14,13 @@ class HttpStream:
     """GET path on 127.0.0.1:port; the head is read, then the body's lines
     (chunked transfer decoded) as they come."""
 
-    def __init__(self, port, path, accept="text/event-stream", rcvbuf=None):
+    def __init__(self, port, path, accept="text/event-stream", rcvbuf=None, headers=None):
         self.sock = socket.socket()
         if rcvbuf:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.connect(("127.0.0.1", port))
-        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: {accept}\r\n\r\n".encode())
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: {accept}\r\n{extra}\r\n".encode())
         self.raw = b""      # bytes received, not yet decoded
         self.partial = b""  # the body's last line, not complete yet
         self.lines = collections.deque()  # complete body lines, not yet consumed

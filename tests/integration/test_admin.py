@@ -334,6 +334,7 @@ class AdminPlane(EngineTest):
         engine = self.start()
         sub = self.admin.subscribe("instance.")
         pid = engine.wait_instances(["default/gen@1#0"])["default/gen@1#0"]
+        ns_pid = self.admin.http("GET", "/api/v1/groups/default/pipelines/gen/status")[1]["instances"][0]["pid"]
         os.kill(pid, signal.SIGKILL)
         events = {}
         deadline = time.monotonic() + 10
@@ -346,7 +347,7 @@ class AdminPlane(EngineTest):
         self.assertEqual(set(events), {"instance.exited", "instance.started", "instance.ready"})
         exited = events["instance.exited"]
         self.assertEqual((exited["group"], exited["pipeline"], exited["signal"], exited["exit_code"],
-                          exited["expected"]), ("default", "gen", 9, None, False))
+                          exited["expected"], exited["pid"]), ("default", "gen", 9, None, False, ns_pid))
         for event in events.values():
             self.assertIn("time", event)
             self.assertEqual(event["instance"], "default/gen@1#0")

@@ -143,6 +143,31 @@ class Cli(EngineTest):
         self.assertIn("no admin socket at /nonexistent/admin.sock", out.stderr)
         self.assertLess(time.monotonic() - started, 5)
 
+    def test_explain_is_the_node_reference_and_its_examples_validate(self):
+        out = self.ctl("explain", "--markdown")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(os.path.join(os.path.dirname(__file__), "../../docs/nodes.md")) as f:
+            self.assertEqual(out.stdout, f.read(), "docs/nodes.md is stale: build/bin/droverctl explain --markdown > docs/nodes.md")
+        kinds = [line.split()[0] for line in self.ctl("explain").stdout.splitlines()[1:]]
+        self.assertEqual(len(kinds), 14)
+        for kind in kinds:
+            text = self.ctl("explain", kind).stdout
+            self.assertIn(f"TYPE:     {kind}", text)
+            example = text.split("EXAMPLE:\n  ")[1].splitlines()[0]
+            role = kind.split(":")[0]
+            nodes = {"receiver": f"nodes:\n  n: {example}\n  out: {{type: exporter:null}}\n",
+                     "processor": f"nodes:\n  in: {{type: receiver:generator, to: [n]}}\n  n: {example}\n"
+                                  "  out: {type: exporter:null}\n",
+                     "exporter": f"nodes:\n  in: {{type: receiver:generator, to: [n]}}\n  n: {example}\n"}[role]
+            path = os.path.join(self.engine.dir, "example.yaml")
+            with open(path, "w") as f:
+                f.write(nodes)
+            checked = self.ctl("validate", "-f", path)
+            self.assertEqual(checked.returncode, 0, (kind, nodes, checked.stderr))
+        wrong = self.ctl("explain", "receiver:otlpp")
+        self.assertEqual(wrong.returncode, 2)
+        self.assertIn("did you mean receiver:otlp?", wrong.stderr)
+
     def test_watch_status_and_a_rollout(self):
         env = dict(os.environ, DROVER_ADMIN=self.admin.endpoint)
         watcher = subprocess.Popen([f"{BIN}/droverctl", "status", "-w"], stdout=subprocess.PIPE, text=True, env=env)

@@ -104,8 +104,8 @@ class Events(EngineTest):
         return s
 
     def test_events_arrive_in_order_filtered_by_topic_prefix(self):
-        groups = self.stream("/api/v1/events?topics=group.")
-        everything = self.stream("/api/v1/events")
+        groups = self.stream("/api/v1/events?topics=group.&history=false")
+        everything = self.stream("/api/v1/events?history=false")  # what happens from now on
         for s in (groups, everything):
             status, head = s.status()
             self.assertEqual(status, 200)
@@ -129,6 +129,46 @@ class Events(EngineTest):
         self.assertIn("rollout.progress", topics)
         self.assertIsNone(groups.event(timeout=0.5), "no other topic reaches a group. client")
         self.assertEqual(self.admin.zmq("GET", "/api/v1/events")[0], 400, "zmq has the events socket instead")
+
+    def test_a_new_client_gets_the_kept_events_and_a_reconnection_only_what_it_missed(self):
+        """The console shows what happened before it was opened: the last 256
+        events come first; EventSource's Last-Event-ID resumes after it."""
+        for n in range(5):
+            self.admin.zmq("PUT", f"/api/v1/groups/h{n}")
+        first = self.stream("/api/v1/events?topics=group.")
+        got = first.events(5, topic="group.")
+        self.assertEqual([e[2]["group"] for e in got], [f"h{n}" for n in range(5)], "history, oldest first")
+        self.assertIsNone(first.event(timeout=0.3), "each once")
+        for n in range(5, 8):
+            self.admin.zmq("PUT", f"/api/v1/groups/h{n}")
+        live = first.events(3, topic="group.")
+        self.assertEqual([e[2]["group"] for e in live], ["h5", "h6", "h7"])
+        # A reconnection after h6: only h7 (and what came since).
+        again = self.stream("/api/v1/events?topics=group.", headers={"Last-Event-ID": live[1][0]})
+        resumed = again.events(1, topic="group.")
+        self.assertEqual(resumed[0][2]["group"], "h7")
+        self.assertIsNone(again.event(timeout=0.3))
+        # history=false: nothing old.
+        fresh = self.stream("/api/v1/events?topics=group.&history=false")
+        self.assertEqual(fresh.status()[0], 200)
+        self.assertIsNone(fresh.event(timeout=0.3))
+        # Only the last 256 are kept.
+        for n in range(300):
+            self.admin.zmq("PUT", f"/api/v1/groups/x{n}")
+        late = self.stream("/api/v1/events?topics=group.")
+        kept = late.events(256, topic="group.")
+        self.assertEqual(kept[-1][2]["group"], "x299")
+        self.assertIsNone(late.event(timeout=0.3), "no more than 256")
+        # A closed tab is no warning: clients leave all the time.
+        before = metric_plain(self.admin.http("GET", "/metrics")[1], "drover_sse_clients")
+        late.close()
+        sent = iter(range(1000))
+
+        def forgotten():  # each event tries the closed stream again, until it is found gone
+            self.admin.zmq("PUT", f"/api/v1/groups/after-{next(sent)}")
+            return metric_plain(self.admin.http("GET", "/metrics")[1], "drover_sse_clients") < before
+        wait_until(forgotten, 10, "the closed stream forgotten", interval=0.05)
+        self.assertNotIn("Failed to send", self.engine.log_text(), "said at debug level, not as a warning")
 
     def test_a_client_that_does_not_read_loses_events_not_the_engine(self):
         slow = self.stream("/api/v1/events", rcvbuf=4096)

@@ -8,6 +8,9 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 }
 
 const drv_node_kind_t drv_exporter_null = {
-    .schema = {.name = "exporter:null", .role = DRV_ROLE_EXPORTER},
+    .schema = {.name = "exporter:null",
+               .role = DRV_ROLE_EXPORTER,
+               .doc = "Takes every record and keeps none: counts them as exported.",
+               .example = "{type: exporter:null}"},
     .run = s_run,
 };

@@ -167,10 +167,16 @@ static void s_destroy(drv_node_t *node)
 const drv_node_kind_t drv_exporter_otlp = {
     .schema = {.name = "exporter:otlp",
                .role = DRV_ROLE_EXPORTER,
-               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true},
-                        {.key = "encoding", .kind = DRV_KEY_CHOICE, .fallback = "\"protobuf\"",
-                         .choices = "protobuf json"},
-                        {.key = "protocol", .kind = DRV_KEY_CHOICE, .fallback = "\"http\"", .choices = "http grpc"},
+               .doc = "Sends records as OTLP logs, spans and metrics to a collector or backend, over HTTP "
+                      "(/v1/logs, /v1/traces, /v1/metrics under endpoint) or gRPC; batched, gzip'd, retried "
+                      "like exporter:http.",
+               .example = "{type: exporter:otlp, config: {endpoint: \"http://127.0.0.1:4318\"}}",
+               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true,
+                         .doc = "the backend's base URL (http:// or https://); the signal's path is added"},
+                        {.key = "encoding", .kind = DRV_KEY_CHOICE, .fallback = "\"protobuf\"", .choices = "protobuf json",
+                         .doc = "protobuf or json (HTTP only)"},
+                        {.key = "protocol", .kind = DRV_KEY_CHOICE, .fallback = "\"http\"", .choices = "http grpc",
+                         .doc = "http (OTLP/HTTP) or grpc (OTLP/gRPC over HTTP/2)"},
                         DRV_EXPORT_KEYS},
                .check = s_check},
     .init = s_init,

@@ -93,9 +93,15 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 const drv_node_kind_t drv_exporter_zmq = {
     .schema = {.name = "exporter:zmq",
                .role = DRV_ROLE_EXPORTER,
-               .keys = {{"endpoint", DRV_KEY_ENDPOINT, true, NULL, NULL, 0, false},
-                        {"socket", DRV_KEY_CHOICE, false, "\"push\"", "push pub", 0, false},
-                        {"hwm", DRV_KEY_NONNEG_INT, false, "100", NULL, DRV_LIMIT_HWM, false}}},
+               .doc = "Sends each batch as one msgpack message to a ZeroMQ endpoint it connects to.",
+               .example = "{type: exporter:zmq, config: {endpoint: \"tcp://127.0.0.1:6000\"}}",
+               .keys = {{.key = "endpoint", .kind = DRV_KEY_ENDPOINT, .required = true,
+                         .doc = "tcp://host:port or ipc://path, connected"},
+                        {.key = "socket", .kind = DRV_KEY_CHOICE, .fallback = "\"push\"", .choices = "push pub",
+                         .doc = "push (held back when the consumer is slow) or pub (what a slow subscriber cannot take is "
+                                "dropped)"},
+                        {.key = "hwm", .kind = DRV_KEY_NONNEG_INT, .fallback = "100", .maximum = DRV_LIMIT_HWM,
+                         .doc = "batches queued for a slow or absent consumer"}}},
     .init = s_init,
     .run = s_run,
     .fd = drv_hold_node_fd,

@@ -206,13 +206,26 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 const drv_node_kind_t drv_processor_lua = {
     .schema = {.name = "processor:lua",
                .role = DRV_ROLE_PROCESSOR,
-               .keys = {{"script", DRV_KEY_STRING, false, NULL, NULL, 0, false},
-                        {"script_file", DRV_KEY_STRING, false, NULL, NULL, 0, false},
-                        {"script_sha1", DRV_KEY_STRING, false, NULL, NULL, 0, false},
-                        {"function", DRV_KEY_STRING, false, "\"process\"", NULL, 0, false},
-                        {"on_error", DRV_KEY_CHOICE, false, "\"drop\"", "drop pass", 0, false},
-                        {"max_instructions", DRV_KEY_NONNEG_INT, false, "1000000", NULL, 2147483647, false},
-                        {"max_memory_bytes", DRV_KEY_NONNEG_INT, false, "67108864", NULL, 4294967296LL, false}},
+               .doc = "Runs a Lua 5.4 function on each record (sandboxed: no io, os or require, with instruction and "
+                      "memory limits). It returns the record, a list of records, or nil (dropped).",
+               .example = "{type: processor:lua, config: {script: \"function process(r) r.seen = true; return r "
+                          "end\"}, to: [out]}",
+               .keys = {{.key = "script", .kind = DRV_KEY_STRING,
+                         .doc = "the script's text (this or script_file)"},
+                        {.key = "script_file", .kind = DRV_KEY_STRING,
+                         .doc = "a file the script is read from when the spec is applied (its text is part of the spec's "
+                                "hash)"},
+                        {.key = "script_sha1", .kind = DRV_KEY_STRING,
+                         .doc = "with script_file: the SHA-1 its text must have, else the spec is refused"},
+                        {.key = "function", .kind = DRV_KEY_STRING, .fallback = "\"process\"",
+                         .doc = "the global function called with each record"},
+                        {.key = "on_error", .kind = DRV_KEY_CHOICE, .fallback = "\"drop\"", .choices = "drop pass",
+                         .doc = "a record the script fails on: drop it, or pass it on unchanged (counted in errors either "
+                                "way)"},
+                        {.key = "max_instructions", .kind = DRV_KEY_NONNEG_INT, .fallback = "1000000", .maximum = 2147483647,
+                         .doc = "per record; past it the call fails"},
+                        {.key = "max_memory_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "67108864", .maximum = 4294967296LL,
+                         .doc = "the Lua state's memory; past it the call fails"}},
                .check = s_check,
                .complete = s_complete},
     .init = s_init,

@@ -196,8 +196,15 @@ static void s_destroy(drv_node_t *node)
 const drv_node_kind_t drv_processor_route = {
     .schema = {.name = "processor:route",
                .role = DRV_ROLE_PROCESSOR,
-               .keys = {{.key = "routes", .kind = DRV_KEY_ANY, .required = true},
-                        {.key = "default", .kind = DRV_KEY_ANY, .fallback = "[]"}},
+               .doc = "Sends each record to the nodes of the first route whose condition it meets, else to "
+                      "default; a record that meets none and has no default goes nowhere (counted as dropped). "
+                      "Its routes are its edges: it has no to.",
+               .example = "{type: processor:route, config: {routes: [{when: {field: level, op: ge, value: 4}, to: "
+                          "[out]}], default: [out]}}",
+               .keys = {{.key = "routes", .kind = DRV_KEY_ANY, .required = true,
+                         .doc = "a list of {when: {field, op, value}, to: [node ids]}, tried in order"},
+                        {.key = "default", .kind = DRV_KEY_ANY, .fallback = "[]",
+                         .doc = "node ids for records no route took"}},
                .check = s_check,
                .targets = s_targets},
     .init = s_init,

@@ -124,9 +124,15 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 const drv_node_kind_t drv_processor_transform = {
     .schema = {.name = "processor:transform",
                .role = DRV_ROLE_PROCESSOR,
-               .keys = {{"set", DRV_KEY_OBJECT, false, "{}", NULL, 0, false},
-                        {"rename", DRV_KEY_STRING_MAP, false, "{}", NULL, 0, false},
-                        {"delete", DRV_KEY_STRING_LIST, false, "[]", NULL, 0, false}}},
+               .doc = "Changes top-level fields: set, then rename, then delete.",
+               .example = "{type: processor:transform, config: {set: {env: prod}, rename: {msg: message}, delete: "
+                          "[debug]}, to: [out]}",
+               .keys = {{.key = "set", .kind = DRV_KEY_OBJECT, .fallback = "{}",
+                         .doc = "fields set on every record (replacing what is there)"},
+                        {.key = "rename", .kind = DRV_KEY_STRING_MAP, .fallback = "{}",
+                         .doc = "old name: new name"},
+                        {.key = "delete", .kind = DRV_KEY_STRING_LIST, .fallback = "[]",
+                         .doc = "fields removed"}}},
     .init = s_init,
     .run = s_run,
     .destroy = s_destroy,

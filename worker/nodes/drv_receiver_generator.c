@@ -102,9 +102,15 @@ static int s_generate(drv_node_t *node, int64_t now_us, int64_t *wait_us)
 const drv_node_kind_t drv_receiver_generator = {
     .schema = {.name = "receiver:generator",
                .role = DRV_ROLE_RECEIVER,
-               .keys = {{"rate", DRV_KEY_NONNEG_INT, false, "0", NULL, DRV_LIMIT_RATE, false},
-                        {"count", DRV_KEY_NONNEG_INT, false, "0", NULL, 0, false},
-                        {"record", DRV_KEY_OBJECT, false, "{}", NULL, 0, false}}},
+               .doc = "Makes records itself: `record` plus `seq` (per instance, from 0) and `core`. For demos, "
+                      "load and canaries.",
+               .example = "{type: receiver:generator, config: {rate: 10, record: {msg: tick}}, to: [out]}",
+               .keys = {{.key = "rate", .kind = DRV_KEY_NONNEG_INT, .fallback = "0", .maximum = DRV_LIMIT_RATE,
+                         .doc = "records a second per instance; 0: as fast as the exporters take them"},
+                        {.key = "count", .kind = DRV_KEY_NONNEG_INT, .fallback = "0",
+                         .doc = "records per instance, then it stops; 0: no end"},
+                        {.key = "record", .kind = DRV_KEY_OBJECT, .fallback = "{}",
+                         .doc = "the fields of every record made"}}},
     .init = s_init,
     .generate = s_generate,
 };

@@ -94,11 +94,20 @@ static void s_destroy(drv_node_t *node)
 const drv_node_kind_t drv_receiver_http = {
     .schema = {.name = "receiver:http",
                .role = DRV_ROLE_RECEIVER,
-               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true},
-                        {.key = "path", .kind = DRV_KEY_STRING, .fallback = "\"/\""},
-                        {.key = "ack", .kind = DRV_KEY_BOOL, .fallback = "false"},
-                        {.key = "max_body_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "4194304",
-                         .maximum = DRV_LIMIT_MESSAGE_CEILING}},
+               .doc = "HTTP POSTs of NDJSON, a JSON object or array, or msgpack (by Content-Type), gzip or not; "
+                      "200 with the count, 400 naming what is wrong, 413 past max_body_bytes, 429 with "
+                      "Retry-After while the exporters are behind. The socket is droverd's: no connection is "
+                      "refused while instances change.",
+               .example = "{type: receiver:http, config: {endpoint: \"127.0.0.1:8081\", path: /ingest}, to: [out]}",
+               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true,
+                         .doc = "host:port droverd binds and every instance serves"},
+                        {.key = "path", .kind = DRV_KEY_STRING, .fallback = "\"/\"",
+                         .doc = "the one path taken; others get 404"},
+                        {.key = "ack", .kind = DRV_KEY_BOOL, .fallback = "false",
+                         .doc = "true: a request is answered only once its records are exported (with a disk buffer: once "
+                                "durable, whatever this says)"},
+                        {.key = "max_body_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "4194304", .maximum = DRV_LIMIT_MESSAGE_CEILING,
+                         .doc = "the largest body taken, after gzip; a larger one gets 413"}},
                .check = s_check},
     .init = s_init,
     DRV_HTTP_NODE_HOOKS,

@@ -432,14 +432,25 @@ static void s_destroy(drv_node_t *node)
 const drv_node_kind_t drv_receiver_otlp = {
     .schema = {.name = "receiver:otlp",
                .role = DRV_ROLE_RECEIVER,
-               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true},
-                        {.key = "signals", .kind = DRV_KEY_STRING_LIST,
-                         .fallback = "[\"logs\", \"traces\", \"metrics\"]"},
-                        {.key = "ack", .kind = DRV_KEY_BOOL, .fallback = "false"},
-                        {.key = "max_body_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "4194304",
-                         .maximum = DRV_LIMIT_MESSAGE_CEILING},
-                        {.key = "grpc_endpoint", .kind = DRV_KEY_STRING},
-                        {.key = "tls", .kind = DRV_KEY_OBJECT}},
+               .doc = "OTLP as an OpenTelemetry collector takes it: OTLP/HTTP (protobuf or JSON, /v1/logs, "
+                      "/v1/traces, /v1/metrics) on endpoint and OTLP/gRPC on grpc_endpoint; one record per log, "
+                      "span or data point, with signal, resource and scope. Answers partial_success for what it "
+                      "refused.",
+               .example = "{type: receiver:otlp, config: {endpoint: \"127.0.0.1:4318\", grpc_endpoint: "
+                          "\"127.0.0.1:4317\"}, to: [out]}",
+               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true,
+                         .doc = "host:port of OTLP/HTTP (4318 by convention)"},
+                        {.key = "signals", .kind = DRV_KEY_STRING_LIST, .fallback = "[\"logs\", \"traces\", \"metrics\"]",
+                         .doc = "which of logs, traces, metrics are taken; the others get 404 (HTTP) or UNIMPLEMENTED "
+                                "(gRPC)"},
+                        {.key = "ack", .kind = DRV_KEY_BOOL, .fallback = "false",
+                         .doc = "true: answered only once exported (with a disk buffer: once durable)"},
+                        {.key = "max_body_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "4194304", .maximum = DRV_LIMIT_MESSAGE_CEILING,
+                         .doc = "the largest request taken, after gzip (HTTP 413, gRPC RESOURCE_EXHAUSTED)"},
+                        {.key = "grpc_endpoint", .kind = DRV_KEY_STRING,
+                         .doc = "host:port of OTLP/gRPC (4317 by convention); absent: no gRPC"},
+                        {.key = "tls", .kind = DRV_KEY_OBJECT,
+                         .doc = "{cert_file, key_file}: PEM files; both transports then take TLS only (gRPC with ALPN h2)"}},
                .check = s_check},
     .init = s_init,
     .fd = s_fd,

@@ -212,11 +212,15 @@ static void s_destroy(drv_node_t *node)
 const drv_node_kind_t drv_receiver_syslog = {
     .schema = {.name = "receiver:syslog",
                .role = DRV_ROLE_RECEIVER,
-               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true},
-                        {.key = "max_message_bytes",
-                         .kind = DRV_KEY_NONNEG_INT,
-                         .fallback = "65536",
-                         .maximum = DRV_SYSLOG_FRAME_LIMIT}},
+               .doc = "RFC 5424 and RFC 3164 messages over UDP (one per datagram) or TCP (octet-counted or one "
+                      "per line); each becomes {facility, severity, timestamp, hostname, app_name, procid, "
+                      "msgid, structured_data, message, format}.",
+               .example = "{type: receiver:syslog, config: {endpoint: \"udp://127.0.0.1:5514\"}, to: [out]}",
+               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true,
+                         .doc = "udp://host:port or tcp://host:port, bound by droverd"},
+                        {.key = "max_message_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "65536", .maximum = DRV_SYSLOG_FRAME_LIMIT,
+                         .doc = "TCP: the longest message; a longer one closes its connection (never split), logged and "
+                                "counted in errors"}},
                .check = s_check},
     .init = s_init,
     .fd = s_fd,

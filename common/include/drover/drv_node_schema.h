@@ -34,6 +34,7 @@ typedef struct {
     int64_t maximum;      // for DRV_KEY_NONNEG_INT: the largest value (0: INT64_MAX)
     bool secret;          // its value (a map's: each value) is shown only to readers holding
                           // the admin token (drv_spec_redact; docs/security.md)
+    const char *doc;      // what it is for, one sentence (droverctl explain, docs/nodes.md)
 } drv_config_key_t;
 
 #define DRV_NODE_MAX_KEYS 12
@@ -46,6 +47,11 @@ void drv_spec_check_problem(drv_spec_check_t *check, const char *path, const cha
 typedef struct {
     const char *name;                        // "processor:filter"
     drv_node_role_t role;
+    //  What it does, and a node of it as YAML ({type: ..., config: ..., to:
+    //  [out]}) that validates: droverctl explain prints them, docs/nodes.md
+    //  is generated from them (test_cli checks it is current).
+    const char *doc;
+    const char *example;
     drv_config_key_t keys[DRV_NODE_MAX_KEYS]; // ends at the first without a key
     //  Rules beyond single keys (NULL: none); config is the node's config
     //  as given, node_path "nodes.ID".
