@@ -320,6 +320,8 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
     //  Where its spec came from: the config file, the OpAMP server's remote config, or the API.
     static const char *const sources[] = DRV_SOURCE_NAMES;
     json_object_set_new(status, "source", json_string(sources[p->source]));
+    //  What POST …/rollback would go back to exists (the console enables its button by it).
+    json_object_set_new(status, "can_rollback", json_boolean(p->previous_spec && p->running && !p->active));
     drv_totals_t totals = drv_status_totals(p);
     json_object_set_new(status, "totals", json_pack("{s:I, s:I, s:I}", "records_in", (json_int_t)totals.records_in,
                                                     "records_out", (json_int_t)totals.records_out, "errors",

@@ -112,6 +112,13 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
     int count = drv_spec_cores(spec, &engine->cpus, cores, DRV_MAX_CORES);
     drv_plan_make(spec, cores, count, &observed, &self->plan);
     snprintf(self->cause, sizeof self->cause, "%s", opts->cause ? opts->cause : "apply");
+    if (self->old_spec) {
+        //  Shown to every reader: secrets are redacted before they are compared.
+        json_t *before = drv_spec_redact(self->old_spec), *after = drv_spec_redact(spec);
+        self->spec_changes = drv_spec_diff(before, after, 64);
+        json_decref(before);
+        json_decref(after);
+    }
     if (supervised) {
         drv_plan_starts_first(&self->plan); // every core at once
     } else if (!opts->no_canary && self->plan.action == DRV_ACTION_REPLACE) {
@@ -156,6 +163,7 @@ void drv_rollout_destroy(drv_rollout_t **self_p)
     json_decref(self->finished_json);
     json_decref(self->new_spec);
     json_decref(self->old_spec);
+    json_decref(self->spec_changes);
     drv_executor_end(&self->exec);
     drv_plan_clear(&self->plan);
     drv_plan_clear(&self->rollback);
@@ -272,6 +280,9 @@ static json_t *s_json(const drv_rollout_t *self)
         json_object_set_new(result, "canary", drv_canary_json(self->canary));
     }
     json_object_set_new(result, "cause", json_string(self->cause[0] ? self->cause : "apply"));
+    if (self->spec_changes) {
+        json_object_set(result, "changes", self->spec_changes);
+    }
     json_object_set_new(result, "pause_requested", json_boolean(self->pause_requested));
     json_object_set_new(result, "history", json_deep_copy(self->history));
     json_object_set_new(result, "history_dropped", json_integer((json_int_t)self->history_dropped));

@@ -56,6 +56,7 @@ struct drv_rollout_t {
     int64_t drain_timeout_ms;
     json_t *new_spec;            // target generation's spec (released once finished)
     json_t *old_spec;            // previous generation's spec, or NULL (released once finished)
+    json_t *spec_changes;        // what it changes in the spec ([{path, from, to}], redacted), kept
     int *old_cores;              // old_core_count of them, owned
     int old_core_count;
     int64_t old_generation;

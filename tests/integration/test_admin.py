@@ -387,14 +387,10 @@ class AdminPlane(EngineTest):
         for command in ("status", "get", "describe", "create", "delete", "health", "metrics", "events", "call"):
             proc = ctl(command, "--help")
             self.assertIn(f"usage: droverctl [options] {command}", proc.stdout)
-        proc = subprocess.run([DROVERCTL, "-e", "ipc:///tmp/drover-nobody-here.sock", "-t", "1", "status"],
-                              capture_output=True, text=True, timeout=10)
-        self.assertEqual(proc.returncode, 3)
-        self.assertIn("no admin socket at /tmp/drover-nobody-here.sock", proc.stderr)
-        proc = subprocess.run([DROVERCTL, "-e", f"tcp://127.0.0.1:{free_port()}", "-t", "1", "status"],
-                              capture_output=True, text=True, timeout=10)
-        self.assertEqual(proc.returncode, 3)
-        self.assertIn("no answer", proc.stderr)
+        for nowhere, said in (("ipc:///tmp/drover-nobody-here.sock", "no admin socket at /tmp/drover-nobody-here.sock"),
+                              (f"tcp://127.0.0.1:{free_port()}", "no answer")):
+            proc = subprocess.run([DROVERCTL, "-e", nowhere, "-t", "1", "status"], capture_output=True, text=True, timeout=10)
+            self.assertEqual((proc.returncode, said in proc.stderr), (3, True), proc.stderr)
         # events: follow the stream while an instance restarts. droverctl's
         # subscription is known live once it prints a probe event.
         import queue

@@ -2,15 +2,18 @@
 chromium through chromedriver and selenium): it shows the pipelines and
 their generations, live per-node rates, a replace progressing core by core
 without a reload, a rollback clicked with the token, and stays readable
-with 50 pipelines at 1280x800. Screenshots of each state are kept in
-build/console/ for people to look at."""
+with 50 pipelines at 1280x800; what an operator needs in an incident:
+the events from before the page was opened, a dead backend turning its
+pipeline degraded and red (and first), each rollout with what it changed
+in the spec, a live tap, sparklines, buttons that cannot apply disabled.
+Screenshots of each state are kept in build/console/ for people to look at."""
 
 import os
 import shutil
 import tempfile
 import unittest
 
-from harness import Admin, EngineTest, engine_yaml, free_port, wait_until
+from harness import SLOW, Admin, EngineTest, engine_yaml, free_port, wait_until
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -33,7 +36,9 @@ def browser():
     return webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
 
 
-class Console(EngineTest):
+class ConsoleBase(EngineTest):
+    """A droverd with a token, and a headless chromium."""
+
     def setUp(self):
         self.token_dir = tempfile.mkdtemp()
         token_file = os.path.join(self.token_dir, "token")
@@ -89,6 +94,9 @@ class Console(EngineTest):
                 return False
         wait_until(attempt, 10, f"a click on {action}", interval=0.05)
 
+
+
+class Console(ConsoleBase):
     def test_pipelines_rates_a_replace_core_by_core_and_a_rollback_with_the_token(self):
         self.put("p", 1)
         self.put("q", 1, cores=1)
@@ -213,6 +221,97 @@ class Console(EngineTest):
         self.assertEqual(self.admin.http("GET", tap, timeout=10)[0], 200)
         self.driver.find_element(By.ID, "filter").send_keys("p07")
         wait_until(lambda: len(self.driver.find_elements(By.CSS_SELECTOR, "article.card")) == 1, 10, "the filter")
+
+
+class Incident(ConsoleBase):
+    """The console as the place an operator lives during an incident."""
+
+    def open_page(self):
+        self.driver.get(f"http://127.0.0.1:{self.http_port}/ui")
+        wait_until(lambda: self.driver.find_element(By.ID, "conn").text == "live", 10, "the stream live")
+
+    def simple(self, name, rate=50, extra=None, exporter=None):
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:generator", "config": {"rate": rate, "record": {"m": "x", **(extra or {})}},
+                   "to": ["out"]},
+            "out": exporter or {"type": "exporter:null"}}}}
+        return spec
+
+    def test_events_from_before_the_page_and_rollback_disabled_at_generation_1(self):
+        self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=self.simple("p"))
+        pid = self.engine.wait_instances(["default/p@1#0"])["default/p@1#0"]
+        os.kill(pid, 9)
+        wait_until(lambda: self.engine.instances().get("default/p@1#0") not in (None, pid), 10, "the restart")
+        self.open_page()
+        # No event happens now: what the list shows came with the page.
+        topics = wait_until(lambda: (lambda t: t if "instance.exited" in t else None)(
+            [e.get_attribute("data-topic") for e in self.driver.find_elements(By.CSS_SELECTOR, "#events li")]), 10,
+            "the events from before the page was opened")
+        self.assertIn("rollout.succeeded", topics)
+        self.assertIn("bad", self.driver.find_element(By.CSS_SELECTOR, '#events li[data-topic="instance.exited"]')
+                      .get_attribute("class"), "a crash in red")
+        rollback = self.wait_card("default:p", "generation 1", lambda c: c.get_attribute("data-generation") == "1")
+        button = rollback.find_element(By.CSS_SELECTOR, 'button[data-action="rollback"]')
+        self.assertFalse(button.is_enabled())
+        self.assertIn("no earlier generation", button.get_attribute("title"))
+        self.shot("8-events-on-load.png")
+        self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=self.simple("p", rate=60))
+        self.wait_card("default:p", "rollback possible at generation 2",
+                       lambda c: c.get_attribute("data-generation") == "2" and
+                       c.find_element(By.CSS_SELECTOR, 'button[data-action="rollback"]').is_enabled())
+        # The node graph says each node's type; the sparkline fills.
+        card = self.wait_card("default:p", "five samples of rates",
+                              lambda c: int(c.find_element(By.CSS_SELECTOR, ".trend").get_attribute("data-samples")) >= 5)
+        self.assertEqual(card.find_element(By.CSS_SELECTOR, 'g[data-node="in"]').get_attribute("data-type"),
+                         "receiver:generator")
+        self.assertIn("exporter:null", card.find_element(By.CSS_SELECTOR, 'g[data-node="out"]').text)
+
+    def test_a_dead_backend_turns_its_pipeline_degraded_red_and_first(self):
+        from capture import Capture
+        capture = Capture([(503, {}, b"backend down")] * 100000)
+        self.addCleanup(capture.close)
+        for name in ("a", "b"):
+            self.admin.http("PUT", f"/api/v1/groups/default/pipelines/{name}", body=self.simple(name))
+        spec = self.simple("z", exporter={"type": "exporter:http", "config": {
+            "endpoint": capture.url("/in"), "batch": {"max_delay_ms": 20}, "retry": {"initial_ms": 50, "max_ms": 100}}})
+        spec["pipeline"]["policies"] = {"health": {"exporter_failing_secs": 2}}
+        self.admin.http("PUT", "/api/v1/groups/default/pipelines/z", body=spec)
+        self.open_page()
+        card = self.wait_card("default:z", "degraded: exporter_failing", lambda c: c.get_attribute("data-phase") == "degraded"
+                              and c.find_elements(By.CSS_SELECTOR, '.condition.bad[data-reason="exporter_failing"]'),
+                              timeout=2 + 10 * SLOW)
+        self.assertIn("answered 503", card.find_element(By.CSS_SELECTOR, ".condition").text)
+        self.assertIn("bad", card.find_element(By.CSS_SELECTOR, 'g[data-node="out"] rect').get_attribute("class"))
+        self.assertEqual(self.driver.find_element(By.CSS_SELECTOR, "article.card").get_attribute("data-pipeline"),
+                         "default:z", "the degraded pipeline first, before the running ones")
+        self.assertEqual(card.find_element(By.CSS_SELECTOR, ".phase").value_of_css_property("background-color"),
+                         "rgba(183, 121, 31, 1)")
+        self.wait_card("default:z", "its errors in red",
+                       lambda c: "bad" in (c.find_element(By.CSS_SELECTOR, "[data-errors]").get_attribute("class") or ""))
+        self.shot("9-exporter-failing.png")
+
+    def test_history_with_what_each_rollout_changed_and_a_live_tap(self):
+        self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=self.simple("p", rate=20))
+        self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=self.simple("p", rate=30))
+        self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=self.simple("p", rate=30, extra={"env": "prod"}))
+        self.open_page()
+        self.wait_card("default:p", "generation 3", lambda c: c.get_attribute("data-generation") == "3")
+        self.click("default:p", "history")
+        card = self.wait_card("default:p", "three revisions", lambda c: len(c.find_elements(By.CSS_SELECTOR, ".revision")) == 3)
+        changes = {li.get_attribute("data-path"): li.text for li in card.find_elements(By.CSS_SELECTOR, ".changes li")}
+        self.assertEqual(changes["nodes.in.config.rate"], "nodes.in.config.rate: 20 → 30")
+        self.assertEqual(changes["nodes.in.config.record.env"], 'nodes.in.config.record.env: (none) → "prod"')
+        self.shot("10-history.png")
+        # The tap: records as they leave each node, with the token.
+        self.driver.find_element(By.ID, "token").send_keys(TOKEN)
+        self.click("default:p", "tap")
+        card = self.wait_card("default:p", "records in the tap viewer",
+                              lambda c: '"env":"prod"' in c.find_element(By.CSS_SELECTOR, ".tap pre.records").text)
+        self.assertEqual(card.find_element(By.CSS_SELECTOR, ".tap").get_attribute("data-state"), "live")
+        self.shot("11-tap.png")
+        self.click("default:p", "tap")  # stop it
+        wait_until(lambda: self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1] and
+                   not self.card("default:p").find_elements(By.CSS_SELECTOR, ".tap"), 10, "the tap closed")
 
 
 if __name__ == "__main__":

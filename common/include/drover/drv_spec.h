@@ -26,6 +26,12 @@ typedef struct {
 json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const char *prefix,
                            drv_problems_t *problems);
 
+//  What changes from before to after, path by path: [{path, from?, to?}]
+//  (from absent: added; to absent: removed), at most max entries, values
+//  longer than 120 characters of JSON shown by their size (drv_spec_diff.c).
+//  Give it redacted specs (drv_spec_redact) when readers may lack the token.
+json_t *drv_spec_diff(const json_t *before, const json_t *after, size_t max);
+
 //  True when path (absolute, no ".." component) lies inside one of env's
 //  directories, or anywhere when env confines nothing.
 bool drv_spec_path_allowed(const drv_spec_env_t *env, const char *path);
