@@ -337,7 +337,7 @@ class OtlpGrpc(EngineTest):
         with open(os.path.join(HERE, "../../README.md")) as f:
             readme = f.read()
         start = readme.index("   echo 'resource_logs")
-        block = readme[start:readme.index("   grpc-status: 0", start)]
+        block = readme[start:readme.index("   # grpc-status: 0", start)]
         command = "\n".join(line[3:] for line in block.splitlines()).replace("127.0.0.1:4317", self.target)
         self.put(signals=["logs"])
         out = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=os.path.join(HERE, "../.."),
