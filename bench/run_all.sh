@@ -18,7 +18,7 @@ mkdir -p bench/results
     echo
     echo "## B1 throughput"
     echo
-    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/throughput.py 2 --smoke; else $PY bench/throughput.py 6; fi
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/throughput.py 1 --smoke; else $PY bench/throughput.py 6; fi
     echo
     echo "## B2 cutover under load (against supervisord)"
     echo
@@ -60,11 +60,11 @@ mkdir -p bench/results
     echo
     echo "## B9 OTLP/HTTP ingest, B10 syslog UDP ingest, B12 exporter:otlp"
     echo
-    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/ingest.py 2 --smoke; else $PY bench/ingest.py 6; fi
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/ingest.py 1 --smoke; else $PY bench/ingest.py 6; fi
     echo
     echo "## B19 OTLP/gRPC logs ingest, B20 OTLP/gRPC metrics ingest"
     echo
-    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/grpc_ingest.py 2 --smoke; else $PY bench/grpc_ingest.py 6; fi
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/grpc_ingest.py 1 --smoke; else $PY bench/grpc_ingest.py 6; fi
     echo
     echo "## B21 OpAMP remote config to APPLIED"
     echo
@@ -72,7 +72,7 @@ mkdir -p bench/results
     echo
     echo "## B17 disk buffer ingest, B18 restart with a backlog on disk"
     echo
-    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/durability.py 2 0.02 --smoke; else $PY bench/durability.py 6 1; fi
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/durability.py 1 0.02 --smoke; else $PY bench/durability.py 6 1; fi
     echo
     echo "## B11 cutover under HTTP load"
     echo
