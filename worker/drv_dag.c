@@ -172,9 +172,12 @@ void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *recor
     }
 }
 
-//  An exporter's delivery: [retries, backlog, failing_ms, last_error].
-//  failing_ms is how long nothing was delivered since an attempt failed,
-//  or how long it has been backlogged, whichever is longer (0: neither).
+//  An exporter's delivery: [retries, backlog, failing_ms, last_error,
+//  last_failure_age_ms]. failing_ms is how long nothing was delivered since
+//  an attempt failed, or how long it has been backlogged, whichever is
+//  longer (0: neither); last_failure_age_ms how long ago an attempt last
+//  failed (-1: never), so that droverd can tell an exporter that keeps
+//  failing from one that failed once and has had nothing to send since.
 static void s_export_health(drv_node_t *node, json_t *counters, int64_t now)
 {
     bool backlogged = node->kind->backlogged && node->kind->backlogged(node);
@@ -190,6 +193,7 @@ static void s_export_health(drv_node_t *node, json_t *counters, int64_t now)
     json_array_append_new(counters, json_integer(failing > behind ? failing : behind));
     json_array_append_new(counters, json_string(failing > 0 || behind == 0 ? node->last_error
                                                 : "backlogged: receivers push back"));
+    json_array_append_new(counters, json_integer(node->last_failure_ms ? now - node->last_failure_ms : -1));
 }
 
 json_t *drv_dag_node_counters(drv_dag_t *self)

@@ -93,7 +93,7 @@ bool drv_dag_has_zmq_receivers(const drv_dag_t *self);
 void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *records_out,
                       int64_t *errors);
 //  Each node's counters as {"node": [in, out, dropped, errors]}, exporters'
-//  followed by [retries, backlog, failing_ms, last_error], and last, once
+//  followed by [retries, backlog, failing_ms, last_error, last_failure_age_ms], and last, once
 //  the node timed anything, its durations (drv_histo_json) (new reference).
 json_t *drv_dag_node_counters(drv_dag_t *self);
 

@@ -108,6 +108,7 @@ void drv_node_export_warn(drv_node_t *node, size_t n, const char *what)
     if (node->failing_since_ms == 0) {
         node->failing_since_ms = now;
     }
+    node->last_failure_ms = now;
     snprintf(node->last_error, sizeof node->last_error, "%s", what);
     if (now - node->last_warn_ms >= 5000) {
         node->last_warn_ms = now;

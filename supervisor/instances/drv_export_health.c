@@ -11,8 +11,11 @@
 
 //  The instance's exporter that has failed longest, from its heartbeat's
 //  node counters ([in, out, dropped, errors, retries, backlog, failing_ms,
-//  last_error] for exporters).
-static void s_worst(drv_instance_t *inst)
+//  last_error, last_failure_age_ms] for exporters). An exporter counts as
+//  failing while it holds what it could not deliver, or while its attempts
+//  keep failing (one failed within threshold_ms): one that failed once and
+//  has had nothing to send since is idle, not failing.
+static void s_worst(drv_instance_t *inst, int64_t threshold_ms)
 {
     inst->export_failing_ms = 0;
     inst->export_failing_node[0] = 0;
@@ -22,6 +25,12 @@ static void s_worst(drv_instance_t *inst)
     json_object_foreach(inst->nodes, node, counters)
     {
         json_int_t failing = json_integer_value(json_array_get(counters, 6));
+        json_int_t backlog = json_integer_value(json_array_get(counters, 5));
+        json_t *age = json_array_get(counters, 8);
+        bool recent = json_is_integer(age) && json_integer_value(age) >= 0 && json_integer_value(age) < threshold_ms;
+        if (backlog == 0 && !recent) {
+            failing = 0;
+        }
         if (failing > inst->export_failing_ms) {
             inst->export_failing_ms = failing;
             snprintf(inst->export_failing_node, sizeof inst->export_failing_node, "%s", node);
@@ -33,9 +42,9 @@ static void s_worst(drv_instance_t *inst)
 
 void drv_export_health_update(drv_engine_t *engine, drv_instance_t *inst)
 {
-    s_worst(inst);
     drv_pipeline_t *p = inst->pipeline;
     int64_t threshold_ms = drv_spec_policy(p->spec, "health", "exporter_failing_secs") * 1000;
+    s_worst(inst, threshold_ms);
     const drv_instance_t *worst = NULL;
     for (drv_instance_t *i = zlistx_first(p->instances); i; i = zlistx_next(p->instances)) {
         if (i->export_failing_ms >= threshold_ms && (!worst || i->export_failing_ms > worst->export_failing_ms)) {

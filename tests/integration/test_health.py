@@ -88,6 +88,25 @@ class Health(EngineTest):
         self.assertEqual(events.recv_multipart()[0], b"pipeline.exporter_recovered")
         self.assertIn("reason=exporter_failing node=out", self.engine.log_text())
 
+    def test_an_exporter_that_failed_once_and_then_has_nothing_to_send_is_idle_not_failing(self):
+        # One batch, refused with a 400 (dropped: retrying cannot help), then no traffic at all.
+        with self.capture.lock:
+            self.capture.plan = [(400, {}, b"bad request")]
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:generator", "config": {"rate": 0, "count": 20, "record": {"m": "x"}},
+                   "to": ["out"]},
+            "out": {"type": "exporter:http", "config": {"endpoint": self.capture.url("/in"),
+                                                         "batch": {"max_records": 100, "max_delay_ms": 20}}}},
+            "policies": {"health": {"exporter_failing_secs": 1}}}}
+        self.assertEqual(self.admin.http("PUT", f"{PIPE}/idle", body=spec)[0], 200)
+        node = wait_until(lambda: (lambda n: n if n and n.get("failing_secs", 0) > 1.5 else None)(
+            (self.status("idle")["instances"][0]["nodes"] or {}).get("out")), 10 * SLOW, "the failure a while ago")
+        self.assertEqual((node["records_dropped"], node["backlog_records"]), (20, 0))
+        self.assertIn("answered 400", node["last_error"])
+        # It failed once, holds nothing, and has had nothing to send since: not degraded.
+        self.assertFalse(self.condition("idle", "degraded")["status"], self.condition("idle", "degraded"))
+        self.assertEqual(self.status("idle")["phase"], "running")
+
     def test_a_failed_create_says_why_in_every_condition(self):
         taken = socket.socket()
         self.addCleanup(taken.close)

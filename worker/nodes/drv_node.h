@@ -98,6 +98,7 @@ struct drv_node_t {
     //  and the pipeline's exporter_failing condition.
     int64_t retries;             // attempts made again after a failure
     int64_t failing_since_ms;    // mono ms of the first failure since the last delivery (0: delivering)
+    int64_t last_failure_ms;     // mono ms of the last failed attempt (0: none)
     int64_t backlogged_since_ms; // mono ms it was first seen backlogged (0: not backlogged)
     char last_error[200];        // why the last attempt failed
     //  Receivers: each request's time to its answer; exporters: each post's
