@@ -30,6 +30,7 @@
 #include "drv_notify.h"
 #include "drv_events.h"
 #include "drv_sse.h"
+#include "drv_rates.h"
 #include "drv_taps.h"
 #include "drv_admin_zmq.h"
 #include "drv_admin_zap.h"
@@ -379,6 +380,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         wait = s_min_wait(wait, drv_notify_tick(engine.notify, &engine));
         wait = s_min_wait(wait, drv_state_tick(&engine));
         wait = s_min_wait(wait, drv_sse_tick(&engine));
+        wait = s_min_wait(wait, drv_rates_tick(&engine));
         wait = s_min_wait(wait, drv_taps_tick(&engine));
         if (watch) {
             wait = s_min_wait(wait, drv_config_watch_tick(&engine, watch));

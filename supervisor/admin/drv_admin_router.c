@@ -42,6 +42,7 @@ static const route_t s_routes[] = {
     {"DELETE", PIPELINE, drv_route_pipeline_delete},
     {"GET", PIPELINE "/status", drv_route_pipeline_status},
     {"GET", PIPELINE "/rollouts", drv_route_rollouts},
+    {"GET", PIPELINE "/rates", drv_route_pipeline_rates},
     {"GET", PIPELINE "/rollouts/{id}", drv_route_rollout_get},
     {"POST", PIPELINE "/rollouts/{id}/{action}", drv_route_rollout_control}, // pause, resume, promote, abort
     {"GET", PIPELINE "/shutdowns/{id}", drv_route_shutdown_get},

@@ -5,6 +5,7 @@
 #include "drv_status.h"
 #include "drv_events.h"
 #include "drv_metrics.h"
+#include "drv_rates.h"
 #include "drv_opamp.h"
 
 #include "drover/drv_spec.h"
@@ -277,6 +278,19 @@ bool drv_route_rollouts(drv_engine_t *engine, drv_admin_request_t *request, char
     drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
     if (pipeline) {
         drv_admin_rollouts_list(engine, pipeline, response);
+    }
+    return false;
+}
+
+//  The last 5 minutes of its rates (observe/drv_rates.c), for the console's sparklines.
+bool drv_route_pipeline_rates(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                              drv_admin_response_t *response)
+{
+    (void)request;
+    drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
+    if (pipeline) {
+        response->status = 200;
+        response->json = drv_rates_json(pipeline);
     }
     return false;
 }

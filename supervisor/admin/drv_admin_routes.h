@@ -16,6 +16,7 @@ drv_route_fn drv_route_livez, drv_route_readyz, drv_route_metrics, drv_route_sta
 drv_route_fn drv_route_groups, drv_route_group_get, drv_route_group_put, drv_route_group_delete;
 drv_route_fn drv_route_pipelines, drv_route_pipeline_get, drv_route_pipeline_put, drv_route_pipeline_delete;
 drv_route_fn drv_route_pipeline_status, drv_route_rollouts, drv_route_rollout_get, drv_route_shutdown_get;
+drv_route_fn drv_route_pipeline_rates;
 drv_route_fn drv_route_pipeline_shutdown, drv_route_pipeline_rollback;
 drv_route_fn drv_route_rollout_control;
 drv_route_fn drv_route_events, drv_route_tap, drv_route_ui; // drv_admin_live.c

@@ -123,6 +123,7 @@ struct drv_pipeline_t {
     int64_t retired_in, retired_out, retired_errors; // counted by processes that ended (a replace,
                                                      // a drain, a crash): the totals never go back
     int64_t retired_replayed, retired_dropped, retired_corrupt; // the same for the disk buffer's counters
+    struct drv_rates_t *rates; // its last 5 minutes of rates (observe/drv_rates.c), freed with it
 };
 
 typedef struct {
@@ -184,6 +185,7 @@ struct drv_engine_t {
     int64_t started_at;       // wall ms
     int64_t rollout_counts[4][3]; // [create noop resize replace][succeeded failed rollback_failed]
     drv_histo_t rollout_durations[4]; // [create noop resize replace]: from start to end
+    int64_t rates_due_ms;    // mono: the next sample of every pipeline's rates (observe/drv_rates.c)
     int64_t config_reloads[2];    // reloads of the config file (SIGHUP, watch_config): [applied refused]
     int64_t next_rollout_id;
     int64_t next_shutdown_id;

@@ -34,6 +34,7 @@ static void s_pipeline_free(void **item)
     json_decref(pipeline->spec);
     free(pipeline->spec_hash);
     free(pipeline->status_text);
+    free(pipeline->rates);
     free(pipeline);
     *item = NULL;
 }

@@ -242,7 +242,15 @@ class Incident(ConsoleBase):
         pid = self.engine.wait_instances(["default/p@1#0"])["default/p@1#0"]
         os.kill(pid, 9)
         wait_until(lambda: self.engine.instances().get("default/p@1#0") not in (None, pid), 10, "the restart")
+        # droverd keeps each pipeline's rates (a sample every 5 s): the sparkline is full at once.
+        rates = wait_until(lambda: (lambda r: r if len(r["samples"]) >= 2 else None)(
+            self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rates")[1]), 20 * SLOW, "two rate samples")
+        self.assertEqual(rates["interval_secs"], 5)
+        self.assertGreater(rates["samples"][-1]["in"], 0)
         self.open_page()
+        self.wait_card("default:p", "the kept rates drawn at once",
+                       lambda c: int(c.find_element(By.CSS_SELECTOR, ".trend").get_attribute("data-samples")) >= 10,
+                       timeout=5)
         # No event happens now: what the list shows came with the page.
         topics = wait_until(lambda: (lambda t: t if "instance.exited" in t else None)(
             [e.get_attribute("data-topic") for e in self.driver.find_elements(By.CSS_SELECTOR, "#events li")]), 10,
