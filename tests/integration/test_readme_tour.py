@@ -78,7 +78,8 @@ class ReadmeTour(unittest.TestCase):
         for path in ("/tmp/drover", "/tmp/drover-demo"):
             shutil.rmtree(path, ignore_errors=True)
         env = dict(os.environ, TERM="xterm", HOME=os.environ.get("HOME", "/root"))
-        env.pop("DROVER_ADMIN", None)
+        for name in ("DROVER_ADMIN", "DROVER_TOKEN", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+            env.pop(name, None)  # a reader's shell: no make of ours around it
         self.tmux = Tmux(f"tour{os.getpid()}", env)
         self.addCleanup(self.tmux.close)
         self.addCleanup(self.stop_leftovers)
