@@ -1,7 +1,7 @@
 /*  drv_export_health — see the header. */
 #include "drv_export_health.h"
-#include "drv_registry.h"
 #include "drv_events.h"
+#include "drv_registry.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_spec.h"
@@ -27,7 +27,8 @@ static void s_worst(drv_instance_t *inst, int64_t threshold_ms)
         json_int_t failing = json_integer_value(json_array_get(counters, 6));
         json_int_t backlog = json_integer_value(json_array_get(counters, 5));
         json_t *age = json_array_get(counters, 8);
-        bool recent = json_is_integer(age) && json_integer_value(age) >= 0 && json_integer_value(age) < threshold_ms;
+        bool recent = json_is_integer(age) && json_integer_value(age) >= 0 &&
+                      json_integer_value(age) < threshold_ms;
         if (backlog == 0 && !recent) {
             failing = 0;
         }
@@ -35,7 +36,8 @@ static void s_worst(drv_instance_t *inst, int64_t threshold_ms)
             inst->export_failing_ms = failing;
             snprintf(inst->export_failing_node, sizeof inst->export_failing_node, "%s", node);
             const char *error = json_string_value(json_array_get(counters, 7));
-            snprintf(inst->export_failing_error, sizeof inst->export_failing_error, "%s", error ? error : "");
+            snprintf(inst->export_failing_error, sizeof inst->export_failing_error, "%s",
+                     error ? error : "");
         }
     }
 }
@@ -47,7 +49,8 @@ void drv_export_health_update(drv_engine_t *engine, drv_instance_t *inst)
     s_worst(inst, threshold_ms);
     const drv_instance_t *worst = NULL;
     for (drv_instance_t *i = zlistx_first(p->instances); i; i = zlistx_next(p->instances)) {
-        if (i->export_failing_ms >= threshold_ms && (!worst || i->export_failing_ms > worst->export_failing_ms)) {
+        if (i->export_failing_ms >= threshold_ms &&
+            (!worst || i->export_failing_ms > worst->export_failing_ms)) {
             worst = i;
         }
     }
@@ -58,15 +61,18 @@ void drv_export_health_update(drv_engine_t *engine, drv_instance_t *inst)
     p->exporter_failing = failing;
     if (failing) {
         snprintf(p->exporter_failing_why, sizeof p->exporter_failing_why,
-                 "exporter %s has delivered nothing for %lld s or more (policies.health.exporter_failing_secs "
+                 "exporter %s has delivered nothing for %lld s or more "
+                 "(policies.health.exporter_failing_secs "
                  "%lld) on %s: %s",
                  worst->export_failing_node, (long long)(worst->export_failing_ms / 1000),
                  (long long)(threshold_ms / 1000), worst->id, worst->export_failing_error);
-        drv_warn("pipeline degraded pipeline=%s reason=exporter_failing node=%s instance=%s error=\"%s\"", p->key,
-                 worst->export_failing_node, worst->id, worst->export_failing_error);
+        drv_warn("pipeline degraded pipeline=%s reason=exporter_failing node=%s instance=%s "
+                 "error=\"%s\"",
+                 p->key, worst->export_failing_node, worst->id, worst->export_failing_error);
         drv_events_publish(engine, "pipeline.exporter_failing", p->group, p->name,
-                           json_pack("{s:s, s:s, s:s}", "node", worst->export_failing_node, "instance", worst->id,
-                                     "last_error", worst->export_failing_error));
+                           json_pack("{s:s, s:s, s:s}", "node", worst->export_failing_node,
+                                     "instance", worst->id, "last_error",
+                                     worst->export_failing_error));
     } else {
         p->exporter_failing_why[0] = 0;
         drv_info("pipeline exporters deliver again pipeline=%s", p->key);

@@ -13,8 +13,8 @@
 
 //  generation: the one to come up as (a restored pipeline keeps its number).
 //  cause: "restart" (as it ran before) or "config" (the file's).
-static void s_create(drv_engine_t *engine, const char *group, const char *name, json_t *spec, drv_source_t source,
-                     int64_t generation, const char *cause)
+static void s_create(drv_engine_t *engine, const char *group, const char *name, json_t *spec,
+                     drv_source_t source, int64_t generation, const char *cause)
 {
     drv_pipeline_t *pipeline = drv_registry_add_pipeline(engine, group, name, spec);
     pipeline->source = source;
@@ -27,8 +27,8 @@ static void s_create(drv_engine_t *engine, const char *group, const char *name, 
 //  A rollout was under way (or paused) when droverd stopped: its spec was
 //  never applied, so the pipeline comes back as its last applied
 //  generation, which is a rollback; say so, and how to try again.
-static void s_interrupted(drv_engine_t *engine, const char *group, const char *name, int64_t generation,
-                          json_t *rollout)
+static void s_interrupted(drv_engine_t *engine, const char *group, const char *name,
+                          int64_t generation, json_t *rollout)
 {
     if (!json_is_object(rollout)) {
         return;
@@ -41,13 +41,15 @@ static void s_interrupted(drv_engine_t *engine, const char *group, const char *n
              "droverd stopped; it is "
              "rolled back: generation %lld is restored; apply the spec again to retry",
              id ? id : "?", group, name, (long long)target, state ? state : "under way",
-             (long long)json_integer_value(json_object_get(rollout, "step")), op ? op : "?", (long long)generation);
+             (long long)json_integer_value(json_object_get(rollout, "step")), op ? op : "?",
+             (long long)generation);
     drv_events_publish(engine, "rollout.interrupted", group, name,
                        json_pack("{s:O?, s:O?, s:O?, s:O?, s:s, s:I}", "rollout_id",
-                                 json_object_get(rollout, "rollout_id"), "state", json_object_get(rollout, "state"),
-                                 "step", json_object_get(rollout, "step"), "target_generation",
-                                 json_object_get(rollout, "target_generation"), "outcome", "rolled_back",
-                                 "restored_generation", (json_int_t)generation));
+                                 json_object_get(rollout, "rollout_id"), "state",
+                                 json_object_get(rollout, "state"), "step",
+                                 json_object_get(rollout, "step"), "target_generation",
+                                 json_object_get(rollout, "target_generation"), "outcome",
+                                 "rolled_back", "restored_generation", (json_int_t)generation));
 }
 
 typedef enum { FILE_SAME, FILE_CHANGED, FILE_GONE } file_verdict_t;
@@ -71,36 +73,41 @@ static file_verdict_t s_file_verdict(drv_engine_t *engine, const json_t *config,
     return same ? FILE_SAME : FILE_CHANGED;
 }
 
-static void s_file_wins(drv_engine_t *engine, const char *group, const char *name, int64_t generation,
-                        const char *why)
+static void s_file_wins(drv_engine_t *engine, const char *group, const char *name,
+                        int64_t generation, const char *why)
 {
     json_t *spec = json_object_get(json_object_get(engine->config->groups, group), name);
-    drv_info("restart: pipeline=%s:%s %s since the state file was written: the file's spec is applied "
-             "(generation %lld)",
-             group, name, why, (long long)generation);
+    drv_info(
+        "restart: pipeline=%s:%s %s since the state file was written: the file's spec is applied "
+        "(generation %lld)",
+        group, name, why, (long long)generation);
     drv_events_publish(engine, "config.changed", group, name,
-                       json_pack("{s:s, s:s, s:I}", "path", engine->config->path, "reason", why, "generation",
-                                 (json_int_t)generation));
+                       json_pack("{s:s, s:s, s:I}", "path", engine->config->path, "reason", why,
+                                 "generation", (json_int_t)generation));
     s_create(engine, group, name, spec, DRV_SOURCE_CONFIG, generation, "config");
 }
 
 //  One pipeline the state file holds.
-static void s_restore(drv_engine_t *engine, const json_t *config, const char *group, const char *name, json_t *entry)
+static void s_restore(drv_engine_t *engine, const json_t *config, const char *group,
+                      const char *name, json_t *entry)
 {
     json_t *spec = json_object_get(entry, "spec");
     //  The state file keeps the remote config's; the file's are whatever it declares now.
     bool declared = json_object_get(json_object_get(engine->config->groups, group), name) != NULL;
-    drv_source_t source = !strcmp(json_string_value(json_object_get(entry, "source")) ?: "", "opamp")
-                              ? DRV_SOURCE_OPAMP
-                          : declared ? DRV_SOURCE_CONFIG
-                                     : DRV_SOURCE_API;
+    drv_source_t source =
+        !strcmp(json_string_value(json_object_get(entry, "source")) ?: "", "opamp")
+            ? DRV_SOURCE_OPAMP
+        : declared ? DRV_SOURCE_CONFIG
+                   : DRV_SOURCE_API;
     int64_t generation = json_integer_value(json_object_get(entry, "generation"));
     s_interrupted(engine, group, name, generation, json_object_get(entry, "rollout"));
-    file_verdict_t verdict = source == DRV_SOURCE_OPAMP ? FILE_SAME : s_file_verdict(engine, config, group, name);
+    file_verdict_t verdict =
+        source == DRV_SOURCE_OPAMP ? FILE_SAME : s_file_verdict(engine, config, group, name);
     if (verdict == FILE_CHANGED) {
         s_file_wins(engine, group, name, generation + 1, "its entry in the config file changed");
     } else if (verdict == FILE_GONE) {
-        drv_info("restart: pipeline=%s:%s is gone from the config file since the state file was written: not "
+        drv_info("restart: pipeline=%s:%s is gone from the config file since the state file was "
+                 "written: not "
                  "started",
                  group, name);
         drv_events_publish(engine, "config.changed", group, name,
@@ -141,7 +148,8 @@ void drv_restore_start_pipelines(drv_engine_t *engine)
         }
     }
     if (state) {
-        drv_info("restored from state file path=%s pipelines=%d", engine->config->state_file, count);
+        drv_info("restored from state file path=%s pipelines=%d", engine->config->state_file,
+                 count);
     }
     //  The file's pipelines the state file does not hold: all of them when
     //  there is none; those new in the file since it was written.
