@@ -238,7 +238,9 @@ char *drv_metrics_render(drv_engine_t *engine)
                      "HTTP and gRPC requests of the receiver, from their head to their answer (with ack: once "
                      "exported).");
     s_node_histogram(&t, &ps, "drover_export_duration_seconds", "exporter:",
-                     "Posts of the exporter (exporter:http, exporter:otlp), each attempt from start to answer.");
+                     "Each attempt of the exporter to hand a batch on, from start to end: a post "
+                     "(exporter:http, exporter:otlp, until the answer), a write (exporter:file), a send "
+                     "(exporter:zmq).");
     s_pipeline_metric(&t, &ps, "drover_pipeline_desired_cores", "gauge", "Cores the pipeline should run on.", s_desired);
     s_pipeline_metric(&t, &ps, "drover_pipeline_ready_instances", "gauge", "Ready instances of the pipeline.", s_ready);
     s_pipeline_metric(&t, &ps, "drover_pipeline_degraded", "gauge", "1 when the pipeline is degraded.", s_degraded);

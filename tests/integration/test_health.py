@@ -161,8 +161,15 @@ class Health(EngineTest):
         self.assertEqual(metric("drover_exporter_dropped_records_total" + labels % "out"), 0)
         self.assertEqual(metric("drover_exporter_backlog_records" + labels % "out"), 0)
         self.assertIsNone(metric("drover_exporter_retries_total" + labels % "in"), "exporters only")
-        self.assertEqual(metric('drover_rollout_duration_seconds_count{action="create"}'), 1)
-        self.assertEqual(metric('drover_rollout_duration_seconds_bucket{action="create",le="7200"}'), 1)
+        # A file's writes are timed too.
+        file_spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:generator", "config": {"rate": 0, "count": 10}, "to": ["out"]},
+            "out": {"type": "exporter:file", "config": {"path": f"{self.engine.out_dir}/f.ndjson"}}}}}
+        self.assertEqual(self.admin.http("PUT", f"{PIPE}/f", body=file_spec)[0], 200)
+        wait_until(lambda: (metric('drover_export_duration_seconds_count{group="default",pipeline="f",node="out",'
+                                   'generation="1"}') or 0) >= 1, 10, "a file write timed")
+        self.assertEqual(metric('drover_rollout_duration_seconds_count{action="create"}'), 2)
+        self.assertEqual(metric('drover_rollout_duration_seconds_bucket{action="create",le="7200"}'), 2)
         status, body, resp = self.admin.http("HEAD", "/metrics")
         self.assertEqual((status, body), (200, ""))
         self.assertTrue(resp.getheader("Content-Type").startswith("text/plain"))

@@ -2,6 +2,7 @@
 #include "drv_hold.h"
 
 #include "drover/drv_log.h"
+#include "drover/drv_time.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -66,6 +67,16 @@ static void s_arm(drv_hold_t *self)
     self->backoff_ms = ms * 2 > self->config.max_ms ? self->config.max_ms : ms * 2;
 }
 
+//  Hands bytes to the output, timed (drover_export_duration_seconds: a
+//  file's write, a zmq send, as an HTTP exporter's post is).
+static ssize_t s_out(drv_hold_t *self, drv_node_t *node, const char *data, size_t len, const char **why)
+{
+    int64_t start = drv_time_mono_us();
+    ssize_t took = self->config.out(self->config.arg, data, len, why);
+    drv_node_observe(node, (double)(drv_time_mono_us() - start) / 1e6);
+    return took;
+}
+
 //  The head waits: counted once if waiting is an error, retried later.
 static void s_wait(drv_hold_t *self, drv_node_t *node, held_t *h, const char *why)
 {
@@ -87,7 +98,7 @@ static void s_flush(drv_hold_t *self, drv_node_t *node)
     while (self->head) {
         held_t *h = self->head;
         const char *why = "";
-        ssize_t took = self->config.out(self->config.arg, h->data + h->done, h->len - h->done, &why);
+        ssize_t took = s_out(self, node, h->data + h->done, h->len - h->done, &why);
         if (took < 0) {
             drv_node_export_error(node, h->counted ? 0 : h->records, why); // never to be taken: dropped
             drv_node_count_gave_up(node, h->records);
@@ -119,7 +130,7 @@ void drv_hold_put(drv_hold_t *self, drv_node_t *node, size_t n, const char *data
     size_t done = 0;
     const char *why = "";
     if (!self->head) {
-        ssize_t took = self->config.out(self->config.arg, data, len, &why);
+        ssize_t took = s_out(self, node, data, len, &why);
         if (took < 0) {
             drv_node_export_error(node, n, why);
             drv_node_count_gave_up(node, n);
