@@ -71,9 +71,6 @@ struct drv_instance_t {
     int64_t last_heartbeat_mono; // mono ms
     int64_t records_in, records_out, errors; // from its last heartbeat
     json_t *nodes;           // its per-node counters {"node": [in, out, dropped, errors, ...]}, or NULL
-    int64_t export_failing_ms;      // its exporter that has failed longest: for how long (0: none) ...
-    char export_failing_node[64];   // ... which one ...
-    char export_failing_error[200]; // ... and its last error (instances/drv_export_health.c)
     json_t *buffer;          // its disk buffer's figures from the last heartbeat (schemas/control.md), or NULL
     uint64_t counter_updates; // how many times the counters above were updated
     int last_exit_code;      // exit code or 128+signal of the last process

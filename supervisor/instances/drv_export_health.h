@@ -13,8 +13,8 @@
 #include "drv_engine.h"
 
 //  The instance's counters changed (a heartbeat), or it is gone (nodes
-//  NULL): its worst exporter is taken from them and its pipeline's verdict
-//  made again; a change touches the pipeline.
+//  NULL): its pipeline's verdict is made again from every instance's
+//  counters; a change touches the pipeline.
 void drv_export_health_update(drv_engine_t *engine, drv_instance_t *inst);
 
 #endif

@@ -105,6 +105,9 @@ class Health(EngineTest):
         self.assertIn("answered 400", node["last_error"])
         # It failed once, holds nothing, and has had nothing to send since: not degraded.
         self.assertFalse(self.condition("idle", "degraded")["status"], self.condition("idle", "degraded"))
+        _, metrics, _ = self.admin.http("GET", "/metrics")
+        self.assertIn('drover_exporter_dropped_records_total{group="default",pipeline="idle",node="out",'
+                      'generation="1"} 20', metrics)
         self.assertEqual(self.status("idle")["phase"], "running")
 
     def test_a_failed_create_says_why_in_every_condition(self):

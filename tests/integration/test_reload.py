@@ -279,6 +279,13 @@ class Reload(EngineTest):
                       "was written: the file's spec is applied (generation 2)", log)
         self.assertIn("restart: pipeline=default:added its entry is new in the config file", log)
         self.assertNotIn("pipeline=default:api its entry", log)
+        # Evented as config.changed (the event stream keeps it for whoever looks later).
+        from streams import SSE
+        stream = SSE(self.http_port, "/api/v1/events?topics=config.changed")
+        self.addCleanup(stream.close)
+        changed = {e[2]["pipeline"]: e[2] for e in stream.events(2, topic="config.changed")}
+        self.assertEqual(sorted(changed), ["added", "edited"])
+        self.assertEqual(changed["edited"]["generation"], 2)
         # Nothing edited: everything as it ran. Then an entry removed from the file is not started.
         wait_until(lambda: saved().get("edited", {}).get("generation") == 2, 10, "the restart's state saved")
         restart([pipeline("edited", 20, out), pipeline("api", 10, out), pipeline("deleted", 10, out),
