@@ -52,10 +52,12 @@
 #define FINAL_REAP_MS 3000
 
 //  run_dir holds the control and admin sockets: whoever can write into it
-//  can put a socket of theirs where droverd's should be. So it must be a
-//  directory of ours that nobody else may write to (contract 6.1).
-//  Returns 0, or -1 with the problem in why.
-static int s_make_run_dir(const char *path, char *why, size_t whylen)
+//  can put a socket of theirs where droverd's should be. buffer_dir holds
+//  the disk buffers: whoever can write into it can plant a link or a FIFO
+//  where a segment should be. So each must be a directory of ours that
+//  nobody else may write to (docs/security.md); what names it (run_dir,
+//  buffer_dir) is said in the problem. Returns 0, or -1 with it in why.
+static int s_make_private_dir(const char *what, const char *path, char *why, size_t whylen)
 {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", path);
@@ -73,29 +75,29 @@ static int s_make_run_dir(const char *path, char *why, size_t whylen)
         return 0;
     }
     if (errno != EEXIST) {
-        snprintf(why, whylen, "cannot create run_dir %s: %s", buf, strerror(errno));
+        snprintf(why, whylen, "cannot create %s %s: %s", what, buf, strerror(errno));
         return -1;
     }
     struct stat st;
     if (lstat(buf, &st) != 0) {
-        snprintf(why, whylen, "cannot inspect run_dir %s: %s", buf, strerror(errno));
+        snprintf(why, whylen, "cannot inspect %s %s: %s", what, buf, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        snprintf(why, whylen, "run_dir %s exists and is not a directory (a symlink is refused too)", buf);
+        snprintf(why, whylen, "%s %s exists and is not a directory (a symlink is refused too)", what, buf);
         return -1;
     }
     if (st.st_uid != geteuid()) {
-        snprintf(why, whylen, "run_dir %s is owned by uid %u, not by droverd's uid %u", buf, (unsigned)st.st_uid,
+        snprintf(why, whylen, "%s %s is owned by uid %u, not by droverd's uid %u", what, buf, (unsigned)st.st_uid,
                  (unsigned)geteuid());
         return -1;
     }
     if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(why, whylen, "run_dir %s is writable by %s (mode %03o); it must not be", buf,
+        snprintf(why, whylen, "%s %s is writable by %s (mode %03o); it must not be", what, buf,
                  (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 0777));
         return -1;
     }
-    return chmod(buf, 0700) == 0 ? 0 : (snprintf(why, whylen, "cannot chmod run_dir %s: %s", buf, strerror(errno)), -1);
+    return chmod(buf, 0700) == 0 ? 0 : (snprintf(why, whylen, "cannot chmod %s %s: %s", what, buf, strerror(errno)), -1);
 }
 
 //  The bearer token for mutating HTTP requests: the file's first line.
@@ -294,7 +296,8 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     drv_registry_group(&engine, "default", true); // the default group always exists
     int rc = DRV_EXIT_OK;
     char why[1200];
-    if (s_make_run_dir(config->run_dir, why, sizeof why) != 0) {
+    if (s_make_private_dir("run_dir", config->run_dir, why, sizeof why) != 0 ||
+        (config->buffer_dir && s_make_private_dir("engine.buffer_dir", config->buffer_dir, why, sizeof why) != 0)) {
         fprintf(stderr, "droverd: %s\n", why);
         rc = DRV_EXIT_SYSTEM;
         goto done;

@@ -165,9 +165,10 @@ json_t *drv_dag_buffer_stats(drv_dag_t *self)
     drv_buffer_stats_t stats;
     drv_buffer_stats(self->buffer, &stats);
     int64_t age = stats.oldest_ms > 0 ? drv_time_wall_ms() - stats.oldest_ms : 0;
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "bytes", (json_int_t)stats.bytes, "records",
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "bytes", (json_int_t)stats.bytes, "records",
                      (json_int_t)stats.records, "oldest_age_ms", (json_int_t)(age > 0 ? age : 0), "replayed",
                      (json_int_t)stats.replayed, "dropped", (json_int_t)stats.dropped, "corrupt_segments",
-                     (json_int_t)stats.corrupt_segments, "torn_bytes", (json_int_t)stats.torn_bytes, "full",
+                     (json_int_t)stats.corrupt_segments, "torn_bytes", (json_int_t)stats.torn_bytes,
+                     "unkept_bytes", (json_int_t)stats.unkept_bytes, "odd_files", (json_int_t)stats.odd_files, "full",
                      drv_buffer_full(self->buffer));
 }

@@ -84,7 +84,7 @@ bool drv_spec_path_allowed(const drv_spec_env_t *env, const char *path)
         while (len > 1 && dir[len - 1] == '/') {
             len--;
         }
-        if (strncmp(path, dir, len) == 0 && (path[len] == '/' || len == 1)) {
+        if (strncmp(path, dir, len) == 0 && (path[len] == '/' || path[len] == 0 || len == 1)) { // the dir itself is inside
             return true;
         }
     }

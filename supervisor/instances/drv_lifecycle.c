@@ -139,12 +139,18 @@ void drv_lifecycle_tell_taps(drv_engine_t *engine, drv_instance_t *inst)
 static void s_buffer_news(drv_engine_t *engine, drv_instance_t *inst, const json_t *now)
 {
     const json_t *before = inst->buffer;
-    json_int_t corrupt = json_integer_value(json_object_get(now, "corrupt_segments"));
-    json_int_t torn = json_integer_value(json_object_get(now, "torn_bytes"));
-    if (corrupt > json_integer_value(json_object_get(before, "corrupt_segments")) ||
-        torn > json_integer_value(json_object_get(before, "torn_bytes"))) {
-        s_event(engine, inst, "buffer.damaged",
-                json_pack("{s:I, s:I}", "corrupt_segments", corrupt, "torn_bytes", torn));
+    static const char *const counts[] = {"corrupt_segments", "torn_bytes", "unkept_bytes", "odd_files"};
+    bool grew = false;
+    json_t *news = json_object();
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+        json_int_t value = json_integer_value(json_object_get(now, counts[i]));
+        grew |= value > json_integer_value(json_object_get(before, counts[i]));
+        json_object_set_new(news, counts[i], json_integer(value));
+    }
+    if (grew) {
+        s_event(engine, inst, "buffer.damaged", news);
+    } else {
+        json_decref(news);
     }
 }
 

@@ -356,7 +356,7 @@ class Durability(EngineTest):
             self.skipTest("mounting a small tmpfs needs root")
         mount = tempfile.mkdtemp(prefix="drv-tmpfs-")
         self.addCleanup(shutil.rmtree, mount, True)
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mount]).returncode != 0:
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", mount]).returncode != 0:
             self.skipTest("cannot mount a tmpfs here")
         self.addCleanup(subprocess.run, ["umount", "-l", mount])
         engine = self.start_engine(self.config(cores=1).replace("engine:\n", f"engine:\n  buffer_dir: {mount}\n", 1))

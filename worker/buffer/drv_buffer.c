@@ -61,29 +61,45 @@ int drv_buffer_mkdirs(const char *path, char *err, size_t errlen)
 
 int drv_buffer_lock(const char *dir, char *err, size_t errlen)
 {
-    char lock[4200];
-    snprintf(lock, sizeof lock, "%s/lock", dir);
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) {
+    if (err) {
+        *err = 0;
+    }
+    //  The slot and its lock are opened without following a link, and the
+    //  lock only when it is a regular file: a FIFO would block the open, a
+    //  directory fail it on every start (docs/security.md).
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = dir_fd >= 0 ? openat(dir_fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600) : -1;
+    int saved = errno;
+    struct stat st;
+    const char *odd = dir_fd < 0 && (saved == ELOOP || saved == ENOTDIR) ? "the slot is not a directory (a link is refused)"
+                      : fd < 0 && (saved == ELOOP || saved == EISDIR)    ? "its lock is a link or a directory"
+                      : fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) ? "its lock is not a regular file"
+                                                                                   : NULL;
+    if (dir_fd >= 0) {
+        close(dir_fd);
+    }
+    if (odd || fd < 0) {
         if (err) {
-            snprintf(err, errlen, "cannot open %s: %s", lock, strerror(errno));
+            snprintf(err, errlen, "buffer slot %s refused: %s", dir, odd ? odd : strerror(saved));
         }
-        return -1;
+        if (fd >= 0) {
+            close(fd);
+        }
+        return DRV_BUFFER_LOCK_REFUSED;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         close(fd);
-        if (err) {
-            *err = 0;
-        }
-        return -1;
+        return DRV_BUFFER_LOCK_HELD;
     }
     return fd;
 }
 
 //  The first slot of the core that nobody holds: its directory in
-//  self->dir, its lock held in self->lock_fd.
+//  self->dir, its lock held in self->lock_fd. A slot that is not what a
+//  slot should be is passed over (said once in the log), never followed.
 static int s_take_slot(drv_buffer_t *self, char *err, size_t errlen)
 {
+    char refused[600] = "";
     for (int k = 0; k < MAX_SLOTS; k++) {
         snprintf(self->dir, sizeof self->dir, "%s/%d.%d", self->pipeline_dir, self->core, k);
         if (drv_buffer_mkdirs(self->dir, err, errlen) != 0) {
@@ -94,13 +110,26 @@ static int s_take_slot(drv_buffer_t *self, char *err, size_t errlen)
             self->slot = k;
             return 0;
         }
-        if (*err) {
-            return -1;
+        if (self->lock_fd == DRV_BUFFER_LOCK_REFUSED) {
+            drv_warn("disk buffer: %s; trying the next slot", err);
+            snprintf(refused, sizeof refused, " (%s)", err);
         }
     }
-    snprintf(err, errlen, "every one of %d buffer slots of core %d under %s is held", MAX_SLOTS, self->core,
-             self->pipeline_dir);
+    snprintf(err, errlen, "every one of %d buffer slots of core %d under %s is held or refused%s", MAX_SLOTS,
+             self->core, self->pipeline_dir, refused);
     return -1;
+}
+
+//  Damaged bytes cut off without a copy in quarantine (no room for one):
+//  said once for each time it grows, never a reason not to go on.
+static void s_tell_unkept(drv_buffer_t *self, drv_wal_damage_t damage)
+{
+    if (damage.unkept_bytes > self->unkept_told) {
+        self->unkept_told = damage.unkept_bytes;
+        drv_warn("disk buffer damaged dir=%s unkept_bytes=%lld: no room in quarantine for a copy of the damaged "
+                 "part; it was cut off and counted, the rest is replayed",
+                 self->dir, (long long)damage.unkept_bytes);
+    }
 }
 
 drv_buffer_t *drv_buffer_open(const char *root, const char *group, const char *pipeline, int core,
@@ -127,10 +156,15 @@ drv_buffer_t *drv_buffer_open(const char *root, const char *group, const char *p
     drv_buffer_quarantine_of(self, self->dir, quarantine, sizeof quarantine);
     int64_t segment = policy->max_bytes / 16;
     segment = segment > SEGMENT_BYTES_MAX ? SEGMENT_BYTES_MAX : segment < SEGMENT_BYTES_MIN ? SEGMENT_BYTES_MIN : segment;
-    if (drv_buffer_mkdirs(quarantine, err, errlen) != 0 ||
-        !(self->wal = drv_wal_open(self->dir, quarantine, (size_t)segment, err, errlen))) {
+    if (drv_buffer_mkdirs(quarantine, err, errlen) != 0) { // damage is then cut and counted, not kept
+        drv_warn("disk buffer: quarantine unavailable dir=%s reason=\"%s\"", quarantine, err);
+    }
+    if (!(self->wal = drv_wal_open(self->dir, quarantine, (size_t)segment, err, errlen))) {
         drv_buffer_close(&self);
         return NULL;
+    }
+    if (*drv_wal_notes(self->wal)) {
+        drv_warn("disk buffer: set aside what is no segment dir=%s: %s", self->dir, drv_wal_notes(self->wal));
     }
     if (drv_buffer_syncer_start(self, err, errlen) != 0) {
         drv_buffer_close(&self);
@@ -143,6 +177,7 @@ drv_buffer_t *drv_buffer_open(const char *root, const char *group, const char *p
         drv_info("disk buffer found dir=%s bytes=%lld last_input=%lld torn_bytes=%lld", self->dir,
                  (long long)drv_wal_bytes(self->wal), (long long)self->found_last, (long long)damage.torn_bytes);
     }
+    s_tell_unkept(self, damage);
     return self;
 }
 
@@ -274,6 +309,7 @@ int drv_buffer_next(drv_buffer_t *self, drv_buffer_input_t *input, char *err, si
     for (;;) {
         int rc = drv_wal_next(self->wal, &entry, err, errlen);
         drv_wal_damage_t damage = drv_wal_damage(self->wal);
+        s_tell_unkept(self, damage);
         if (damage.corrupt_segments > self->corrupt_told) {
             self->corrupt_told = damage.corrupt_segments;
             self->records -= damage.corrupt_records - self->corrupt_records_told; // never to be read
@@ -355,5 +391,7 @@ void drv_buffer_stats(drv_buffer_t *self, drv_buffer_stats_t *stats)
                                   .replayed = self->replayed,
                                   .dropped = self->dropped,
                                   .corrupt_segments = damage.corrupt_segments,
-                                  .torn_bytes = damage.torn_bytes};
+                                  .torn_bytes = damage.torn_bytes,
+                                  .unkept_bytes = damage.unkept_bytes,
+                                  .odd_files = damage.odd_files};
 }

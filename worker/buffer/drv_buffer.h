@@ -47,6 +47,8 @@ typedef struct {
     int64_t dropped;          // records dropped when full (drop_oldest)
     int64_t corrupt_segments; // segments cut short at damage
     int64_t torn_bytes;       // cut off a crash's torn tail
+    int64_t unkept_bytes;     // damaged bytes cut off with no room in quarantine for a copy
+    int64_t odd_files;        // things named like segments that were no regular file, set aside
 } drv_buffer_stats_t;
 
 #define DRV_BUFFER_FULL 0     // drv_buffer_append: nothing appended, push back

@@ -56,6 +56,9 @@ static void s_adopt(drv_buffer_t *self, const char *dir, int lock_fd)
         close(lock_fd);
         return;
     }
+    if (*drv_wal_notes(wal)) {
+        drv_warn("disk buffer: set aside what is no segment dir=%s: %s", dir, drv_wal_notes(wal));
+    }
     drv_info("disk buffer left behind taken over dir=%s bytes=%lld into=%s", dir, (long long)drv_wal_bytes(wal),
              self->dir);
     self->adopted = wal;
@@ -95,6 +98,9 @@ static void s_scan(drv_buffer_t *self)
         char dir[4500];
         snprintf(dir, sizeof dir, "%s/%s", self->pipeline_dir, e->d_name);
         int fd = drv_buffer_lock(dir, NULL, 0);
+        if (fd == DRV_BUFFER_LOCK_REFUSED) {
+            continue; // not a slot (a link, a lock that is no file): never taken over
+        }
         if (fd < 0) {
             if (held < sizeof held_cores / sizeof *held_cores) {
                 held_cores[held++] = core;

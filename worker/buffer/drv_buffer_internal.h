@@ -37,6 +37,7 @@ struct drv_buffer_t {
     int64_t replayed, dropped;
     int64_t corrupt_told;    // damaged segments already logged
     int64_t corrupt_records_told; // and the records lost with them, already taken off records
+    int64_t unkept_told;     // damaged bytes cut without a copy, already logged
     int64_t dropped_warned_ms; // mono: drops are logged at most every 5 s
     int64_t slow_warned_ms;  // mono: slow syncs are logged at most every 10 s
     char node[256];          // the receiver id of the entry last read
@@ -56,8 +57,12 @@ struct drv_buffer_t {
 
 //  mkdir -p, 0700. 0, or -1 with err.
 int drv_buffer_mkdirs(const char *path, char *err, size_t errlen);
-//  Opens dir/lock and takes it without waiting: the descriptor, or -1
-//  (held by another, or it cannot be opened: why in err when err is given).
+//  Opens dir/lock and takes it without waiting: the descriptor, or
+//  DRV_BUFFER_LOCK_HELD (another holds it) or DRV_BUFFER_LOCK_REFUSED (the
+//  slot or its lock is not what it should be, or cannot be opened: why in
+//  err when err is given).
+#define DRV_BUFFER_LOCK_HELD (-1)
+#define DRV_BUFFER_LOCK_REFUSED (-2)
 int drv_buffer_lock(const char *dir, char *err, size_t errlen);
 //  Where the damage of the slot in dir goes: {root}/quarantine/{group}/{pipeline}/{slot}.
 void drv_buffer_quarantine_of(const drv_buffer_t *self, const char *dir, char *out, size_t size);

@@ -67,7 +67,7 @@ static int s_by_first(const void *a, const void *b)
 //  tail (a crash mid-write) or a bad entry ends it there.
 static int s_check_newest(drv_wal_t *self, segment_t *segment, char *err, size_t errlen)
 {
-    int fd = open(segment->path, O_RDONLY | O_CLOEXEC);
+    int fd = drv_wal_open_segment(self, segment, O_RDONLY);
     if (fd < 0) {
         snprintf(err, errlen, "cannot open %s: %s", segment->path, strerror(errno));
         return -1;
@@ -99,25 +99,46 @@ static int s_check_newest(drv_wal_t *self, segment_t *segment, char *err, size_t
 
 static int s_list(drv_wal_t *self, char *err, size_t errlen)
 {
-    DIR *d = opendir(self->dir);
+    int list_fd = fcntl(self->dir_fd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = list_fd >= 0 ? fdopendir(list_fd) : NULL;
     if (!d) {
         snprintf(err, errlen, "cannot read %s: %s", self->dir, strerror(errno));
+        if (list_fd >= 0) {
+            close(list_fd);
+        }
         return -1;
     }
     struct dirent *e;
     while ((e = readdir(d))) {
         segment_t segment = {0};
         struct stat st;
-        if (s_first_of(e->d_name, &segment.first) != 0) {
+        if (s_first_of(e->d_name, &segment.first) != 0 || strlen(e->d_name) >= sizeof segment.name) {
             continue;
         }
-        snprintf(segment.path, sizeof segment.path, "%s/%s", self->dir, e->d_name);
-        if (stat(segment.path, &st) != 0 || s_push(self, &segment) != 0) {
-            snprintf(err, errlen, "cannot read %s: %s", segment.path, strerror(errno ? errno : ENOMEM));
+        if (fstatat(self->dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno == ENOENT) {
+                continue;
+            }
+            snprintf(err, errlen, "cannot read %s/%s: %s", self->dir, e->d_name, strerror(errno));
             closedir(d);
             return -1;
         }
-        self->segments[self->count - 1].bytes = st.st_size;
+        if (!S_ISREG(st.st_mode)) {
+            drv_wal_set_aside(self, e->d_name,
+                              S_ISLNK(st.st_mode)   ? "a symbolic link"
+                              : S_ISDIR(st.st_mode) ? "a directory"
+                              : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                                    : "not a regular file");
+            continue;
+        }
+        snprintf(segment.name, sizeof segment.name, "%s", e->d_name);
+        snprintf(segment.path, sizeof segment.path, "%s/%s", self->dir, e->d_name);
+        segment.bytes = st.st_size;
+        if (s_push(self, &segment) != 0) {
+            snprintf(err, errlen, "cannot read %s: out of memory", segment.path);
+            closedir(d);
+            return -1;
+        }
     }
     closedir(d);
     if (self->count > 1) {
@@ -142,7 +163,7 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
         //  name must still be free).
         self->last = newest->last > newest->first ? newest->last : newest->first;
         if (newest->bytes == 0) { // nothing whole in it (a crash right after it was made): gone, its name free
-            unlink(newest->path);
+            unlinkat(self->dir_fd, newest->name, 0);
             self->count--;
             self->dir_dirty = true;
             self->last = newest->first - 1;
@@ -152,7 +173,7 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
     for (size_t i = 0; i < self->count; i++) {
         segment_t *segment = &self->segments[i];
         if (i != checked) { // the newest counted its records as it was checked
-            segment->records = drv_wal_count_records(segment->path, segment->bytes);
+            segment->records = drv_wal_count_records(self, segment);
         }
         self->found_records += segment->records;
     }
@@ -170,15 +191,16 @@ drv_wal_t *drv_wal_open(const char *dir, const char *quarantine_dir, size_t segm
     snprintf(self->dir, sizeof self->dir, "%s", dir);
     snprintf(self->quarantine, sizeof self->quarantine, "%s", quarantine_dir);
     self->segment_bytes = segment_bytes;
-    self->fd = self->read_fd = self->dir_fd = -1;
+    self->fd = self->read_fd = self->dir_fd = self->quarantine_fd = -1;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         drv_wal_close(&self);
         return NULL;
     }
-    self->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    self->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (self->dir_fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", dir, strerror(errno));
+        snprintf(err, errlen, "cannot open %s: %s", dir,
+                 errno == ELOOP || errno == ENOTDIR ? "not a directory (a link is refused)" : strerror(errno));
         drv_wal_close(&self);
         return NULL;
     }
@@ -205,6 +227,9 @@ void drv_wal_close(drv_wal_t **self_p)
     if (self->dir_fd >= 0) {
         close(self->dir_fd);
     }
+    if (self->quarantine_fd >= 0) {
+        close(self->quarantine_fd);
+    }
     free(self->segments);
     free(self->buf);
     free(self);
@@ -215,13 +240,15 @@ void drv_wal_close(drv_wal_t **self_p)
 static int s_start_segment(drv_wal_t *self, int64_t first, char *err, size_t errlen)
 {
     segment_t segment = {.first = first, .last = first - 1};
-    snprintf(segment.path, sizeof segment.path, "%s/%020" PRId64 ".wal", self->dir, first);
-    int fd = open(segment.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+    snprintf(segment.name, sizeof segment.name, "%020" PRId64 ".wal", first);
+    snprintf(segment.path, sizeof segment.path, "%s/%s", self->dir, segment.name);
+    int fd = openat(self->dir_fd, segment.name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
     if (fd < 0 || s_push(self, &segment) != 0) {
         snprintf(err, errlen, "cannot create %s: %s", segment.path, strerror(fd < 0 ? errno : ENOMEM));
         if (fd >= 0) {
             close(fd);
-            unlink(segment.path);
+            unlinkat(self->dir_fd, segment.name, 0);
         }
         return -1;
     }
@@ -319,7 +346,7 @@ int64_t drv_wal_appendv(drv_wal_t *self, int64_t time_ms, uint32_t records, cons
         if (current->bytes == 0) { // a segment with nothing in it: gone again
             close(self->fd);
             self->fd = -1;
-            unlink(current->path);
+            unlinkat(self->dir_fd, current->name, 0);
             self->count--;
         }
         return -1;
@@ -417,7 +444,7 @@ void drv_wal_settled(drv_wal_t *self, int64_t upto)
             } else {
                 gone_before++;
             }
-            unlink(segment->path);
+            unlinkat(self->dir_fd, segment->name, 0);
             self->bytes -= segment->bytes;
             self->dir_dirty = true;
         } else {
@@ -453,4 +480,21 @@ int64_t drv_wal_bytes(const drv_wal_t *self)
 drv_wal_damage_t drv_wal_damage(const drv_wal_t *self)
 {
     return self->damage;
+}
+
+const char *drv_wal_notes(const drv_wal_t *self)
+{
+    return self->notes;
+}
+
+int drv_wal_open_segment(const drv_wal_t *self, const segment_t *segment, int flags)
+{
+    int fd = openat(self->dir_fd, segment->name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
 }

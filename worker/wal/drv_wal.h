@@ -21,7 +21,11 @@
     checked as they are read back: an entry whose checksum fails, or one
     cut short, ends its segment there. Either way the bytes cut off are
     kept in the quarantine directory, never discarded unseen, and counted
-    (drv_wal_damage). Reading holds one entry in memory at a time: memory
+    (drv_wal_damage) — kept when quarantine has room for them; the log is
+    cut either way, so damage never keeps a full disk from starting. Files
+    are opened relative to the directory, never through a link, and only
+    when regular: anything else named like a segment is set aside
+    (docs/security.md). Reading holds one entry in memory at a time: memory
     does not grow with the log. This module knows nothing of pipelines:
     the instance decides what an input is and when it is settled. */
 #ifndef DRV_WAL_H
@@ -47,6 +51,8 @@ typedef struct {
     int64_t corrupt_segments; // segments cut short at a bad checksum or a cut in the middle of the log
     int64_t corrupt_bytes;    // what those cuts moved into quarantine
     int64_t corrupt_records;  // records their headers said were there, lost to replay
+    int64_t unkept_bytes;     // damaged bytes cut off that quarantine had no room (or no place) for
+    int64_t odd_files;        // things named like segments that were no regular file: set aside, never opened
 } drv_wal_damage_t;
 
 //  CRC32C (Castagnoli), continuing from crc (0 to start). There is no
@@ -110,5 +116,8 @@ int64_t drv_wal_found_records(const drv_wal_t *self);
 int64_t drv_wal_bytes(const drv_wal_t *self);
 //  What damage was found so far.
 drv_wal_damage_t drv_wal_damage(const drv_wal_t *self);
+//  What opening found in the directory that was not a segment and was set
+//  aside (names and where they went), "" when nothing: for the owner to log.
+const char *drv_wal_notes(const drv_wal_t *self);
 
 #endif

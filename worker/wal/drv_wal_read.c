@@ -1,5 +1,5 @@
 /*  drv_wal_read — reading the log back (drv_wal.h): entries one at a time,
-    checked as they are read; damage cut off into quarantine. */
+    checked as they are read; damage is cut off (drv_wal_quarantine.c). */
 #include "drv_wal_internal.h"
 
 #include <errno.h>
@@ -20,8 +20,7 @@ static uint64_t s_get64(const unsigned char *p)
     return (uint64_t)s_get32(p) | (uint64_t)s_get32(p + 4) << 32;
 }
 
-//  Reads exactly len bytes at offset: 1, 0 at the end of the file (or short), -1 on error.
-static int s_pread(int fd, void *buf, size_t len, int64_t offset)
+int drv_wal_pread(int fd, void *buf, size_t len, int64_t offset)
 {
     size_t got = 0;
     while (got < len) {
@@ -64,7 +63,7 @@ drv_wal_found_t drv_wal_entry_at(drv_wal_t *self, int fd, int64_t offset, int64_
     if (size - offset < HEADER) {
         return ENTRY_TORN;
     }
-    int rc = s_pread(fd, head, HEADER, offset);
+    int rc = drv_wal_pread(fd, head, HEADER, offset);
     if (rc != 1) {
         return rc == 0 ? ENTRY_TORN : ENTRY_ERROR;
     }
@@ -79,7 +78,7 @@ drv_wal_found_t drv_wal_entry_at(drv_wal_t *self, int fd, int64_t offset, int64_
         return ENTRY_ERROR;
     }
     memcpy(self->buf, head + 8, HEADER - 8);
-    rc = len ? s_pread(fd, self->buf + HEADER - 8, len, offset + HEADER) : 1;
+    rc = len ? drv_wal_pread(fd, self->buf + HEADER - 8, len, offset + HEADER) : 1;
     if (rc != 1) {
         return rc == 0 ? ENTRY_TORN : ENTRY_ERROR;
     }
@@ -92,45 +91,6 @@ drv_wal_found_t drv_wal_entry_at(drv_wal_t *self, int fd, int64_t offset, int64_
                                .data = self->buf + HEADER - 8,
                                .len = len};
     return ENTRY_OK;
-}
-
-int drv_wal_cut(drv_wal_t *self, segment_t *segment, int64_t offset, const char *prefix, char *err, size_t errlen)
-{
-    char target[8400];
-    if (mkdir(self->quarantine, 0700) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create %s: %s", self->quarantine, strerror(errno));
-        return -1;
-    }
-    const char *name = strrchr(segment->path, '/');
-    snprintf(target, sizeof target, "%s/%s-%s", self->quarantine, prefix, name ? name + 1 : "segment.wal");
-    int in = open(segment->path, O_RDWR | O_CLOEXEC);
-    int out = in >= 0 ? open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
-    int rc = in >= 0 && out >= 0 ? 0 : -1;
-    char chunk[65536];
-    for (int64_t at = offset; rc == 0 && at < segment->bytes;) {
-        size_t n = segment->bytes - at < (int64_t)sizeof chunk ? (size_t)(segment->bytes - at) : sizeof chunk;
-        if (s_pread(in, chunk, n, at) != 1 || write(out, chunk, n) != (ssize_t)n) {
-            rc = -1;
-        }
-        at += (int64_t)n;
-    }
-    //  Kept before it is cut: a crash between the two leaves both copies.
-    if (rc != 0 || fdatasync(out) != 0 || ftruncate(in, (off_t)offset) != 0 || fdatasync(in) != 0) {
-        snprintf(err, errlen, "cannot move the damaged end of %s into %s: %s", segment->path, target,
-                 strerror(errno ? errno : EIO));
-        rc = -1;
-    }
-    if (in >= 0) {
-        close(in);
-    }
-    if (out >= 0) {
-        close(out);
-    }
-    if (rc == 0) {
-        self->bytes -= segment->bytes - offset;
-        segment->bytes = offset;
-    }
-    return rc;
 }
 
 //  ---------------------------------------------------------------- reading
@@ -152,7 +112,7 @@ int drv_wal_next(drv_wal_t *self, drv_wal_entry_t *entry, char *err, size_t errl
             continue;
         }
         if (self->read_fd < 0) {
-            self->read_fd = open(segment->path, O_RDONLY | O_CLOEXEC);
+            self->read_fd = drv_wal_open_segment(self, segment, O_RDONLY);
             if (self->read_fd < 0) {
                 snprintf(err, errlen, "cannot open %s: %s", segment->path, strerror(errno));
                 return -1;
@@ -199,9 +159,9 @@ int64_t drv_wal_unread_since(drv_wal_t *self)
     for (size_t i = self->read_index; i < self->count; i++) {
         int64_t offset = i == self->read_index ? self->read_offset : 0;
         if (self->segments[i].bytes >= offset + HEADER) {
-            int fd = open(self->segments[i].path, O_RDONLY | O_CLOEXEC);
+            int fd = drv_wal_open_segment(self, &self->segments[i], O_RDONLY);
             unsigned char head[HEADER];
-            int rc = fd >= 0 ? s_pread(fd, head, HEADER, offset) : -1;
+            int rc = fd >= 0 ? drv_wal_pread(fd, head, HEADER, offset) : -1;
             if (fd >= 0) {
                 close(fd);
             }
@@ -211,12 +171,12 @@ int64_t drv_wal_unread_since(drv_wal_t *self)
     return -1;
 }
 
-int64_t drv_wal_count_records(const char *path, int64_t bytes)
+int64_t drv_wal_count_records(const drv_wal_t *self, const segment_t *segment)
 {
-    int64_t records = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int64_t records = 0, bytes = segment->bytes;
+    int fd = drv_wal_open_segment(self, segment, O_RDONLY);
     unsigned char head[HEADER];
-    for (int64_t at = 0; fd >= 0 && at + HEADER <= bytes && s_pread(fd, head, HEADER, at) == 1;) {
+    for (int64_t at = 0; fd >= 0 && at + HEADER <= bytes && drv_wal_pread(fd, head, HEADER, at) == 1;) {
         records += s_get32(head + 24);
         at += HEADER + (int64_t)s_get32(head);
     }
@@ -239,7 +199,7 @@ int64_t drv_wal_drop_oldest_unread(drv_wal_t *self)
             close(self->read_fd);
             self->read_fd = -1;
         }
-        unlink(segment->path);
+        unlinkat(self->dir_fd, segment->name, 0);
         self->bytes -= segment->bytes;
         self->dir_dirty = true;
         memmove(segment, segment + 1, (self->count - i - 1) * sizeof *segment);
