@@ -59,6 +59,52 @@ groups:
 """
 
 
+BURST_PIPELINE = """
+      burst:
+        cores: { count: 2 }
+        nodes:
+          in: { type: "receiver:zmq", config: { endpoint: "tcp://127.0.0.1:PORT" }, to: [stamp] }
+          stamp: { type: "processor:transform", config: { set: { env: prod } }, to: [out] }
+          out: { type: "exporter:null" }
+"""
+
+
+class Bursts(EngineTest):
+    """The tail of a burst is never left in the broker (issue 34): batches
+    pushed as fast as pyzmq sends them, heartbeats every 20 ms and the status
+    polled all along; every record is out within seconds of the last send."""
+
+    def test_every_record_of_each_burst_is_out_within_seconds_of_the_last_send(self):
+        import threading
+        from harness import Admin, engine_yaml
+        http_port, zmq_port = free_port(), free_port()
+        engine = self.start_engine(engine_yaml(BURST_PIPELINE.replace("PORT", str(zmq_port)),
+                                               "  heartbeat_interval_ms: 20\n").replace("HTTP", str(http_port)))
+        admin = Admin(engine, http_port)
+        admin.wait_ready(20)
+        path = "/api/v1/groups/default/pipelines/burst/status"
+        polling = threading.Event()
+
+        def poll():
+            while not polling.is_set():
+                admin.http("GET", path)
+
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        self.addCleanup(lambda: (polling.set(), poller.join(10)))
+        producer = Producer(f"tcp://127.0.0.1:{zmq_port}")
+        self.addCleanup(producer.close)
+        batch = [{"msg": "m", "level": 3, "i": i} for i in range(64)]
+        sent = 0
+        for burst in range(3):
+            for _ in range(40000 if burst == 0 else 5000):
+                producer.send(batch)
+            sent += (40000 if burst == 0 else 5000) * 64
+            out = lambda: admin.http("GET", path)[1]["totals"]["records_out"]
+            wait_until(lambda: out() >= sent, 5, f"all {sent} records of burst {burst} out (stuck at {out()})")
+            self.assertEqual(out(), sent)
+
+
 class DataPlane(EngineTest):
     def test_zmq_transform_filter_file_on_two_pinned_cores(self):
         port = free_port()
