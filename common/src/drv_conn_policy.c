@@ -21,6 +21,7 @@ struct drv_conn_t {
     clock_t_ clock;
     int64_t deadline_ms;     // mono, while on the client's clock
     bool cut;                // already shut down by us
+    size_t body;             // body bytes it holds (charged through it)
 };
 
 struct drv_conn_policy_t {
@@ -215,18 +216,69 @@ bool drv_conn_policy_body_fits(const drv_conn_policy_t *self, size_t bytes)
     return self->body_used + bytes <= self->limits.body_budget;
 }
 
-bool drv_conn_policy_take_body(drv_conn_policy_t *self, size_t bytes)
+#define RECLAIM_ADDRESSES 64 // told apart when the budget is full (the others hold little each)
+
+//  The budget is full and `asking` was refused: the address holding the
+//  most, if it is another and holds more than its share (the budget over
+//  the addresses holding any), loses its oldest connection that still owes
+//  us bytes. Its bytes come back when its owner closes it, so the refused
+//  sender's retry gets in: no address keeps the others out for long.
+static void s_reclaim(drv_conn_policy_t *self, const drv_conn_t *asking)
+{
+    struct {
+        const unsigned char *addr;
+        size_t held;
+    } seen[RECLAIM_ADDRESSES];
+    size_t addresses = 0, greediest = 0;
+    for (const drv_conn_t *c = self->head; c; c = c->next) {
+        if (c->body == 0) {
+            continue;
+        }
+        size_t i = 0;
+        while (i < addresses && memcmp(seen[i].addr, c->addr, 16) != 0) {
+            i++;
+        }
+        if (i == addresses) {
+            if (addresses == RECLAIM_ADDRESSES) {
+                continue;
+            }
+            seen[addresses++] = (typeof(seen[0])){c->addr, 0};
+        }
+        seen[i].held += c->body;
+        greediest = seen[i].held > seen[greediest].held ? i : greediest;
+    }
+    bool newcomer = asking && asking->body == 0;
+    if (addresses == 0 || (asking && memcmp(seen[greediest].addr, asking->addr, 16) == 0) ||
+        seen[greediest].held <= self->limits.body_budget / (addresses + newcomer)) {
+        return;
+    }
+    for (drv_conn_t *c = self->head; c; c = c->next) {
+        if (!c->cut && c->body > 0 && c->clock == CLOCK_CLIENT_REQUEST && !memcmp(c->addr, seen[greediest].addr, 16)) {
+            s_cut(self, c, "one address held more than its share of the body budget");
+            return;
+        }
+    }
+}
+
+bool drv_conn_policy_take_body(drv_conn_policy_t *self, drv_conn_t *conn, size_t bytes)
 {
     if (self->body_used + bytes > self->limits.body_budget) {
+        s_reclaim(self, conn);
         return false;
     }
     self->body_used += bytes;
+    if (conn) {
+        conn->body += bytes;
+    }
     return true;
 }
 
-void drv_conn_policy_give_body(drv_conn_policy_t *self, size_t bytes)
+void drv_conn_policy_give_body(drv_conn_policy_t *self, drv_conn_t *conn, size_t bytes)
 {
     self->body_used = bytes > self->body_used ? 0 : self->body_used - bytes;
+    if (conn) {
+        conn->body = bytes > conn->body ? 0 : conn->body - bytes;
+    }
 }
 
 size_t drv_conn_policy_body_used(const drv_conn_policy_t *self)

@@ -11,7 +11,7 @@
 void drv_http_upload_release(drv_http_upload_t *upload, drv_conn_policy_t *policy)
 {
     bool large = upload->cap >= TRIM_AFTER_BYTES;
-    drv_conn_policy_give_body(policy, upload->taken);
+    drv_conn_policy_give_body(policy, NULL, upload->taken);
     upload->taken = 0;
     free(upload->data);
     upload->data = NULL;
@@ -32,7 +32,7 @@ void drv_http_upload_add(drv_http_upload_t *upload, drv_conn_policy_t *policy, s
         drv_http_upload_release(upload, policy);
         return;
     }
-    if (!drv_conn_policy_take_body(policy, size)) {
+    if (!drv_conn_policy_take_body(policy, NULL, size)) {
         upload->over_budget = true;
         drv_http_upload_release(upload, policy);
         return;

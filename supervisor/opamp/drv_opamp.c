@@ -7,6 +7,7 @@
 #include "drover/drv_log.h"
 #include "drover/drv_secret.h"
 #include "drover/drv_time.h"
+#include "drv_pbcheck.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -270,11 +271,17 @@ static void s_done(drv_opamp_t *self, CURLcode result)
         s_failed(self, why, (int64_t)retry_after * 1000);
     } else {
         self->last_contact_ms = drv_time_wall_ms();
+        //  Checked before protobuf-c sees it, as every protobuf from outside
+        //  (docs/security.md): nesting and what its decode would allocate.
+        char bad[300] = "";
         Opamp__Proto__ServerToAgent *answer =
-            opamp__proto__server_to_agent__unpack(NULL, self->response_size, self->response);
+            drv_pbcheck(&opamp__proto__server_to_agent__descriptor, self->response, self->response_size, bad,
+                        sizeof bad) == 0
+                ? opamp__proto__server_to_agent__unpack(NULL, self->response_size, self->response)
+                : NULL;
         if (!answer) {
-            snprintf(why, sizeof why, "%s answered %zu bytes that are not a ServerToAgent message",
-                     url, self->response_size);
+            snprintf(why, sizeof why, "%s answered %zu bytes that are not a ServerToAgent message%s%s", url,
+                     self->response_size, *bad ? ", refused unread: " : "", bad);
             s_failed(self, why, 0);
         } else {
             s_answer(self, answer);

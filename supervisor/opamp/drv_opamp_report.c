@@ -7,6 +7,7 @@
 #include "drv_registry.h"
 #include "drv_status.h"
 
+#include "drover/drv_spec.h"
 #include "drover/drv_yaml.h"
 
 #include <stdlib.h>
@@ -125,7 +126,8 @@ static Opamp__Proto__ComponentHealth *s_component(drv_opamp_report_t *r, const j
     return h;
 }
 
-//  ---- the effective config: the running groups, as the config file writes them
+//  ---- the effective config: the declared groups (running or starting), as
+//  the config file writes them, redacted
 
 char *drv_opamp_effective_key(drv_engine_t *engine)
 {
@@ -134,7 +136,7 @@ char *drv_opamp_effective_key(drv_engine_t *engine)
     drv_pipeline_t **list = drv_registry_pipelines(engine, &count);
     for (size_t i = 0; key && i < count; i++) {
         drv_pipeline_t *p = list[i];
-        if (!p->running || !p->spec_hash) {
+        if (!p->spec || !p->spec_hash) {
             continue;
         }
         size_t need = strlen(p->key) + strlen(p->spec_hash) + 3;
@@ -163,7 +165,7 @@ char *drv_opamp_effective_text(drv_engine_t *engine)
     drv_pipeline_t **list = drv_registry_pipelines(engine, &count);
     for (size_t i = 0; i < count; i++) {
         drv_pipeline_t *p = list[i];
-        if (!p->running || !p->spec) {
+        if (!p->spec) {
             continue;
         }
         json_t *group = json_object_get(groups, p->group);
@@ -171,7 +173,9 @@ char *drv_opamp_effective_text(drv_engine_t *engine)
             group = json_pack("{s:{}}", "pipelines");
             json_object_set_new(groups, p->group, group);
         }
-        json_object_set(json_object_get(group, "pipelines"), p->name, p->spec);
+        //  Redacted as GET answers without a token: the server is not
+        //  trusted with exporter headers or URL passwords (docs/security.md).
+        json_object_set_new(json_object_get(group, "pipelines"), p->name, drv_spec_redact(p->spec));
     }
     free(list);
     json_t *doc = json_pack("{s:o}", "groups", groups);
@@ -247,9 +251,11 @@ drv_opamp_report_t *drv_opamp_report_build(drv_opamp_t *self, bool full)
     free(self->sending.health);
     free(self->sending.effective);
     self->sending = (drv_opamp_sent_t){0};
+    //  Once acknowledged, the description stays described: every report
+    //  after it says what the server has (it was forgotten every other poll).
+    self->sending.description = true;
     if (full || !self->sent.description) {
         msg->agent_description = s_description(r, self->uid);
-        self->sending.description = true;
     }
     char *health = drv_opamp_health_text(self->engine);
     if (health && (full || !self->sent.health || strcmp(health, self->sent.health) != 0)) {

@@ -36,8 +36,9 @@ def attributes(kvs):
     return {kv.key: kv.value.string_value for kv in kvs}
 
 
-@unittest.skipIf(WHY_NOT, WHY_NOT)
-class Opamp(EngineTest):
+class OpampBase(EngineTest):
+    """The engine and the OpAMP server the OpAMP tests share."""
+
     def setUp(self):
         self.server = OpampServer()
         self.addCleanup(self.server.close)
@@ -67,6 +68,10 @@ class Opamp(EngineTest):
     def health_reports(self):
         return [m for m in self.server.received() if m.HasField("health")]
 
+
+
+@unittest.skipIf(WHY_NOT, WHY_NOT)
+class Opamp(OpampBase):
     def test_the_first_report_is_whole_and_the_health_tree_follows_the_instances(self):
         self.start()
         self.put()

@@ -124,13 +124,13 @@ static void test_the_body_budget_holds_what_arrived(void **state)
     (void)state;
     drv_conn_policy_t *policy = drv_conn_policy_new(&limits, "test");
     assert_true(drv_conn_policy_body_fits(policy, 100));
-    assert_true(drv_conn_policy_take_body(policy, 60));
+    assert_true(drv_conn_policy_take_body(policy, NULL, 60));
     assert_false(drv_conn_policy_body_fits(policy, 41));
-    assert_false(drv_conn_policy_take_body(policy, 41));
-    assert_true(drv_conn_policy_take_body(policy, 40));
-    drv_conn_policy_give_body(policy, 60);
+    assert_false(drv_conn_policy_take_body(policy, NULL, 41));
+    assert_true(drv_conn_policy_take_body(policy, NULL, 40));
+    drv_conn_policy_give_body(policy, NULL, 60);
     assert_int_equal(drv_conn_policy_body_used(policy), 40);
-    drv_conn_policy_give_body(policy, 1000); // never below zero
+    drv_conn_policy_give_body(policy, NULL, 1000); // never below zero
     assert_int_equal(drv_conn_policy_body_used(policy), 0);
     drv_conn_policy_destroy(&policy);
     drv_conn_policy_destroy(&policy); // safe twice

@@ -93,10 +93,17 @@ void drv_grpc_call_submit(stream_t *s)
 
 static void s_drop_body(stream_t *s)
 {
-    drv_conn_policy_give_body(s->conn->server->policy, s->cap);
+    drv_conn_policy_give_body(s->conn->server->policy, s->conn->policy, s->cap);
     free(s->body);
     s->body = NULL;
     s->len = s->cap = 0;
+}
+
+void drv_grpc_call_overdue(stream_t *s)
+{
+    s_drop_body(s);
+    s->answered = true; // what it still sends is dropped
+    nghttp2_submit_rst_stream(s->conn->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
 }
 
 static void s_refuse(stream_t *s, int status, int64_t retry_ms, const char *why)
@@ -228,6 +235,7 @@ static int s_on_begin_headers(nghttp2_session *session, const nghttp2_frame *fra
     s->conn = c;
     s->id = frame->hd.stream_id;
     s->head_us = drv_time_mono_us();
+    c->progress_ms = s->head_us / 1000;
     s->path = -1;
     s->next = c->streams;
     if (c->streams) {
@@ -294,21 +302,22 @@ static int s_on_data(nghttp2_session *session, uint8_t flags, int32_t id, const 
         s_refuse(s, DRV_GRPC_RESOURCE_EXHAUSTED, 0, why);
         return 0;
     }
+    s->conn->progress_ms = drv_time_mono_ms(); // message bytes: the only progress that holds the deadline off
     if (s->len + len > s->cap) {
-        size_t cap = s->cap ? s->cap : 16384;
+        size_t cap = s->cap ? s->cap : FIRST_BODY_BYTES;
         while (cap < s->len + len) {
             cap *= 2;
         }
         cap = cap > limit ? limit : cap;
         //  Charged as bytes arrive (what a prefix declares reserves nothing).
-        if (!drv_conn_policy_take_body(self->policy, cap - s->cap)) {
+        if (!drv_conn_policy_take_body(self->policy, s->conn->policy, cap - s->cap)) {
             s_refuse(s, DRV_GRPC_RESOURCE_EXHAUSTED, RETRY_MS,
                      "too many messages in flight; retry");
             return 0;
         }
         uint8_t *body = realloc(s->body, cap);
         if (!body) {
-            drv_conn_policy_give_body(self->policy, cap - s->cap);
+            drv_conn_policy_give_body(self->policy, s->conn->policy, cap - s->cap);
             s_refuse(s, DRV_GRPC_UNAVAILABLE, RETRY_MS, "out of memory; retry");
             return 0;
         }

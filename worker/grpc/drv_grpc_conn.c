@@ -128,6 +128,9 @@ bool drv_grpc_conn_flush(conn_t *c)
 
 //  The clock the connection is on: the client owes a message (a call whose
 //  stream is open for reading), the engine holds calls, or it is idle.
+//  While the client owes a message, its deadline runs from the last
+//  progress (a call begun, message bytes): a PING or any other frame does
+//  not hold it off (docs/security.md).
 void drv_grpc_conn_clock(conn_t *c)
 {
     bool reading = false, held = false;
@@ -137,7 +140,7 @@ void drv_grpc_conn_clock(conn_t *c)
     }
     int64_t now = drv_time_mono_ms();
     if (reading) {
-        drv_conn_policy_request(c->server->policy, c->policy, now);
+        drv_conn_policy_request(c->server->policy, c->policy, c->progress_ms ? c->progress_ms : now);
     } else if (held) {
         drv_conn_policy_engine(c->server->policy, c->policy);
     } else {

@@ -27,6 +27,8 @@
 #define CONN_WINDOW (16 << 20) // the connection's
 #define NOTICE_MS 1000         // a drain's notice waits at most this for the PING's answer
 #define RETRY_MS 1000          // RetryInfo's delay under backpressure
+#define FIRST_BODY_BYTES 256   // a message's first allocation (charged): grown by doubling as bytes arrive
+#define STREAM_CHECK_MS 1000   // how often calls are checked against REQUEST_SECS
 #define READ_CHUNK 16384
 #define OUT_CHUNK 65536 // what nghttp2 queued is written in pieces of about this
 
@@ -70,6 +72,7 @@ struct conn_t {
     bool dead;      // freed at the end of the server's turn
     bool dirty;     // answers were submitted outside its own turn: flush
     stream_t *streams;
+    int64_t progress_ms; // mono: a call began or message bytes came (what a PING or SETTINGS is not)
     int64_t notice_ms; // a drain's notice went out at (0: none)
     bool goaway;       // the final GOAWAY went out
     int32_t last_id;   // the last stream it names: later ones are refused
@@ -78,6 +81,7 @@ struct conn_t {
 
 struct drv_grpc_server_t {
     drv_grpc_config_t config;
+    int64_t next_stream_check_ms; // mono: calls past REQUEST_SECS are reset then
     int epoll_fd;
     int listen_fd; // -1 once draining
     SSL_CTX *tls;
@@ -112,6 +116,8 @@ void drv_grpc_conn_free(conn_t *c);
 void drv_grpc_call_callbacks(nghttp2_session_callbacks *callbacks);
 //  Submits the call's answer (reply, or the HTTP refusal in http_status).
 void drv_grpc_call_submit(stream_t *s);
+//  A call whose message did not come whole in time: reset (CANCEL), its bytes given back.
+void drv_grpc_call_overdue(stream_t *s);
 void drv_grpc_call_free(stream_t *s);
 
 #endif

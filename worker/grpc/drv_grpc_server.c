@@ -34,6 +34,21 @@ static void s_reap(drv_grpc_server_t *self)
     }
 }
 
+//  A call whose message is not whole REQUEST_SECS after it began is reset
+//  (CANCEL) and its bytes given back, whatever else its connection does:
+//  a connection kept busy by one call cannot keep its other calls' bytes.
+static void s_reset_overdue(drv_grpc_server_t *self, int64_t now_ms)
+{
+    for (conn_t *c = self->conns; c; c = c->next) {
+        for (stream_t *s = c->streams; s; s = s->next) {
+            if (!s->answered && !s->holding && now_ms - s->head_us / 1000 >= REQUEST_SECS * 1000) {
+                drv_grpc_call_overdue(s);
+                c->dirty = true;
+            }
+        }
+    }
+}
+
 static void s_accept(drv_grpc_server_t *self)
 {
     for (int i = 0; i < 64 && self->listen_fd >= 0; i++) {
@@ -114,6 +129,10 @@ int64_t drv_grpc_server_timeout_ms(drv_grpc_server_t *self)
 {
     int64_t now = drv_time_mono_ms();
     int64_t next = drv_conn_policy_expire(self->policy, now);
+    if (self->conns) {
+        int64_t check = self->next_stream_check_ms > now ? self->next_stream_check_ms - now : 0;
+        next = next < 0 || check < next ? check : next;
+    }
     for (conn_t *c = self->conns; c; c = c->next) {
         if (c->notice_ms && !c->goaway) {
             int64_t due = c->notice_ms + NOTICE_MS - now;
@@ -141,6 +160,10 @@ void drv_grpc_server_run(drv_grpc_server_t *self)
     }
     int64_t now = drv_time_mono_ms();
     drv_conn_policy_expire(self->policy, now);
+    if (now >= self->next_stream_check_ms) {
+        s_reset_overdue(self, now);
+        self->next_stream_check_ms = now + STREAM_CHECK_MS;
+    }
     for (conn_t *c = self->conns; c; c = c->next) {
         if (c->notice_ms && !c->goaway && now - c->notice_ms >= NOTICE_MS) {
             drv_grpc_conn_goaway(c); // no answer to the PING in time: the final GOAWAY goes anyway

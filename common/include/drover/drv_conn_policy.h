@@ -16,7 +16,8 @@
       gets in: it displaces a stalled client or a stream instead of
       queueing behind them.
     - Request bodies are charged to one budget as their bytes arrive (never
-      from what a header declares).
+      from what a header declares); when it is full, an address holding
+      more than its share loses its oldest connection still sending.
 
     Single-threaded and passive: the owner calls it from its loop, asks it
     when the next deadline is, and lets it cut overdue connections; cutting
@@ -63,12 +64,16 @@ bool drv_conn_policy_was_cut(const drv_conn_t *conn);
 //  deadline (-1: none). Cheap when nothing is due.
 int64_t drv_conn_policy_expire(drv_conn_policy_t *self, int64_t now_ms);
 
-//  Body bytes, charged as they arrive: false when the budget cannot hold more.
-//  True when a body of this size would fit in what is left now (a
-//  declared length is judged with this, never reserved).
+//  Body bytes, charged as they arrive, through the connection they came on
+//  (NULL: not told apart): false when the budget cannot hold more. A refusal
+//  while another address holds more than its share of the budget (the
+//  budget over the addresses holding any) cuts that address's oldest
+//  connection still sending, so that its bytes come back for the refused
+//  sender's retry. True from body_fits when a body of this size would fit in
+//  what is left now (a declared length is judged with this, never reserved).
 bool drv_conn_policy_body_fits(const drv_conn_policy_t *self, size_t bytes);
-bool drv_conn_policy_take_body(drv_conn_policy_t *self, size_t bytes);
-void drv_conn_policy_give_body(drv_conn_policy_t *self, size_t bytes);
+bool drv_conn_policy_take_body(drv_conn_policy_t *self, drv_conn_t *conn, size_t bytes);
+void drv_conn_policy_give_body(drv_conn_policy_t *self, drv_conn_t *conn, size_t bytes);
 size_t drv_conn_policy_body_used(const drv_conn_policy_t *self);
 
 //  Connections cut so far (deadline or eviction), and open now.

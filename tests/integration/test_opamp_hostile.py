@@ -1,0 +1,60 @@
+"""What an OpAMP server, or someone posing as one, cannot make droverd do
+(docs/security.md, "OpAMP"): decode an answer into far more memory than
+its bytes, learn the secrets in the specs, or get AgentDescription sent
+over and over; and what droverd reports from its first message on."""
+
+import os
+import unittest
+
+import yaml
+
+from harness import engine_yaml, free_port, wait_until
+from hostile import SANITIZED, rss_kb
+from test_opamp import WHY_NOT, OpampBase
+
+
+@unittest.skipIf(WHY_NOT, WHY_NOT)
+class OpampHostile(OpampBase):
+    def test_an_answer_that_would_decode_to_far_more_than_its_bytes_is_refused_unread(self):
+        def varint(n):
+            out = b""
+            while n >= 0x80:
+                out, n = out + bytes([n & 0x7f | 0x80]), n >> 7
+            return out + bytes([n])
+        entries = b"\x0a\x00" * (4 << 20)  # 4 Mi empty config_map entries: 8 MiB that protobuf-c makes ~250 MB of
+        remote = b"\x0a" + varint(len(entries)) + entries
+        self.server.script = [b"\x1a" + varint(len(remote)) + remote]
+        self.start(poll=1)
+        self.engine.wait_log(r"not a ServerToAgent message, refused unread: ", 20)
+        if not SANITIZED:  # ASan keeps what is freed: RSS says nothing there
+            self.assertLess(rss_kb(self.engine.pid), 100 << 10, "droverd decoded the bloated answer")
+        wait_until(lambda: self.admin.http("GET", "/api/v1/opamp")[1]["state"] == "connected", 10, "connected again")
+
+    def test_declared_pipelines_are_reported_from_the_first_message_redacted_and_described_once(self):
+        backend = free_port()  # nobody listens: the pipeline need not deliver for this
+        pipelines = f"""
+      shipped:
+        nodes:
+          gen: {{type: "receiver:generator", config: {{rate: 1, record: {{msg: tick}}}}, to: [out]}}
+          out: {{type: "exporter:http", config: {{endpoint: "http://ops:hunter2@127.0.0.1:{backend}/in",
+                 headers: {{Authorization: "Bearer s3cr3t-t0ken"}}}}}}
+"""
+        self.uid_file = os.path.join(self.engine_dir_hint(), "opamp-uid")
+        self.http_port = free_port()
+        extra = (f"  opamp:\n    endpoint: {self.server.url}\n    poll_interval_secs: 1\n"
+                 f"    instance_uid_file: {self.uid_file}\n")
+        self.start_engine(engine_yaml(pipelines, extra).replace("HTTP", str(self.http_port)))
+        wait_until(lambda: len(self.server.received()) >= 6, 30, "six reports")
+        reports = self.server.received()
+        first = yaml.safe_load(reports[0].effective_config.config_map.config_map["drover.yaml"].body)
+        self.assertEqual(list(first["groups"]["default"]["pipelines"]), ["shipped"], "declared, reported at once")
+        for m in reports:
+            wire = m.SerializeToString()
+            self.assertNotIn(b"hunter2", wire)
+            self.assertNotIn(b"s3cr3t-t0ken", wire)
+        self.assertEqual(sum(m.HasField("agent_description") for m in reports), 1,
+                         [m.HasField("agent_description") for m in reports])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
