@@ -57,7 +57,7 @@ void drv_config_unknown_keys(json_t *obj, const char *allowed, const char *prefi
         snprintf(padded, sizeof padded, " %s ", allowed);
         if (!strstr(padded, word)) {
             char path[300];
-            snprintf(path, sizeof path, "%s.%s", prefix, key);
+            snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
             drv_problems_add(problems, path, "unknown key \"%s\" (allowed: %s)", key, allowed);
         }
     }
@@ -426,10 +426,17 @@ json_t *drv_config_groups_parse(const drv_config_t *config, const char *text, si
         json_decref(doc);
         return NULL;
     }
+    //  Only groups: engine settings are the local file's, and a key nobody
+    //  reads (a typo) fails the whole document rather than being ignored.
+    size_t before = drv_problems_count(problems);
+    if (json_object_get(doc, "engine")) {
+        drv_problems_add(problems, "engine", "engine settings are not taken from here, only groups: "
+                                             "they stay the local config file's");
+        json_object_del(doc, "engine");
+    }
     drv_config_unknown_keys(doc, "groups", "", problems);
     drv_config_t judged = *config; // the running engine's settings, its groups left alone
     judged.groups = NULL;
-    size_t before = drv_problems_count(problems);
     s_groups(&judged, json_object_get(doc, "groups"), cpus, problems);
     json_decref(doc);
     if (drv_problems_count(problems) > before) {

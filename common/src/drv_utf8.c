@@ -5,6 +5,9 @@
     (F4 90.., F5..FF). */
 #include "drover/drv_utf8.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,4 +98,33 @@ char *drv_utf8_sanitize(const char *s, size_t len)
     }
     out[o] = 0;
     return out;
+}
+
+size_t drv_utf8_snprintf(char *buf, size_t size, const char *fmt, ...)
+{
+    if (size == 0) {
+        return 0;
+    }
+    va_list args;
+    va_start(args, fmt);
+    int wanted = vsnprintf(buf, size, fmt, args);
+    va_end(args);
+    size_t len = strlen(buf);
+    if (wanted < 0 || (size_t)wanted < size) {
+        return len;
+    }
+    //  Cut short: drop a last character the cut split (at most 3 bytes of it).
+    size_t start = len;
+    while (start > 0 && len - start < 4 && ((unsigned char)buf[start - 1] & 0xC0) == 0x80) {
+        start--;
+    }
+    if (start > 0 && ((unsigned char)buf[start - 1] & 0x80)) {
+        size_t bad;
+        start--;
+        if (drv_utf8_seq((const unsigned char *)buf + start, len - start, &bad) != len - start) {
+            buf[start] = 0;
+            len = start;
+        }
+    }
+    return len;
 }

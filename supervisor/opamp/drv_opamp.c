@@ -7,6 +7,7 @@
 #include "drover/drv_log.h"
 #include "drover/drv_secret.h"
 #include "drover/drv_time.h"
+#include "drover/drv_utf8.h"
 #include "drv_pbcheck.h"
 
 #include <errno.h>
@@ -135,7 +136,7 @@ static void s_failed(drv_opamp_t *self, const char *why, int64_t retry_ms)
     if (strcmp(self->state, "failing") != 0 || strcmp(self->last_error, why) != 0) {
         drv_warn("opamp: %s", why); // logged when it starts failing, or fails differently
     }
-    snprintf(self->last_error, sizeof self->last_error, "%s", why);
+    drv_utf8_snprintf(self->last_error, sizeof self->last_error, "%s", why);
     self->state = "failing";
     self->full = true; // the server may have lost us: tell it everything once it answers
     self->backoff_ms = self->backoff_ms ? self->backoff_ms * 2 : DRV_OPAMP_BACKOFF_MIN_MS;
@@ -205,11 +206,14 @@ static void s_answer(drv_opamp_t *self, Opamp__Proto__ServerToAgent *answer)
     if (answer->error_response) {
         Opamp__Proto__ServerErrorResponse *e = answer->error_response;
         char why[600];
-        snprintf(why, sizeof why, "the server refused the report (%s): %.400s",
-                 e->type == 1   ? "BadRequest"
-                 : e->type == 2 ? "Unavailable"
-                                : "Unknown",
-                 e->error_message ? e->error_message : "");
+        char *message = drv_utf8_sanitize(e->error_message ? e->error_message : "",
+                                          e->error_message ? strlen(e->error_message) : 0);
+        drv_utf8_snprintf(why, sizeof why, "the server refused the report (%s): %s",
+                          e->type == 1   ? "BadRequest"
+                          : e->type == 2 ? "Unavailable"
+                                         : "Unknown",
+                          message ? message : "");
+        free(message);
         int64_t retry =
             e->details_case == OPAMP__PROTO__SERVER_ERROR_RESPONSE__DETAILS_RETRY_INFO &&
                     e->retry_info

@@ -15,6 +15,7 @@
 
 #include "drover/drv_config.h"
 #include "drover/drv_log.h"
+#include "drover/drv_utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ static const char *const s_names[] = {"UNSET", "APPLIED", "APPLYING", "FAILED"};
 static void s_status(drv_opamp_t *self, int status, const char *error)
 {
     self->remote.status = status;
-    snprintf(self->remote.error, sizeof self->remote.error, "%s", error ? error : "");
+    drv_utf8_snprintf(self->remote.error, sizeof self->remote.error, "%s", error ? error : "");
     self->remote.version++;
     json_decref(self->engine->opamp_saved);
     self->engine->opamp_saved =
@@ -47,7 +48,7 @@ static void s_add(char *error, size_t size, const char *text)
 {
     size_t at = strlen(error);
     if (at + 3 < size) {
-        snprintf(error + at, size - at, "%s%s", at ? "; " : "", text);
+        drv_utf8_snprintf(error + at, size - at, "%s%s", at ? "; " : "", text);
     }
 }
 
@@ -59,14 +60,14 @@ void drv_opamp_remote_restore(drv_opamp_t *self)
     if (!hash || !status) {
         return;
     }
-    snprintf(self->remote.hash, sizeof self->remote.hash, "%s", hash);
+    drv_utf8_snprintf(self->remote.hash, sizeof self->remote.hash, "%s", hash);
     for (int i = 1; i < 4; i++) {
         if (!strcmp(status, s_names[i])) {
             self->remote.status = i;
         }
     }
-    snprintf(self->remote.error, sizeof self->remote.error, "%s",
-             json_string_value(json_object_get(saved, "error")) ?: "");
+    drv_utf8_snprintf(self->remote.error, sizeof self->remote.error, "%s",
+                      json_string_value(json_object_get(saved, "error")) ?: "");
     if (self->remote.status == DRV_OPAMP_APPLYING) {
         //  droverd stopped while its rollouts ran: they were rolled back at start.
         s_status(self, DRV_OPAMP_FAILED,
@@ -94,7 +95,7 @@ static void s_hash(const Opamp__Proto__AgentRemoteConfig *config, const Protobuf
     for (size_t i = 0; body && i < body->len; i++) {
         h = (h ^ body->data[i]) * 1099511628211ULL;
     }
-    snprintf(out, outlen, "body-%016llx", (unsigned long long)h);
+    drv_utf8_snprintf(out, outlen, "body-%016llx", (unsigned long long)h);
 }
 
 void drv_opamp_remote_offer(drv_opamp_t *self, const Opamp__Proto__AgentRemoteConfig *config)
@@ -113,12 +114,12 @@ void drv_opamp_remote_offer(drv_opamp_t *self, const Opamp__Proto__AgentRemoteCo
     if (!strcmp(hash, self->remote.hash)) {
         return; // this one was applied (or refused) already: never twice
     }
-    snprintf(self->remote.hash, sizeof self->remote.hash, "%s", hash);
+    drv_utf8_snprintf(self->remote.hash, sizeof self->remote.hash, "%s", hash);
     json_decref(self->remote.tracking);
     self->remote.tracking = NULL;
     char error[sizeof self->remote.error] = "";
     if (!file) {
-        snprintf(error, sizeof error, "the remote config has no drover.yaml entry (it has: %s)",
+        drv_utf8_snprintf(error, sizeof error, "the remote config has no drover.yaml entry (it has: %s)",
                  names[0] ? names : "nothing");
         s_status(self, DRV_OPAMP_FAILED, error);
         return;
@@ -128,12 +129,12 @@ void drv_opamp_remote_offer(drv_opamp_t *self, const Opamp__Proto__AgentRemoteCo
                                              file->body.len, &self->engine->cpus, problems);
     if (!groups) {
         size_t count = drv_problems_count(problems);
-        snprintf(error, sizeof error,
+        drv_utf8_snprintf(error, sizeof error,
                  "drover.yaml is not valid (%zu problem%s), nothing was changed", count,
                  count == 1 ? "" : "s");
         for (size_t i = 0; i < count && i < 20; i++) {
             char line[600];
-            snprintf(line, sizeof line, "%s: %s",
+            drv_utf8_snprintf(line, sizeof line, "%s: %s",
                      drv_problems_path(problems, i)[0] ? drv_problems_path(problems, i)
                                                        : "(document)",
                      drv_problems_message(problems, i));
@@ -152,7 +153,7 @@ void drv_opamp_remote_offer(drv_opamp_t *self, const Opamp__Proto__AgentRemoteCo
     json_array_foreach(json_object_get(result, "skipped"), i, skip)
     {
         char line[600];
-        snprintf(line, sizeof line, "%s:%s not applied: %s",
+        drv_utf8_snprintf(line, sizeof line, "%s:%s not applied: %s",
                  json_string_value(json_object_get(skip, "group")),
                  json_string_value(json_object_get(skip, "pipeline")),
                  json_string_value(json_object_get(skip, "reason")));
@@ -170,7 +171,7 @@ void drv_opamp_remote_tick(drv_opamp_t *self)
         return; // the server hears APPLYING first, however soon the rollouts end
     }
     char error[sizeof self->remote.error];
-    snprintf(error, sizeof error, "%s", self->remote.skipped);
+    drv_utf8_snprintf(error, sizeof error, "%s", self->remote.skipped);
     size_t i;
     json_t *entry;
     json_array_foreach(self->remote.tracking, i, entry)
@@ -188,7 +189,7 @@ void drv_opamp_remote_tick(drv_opamp_t *self)
         }
         if (rollout && drv_rollout_state(rollout) != DRV_RO_SUCCEEDED) {
             char line[800];
-            snprintf(line, sizeof line, "%s:%s: %s failed: %s", group, name, id,
+            drv_utf8_snprintf(line, sizeof line, "%s:%s: %s failed: %s", group, name, id,
                      drv_rollout_failure(rollout));
             s_add(error, sizeof error, line);
         }

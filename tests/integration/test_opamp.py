@@ -69,6 +69,20 @@ class OpampBase(EngineTest):
         return [m for m in self.server.received() if m.HasField("health")]
 
 
+    def offer(self, text, config_hash):
+        """A scripted answer carrying a remote config whose drover.yaml is text."""
+        def fill(answer):
+            f = answer.remote_config.config.config_map["drover.yaml"]
+            f.body, f.content_type = text.encode(), "text/yaml"
+            answer.remote_config.config_hash = config_hash
+        return fill
+
+    def statuses(self):
+        names = {1: "APPLIED", 2: "APPLYING", 3: "FAILED"}
+        return [(m.remote_config_status.last_remote_config_hash, names.get(m.remote_config_status.status),
+                 m.remote_config_status.error_message)
+                for m in self.server.received() if m.HasField("remote_config_status")]
+
 
 @unittest.skipIf(WHY_NOT, WHY_NOT)
 class Opamp(OpampBase):
@@ -206,20 +220,6 @@ class Opamp(OpampBase):
         self.assertTrue(self.server.received()[-1].HasField("agent_description"), "a full report after failures")
 
     # ------------------------------------------------------------ remote config
-
-    def offer(self, text, config_hash):
-        """A scripted answer carrying a remote config whose drover.yaml is text."""
-        def fill(answer):
-            f = answer.remote_config.config.config_map["drover.yaml"]
-            f.body, f.content_type = text.encode(), "text/yaml"
-            answer.remote_config.config_hash = config_hash
-        return fill
-
-    def statuses(self):
-        names = {1: "APPLIED", 2: "APPLYING", 3: "FAILED"}
-        return [(m.remote_config_status.last_remote_config_hash, names.get(m.remote_config_status.status),
-                 m.remote_config_status.error_message)
-                for m in self.server.received() if m.HasField("remote_config_status")]
 
     def remote(self, cores=1, tag="v1", script=None):
         spec = {"cores": {"count": cores}, "nodes": {

@@ -56,5 +56,28 @@ class OpampHostile(OpampBase):
                          [m.HasField("agent_description") for m in reports])
 
 
+    def test_a_remote_config_with_keys_nobody_reads_fails_naming_them(self):
+        self.start(poll=1)
+        self.server.script = [self.offer("engine: {run_dir: /tmp/elsewhere}\ngrups: {}\ngroups: {}\n", b"k1")]
+        failed = wait_until(lambda: [s for s in self.statuses() if s[1] == "FAILED"], 20, "FAILED")
+        self.assertIn("engine: engine settings are not taken from here", failed[-1][2])
+        self.assertIn('grups: unknown key "grups"', failed[-1][2])
+
+    def test_texts_are_cut_between_characters_never_inside_one(self):
+        self.start(poll=1)
+        key = "ключ" * 700  # 5,600 bytes of two-byte characters, past every bound a message has
+        text = ("groups:\n  default:\n    pipelines:\n      p:\n        nodes:\n"
+                "          gen:\n            type: receiver:generator\n            to: [out]\n"
+                f"            config:\n              ? {key}\n              : 1\n"  # explicit: YAML caps implicit keys at 1024
+                "          out: {type: \"exporter:null\"}\n")
+        self.server.script = [self.offer(text, b"k2")]
+        failed = wait_until(lambda: [s for s in self.statuses() if s[1] == "FAILED"], 20,
+                            "FAILED, reported in a message the server could parse")
+        self.assertIn("ключ", failed[-1][2])
+        status, body, _ = self.admin.http("GET", "/api/v1/opamp")
+        self.assertEqual(status, 200)
+        self.assertIn("ключ", body["remote_config"]["error"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -51,11 +51,29 @@ static void test_sanitize_replaces_each_ill_formed_subpart_once(void **state)
     free(out);
 }
 
+static void test_bounded_texts_are_cut_between_characters(void **state)
+{
+    (void)state;
+    char buf[6];
+    //  "aé€" is 1 + 2 + 3 bytes: a 6-byte buffer holds 5, which splits the euro sign.
+    assert_int_equal(drv_utf8_snprintf(buf, sizeof buf, "%s", "a\xc3\xa9\xe2\x82\xac"), 3);
+    assert_string_equal(buf, "a\xc3\xa9");
+    assert_int_equal(drv_utf8_snprintf(buf, 3, "%s", "a\xc3\xa9"), 1); // the 2-byte one cut after its lead
+    assert_string_equal(buf, "a");
+    assert_int_equal(drv_utf8_snprintf(buf, sizeof buf, "%s", "abcdefgh"), 5); // ASCII: cut anywhere
+    assert_int_equal(drv_utf8_snprintf(buf, 4, "%s", "\xf0\x9f\x98\x80"), 0); // 3 of its 4 bytes: none
+    assert_string_equal(buf, "");
+    assert_int_equal(drv_utf8_snprintf(buf, sizeof buf, "%s", "\xf0\x9f\x98\x80!!"), 5); // the 4 whole, then "!"
+    assert_string_equal(buf, "\xf0\x9f\x98\x80!");
+    assert_int_equal(drv_utf8_snprintf(buf, sizeof buf, "%d", 42), 2); // not cut: untouched
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_and_invalid_sequences),
         cmocka_unit_test(test_sanitize_replaces_each_ill_formed_subpart_once),
+        cmocka_unit_test(test_bounded_texts_are_cut_between_characters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,4 +21,10 @@ bool drv_utf8_valid(const char *s, size_t len, bool allow_nul);
 //  Caller frees. NULL only when out of memory.
 char *drv_utf8_sanitize(const char *s, size_t len);
 
+//  snprintf for texts that are bounded: when the text does not fit, it is
+//  cut at the last whole character that fits, never inside one (a cut
+//  character makes the whole text unreadable to a strict UTF-8 reader:
+//  JSON, protobuf strings). Returns the length written.
+__attribute__((format(printf, 3, 4))) size_t drv_utf8_snprintf(char *buf, size_t size, const char *fmt, ...);
+
 #endif
