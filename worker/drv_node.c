@@ -6,6 +6,7 @@
 #include "nodes/drv_node.h"
 
 #include "drover/drv_log.h"
+#include "drover/drv_utf8.h"
 #include "drover/drv_mpjson.h"
 #include "drover/drv_time.h"
 
@@ -109,10 +110,14 @@ void drv_node_export_warn(drv_node_t *node, size_t n, const char *what)
         node->failing_since_ms = now;
     }
     node->last_failure_ms = now;
-    snprintf(node->last_error, sizeof node->last_error, "%s", what);
+    //  Kept whatever the backend answered: bytes that are not UTF-8 escaped,
+    //  cut between characters (the heartbeat carries it as JSON text).
+    char *escaped = drv_utf8_escape(what, strlen(what));
+    drv_utf8_snprintf(node->last_error, sizeof node->last_error, "%s", escaped ? escaped : "(out of memory)");
+    free(escaped);
     if (now - node->last_warn_ms >= 5000) {
         node->last_warn_ms = now;
-        drv_warn("export failed node=%s records=%zu reason=\"%s\"", node->id, n, what);
+        drv_warn("export failed node=%s records=%zu reason=\"%s\"", node->id, n, node->last_error);
     }
 }
 

@@ -128,3 +128,25 @@ size_t drv_utf8_snprintf(char *buf, size_t size, const char *fmt, ...)
     }
     return len;
 }
+
+char *drv_utf8_escape(const char *s, size_t len)
+{
+    char *out = malloc(4 * len + 1), *at = out;
+    if (!out) {
+        return NULL;
+    }
+    for (size_t i = 0; i < len;) {
+        size_t bad = 0, n = s[i] ? drv_utf8_seq((const unsigned char *)s + i, len - i, &bad) : 0;
+        if (n > 0) {
+            memcpy(at, s + i, n);
+            at += n;
+            i += n;
+            continue;
+        }
+        for (size_t k = 0; k < (bad ? bad : 1); k++, i++) {
+            at += sprintf(at, "\\x%02x", (unsigned char)s[i]);
+        }
+    }
+    *at = 0;
+    return out;
+}

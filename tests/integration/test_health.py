@@ -110,6 +110,20 @@ class Health(EngineTest):
                       'generation="1"} 20', metrics)
         self.assertEqual(self.status("idle")["phase"], "running")
 
+    def test_a_backend_answer_that_is_not_utf8_is_kept_escaped(self):
+        with self.capture.lock:
+            self.capture.plan = [(400, {}, b"bad \xff\xfe request \xc3")]
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:generator", "config": {"rate": 0, "count": 20, "record": {"m": "x"}},
+                   "to": ["out"]},
+            "out": {"type": "exporter:http", "config": {"endpoint": self.capture.url("/in"),
+                                                         "batch": {"max_records": 100, "max_delay_ms": 20}}}}}}
+        self.assertEqual(self.admin.http("PUT", f"{PIPE}/latin", body=spec)[0], 200)
+        node = wait_until(lambda: (lambda n: n if n and n.get("records_dropped") == 20 else None)(
+            (self.status("latin")["instances"][0]["nodes"] or {}).get("out")), 10 * SLOW, "the batch refused")
+        self.assertIn("answered 400: bad \\xff\\xfe request \\xc3", node["last_error"])
+        self.assertEqual(node["backlog_records"], 0)  # the fields after it still in their places
+
     def test_a_failed_create_says_why_in_every_condition(self):
         taken = socket.socket()
         self.addCleanup(taken.close)

@@ -21,6 +21,12 @@ bool drv_utf8_valid(const char *s, size_t len, bool allow_nul);
 //  Caller frees. NULL only when out of memory.
 char *drv_utf8_sanitize(const char *s, size_t len);
 
+//  A NUL-terminated copy with every byte of an ill-formed subpart (and
+//  every NUL) written as \xNN, and backslashes as they are: for texts kept
+//  to be read by people (a backend's answer), where the bytes matter.
+//  Caller frees. NULL only when out of memory.
+char *drv_utf8_escape(const char *s, size_t len);
+
 //  snprintf for texts that are bounded: when the text does not fit, it is
 //  cut at the last whole character that fits, never inside one (a cut
 //  character makes the whole text unreadable to a strict UTF-8 reader:
