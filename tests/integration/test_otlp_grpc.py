@@ -78,8 +78,9 @@ def h2_exchange(port, frames, timeout=5, source=None):
     return got
 
 
-@unittest.skipIf(WHY_NOT, WHY_NOT)
-class OtlpGrpc(EngineTest):
+class OtlpGrpcBase(EngineTest):
+    """An admin engine and a pipeline with receiver:otlp on both transports."""
+
     def setUp(self):
         self.start_admin_engine()
         self.out = self.engine.out_dir
@@ -114,6 +115,10 @@ class OtlpGrpc(EngineTest):
         call = channel.unary_unary(grpc_otlp.METHODS[signal], request_serializer=None,
                                    response_deserializer=grpc_otlp.response_class(signal).FromString)
         return call(data, timeout=10, **kw)
+
+
+@unittest.skipIf(WHY_NOT, WHY_NOT)
+class OtlpGrpc(OtlpGrpcBase):
 
     def test_the_same_request_over_grpc_and_http_makes_the_same_records(self):
         self.put()
@@ -227,7 +232,8 @@ class OtlpGrpc(EngineTest):
         status, headers, _ = self.h2_call(b"", {f"x-big-{i}": "b" * 4000 for i in range(8)})
         self.assertEqual(status, 431)
         # An HPACK bomb: a 4000-byte header put in the dynamic table, then
-        # named again 20,000 times by one byte each (80 MB once decoded).
+        # named again 20,000 times by one byte each (80 MB once decoded): past
+        # 64 KiB decoded the connection ends (test_grpc_hostile measures it).
         value = b"b" * 4000
         block = (b"\x83\x86" + b"\x04" + hpack_string(grpc_otlp.METHODS["logs"].encode())  # POST, http, :path
                  + b"\x01" + hpack_string(b"x")  # :authority
@@ -235,8 +241,8 @@ class OtlpGrpc(EngineTest):
         chunks = [block[i:i + 16384] for i in range(0, len(block), 16384)]
         frames = h2_exchange(self.grpc_port, [h2_frame(9 if i else 1, (0 if i else 1) | (4 if i == len(chunks) - 1 else 0),
                                                        1, chunk) for i, chunk in enumerate(chunks)])
-        (answer,) = [p for t, f, sid, p in frames if sid == 1 and t == 1]  # HEADERS, ending the stream
-        self.assertIn(b"\x03431", answer, "answered 431 (':status' with a literal value: not Huffman-coded)")
+        (goaway,) = [p for t, f, sid, p in frames if t == 7]  # the connection ends, decoding stops there
+        self.assertEqual(int.from_bytes(goaway[4:8], "big"), 11)  # ENHANCE_YOUR_CALM
         # Garbage instead of HTTP/2 frames after the preface: a GOAWAY, then the end.
         frames = h2_exchange(self.grpc_port, [b"\xff" * 64])
         self.assertIn(7, [t for t, _, _, _ in frames])
@@ -367,59 +373,6 @@ class OtlpGrpc(EngineTest):
                         resets[int.from_bytes(data[5:9], "big")] = int.from_bytes(data[9:13], "big")
                     data = data[9 + n:]
         self.assertEqual(resets, {201: 7})  # REFUSED_STREAM: the client may send it again, nothing was taken
-
-    def grpc_call_from(self, source, message):
-        """One logs Export with a whole message over a raw HTTP/2 connection
-        from the source address: its grpc-status as our trailers carry it
-        (the value not Huffman-coded), or None."""
-        head = (b"\x83\x86\x04" + hpack_string(grpc_otlp.METHODS["logs"].encode()) + b"\x01" + hpack_string(b"x")
-                + b"\x0f\x10" + hpack_string(b"application/grpc"))
-        body = b"\x00" + len(message).to_bytes(4, "big") + message
-        frames = h2_exchange(self.grpc_port, [h2_frame(1, 0x4, 1, head), h2_frame(0, 0x1, 1, body)], source=source)
-        name = b"\x88\x9a\xca\xc8\xb2\x12\x34\xda\x8f"  # "grpc-status", Huffman-coded as nghttp2 sends it
-        for type_, flags, sid, payload in frames:
-            if type_ == 1 and sid == 1 and flags & 1 and name in payload:
-                at = payload.index(name) + len(name)
-                return int(payload[at + 1:at + 1 + (payload[at] & 0x7f)])
-        return None
-
-    def hog(self, source, connections, streams, body_bytes):
-        """connections from source, each with streams calls that declare a
-        4 MiB message and send body_bytes of it, never the rest."""
-        head = (b"\x83\x86\x04" + hpack_string(grpc_otlp.METHODS["logs"].encode()) + b"\x01" + hpack_string(b"x")
-                + b"\x0f\x10" + hpack_string(b"application/grpc"))
-        socks = []
-        for _ in range(connections):
-            s = socket.create_connection(("127.0.0.1", self.grpc_port), timeout=5, source_address=(source, 0))
-            self.addCleanup(s.close)
-            frames = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", h2_frame(4, 0, 0, b"")]
-            for sid in range(1, 2 * streams, 2):
-                frames.append(h2_frame(1, 0x4, sid, head))
-                frames.append(h2_frame(0, 0, sid, (b"\x00" + (4 << 20).to_bytes(4, "big") + b"x" * 16384)[:body_bytes]))
-            s.sendall(b"".join(frames))
-            socks.append(s)
-        return socks
-
-    def test_calls_that_send_one_byte_hold_next_to_nothing(self):
-        self.put(signals=["logs"])
-        message = grpc_otlp.log_request("fair", 1).SerializeToString()
-        self.hog("127.0.0.1", 45, 100, 1)  # as the review found it: 45 connections x 100 calls x 1 byte
-        self.assertEqual(self.grpc_call_from("127.0.0.2", message), 0, "a sender from another address refused")
-        self.assertEqual(self.grpc_call_from("127.0.0.1", message), 0, "even one from the same address")
-
-    def test_one_address_cannot_keep_others_out_of_the_body_budget(self):
-        self.put(signals=["logs"])
-        message = grpc_otlp.log_request("fair", 1).SerializeToString()
-        self.hog("127.0.0.4", 45, 100, 16384)  # 45 x 100 x 16 KiB: past the 64 MiB budget
-        wait_until(lambda: self.grpc_call_from("127.0.0.4", message) == 8, 10,
-                   "the budget full: the hogging address itself refused", interval=0.2)
-        statuses = []
-
-        def admitted():
-            statuses.append(self.grpc_call_from("127.0.0.3", message))
-            return statuses[-1] == 0
-        wait_until(admitted, 10, "a sender from another address admitted", interval=0.5)
-        self.assertLessEqual(len(statuses), 4, statuses)  # refused at most a few times, as RetryInfo says to retry
 
     def test_route_lua_filter_and_transform_work_on_metric_records(self):
         lua = "function process(r) if r.value then r.value = r.value * 2 end r.name = 'scaled.' .. r.name return r end"

@@ -218,6 +218,7 @@ static void s_call(stream_t *s)
 static int s_on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *arg)
 {
     conn_t *c = arg;
+    c->block_bytes = 0; // a new header block (a request's, or trailers)
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
         return 0;
     }
@@ -256,7 +257,15 @@ static int s_on_header(nghttp2_session *session, const nghttp2_frame *frame, con
                        void *arg)
 {
     (void)flags;
-    (void)arg;
+    conn_t *c = arg;
+    //  What HPACK makes of one header block, trailers too: past
+    //  HEADER_BLOCK_BYTES it is a bomb (a few bytes referring to a large
+    //  table entry over and over), and the connection ends here rather than
+    //  decode the rest (docs/security.md).
+    c->block_bytes += namelen + valuelen + 32;
+    if (c->block_bytes > HEADER_BLOCK_BYTES) {
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
     stream_t *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
     if (!s || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
         return 0; // trailers of a request: nothing in them matters

@@ -320,6 +320,9 @@ void drv_grpc_conn_run(conn_t *c)
         ssize_t rc = nghttp2_session_mem_recv(c->session, buf, (size_t)n);
         c->server->in_recv = false;
         if (rc < 0) {
+            if (rc == NGHTTP2_ERR_CALLBACK_FAILURE) { // ours (an HPACK bomb): say so
+                nghttp2_session_terminate_session(c->session, NGHTTP2_ENHANCE_YOUR_CALM);
+            }
             drv_grpc_conn_flush(
                 c); // a protocol error: nghttp2 queued its GOAWAY, sent if the socket takes it
             c->dead = true;

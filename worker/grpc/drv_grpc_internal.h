@@ -22,7 +22,8 @@
 #define REQUEST_SECS 30        // a call's time on the client's clock (its headers and message)
 #define IDLE_SECS 300          // a connection with no call and nothing said is closed after this
 #define STREAMS 100            // SETTINGS_MAX_CONCURRENT_STREAMS: calls at once on one connection
-#define HEADER_BYTES 16384     // one call's header block, as HPACK counts it
+#define HEADER_BYTES 16384     // one call's header block, as HPACK counts it (past it: 431)
+#define HEADER_BLOCK_BYTES (4 * HEADER_BYTES) // past it a block is a bomb: the connection ends
 #define WINDOW (1 << 20)       // each stream's receive window
 #define CONN_WINDOW (16 << 20) // the connection's
 #define NOTICE_MS 1000         // a drain's notice waits at most this for the PING's answer
@@ -72,6 +73,7 @@ struct conn_t {
     bool dead;      // freed at the end of the server's turn
     bool dirty;     // answers were submitted outside its own turn: flush
     stream_t *streams;
+    size_t block_bytes;  // what HPACK made of the header block being read
     int64_t progress_ms; // mono: a call began or message bytes came (what a PING or SETTINGS is not)
     int64_t notice_ms; // a drain's notice went out at (0: none)
     bool goaway;       // the final GOAWAY went out
