@@ -17,6 +17,7 @@ static const struct {
 } s_globals[] = {
     {'e', "endpoint", true}, {'o', "output", true}, {'t', "timeout", true},  {0, "key", true},
     {0, "server-key", true}, {'w', "watch", false}, {'h', "help", false},   {0, "token", true},
+    {0, "token-file", true},
 };
 #define GLOBALS (sizeof s_globals / sizeof s_globals[0])
 
@@ -41,8 +42,25 @@ static int s_apply(drv_ctl_t *ctl, char name, const char *value, bool *help)
         ctl->yaml = !strcmp(value, "yaml");
         return 0;
     case 'T':
+        fprintf(stderr, "droverctl: --token shows the token to every user of this machine (the process list); "
+                        "prefer DROVER_TOKEN or --token-file\n");
         ctl->options.token = value;
         return 0;
+    case 'F': {
+        static char token[1024]; // the token from a file: one per run, for the run
+        FILE *file = fopen(value, "r");
+        bool read = file && fgets(token, sizeof token, file);
+        if (file) {
+            fclose(file);
+        }
+        token[strcspn(token, "\r\n")] = 0;
+        if (!read || !token[0]) {
+            fprintf(stderr, "droverctl: --token-file: cannot read a token from %s\n", value);
+            return -1;
+        }
+        ctl->options.token = token;
+        return 0;
+    }
     case 't': {
         char *end;
         long secs = strtol(value, &end, 10);
@@ -123,6 +141,7 @@ int drv_ctl_args_take(drv_ctl_t *ctl, int argc, char **argv, bool *help_before_c
         char name = s_globals[g].short_name                   ? s_globals[g].short_name
                     : !strcmp(s_globals[g].long_name, "key")   ? 'k'
                     : !strcmp(s_globals[g].long_name, "token") ? 'T'
+                    : !strcmp(s_globals[g].long_name, "token-file") ? 'F'
                                                                : 's';
         bool help = false;
         if (s_apply(ctl, name, value, &help) != 0) {
@@ -176,7 +195,7 @@ int drv_ctl_completion(drv_ctl_t *ctl, int argc, char **argv)
            "    esac\n"
            "    if [[ $cur == -* ]]; then\n"
            "        COMPREPLY=($(compgen -W '-e --endpoint -o --output -t --timeout -w --watch --key --server-key"
-           " --help' -- \"$cur\")); return\n"
+           " --token-file --help' -- \"$cur\")); return\n"
            "    fi\n"
            "    local targets='droverctl \"${endpoint[@]}\" __targets 2>/dev/null'\n"
            "    case $command in\n"

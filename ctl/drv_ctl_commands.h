@@ -28,6 +28,12 @@ typedef struct {
     const char *usage;   // arguments after the name
     const char *summary;
     int (*run)(drv_ctl_t *ctl, int argc, char **argv); // argv[0] is the command name
+    //  What main checks before run (ctl/main.c): the options the command
+    //  takes, space-separated ("--x" a flag, "--x=" one with a value, given
+    //  as --x=V or --x V, "--x=lit" that literal), and how many other
+    //  arguments at most (-1: any number).
+    const char *options;
+    int max_args;
 } drv_ctl_command_t;
 
 extern const drv_ctl_command_t drv_ctl_commands[];

@@ -181,9 +181,39 @@ int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv)
     return rc;
 }
 
+//  rollout's own options, taken out of argv (main has checked them): what
+//  is left is the subcommand, the target and a rollout id.
+static int s_rollout_options(int argc, char **argv, bool *all, bool *dry_run, const char **to)
+{
+    int kept = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--all")) {
+            *all = true;
+        } else if (!strcmp(argv[i], "--dry-run")) {
+            *dry_run = true;
+        } else if (!strncmp(argv[i], "--to=", 5)) {
+            *to = argv[i] + 5;
+        } else if (!strcmp(argv[i], "--to") && i + 1 < argc) {
+            *to = argv[++i];
+        } else {
+            argv[kept++] = argv[i];
+        }
+    }
+    return kept;
+}
+
 int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
 {
     char group[128], pipeline[128], path[500];
+    bool all = false, dry_run = false;
+    const char *to = NULL;
+    argc = s_rollout_options(argc, argv, &all, &dry_run, &to);
+    if ((to || dry_run) && argc >= 2 && strcmp(argv[1], "undo") &&
+        (!dry_run || !strcmp(argv[1], "status") || !strcmp(argv[1], "history"))) {
+        fprintf(stderr, "droverctl: rollout %s does not take %s (nothing was done)\n", argv[1],
+                to ? "--to" : "--dry-run");
+        return DRV_CTL_USAGE;
+    }
     if (argc < 3 || drv_ctl_split_target(argv[2], group, pipeline, sizeof group)) {
         fprintf(stderr, "droverctl: usage: droverctl rollout status|history [--all]|undo|pause|resume|promote|abort "
                         "GROUP/PIPELINE [ROLLOUT-ID]\n");
@@ -194,6 +224,17 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
     static const char *controls[] = {"pause", "resume", "promote", "abort", NULL};
     for (int c = 0; controls[c]; c++) {
         if (!strcmp(argv[1], controls[c])) {
+            if (dry_run) { // the rollout it would steer, asked for and shown; nothing posted
+                snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/rollouts/%s", group, pipeline,
+                         argc >= 4 ? argv[3] : "current");
+                if ((rc = drv_ctl_call(ctl, "GET", path, NULL, NULL, &body)) != 0) {
+                    return rc;
+                }
+                printf("dry run: would %s %s (%s, %s); nothing was done\n", controls[c],
+                       drv_ctl_str(body, "rollout_id"), drv_ctl_str(body, "action"), drv_ctl_str(body, "state"));
+                json_decref(body);
+                return DRV_CTL_OK;
+            }
             snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/rollouts/%s/%s", group, pipeline,
                      argc >= 4 ? argv[3] : "current", controls[c]);
             rc = drv_ctl_call(ctl, "POST", path, NULL, NULL, &body);
@@ -210,12 +251,28 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
         }
     }
     if (!strcmp(argv[1], "undo")) {
+        if (argc >= 4) {
+            fprintf(stderr, "droverctl: rollout undo goes back to a rollout's spec with --to %s (nothing was done)\n",
+                    argv[3]);
+            return DRV_CTL_USAGE;
+        }
         snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/rollback", group, pipeline);
-        json_t *query = json_pack("{s:s}", "wait", "false");
+        json_t *query = json_pack("{s:s, s:s}", "wait", "false", "dry_run", dry_run ? "true" : "false");
+        if (to) {
+            json_object_set_new(query, "to", json_string(to));
+        }
         rc = drv_ctl_call(ctl, "POST", path, query, NULL, &body);
         json_decref(query);
-        if (rc) {
-            return rc;
+        if (rc || (dry_run && ctl->json)) {
+            return rc ? rc : drv_ctl_print_json(ctl, body);
+        }
+        if (dry_run) {
+            printf("dry run: would roll %s/%s back%s%s\n", group, pipeline, to ? " to the spec of " : "",
+                   to ? to : " to the previous generation");
+            s_print_plan(body);
+            printf("nothing was done\n");
+            json_decref(body);
+            return DRV_CTL_OK;
         }
         s_print_plan(body);
         char location[500];
@@ -300,7 +357,6 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
             (const char *[]){"ROLLOUT", "ACTION", "GENERATION", "STATE", "STARTED", "FAILURE", NULL});
         size_t i;
         json_t *r;
-        bool all = argc >= 4 && !strcmp(argv[3], "--all");
         int noops = 0;
         json_array_foreach(body, i, r)
         {

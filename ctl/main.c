@@ -19,7 +19,9 @@ static void s_usage(FILE *out)
             "  -w, --watch              status, rollout status: keep watching\n"
             "      --key FILE           your CURVE certificate (secret), for a tcp:// endpoint\n"
             "      --server-key FILE|KEY  the engine's public CURVE certificate or Z85 key\n"
-            "      --token TOKEN        http(s):// endpoints: the admin token (default $DROVER_TOKEN)\n\n"
+            "      --token-file FILE    http(s):// endpoints: the admin token, the file's first line\n"
+            "                           (default $DROVER_TOKEN; --token TOKEN works too, but shows it\n"
+            "                           to every user in the process list)\n\n"
             "commands:\n");
     for (const drv_ctl_command_t *c = drv_ctl_commands; c->name; c++) {
         if (c->name[0] != '_') {
@@ -27,6 +29,54 @@ static void s_usage(FILE *out)
         }
     }
     fprintf(out, "\nexit codes: 0 ok, 1 the engine said no (its message on stderr), 2 usage, 3 unreachable\n");
+}
+
+//  The option of c->options that arg is: 1 a flag or literal, 2 one that
+//  takes a value (inline when *inline_value), 0 none.
+static int s_option(const drv_ctl_command_t *c, const char *arg, bool *inline_value)
+{
+    size_t arg_len = strcspn(arg, "=");
+    for (const char *o = c->options; *o;) {
+        size_t len = strcspn(o, " ");
+        const char *eq = memchr(o, '=', len);
+        if (eq && eq + 1 == o + len && (size_t)(eq - o) == arg_len && !strncmp(arg, o, arg_len)) {
+            *inline_value = arg[arg_len] == '=';
+            return 2;
+        }
+        if (len == strlen(arg) && !strncmp(arg, o, len)) {
+            return 1;
+        }
+        o += len + (o[len] == ' ');
+    }
+    return 0;
+}
+
+//  Every argument is one the command takes: an unknown option or one
+//  argument too many is refused before anything is asked of the engine
+//  (a typo must never be read as a name, nor a flag go unheard).
+static bool s_arguments_ok(const drv_ctl_command_t *c, int argc, char **argv)
+{
+    int positional = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        bool inline_value = false;
+        int kind = arg[0] == '-' && arg[1] ? s_option(c, arg, &inline_value) : -1;
+        if (kind == 0) {
+            fprintf(stderr, "droverctl: %s does not take \"%s\" (nothing was done)\nusage: droverctl %s %s\n", c->name,
+                    arg, c->name, c->usage);
+            return false;
+        }
+        if (kind == 2 && !inline_value && ++i >= argc) {
+            fprintf(stderr, "droverctl: %s needs a value\nusage: droverctl %s %s\n", arg, c->name, c->usage);
+            return false;
+        }
+        if (kind < 0 && c->max_args >= 0 && ++positional > c->max_args) {
+            fprintf(stderr, "droverctl: %s takes %s, not \"%s\" (nothing was done)\nusage: droverctl %s %s\n", c->name,
+                    c->max_args ? "fewer arguments" : "no arguments", arg, c->name, c->usage);
+            return false;
+        }
+    }
+    return true;
 }
 
 int main(int argc, char *argv[])
@@ -66,9 +116,7 @@ int main(int argc, char *argv[])
                 return DRV_CTL_OK;
             }
         }
-        if (!c->usage[0] && argc > 2) {
-            fprintf(stderr, "droverctl: %s takes no arguments, got \"%s\" (droverctl %s --help)\n", c->name, argv[2],
-                    c->name);
+        if (!s_arguments_ok(c, argc - 1, argv + 1)) {
             return DRV_CTL_USAGE;
         }
         if (ctl.watch && strcmp(name, "status") && strcmp(name, "rollout")) {

@@ -363,7 +363,23 @@ bool drv_admin_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *requ
     if (!pipeline || s_busy(pipeline, response)) {
         return false;
     }
-    if (!pipeline->previous_spec) {
+    //  ?to=ROLLOUT_ID: the spec that rollout rolled out; else the previous generation's.
+    const char *to = json_string_value(json_object_get(request->query, "to"));
+    json_t *target = pipeline->previous_spec;
+    if (to) {
+        drv_rollout_t *rollout = drv_rollout_find(pipeline, to);
+        if (!rollout) {
+            drv_admin_error(response, 404, "rollout_not_found", "no rollout \"%s\" on %s", to, pipeline->key);
+            return false;
+        }
+        target = drv_rollout_spec_kept(rollout);
+        if (!target) {
+            drv_admin_error(response, 409, "conflict",
+                            "%s's spec is not kept: only the newest %d rollouts that succeeded keep theirs", to,
+                            DRV_ROLLOUT_SPECS_KEPT);
+            return false;
+        }
+    } else if (!target) {
         drv_admin_error(response, 409, "conflict", "%s has no previous generation to roll back to", pipeline->key);
         return false;
     }
@@ -374,7 +390,7 @@ bool drv_admin_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *requ
         s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
         return false;
     }
-    json_t *previous = json_incref(pipeline->previous_spec);
+    json_t *previous = json_incref(target);
     drv_rollout_opts_t opts = {.dry_run = dry_run, .no_canary = true, .cause = "rollback"}; // not tried out first
     bool kept = s_apply(engine, request, group, name, previous, &opts, wait, timeout_secs, response);
     json_decref(previous);

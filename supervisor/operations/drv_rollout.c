@@ -164,6 +164,7 @@ void drv_rollout_destroy(drv_rollout_t **self_p)
     json_decref(self->new_spec);
     json_decref(self->old_spec);
     json_decref(self->spec_changes);
+    json_decref(self->spec_kept);
     drv_executor_end(&self->exec);
     drv_plan_clear(&self->plan);
     drv_plan_clear(&self->rollback);
@@ -197,6 +198,11 @@ bool drv_rollout_finished(const drv_rollout_t *rollout)
 {
     return rollout->state == DRV_RO_SUCCEEDED || rollout->state == DRV_RO_FAILED ||
            rollout->state == DRV_RO_ROLLBACK_FAILED;
+}
+
+json_t *drv_rollout_spec_kept(const drv_rollout_t *rollout)
+{
+    return rollout->spec_kept;
 }
 
 drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id)

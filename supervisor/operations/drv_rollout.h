@@ -11,6 +11,7 @@
 
 #define DRV_ROLLOUT_HISTORY 32 // rollouts kept per pipeline, as the contract asks
 #define DRV_ROLLOUT_HISTORY_ENTRIES 64 // entries of one rollout's history kept (the newest)
+#define DRV_ROLLOUT_SPECS_KEPT 8 // succeeded rollouts per pipeline whose spec a rollback may go back to
 
 typedef enum {
     DRV_RO_PENDING = 0,
@@ -69,6 +70,9 @@ bool drv_rollout_finished(const drv_rollout_t *rollout);
 //  A count that grows with every change of its RolloutStatus (for caches).
 uint64_t drv_rollout_changes(const drv_rollout_t *rollout);
 drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id);
+//  The spec a succeeded rollout rolled out, while it is kept (the newest
+//  DRV_ROLLOUT_SPECS_KEPT succeeded ones), else NULL. Borrowed.
+json_t *drv_rollout_spec_kept(const drv_rollout_t *rollout);
 
 //  fn(arg, how) once the rollout ends, or its record is discarded first
 //  (drv_op_end.h); forget stops it. -1 out of memory.

@@ -57,6 +57,8 @@ struct drv_rollout_t {
     json_t *new_spec;            // target generation's spec (released once finished)
     json_t *old_spec;            // previous generation's spec, or NULL (released once finished)
     json_t *spec_changes;        // what it changes in the spec ([{path, from, to}], redacted), kept
+    json_t *spec_kept;           // once it succeeded, the spec it rolled out, while it is among the
+                                 // newest DRV_ROLLOUT_SPECS_KEPT that did (rollback ?to=)
     int *old_cores;              // old_core_count of them, owned
     int old_core_count;
     int64_t old_generation;

@@ -56,6 +56,20 @@ static void s_commit(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
     }
 }
 
+//  The newest DRV_ROLLOUT_SPECS_KEPT succeeded rollouts keep the spec they
+//  rolled out; an older one lets its go.
+static void s_keep_spec(drv_pipeline_t *pipeline, drv_rollout_t *self)
+{
+    self->spec_kept = json_incref(self->new_spec);
+    int kept = 0;
+    for (drv_rollout_t *r = zlistx_last(pipeline->rollouts); r; r = zlistx_prev(pipeline->rollouts)) {
+        if (r->spec_kept && ++kept > DRV_ROLLOUT_SPECS_KEPT) {
+            json_decref(r->spec_kept);
+            r->spec_kept = NULL;
+        }
+    }
+}
+
 static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline,
                      drv_rollout_state_t state)
 {
@@ -85,8 +99,12 @@ static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
     }
     drv_op_listeners_fire(self->on_end, DRV_OP_ENDED); // the requests waiting for it are answered
     //  What stays in the history is the status, not the specs (the pipeline
-    //  keeps its current and previous ones) nor the executor's bookkeeping:
+    //  keeps its current and previous ones, and the newest succeeded
+    //  rollouts theirs, for rollback ?to=) nor the executor's bookkeeping:
     //  32 records x every pipeline.
+    if (state == DRV_RO_SUCCEEDED && self->plan.action != DRV_ACTION_NOOP) {
+        s_keep_spec(pipeline, self);
+    }
     json_decref(self->new_spec);
     json_decref(self->old_spec);
     self->new_spec = self->old_spec = NULL;

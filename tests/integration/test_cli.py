@@ -62,12 +62,51 @@ class Cli(EngineTest):
         self.assertIn('unknown command "stauts"; did you mean: droverctl status', wrong.stderr)
         self.assertIn("did you mean: droverctl describe", self.ctl("descrbe", "default/p").stderr)
         self.assertIn("-o takes table, json or yaml, not \"xml\" (try: -o json)", self.ctl("status", "-o", "xml").stderr)
-        self.assertIn('status takes no arguments, got "extra"', self.ctl("status", "extra").stderr)
+        self.assertIn('status takes no arguments, not "extra"', self.ctl("status", "extra").stderr)
         self.assertIn("-w works with status and rollout status", self.ctl("metrics", "-w").stderr)
         self.assertIn('unknown option "--bogus"', self.ctl("--bogus", "status").stderr)
         self.assertIn("expected a pipeline as GROUP/PIPELINE, GROUP:PIPELINE or PIPELINE (group default)",
                       self.ctl("describe", "a/b/c").stderr)
         self.assertIn("usage: droverctl [options] apply", self.ctl("apply", "--help").stdout)
+
+    def test_options_it_does_not_know_change_nothing_and_dry_runs_say_what_would(self):
+        self.put(spec(self.port, self.out, version=1))
+        self.put(spec(self.port, self.out, version=2))
+        generation = lambda: self.admin.http("GET", PIPE + "/status")[1]["generation"]
+        self.assertEqual(generation(), 2)
+        path = os.path.join(self.engine.dir, "gen.yaml")
+        with open(path, "w") as f:
+            json.dump(spec(self.port, self.out, version=3), f)
+        # What a new operator typed: each refused with the usage, exit 2, nothing done.
+        for args, said in ((["rollout", "undo", "default/p", "rollout-1", "--dry-run"], "with --to rollout-1"),
+                           (["rollout", "undo", "default/p", "--to-revision=1"], 'does not take "--to-revision=1"'),
+                           (["apply", "-f", path, "--force"], 'does not take "--force"'),
+                           (["shutdown", "default/p", "now"], 'takes fewer arguments, not "now"'),
+                           (["rollout", "pause", "default/p", "--to", "rollout-1"], "does not take --to")):
+            out = self.ctl(*args)
+            self.assertEqual(out.returncode, 2, (args, out.stdout, out.stderr))
+            self.assertIn(said, out.stderr, args)
+            self.assertEqual(generation(), 2, args)
+        self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/--force")[0], 404)
+        # Dry runs: what would happen, and nothing happens.
+        out = self.ctl("rollout", "undo", "default/p", "--dry-run")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("dry run: would roll default/p back to the previous generation", out.stdout)
+        self.assertIn("nothing was done", out.stdout)
+        out = self.ctl("shutdown", "default/p", "--dry-run")
+        self.assertEqual((out.returncode, out.stdout.strip()), (0, "dry run: would shut down default/p "
+                                                                   "(generation 2, running); nothing was done"))
+        self.assertEqual(self.ctl("delete", "default/nope", "--dry-run").returncode, 1)  # as the real one would
+        self.assertEqual((generation(), self.admin.http("GET", PIPE + "/status")[1]["phase"]), (2, "running"))
+        # Back to a named rollout's spec: rollout-1 made generation 1 (v: 1).
+        (first,) = [r["rollout_id"] for r in self.admin.http("GET", PIPE + "/rollouts")[1] if r["target_generation"] == 1]
+        out = self.ctl("rollout", "undo", "default/p", "--to", first)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(generation(), 3)
+        self.assertEqual(self.admin.http("GET", PIPE)[1]["spec"]["nodes"]["t"]["config"]["set"]["v"], 1)
+        gone = self.ctl("rollout", "undo", "default/p", "--to", "rollout-999")
+        self.assertEqual(gone.returncode, 1)
+        self.assertIn('no rollout "rollout-999"', gone.stderr)
 
     def test_every_name_form_and_suggestions(self):
         self.put(spec(self.port, self.out))
@@ -321,6 +360,12 @@ class CliOverHttp(EngineTest):
         self.assertIn("401", denied.stderr)
         given = self.ctl("--token", self.TOKEN, "shutdown", "p", token=False)
         self.assertEqual(given.returncode, 0, given.stderr)
+        self.assertIn("--token shows the token to every user", given.stderr)
+        token_file = os.path.join(self.engine.dir, "token")
+        with open(token_file, "w") as f:
+            f.write(self.TOKEN + "\n")
+        from_file = self.ctl("--token-file", token_file, "apply", "-f", path, "p", token=False)
+        self.assertEqual((from_file.returncode, from_file.stderr), (0, ""))
         # Events over HTTP: the server's Server-Sent Events.
         waiter = subprocess.Popen([f"{BIN}/droverctl", "-e", self.url, "-o", "json", "events", "--count", "1",
                                    "--for", "20", "rollout."], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
