@@ -105,10 +105,14 @@ int drv_config_hostport(const char *text, char *host, size_t hostlen, int *port)
 
 drv_spec_env_t drv_config_spec_env(const drv_config_t *self, const drv_cpus_t *cpus)
 {
+    static const char *const none[] = {NULL};
     drv_spec_env_t env = {.cpus = cpus,
                           .data_dirs = (const char *const *)self->data_dirs,
                           .data_dir_count = self->data_dir_count,
                           .run_dir = self->run_dir};
+    if (self->remote) { // an OpAMP server may read only the variables the local file lists (docs/security.md)
+        env.env_names = self->opamp_env ? (const char *const *)self->opamp_env : none;
+    }
     return env;
 }
 
@@ -228,6 +232,8 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     self->state_file = s_string_or(engine, "state_file", NULL, problems, "engine.state_file");
     s_buffer_dir(self, engine, problems);
     self->opamp = drv_config_opamp(json_object_get(engine, "opamp"), self->state_file, self->run_dir, problems);
+    self->opamp_env = s_string_list(json_object_get(self->opamp, "allowed_env"), "engine.opamp.allowed_env", 256,
+                                    false, &self->opamp_env_count, problems);
 
     json_t *admin = json_object_get(engine, "admin");
     if (admin && !json_is_object(admin)) {
@@ -437,6 +443,7 @@ json_t *drv_config_groups_parse(const drv_config_t *config, const char *text, si
     drv_config_unknown_keys(doc, "groups", "", problems);
     drv_config_t judged = *config; // the running engine's settings, its groups left alone
     judged.groups = NULL;
+    judged.remote = true;
     s_groups(&judged, json_object_get(doc, "groups"), cpus, problems);
     json_decref(doc);
     if (drv_problems_count(problems) > before) {
@@ -476,6 +483,10 @@ void drv_config_destroy(drv_config_t **self_p)
         free(self->data_dirs[i]);
     }
     free(self->data_dirs);
+    for (size_t i = 0; i < self->opamp_env_count; i++) {
+        free(self->opamp_env[i]);
+    }
+    free(self->opamp_env);
     for (size_t i = 0; i < self->http_host_count; i++) {
         free(self->http_hosts[i]);
     }

@@ -5,6 +5,7 @@
 
 #include "drover/drv_secret.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,10 @@ json_t *drv_config_opamp(json_t *opamp, const char *state_file, const char *run_
     if (!json_is_object(opamp)) {
         drv_problems_add(problems, "engine.opamp",
                          "must be a map with endpoint (and headers, tls, "
-                         "poll_interval_secs, instance_uid_file)");
+                         "poll_interval_secs, instance_uid_file, allowed_env)");
         return NULL;
     }
-    drv_config_unknown_keys(opamp, "endpoint headers tls poll_interval_secs instance_uid_file",
+    drv_config_unknown_keys(opamp, "endpoint headers tls poll_interval_secs instance_uid_file allowed_env",
                             "engine.opamp", problems);
     const char *endpoint = json_string_value(json_object_get(opamp, "endpoint"));
     if (!endpoint ||
@@ -46,7 +47,7 @@ json_t *drv_config_opamp(json_t *opamp, const char *state_file, const char *run_
         if (!text || !name[0] || strpbrk(name, ": \t\r\n") || strpbrk(text, "\r\n")) {
             drv_problems_add(problems, "engine.opamp.headers",
                              "%s: must be a header name and a one-line string", name);
-        } else if (drv_secret_check(text, NULL, NULL, err, sizeof err) != 0) {
+        } else if (drv_secret_check(text, NULL, NULL, NULL, err, sizeof err) != 0) {
             drv_problems_add(problems, "engine.opamp.headers", "%s: %s", name, err);
         }
     }
@@ -75,6 +76,22 @@ json_t *drv_config_opamp(json_t *opamp, const char *state_file, const char *run_
     if (uid_file && (!json_is_string(uid_file) || json_string_value(uid_file)[0] != '/')) {
         drv_problems_add(problems, "engine.opamp.instance_uid_file", "must be an absolute path");
     }
+    //  What ${env:} may name in a remote config: the server must not read
+    //  droverd's environment at will (docs/security.md).
+    json_t *allowed_env = json_object_get(opamp, "allowed_env");
+    size_t index;
+    json_t *item;
+    bool names = json_is_array(allowed_env) || !allowed_env;
+    json_array_foreach(allowed_env, index, item)
+    {
+        const char *text = json_string_value(item);
+        names = names && text && text[0] && !isdigit((unsigned char)text[0]) &&
+                strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(text);
+    }
+    if (!names) {
+        drv_problems_add(problems, "engine.opamp.allowed_env",
+                         "must be a list of environment variable names (letters, digits and _)");
+    }
     //  The normalized form: every key, defaults filled in.
     char fallback[4200];
     const char *slash = state_file ? strrchr(state_file, '/') : NULL;
@@ -85,9 +102,10 @@ json_t *drv_config_opamp(json_t *opamp, const char *state_file, const char *run_
         snprintf(fallback, sizeof fallback, "%s/opamp-uid", run_dir);
     }
     return json_pack(
-        "{s:s, s:o, s:{s:O?, s:b}, s:I, s:s}", "endpoint", endpoint ? endpoint : "", "headers",
+        "{s:s, s:o, s:{s:O?, s:b}, s:I, s:s, s:o}", "endpoint", endpoint ? endpoint : "", "headers",
         json_is_object(headers) ? json_deep_copy(headers) : json_object(), "tls", "ca_file",
         json_is_string(ca) ? ca : NULL, "insecure_skip_verify", json_is_true(insecure),
         "poll_interval_secs", (json_int_t)(json_is_integer(poll) ? json_integer_value(poll) : 30),
-        "instance_uid_file", json_is_string(uid_file) ? json_string_value(uid_file) : fallback);
+        "instance_uid_file", json_is_string(uid_file) ? json_string_value(uid_file) : fallback, "allowed_env",
+        names && allowed_env ? json_deep_copy(allowed_env) : json_array());
 }

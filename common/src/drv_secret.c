@@ -29,8 +29,8 @@ static bool s_split(const char *value, char *kind, size_t kind_len, const char *
     return true;
 }
 
-int drv_secret_check(const char *value, bool (*path_ok)(const void *arg, const char *path), const void *arg,
-                     char *err, size_t errlen)
+int drv_secret_check(const char *value, const char *const *env_names,
+                     bool (*path_ok)(const void *arg, const char *path), const void *arg, char *err, size_t errlen)
 {
     if (!drv_secret_is_ref(value)) {
         return 0;
@@ -49,6 +49,16 @@ int drv_secret_check(const char *value, bool (*path_ok)(const void *arg, const c
         }
         if (!name) {
             snprintf(err, errlen, "${env:NAME}: NAME must be letters, digits and _");
+            return -1;
+        }
+        for (size_t i = 0; env_names && env_names[i]; i++) {
+            if (strlen(env_names[i]) == what_len && !strncmp(env_names[i], what, what_len)) {
+                return 0;
+            }
+        }
+        if (env_names) {
+            snprintf(err, errlen, "${env:%.*s}: not among the variables engine.opamp.allowed_env lists", (int)what_len,
+                     what);
             return -1;
         }
         return 0;

@@ -91,6 +91,11 @@ bool drv_spec_path_allowed(const drv_spec_env_t *env, const char *path)
     return false;
 }
 
+const char *const *drv_spec_check_env_names(const drv_spec_check_t *check)
+{
+    return check->env ? check->env->env_names : NULL;
+}
+
 bool drv_spec_check_path_allowed(const drv_spec_check_t *check, const char *path)
 {
     return drv_spec_path_allowed(check->env, path);

@@ -79,5 +79,25 @@ class OpampHostile(OpampBase):
         self.assertIn("ключ", body["remote_config"]["error"])
 
 
+    def test_a_remote_config_reads_only_the_environment_the_local_file_allows(self):
+        self.uid_file = os.path.join(self.engine_dir_hint(), "opamp-uid")
+        self.http_port = free_port()
+        extra = (f"  opamp:\n    endpoint: {self.server.url}\n    poll_interval_secs: 1\n"
+                 f"    instance_uid_file: {self.uid_file}\n    allowed_env: [DRV_SHIPPING_TOKEN]\n")
+        self.start_engine(engine_yaml("{}", extra).replace("HTTP", str(self.http_port)),
+                          env={"DRV_SHIPPING_TOKEN": "ok", "DRV_PRIVATE": "not for the server"})
+
+        def remote(variable):
+            return ("groups:\n  default:\n    pipelines:\n      shipped:\n        nodes:\n"
+                    "          gen: {type: \"receiver:generator\", config: {rate: 1}, to: [out]}\n"
+                    f"          out: {{type: \"exporter:http\", config: {{endpoint: \"http://127.0.0.1:{free_port()}/\","
+                    f" headers: {{Authorization: \"${{env:{variable}}}\"}}}}}}\n")
+        self.server.script = [self.offer(remote("DRV_PRIVATE"), b"e1")]
+        failed = wait_until(lambda: [s for s in self.statuses() if s[1] == "FAILED"], 20, "FAILED")
+        self.assertIn("${env:DRV_PRIVATE}: not among the variables engine.opamp.allowed_env lists", failed[-1][2])
+        self.server.script = [self.offer(remote("DRV_SHIPPING_TOKEN"), b"e2")]
+        wait_until(lambda: [s for s in self.statuses() if s[1] == "APPLIED"], 30, "the allowed one APPLIED")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -142,7 +142,7 @@ static void s_check_headers(drv_spec_check_t *check, const char *node_path, cons
         }
         const char *text = json_string_value(value);
         char why[300];
-        if (drv_secret_check(text, s_path_ok, check, why, sizeof why) != 0) {
+        if (drv_secret_check(text, drv_spec_check_env_names(check), s_path_ok, check, why, sizeof why) != 0) {
             drv_spec_check_problem(check, node_path, "config.headers.%s: %s", name, why);
             continue;
         }

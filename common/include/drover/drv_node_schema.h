@@ -72,6 +72,8 @@ typedef struct {
 //  True when a file the spec names lies where the engine lets specs reach
 //  (engine.data_dirs and run_dir; anywhere when data_dirs is not set).
 bool drv_spec_check_path_allowed(const drv_spec_check_t *check, const char *path);
+//  The only variables ${env:} may name in the spec being checked (NULL: any).
+const char *const *drv_spec_check_env_names(const drv_spec_check_t *check);
 
 //  The kinds a program knows. Call once, before validating any spec.
 void drv_spec_set_kinds(const drv_node_schema_t *const *kinds, size_t count);

@@ -17,10 +17,11 @@
 //  True when value has the shape of a reference (well-formed or not).
 bool drv_secret_is_ref(const char *value);
 //  0 when value is a well-formed reference (or no reference at all); -1
-//  with the reason in err. path_ok says whether a file may be read there
-//  (engine.data_dirs); NULL: anywhere.
-int drv_secret_check(const char *value, bool (*path_ok)(const void *arg, const char *path), const void *arg,
-                     char *err, size_t errlen);
+//  with the reason in err. env_names: the only variables ${env:} may name
+//  (NULL-terminated; NULL: any); path_ok says whether a file may be read
+//  there (engine.data_dirs); NULL: anywhere.
+int drv_secret_check(const char *value, const char *const *env_names,
+                     bool (*path_ok)(const void *arg, const char *path), const void *arg, char *err, size_t errlen);
 //  The value with its reference resolved (a copy of value when it is none);
 //  NULL with the reason in err.
 char *drv_secret_resolve(const char *value, char *err, size_t errlen);

@@ -18,6 +18,7 @@ typedef struct {
     const char *const *data_dirs; // absolute directories; NULL: anywhere
     size_t data_dir_count;
     const char *run_dir;          // always allowed when data_dirs is set
+    const char *const *env_names; // ${env:NAME} may name only these (NULL-terminated); NULL: any
 } drv_spec_env_t;
 
 //  Validates spec and returns a new normalized copy with every default filled
