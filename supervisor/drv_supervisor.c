@@ -56,11 +56,16 @@
 //  the disk buffers: whoever can write into it can plant a link or a FIFO
 //  where a segment should be. So each must be a directory of ours that
 //  nobody else may write to (docs/security.md); what names it (run_dir,
-//  buffer_dir) is said in the problem. Returns 0, or -1 with it in why.
-static int s_make_private_dir(const char *what, const char *path, char *why, size_t whylen)
+//  buffer_dir) is said in the problem. create: made if missing (else only
+//  checked when it is there). Returns 0, or -1 with it in why.
+static int s_make_private_dir(const char *what, const char *path, bool create, char *why, size_t whylen)
 {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", path);
+    struct stat there;
+    if (!create && lstat(buf, &there) != 0 && errno == ENOENT) {
+        return 0; // checked if it is there; made (0700) by whoever first needs it
+    }
     for (char *p = buf + 1; *p; p++) {
         if (*p == '/') {
             *p = 0;
@@ -296,8 +301,9 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     drv_registry_group(&engine, "default", true); // the default group always exists
     int rc = DRV_EXIT_OK;
     char why[1200];
-    if (s_make_private_dir("run_dir", config->run_dir, why, sizeof why) != 0 ||
-        (config->buffer_dir && s_make_private_dir("engine.buffer_dir", config->buffer_dir, why, sizeof why) != 0)) {
+    if (s_make_private_dir("run_dir", config->run_dir, true, why, sizeof why) != 0 ||
+        (config->buffer_dir &&
+         s_make_private_dir("engine.buffer_dir", config->buffer_dir, false, why, sizeof why) != 0)) {
         fprintf(stderr, "droverd: %s\n", why);
         rc = DRV_EXIT_SYSTEM;
         goto done;

@@ -15,9 +15,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CONNECTIONS 1024            // per instance; past it the oldest silent sender is cut
-#define PER_ADDRESS 64              // connections one address may hold, per instance
-#define IDLE_SECS 300               // a sender silent this long is closed (it reconnects when it next sends)
 #define HEADROOM 32                 // a buffer holds one whole message and its count
 #define DRAIN_MS 1000               // a draining connection is closed by then
 
@@ -42,6 +39,7 @@ struct drv_syslog_tcp_t {
     bool draining;
     int64_t drain_deadline_ms;  // mono
     size_t max;                 // max_message_bytes
+    size_t total, per_address;  // connections.total and .per_address: at most their sum are accepted
 };
 
 typedef struct {
@@ -80,12 +78,13 @@ static void s_close(drv_syslog_tcp_t *self, conn_t *c)
     free(c->buf);
     free(c);
     self->count--;
-    if (!self->draining && self->count < CONNECTIONS + PER_ADDRESS) {
+    if (!self->draining && self->count < self->total + self->per_address) {
         s_listen(self, true);
     }
 }
 
-drv_syslog_tcp_t *drv_syslog_tcp_new(int listen_fd, size_t max_message_bytes, char *err, size_t errlen)
+drv_syslog_tcp_t *drv_syslog_tcp_new(int listen_fd, size_t max_message_bytes, const drv_conn_limits_t *limits,
+                                     char *err, size_t errlen)
 {
     drv_syslog_tcp_t *self = calloc(1, sizeof *self);
     if (!self) {
@@ -95,11 +94,9 @@ drv_syslog_tcp_t *drv_syslog_tcp_new(int listen_fd, size_t max_message_bytes, ch
     }
     self->listen_fd = listen_fd;
     self->max = max_message_bytes ? max_message_bytes : DRV_SYSLOG_FRAME_MAX;
-    drv_conn_limits_t limits = {.per_address = PER_ADDRESS,
-                                .total = CONNECTIONS,
-                                .request_ms = IDLE_SECS * 1000,
-                                .idle_ms = IDLE_SECS * 1000};
-    self->policy = drv_conn_policy_new(&limits, "syslog tcp");
+    self->total = limits->total;
+    self->per_address = limits->per_address;
+    self->policy = drv_conn_policy_new(limits, "syslog tcp");
     self->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (self->epoll_fd < 0) {
         snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
@@ -150,7 +147,7 @@ int64_t drv_syslog_tcp_timeout_ms(drv_syslog_tcp_t *self)
 
 static void s_accept(drv_syslog_tcp_t *self)
 {
-    while (self->count < CONNECTIONS + PER_ADDRESS) { // the policy cuts back to CONNECTIONS
+    while (self->count < self->total + self->per_address) { // the policy cuts back to total
         struct sockaddr_storage addr;
         socklen_t addr_len = sizeof addr;
         int fd = accept4(self->listen_fd, (struct sockaddr *)&addr, &addr_len, SOCK_NONBLOCK | SOCK_CLOEXEC);

@@ -7,6 +7,7 @@
 
 #include "drover/drv_log.h"
 
+#include <jansson.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,50 @@ struct drv_conn_policy_t {
     size_t body_used;
     int64_t cut_count;
 };
+
+int drv_conn_limits_config(const json_t *connections, drv_conn_limits_t *limits, char *err, size_t errlen)
+{
+    if (!connections || json_is_null(connections)) {
+        return 0;
+    }
+    if (!json_is_object(connections)) {
+        snprintf(err, errlen, "connections: must be a map of per_address, total, idle_secs, request_secs");
+        return -1;
+    }
+    static const struct {
+        const char *key;
+        int64_t max;
+    } keys[] = {{"per_address", 100000}, {"total", 100000}, {"idle_secs", 86400}, {"request_secs", 86400}};
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)connections, key, value)
+    {
+        size_t k = 0;
+        while (k < 4 && strcmp(keys[k].key, key)) {
+            k++;
+        }
+        if (k == 4) {
+            snprintf(err, errlen, "connections: unknown key \"%s\" (allowed: per_address total idle_secs request_secs)",
+                     key);
+            return -1;
+        }
+        json_int_t n = json_integer_value(value);
+        if (!json_is_integer(value) || n < 1 || n > keys[k].max) {
+            snprintf(err, errlen, "connections.%s: must be an integer from 1 to %lld", key, (long long)keys[k].max);
+            return -1;
+        }
+        if (k == 0) {
+            limits->per_address = (int)n;
+        } else if (k == 1) {
+            limits->total = (int)n;
+        } else if (k == 2) {
+            limits->idle_ms = (int64_t)n * 1000;
+        } else {
+            limits->request_ms = (int64_t)n * 1000;
+        }
+    }
+    return 0;
+}
 
 drv_conn_policy_t *drv_conn_policy_new(const drv_conn_limits_t *limits, const char *name)
 {

@@ -97,5 +97,29 @@ class GrpcHostile(OtlpGrpcBase):
         grpc_otlp.export(channel, "logs", grpc_otlp.log_request("after", 1))
 
 
+    def test_pings_do_not_hold_off_a_call_that_sends_nothing(self):
+        import time
+        self.put(signals=["logs"], connections={"request_secs": 2})
+        head = (b"\x83\x86\x04" + hpack_string(grpc_otlp.METHODS["logs"].encode()) + b"\x01" + hpack_string(b"x")
+                + b"\x0f\x10" + hpack_string(b"application/grpc"))
+        with socket.create_connection(("127.0.0.1", self.grpc_port), timeout=0.2) as s:
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(4, 0, 0, b"") + h2_frame(1, 0x4, 1, head)
+                      + h2_frame(0, 0, 1, b"\x00\x00\x00\x10\x00"))  # a message of 4 KiB declared, none sent
+            started, data, ended = time.monotonic(), b"", None
+            while ended is None and time.monotonic() - started < 10 * SLOW:
+                try:
+                    s.sendall(h2_frame(6, 0, 0, b"pingping"))  # a PING every 0.2 s: no message bytes
+                    chunk = s.recv(65536)
+                    data += chunk
+                    if not chunk or b"\x00\x00\x04\x03\x00\x00\x00\x00\x01\x00\x00\x00\x08" in data:
+                        ended = time.monotonic() - started  # closed, or RST_STREAM(CANCEL) on stream 1
+                except socket.timeout:
+                    pass
+                except OSError:
+                    ended = time.monotonic() - started
+        self.assertIsNotNone(ended, "the call was still open after 10 s of PINGs")
+        self.assertGreater(ended, 1.5)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -41,12 +41,12 @@ def closed_by_peer(sock, timeout):
 class Receivers(EngineTest):
     """One connection policy for every listener an instance serves."""
 
-    def start_pipeline(self, receiver, path="/"):
+    def start_pipeline(self, receiver, path="/", **config):
         self.start_admin_engine()
         port = free_port()
         proto = "tcp://" if receiver == "receiver:syslog" else ""
         spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
-            "in": {"type": receiver, "config": {"endpoint": f"{proto}127.0.0.1:{port}"}, "to": ["out"]},
+            "in": {"type": receiver, "config": {"endpoint": f"{proto}127.0.0.1:{port}", **config}, "to": ["out"]},
             "out": {"type": "exporter:file", "config": {"path": f"{self.engine.out_dir}/r-{{core}}.ndjson"}}}}}
         self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/r", body=spec)[0], 200)
         return port
@@ -56,6 +56,33 @@ class Receivers(EngineTest):
         start = time.monotonic()
         status, answer, _, _ = curl_post(port, path, body, ctype, "--max-time", "20")
         return status, time.monotonic() - start
+
+    def test_a_gateway_behind_one_address_gets_the_connections_it_is_given(self):
+        """A load balancer makes every client one address: with connections.
+        per_address raised, 150 keep-alive clients from 127.0.0.1 all stay
+        connected and are all answered (with the default 64 the oldest are
+        cut as newcomers arrive)."""
+        import http.client
+        port = self.start_pipeline("receiver:http", connections={"per_address": 200, "idle_secs": 60})
+        clients = [http.client.HTTPConnection("127.0.0.1", port, timeout=10) for _ in range(150)]
+        for c in clients:
+            c.connect()
+        for round_ in range(2):  # the second round reuses every connection: none was cut
+            for i, c in enumerate(clients):
+                c.request("POST", "/", f'{{"i":{i},"round":{round_}}}\n'.encode(),
+                          {"Content-Type": "application/x-ndjson"})
+                response = c.getresponse()  # a connection cut would raise here
+                response.read()
+                self.assertEqual(response.status, 200, (round_, i))
+        for c in clients:
+            c.close()
+        wait_until(lambda: len(read_ndjson(f"{self.engine.out_dir}/r-0.ndjson")) == 300, 10, "300 records")
+        bad = {"pipeline": {"nodes": {"in": {"type": "receiver:http", "config": {
+            "endpoint": f"127.0.0.1:{free_port()}", "connections": {"per_adress": 2}}, "to": ["out"]},
+            "out": {"type": "exporter:null"}}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/bad", body=bad)
+        self.assertEqual(status, 422)
+        self.assertIn('connections: unknown key \"per_adress\"', str(body))
 
     def test_declared_bodies_that_drip_hold_no_budget(self):
         # Finding: 16 connections each declaring Content-Length: 4194304 and

@@ -17,10 +17,6 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define CONNECTIONS 1024       // per instance; past it the oldest stalled client is cut
-#define PER_ADDRESS 64         // connections one client address may hold, per instance
-#define REQUEST_SECS 30        // a call's time on the client's clock (its headers and message)
-#define IDLE_SECS 300          // a connection with no call and nothing said is closed after this
 #define STREAMS 100            // SETTINGS_MAX_CONCURRENT_STREAMS: calls at once on one connection
 #define HEADER_BYTES 16384     // one call's header block, as HPACK counts it (past it: 431)
 #define HEADER_BLOCK_BYTES (4 * HEADER_BYTES) // past it a block is a bomb: the connection ends
@@ -29,7 +25,7 @@
 #define NOTICE_MS 1000         // a drain's notice waits at most this for the PING's answer
 #define RETRY_MS 1000          // RetryInfo's delay under backpressure
 #define FIRST_BODY_BYTES 256   // a message's first allocation (charged): grown by doubling as bytes arrive
-#define STREAM_CHECK_MS 1000   // how often calls are checked against REQUEST_SECS
+#define STREAM_CHECK_MS 1000   // how often calls are checked against connections.request_ms
 #define READ_CHUNK 16384
 #define OUT_CHUNK 65536 // what nghttp2 queued is written in pieces of about this
 
@@ -83,7 +79,7 @@ struct conn_t {
 
 struct drv_grpc_server_t {
     drv_grpc_config_t config;
-    int64_t next_stream_check_ms; // mono: calls past REQUEST_SECS are reset then
+    int64_t next_stream_check_ms; // mono: calls past connections.request_ms are reset then
     int epoll_fd;
     int listen_fd; // -1 once draining
     SSL_CTX *tls;

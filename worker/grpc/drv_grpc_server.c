@@ -34,14 +34,14 @@ static void s_reap(drv_grpc_server_t *self)
     }
 }
 
-//  A call whose message is not whole REQUEST_SECS after it began is reset
+//  A call whose message is not whole request_ms after it began is reset
 //  (CANCEL) and its bytes given back, whatever else its connection does:
 //  a connection kept busy by one call cannot keep its other calls' bytes.
 static void s_reset_overdue(drv_grpc_server_t *self, int64_t now_ms)
 {
     for (conn_t *c = self->conns; c; c = c->next) {
         for (stream_t *s = c->streams; s; s = s->next) {
-            if (!s->answered && !s->holding && now_ms - s->head_us / 1000 >= REQUEST_SECS * 1000) {
+            if (!s->answered && !s->holding && now_ms - s->head_us / 1000 >= self->config.connections.request_ms) {
                 drv_grpc_call_overdue(s);
                 c->dirty = true;
             }
@@ -90,11 +90,8 @@ drv_grpc_server_t *drv_grpc_server_new(int listen_fd, const drv_grpc_config_t *c
         drv_grpc_server_destroy(&self);
         return NULL;
     }
-    drv_conn_limits_t limits = {.per_address = PER_ADDRESS,
-                                .total = CONNECTIONS,
-                                .request_ms = REQUEST_SECS * 1000,
-                                .idle_ms = IDLE_SECS * 1000,
-                                .body_budget = config->buffer_bytes};
+    drv_conn_limits_t limits = config->connections;
+    limits.body_budget = config->buffer_bytes;
     self->policy = drv_conn_policy_new(&limits, "grpc receiver");
     return self;
 }

@@ -26,6 +26,8 @@
 #ifndef DRV_GRPC_SERVER_H
 #define DRV_GRPC_SERVER_H
 
+#include "drover/drv_conn_policy.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +55,7 @@ typedef struct {
     const char *const *paths; // NULL-terminated: the methods served (/package.Service/Method)
     size_t max_message_bytes; // one message, decoded
     size_t buffer_bytes;      // messages buffered at once, all connections
+    drv_conn_limits_t connections; // per address, total; request_ms: a call's time to send its message whole
     const char *cert_file;    // both, or neither (h2c)
     const char *key_file;
     drv_grpc_handler_fn *handler;

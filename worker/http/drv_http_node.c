@@ -4,6 +4,7 @@
 #include "drover/drv_listen.h"
 
 #include <stdio.h>
+#include <unistd.h>
 
 static drv_http_server_t *s_server(drv_node_t *node)
 {
@@ -40,6 +41,10 @@ void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const j
     if (max && json_integer_value(max) == 0) {
         drv_spec_check_problem(check, node_path, "config.max_body_bytes: must be at least 1");
     }
+    drv_conn_limits_t limits = {0};
+    if (drv_conn_limits_config(json_object_get(config, "connections"), &limits, why, sizeof why) != 0) {
+        drv_spec_check_problem(check, node_path, "config.%s", why);
+    }
 }
 
 //  The socket droverd bound for config[key], or -1 with the reason in err.
@@ -59,6 +64,22 @@ static bool s_ack(drv_node_t *node, const json_t *config)
     return json_is_true(json_object_get(config, "ack")) || drv_node_buffered(node);
 }
 
+//  The receiver's `connections` over the defaults (idle_secs differs by transport).
+static int s_connections(drv_node_t *node, const json_t *config, int idle_secs, drv_conn_limits_t *limits, char *err,
+                         size_t errlen)
+{
+    *limits = (drv_conn_limits_t){.per_address = DRV_HTTP_NODE_PER_ADDRESS,
+                                  .total = DRV_HTTP_NODE_CONNECTIONS,
+                                  .request_ms = DRV_HTTP_NODE_REQUEST_SECS * 1000,
+                                  .idle_ms = (int64_t)idle_secs * 1000};
+    char why[200];
+    if (drv_conn_limits_config(json_object_get(config, "connections"), limits, why, sizeof why) != 0) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        return -1;
+    }
+    return 0;
+}
+
 int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const json_t *config,
                          drv_http_config_t *server_config, char *err, size_t errlen)
 {
@@ -68,6 +89,10 @@ int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const jso
     }
     server_config->max_body_bytes = (size_t)json_integer_value(json_object_get(config, "max_body_bytes"));
     server_config->buffer_bytes = DRV_HTTP_NODE_BUFFER_BYTES;
+    if (s_connections(node, config, DRV_HTTP_NODE_IDLE_SECS, &server_config->connections, err, errlen) != 0) {
+        close(fd);
+        return -1;
+    }
     json_t *tls = json_object_get(config, "tls");
     server_config->cert_file = json_string_value(json_object_get(tls, "cert_file"));
     server_config->key_file = json_string_value(json_object_get(tls, "key_file"));
@@ -112,6 +137,10 @@ int drv_http_node_listen_grpc(drv_node_t *node, drv_grpc_server_t **server, cons
     server_config->key_file = json_string_value(json_object_get(tls, "key_file"));
     server_config->max_message_bytes = (size_t)json_integer_value(json_object_get(config, "max_body_bytes"));
     server_config->buffer_bytes = DRV_HTTP_NODE_BUFFER_BYTES;
+    if (s_connections(node, config, DRV_GRPC_IDLE_SECS, &server_config->connections, err, errlen) != 0) {
+        close(fd);
+        return -1;
+    }
     server_config->ack = s_ack(node, config);
     server_config->input = s_input;
     server_config->backlogged = s_backlogged;

@@ -38,5 +38,11 @@ void drv_http_node_settled(drv_node_t *node, int64_t upto);
     .drain = drv_http_node_drain, .settled = drv_http_node_settled
 
 #define DRV_HTTP_NODE_BUFFER_BYTES (64u << 20) // bodies held at once by one instance
+//  The `connections` defaults of receiver:http and receiver:otlp, per instance (docs/nodes.md).
+#define DRV_HTTP_NODE_PER_ADDRESS 64   // connections one client address may hold
+#define DRV_HTTP_NODE_CONNECTIONS 1024 // all together; past it the oldest stalled client is cut
+#define DRV_HTTP_NODE_REQUEST_SECS 30  // a request's (a call's) time on the client's clock
+#define DRV_HTTP_NODE_IDLE_SECS 30     // an HTTP connection with nothing to say is closed after this
+#define DRV_GRPC_IDLE_SECS 300         // a gRPC connection with no call and nothing said
 
 #endif

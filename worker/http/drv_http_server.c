@@ -22,10 +22,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define IDLE_SECS 30          // a connection with nothing to say is closed after this
-#define CONNECTIONS 1024      // per instance; past it the oldest stalled client is cut
-#define PER_ADDRESS 64        // connections one client address may hold, per instance
-#define REQUEST_SECS 30       // a request's time on the client's clock (head, body, reading the answer)
 #define RETRY_AFTER_SECS 1
 
 typedef struct request_t request_t;
@@ -284,12 +280,12 @@ drv_http_server_t *drv_http_server_new(int listen_fd, const drv_http_config_t *c
     drv_httpd_config_t httpd = {
         .name = "http receiver",
         .listen_fd = listen_fd,
-        .limits = {.per_address = PER_ADDRESS,
-                   .total = CONNECTIONS,
-                   .request_ms = REQUEST_SECS * 1000,
-                   .idle_ms = IDLE_SECS * 1000,
+        .limits = {.per_address = config->connections.per_address,
+                   .total = config->connections.total,
+                   .request_ms = config->connections.request_ms,
+                   .idle_ms = config->connections.idle_ms,
                    .body_budget = config->buffer_bytes},
-        .idle_secs = IDLE_SECS,
+        .idle_secs = (unsigned)((config->connections.idle_ms + 999) / 1000),
         .max_body_bytes = config->max_body_bytes,
         .tls_cert_pem = self->cert_pem,
         .tls_key_pem = self->key_pem,

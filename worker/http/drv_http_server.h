@@ -19,6 +19,8 @@
 #ifndef DRV_HTTP_SERVER_H
 #define DRV_HTTP_SERVER_H
 
+#include "drover/drv_conn_policy.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,6 +53,7 @@ typedef struct {
     const char *const *media_types; // NULL-terminated: Content-Types taken
     size_t max_body_bytes;          // one request's body, decoded
     size_t buffer_bytes;            // bodies buffered at once, all connections
+    drv_conn_limits_t connections;  // per address, total, request and idle deadlines (body_budget: buffer_bytes)
     drv_http_handler_fn *handler;
     drv_http_error_fn *error;       // NULL: the {"error": {kind, message}} body
     //  ack: true — a 2xx answer is held back until the input the request

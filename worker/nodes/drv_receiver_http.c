@@ -107,7 +107,9 @@ const drv_node_kind_t drv_receiver_http = {
                          .doc = "true: a request is answered only once its records are exported (with a disk buffer: once "
                                 "durable, whatever this says)"},
                         {.key = "max_body_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "4194304", .maximum = DRV_LIMIT_MESSAGE_CEILING,
-                         .doc = "the largest body taken, after gzip; a larger one gets 413"}},
+                         .doc = "the largest body taken, after gzip; a larger one gets 413"},
+                        {.key = "connections", .kind = DRV_KEY_OBJECT,
+                         .doc = "{per_address, total, idle_secs, request_secs}: connections one client address may hold (default 64), all together (1024), per instance; how long a silent connection (30 s) and one request (30 s) may take on the client's clock. Behind a load balancer every client may share a few addresses: raise per_address"}},
                .check = s_check},
     .init = s_init,
     DRV_HTTP_NODE_HOOKS,

@@ -52,6 +52,14 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
     if (max && json_integer_value(max) == 0) {
         drv_spec_check_problem(check, node_path, "config.max_message_bytes: must be at least 1");
     }
+    drv_conn_limits_t limits = {0};
+    json_t *connections = json_object_get(config, "connections");
+    if (drv_conn_limits_config(connections, &limits, why, sizeof why) != 0) {
+        drv_spec_check_problem(check, node_path, "config.%s", why);
+    } else if (json_object_get(connections, "request_secs")) {
+        drv_spec_check_problem(check, node_path, "config.connections.request_secs: a syslog sender has no "
+                                                 "requests; idle_secs is how long it may stay silent");
+    }
 }
 
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
@@ -69,8 +77,17 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     if (!strncmp(endpoint, "tcp://", 6)) {
         int fd = self->fd;
         self->fd = -1;
+        drv_conn_limits_t limits = {.per_address = DRV_SYSLOG_TCP_PER_ADDRESS,
+                                    .total = DRV_SYSLOG_TCP_CONNECTIONS,
+                                    .idle_ms = DRV_SYSLOG_TCP_IDLE_SECS * 1000};
+        if (drv_conn_limits_config(json_object_get(config, "connections"), &limits, why, sizeof why) != 0) {
+            snprintf(err, errlen, "node %s: %s", node->id, why);
+            close(fd);
+            return -1;
+        }
+        limits.request_ms = limits.idle_ms; // a sender has no requests: silence is all its clock measures
         self->tcp = drv_syslog_tcp_new(fd, (size_t)json_integer_value(json_object_get(config, "max_message_bytes")),
-                                       why, sizeof why);
+                                       &limits, why, sizeof why);
         if (!self->tcp) {
             snprintf(err, errlen, "node %s: %s", node->id, why);
             return -1;
@@ -220,7 +237,9 @@ const drv_node_kind_t drv_receiver_syslog = {
                          .doc = "udp://host:port or tcp://host:port, bound by droverd"},
                         {.key = "max_message_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "65536", .maximum = DRV_SYSLOG_FRAME_LIMIT,
                          .doc = "TCP: the longest message; a longer one closes its connection (never split), logged and "
-                                "counted in errors"}},
+                                "counted in errors"},
+                        {.key = "connections", .kind = DRV_KEY_OBJECT,
+                         .doc = "{per_address, total, idle_secs}: TCP connections one sender address may hold (default 64), all together (1024), per instance; how long a sender may stay silent (300 s). Behind a load balancer every sender may share a few addresses: raise per_address"}},
                .check = s_check},
     .init = s_init,
     .fd = s_fd,

@@ -42,6 +42,13 @@ typedef struct {
 typedef struct drv_conn_policy_t drv_conn_policy_t;
 typedef struct drv_conn_t drv_conn_t;
 
+//  A network receiver's `connections` config ({per_address, total,
+//  idle_secs, request_secs}, each optional; docs/nodes.md) over the
+//  defaults already in limits. 0, or -1 with what is wrong in err (and
+//  limits as far as it was good). connections NULL: the defaults.
+struct json_t;
+int drv_conn_limits_config(const struct json_t *connections, drv_conn_limits_t *limits, char *err, size_t errlen);
+
 drv_conn_policy_t *drv_conn_policy_new(const drv_conn_limits_t *limits, const char *name);
 void drv_conn_policy_destroy(drv_conn_policy_t **self_p);
 
