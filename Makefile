@@ -17,8 +17,11 @@ build: deps
 run: build
 	$(BUILD)/bin/droverd -c $(CONFIG)
 
+# In parallel: the integration tests mostly wait on sockets and processes
+# (tests/CMakeLists.txt says which hold a lock). ctest -L unit (or
+# integration, slow, valgrind, fuzz, structure) runs one kind.
 test: build
-	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD) && ctest --output-on-failure -j$$(( $$(nproc) + 1 ))
 
 # The whole suite under ASan + UBSan (build-asan/); any sanitizer report fails it.
 test-asan: deps
