@@ -85,6 +85,19 @@ class ConsoleBase(EngineTest):
                 return None  # the page drew the card again meanwhile (once a second)
         return wait_until(check, timeout, f"{key}: {what}", interval=0.05)
 
+    def read(self, key, fn):
+        """fn(the card), retried while the page draws the card again under it."""
+        result = []
+
+        def attempt():
+            try:
+                result[:] = [fn(self.card(key))]
+                return True
+            except StaleElementReferenceException:
+                return False
+        wait_until(attempt, 10, f"{key}: a read not raced by a redraw", interval=0.05)
+        return result[0]
+
     def click(self, key, action):
         def attempt():
             try:
@@ -106,9 +119,9 @@ class Console(ConsoleBase):
                        lambda c: c.get_attribute("data-generation") == "1" and c.get_attribute("data-phase") == "running"
                        and c.get_attribute("data-source") == "api" and "from api" in c.text)
         self.assertIsNotNone(self.card("default:q"))
-        nodes = self.wait_card("default:p", "its node graph", lambda c: len(c.find_elements(By.CSS_SELECTOR, "g[data-node]")) == 3)
-        self.assertEqual([g.get_attribute("data-node") for g in nodes.find_elements(By.CSS_SELECTOR, "g[data-node]")],
-                         ["in", "script", "out"])
+        # Read inside the wait: the page draws the card again once a second.
+        self.wait_card("default:p", "its node graph: in, script, out", lambda c: [
+            g.get_attribute("data-node") for g in c.find_elements(By.CSS_SELECTOR, "g[data-node]")] == ["in", "script", "out"])
         rate = self.wait_card("default:p", "a live rate on node in", lambda c: (lambda t: t.endswith("/s") and
                               t != "0.0/s")(c.find_element(By.CSS_SELECTOR, 'g[data-node="in"] text.rate').text))
         self.assertTrue(rate)
@@ -258,21 +271,20 @@ class Incident(ConsoleBase):
         self.assertIn("rollout.succeeded", topics)
         self.assertIn("bad", self.driver.find_element(By.CSS_SELECTOR, '#events li[data-topic="instance.exited"]')
                       .get_attribute("class"), "a crash in red")
-        rollback = self.wait_card("default:p", "generation 1", lambda c: c.get_attribute("data-generation") == "1")
-        button = rollback.find_element(By.CSS_SELECTOR, 'button[data-action="rollback"]')
-        self.assertFalse(button.is_enabled())
-        self.assertIn("no earlier generation", button.get_attribute("title"))
+        self.wait_card("default:p", "generation 1, rollback disabled and saying why", lambda c: (
+            lambda b: c.get_attribute("data-generation") == "1" and not b.is_enabled()
+            and "no earlier generation" in b.get_attribute("title"))(
+            c.find_element(By.CSS_SELECTOR, 'button[data-action="rollback"]')))
         self.shot("8-events-on-load.png")
         self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=self.simple("p", rate=60))
         self.wait_card("default:p", "rollback possible at generation 2",
                        lambda c: c.get_attribute("data-generation") == "2" and
                        c.find_element(By.CSS_SELECTOR, 'button[data-action="rollback"]').is_enabled())
         # The node graph says each node's type; the sparkline fills.
-        card = self.wait_card("default:p", "five samples of rates",
-                              lambda c: int(c.find_element(By.CSS_SELECTOR, ".trend").get_attribute("data-samples")) >= 5)
-        self.assertEqual(card.find_element(By.CSS_SELECTOR, 'g[data-node="in"]').get_attribute("data-type"),
-                         "receiver:generator")
-        self.assertIn("exporter:null", card.find_element(By.CSS_SELECTOR, 'g[data-node="out"]').text)
+        self.wait_card("default:p", "five samples of rates and each node's type", lambda c: (
+            int(c.find_element(By.CSS_SELECTOR, ".trend").get_attribute("data-samples")) >= 5
+            and c.find_element(By.CSS_SELECTOR, 'g[data-node="in"]').get_attribute("data-type") == "receiver:generator"
+            and "exporter:null" in c.find_element(By.CSS_SELECTOR, 'g[data-node="out"]').text))
 
     def test_a_dead_backend_turns_its_pipeline_degraded_red_and_first(self):
         from capture import Capture
@@ -285,15 +297,16 @@ class Incident(ConsoleBase):
         spec["pipeline"]["policies"] = {"health": {"exporter_failing_secs": 2}}
         self.admin.http("PUT", "/api/v1/groups/default/pipelines/z", body=spec)
         self.open_page()
-        card = self.wait_card("default:z", "degraded: exporter_failing", lambda c: c.get_attribute("data-phase") == "degraded"
+        self.wait_card("default:z", "degraded: exporter_failing", lambda c: c.get_attribute("data-phase") == "degraded"
                               and c.find_elements(By.CSS_SELECTOR, '.condition.bad[data-reason="exporter_failing"]'),
                               timeout=2 + 10 * SLOW)
-        self.assertIn("answered 503", card.find_element(By.CSS_SELECTOR, ".condition").text)
-        self.assertIn("bad", card.find_element(By.CSS_SELECTOR, 'g[data-node="out"] rect').get_attribute("class"))
+        self.assertIn("answered 503", self.read("default:z", lambda c: c.find_element(By.CSS_SELECTOR, ".condition").text))
+        self.assertIn("bad", self.read("default:z", lambda c: c.find_element(
+            By.CSS_SELECTOR, 'g[data-node="out"] rect').get_attribute("class")))
         self.assertEqual(self.driver.find_element(By.CSS_SELECTOR, "article.card").get_attribute("data-pipeline"),
                          "default:z", "the degraded pipeline first, before the running ones")
-        self.assertEqual(card.find_element(By.CSS_SELECTOR, ".phase").value_of_css_property("background-color"),
-                         "rgba(183, 121, 31, 1)")
+        self.assertEqual(self.read("default:z", lambda c: c.find_element(By.CSS_SELECTOR, ".phase")
+                                   .value_of_css_property("background-color")), "rgba(183, 121, 31, 1)")
         self.wait_card("default:z", "its errors in red",
                        lambda c: "bad" in (c.find_element(By.CSS_SELECTOR, "[data-errors]").get_attribute("class") or ""))
         self.shot("9-exporter-failing.png")
@@ -305,21 +318,23 @@ class Incident(ConsoleBase):
         self.open_page()
         self.wait_card("default:p", "generation 3", lambda c: c.get_attribute("data-generation") == "3")
         self.click("default:p", "history")
-        card = self.wait_card("default:p", "three revisions", lambda c: len(c.find_elements(By.CSS_SELECTOR, ".revision")) == 3)
-        changes = {li.get_attribute("data-path"): li.text for li in card.find_elements(By.CSS_SELECTOR, ".changes li")}
+        self.wait_card("default:p", "three revisions", lambda c: len(c.find_elements(By.CSS_SELECTOR, ".revision")) == 3)
+        changes = self.read("default:p", lambda c: {li.get_attribute("data-path"): li.text
+                                                    for li in c.find_elements(By.CSS_SELECTOR, ".changes li")})
         self.assertEqual(changes["nodes.in.config.rate"], "nodes.in.config.rate: 20 → 30")
         self.assertEqual(changes["nodes.in.config.record.env"], 'nodes.in.config.record.env: (none) → "prod"')
         self.shot("10-history.png")
         # The tap: records as they leave each node, with the token.
         self.driver.find_element(By.ID, "token").send_keys(TOKEN)
         self.click("default:p", "tap")
-        card = self.wait_card("default:p", "records in the tap viewer",
-                              lambda c: '"env":"prod"' in c.find_element(By.CSS_SELECTOR, ".tap pre.records").text)
-        self.assertEqual(card.find_element(By.CSS_SELECTOR, ".tap").get_attribute("data-state"), "live")
+        self.wait_card("default:p", "records in the tap viewer",
+                       lambda c: '"env":"prod"' in c.find_element(By.CSS_SELECTOR, ".tap pre.records").text)
+        self.assertEqual(self.read("default:p", lambda c: c.find_element(By.CSS_SELECTOR, ".tap").get_attribute("data-state")),
+                         "live")
         self.shot("11-tap.png")
         self.click("default:p", "tap")  # stop it
-        wait_until(lambda: self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1] and
-                   not self.card("default:p").find_elements(By.CSS_SELECTOR, ".tap"), 10, "the tap closed")
+        wait_until(lambda: not self.read("default:p", lambda c: c.find_elements(By.CSS_SELECTOR, ".tap")), 10,
+                   "the tap closed")
 
 
 if __name__ == "__main__":
