@@ -143,9 +143,13 @@ class Engine:
         self.proc = subprocess.Popen(
             ["unshare", "--fork", "--pid", "--mount-proc", DROVERD, "-c", self.config_path],
             stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
-        self.pid = wait_until(lambda: next(iter(children_of(self.proc.pid)), None), 5,
-                              "droverd to start")
-        wait_until(lambda: "droverd" in cmdline(self.pid), 5, "droverd to exec")
+        #  Deadlines, not waits: generous, for a machine busy with a parallel
+        #  make test; a droverd that exits at once ends the wait at once.
+        self.pid = wait_until(lambda: next(iter(children_of(self.proc.pid)), None) or
+                              (self.proc.poll() is not None and -1), 30, "droverd to start")
+        if self.pid == -1:
+            raise AssertionError(f"droverd exited at once ({self.proc.returncode}): {self.log_text()[-2000:]}")
+        wait_until(lambda: "droverd" in cmdline(self.pid), 30, "droverd to exec")
         return self
 
     def log_text(self):

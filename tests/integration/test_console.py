@@ -307,8 +307,15 @@ class Incident(ConsoleBase):
                          "default:z", "the degraded pipeline first, before the running ones")
         self.assertEqual(self.read("default:z", lambda c: c.find_element(By.CSS_SELECTOR, ".phase")
                                    .value_of_css_property("background-color")), "rgba(183, 121, 31, 1)")
-        self.wait_card("default:z", "its errors in red",
-                       lambda c: "bad" in (c.find_element(By.CSS_SELECTOR, "[data-errors]").get_attribute("class") or ""))
+        # Nothing is given up (retried for ever): no errors, and the retries and
+        # the backlog shown, not in red.
+        def waiting_not_lost(c):
+            waiting = c.find_elements(By.CSS_SELECTOR, ".counts [data-retries]")
+            errors = c.find_element(By.CSS_SELECTOR, ".counts [data-errors]")
+            return (waiting and int(waiting[0].get_attribute("data-retries")) > 0
+                    and int(waiting[0].get_attribute("data-backlog")) > 0
+                    and errors.get_attribute("data-errors") == "0" and "bad" not in (errors.get_attribute("class") or ""))
+        self.wait_card("default:z", "retries and a backlog, no errors", waiting_not_lost)
         self.shot("9-exporter-failing.png")
 
     def test_history_with_what_each_rollout_changed_and_a_live_tap(self):

@@ -92,7 +92,11 @@ class HttpExporter(EngineTest):
         # Warnings are limited to one per node per 5 s, and batches are in
         # flight together: whichever failure answered first is the one logged.
         self.engine.wait_log(r"export failed node=out records=10 reason=\".*answered (503: busy|429: slow down|502)")
-        self.assertEqual(self.errors("p"), 30, "each failing batch counted once")
+        # Retried and delivered: no error (errors are records given up), three retries.
+        self.assertEqual(self.errors("p"), 0, "a retried batch is not an error")
+        _, text, _ = self.admin.http("GET", "/metrics")
+        self.assertEqual(sum(int(float(m)) for m in re.findall(
+            r'drover_exporter_retries_total\{[^}]*pipeline="p"[^}]*\} (\S+)', text)), 3)
 
     def test_a_400_drops_the_batch_counts_it_and_the_rest_flows(self):
         capture = self.capture([(400, {}, b"bad field \"x\"\nsecond line")])

@@ -108,7 +108,10 @@ class ReadmeTour(unittest.TestCase):
                 wait_until(lambda: FOLLOWERS[follower] in self.tmux.screen("tour"), 30 * SLOW,
                            f"'{line}' following ({FOLLOWERS[follower]})", interval=0.1)
                 self.tmux.keys("tour", "C-c")
-            last = wait_until(lambda: self.last_line(), 90 * SLOW, f"'{line}' to finish", interval=0.05)
+            #  Its prompt, not the one it was typed at: the last line must be
+            #  a prompt below the command's own line (a busy machine's tmux
+            #  may show the old prompt before the typed text).
+            last = wait_until(lambda: self.last_line(after=line), 90 * SLOW, f"'{line}' to finish", interval=0.05)
             if last == "> ":
                 continue  # the command goes on on the next line
             text = self.tmux.screen("tour")
@@ -122,8 +125,12 @@ class ReadmeTour(unittest.TestCase):
                        len(self.tmux.screen("tour").strip().splitlines()) == 1, 10, "a clear screen", interval=0.02)
         return done
 
-    def last_line(self):
+    def last_line(self, after=None):
         lines = [line for line in self.tmux.screen("tour").splitlines() if line.strip()]
+        if after is not None:
+            typed = [i for i, text in enumerate(lines) if after.strip() in text]
+            if not typed or typed[-1] == len(lines) - 1:
+                return None  # not echoed yet, or nothing below it yet
         last = lines[-1] if lines else ""
         return last if last == "> " or last.rstrip() == ">" or PROMPT.search(last) else None
 

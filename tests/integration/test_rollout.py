@@ -283,9 +283,8 @@ class Rollouts(EngineTest):
         self.assertEqual((waited["status"], waited["body"]["state"]), (200, "succeeded"))
 
     def test_sigterm_during_a_rollout_ends_it_where_it_stands_and_drains_what_runs(self):
-        # droverd's stop is one shutdown per pipeline, run by the executor
-        # that runs rollouts: a rollout under way ends (no rollback, nothing
-        # new started), and every instance of either generation drains.
+        # droverd's stop is one shutdown per pipeline, run by the executor that runs rollouts: a rollout
+        # under way ends (no rollback, nothing new started), and every instance of either generation drains.
         import signal
         self.assertEqual(self.put("p", gen_spec(self.out))[0], 200)
         fifo = os.path.join(self.out, "fifo")
@@ -302,9 +301,8 @@ class Rollouts(EngineTest):
         self.assertRegex(log, rf'rollout failed pipeline=default:p id={body["rollout_id"]} action=replace '
                               r'reason="droverd is stopping"')
         self.assertRegex(log, r"pipeline shutdown started pipeline=default:p id=shutdown-\d+ forget=no")
-        # Drained and gone: a fast drain may end before droverd logs its
-        # DRAINED (the exit, code 0, says the same).
-        self.assertRegex(log, r"instance (drained instance=default/p@1#0|exited instance=default/p@1#0 exit=0)")
+        self.assertRegex(  # a fast drain may exit (code 0) before droverd logs its DRAINED
+            log, r"instance (drained instance=default/p@1#0|exited instance=default/p@1#0 exit=0)")
         after = log[log.index("shutdown started signal="):]
         self.assertNotIn("instance started", after, "nothing starts once droverd stops")
         self.assertNotIn("rolling back", after)

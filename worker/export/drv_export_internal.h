@@ -22,7 +22,7 @@ typedef struct batch_t {
     int64_t first_attempt_ms; // 0 before its first attempt
     int64_t next_attempt_ms;
     int64_t backoff_ms;
-    bool failing;            // its records were counted in errors once already
+    bool failing;            // an attempt failed: it is being retried
     CURL *easy;              // while posted
     struct curl_slist *headers; // the easy handle's
     char response[RESPONSE_KEPT + 1];

@@ -87,12 +87,13 @@ static void s_post(drv_export_t *self, batch_t *batch)
     curl_multi_add_handle(self->curl.multi, easy);
 }
 
-//  Drops a batch for good: its records count as errors (once).
+//  Drops a batch for good: its records count as errors, the only way
+//  records become errors in an exporter (docs/operations.md: attempts that
+//  will be retried are retries, what waits is the backlog).
 static void s_drop(drv_export_t *self, batch_t *batch, const char *why)
 {
-    if (!batch->failing) {
-        drv_node_export_error(self->node, batch->records, why);
-    } else {
+    drv_node_export_error(self->node, batch->records, why);
+    if (batch->failing) {
         drv_warn("export gave up node=%s records=%zu reason=\"%s\"", self->node->id, batch->records,
                  why);
     }
@@ -113,12 +114,8 @@ static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why,
         s_drop(self, batch, message);
         return;
     }
-    if (!batch->failing) {
-        drv_node_export_error(self->node, batch->records, why); // counted once, logged every 5 s
-        batch->failing = true;
-    } else {
-        drv_node_export_warn(self->node, batch->records, why);
-    }
+    drv_node_export_warn(self->node, batch->records, why); // a retry, not an error: logged every 5 s
+    batch->failing = true;
     drv_node_count_retry(self->node);
     int64_t wait = batch->backoff_ms * (80 + rand_r(&self->seed) % 41) / 100; // ±20%
     if (retry_after_ms > 0) {

@@ -18,7 +18,7 @@ struct held_t {
     int64_t input;
     size_t records;
     size_t len, done;
-    bool counted;            // its records counted as errors already (once per batch)
+    bool failing;            // an attempt to hand it on failed: it is being retried
     char data[];
 };
 
@@ -77,17 +77,14 @@ static ssize_t s_out(drv_hold_t *self, drv_node_t *node, const char *data, size_
     return took;
 }
 
-//  The head waits: counted once if waiting is an error, retried later.
+//  The head waits, retried later: a retry when waiting means the output
+//  failed (never an error: its records are not given up).
 static void s_wait(drv_hold_t *self, drv_node_t *node, held_t *h, const char *why)
 {
     if (self->config.waits_are_errors) {
         drv_node_count_retry(node);
-        if (h->counted) {
-            drv_node_export_warn(node, h->records, why);
-        } else {
-            drv_node_export_error(node, h->records, why);
-            h->counted = true;
-        }
+        drv_node_export_warn(node, h->records, why);
+        h->failing = true;
     }
     s_arm(self);
 }
@@ -100,7 +97,7 @@ static void s_flush(drv_hold_t *self, drv_node_t *node)
         const char *why = "";
         ssize_t took = s_out(self, node, h->data + h->done, h->len - h->done, &why);
         if (took < 0) {
-            drv_node_export_error(node, h->counted ? 0 : h->records, why); // never to be taken: dropped
+            drv_node_export_error(node, h->records, why); // never to be taken: dropped, its records errors
             drv_node_count_gave_up(node, h->records);
         } else {
             h->done += (size_t)took;
@@ -109,7 +106,7 @@ static void s_flush(drv_hold_t *self, drv_node_t *node)
                 s_wait(self, node, h, why);
                 return;
             }
-            if (h->counted) {
+            if (h->failing) {
                 drv_info("export recovered node=%s records=%zu", node->id, h->records);
             }
             drv_node_count_out(node, h->records);
