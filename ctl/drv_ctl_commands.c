@@ -57,8 +57,12 @@ int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *q
             fprintf(stderr, "  %s: %s\n", json_string_value(json_object_get(d, "path")),
                     json_string_value(json_object_get(d, "message")));
         }
+        //  Names are guessed only when the name was what was not found: a
+        //  pipeline with no rollout under way is there (rollout_not_found).
+        const char *kind = json_string_value(json_object_get(error, "kind")) ?: "";
         char group[128], pipeline[128];
-        if (status == 404 && sscanf(path, "/api/v1/groups/%127[^/]/pipelines/%127[^/?]", group, pipeline) == 2) {
+        if (status == 404 && (!strcmp(kind, "pipeline_not_found") || !strcmp(kind, "group_not_found")) &&
+            sscanf(path, "/api/v1/groups/%127[^/]/pipelines/%127[^/?]", group, pipeline) == 2) {
             drv_ctl_suggest_pipelines(ctl, group, pipeline);
         }
         json_decref(reply);

@@ -392,6 +392,41 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
 }
 
 //  shutdown GROUP/PIPELINE, and delete GROUP/PIPELINE (shut down and forget).
+//  Polls a shutdown until it ends (the engine's drain timeout bounds it),
+//  saying once what it waits for; *body becomes its last status.
+static int s_follow_shutdown(drv_ctl_t *ctl, const char *group, const char *pipeline, json_t **body)
+{
+    char location[500];
+    snprintf(location, sizeof location, "/api/v1/groups/%s/pipelines/%s/shutdowns/%s", group, pipeline,
+             drv_ctl_str(*body, "shutdown_id"));
+    bool said = false;
+    int64_t started = zclock_mono(); // czmq's monotonic ms, as droverctl's other waits
+    while (!strcmp(drv_ctl_str(*body, "state"), "running")) {
+        if (!said && !ctl->json && zclock_mono() - started >= 1000) {
+            fprintf(stderr, "droverctl: waiting for %s/%s to drain (each instance gets the pipeline's drain "
+                            "timeout; --no-wait returns at once)\n", group, pipeline);
+            said = true;
+        }
+        usleep(FOLLOW_POLL_MS * 1000); // a client polling its server: pacing, not synchronisation
+        json_t *next = NULL;
+        char err[400];
+        int status = drv_ctl_request(&ctl->options, "GET", location, NULL, NULL, &next, err, sizeof err);
+        if (status == 404) { // a DELETE's record goes with its pipeline: it is done
+            json_decref(next);
+            json_object_set_new(*body, "state", json_string("succeeded"));
+            return DRV_CTL_OK;
+        }
+        if (status != 200) {
+            fprintf(stderr, "droverctl: %s\n", status < 0 ? err : "the shutdown could not be followed");
+            json_decref(next);
+            return status < 0 ? DRV_CTL_UNREACHABLE : DRV_CTL_SERVER_ERROR;
+        }
+        json_decref(*body);
+        *body = next;
+    }
+    return DRV_CTL_OK;
+}
+
 int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool no_wait)
 {
     char group[128], pipeline[128], path[500];
@@ -403,10 +438,15 @@ int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool 
     } else {
         snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s/shutdown", group, pipeline);
     }
-    json_t *query = json_pack("{s:s}", "wait", no_wait ? "false" : "true");
+    //  Asked without waiting, then followed: a drain may take longer than
+    //  one answer may (-t), and the wait is then said for what it is.
+    json_t *query = json_pack("{s:s}", "wait", "false");
     json_t *body = NULL;
     int rc = drv_ctl_call(ctl, forget ? "DELETE" : "POST", path, query, NULL, &body);
     json_decref(query);
+    if (!rc && !no_wait) {
+        rc = s_follow_shutdown(ctl, group, pipeline, &body);
+    }
     if (rc || ctl->json) {
         return rc ? rc : drv_ctl_print_json(ctl, body);
     }

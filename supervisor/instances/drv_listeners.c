@@ -21,6 +21,28 @@ static drv_listener_t *s_find(drv_pipeline_t *pipeline, const char *endpoint)
     return NULL;
 }
 
+//  Puts the receiver that names endpoint in front of why ("node in
+//  (receiver:otlp) config.endpoint: 0.0.0.0:4318: bind: Address already in
+//  use"): an operator looks for the node, not the socket.
+static void s_name_node(const json_t *spec, const char *endpoint, char *why, size_t whylen)
+{
+    json_t *receivers = drv_spec_receivers(spec, NULL);
+    size_t i;
+    json_t *r;
+    json_array_foreach(receivers, i, r)
+    {
+        if (!strcmp(json_string_value(json_object_get(r, "endpoint")) ?: "", endpoint)) {
+            char named[600];
+            snprintf(named, sizeof named, "node %s (%s) config.%s: %s", json_string_value(json_object_get(r, "node")),
+                     json_string_value(json_object_get(r, "type")), json_string_value(json_object_get(r, "key")),
+                     why);
+            snprintf(why, whylen, "%s", named);
+            break;
+        }
+    }
+    json_decref(receivers);
+}
+
 int drv_listeners_open(drv_pipeline_t *pipeline, const json_t *spec, char *why, size_t whylen)
 {
     json_t *endpoints = drv_listen_endpoints(spec);
@@ -35,6 +57,7 @@ int drv_listeners_open(drv_pipeline_t *pipeline, const json_t *spec, char *why, 
         }
         int fd = drv_listen_bind(text, why, whylen);
         if (fd < 0) {
+            s_name_node(spec, text, why, whylen);
             rc = -1;
             continue;
         }

@@ -108,6 +108,56 @@ class Cli(EngineTest):
         self.assertEqual(gone.returncode, 1)
         self.assertIn('no rollout "rollout-999"', gone.stderr)
 
+    def test_messages_say_what_is_wrong_where_it_is(self):
+        from capture import Capture
+        capture = Capture()
+        self.addCleanup(capture.close)
+        capture.gate.clear()  # the backend holds every post: a drain waits for it
+        gen = {"type": "receiver:generator", "config": {"rate": 100}, "to": ["out"]}
+        out = {"type": "exporter:http", "config": {"endpoint": capture.url("/in"), "batch": {"max_delay_ms": 10}}}
+        self.put({"pipeline": {"nodes": {"in": gen, "out": out}}})
+        wait_until(lambda: capture.requests, 10, "a post held by the backend")
+        # A shutdown whose drain outlasts -t: said for what it is, and followed to its end.
+        said = os.path.join(self.engine.dir, "shutdown.err")
+        with open(said, "w") as err:
+            shutdown = subprocess.Popen([f"{BIN}/droverctl", "-t", "1", "shutdown", "default/p"], stdout=subprocess.PIPE,
+                                        stderr=err, text=True, env=dict(os.environ, DROVER_ADMIN=self.admin.endpoint))
+        read = lambda: open(said).read()
+        wait_until(lambda: "waiting for default/p to drain" in read() or shutdown.poll() is not None, 20,
+                   "droverctl to say it waits for the drain")
+        capture.gate.set()
+        shutdown.communicate(timeout=60)
+        self.assertEqual(shutdown.returncode, 0, read())
+        self.assertIn("waiting for default/p to drain", read())
+        self.assertNotIn("is droverd running", read())
+        # No rollout under way is not a wrong name.
+        promote = self.ctl("rollout", "promote", "p")
+        self.assertEqual(promote.returncode, 1)
+        self.assertIn("no rollout under way", promote.stderr)
+        self.assertNotIn("did you mean", promote.stderr)
+        # A port: out of range said so; taken, the node named; a wrong OTLP path, the paths served.
+        import socket
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        self.addCleanup(taken.close)
+        for endpoint, said in (("127.0.0.1:99999", "port must be 1 to 65535"),
+                               (f"127.0.0.1:{taken.getsockname()[1]}", "node in (receiver:otlp) config.endpoint: ")):
+            status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/o", body={"pipeline": {"nodes": {
+                "in": {"type": "receiver:otlp", "config": {"endpoint": endpoint}, "to": ["out"]},
+                "out": {"type": "exporter:null"}}}})
+            self.assertIn(said, json.dumps(body), endpoint)
+        port = free_port()
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/o", body={"pipeline": {"nodes": {
+            "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["out"]},
+            "out": {"type": "exporter:null"}}}})
+        self.assertEqual(status, 200, body)
+        import urllib.request
+        with self.assertRaises(urllib.error.HTTPError) as wrong:
+            urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/v1/log", data=b"{}",
+                                                          headers={"Content-Type": "application/json"}), timeout=5)
+        self.assertIn("the paths served are: /v1/logs /v1/traces /v1/metrics", wrong.exception.read().decode())
+
     def test_every_name_form_and_suggestions(self):
         self.put(spec(self.port, self.out))
         for name in ("default/p", "default:p", "p"):

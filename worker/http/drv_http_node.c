@@ -34,7 +34,9 @@ void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const j
     const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
     char why[200];
     drv_listen_endpoint_t parsed;
-    if (endpoint && (drv_listen_parse(endpoint, &parsed, why, sizeof why) != 0 || parsed.type != DRV_LISTEN_TCP)) {
+    if (endpoint && drv_listen_parse(endpoint, &parsed, why, sizeof why) != 0) {
+        drv_spec_check_problem(check, node_path, "config.endpoint: %s (host:port, e.g. %s)", why, example);
+    } else if (endpoint && parsed.type != DRV_LISTEN_TCP) {
         drv_spec_check_problem(check, node_path, "config.endpoint: must be host:port (%s)", example);
     }
     json_t *max = json_object_get(config, "max_body_bytes");

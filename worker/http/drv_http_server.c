@@ -130,7 +130,12 @@ static void s_on_head(void *arg, drv_httpd_req_t *req)
         return;
     }
     if (!s_listed(self->config.paths, drv_httpd_url(req))) {
-        s_refuse(self, r, 404, "not_found", "no such path here");
+        char message[300];
+        int at = snprintf(message, sizeof message, "no such path here; the paths served are:");
+        for (const char *const *p = self->config.paths; *p && at < (int)sizeof message; p++) {
+            at += snprintf(message + at, sizeof message - (size_t)at, " %s", *p);
+        }
+        s_refuse(self, r, 404, "not_found", message);
         return;
     }
     if (!s_listed(self->config.media_types, r->media_type)) {
