@@ -52,8 +52,9 @@ void drv_ctl_pipeline_row(struct drv_ctl_table_t *table, const char *name, json_
 int drv_ctl_status(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_get(drv_ctl_t *ctl, int argc, char **argv); // drv_ctl_get.c
 //  drv_ctl_spec.c: a spec file as the PUT body {pipeline: spec} (NULL after
-//  saying why), and validate -f.
-json_t *drv_ctl_load_spec(const char *path);
+//  saying why), with the pipeline the document names (get -o yaml's name:)
+//  in name ("" when none), and validate -f.
+json_t *drv_ctl_load_spec(const char *path, char *name, size_t name_size);
 int drv_ctl_validate(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_explain(drv_ctl_t *ctl, int argc, char **argv); // drv_ctl_explain.c
 //  Following the event stream (drv_ctl_events.c).
@@ -63,6 +64,8 @@ int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_opamp(drv_ctl_t *ctl, int argc, char **argv);
 //  The mutating commands (drv_ctl_rollout.c).
 int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv);
+//  diff -f FILE [GROUP/PIPELINE]: what apply would change; exit 0 nothing, 1 something.
+int drv_ctl_diff(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_completion(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool no_wait);

@@ -21,7 +21,10 @@ static int s_get_pipeline(drv_ctl_t *ctl, const char *target)
         return rc;
     }
     if (ctl->json) {
-        json_t *spec = json_pack("{s:O}", "pipeline", json_object_get(body, "spec"));
+        //  Named in the document, so that apply -f takes it back with no name typed.
+        char name[300];
+        snprintf(name, sizeof name, "%s/%s", group, pipeline);
+        json_t *spec = json_pack("{s:s, s:O}", "name", name, "pipeline", json_object_get(body, "spec"));
         json_decref(body);
         return drv_ctl_print_json(ctl, spec);
     }

@@ -132,6 +132,91 @@ static int s_apply_one(drv_ctl_t *ctl, const char *path, json_t *body, const cha
     return rc;
 }
 
+//  The PUT body of file and the pipeline's path: the target typed, else
+//  the one the document names (get -o yaml's); NULL after saying why.
+static json_t *s_load_named(const char *file, const char *target, char *path, size_t size)
+{
+    char named[300], group[128], pipeline[128];
+    json_t *body = file ? drv_ctl_load_spec(file, named, sizeof named) : NULL;
+    if (!file) {
+        fprintf(stderr, "droverctl: -f SPEC.yaml is needed (droverctl apply --help)\n");
+        return NULL;
+    }
+    if (!body) {
+        return NULL;
+    }
+    if (!target && !named[0]) {
+        fprintf(stderr, "droverctl: which pipeline? %s names none: give GROUP/PIPELINE (or a name: in the file, "
+                        "as get -o yaml writes it)\n", file);
+        json_decref(body);
+        return NULL;
+    }
+    if (drv_ctl_split_target(target ? target : named, group, pipeline, sizeof group)) {
+        json_decref(body);
+        return NULL;
+    }
+    char typed[300];
+    snprintf(typed, sizeof typed, "%s/%s", group, pipeline);
+    if (target && named[0] && strcmp(typed, named) && !(strchr(named, '/') == NULL && !strcmp(pipeline, named))) {
+        fprintf(stderr, "droverctl: %s names %s, not %s: nothing was done\n", file, named, typed);
+        json_decref(body);
+        return NULL;
+    }
+    snprintf(path, size, "/api/v1/groups/%s/pipelines/%s", group, pipeline);
+    return body;
+}
+
+int drv_ctl_diff(drv_ctl_t *ctl, int argc, char **argv)
+{
+    const char *file = NULL, *target = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-f") && i + 1 < argc) {
+            file = argv[++i];
+        } else {
+            target = argv[i];
+        }
+    }
+    char path[400];
+    json_t *body = s_load_named(file, target, path, sizeof path);
+    if (!body) {
+        return DRV_CTL_USAGE;
+    }
+    json_t *query = json_pack("{s:s}", "dry_run", "true");
+    json_t *rollout = NULL;
+    int rc = drv_ctl_call(ctl, "PUT", path, query, body, &rollout);
+    json_decref(query);
+    json_decref(body);
+    if (rc) {
+        return rc;
+    }
+    const char *action = drv_ctl_str(rollout, "action");
+    bool changes = strcmp(action, "noop") != 0;
+    if (ctl->json) {
+        drv_ctl_print_json(ctl, json_pack("{s:s, s:b, s:O?}", "action", action, "changes", changes, "diff",
+                                          json_object_get(rollout, "changes")));
+    } else if (!changes) {
+        printf("no changes: the running spec is the file's\n");
+    } else if (!strcmp(action, "create")) {
+        char group[128] = "", pipeline[128] = "";
+        sscanf(path, "/api/v1/groups/%127[^/]/pipelines/%127s", group, pipeline);
+        printf("%s/%s does not exist: apply would create it\n", group, pipeline);
+    } else {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(rollout, "changes"), i, c)
+        {
+            char *from = json_dumps(json_object_get(c, "from"), JSON_ENCODE_ANY | JSON_COMPACT);
+            char *to = json_dumps(json_object_get(c, "to"), JSON_ENCODE_ANY | JSON_COMPACT);
+            printf("%s: %s -> %s\n", drv_ctl_str(c, "path"), from ? from : "(none)", to ? to : "(none)");
+            free(from);
+            free(to);
+        }
+        printf("(apply would %s it)\n", action);
+    }
+    json_decref(rollout);
+    return changes ? DRV_CTL_SERVER_ERROR : DRV_CTL_OK; // exit 1: there are changes (as diff(1) says)
+}
+
 //  Several -e: the same change on each engine in turn, each rollout followed
 //  to its end before the next engine is touched; the first that fails (or
 //  cannot be reached) stops the walk, leaving the rest as they were.
@@ -153,16 +238,11 @@ int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv)
             target = argv[i];
         }
     }
-    char group[128], pipeline[128], path[400];
-    if (!file || drv_ctl_split_target(target, group, pipeline, sizeof group)) {
-        fprintf(stderr, "droverctl: usage: droverctl apply -f SPEC.yaml GROUP/PIPELINE [--dry-run[=instantiate]] [--no-wait]\n");
-        return DRV_CTL_USAGE;
-    }
-    json_t *body = drv_ctl_load_spec(file);
+    char path[400];
+    json_t *body = s_load_named(file, target, path, sizeof path);
     if (!body) {
         return DRV_CTL_USAGE;
     }
-    snprintf(path, sizeof path, "/api/v1/groups/%s/pipelines/%s", group, pipeline);
     int rc = DRV_CTL_OK;
     for (int i = 0; i < ctl->endpoint_count; i++) {
         ctl->options.endpoint = ctl->endpoints[i];

@@ -50,8 +50,11 @@ static json_t *s_spec_of(json_t *doc)
     return doc;
 }
 
-json_t *drv_ctl_load_spec(const char *path)
+json_t *drv_ctl_load_spec(const char *path, char *name, size_t name_size)
 {
+    if (name_size) {
+        *name = 0;
+    }
     size_t size;
     char *text = s_read(path, &size);
     if (!text) {
@@ -65,6 +68,10 @@ json_t *drv_ctl_load_spec(const char *path)
         return NULL;
     }
     json_t *body = json_pack("{s:O}", "pipeline", s_spec_of(doc));
+    const char *named = json_string_value(json_object_get(doc, "name")); // get -o yaml names it
+    if (named && name_size) {
+        snprintf(name, name_size, "%s", named);
+    }
     json_decref(doc);
     return body;
 }

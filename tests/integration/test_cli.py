@@ -188,11 +188,19 @@ class Cli(EngineTest):
         self.put(spec(self.port, self.out))
         got = self.ctl("get", "default/p", "-o", "yaml")
         self.assertEqual(got.returncode, 0, got.stderr)
-        self.assertTrue(got.stdout.startswith("pipeline:"), got.stdout[:200])
-        again = self.ctl("apply", "-f", "-", "default/p", input=got.stdout)
+        self.assertTrue(got.stdout.startswith("name: default/p\npipeline:"), got.stdout[:200])
+        same = self.ctl("diff", "-f", "-", input=got.stdout)  # as kubectl diff: exit 0, nothing would change
+        self.assertEqual((same.returncode, same.stdout.strip()), (0, "no changes: the running spec is the file's"))
+        again = self.ctl("apply", "-f", "-", input=got.stdout)  # the document names the pipeline
         self.assertEqual(again.returncode, 0, again.stderr)
         status, body, _ = self.admin.http("GET", PIPE + "/rollouts")
         self.assertEqual(body[0]["action"], "noop", "get -o yaml | apply -f - changes nothing")
+        changed = self.ctl("diff", "-f", "-", input=got.stdout.replace("v: 1", "v: 7"))
+        self.assertEqual(changed.returncode, 1, changed.stderr)
+        self.assertIn("nodes.t.config.set.v: 1 -> 7", changed.stdout)
+        elsewhere = self.ctl("apply", "-f", "-", "default/q", input=got.stdout)
+        self.assertEqual(elsewhere.returncode, 2)
+        self.assertIn("names default/p, not default/q: nothing was done", elsewhere.stderr)
         # describe -o json is taken back as well (its spec).
         described = self.ctl("describe", "p", "-o", "json")
         self.assertEqual(self.ctl("apply", "-f", "-", "p", input=described.stdout).returncode, 0)
