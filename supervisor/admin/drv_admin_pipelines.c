@@ -217,6 +217,13 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
         pipeline = drv_registry_add_pipeline(engine, group, name, spec);
     }
     json_decref(spec);
+    if (pipeline->source != DRV_SOURCE_API && drv_rollout_action(rollout) != DRV_ACTION_NOOP) {
+        //  Changed through the API: the API's from now on, and a reload of an
+        //  unchanged file entry leaves it alone (docs/operations.md, "Reload").
+        pipeline->source = DRV_SOURCE_API;
+        engine->state_dirty = true;
+        drv_registry_touch(engine, pipeline);
+    }
     drv_rollout_start(engine, pipeline, rollout); // the pipeline's history owns it now
     if (!wait && !drv_rollout_finished(rollout)) {
         response->status = 202;

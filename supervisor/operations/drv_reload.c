@@ -2,7 +2,10 @@
     executor as PUT (health-gated, rolled back on failure), so a bad change in
     the file behaves like a bad PUT: the old generation keeps serving. Only
     pipelines that came from the file are removed when the file drops them;
-    pipelines created through the API are the API's. */
+    pipelines created through the API are the API's, and so is one of the
+    file's that the API changed: a reload leaves it alone while its file
+    entry is unchanged, and replaces the API's change when the entry
+    changed (logged and evented config.changed). */
 #include "drv_reload.h"
 #include "drv_admission.h"
 #include "drv_events.h"
@@ -11,8 +14,25 @@
 #include "drv_shutdown.h"
 
 #include "drover/drv_log.h"
+#include "drover/drv_spec.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+//  True when the file's entry for group/name is what the file said before
+//  this reload (engine->config->groups still holds the file as last read).
+static bool s_file_entry_same(drv_engine_t *engine, const char *group, const char *name, const json_t *spec)
+{
+    const json_t *before = json_object_get(json_object_get(engine->config->groups, group), name);
+    if (!before) {
+        return false; // new in the file: the file's
+    }
+    char *a = drv_spec_hash(before), *b = drv_spec_hash(spec);
+    bool same = a && b && !strcmp(a, b);
+    free(a);
+    free(b);
+    return same;
+}
 
 json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_source_t source)
 {
@@ -29,6 +49,11 @@ json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_
         json_object_foreach(pipelines, name, spec)
         {
             drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
+            if (pipeline && pipeline->source == DRV_SOURCE_API && source == DRV_SOURCE_CONFIG &&
+                s_file_entry_same(engine, group, name, spec)) {
+                continue; // changed through the API since, and the file did not change it: the API's stands
+            }
+            bool replaces_api = pipeline && pipeline->source == DRV_SOURCE_API && source == DRV_SOURCE_CONFIG;
             //  The same admission as a PUT: what it would refuse is skipped.
             char why[400] = "";
             drv_problems_t *problems = drv_problems_new();
@@ -46,6 +71,14 @@ json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_
             }
             drv_rollout_opts_t opts = {.supervised = false, .cause = source == DRV_SOURCE_OPAMP ? "opamp" : "config"};
             drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, &opts);
+            if (replaces_api && drv_rollout_action(rollout) != DRV_ACTION_NOOP) {
+                drv_info("%s: pipeline=%s:%s changed in the config file: the file's entry replaces the API's "
+                         "change (generation %lld)", from, group, name, (long long)pipeline->generation);
+                drv_events_publish(engine, "config.changed", group, name,
+                                   json_pack("{s:s, s:s, s:I}", "path", engine->config->path, "reason",
+                                             "changed in the config file: it replaces the change made through "
+                                             "the API", "replaced_generation", (json_int_t)pipeline->generation));
+            }
             if (!pipeline) {
                 pipeline = drv_registry_add_pipeline(engine, group, name, spec);
             }

@@ -94,11 +94,10 @@ static void s_restore(drv_engine_t *engine, const json_t *config, const char *gr
     json_t *spec = json_object_get(entry, "spec");
     //  The state file keeps the remote config's; the file's are whatever it declares now.
     bool declared = json_object_get(json_object_get(engine->config->groups, group), name) != NULL;
-    drv_source_t source =
-        !strcmp(json_string_value(json_object_get(entry, "source")) ?: "", "opamp")
-            ? DRV_SOURCE_OPAMP
-        : declared ? DRV_SOURCE_CONFIG
-                   : DRV_SOURCE_API;
+    const char *saved = json_string_value(json_object_get(entry, "source")) ?: "";
+    drv_source_t source = !strcmp(saved, "opamp")         ? DRV_SOURCE_OPAMP
+                          : declared && strcmp(saved, "api") ? DRV_SOURCE_CONFIG
+                                                           : DRV_SOURCE_API;
     int64_t generation = json_integer_value(json_object_get(entry, "generation"));
     s_interrupted(engine, group, name, generation, json_object_get(entry, "rollout"));
     file_verdict_t verdict =

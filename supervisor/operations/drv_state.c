@@ -41,8 +41,8 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
             }
             json_t *entry = json_pack("{s:O, s:b, s:I}", "spec", p->spec, "running", p->running && !p->shutdown_active,
                                       "generation", (json_int_t)p->generation);
-            if (p->source == DRV_SOURCE_OPAMP) {
-                json_object_set_new(entry, "source", json_string("opamp"));
+            if (p->source != DRV_SOURCE_CONFIG) { // config: whatever the file declares at the next start
+                json_object_set_new(entry, "source", json_string(p->source == DRV_SOURCE_OPAMP ? "opamp" : "api"));
             }
             if (p->active && drv_rollout_action(p->active) != DRV_ACTION_CREATE) {
                 //  Not applied yet: what a restart says it gave up (it restores the spec above).

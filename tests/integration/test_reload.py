@@ -83,6 +83,39 @@ class Reload(EngineTest):
         self.assertEqual(engine.instances(), before)
         self.assertEqual(admin.http("GET", "/readyz")[0], 200)
 
+    def test_a_reload_keeps_an_api_change_until_the_file_entry_changes(self):
+        self.http_port = free_port()
+        out = "{OUT}/{pipeline}-{generation}.ndjson"
+        engine = self.start_engine(CONFIG.replace("HTTP", str(self.http_port)).replace("STATE", "")
+                                   .replace("PIPELINES", pipeline("p", 10, out)))
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready()
+        status = lambda: admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]
+        rate = lambda: admin.http("GET", "/api/v1/groups/default/pipelines/p")[1]["spec"]["nodes"]["g"]["config"]["rate"]
+        self.assertEqual(status()["source"], "config")
+        spec = admin.http("GET", "/api/v1/groups/default/pipelines/p")[1]["spec"]
+        spec["nodes"]["g"]["config"]["rate"] = 33
+        self.assertEqual(admin.http("PUT", "/api/v1/groups/default/pipelines/p", body={"pipeline": spec})[0], 200)
+        self.assertEqual((status()["source"], status()["generation"], rate()), ("api", 2, 33))
+        # SIGHUP with the file's entry as it was: the API's change stands.
+        engine.signal(signal.SIGHUP)
+        engine.wait_log(r"config reloaded .* applied=0 skipped=0 removed=0")
+        self.assertEqual((status()["source"], status()["generation"], rate()), ("api", 2, 33))
+        # The entry changed in the file: it wins, said in the log and as config.changed.
+        events = admin.subscribe("config.")
+        self.write(engine, [pipeline("p", 44, out)])
+        engine.signal(signal.SIGHUP)
+        wait_until(lambda: status()["generation"] == 3, 10, "the file's change applied")
+        self.assertEqual((status()["source"], rate()), ("config", 44))
+        self.assertRegex(engine.log_text(), r"pipeline=default:p changed in the config file: the file's entry "
+                                            r"replaces the API's change \(generation 2\)")
+        while True:
+            topic, payload = events.recv_multipart()
+            if topic == b"config.changed":
+                break
+        self.assertIn("replaces the change made through the API", msgpack.unpackb(payload)["reason"])
+        events.close()
+
     def test_sighup_is_admitted_like_a_put(self):
         """SIGHUP used to skip the endpoint check: a pipeline from the file
         could claim a receiver endpoint an API-made pipeline holds."""
