@@ -64,8 +64,9 @@ static int s_follow(drv_ctl_t *ctl, const char *location, json_t *first)
             if (!strcmp(state, "paused") || !strcmp(state, "rolling_back") ||
                 (json_object_get(seen, "state") && !strcmp(state, "running"))) {
                 json_t *canary = json_object_get(rollout, "canary");
-                printf("  rollout %s%s%s\n", state, canary && !strcmp(state, "paused") ? ": canary holds until " : "",
-                       canary && !strcmp(state, "paused") ? drv_ctl_str(canary, "until") : "");
+                bool holding = canary && !strcmp(drv_ctl_str(rollout, "paused_by"), "canary");
+                printf("  rollout %s%s%s\n", holding ? "holding (canary)" : state, holding ? " until " : "",
+                       holding ? drv_ctl_str(canary, "until") : "");
                 fflush(stdout);
             }
             json_object_set_new(seen, "state", json_string(state));
@@ -321,11 +322,20 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
             if (rc || ctl->json) {
                 return rc ? rc : drv_ctl_print_json(ctl, body);
             }
-            printf("%s: %s asked; it is %s%s\n", drv_ctl_str(body, "rollout_id"), controls[c],
-                   drv_ctl_str(body, "state"), json_is_true(json_object_get(body, "pause_requested")) &&
-                                                      strcmp(drv_ctl_str(body, "state"), "paused")
-                                                  ? " (pauses after the step under way)"
-                                                  : "");
+            const char *state = drv_ctl_str(body, "state");
+            const char *by = drv_ctl_str(json_object_get(body, "canary"), "until");
+            printf("%s: %s asked; it is %s", drv_ctl_str(body, "rollout_id"), controls[c],
+                   !strcmp(state, "paused") && !strcmp(drv_ctl_str(body, "paused_by"), "canary")
+                       ? "holding (canary)"
+                       : state);
+            if (!strcmp(state, "paused") && !strcmp(drv_ctl_str(body, "paused_by"), "canary") && strcmp(by, "-")) {
+                printf(" until %s; promote ends the hold now, abort rolls back", by);
+            } else if (json_is_true(json_object_get(body, "pause_requested")) && strcmp(state, "paused")) {
+                printf(" (pauses after the step under way)");
+            } else if (json_is_true(json_object_get(body, "aborted"))) {
+                printf(" (aborted: rolling back to the generation before)");
+            }
+            printf("\n");
             json_decref(body);
             return DRV_CTL_OK;
         }

@@ -181,7 +181,8 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
                  (long long)drv_rollout_target_generation(p->active));
         s_set(&p->cond_progressing, true, "RolloutInProgress", progress, now);
     } else if (failed) {
-        s_set(&p->cond_progressing, false, "RolloutFailed", failed_why, now);
+        s_set(&p->cond_progressing, false, drv_rollout_aborted(failed) ? "RolloutAborted" : "RolloutFailed",
+              failed_why, now);
     } else {
         s_set(&p->cond_progressing, false, "Idle", "no rollout or shutdown in progress", now);
     }

@@ -200,6 +200,11 @@ bool drv_rollout_finished(const drv_rollout_t *rollout)
            rollout->state == DRV_RO_ROLLBACK_FAILED;
 }
 
+bool drv_rollout_aborted(const drv_rollout_t *rollout)
+{
+    return rollout->abort_requested;
+}
+
 json_t *drv_rollout_spec_kept(const drv_rollout_t *rollout)
 {
     return rollout->spec_kept;
@@ -290,6 +295,16 @@ static json_t *s_json(const drv_rollout_t *self)
         json_object_set(result, "changes", self->spec_changes);
     }
     json_object_set_new(result, "pause_requested", json_boolean(self->pause_requested));
+    //  Who holds a paused rollout: an operator's pause, or the canary's hold
+    //  (which ends by itself at its verdict; docs/operations.md, "Canary").
+    if (self->state == DRV_RO_PAUSED) {
+        bool holding = self->canary && self->exec.next < self->plan.count &&
+                       self->plan.steps[self->exec.next].op == DRV_OP_HOLD &&
+                       !strcmp(drv_canary_verdict(self->canary), "pending");
+        json_object_set_new(result, "paused_by",
+                            json_string(holding || !self->pause_requested ? "canary" : "operator"));
+    }
+    json_object_set_new(result, "aborted", json_boolean(self->abort_requested));
     json_object_set_new(result, "history", json_deep_copy(self->history));
     json_object_set_new(result, "history_dropped", json_integer((json_int_t)self->history_dropped));
     json_object_set_new(result, "step", json_integer((json_int_t)self->next));

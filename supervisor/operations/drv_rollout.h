@@ -67,6 +67,8 @@ const char *drv_rollout_state_name(drv_rollout_state_t state); // "running", "fa
 const char *drv_rollout_id(const drv_rollout_t *rollout);
 int64_t drv_rollout_target_generation(const drv_rollout_t *rollout);
 bool drv_rollout_finished(const drv_rollout_t *rollout);
+//  An operator aborted it (it then ends failed, rolled back).
+bool drv_rollout_aborted(const drv_rollout_t *rollout);
 //  A count that grows with every change of its RolloutStatus (for caches).
 uint64_t drv_rollout_changes(const drv_rollout_t *rollout);
 drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id);

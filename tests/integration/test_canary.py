@@ -224,8 +224,11 @@ class Canary(EngineTest):
             status, body = self.put(spec(self.port, self.out, cores=2, version=2, canary=canary), wait=False)
             rid = body["rollout_id"]
             wait_until(lambda: self.rollout(rid)["state"] == "paused", 10, "the canary's hold")
+            self.assertEqual(self.rollout(rid)["paused_by"], "canary")  # its hold: not an operator's pause
             out = self.ctl("rollout", "pause", "default/p")
             self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("it is holding (canary) until ", out.stdout)
+            self.assertIn("promote ends the hold now, abort rolls back", out.stdout)
             paused = wait_until(lambda: (lambda r: r if r["state"] == "paused" and r["canary"]["verdict"] == "pass"
                                          else None)(self.rollout(rid)), HOLD + 10, "the pause after the hold")
             self.assertLess(paused["step"], len(paused["plan"]))
@@ -235,7 +238,7 @@ class Canary(EngineTest):
             self.grows(core_of[1][0], 1)
             self.grows(core_of[2][0], 2)
             again = self.rollout(rid)
-            self.assertEqual((again["state"], again["step"]), ("paused", paused["step"]))
+            self.assertEqual((again["state"], again["step"], again["paused_by"]), ("paused", paused["step"], "operator"))
             # A second PUT meanwhile is refused: the paused rollout is still the pipeline's.
             self.assertEqual(self.put(spec(self.port, self.out, cores=2, version=3))[0], 409)
             status, body = self.control(rid, "resume", transport="zmq")
@@ -260,7 +263,10 @@ class Canary(EngineTest):
             self.assertEqual(status, 200, body)
             done = wait_until(lambda: (lambda r: r if r["state"] == "failed" else None)(self.rollout(rid)), 20,
                               "the rollback")
-            self.assertEqual(done["failure_reason"], "aborted by the operator")
+            self.assertEqual((done["failure_reason"], done["aborted"]), ("aborted by the operator", True))
+            progressing = next(c for c in self.admin.http("GET", f"{PIPE}/status")[1]["conditions"]
+                               if c["type"] == "progressing")
+            self.assertEqual(progressing["reason"], "RolloutAborted")  # an operator's choice, not a failure
             self.assertEqual([h["action"] for h in done["history"]], ["abort"])
             self.assertEqual(old["default/p@1#1"], self.engine.instances()["default/p@1#1"])
             sent = load.sent
