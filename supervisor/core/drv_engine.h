@@ -90,6 +90,7 @@ struct drv_pipeline_t {
     json_t *spec;            // normalized PipelineSpec of the active generation
     char *spec_hash;
     int64_t generation;      // the active generation (0 before the first create succeeds)
+    int64_t next_generation; // past every generation a rollout ever targeted (a failed one's too): never reused
     bool running;            // a generation serves; false before create and after shutdown
     int cores[DRV_MAX_CORES]; // the cores it should run on
     int core_count;

@@ -98,6 +98,14 @@ static bool s_equal_without_cores(const json_t *a, const json_t *b)
     return equal;
 }
 
+//  The number a new generation takes: never one a rollout took before,
+//  even one that failed (a failed 4 -> 5 then a later 4 -> 6).
+static int64_t s_next(const drv_observed_t *observed)
+{
+    return observed->next_generation > observed->generation + 1 ? observed->next_generation
+                                                                 : observed->generation + 1;
+}
+
 void drv_plan_make(const json_t *spec, const int *cores, int core_count, const drv_observed_t *observed,
                    drv_plan_t *plan)
 {
@@ -106,7 +114,7 @@ void drv_plan_make(const json_t *spec, const int *cores, int core_count, const d
         //  Nothing to hand over: every core starts at once, then each is
         //  waited for (health-gated) and switched.
         plan->action = DRV_ACTION_CREATE;
-        plan->target_generation = observed->generation + 1;
+        plan->target_generation = s_next(observed);
         plan->previous_generation = 0;
         for (drv_op_t op = DRV_OP_START; op <= DRV_OP_SWITCH; op++) {
             for (int i = 0; i < core_count; i++) {
@@ -149,16 +157,17 @@ void drv_plan_make(const json_t *spec, const int *cores, int core_count, const d
         }
         return;
     }
+    int64_t next = s_next(observed);
     plan->action = DRV_ACTION_REPLACE;
-    plan->target_generation = n + 1;
+    plan->target_generation = next;
     for (int i = 0; i < core_count; i++) {
         if (!s_has(observed->cores, observed->core_count, cores[i])) {
-            s_bring_up(plan, cores[i], n + 1);
+            s_bring_up(plan, cores[i], next);
         }
     }
     for (int i = 0; i < core_count; i++) {
         if (s_has(observed->cores, observed->core_count, cores[i])) {
-            s_bring_up(plan, cores[i], n + 1);
+            s_bring_up(plan, cores[i], next);
             s_add(plan, DRV_OP_DRAIN, cores[i], n);
         }
     }
@@ -175,7 +184,7 @@ void drv_plan_canary(drv_plan_t *plan, const int *cores, int core_count, const d
     if (plan->action != DRV_ACTION_REPLACE || canary_cores <= 0 || core_count <= 0) {
         return;
     }
-    int64_t n = plan->previous_generation;
+    int64_t n = plan->previous_generation, next = plan->target_generation; // drv_plan_make's numbers
     //  The target cores, those the old generation serves first.
     int order[core_count];
     int kept = 0, k = 0;
@@ -195,23 +204,23 @@ void drv_plan_canary(drv_plan_t *plan, const int *cores, int core_count, const d
     drv_plan_clear(plan);
     plan->action = DRV_ACTION_REPLACE;
     plan->previous_generation = n;
-    plan->target_generation = n + 1;
+    plan->target_generation = next;
     for (int i = 0; i < canary; i++) {
-        s_bring_up(plan, order[i], n + 1);
+        s_bring_up(plan, order[i], next);
         if (i < kept && !overlap) {
             s_add(plan, DRV_OP_DRAIN, order[i], n);
         }
     }
-    s_add(plan, DRV_OP_HOLD, -1, n + 1);
+    s_add(plan, DRV_OP_HOLD, -1, next);
     for (int i = 0; overlap && i < canary && i < kept; i++) {
         s_add(plan, DRV_OP_DRAIN, order[i], n);
     }
     //  The rest as a plain replace has them: added cores, kept cores, removed ones.
     for (int i = canary > kept ? canary : kept; i < core_count; i++) {
-        s_bring_up(plan, order[i], n + 1);
+        s_bring_up(plan, order[i], next);
     }
     for (int i = canary; i < kept; i++) {
-        s_bring_up(plan, order[i], n + 1);
+        s_bring_up(plan, order[i], next);
         s_add(plan, DRV_OP_DRAIN, order[i], n);
     }
     for (int i = 0; i < observed->core_count; i++) {

@@ -65,6 +65,8 @@ typedef struct {
     bool running;            // a generation is serving (false: none, or shut down)
     const json_t *spec;      // its normalized spec
     int64_t generation;      // its number (the last one, even when not running)
+    int64_t next_generation; // what a new generation is numbered: past every number used, a failed
+                             // rollout's too (0: generation + 1)
     const int *cores;        // cores it serves, ascending
     int core_count;
 } drv_observed_t;

@@ -121,6 +121,12 @@ static void s_restore(drv_engine_t *engine, const json_t *config, const char *gr
         p->generation = generation;
         p->shut_down = true; // it was shut down: it stays down
     }
+    //  The numbers it gave out before (a failed rollout's too) stay taken.
+    drv_pipeline_t *p = drv_registry_pipeline(engine, group, name);
+    json_int_t next = json_integer_value(json_object_get(entry, "next_generation"));
+    if (p && next > p->next_generation) {
+        p->next_generation = next;
+    }
 }
 
 void drv_restore_start_pipelines(drv_engine_t *engine)

@@ -99,6 +99,7 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
         observed.running = pipeline->running;
         observed.spec = pipeline->spec;
         observed.generation = pipeline->generation;
+        observed.next_generation = pipeline->next_generation;
         observed.cores = pipeline->cores;
         observed.core_count = pipeline->running ? pipeline->core_count : 0;
         self->old_spec = pipeline->running ? json_incref(pipeline->spec) : NULL;
@@ -361,6 +362,10 @@ void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollo
 {
     snprintf(self->id, sizeof self->id, "rollout-%lld", (long long)++engine->next_rollout_id);
     self->owner = pipeline;
+    if (self->plan.target_generation >= pipeline->next_generation) {
+        pipeline->next_generation = self->plan.target_generation + 1; // taken, whatever becomes of it
+    }
+    engine->state_dirty = true; // the ids and numbers given out are kept across restarts
     zlistx_set_destructor(pipeline->rollouts, s_rollout_free); // the history owns its rollouts
     drv_rollout_t *previous = zlistx_last(pipeline->rollouts);
     if (previous) {

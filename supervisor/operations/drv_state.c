@@ -39,8 +39,9 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
             if (!p->running && !p->shut_down) {
                 continue; // never came up: nothing was applied
             }
-            json_t *entry = json_pack("{s:O, s:b, s:I}", "spec", p->spec, "running", p->running && !p->shutdown_active,
-                                      "generation", (json_int_t)p->generation);
+            json_t *entry = json_pack("{s:O, s:b, s:I, s:I}", "spec", p->spec, "running",
+                                      p->running && !p->shutdown_active, "generation", (json_int_t)p->generation,
+                                      "next_generation", (json_int_t)p->next_generation);
             if (p->source != DRV_SOURCE_CONFIG) { // config: whatever the file declares at the next start
                 json_object_set_new(entry, "source", json_string(p->source == DRV_SOURCE_OPAMP ? "opamp" : "api"));
             }
@@ -79,7 +80,8 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
         }
         json_object_set_new(config, group, hashes);
     }
-    json_t *doc = json_pack("{s:i, s:o, s:o}", "version", 1, "groups", groups, "config", config);
+    json_t *doc = json_pack("{s:i, s:o, s:o, s:I}", "version", 1, "groups", groups, "config", config,
+                            "next_rollout_id", (json_int_t)engine->next_rollout_id);
     if (engine->opamp_saved) {
         json_object_set(doc, "opamp", engine->opamp_saved);
     }
@@ -203,6 +205,10 @@ json_t *drv_state_load(drv_engine_t *engine, json_t **config, char *err, size_t 
     if (json_is_object(json_object_get(doc, "config"))) {
         *config = json_incref(json_object_get(doc, "config"));
     }
+    json_int_t ids = json_integer_value(json_object_get(doc, "next_rollout_id"));
+    if (ids > engine->next_rollout_id) {
+        engine->next_rollout_id = ids; // rollout ids are unique for the engine's life, restarts included
+    }
     if (json_is_object(json_object_get(doc, "opamp"))) {
         json_decref(engine->opamp_saved);
         engine->opamp_saved = json_incref(json_object_get(doc, "opamp"));
@@ -247,6 +253,9 @@ json_t *drv_state_load(drv_engine_t *engine, json_t **config, char *err, size_t 
                 }
                 if (json_is_string(json_object_get(entry, "source"))) {
                     json_object_set(restored, "source", json_object_get(entry, "source"));
+                }
+                if (json_is_integer(json_object_get(entry, "next_generation"))) {
+                    json_object_set(restored, "next_generation", json_object_get(entry, "next_generation"));
                 }
                 json_object_set_new(pipelines, name, restored);
             }

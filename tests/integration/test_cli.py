@@ -290,7 +290,7 @@ class Cli(EngineTest):
         self.put(spec(self.port, self.out, version=2, canary={"hold_secs": 1}), wait=False)
         out = self.ctl("rollout", "status", "default/p", "-w")
         self.assertEqual(out.returncode, 0, out.stderr)
-        self.assertIn("rollout paused: canary holds until", out.stdout)
+        self.assertIn("rollout holding (canary) until ", out.stdout)
         self.assertIn("succeeded", out.stdout.splitlines()[-1])
 
     def test_bash_completion_in_an_interactive_shell(self):

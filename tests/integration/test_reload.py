@@ -116,6 +116,39 @@ class Reload(EngineTest):
         self.assertIn("replaces the change made through the API", msgpack.unpackb(payload)["reason"])
         events.close()
 
+    def test_rollout_ids_and_generation_numbers_are_never_given_twice(self):
+        self.http_port = free_port()
+        engine = Engine("placeholder")
+        self.addCleanup(engine.cleanup)
+        self.write(engine, [], f"  state_file: {engine.dir}/state.json")
+        engine.start()
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready()
+        path = "/api/v1/groups/default/pipelines/p"
+
+        def put(rate, out="{OUT}/p.ndjson"):
+            spec = {"pipeline": {"nodes": {"g": {"type": "receiver:generator", "config": {"rate": rate}, "to": ["out"]},
+                                           "out": {"type": "exporter:file", "config": {"path": out}}}},
+                    "step_timeout_secs": 5}
+            body = admin.http("PUT", path, body=json.loads(json.dumps(spec).replace("{OUT}", engine.out_dir)),
+                              timeout=30)[1]
+            return body.get("rollout", body)  # a failed one comes with its error
+        self.assertEqual(put(1)["target_generation"], 1)
+        failed = put(2, out="/proc/none/p.ndjson")  # its instance cannot open the file: rolled back
+        self.assertEqual((failed["state"], failed["target_generation"]), ("failed", 2))
+        self.assertEqual(put(3)["target_generation"], 3, "a failed rollout's number is not given again")
+        ids = {r["rollout_id"] for r in admin.http("GET", path + "/rollouts")[1]}
+        engine.signal(signal.SIGTERM)
+        self.assertEqual(engine.wait_exit(20), 0)
+        engine.log.close()
+        engine.start()
+        admin.wait_ready()
+        wait_until(lambda: admin.http("GET", path + "/status")[1]["phase"] == "running", 10, "p back")
+        after = put(4)
+        self.assertEqual(after["target_generation"], 4)
+        self.assertNotIn(after["rollout_id"], ids, "rollout ids are unique across restarts")
+        self.assertGreater(int(after["rollout_id"].split("-")[1]), max(int(i.split("-")[1]) for i in ids))
+
     def test_sighup_is_admitted_like_a_put(self):
         """SIGHUP used to skip the endpoint check: a pipeline from the file
         could claim a receiver endpoint an API-made pipeline holds."""
