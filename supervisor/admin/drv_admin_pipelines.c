@@ -284,12 +284,8 @@ bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, 
 void drv_admin_rollouts_list(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_admin_response_t *response)
 {
     (void)engine;
-    json_t *list = json_array();
-    for (drv_rollout_t *r = zlistx_last(pipeline->rollouts); r; r = zlistx_prev(pipeline->rollouts)) {
-        json_array_append_new(list, drv_rollout_json(r));
-    }
     response->status = 200;
-    response->json = list;
+    response->json = drv_rollout_history(pipeline); // this run's, then those the state file kept
 }
 
 void drv_admin_rollout_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *id,
@@ -297,12 +293,13 @@ void drv_admin_rollout_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const
 {
     (void)engine;
     drv_rollout_t *rollout = drv_rollout_find(pipeline, id);
-    if (!rollout) {
+    json_t *past = rollout ? NULL : drv_rollout_find_past(pipeline, id);
+    if (!rollout && !past) {
         drv_admin_error(response, 404, "rollout_not_found", "no rollout \"%s\" on %s", id, pipeline->key);
         return;
     }
     response->status = 200;
-    response->json = drv_rollout_json(rollout);
+    response->json = rollout ? drv_rollout_json(rollout) : json_incref(past);
 }
 
 void drv_admin_rollout_control(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *id, drv_control_t what,
@@ -375,11 +372,11 @@ bool drv_admin_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *requ
     json_t *target = pipeline->previous_spec;
     if (to) {
         drv_rollout_t *rollout = drv_rollout_find(pipeline, to);
-        if (!rollout) {
+        if (!rollout && !drv_rollout_find_past(pipeline, to)) {
             drv_admin_error(response, 404, "rollout_not_found", "no rollout \"%s\" on %s", to, pipeline->key);
             return false;
         }
-        target = drv_rollout_spec_kept(rollout);
+        target = rollout ? drv_rollout_spec_kept(rollout) : NULL; // a past run's keeps no spec
         if (!target) {
             drv_admin_error(response, 409, "conflict",
                             "%s's spec is not kept: only the newest %d rollouts that succeeded keep theirs", to,

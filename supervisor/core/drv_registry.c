@@ -30,6 +30,7 @@ static void s_pipeline_free(void **item)
     zlistx_destroy(&pipeline->rollouts);
     zlistx_destroy(&pipeline->shutdowns);
     json_decref(pipeline->previous_spec);
+    json_decref(pipeline->past_rollouts);
     json_decref(pipeline->tap_nodes);
     json_decref(pipeline->spec);
     free(pipeline->spec_hash);

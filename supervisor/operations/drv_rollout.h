@@ -75,6 +75,16 @@ drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id);
 //  The spec a succeeded rollout rolled out, while it is kept (the newest
 //  DRV_ROLLOUT_SPECS_KEPT succeeded ones), else NULL. Borrowed.
 json_t *drv_rollout_spec_kept(const drv_rollout_t *rollout);
+//  The pipeline's rollouts, newest first: those of this run, then those of
+//  runs before it that the state file kept (past_rollouts), at most
+//  DRV_ROLLOUT_HISTORY. New reference.
+json_t *drv_rollout_history(const drv_pipeline_t *pipeline);
+//  A past run's rollout by id (borrowed), or NULL.
+json_t *drv_rollout_find_past(const drv_pipeline_t *pipeline, const char *id);
+//  What the state file keeps of the finished rollouts (oldest first, at
+//  most DRV_ROLLOUT_HISTORY): their RolloutStatus without plan, cores
+//  and history. New reference.
+json_t *drv_rollout_history_saved(const drv_pipeline_t *pipeline);
 
 //  fn(arg, how) once the rollout ends, or its record is discarded first
 //  (drv_op_end.h); forget stops it. -1 out of memory.

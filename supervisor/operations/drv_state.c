@@ -39,9 +39,10 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
             if (!p->running && !p->shut_down) {
                 continue; // never came up: nothing was applied
             }
-            json_t *entry = json_pack("{s:O, s:b, s:I, s:I}", "spec", p->spec, "running",
+            json_t *entry = json_pack("{s:O, s:b, s:I, s:I, s:o}", "spec", p->spec, "running",
                                       p->running && !p->shutdown_active, "generation", (json_int_t)p->generation,
-                                      "next_generation", (json_int_t)p->next_generation);
+                                      "next_generation", (json_int_t)p->next_generation, "rollouts",
+                                      drv_rollout_history_saved(p));
             if (p->source != DRV_SOURCE_CONFIG) { // config: whatever the file declares at the next start
                 json_object_set_new(entry, "source", json_string(p->source == DRV_SOURCE_OPAMP ? "opamp" : "api"));
             }
@@ -256,6 +257,9 @@ json_t *drv_state_load(drv_engine_t *engine, json_t **config, char *err, size_t 
                 }
                 if (json_is_integer(json_object_get(entry, "next_generation"))) {
                     json_object_set(restored, "next_generation", json_object_get(entry, "next_generation"));
+                }
+                if (json_is_array(json_object_get(entry, "rollouts"))) {
+                    json_object_set(restored, "rollouts", json_object_get(entry, "rollouts"));
                 }
                 json_object_set_new(pipelines, name, restored);
             }

@@ -144,8 +144,14 @@ class Reload(EngineTest):
         engine.start()
         admin.wait_ready()
         wait_until(lambda: admin.http("GET", path + "/status")[1]["phase"] == "running", 10, "p back")
+        history = admin.http("GET", path + "/rollouts")[1]
+        self.assertLessEqual(ids, {r["rollout_id"] for r in history}, "the history survives the restart")
+        self.assertEqual(history[0]["cause"], "restart")  # and goes on with the restart's own
+        old = sorted(ids)[0]
+        self.assertEqual(admin.http("GET", f"{path}/rollouts/{old}")[1]["rollout_id"], old)
         after = put(4)
         self.assertEqual(after["target_generation"], 4)
+        self.assertEqual(admin.http("GET", path + "/rollouts")[1][0]["rollout_id"], after["rollout_id"])
         self.assertNotIn(after["rollout_id"], ids, "rollout ids are unique across restarts")
         self.assertGreater(int(after["rollout_id"].split("-")[1]), max(int(i.split("-")[1]) for i in ids))
 
