@@ -317,7 +317,6 @@ static int s_group_change(drv_ctl_t *ctl, int argc, char **argv, const char *met
     return DRV_CTL_OK;
 }
 
-
 static bool s_flag(int argc, char **argv, const char *flag)
 {
     for (int i = 1; i < argc; i++) {

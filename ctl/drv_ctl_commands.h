@@ -62,13 +62,20 @@ int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv);
 //  The OpAMP agent (drv_ctl_opamp.c).
 int drv_ctl_opamp(drv_ctl_t *ctl, int argc, char **argv);
-//  The mutating commands (drv_ctl_rollout.c).
+//  The mutating commands: apply, diff, shutdown and delete (drv_ctl_apply.c),
+//  rollout (drv_ctl_rollout.c).
 int drv_ctl_apply(drv_ctl_t *ctl, int argc, char **argv);
 //  diff -f FILE [GROUP/PIPELINE]: what apply would change; exit 0 nothing, 1 something.
 int drv_ctl_diff(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_completion(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool no_wait);
+//  drv_ctl_follow.c: a rollout's plan, printed; a rollout followed until it
+//  ends, each core's change printed (0 succeeded, 1 otherwise); a shutdown
+//  followed until it ends (*body: its last status).
+void drv_ctl_print_plan(json_t *rollout);
+int drv_ctl_follow_rollout(drv_ctl_t *ctl, const char *location, json_t *first);
+int drv_ctl_follow_shutdown(drv_ctl_t *ctl, const char *group, const char *pipeline, json_t **body);
 
 //  drv_ctl_names.c: a pipeline named GROUP/PIPELINE, GROUP:PIPELINE or
 //  PIPELINE (group default) split in two; prints the usage problem and
