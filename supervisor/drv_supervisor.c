@@ -105,14 +105,15 @@ static int s_make_private_dir(const char *what, const char *path, bool create, c
     return chmod(buf, 0700) == 0 ? 0 : (snprintf(why, whylen, "cannot chmod %s %s: %s", what, buf, strerror(errno)), -1);
 }
 
-//  The bearer token for mutating HTTP requests: the file's first line.
-static int s_load_token(drv_engine_t *engine)
+//  The bearer token for mutating HTTP requests: the file's first line, at
+//  least 16 characters. A copy in *token, or -1 with the problem in why.
+static int s_read_token(const char *path, char **token, char *why, size_t whylen)
 {
-    FILE *file = fopen(engine->config->http_token_file, "r");
+    FILE *file = fopen(path, "r");
     char line[1024] = "";
     if (!file || !fgets(line, sizeof line, file)) {
-        fprintf(stderr, "droverd: engine.admin.http_token_file: cannot read %s: %s\n",
-                engine->config->http_token_file, file ? "empty" : strerror(errno));
+        snprintf(why, whylen, "engine.admin.http_token_file: cannot read %s: %s", path,
+                 file ? "empty" : strerror(errno));
         if (file) {
             fclose(file);
         }
@@ -121,12 +122,32 @@ static int s_load_token(drv_engine_t *engine)
     fclose(file);
     line[strcspn(line, "\r\n")] = 0;
     if (strlen(line) < 16) {
-        fprintf(stderr, "droverd: engine.admin.http_token_file: token in %s is shorter than 16 characters\n",
-                engine->config->http_token_file);
+        snprintf(why, whylen, "engine.admin.http_token_file: token in %s is shorter than 16 characters", path);
         return -1;
     }
-    engine->http_token = strdup(line);
+    if (token) {
+        *token = strdup(line);
+    }
     return 0;
+}
+
+int drv_supervisor_check(const drv_config_t *config, char *why, size_t whylen)
+{
+    //  What a start would stop at before serving, in the order it meets
+    //  them; nothing is created (a missing run_dir is made at start).
+    if (s_make_private_dir("run_dir", config->run_dir, false, why, whylen) != 0 ||
+        (config->buffer_dir && s_make_private_dir("engine.buffer_dir", config->buffer_dir, false, why, whylen) != 0)) {
+        return DRV_EXIT_SYSTEM;
+    }
+    if (config->http_token_file && s_read_token(config->http_token_file, NULL, why, whylen) != 0) {
+        return DRV_EXIT_CONFIG;
+    }
+    if (config->curve_server_secret_file && access(config->curve_server_secret_file, R_OK) != 0) {
+        snprintf(why, whylen, "engine.admin.curve: cannot read %s: %s", config->curve_server_secret_file,
+                 strerror(errno));
+        return DRV_EXIT_CONFIG;
+    }
+    return DRV_EXIT_OK;
 }
 
 static void s_reap(drv_engine_t *engine)
@@ -326,7 +347,8 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         goto done;
     }
     chmod(engine.control_endpoint + strlen("ipc://"), 0600);
-    if (config->http_token_file && s_load_token(&engine) != 0) {
+    if (config->http_token_file && s_read_token(config->http_token_file, &engine.http_token, why, sizeof why) != 0) {
+        fprintf(stderr, "droverd: %s\n", why);
         rc = DRV_EXIT_CONFIG;
         goto done;
     }

@@ -12,6 +12,12 @@
 
 //  Runs until shut down; takes ownership of config. signal_fd comes from
 //  drv_signals_open(), called before any thread started.
+//  droverd --check: what would stop a start once the config file is
+//  valid (run_dir and buffer_dir's ownership and mode, the token file, the
+//  CURVE key), checked without creating anything. DRV_EXIT_OK, or the exit
+//  code the start would have, with the problem in why.
+int drv_supervisor_check(const drv_config_t *config, char *why, size_t whylen);
+
 int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir,
                        int signal_fd);
 

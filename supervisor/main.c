@@ -75,9 +75,14 @@ int main(int argc, char *argv[])
         return DRV_EXIT_CONFIG;
     }
     if (check_only) {
-        printf("%s: ok\n", config_path);
+        int rc = drv_supervisor_check(config, err, sizeof err);
+        if (rc != DRV_EXIT_OK) {
+            fprintf(stderr, "droverd: %s: %s\n", config_path, err);
+        } else {
+            printf("%s: ok\n", config_path);
+        }
         drv_config_destroy(&config);
-        return DRV_EXIT_OK;
+        return rc;
     }
     char exe[1024];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);

@@ -176,9 +176,20 @@ class Kubernetes(unittest.TestCase):
     def test_configmap_is_the_deploy_config_and_droverd_accepts_it(self):
         (cm,) = self.by_kind["ConfigMap"]
         self.assertEqual(cm["data"]["drover.yaml"], read(DEPLOY, "drover.yaml"))
+        # --check fails on what would stop the start: here the token file the config names.
         check = subprocess.run([f"{BIN}/droverd", "--check", "-c", os.path.join(DEPLOY, "drover.yaml")],
                                capture_output=True, text=True)
-        self.assertEqual(check.returncode, 0, check.stderr)
+        if not os.path.exists("/etc/drover/secrets/token"):
+            self.assertEqual(check.returncode, 100, check.stderr)
+            self.assertIn("engine.admin.http_token_file: cannot read /etc/drover/secrets/token", check.stderr)
+        with tempfile.TemporaryDirectory(prefix="drv-check-") as d:
+            with open(os.path.join(d, "token"), "w") as f:
+                f.write("0123456789abcdef0123\n")
+            config = os.path.join(d, "drover.yaml")
+            with open(config, "w") as f:
+                f.write(read(DEPLOY, "drover.yaml").replace("/etc/drover/secrets/token", os.path.join(d, "token")))
+            check = subprocess.run([f"{BIN}/droverd", "--check", "-c", config], capture_output=True, text=True)
+            self.assertEqual(check.returncode, 0, check.stderr)
 
     def test_workloads_are_guaranteed_whole_cpus_probed_and_drain_within_the_grace_period(self):
         shutdown = yaml.safe_load(read(DEPLOY, "drover.yaml"))["engine"]["shutdown_timeout_secs"]

@@ -129,7 +129,7 @@ class Files(EngineTest):
 
 
 class RunDir(unittest.TestCase):
-    def run_with_run_dir(self, prepare):
+    def run_with_run_dir(self, prepare, *extra):
         with tempfile.TemporaryDirectory(prefix="drv-rd-") as d:
             run_dir = os.path.join(d, "run")
             os.mkdir(run_dir)
@@ -137,11 +137,14 @@ class RunDir(unittest.TestCase):
             path = os.path.join(d, "drover.yaml")
             with open(path, "w") as f:
                 f.write(f"engine:\n  run_dir: {run_dir}\n  admin: {{ http: \"\" }}\n")
-            proc = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=10)
+            proc = subprocess.run([DROVERD, *extra, "-c", path], capture_output=True, text=True, timeout=10)
             return proc.returncode, proc.stderr
 
     def test_a_world_writable_or_foreign_run_dir_is_refused_with_111(self):
         code, err = self.run_with_run_dir(lambda p: os.chmod(p, 0o777))
+        self.assertEqual(code, 111, err)
+        self.assertIn("writable by others (mode 777)", err)
+        code, err = self.run_with_run_dir(lambda p: os.chmod(p, 0o777), "--check")  # --check says so too
         self.assertEqual(code, 111, err)
         self.assertIn("writable by others (mode 777)", err)
         nobody = pwd.getpwnam("nobody").pw_uid
@@ -155,7 +158,7 @@ class RunDir(unittest.TestCase):
             with open(path, "w") as f:
                 f.write("engine:\n  admin:\n    zmq: tcp://127.0.0.1:7999\n    curve: { server_secret_file: /x, "
                         "clients_dir: \"*\" }\n")
-            proc = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=10)
+            proc = subprocess.run([DROVERD, *extra, "-c", path], capture_output=True, text=True, timeout=10)
             self.assertEqual(proc.returncode, 100, proc.stderr)
             self.assertIn("engine.admin.curve.clients_dir: \"*\" lets any client key in", proc.stderr)
 
@@ -166,7 +169,7 @@ class RunDir(unittest.TestCase):
                 f.write("groups:\n  default:\n    pipelines:\n      p:\n        nodes:\n"
                         "          g: { type: receiver:generator, to: [o] }\n"
                         "          o: { type: exporter:file, config: { path: \"/tmp/ok\\0/../../etc/x\" } }\n")
-            proc = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=10)
+            proc = subprocess.run([DROVERD, *extra, "-c", path], capture_output=True, text=True, timeout=10)
             self.assertEqual(proc.returncode, 100, proc.stderr)
             self.assertIn("a string holds a NUL character", proc.stderr)
 
@@ -176,7 +179,7 @@ class RunDir(unittest.TestCase):
             for listen in ("127.0.0.1:8080abc", "127.0.0.1:0", "127.0.0.1:70000", "127.0.0.1:", "nohost:80"):
                 with open(path, "w") as f:
                     f.write(f"engine:\n  admin:\n    http: \"{listen}\"\n")
-                proc = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=10)
+                proc = subprocess.run([DROVERD, *extra, "-c", path], capture_output=True, text=True, timeout=10)
                 self.assertEqual(proc.returncode, 100, (listen, proc.stderr))
                 self.assertIn("engine.admin.http", proc.stderr)
 
