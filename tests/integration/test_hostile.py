@@ -158,7 +158,7 @@ class RunDir(unittest.TestCase):
             with open(path, "w") as f:
                 f.write("engine:\n  admin:\n    zmq: tcp://127.0.0.1:7999\n    curve: { server_secret_file: /x, "
                         "clients_dir: \"*\" }\n")
-            proc = subprocess.run([DROVERD, *extra, "-c", path], capture_output=True, text=True, timeout=10)
+            proc = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=10)
             self.assertEqual(proc.returncode, 100, proc.stderr)
             self.assertIn("engine.admin.curve.clients_dir: \"*\" lets any client key in", proc.stderr)
 
@@ -169,7 +169,7 @@ class RunDir(unittest.TestCase):
                 f.write("groups:\n  default:\n    pipelines:\n      p:\n        nodes:\n"
                         "          g: { type: receiver:generator, to: [o] }\n"
                         "          o: { type: exporter:file, config: { path: \"/tmp/ok\\0/../../etc/x\" } }\n")
-            proc = subprocess.run([DROVERD, *extra, "-c", path], capture_output=True, text=True, timeout=10)
+            proc = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=10)
             self.assertEqual(proc.returncode, 100, proc.stderr)
             self.assertIn("a string holds a NUL character", proc.stderr)
 
@@ -179,7 +179,7 @@ class RunDir(unittest.TestCase):
             for listen in ("127.0.0.1:8080abc", "127.0.0.1:0", "127.0.0.1:70000", "127.0.0.1:", "nohost:80"):
                 with open(path, "w") as f:
                     f.write(f"engine:\n  admin:\n    http: \"{listen}\"\n")
-                proc = subprocess.run([DROVERD, *extra, "-c", path], capture_output=True, text=True, timeout=10)
+                proc = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=10)
                 self.assertEqual(proc.returncode, 100, (listen, proc.stderr))
                 self.assertIn("engine.admin.http", proc.stderr)
 
