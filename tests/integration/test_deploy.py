@@ -176,6 +176,15 @@ class Kubernetes(unittest.TestCase):
     def test_configmap_is_the_deploy_config_and_droverd_accepts_it(self):
         (cm,) = self.by_kind["ConfigMap"]
         self.assertEqual(cm["data"]["drover.yaml"], read(DEPLOY, "drover.yaml"))
+        # It serves OTLP as a collector does, and the image says so.
+        otlp = yaml.safe_load(read(DEPLOY, "drover.yaml"))["groups"]["default"]["pipelines"]["otlp"]["nodes"]["in"]
+        self.assertEqual((otlp["config"]["endpoint"], otlp["config"]["grpc_endpoint"]), ("0.0.0.0:4318", "0.0.0.0:4317"))
+        self.assertEqual(re.search(r"^EXPOSE (.*)$", read(DEPLOY, "docker/Dockerfile"), re.M).group(1).split(),
+                         ["8080", "5555", "4317", "4318"])
+        # docker build -f deploy/docker/Dockerfile . reads the context root's .dockerignore.
+        ignored = read(os.path.join(DEPLOY, ".."), ".dockerignore").split()
+        self.assertTrue({"build*", ".git"} <= set(ignored), ignored)
+        self.assertFalse(os.path.exists(os.path.join(DEPLOY, "docker", ".dockerignore")), "a file docker never reads")
         # --check fails on what would stop the start: here the token file the config names.
         check = subprocess.run([f"{BIN}/droverd", "--check", "-c", os.path.join(DEPLOY, "drover.yaml")],
                                capture_output=True, text=True)
@@ -209,12 +218,22 @@ class Kubernetes(unittest.TestCase):
             self.assertEqual(str(pod["securityContext"]["runAsUser"]), image_uid, name)
             (c,) = pod["containers"]
             res = c["resources"]
-            # Guaranteed QoS: requests == limits for cpu and memory; whole CPUs
-            # so the static CPU manager hands out exclusive cores.
-            self.assertEqual(res["requests"], res["limits"], name)
-            self.assertEqual(set(res["limits"]), {"cpu", "memory"}, name)
-            self.assertRegex(str(res["limits"]["cpu"]), r"^[1-9][0-9]*$", name)
+            self.assertEqual(pod["securityContext"]["seccompProfile"], {"type": "RuntimeDefault"}, name)
+            if w["kind"] == "Deployment":
+                # Pinned: Guaranteed QoS, requests == limits in whole CPUs, so
+                # the static CPU manager hands out exclusive cores.
+                self.assertEqual(res["requests"], res["limits"], name)
+                self.assertEqual(set(res["limits"]), {"cpu", "memory"}, name)
+                self.assertRegex(str(res["limits"]["cpu"]), r"^[1-9][0-9]*$", name)
+            else:
+                # A node agent: small and Burstable (no CPU limit, memory capped), everywhere, kept.
+                self.assertNotIn("cpu", res["limits"], name)
+                self.assertIn("memory", res["limits"], name)
+                self.assertLessEqual(int(str(res["requests"]["cpu"]).rstrip("m")), 500, name)
+                self.assertEqual(pod["tolerations"], [{"operator": "Exists"}], name)
+                self.assertEqual(pod["priorityClassName"], "system-node-critical", name)
             ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+            self.assertEqual((ports["otlp-grpc"], ports["otlp-http"]), (4317, 4318), name)
             http_port = int(yaml.safe_load(read(DEPLOY, "drover.yaml"))["engine"]["admin"]["http"].split(":")[1])
             self.assertEqual(ports["admin"], http_port, name)
             for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz"), ("startupProbe", "/livez")):
