@@ -478,7 +478,7 @@ const drv_ctl_command_t drv_ctl_commands[] = {
     {"create", "group NAME [--dry-run]", "create a group (idempotent)", s_create, "--dry-run", 2},
     {"delete", "group NAME | GROUP/PIPELINE [--no-wait] [--dry-run]",
      "delete an empty group, or shut down and forget a pipeline", s_delete, "--no-wait --dry-run", 2},
-    {"explain", "[TYPE] [--markdown]", "the node types, or one's config keys, types and defaults (offline)",
+    {"explain", "[TYPE | TYPE.KEY | SPEC.PATH] [--markdown]", "node types, keys and defaults (offline)",
      drv_ctl_explain, "--markdown", 1},
     {"validate", "-f FILE", "check a PipelineSpec or a config file offline, with the engine's messages",
      drv_ctl_validate, "-f=", 0},

@@ -152,6 +152,38 @@ int drv_ctl_explain(drv_ctl_t *ctl, int argc, char **argv)
         drv_ctl_table_destroy(&table);
         return DRV_CTL_OK;
     }
+    //  A path: the spec's own keys under it (policies.buffer), or one key of a kind (exporter:http.retry).
+    size_t len = strlen(argv[1]);
+    int shown = 0;
+    for (const drv_ctl_spec_key_t *k = drv_ctl_spec_keys; k->path; k++) {
+        if (!strncmp(k->path, argv[1], len) && (k->path[len] == 0 || k->path[len] == '.')) {
+            printf("%s <%s> (default %s)\n    %s\n", k->path, k->type, k->fallback, k->doc);
+            shown++;
+        }
+    }
+    if (shown) {
+        return DRV_CTL_OK;
+    }
+    const char *dot = strchr(argv[1], '.');
+    if (dot && strchr(argv[1], ':') && strchr(argv[1], ':') < dot) {
+        char type[100];
+        snprintf(type, sizeof type, "%.*s", (int)(dot - argv[1]), argv[1]);
+        const drv_node_schema_t *owner = drv_spec_kind(type);
+        for (size_t k = 0; owner && k < DRV_NODE_MAX_KEYS && owner->keys[k].key; k++) {
+            if (!strcmp(owner->keys[k].key, dot + 1)) {
+                char what[300];
+                s_type(&owner->keys[k], what, sizeof what);
+                printf("%s.config.%s <%s> (%s%s)\n    %s\n", type, owner->keys[k].key, what,
+                       owner->keys[k].required ? "" : "default ", s_default(&owner->keys[k]), owner->keys[k].doc);
+                return DRV_CTL_OK;
+            }
+        }
+        if (owner) {
+            fprintf(stderr, "droverctl: %s has no config key \"%s\" (droverctl explain %s lists them)\n", type,
+                    dot + 1, type);
+            return DRV_CTL_USAGE;
+        }
+    }
     const drv_node_schema_t *kind = drv_spec_kind(argv[1]);
     if (!kind) {
         const char *names[64];
@@ -159,7 +191,7 @@ int drv_ctl_explain(drv_ctl_t *ctl, int argc, char **argv)
             names[i] = kinds[i]->name;
         }
         const char *guess = drv_suggest(argv[1], names, count < 64 ? count : 64);
-        fprintf(stderr, "droverctl: no node type \"%s\"%s%s%s (droverctl explain lists them)\n",
+        fprintf(stderr, "droverctl: no node type or spec key \"%s\"%s%s%s (droverctl explain lists the types)\n",
                 argv[1], guess ? "; did you mean " : "", guess ? guess : "", guess ? "?" : "");
         return DRV_CTL_USAGE;
     }

@@ -264,6 +264,21 @@ class Cli(EngineTest):
         wrong = self.ctl("explain", "receiver:otlpp")
         self.assertEqual(wrong.returncode, 2)
         self.assertIn("did you mean receiver:otlp?", wrong.stderr)
+        # Every key path, as kubectl explain takes them: each row of the spec's table, with its type and default.
+        with open(os.path.join(os.path.dirname(__file__), "../../schemas/pipeline_spec.md")) as f:
+            rows = [line.split(" | ") for line in f if line.startswith("| `")]
+        self.assertGreater(len(rows), 20)
+        for row in rows:
+            path, kind, default = row[0].strip("| `"), row[1], row[2].strip("`")
+            said = self.ctl("explain", path).stdout.splitlines()[0]
+            self.assertEqual(said, f"{path} <{kind}> (default {default})", path)
+        buffer = self.ctl("explain", "policies.buffer").stdout
+        self.assertEqual([l.split()[0] for l in buffer.splitlines() if not l.startswith(" ")],
+                         [f"policies.buffer.{k}" for k in ("type", "max_bytes", "when_full", "sync", "sync_interval_ms")])
+        retry = self.ctl("explain", "exporter:http.retry")
+        self.assertEqual(retry.returncode, 0, retry.stderr)
+        self.assertIn("exporter:http.config.retry <map>", retry.stdout)
+        self.assertIn("max_elapsed_secs", retry.stdout)
 
     def test_watch_status_and_a_rollout(self):
         env = dict(os.environ, DROVER_ADMIN=self.admin.endpoint)
