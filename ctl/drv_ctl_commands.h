@@ -49,7 +49,8 @@ const char *drv_ctl_str(json_t *obj, const char *key);
 struct drv_ctl_table_t;
 extern const char *const drv_ctl_pipeline_columns[];
 void drv_ctl_pipeline_row(struct drv_ctl_table_t *table, const char *name, json_t *status);
-int drv_ctl_status(drv_ctl_t *ctl, int argc, char **argv);
+int drv_ctl_status(drv_ctl_t *ctl, int argc, char **argv);   // drv_ctl_status.c, with describe
+int drv_ctl_describe(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_get(drv_ctl_t *ctl, int argc, char **argv); // drv_ctl_get.c
 //  drv_ctl_spec.c: a spec file as the PUT body {pipeline: spec} (NULL after
 //  saying why), with the pipeline the document names (get -o yaml's name:)

@@ -158,6 +158,23 @@ class Cli(EngineTest):
                                                           headers={"Content-Type": "application/json"}), timeout=5)
         self.assertIn("the paths served are: /v1/logs /v1/traces /v1/metrics", wrong.exception.read().decode())
 
+    def test_status_shows_the_pipelines_totals_through_a_resize_and_a_replace(self):
+        gen = lambda cores, tag: {"pipeline": {"cores": {"count": cores}, "nodes": {
+            "in": {"type": "receiver:generator", "config": {"rate": 0, "count": 1000, "record": {"t": tag}},
+                   "to": ["out"]}, "out": {"type": "exporter:null"}}}}
+        row = lambda: self.ctl("status").stdout.splitlines()[1].split()
+
+        def settled(total):  # RECORDS_IN as status and /metrics say it
+            metric = re.search(r'^drover_pipeline_records_in_total\{group="default",pipeline="p"\} (\d+)$',
+                               self.admin.http("GET", "/metrics")[1], re.M)
+            return metric and int(metric.group(1)) == total and int(row()[6]) == total
+        self.put(gen(2, "a"))
+        wait_until(lambda: settled(2000), 10, "2000 records in")
+        self.put(gen(1, "a"))  # a resize: the removed core's 1000 stay counted
+        wait_until(lambda: settled(2000), 10, "still 2000 after the resize")
+        self.put(gen(1, "b"))  # a replace: the new generation adds its 1000
+        wait_until(lambda: settled(3000), 10, "3000 after the replace")
+
     def test_every_name_form_and_suggestions(self):
         self.put(spec(self.port, self.out))
         for name in ("default/p", "default:p", "p"):
