@@ -72,14 +72,14 @@ static bool s_on_sse_line(void *arg, const char *line, size_t len)
     return sse->count != 0 && !s_interrupted;
 }
 
-static int s_events_http(drv_ctl_t *ctl, long count, long seconds, int argc, char **argv)
+static int s_events_http(drv_ctl_t *ctl, long count, long seconds, bool only_new, int argc, char **argv)
 {
     char topics[1024] = "";
     for (int i = 0; i < argc; i++) {
         size_t used = strlen(topics);
         snprintf(topics + used, sizeof topics - used, "%s%s", used ? "," : "", argv[i]);
     }
-    json_t *query = json_pack("{s:s}", "history", "false"); // from now on, as over the events socket
+    json_t *query = json_pack("{s:s}", "history", only_new ? "false" : "true"); // the kept first, as curl gets them
     if (topics[0]) {
         json_object_set_new(query, "topics", json_string(topics));
     }
@@ -105,14 +105,46 @@ static int s_events_http(drv_ctl_t *ctl, long count, long seconds, int argc, cha
     return DRV_CTL_OK;
 }
 
+//  The events the engine kept (GET /api/v1/events over zmq), oldest first,
+//  printed as the live ones will be, at most count of them: how many.
+//  (Subscribed first: what happens meanwhile comes live, perhaps once more.)
+static long s_kept(drv_ctl_t *ctl, long count, int argc, char **argv)
+{
+    char topics[1024] = "";
+    for (int i = 0; i < argc; i++) {
+        size_t used = strlen(topics);
+        snprintf(topics + used, sizeof topics - used, "%s%s", used ? "," : "", argv[i]);
+    }
+    json_t *query = json_pack("{s:s}", "topics", topics), *kept = NULL;
+    char err[300];
+    int status = drv_ctl_request(&ctl->options, "GET", "/api/v1/events", query, NULL, &kept, err, sizeof err);
+    json_decref(query);
+    long shown = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(status == 200 ? json_object_get(kept, "events") : NULL, i, e)
+    {
+        if (count >= 0 && shown >= count) {
+            break;
+        }
+        s_print_event(ctl, json_string_value(json_object_get(e, "topic")), json_object_get(e, "event"));
+        shown++;
+    }
+    json_decref(kept);
+    return shown;
+}
+
 int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv)
 {
     const char *endpoint = getenv("DROVER_EVENTS");
     long count = -1;
     long seconds = -1;
+    bool only_new = false;
     int first_topic = argc;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+        if (!strcmp(argv[i], "--new")) {
+            only_new = true;
+        } else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
             count = atol(argv[++i]);
         } else if (!strcmp(argv[i], "--for") && i + 1 < argc) {
             seconds = atol(argv[++i]);
@@ -124,7 +156,7 @@ int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv)
         }
     }
     if (!endpoint && drv_ctl_is_http(ctl->options.endpoint)) {
-        return s_events_http(ctl, count, seconds, argc - first_topic, argv + first_topic);
+        return s_events_http(ctl, count, seconds, only_new, argc - first_topic, argv + first_topic);
     }
     json_t *info = NULL;
     if (!endpoint) {
@@ -156,7 +188,7 @@ int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv)
     }
     fflush(stderr);
     int64_t deadline = seconds >= 0 ? zclock_mono() + seconds * 1000 : -1;
-    long seen = 0;
+    long seen = only_new ? 0 : s_kept(ctl, count, argc - first_topic, argv + first_topic);
     while (!s_interrupted && (count < 0 || seen < count)) {
         long wait = deadline < 0 ? 200 : (long)(deadline - zclock_mono());
         if (deadline >= 0 && wait <= 0) {

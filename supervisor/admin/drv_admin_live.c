@@ -17,8 +17,10 @@ bool drv_route_events(drv_engine_t *engine, drv_admin_request_t *request, char *
 {
     (void)args;
     if (strcmp(request->transport, "http") != 0) {
-        drv_admin_error(response, 400, "invalid_request",
-                        "/api/v1/events streams over HTTP; over zmq, subscribe to the events socket");
+        //  Over zmq, one answer: the kept events (what happens next is on the events socket).
+        response->status = 200;
+        response->json = json_pack("{s:o}", "events",
+                                   drv_sse_kept(engine, json_string_value(json_object_get(request->query, "topics"))));
         return false;
     }
     response->status = 200;

@@ -158,6 +158,23 @@ static void s_on_event(drv_engine_t *engine, const char *topic, const json_t *ev
     }
 }
 
+//  True when topic starts with one of the comma-separated prefixes in
+//  topics (NULL or "": every topic).
+static bool s_topic_listed(const char *topics, const char *topic)
+{
+    if (!topics || !*topics) {
+        return true;
+    }
+    for (const char *p = topics; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len && !strncmp(topic, p, len)) {
+            return true;
+        }
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
 void drv_sse_init(drv_engine_t *engine)
 {
     engine->sse = calloc(1, sizeof *engine->sse);
@@ -246,4 +263,24 @@ void drv_sse_stop(drv_engine_t *engine)
         engine->sse = NULL;
         engine->event_listener = NULL;
     }
+}
+
+json_t *drv_sse_kept(drv_engine_t *engine, const char *topics)
+{
+    struct drv_sse_t *sse = engine->sse;
+    json_t *events = json_array();
+    for (size_t n = 0; n < DRV_SSE_KEPT; n++) {
+        const kept_t *k = &sse->kept[(sse->kept_next + n) % DRV_SSE_KEPT]; // oldest first
+        const char *data = k->frame ? strstr(k->frame, "\ndata: ") : NULL;
+        if (!data || !s_topic_listed(topics, k->topic)) {
+            continue;
+        }
+        data += strlen("\ndata: ");
+        json_t *event = json_loadb(data, strlen(data), 0, NULL); // up to the frame's blank line
+        if (event) {
+            json_array_append_new(events, json_pack("{s:I, s:s, s:o}", "id", (json_int_t)k->id, "topic", k->topic,
+                                                    "event", event));
+        }
+    }
+    return events;
 }

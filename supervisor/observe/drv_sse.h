@@ -23,6 +23,10 @@ void drv_sse_init(drv_engine_t *engine);
 //  every topic but the `status` snapshots); last_event_id: what it saw last
 //  (-1: new; it gets every kept event). Takes a reference to stream.
 #define DRV_SSE_KEPT 256
+//  The kept events whose topic starts with one of topics (comma-separated;
+//  NULL: all), oldest first: [{id, topic, event}]. New reference. (What a
+//  zmq client asks GET /api/v1/events for: the events socket has no history.)
+json_t *drv_sse_kept(drv_engine_t *engine, const char *topics);
 void drv_sse_add(drv_engine_t *engine, drv_stream_t *stream, const char *topics, int64_t last_event_id);
 //  Snapshots and keep-alives that are due; returns ms until the next (-1: none).
 int64_t drv_sse_tick(drv_engine_t *engine);
