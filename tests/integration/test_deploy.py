@@ -304,13 +304,14 @@ class Container(unittest.TestCase):
         prefix = tempfile.mkdtemp(prefix="drv-install-")
         self.addCleanup(shutil.rmtree, prefix, True)
         subprocess.run(["cmake", "--install", BUILD, "--prefix", prefix], check=True, capture_output=True)
-        port, ingest = free_port(), free_port()
+        port, ingest, grpc, otlp = free_port(), free_port(), free_port(), free_port()
         os.makedirs(f"{prefix}/secrets")
         with open(f"{prefix}/secrets/token", "w") as f:
             f.write("a-token-of-at-least-16-chars\n")
         config = (read(DEPLOY, "drover.yaml").replace("/run/drover", f"{prefix}/run")
                   .replace("/var/lib/drover", prefix).replace("/etc/drover/secrets", f"{prefix}/secrets")
-                  .replace("0.0.0.0:8080", f"127.0.0.1:{port}").replace("0.0.0.0:5555", f"127.0.0.1:{ingest}"))
+                  .replace("0.0.0.0:8080", f"127.0.0.1:{port}").replace("0.0.0.0:5555", f"127.0.0.1:{ingest}")
+                  .replace("0.0.0.0:4317", f"127.0.0.1:{grpc}").replace("0.0.0.0:4318", f"127.0.0.1:{otlp}"))
         with open(f"{prefix}/drover.yaml", "w") as f:
             f.write(config)
         proc = subprocess.Popen([f"{prefix}/bin/droverd", "-c", f"{prefix}/drover.yaml"],
