@@ -137,8 +137,9 @@ class ReadmeTour(unittest.TestCase):
     def clear_screen(self):
         self.tmux.clear("tour")
         self.tmux.keys("tour", "clear", "Enter")
-        wait_until(lambda: self.last_line() and PROMPT.search(self.last_line()) and
-                   len(self.tmux.screen("tour").strip().splitlines()) == 1, 10, "a clear screen", interval=0.02)
+        #  The screen read once per look: read twice, it may change in between.
+        wait_until(lambda: (lambda screen: len(screen) == 1 and PROMPT.search(screen[0]))(
+            self.tmux.screen("tour").strip().splitlines()), 10, "a clear screen", interval=0.02)
 
     def last_line(self, after=None):
         lines = [line for line in self.tmux.screen("tour").splitlines() if line.strip()]
