@@ -142,7 +142,7 @@ int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv)
     bool only_new = false;
     int first_topic = argc;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--new")) {
+        if (!strcmp(argv[i], "--no-history")) {
             only_new = true;
         } else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
             count = atol(argv[++i]);

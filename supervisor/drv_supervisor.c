@@ -137,7 +137,7 @@ int drv_supervisor_check(const drv_config_t *config, char *why, size_t whylen)
     //  them; nothing is created (a missing run_dir is made at start).
     if (s_make_private_dir("run_dir", config->run_dir, false, why, whylen) != 0 ||
         (config->buffer_dir && s_make_private_dir("engine.buffer_dir", config->buffer_dir, false, why, whylen) != 0)) {
-        return DRV_EXIT_SYSTEM;
+        return DRV_EXIT_CONFIG; // --check says "this configuration will not start" with one code
     }
     if (config->http_token_file && s_read_token(config->http_token_file, NULL, why, whylen) != 0) {
         return DRV_EXIT_CONFIG;

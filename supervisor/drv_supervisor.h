@@ -14,8 +14,8 @@
 //  drv_signals_open(), called before any thread started.
 //  droverd --check: what would stop a start once the config file is
 //  valid (run_dir and buffer_dir's ownership and mode, the token file, the
-//  CURVE key), checked without creating anything. DRV_EXIT_OK, or the exit
-//  code the start would have, with the problem in why.
+//  CURVE key), checked without creating anything. DRV_EXIT_OK, or
+//  DRV_EXIT_CONFIG (100) whatever the problem, with it in why.
 int drv_supervisor_check(const drv_config_t *config, char *why, size_t whylen);
 
 int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir,

@@ -96,6 +96,7 @@ void drv_opamp_destroy(drv_opamp_t **self_p)
     free(self->sending.health);
     free(self->sending.effective);
     json_decref(self->remote.tracking);
+    json_decref(self->remote.groups);
     json_decref(self->config);
     free(self);
 }

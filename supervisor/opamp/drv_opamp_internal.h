@@ -52,6 +52,7 @@ typedef struct {
     char error[4096];              // why it FAILED
     char skipped[2048];            // while APPLYING: the pipelines admission refused
     json_t *tracking;              // while APPLYING: [{group, pipeline, rollout_id}]
+    json_t *groups;                // the groups it declared, as applied (NULL: none since droverd started)
     uint64_t version;              // grows with every change of the above
 } drv_opamp_remote_t;
 

@@ -146,8 +146,9 @@ void drv_opamp_remote_offer(drv_opamp_t *self, const Opamp__Proto__AgentRemoteCo
     }
     drv_problems_destroy(&problems);
     drv_info("opamp: applying remote config hash=%s", hash);
-    json_t *result = drv_reload_apply_groups(self->engine, groups, DRV_SOURCE_OPAMP);
-    json_decref(groups);
+    json_t *result = drv_reload_apply_groups(self->engine, groups, self->remote.groups, DRV_SOURCE_OPAMP);
+    json_decref(self->remote.groups);
+    self->remote.groups = groups; // what the next one is told apart from
     size_t i;
     json_t *skip;
     json_array_foreach(json_object_get(result, "skipped"), i, skip)

@@ -16,14 +16,14 @@
 #include "drover/drv_log.h"
 #include "drover/drv_spec.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-//  True when the file's entry for group/name is what the file said before
-//  this reload (engine->config->groups still holds the file as last read).
-static bool s_file_entry_same(drv_engine_t *engine, const char *group, const char *name, const json_t *spec)
+//  True when the source's entry for group/name is what it said before.
+static bool s_entry_same(const json_t *previous, const char *group, const char *name, const json_t *spec)
 {
-    const json_t *before = json_object_get(json_object_get(engine->config->groups, group), name);
+    const json_t *before = json_object_get(json_object_get(previous, group), name);
     if (!before) {
         return false; // new in the file: the file's
     }
@@ -34,7 +34,8 @@ static bool s_file_entry_same(drv_engine_t *engine, const char *group, const cha
     return same;
 }
 
-json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_source_t source)
+json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, const json_t *previous,
+                                drv_source_t source)
 {
     const char *from = source == DRV_SOURCE_OPAMP ? "remote config" : "reload";
     json_t *applied = json_array(), *skipped = json_array();
@@ -49,11 +50,10 @@ json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_
         json_object_foreach(pipelines, name, spec)
         {
             drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
-            if (pipeline && pipeline->source == DRV_SOURCE_API && source == DRV_SOURCE_CONFIG &&
-                s_file_entry_same(engine, group, name, spec)) {
-                continue; // changed through the API since, and the file did not change it: the API's stands
+            if (pipeline && pipeline->source == DRV_SOURCE_API && s_entry_same(previous, group, name, spec)) {
+                continue; // changed through the API since, and the source did not change it: the API's stands
             }
-            bool replaces_api = pipeline && pipeline->source == DRV_SOURCE_API && source == DRV_SOURCE_CONFIG;
+            bool replaces_api = pipeline && pipeline->source == DRV_SOURCE_API;
             //  The same admission as a PUT: what it would refuse is skipped.
             char why[400] = "";
             drv_problems_t *problems = drv_problems_new();
@@ -72,12 +72,16 @@ json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_
             drv_rollout_opts_t opts = {.supervised = false, .cause = source == DRV_SOURCE_OPAMP ? "opamp" : "config"};
             drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, &opts);
             if (replaces_api && drv_rollout_action(rollout) != DRV_ACTION_NOOP) {
-                drv_info("%s: pipeline=%s:%s changed in the config file: the file's entry replaces the API's "
-                         "change (generation %lld)", from, group, name, (long long)pipeline->generation);
+                const char *where = source == DRV_SOURCE_OPAMP ? "the remote config" : "the config file";
+                drv_info("%s: pipeline=%s:%s changed in %s: its entry replaces the API's change (generation %lld)",
+                         from, group, name, where, (long long)pipeline->generation);
+                char reason[200];
+                snprintf(reason, sizeof reason, "changed in %s: it replaces the change made through the API",
+                         where);
                 drv_events_publish(engine, "config.changed", group, name,
-                                   json_pack("{s:s, s:s, s:I}", "path", engine->config->path, "reason",
-                                             "changed in the config file: it replaces the change made through "
-                                             "the API", "replaced_generation", (json_int_t)pipeline->generation));
+                                   json_pack("{s:s, s:s, s:I}", "path",
+                                             source == DRV_SOURCE_OPAMP ? "opamp" : engine->config->path, "reason",
+                                             reason, "replaced_generation", (json_int_t)pipeline->generation));
             }
             if (!pipeline) {
                 pipeline = drv_registry_add_pipeline(engine, group, name, spec);
@@ -127,7 +131,7 @@ void drv_reload_apply(drv_engine_t *engine, const char *why)
         drv_warn("reload: engine settings (run_dir, admin endpoints) take effect only when droverd "
                  "restarts");
     }
-    json_t *result = drv_reload_apply_groups(engine, fresh->groups, DRV_SOURCE_CONFIG);
+    json_t *result = drv_reload_apply_groups(engine, fresh->groups, engine->config->groups, DRV_SOURCE_CONFIG);
     engine->state_dirty = true; // the state file records what the file declares (drv_restore.h)
     json_decref(engine->config->groups);
     engine->config->groups = json_incref(fresh->groups);

@@ -16,8 +16,12 @@ void drv_reload_apply(drv_engine_t *engine, const char *why);
 //  each pipeline's difference is a rollout (admission first: what a PUT
 //  would refuse is skipped), the pipelines take source as theirs, and the
 //  pipelines of that source groups no longer names are shut down and
-//  forgotten. Returns {applied: [{group, pipeline, rollout_id}], skipped:
-//  [{group, pipeline, reason}], removed: N} (new reference).
-json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, drv_source_t source);
+//  forgotten. previous: what the source declared before (NULL: unknown);
+//  a pipeline the API changed since is left alone while its entry is the
+//  same there, as at a restart. Returns {applied: [{group, pipeline,
+//  rollout_id}], skipped: [{group, pipeline, reason}], removed: N} (new
+//  reference).
+json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, const json_t *previous,
+                                drv_source_t source);
 
 #endif

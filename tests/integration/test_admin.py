@@ -395,7 +395,7 @@ class AdminPlane(EngineTest):
         # subscription is known live once it prints a probe event.
         import queue
         import threading
-        follower = subprocess.Popen([DROVERCTL, "-e", endpoint, "-o", "json", "events", "--new", "--for", "30",
+        follower = subprocess.Popen([DROVERCTL, "-e", endpoint, "-o", "json", "events", "--no-history", "--for", "30",
                                      "group.created", "instance."], stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True)
         lines = queue.Queue()

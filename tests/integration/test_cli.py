@@ -180,8 +180,8 @@ class Cli(EngineTest):
         kept = self.ctl("-o", "json", "events", "--count", "1", "--for", "10", "rollout.")
         self.assertEqual(kept.returncode, 0, kept.stderr)
         self.assertEqual(json.loads(kept.stdout.splitlines()[0])["topic"].split(".")[0], "rollout")
-        new = self.ctl("-o", "json", "events", "--new", "--for", "1", "rollout.")
-        self.assertEqual((new.returncode, new.stdout), (0, ""), "--new: only what happens from now on")
+        new = self.ctl("-o", "json", "events", "--no-history", "--for", "1", "rollout.")
+        self.assertEqual((new.returncode, new.stdout), (0, ""), "--no-history: only what happens from now on")
 
     def test_every_name_form_and_suggestions(self):
         self.put(spec(self.port, self.out))
@@ -477,7 +477,7 @@ class CliOverHttp(EngineTest):
         from_file = self.ctl("--token-file", token_file, "apply", "-f", path, "p", token=False)
         self.assertEqual((from_file.returncode, from_file.stderr), (0, ""))
         # Events over HTTP: the server's Server-Sent Events.
-        waiter = subprocess.Popen([f"{BIN}/droverctl", "-e", self.url, "-o", "json", "events", "--new", "--count", "1",
+        waiter = subprocess.Popen([f"{BIN}/droverctl", "-e", self.url, "-o", "json", "events", "--no-history", "--count", "1",
                                    "--for", "20", "rollout."], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=dict(os.environ, DROVER_TOKEN=self.TOKEN))
         wait_until(lambda: self.admin.http("GET", "/metrics")[1].count("drover_sse_clients 1") == 1, 10,

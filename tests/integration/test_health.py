@@ -88,17 +88,22 @@ class Health(EngineTest):
         self.assertEqual(events.recv_multipart()[0], b"pipeline.exporter_recovered")
         self.assertIn("reason=exporter_failing node=out", self.engine.log_text())
 
-    def test_an_exporter_that_failed_once_and_then_has_nothing_to_send_is_idle_not_failing(self):
-        # One batch, refused with a 400 (dropped: retrying cannot help), then no traffic at all.
+    def put_one_refused_batch(self, name, answer, policies=None):
+        """A pipeline that sends 20 records in one batch, which the backend refuses with 400 and answer."""
         with self.capture.lock:
-            self.capture.plan = [(400, {}, b"bad request")]
+            self.capture.plan = [(400, {}, answer)]
         spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
             "in": {"type": "receiver:generator", "config": {"rate": 0, "count": 20, "record": {"m": "x"}},
                    "to": ["out"]},
             "out": {"type": "exporter:http", "config": {"endpoint": self.capture.url("/in"),
-                                                         "batch": {"max_records": 100, "max_delay_ms": 20}}}},
-            "policies": {"health": {"exporter_failing_secs": 1}}}}
-        self.assertEqual(self.admin.http("PUT", f"{PIPE}/idle", body=spec)[0], 200)
+                                                         "batch": {"max_records": 100, "max_delay_ms": 20}}}}}}
+        if policies:
+            spec["pipeline"]["policies"] = policies
+        self.assertEqual(self.admin.http("PUT", f"{PIPE}/{name}", body=spec)[0], 200)
+
+    def test_an_exporter_that_failed_once_and_then_has_nothing_to_send_is_idle_not_failing(self):
+        # One batch, refused with a 400 (dropped: retrying cannot help), then no traffic at all.
+        self.put_one_refused_batch("idle", b"bad request", {"health": {"exporter_failing_secs": 1}})
         node = wait_until(lambda: (lambda n: n if n and n.get("failing_secs", 0) > 1.5 else None)(
             (self.status("idle")["instances"][0]["nodes"] or {}).get("out")), 10 * SLOW, "the failure a while ago")
         self.assertEqual((node["records_dropped"], node["backlog_records"]), (20, 0))
@@ -111,14 +116,7 @@ class Health(EngineTest):
         self.assertEqual(self.status("idle")["phase"], "running")
 
     def test_a_backend_answer_that_is_not_utf8_is_kept_escaped(self):
-        with self.capture.lock:
-            self.capture.plan = [(400, {}, b"bad \xff\xfe request \xc3")]
-        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
-            "in": {"type": "receiver:generator", "config": {"rate": 0, "count": 20, "record": {"m": "x"}},
-                   "to": ["out"]},
-            "out": {"type": "exporter:http", "config": {"endpoint": self.capture.url("/in"),
-                                                         "batch": {"max_records": 100, "max_delay_ms": 20}}}}}}
-        self.assertEqual(self.admin.http("PUT", f"{PIPE}/latin", body=spec)[0], 200)
+        self.put_one_refused_batch("latin", b"bad \xff\xfe request \xc3")
         node = wait_until(lambda: (lambda n: n if n and n.get("records_dropped") == 20 else None)(
             (self.status("latin")["instances"][0]["nodes"] or {}).get("out")), 10 * SLOW, "the batch refused")
         self.assertIn("answered 400: bad \\xff\\xfe request \\xc3", node["last_error"])

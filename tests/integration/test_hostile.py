@@ -144,8 +144,8 @@ class RunDir(unittest.TestCase):
         code, err = self.run_with_run_dir(lambda p: os.chmod(p, 0o777))
         self.assertEqual(code, 111, err)
         self.assertIn("writable by others (mode 777)", err)
-        code, err = self.run_with_run_dir(lambda p: os.chmod(p, 0o777), "--check")  # --check says so too
-        self.assertEqual(code, 111, err)
+        code, err = self.run_with_run_dir(lambda p: os.chmod(p, 0o777), "--check")  # --check says so too, exit 100
+        self.assertEqual(code, 100, err)
         self.assertIn("writable by others (mode 777)", err)
         nobody = pwd.getpwnam("nobody").pw_uid
         code, err = self.run_with_run_dir(lambda p: os.chown(p, nobody, -1))

@@ -99,5 +99,37 @@ class OpampHostile(OpampBase):
         wait_until(lambda: [s for s in self.statuses() if s[1] == "APPLIED"], 30, "the allowed one APPLIED")
 
 
+    def test_a_remote_config_keeps_an_api_change_until_its_entry_changes(self):
+        self.start(poll=1)
+        path = "/api/v1/groups/default/pipelines/p"
+
+        def remote(rate, extra=""):
+            return ("groups:\n  default:\n    pipelines:\n"
+                    f"      p:\n        nodes:\n          g: {{type: receiver:generator, config: {{rate: {rate}}}, to: [o]}}\n"
+                    "          o: {type: exporter:null}\n" + extra)
+        rate = lambda: self.admin.http("GET", path)[1]["spec"]["nodes"]["g"]["config"]["rate"]
+        source = lambda: self.admin.http("GET", path + "/status")[1]["source"]
+        applied = lambda h: wait_until(lambda: [s for s in self.statuses() if s[0] == h and s[1] == "APPLIED"], 30,
+                                       f"{h} APPLIED")
+        self.server.script = [self.offer(remote(1), b"r1")]
+        applied(b"r1")
+        spec = self.admin.http("GET", path)[1]["spec"]
+        spec["nodes"]["g"]["config"]["rate"] = 7
+        self.assertEqual(self.admin.http("PUT", path, body={"pipeline": spec})[0], 200)
+        self.assertEqual((source(), rate()), ("api", 7))
+        # A new remote config in which p's entry did not change: the API's change stands.
+        q = ("      q:\n        nodes:\n          g: {type: receiver:generator, config: {rate: 1}, to: [o]}\n"
+             "          o: {type: exporter:null}\n")
+        self.server.script = [self.offer(remote(1, q), b"r2")]
+        applied(b"r2")
+        self.assertEqual((source(), rate()), ("api", 7))
+        # p's entry changed: the remote config's wins, and says so.
+        self.server.script = [self.offer(remote(3, q), b"r3")]
+        applied(b"r3")
+        self.assertEqual((source(), rate()), ("opamp", 3))
+        self.assertIn("pipeline=default:p changed in the remote config: its entry replaces the API's change",
+                      self.engine.log_text())
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -107,7 +107,7 @@ class Reload(EngineTest):
         engine.signal(signal.SIGHUP)
         wait_until(lambda: status()["generation"] == 3, 10, "the file's change applied")
         self.assertEqual((status()["source"], rate()), ("config", 44))
-        self.assertRegex(engine.log_text(), r"pipeline=default:p changed in the config file: the file's entry "
+        self.assertRegex(engine.log_text(), r"pipeline=default:p changed in the config file: its entry "
                                             r"replaces the API's change \(generation 2\)")
         while True:
             topic, payload = events.recv_multipart()
