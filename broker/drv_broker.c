@@ -106,7 +106,7 @@ static void s_tick(drv_broker_t *self)
         if (inst->marker_pending && now >= inst->next_marker_ms) {
             drv_broker_send_marker(self, inst);
         }
-        if (inst->routable && !inst->credit_known && now >= inst->next_sync_ms) {
+        if (drv_instance_wants_sync(inst, now)) {
             drv_msg_t msg;
             drv_msg_init(&msg, DRV_MSG_SYNC);
             drv_msg_send(self->backend, inst->id, &msg, true); // fails until it connects
@@ -125,7 +125,7 @@ static void s_tick(drv_broker_t *self)
         drv_msg_set_int(&msg, DRV_F_ERRORS, self->refusals.total);
         drv_msg_send(self->control, NULL, &msg, false);
         drv_msg_clear(&msg);
-        self->next_heartbeat_ms = now + HEARTBEAT_MS;
+        self->next_heartbeat_ms = now + self->heartbeat_ms;
     }
 }
 
@@ -140,7 +140,7 @@ static long s_next_wait(drv_broker_t *self)
         if (inst->marker_pending && inst->next_marker_ms < next) {
             next = inst->next_marker_ms;
         }
-        if (inst->routable && !inst->credit_known && inst->next_sync_ms < next) {
+        if (drv_instance_wants_sync(inst, INT64_MAX) && inst->next_sync_ms < next) {
             next = inst->next_sync_ms;
         }
         if (inst->deleted_at_ms && inst->deleted_at_ms + ACK_GRACE_MS < next) {
@@ -156,15 +156,16 @@ static long s_next_wait(drv_broker_t *self)
     return next > now ? (long)(next - now) : 0;
 }
 
-int drv_broker_run(const char *control_endpoint, const char *data_endpoint, const drv_broker_limits_t *limits)
+int drv_broker_run(const char *control_endpoint, const char *data_endpoint, const drv_broker_options_t *options)
 {
     struct sigaction action = {.sa_handler = s_on_signal};
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, NULL);
     sigaction(SIGINT, &action, NULL);
 
-    drv_broker_t self = {.max_message_bytes = limits->max_message_bytes,
-                     .front_door_buffer_bytes = limits->front_door_buffer_bytes};
+    drv_broker_t self = {.max_message_bytes = options->max_message_bytes,
+                         .front_door_buffer_bytes = options->front_door_buffer_bytes,
+                         .heartbeat_ms = options->heartbeat_ms};
     int rc = DRV_BROKER_EXIT_OK;
     self.instances = drv_instances_new();
     self.ledger = drv_ledger_new();
@@ -175,6 +176,10 @@ int drv_broker_run(const char *control_endpoint, const char *data_endpoint, cons
     zsock_set_identity(self.control, "broker");
     zsock_set_linger(self.control, 1000);
     self.backend = zsock_new(ZMQ_ROUTER);
+    //  Credit bounds what is in flight to an instance (engine.credit_window,
+    //  up to 4096 batches): a high-water mark below it would fail sends to a
+    //  busy instance that granted the room (docs/architecture.md).
+    zsock_set_sndhwm(self.backend, 0);
     zsock_set_router_mandatory(self.backend, 1);
     zsock_set_router_handover(self.backend, 1); // a restarted instance keeps its id
     zsock_set_linger(self.backend, 1000);

@@ -15,8 +15,9 @@
 typedef struct {
     int64_t max_message_bytes;       // engine.limits.max_message_bytes
     int64_t front_door_buffer_bytes; // engine.limits.front_door_buffer_bytes
-} drv_broker_limits_t;
+    int64_t heartbeat_ms;            // engine.heartbeat_interval_ms: how fresh droverd's forwarded count is
+} drv_broker_options_t;
 
-int drv_broker_run(const char *control_endpoint, const char *data_endpoint, const drv_broker_limits_t *limits);
+int drv_broker_run(const char *control_endpoint, const char *data_endpoint, const drv_broker_options_t *options);
 
 #endif

@@ -18,7 +18,6 @@
 #define FORWARD_PER_ROUND 256
 #define CLOSE_FLUSH_MS 200
 #define SYNC_RETRY_MS 100
-#define HEARTBEAT_MS 5000 // only feeds a metric; droverd watches the process itself
 //  After droverd says an instance is gone, acks it sent just before exiting may
 //  still be on their way: wait this long before redelivering what is unacked.
 #define ACK_GRACE_MS 100
@@ -33,6 +32,7 @@ typedef struct drv_broker_t {
     int64_t forwarded;         // batches forwarded in total
     int64_t max_message_bytes; // larger producer messages are refused
     int64_t front_door_buffer_bytes; // a front door past this many held bytes is not read
+    int64_t heartbeat_ms;      // the forwarded count to droverd (a metric; droverd watches the process itself)
     int64_t next_heartbeat_ms;
 } drv_broker_t;
 

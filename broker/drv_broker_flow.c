@@ -162,6 +162,13 @@ void drv_broker_handle_backend(drv_broker_t *self)
                 //  A new process behind this id: nothing sent before can be
                 //  acknowledged any more.
                 drv_broker_orphan(self, inst, "new incarnation");
+                inst->resync = false;
+            } else if (msg.synced && inst->resync) {
+                //  Its answer to the SYNC after a failed send: it forgot what
+                //  it held from us (all sent before it was unrouted), so
+                //  another instance, or it, gets those again.
+                drv_broker_orphan(self, inst, "resynchronized after a failed send");
+                inst->resync = false;
             } else if (!msg.synced) {
                 //  Each credit returned is one batch exported: acknowledged.
                 drv_ledger_acked(self->ledger, identity, msg.n, s_acked, self);

@@ -88,8 +88,20 @@ void drv_instance_route(drv_instance_t *inst, const char *pipeline, json_t *node
 void drv_instance_unroute(drv_instance_t *inst)
 {
     inst->unreachable = inst->routable;
+    inst->resync = inst->routable;
     inst->routable = false;
     inst->credit = 0;
+    //  Its credit is the only thing that routes it again, and it sends
+    //  credit unasked only as it settles batches: without a SYNC an idle
+    //  instance would stay unrouted for good (docs/architecture.md).
+    inst->credit_known = false;
+    inst->next_sync_ms = 0;
+}
+
+bool drv_instance_wants_sync(const drv_instance_t *inst, int64_t now_ms)
+{
+    return (inst->routable || inst->unreachable) && !inst->deleted_at_ms && !inst->credit_known &&
+           now_ms >= inst->next_sync_ms;
 }
 
 void drv_instance_credit(drv_instance_t *inst, int64_t count, bool reset, bool synced, int64_t in_flight)

@@ -16,7 +16,8 @@ typedef struct {
     int64_t credit;        // batches we may still send it
     bool credit_known;     // it has granted credit to this broker
     bool routable;         // added and not draining
-    bool unreachable;      // unrouted because a send to it failed: its next incarnation's credit routes it again
+    bool unreachable;      // unrouted because a send to it failed: its answer to SYNC routes it again
+    bool resync;           // unrouted by a failed send: what it holds from us is redelivered when it answers
     bool drain_pending;    // drain asked; marker waits for closing front doors
     bool marker_pending;   // marker could not be delivered yet (not connected); retried
     int64_t deleted_at_ms; // droverd said it is gone (0: not yet)
@@ -40,8 +41,12 @@ drv_instance_t *drv_instances_next(drv_instances_t *self);
 
 //  INSTANCE_ADD: route (pipeline, receiver nodes or NULL for all) to it.
 void drv_instance_route(drv_instance_t *inst, const char *pipeline, json_t *nodes);
-//  Stops routing to it and forgets its credit (it is unreachable or gone).
+//  A send to it failed: stops routing to it and forgets its credit, and
+//  asks it (SYNC, until that gets through) to state its window again.
 void drv_instance_unroute(drv_instance_t *inst);
+//  True when it should be sent a SYNC now: routed, or unrouted by a failed
+//  send, and no credit from it since.
+bool drv_instance_wants_sync(const drv_instance_t *inst, int64_t now_ms);
 //  A CREDIT message: `reset` (a new process: its window is `count`),
 //  `synced` (the answer to our SYNC: `in_flight` batches already use the
 //  window) or else `count` batches exported and returned as credit.

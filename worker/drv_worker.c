@@ -196,6 +196,7 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
             self->data = zsock_new(ZMQ_DEALER);
             zsock_set_identity(self->data, self->instance);
             zsock_set_linger(self->data, 2000); // the last acks must reach the broker
+            zsock_set_rcvhwm(self->data, 0);    // the credit window bounds what is in flight
             zsock_set_reconnect_ivl(self->data, 10); // the broker may be (re)starting
             if (zsock_connect(self->data, "%s", msg.data_endpoint) != 0) {
                 drv_error("cannot connect to broker endpoint=%s", msg.data_endpoint);
@@ -312,7 +313,8 @@ static void s_handle_data(worker_t *self)
             //  then state the window: what it sent after the SYNC is still
             //  in flight to us, and it counts that against the window.
             //  Batches still being exported came from a broker that is
-            //  gone: nobody is left to acknowledge them to.
+            //  gone, or from this one before a send to us failed (it
+            //  redelivers those): nobody is left to acknowledge them to.
             s_settle(self);
             if (self->unsettled_count > 0) {
                 drv_info("batches of the previous broker still exporting instance=%s batches=%zu", self->instance,

@@ -76,8 +76,14 @@ void drv_broker_start(drv_engine_t *engine)
     snprintf(max_message, sizeof max_message, "%d", engine->config->max_message_bytes);
     char front_door[32];
     snprintf(front_door, sizeof front_door, "%lld", (long long)engine->config->front_door_buffer_bytes);
+    //  Its forwarded count is a metric: at least once a second, as fresh as
+    //  the instances' counters when they heartbeat more often.
+    char heartbeat[32];
+    int heartbeat_ms = engine->config->heartbeat_interval_ms;
+    snprintf(heartbeat, sizeof heartbeat, "%d", heartbeat_ms < 1000 ? heartbeat_ms : 1000);
     char *argv[] = {"drover-broker", "--control", engine->control_endpoint, "--data", engine->data_endpoint,
-                    "--max-message-bytes", max_message, "--front-door-buffer-bytes", front_door, NULL};
+                    "--max-message-bytes", max_message, "--front-door-buffer-bytes", front_door,
+                    "--heartbeat-ms", heartbeat, NULL};
     char err[300];
     engine->broker->restart_at_ms = 0;
     pid_t pid = drv_spawn(path, argv, -1, NULL, 0, err, sizeof err);

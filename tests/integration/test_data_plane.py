@@ -105,6 +105,43 @@ class Bursts(EngineTest):
             self.assertEqual(out(), sent)
 
 
+class BusyInstance(EngineTest):
+    """A credit window larger than ZeroMQ's default high-water mark (issue
+    34): the broker fills a stopped instance's window and never gives up on
+    it; once it runs again every record is out."""
+
+    def test_a_window_past_zmq_high_water_mark_is_filled_and_drained(self):
+        import signal
+        from harness import Admin, engine_yaml
+        http_port, zmq_port = free_port(), free_port()
+        pipeline = BURST_PIPELINE.replace("PORT", str(zmq_port)).replace("count: 2", "count: 1")
+        # heartbeats every 3 s: the stopped instance is not yet unhealthy (9 s)
+        engine = self.start_engine(engine_yaml(pipeline, "  credit_window: 4096\n  heartbeat_interval_ms: 3000\n")
+                                   .replace("HTTP", str(http_port)))
+        admin = Admin(engine, http_port)
+        admin.wait_ready(20)
+        pid = engine.wait_instances(["default/burst@1#0"])["default/burst@1#0"]
+        engine.wait_log(r"instance connected instance=default/burst@1#0")
+        os.kill(pid, signal.SIGSTOP)
+        self.addCleanup(lambda: os.kill(pid, signal.SIGCONT))
+        producer = Producer(f"tcp://127.0.0.1:{zmq_port}")
+        self.addCleanup(producer.close)
+        # 4 MB: more than the kernel's socket buffers hold, so the zmq pipe fills
+        for i in range(4000):
+            producer.send([{"i": i, "pad": "x" * 1000}])
+
+        def forwarded():
+            found = re.search(r"^drover_broker_forwarded_batches_total (\d+)$", admin.http("GET", "/metrics")[1], re.M)
+            return int(found.group(1)) if found else 0
+        wait_until(lambda: forwarded() >= 4000, 6, f"4000 batches forwarded to the stopped instance (at {forwarded()})")
+        self.assertNotIn("removed from routing", engine.log_text())
+        os.kill(pid, signal.SIGCONT)
+        path = "/api/v1/groups/default/pipelines/burst/status"
+        out = lambda: admin.http("GET", path)[1]["totals"]["records_out"]
+        wait_until(lambda: out() >= 4000, 10, f"all 4000 records out (at {out()})")
+        self.assertEqual(out(), 4000)
+
+
 class DataPlane(EngineTest):
     def test_zmq_transform_filter_file_on_two_pinned_cores(self):
         port = free_port()

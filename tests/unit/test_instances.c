@@ -52,6 +52,35 @@ static void test_serves_only_its_pipeline_and_nodes(void **state)
     drv_instances_destroy(&table);
 }
 
+//  A failed send unroutes an instance; it is SYNCed until it answers, and
+//  its answer routes it again (else an idle one stays unrouted for good).
+static void test_unrouted_by_a_failed_send_is_synced_and_routed_again(void **state)
+{
+    (void)state;
+    drv_instances_t *table = drv_instances_new();
+    drv_instance_t *inst = drv_instances_get(table, "i1");
+    drv_instance_route(inst, "g:p", NULL);
+    assert_true(drv_instance_wants_sync(inst, 0)); // no credit from it yet
+    drv_instance_credit(inst, 16, true, false, 0);
+    assert_false(drv_instance_wants_sync(inst, 0));
+    assert_true(drv_instance_serves(inst, "g:p", "in"));
+    drv_instance_unroute(inst);
+    assert_false(drv_instance_serves(inst, "g:p", "in"));
+    assert_true(inst->resync);
+    assert_true(drv_instance_wants_sync(inst, 0));
+    inst->next_sync_ms = 100; // sent once: retried after the interval
+    assert_false(drv_instance_wants_sync(inst, 99));
+    assert_true(drv_instance_wants_sync(inst, 100));
+    drv_instance_credit(inst, 16, true, true, 0); // its answer
+    assert_true(drv_instance_serves(inst, "g:p", "in"));
+    assert_int_equal(inst->credit, 16);
+    assert_false(drv_instance_wants_sync(inst, 1000));
+    inst->deleted_at_ms = 5; // gone: never synced
+    drv_instance_unroute(inst);
+    assert_false(drv_instance_wants_sync(inst, 1000));
+    drv_instances_destroy(&table);
+}
+
 static void test_pick_is_round_robin(void **state)
 {
     (void)state;
@@ -79,6 +108,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_credit_reset_synced_and_returned),
         cmocka_unit_test(test_serves_only_its_pipeline_and_nodes),
+        cmocka_unit_test(test_unrouted_by_a_failed_send_is_synced_and_routed_again),
         cmocka_unit_test(test_pick_is_round_robin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
