@@ -11,6 +11,10 @@
 #include <string.h>
 
 #define STATUS_EVERY_MS 1000
+//  After an event that changes what the status shows (a rollout's end, an
+//  instance's exit), the next snapshot goes at once, at most this often:
+//  the console follows a rollout without a second's lag (docs/operations.md).
+#define STATUS_SOON_GAP_MS 50
 #define KEEPALIVE_EVERY_MS 15000
 #define MAX_TOPICS 16
 //  What every client's queue together may hold: a thousand streams that
@@ -39,6 +43,8 @@ struct drv_sse_t {
     size_t kept_next;         // where the next goes (the oldest, once full)
     int64_t next_id;          // the `id:` of the next event
     int64_t next_status_ms;   // mono
+    int64_t last_status_ms;   // mono: when the last snapshot went
+    bool status_soon;         // an event changed the status: the next snapshot is due now
     int64_t next_keepalive_ms;
 };
 
@@ -149,8 +155,22 @@ static void s_publish(drv_engine_t *engine, const char *topic, const char *data,
     sse->kept_next = (sse->kept_next + 1) % DRV_SSE_KEPT;
 }
 
+//  Events after which the status reads differently.
+static bool s_changes_status(const char *topic)
+{
+    static const char *const prefixes[] = {"rollout.", "instance.", "pipeline.", "shutdown.", "group.", "broker.",
+                                           "config."};
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++) {
+        if (!strncmp(topic, prefixes[i], strlen(prefixes[i]))) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void s_on_event(drv_engine_t *engine, const char *topic, const json_t *event)
 {
+    engine->sse->status_soon |= s_changes_status(topic);
     char *data = json_dumps(event, JSON_COMPACT); // kept even with no client: the next one gets it
     if (data) {
         s_publish(engine, topic, data, true);
@@ -221,13 +241,15 @@ int64_t drv_sse_tick(drv_engine_t *engine)
         return -1;
     }
     int64_t now = drv_time_mono_ms();
-    bool status_due = now >= sse->next_status_ms;
+    bool status_due = now >= sse->next_status_ms || (sse->status_soon && now >= sse->last_status_ms + STATUS_SOON_GAP_MS);
     bool anyone_wants_status = false;
     for (client_t *c = zlistx_first(sse->clients); c; c = zlistx_next(sse->clients)) {
         anyone_wants_status |= c->wants_status;
     }
     if (status_due && anyone_wants_status) {
         sse->next_status_ms = now + STATUS_EVERY_MS;
+        sse->last_status_ms = now;
+        sse->status_soon = false;
         char *status = drv_status_all_text(engine);
         s_publish(engine, "status", status, false);
         free(status);
@@ -242,6 +264,9 @@ int64_t drv_sse_tick(drv_engine_t *engine)
     int64_t wait = sse->next_keepalive_ms - now;
     if (anyone_wants_status && sse->next_status_ms - now < wait) {
         wait = sse->next_status_ms - now;
+    }
+    if (anyone_wants_status && sse->status_soon && sse->last_status_ms + STATUS_SOON_GAP_MS - now < wait) {
+        wait = sse->last_status_ms + STATUS_SOON_GAP_MS - now;
     }
     return wait < 0 ? 0 : wait;
 }

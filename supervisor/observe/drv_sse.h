@@ -4,7 +4,8 @@
     full (engine.limits.stream_queue_bytes) loses events (counted in drover_sse_events_dropped_total, and told
     by an `event: dropped` naming how many) instead of slowing the engine.
     Clients that ask for topic `status` also get the whole /status document
-    once a second (the web console's live view). A comment line every 15 s
+    once a second, and at once after an event that changes it (at most every
+    50 ms): the web console's live view. A comment line every 15 s
     keeps proxies from closing the stream and finds clients that left.
 
     The last DRV_SSE_KEPT events are kept: a new client gets those its

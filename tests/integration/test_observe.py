@@ -173,6 +173,36 @@ class Events(EngineTest):
         wait_until(forgotten, 10, "the closed stream forgotten", interval=0.05)
         self.assertNotIn("Failed to send", self.engine.log_text(), "said at debug level, not as a warning")
 
+    def test_the_status_snapshot_follows_a_rollouts_end_at_once(self):
+        """The console drew a finished rollout's old instances for up to a
+        second (issue 35): the snapshot after rollout.succeeded is made in
+        the same turn of droverd's loop, not at the next second."""
+        import datetime
+
+        def when(iso):
+            return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+        feed = self.stream("/api/v1/events?topics=status,rollout.succeeded&history=false")
+        self.assertEqual(feed.status()[0], 200)
+        for rate in range(1, 6):
+            spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+                "in": {"type": "receiver:generator", "config": {"rate": rate}, "to": ["out"]},
+                "out": {"type": "exporter:null"}}}}
+            self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=spec)[0], 200)
+            ended = after = None
+            while after is None:  # the stream up to the first snapshot after this rollout's end
+                frame = feed.event(10)
+                self.assertIsNotNone(frame, f"the stream went quiet after rollout {rate}")
+                if frame[1] == "rollout.succeeded":
+                    ended = frame[2]
+                elif ended is not None:
+                    after = frame[2]
+            lag = when(after["generated_at"]) - when(ended["time"])
+            self.assertLess(lag, 0.4, f"snapshot {lag:.3f} s after {ended['rollout_id']} ended")
+            p = after["pipelines"]["default:p"]
+            self.assertEqual(p["generation"], ended["target_generation"])
+            self.assertEqual([i["generation"] for i in p["instances"] if i["state"] == "ready"],
+                             [ended["target_generation"]])
+
     def test_a_client_that_does_not_read_loses_events_not_the_engine(self):
         slow = self.stream("/api/v1/events", rcvbuf=4096)
         fast = self.stream("/api/v1/events?topics=group.")
