@@ -127,6 +127,12 @@ int drv_ctl_diff(drv_ctl_t *ctl, int argc, char **argv)
             printf("%s: %s -> %s\n", drv_ctl_str(c, "path"), from ? from : "(none)", to ? to : "(none)");
             free(from);
             free(to);
+            size_t k;
+            json_t *line;
+            json_array_foreach(json_object_get(c, "diff"), k, line) // a script: its lines
+            {
+                printf("    %s\n", json_string_value(line));
+            }
         }
         printf("(apply would %s it)\n", action);
     }

@@ -1,7 +1,9 @@
 /*  drv_spec_diff — what a change to a spec changes, path by path (see
     drv_spec.h): maps are walked key by key; anything else (a list, a
     scalar) is compared whole. A value whose JSON is longer than
-    VALUE_MAX is shown by its size instead (a Lua script). */
+    VALUE_MAX is shown by its size instead; a text of several lines (a Lua
+    script) changed is also shown as a line diff. */
+#include "drover/drv_line_diff.h"
 #include "drover/drv_spec.h"
 
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #define VALUE_MAX 120
+#define DIFF_LINES 200 // of a script's line diff, at most
 
 //  The value as shown in a change: itself, or "(N bytes of JSON)".
 static json_t *s_shown(const json_t *value)
@@ -36,6 +39,10 @@ static void s_add(json_t *changes, size_t max, const char *path, const json_t *f
     }
     if (to) {
         json_object_set_new(change, "to", s_shown(to));
+    }
+    if (json_is_string(from) && json_is_string(to) &&
+        (strchr(json_string_value(from), '\n') || strchr(json_string_value(to), '\n'))) {
+        json_object_set_new(change, "diff", drv_line_diff(json_string_value(from), json_string_value(to), DIFF_LINES));
     }
     json_array_append_new(changes, change);
 }

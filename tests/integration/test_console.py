@@ -9,6 +9,7 @@ in the spec, a live tap, sparklines, buttons that cannot apply disabled.
 Screenshots of each state are kept in build/console/ for people to look at."""
 
 import os
+import re
 import shutil
 import tempfile
 import unittest
@@ -185,6 +186,16 @@ class Console(ConsoleBase):
         canary_put("a", 600)
         self.wait_card("default:p", "the canary holding",
                        lambda c: c.find_elements(By.CSS_SELECTOR, '.rollout[data-state="paused"] .canary[data-verdict="pending"]'))
+        # Its words (issue 35): a hold, not a pause; which core is the canary; what each button would do.
+        word, chips, titles = self.read("default:p", lambda c: (
+            c.find_element(By.CSS_SELECTOR, ".rollout").get_attribute("data-word"),
+            [x.text for x in c.find_elements(By.CSS_SELECTOR, ".rollout .core")],
+            {b.get_attribute("data-action"): b.get_attribute("title") for b in c.find_elements(By.CSS_SELECTOR, ".steer button")}))
+        self.assertRegex(word, r"^holding \(canary\) until \d\d:\d\d:\d\d$")
+        self.assertTrue(any(re.match(r"core \d \(canary\): on new$", x) for x in chips), chips)
+        self.assertTrue(any(re.match(r"core \d: waiting$", x) for x in chips), chips)
+        self.assertIn("end the canary", titles["promote"])
+        self.assertIn("old generation every core back", titles["abort"])
         self.shot("6-canary-holding.png")
         self.click("default:p", "promote")
         self.click("default:p", "promote")  # confirm
@@ -208,7 +219,14 @@ class Console(ConsoleBase):
         self.wait_card("default:p", "the rollout aborted",
                        lambda c: c.find_elements(By.CSS_SELECTOR, f'.rollout[data-rollout="{rid}"][data-state="failed"]'),
                        timeout=30)
-        self.assertIn("aborted by the operator", self.card("default:p").text)
+        # An abort reads as one, and the core it never reached does not wait for ever.
+        word, chips, text = self.read("default:p", lambda c: (
+            c.find_element(By.CSS_SELECTOR, f'.rollout[data-rollout="{rid}"]').get_attribute("data-word"),
+            [x.text for x in c.find_elements(By.CSS_SELECTOR, ".rollout .core")], c.text))
+        self.assertEqual(word, "aborted")
+        self.assertNotIn("RolloutFailed", text)
+        self.assertFalse([x for x in chips if "waiting" in x], chips)
+        self.assertTrue(any(re.match(r"core \d: not reached$", x) for x in chips), chips)
         status, r, _ = self.admin.http("GET", f"/api/v1/groups/default/pipelines/p/rollouts/{rid}")
         self.assertEqual([h["action"] for h in r["history"]], ["pause", "resume", "abort"])
         self.shot("7-canary-aborted.png")
@@ -331,6 +349,20 @@ class Incident(ConsoleBase):
         self.assertEqual(changes["nodes.in.config.rate"], "nodes.in.config.rate: 20 → 30")
         self.assertEqual(changes["nodes.in.config.record.env"], 'nodes.in.config.record.env: (none) → "prod"')
         self.shot("10-history.png")
+        # A script's change reads as a line diff, not as its size.
+        def lua(step):
+            return {"pipeline": {"cores": {"count": 1}, "nodes": {
+                "in": {"type": "receiver:generator", "config": {"rate": 20}, "to": ["step"]},
+                "step": {"type": "processor:lua", "config": {"script": "function process(r)\n  r.step = " + step +
+                                                                      "\n  return r\nend\n"}, "to": ["out"]},
+                "out": {"type": "exporter:null"}}}}
+        self.admin.http("PUT", "/api/v1/groups/default/pipelines/lua", body=lua("1"))
+        self.admin.http("PUT", "/api/v1/groups/default/pipelines/lua", body=lua("2"))
+        self.wait_card("default:lua", "generation 2", lambda c: c.get_attribute("data-generation") == "2")
+        self.click("default:lua", "history")
+        diff = self.read("default:lua", lambda c: [x.get_attribute("textContent").rstrip("\n") for x in c.find_elements(
+            By.CSS_SELECTOR, '.changes li[data-path="nodes.step.config.script"] pre.diff span')])
+        self.assertEqual(diff, ["@@ -1,4 +1,4 @@", " function process(r)", "-  r.step = 1", "+  r.step = 2", "   return r", " end"])
         # The tap: records as they leave each node, with the token.
         self.driver.find_element(By.ID, "token").send_keys(TOKEN)
         self.click("default:p", "tap")

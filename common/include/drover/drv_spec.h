@@ -27,9 +27,10 @@ typedef struct {
 json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const char *prefix,
                            drv_problems_t *problems);
 
-//  What changes from before to after, path by path: [{path, from?, to?}]
-//  (from absent: added; to absent: removed), at most max entries, values
-//  longer than 120 characters of JSON shown by their size (drv_spec_diff.c).
+//  What changes from before to after, path by path: [{path, from?, to?,
+//  diff?}] (from absent: added; to absent: removed), at most max entries,
+//  values longer than 120 characters of JSON shown by their size, and a
+//  text of several lines changed also as a line diff (drv_line_diff.h).
 //  Give it redacted specs (drv_spec_redact) when readers may lack the token.
 json_t *drv_spec_diff(const json_t *before, const json_t *after, size_t max);
 
