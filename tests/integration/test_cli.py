@@ -223,6 +223,22 @@ class Cli(EngineTest):
         self.assertIn("\n    @@ -1,4 +1,4 @@\n     function process(r)\n    -  r.step = 1\n    +  r.step = 2\n"
                       "       return r\n     end\n", changed.stdout)
 
+    def test_the_normalized_spec_shows_the_defaults_an_instance_uses(self):
+        http = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{free_port()}"}, "to": ["out"]},
+            "out": {"type": "exporter:http", "config": {"endpoint": "http://127.0.0.1:9/x", "batch": {"max_records": 100}}}}}}
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/h", body=http)[0], 200)
+        got = self.ctl("describe", "default/h", "-o", "json")
+        config = json.loads(got.stdout)["spec"]["nodes"]["out"]["config"]
+        self.assertEqual(config["batch"], {"max_records": 100, "max_bytes": 1048576, "max_delay_ms": 200})
+        self.assertEqual(config["retry"], {"initial_ms": 100, "max_ms": 5000, "max_elapsed_secs": 300})
+        self.assertEqual(config["tls"], {"insecure_skip_verify": False})
+        # Spelling the defaults out is no change.
+        spelled = json.loads(json.dumps(http))
+        spelled["pipeline"]["nodes"]["out"]["config"].update(retry={"initial_ms": 100}, batch=config["batch"])
+        same = self.ctl("diff", "-f", "-", "default/h", input=json.dumps(spelled))
+        self.assertEqual((same.returncode, same.stdout.strip()), (0, "no changes: the running spec is the file's"))
+
     def test_get_yaml_applies_back_unchanged_and_validate_checks_offline(self):
         self.put(spec(self.port, self.out))
         got = self.ctl("get", "default/p", "-o", "yaml")

@@ -79,6 +79,9 @@ typedef struct {
 //  The rules of those keys and of endpoint (an http:// or https:// URL),
 //  for the kinds' schema checks.
 void drv_export_check(drv_spec_check_t *check, const char *node_path, const json_t *config);
+//  Fills the normalized config's batch, retry and tls with their defaults,
+//  so that what GET shows is what an instance uses (a kind's `complete`).
+void drv_export_complete(drv_spec_check_t *check, const char *node_path, json_t *normalized);
 
 //  Sets an exporter up from its normalized config. NULL with the reason in
 //  err (a CA file that cannot be read, no memory).

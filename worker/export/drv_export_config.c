@@ -19,16 +19,48 @@ typedef struct {
     const char *key;
     int64_t minimum;
     int64_t maximum;
+    int64_t fallback; // what the normalized config says when the key is not given
 } bound_t;
 
-static const bound_t s_batch_keys[] = {{"max_records", 1, 1000000},
-                                       {"max_bytes", 1, 256LL << 20},
-                                       {"max_delay_ms", 0, 60000},
-                                       {NULL, 0, 0}};
-static const bound_t s_retry_keys[] = {{"initial_ms", 1, 3600000},
-                                       {"max_ms", 1, 3600000},
-                                       {"max_elapsed_secs", 0, 604800},
-                                       {NULL, 0, 0}};
+static const bound_t s_batch_keys[] = {{"max_records", 1, 1000000, 512},
+                                       {"max_bytes", 1, 256LL << 20, 1048576},
+                                       {"max_delay_ms", 0, 60000, 200},
+                                       {NULL, 0, 0, 0}};
+static const bound_t s_retry_keys[] = {{"initial_ms", 1, 3600000, 100},
+                                       {"max_ms", 1, 3600000, 5000},
+                                       {"max_elapsed_secs", 0, 604800, 300},
+                                       {NULL, 0, 0, 0}};
+
+//  The normalized config shows what an instance will use: batch and retry
+//  with every key, tls with insecure_skip_verify (docs/nodes.md).
+static void s_fill(json_t *config, const char *name, const bound_t *keys)
+{
+    json_t *given = json_object_get(config, name);
+    if (!json_is_object(given)) {
+        return;
+    }
+    json_t *object = json_deep_copy(given); // the given one may be the caller's
+    for (const bound_t *bound = keys; bound->key; bound++) {
+        if (!json_object_get(object, bound->key)) {
+            json_object_set_new(object, bound->key, json_integer(bound->fallback));
+        }
+    }
+    json_object_set_new(config, name, object);
+}
+
+void drv_export_complete(drv_spec_check_t *check, const char *node_path, json_t *normalized)
+{
+    (void)check;
+    (void)node_path;
+    s_fill(normalized, "batch", s_batch_keys);
+    s_fill(normalized, "retry", s_retry_keys);
+    json_t *tls = json_object_get(normalized, "tls");
+    if (json_is_object(tls) && !json_object_get(tls, "insecure_skip_verify")) {
+        tls = json_deep_copy(tls);
+        json_object_set_new(tls, "insecure_skip_verify", json_false());
+        json_object_set_new(normalized, "tls", tls);
+    }
+}
 
 //  Every key of object is one of keys and an integer within its bounds.
 static void s_check_integers(drv_spec_check_t *check, const char *node_path, const char *name,
@@ -193,6 +225,16 @@ static int64_t s_integer(const json_t *object, const char *key, int64_t fallback
     return json_is_integer(value) ? json_integer_value(value) : fallback;
 }
 
+//  A key of a bound table, or its fallback (a config normalized by an
+//  older droverd may lack it).
+static int64_t s_bounded(const json_t *object, const bound_t *keys, const char *key)
+{
+    while (strcmp(keys->key, key) != 0) {
+        keys++;
+    }
+    return s_integer(object, key, keys->fallback);
+}
+
 int drv_export_settings_read(drv_export_settings_t *settings, const json_t *config, char *err,
                              size_t errlen)
 {
@@ -200,13 +242,13 @@ int drv_export_settings_read(drv_export_settings_t *settings, const json_t *conf
     const char *compression = json_string_value(json_object_get(config, "compression"));
     settings->gzip = !compression || !strcmp(compression, "gzip");
     json_t *batch = json_object_get(config, "batch");
-    settings->max_records = (size_t)s_integer(batch, "max_records", 512);
-    settings->max_bytes = (size_t)s_integer(batch, "max_bytes", 1048576);
-    settings->max_delay_ms = s_integer(batch, "max_delay_ms", 200);
+    settings->max_records = (size_t)s_bounded(batch, s_batch_keys, "max_records");
+    settings->max_bytes = (size_t)s_bounded(batch, s_batch_keys, "max_bytes");
+    settings->max_delay_ms = s_bounded(batch, s_batch_keys, "max_delay_ms");
     json_t *retry = json_object_get(config, "retry");
-    settings->initial_ms = s_integer(retry, "initial_ms", 100);
-    settings->max_ms = s_integer(retry, "max_ms", 5000);
-    settings->max_elapsed_ms = s_integer(retry, "max_elapsed_secs", 300) * 1000;
+    settings->initial_ms = s_bounded(retry, s_retry_keys, "initial_ms");
+    settings->max_ms = s_bounded(retry, s_retry_keys, "max_ms");
+    settings->max_elapsed_ms = s_bounded(retry, s_retry_keys, "max_elapsed_secs") * 1000;
     settings->timeout_ms = s_integer(config, "timeout_ms", 30000);
     json_t *tls = json_object_get(config, "tls");
     settings->insecure = json_is_true(json_object_get(tls, "insecure_skip_verify"));
