@@ -11,6 +11,7 @@
 #include "drv_bench.h"
 
 #include "drv_dag.h"
+#include "drv_nodes.h"
 #include "drv_lua.h"
 #include "drv_node.h"
 
@@ -88,7 +89,7 @@ int drv_bench_node_loop(const char *kind, double seconds)
     json_t *spec = s_spec(kind);
     char err[300];
     drv_dag_identity_t who = {"bench", "bench", 1, 0, NULL, 1};
-    drv_dag_t *dag = spec ? drv_dag_new(spec, &who, err, sizeof err) : NULL;
+    drv_dag_t *dag = spec ? drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err) : NULL;
     if (!dag) {
         fprintf(stderr, "cannot build the DAG: %s\n", spec ? err : "bad spec");
         return 1;

@@ -6,6 +6,7 @@
     sits in a socket queue at exit is lost. It exists as the baseline for
     benchmark B2 (bench/cutover.py), not as a way to run drover. */
 #include "drv_dag.h"
+#include "drv_nodes.h"
 #include "drv_node.h"
 #include "drv_worker.h"
 
@@ -63,7 +64,7 @@ static int s_run(const char *spec_path)
     }
     char err[200];
     drv_dag_identity_t who = {"standalone", "standalone", 1, 0, NULL, 1};
-    drv_dag_t *dag = drv_dag_new(spec, &who, err, sizeof err);
+    drv_dag_t *dag = drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err);
     if (!dag) {
         drv_error("cannot start reason=\"%s\"", err);
         json_decref(spec);

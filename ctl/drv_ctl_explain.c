@@ -5,7 +5,9 @@
     what this prints). Offline: it asks no engine. */
 #include "drv_ctl_commands.h"
 #include "drv_ctl_table.h"
-#include "drv_node.h"
+#include "drv_nodes.h"
+
+#include "drover/drv_node_schema.h"
 
 #include "drover/drv_suggest.h"
 

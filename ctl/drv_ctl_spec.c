@@ -6,7 +6,9 @@
     only a running engine can judge (an endpoint another pipeline holds,
     paths outside its engine.data_dirs) is left to apply's dry run. */
 #include "drv_ctl_commands.h"
-#include "drv_node.h"
+#include "drv_nodes.h"
+
+#include "drover/drv_node_schema.h"
 
 #include "drover/drv_config.h"
 #include "drover/drv_cpus.h"

@@ -4,7 +4,9 @@
 #include "drv_signals.h"
 #include "drv_supervisor.h"
 
-#include "drv_node.h"
+#include "drv_nodes.h"
+
+#include "drover/drv_node_schema.h"
 #include "drover/drv_config.h"
 #include "drover/drv_cpus.h"
 #include "drover/drv_log.h"

@@ -1,6 +1,7 @@
 /*  drv_probe — see drv_probe.h. */
 #include "drv_probe.h"
 #include "drv_dag.h"
+#include "drv_nodes.h"
 #include "drv_node.h"
 
 #include "drover/drv_listen.h"
@@ -29,7 +30,7 @@ int drv_probe_main(void)
                               json_integer_value(json_object_get(input, "generation")),
                               (int)json_integer_value(json_object_get(input, "core")), NULL, 1};
     drv_problems_t *problems = drv_problems_new();
-    drv_dag_probe(spec, &who, problems);
+    drv_dag_probe(spec, &who, drv_nodes_kinds(), problems);
     json_t *out = json_pack("{s:o}", "problems", drv_problems_to_json(problems));
     drv_problems_destroy(&problems);
     json_dumpf(out, stdout, JSON_COMPACT);

@@ -5,6 +5,7 @@
     so a slow exporter becomes back-pressure at the broker's front door. */
 #include "drv_worker.h"
 #include "drv_dag.h"
+#include "drv_nodes.h"
 #include "drv_tap.h"
 
 #include "drover/drv_log.h"
@@ -179,7 +180,7 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
         snprintf(group, sizeof group, "%.*s", sep ? (int)(sep - msg.pipeline) : 0, msg.pipeline);
         drv_dag_identity_t who = {group, sep ? sep + 1 : msg.pipeline, msg.generation, (int)msg.core,
                                   msg.buffer_dir, s_shares(msg.spec)};
-        self->dag = drv_dag_new(msg.spec, &who, err, sizeof err);
+        self->dag = drv_dag_new(msg.spec, &who, drv_nodes_kinds(), err, sizeof err);
         if (!self->dag) {
             drv_error("instance cannot start instance=%s reason=\"%s\"", self->instance, err);
             drv_msg_t failed;

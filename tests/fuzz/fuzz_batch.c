@@ -5,6 +5,7 @@
 #include "fuzz.h"
 
 #include "drv_dag.h"
+#include "drv_nodes.h"
 
 #include <stdlib.h>
 
@@ -29,7 +30,7 @@ static drv_dag_t *s_build(void)
         0, NULL);
     drv_dag_identity_t who = {"fuzz", "batch", 1, 0, NULL, 1};
     char err[300];
-    drv_dag_t *dag = drv_dag_new(spec, &who, err, sizeof err);
+    drv_dag_t *dag = drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err);
     json_decref(spec);
     FUZZ_ASSERT(dag);
     return dag;

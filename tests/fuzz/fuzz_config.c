@@ -3,7 +3,9 @@
     refused; nothing may crash, leak or hang. */
 #include "fuzz.h"
 
-#include "drv_node.h"
+#include "drv_nodes.h"
+
+#include "drover/drv_node_schema.h"
 
 #include "drover/drv_config.h"
 

@@ -6,7 +6,9 @@
     used unchecked in the state save and the planner. */
 #include "fuzz.h"
 
-#include "drv_node.h"
+#include "drv_nodes.h"
+
+#include "drover/drv_node_schema.h"
 
 #include "drv_admin.h"
 #include "drv_planner.h"

@@ -3,7 +3,9 @@
     must survive the msgpack wire encoding unchanged and hash the same. */
 #include "fuzz.h"
 
-#include "drv_node.h"
+#include "drv_nodes.h"
+
+#include "drover/drv_node_schema.h"
 
 #include "drover/drv_mpjson.h"
 #include "drover/drv_problems.h"

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "drv_dag.h"
+#include "drv_nodes.h"
 
 #include <msgpack.h>
 #include <stdio.h>
@@ -56,7 +57,7 @@ static drv_dag_t *s_dag(const char *nodes_json, const char *name)
     json_t *spec = json_pack("{s:o}", "nodes", nodes);
     drv_dag_identity_t who = {"default", "p", 2, 1, NULL, 1};
     char err[300];
-    drv_dag_t *dag = drv_dag_new(spec, &who, err, sizeof err);
+    drv_dag_t *dag = drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err);
     json_decref(spec);
     if (!dag) {
         fail_msg("dag: %s", err);
@@ -232,7 +233,7 @@ static void test_full_disk_holds_the_batch_unsettled_without_blocking(void **sta
                               0, NULL);
     drv_dag_identity_t who = {"default", "p", 1, 0, NULL, 1};
     char err[300];
-    drv_dag_t *dag = drv_dag_new(spec, &who, err, sizeof err);
+    drv_dag_t *dag = drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err);
     assert_non_null(dag);
     int fds[4];
     size_t nodes[4];
@@ -261,7 +262,7 @@ static void test_unopenable_file_fails_init(void **state)
                               0, NULL);
     drv_dag_identity_t who = {"default", "p", 1, 3, NULL, 1};
     char err[300];
-    assert_null(drv_dag_new(spec, &who, err, sizeof err));
+    assert_null(drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err));
     assert_non_null(strstr(err, "node out: cannot open /proc/none/3.ndjson"));
     json_decref(spec);
 }
@@ -315,7 +316,7 @@ static void test_symlinked_output_is_refused(void **state)
     json_t *spec = json_loads(json, 0, NULL);
     drv_dag_identity_t who = {"default", "p", 1, 0, NULL, 1};
     char err[300];
-    assert_null(drv_dag_new(spec, &who, err, sizeof err));
+    assert_null(drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err));
     assert_non_null(strstr(err, "symbolic link"));
     char *text = s_read(target);
     assert_string_equal(text, "keep\n");

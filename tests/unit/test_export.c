@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "drv_dag.h"
+#include "drv_nodes.h"
 
 #include "drover/drv_httpd.h"
 #include "drover/drv_time.h"
@@ -91,7 +92,7 @@ static drv_dag_t *s_dag(int port)
     assert_non_null(spec);
     drv_dag_identity_t who = {"default", "p", 1, 0, NULL, 1};
     char err[300];
-    drv_dag_t *dag = drv_dag_new(spec, &who, err, sizeof err);
+    drv_dag_t *dag = drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err);
     json_decref(spec);
     if (!dag) {
         fail_msg("dag: %s", err);

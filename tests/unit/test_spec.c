@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "drv_node.h"
+#include "drv_nodes.h"
+
+#include "drover/drv_node_schema.h"
 
 #include "drover/drv_spec.h"
 

@@ -1,4 +1,5 @@
 /*  drv_nodes — the node kinds every build has: one line each. */
+#include "drv_nodes.h"
 #include "drv_node.h"
 
 #include "drover/drv_spec.h"
@@ -29,14 +30,10 @@ static const drv_node_kind_t *const s_kinds[] = {
 
 #define KIND_COUNT (sizeof s_kinds / sizeof s_kinds[0])
 
-const drv_node_kind_t *drv_nodes_find(const char *name)
+const drv_kinds_t *drv_nodes_kinds(void)
 {
-    for (size_t i = 0; i < KIND_COUNT; i++) {
-        if (strcmp(s_kinds[i]->schema.name, name) == 0) {
-            return s_kinds[i];
-        }
-    }
-    return NULL;
+    static const drv_kinds_t kinds = {s_kinds, KIND_COUNT};
+    return &kinds;
 }
 
 void drv_nodes_register(void)

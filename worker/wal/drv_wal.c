@@ -15,20 +15,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-void drv_wal_put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) {
-        p[i] = (unsigned char)(v >> (8 * i));
-    }
-}
-
-void drv_wal_put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        p[i] = (unsigned char)(v >> (8 * i));
-    }
-}
-
 static int s_push(drv_wal_t *self, const segment_t *segment)
 {
     if (self->count == self->cap) {
@@ -485,16 +471,4 @@ drv_wal_damage_t drv_wal_damage(const drv_wal_t *self)
 const char *drv_wal_notes(const drv_wal_t *self)
 {
     return self->notes;
-}
-
-int drv_wal_open_segment(const drv_wal_t *self, const segment_t *segment, int flags)
-{
-    int fd = openat(self->dir_fd, segment->name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-        close(fd);
-        errno = EINVAL;
-        return -1;
-    }
-    return fd;
 }

@@ -1,6 +1,7 @@
 /*  Shared by drv_wal.c (opening, appending, syncing, settling),
-    drv_wal_read.c (reading entries back) and drv_wal_quarantine.c (what is
-    damaged or is no segment at all, moved out of the log's way).
+    drv_wal_read.c (reading entries back), drv_wal_quarantine.c (what is
+    damaged or is no segment at all, moved out of the log's way) and, below
+    them all, drv_wal_file.c (opening a segment, exact reads).
 
     Everything in the log's directory is opened relative to it (dir_fd),
     never through a link, and only when it is a regular file: the names in

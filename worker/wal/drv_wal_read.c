@@ -20,25 +20,6 @@ static uint64_t s_get64(const unsigned char *p)
     return (uint64_t)s_get32(p) | (uint64_t)s_get32(p + 4) << 32;
 }
 
-int drv_wal_pread(int fd, void *buf, size_t len, int64_t offset)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(offset + (int64_t)got));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            return -1;
-        }
-        if (n == 0) {
-            return 0;
-        }
-        got += (size_t)n;
-    }
-    return 1;
-}
-
 static int s_grow_buf(drv_wal_t *self, size_t len)
 {
     if (len <= self->buf_cap) {

@@ -22,14 +22,24 @@ typedef struct {
     int shares;             // instances the pipeline runs (they split policies.buffer.max_bytes)
 } drv_dag_identity_t;
 
+//  The kinds a DAG builds its nodes from, handed over by whoever builds it
+//  (worker/nodes/drv_nodes.h has every kind), as nginx's core walks the
+//  modules the build gives it: the DAG never names a kind.
+struct drv_node_kind_t;
+typedef struct {
+    const struct drv_node_kind_t *const *list;
+    size_t count;
+} drv_kinds_t;
+
 //  Builds the graph from a normalized spec and initialises every node: files
 //  opened, sockets connected. Returns NULL with the reason in err when any node
 //  cannot start; such an instance never becomes ready.
-drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, char *err,
+drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, const drv_kinds_t *kinds, char *err,
                        size_t errlen);
 //  Builds the DAG in probe mode (drv_node_probe set) and tears it down:
 //  each node that cannot start adds its problem (path "nodes.ID") to problems.
-void drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who, drv_problems_t *problems);
+void drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who, const drv_kinds_t *kinds,
+                   drv_problems_t *problems);
 void drv_dag_destroy(drv_dag_t **self_p);
 
 //  Feeds one producer message (a msgpack map or array of maps) into a

@@ -26,7 +26,7 @@
 
 typedef struct drv_node_t drv_node_t;
 
-typedef struct {
+typedef struct drv_node_kind_t {
     drv_node_schema_t schema;
     //  Sets node->state up from the normalized config: files opened, sockets
     //  connected. Returns 0, or -1 with the reason in err (the instance then
@@ -195,10 +195,5 @@ drv_buf_t *drv_node_buffer(drv_node_t *node);
 //  Which instance this is.
 const drv_dag_identity_t *drv_node_identity(drv_node_t *node);
 
-//  ---- the kinds (drv_nodes.c)
-const drv_node_kind_t *drv_nodes_find(const char *name);
-//  Registers every kind's schema with the spec validator. Every program
-//  that validates specs calls it once at start.
-void drv_nodes_register(void);
 
 #endif

@@ -7,7 +7,7 @@
 #define DRV_TAP_H
 
 #include "drv_dag.h"
-#include "nodes/drv_node.h"
+#include "drv_node.h"
 
 #include <jansson.h>
 #include <msgpack.h>

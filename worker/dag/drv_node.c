@@ -1,9 +1,10 @@
-/*  drv_node — what the DAG offers node kinds (drv_node.h): batch memory,
-    handing records on, counting them, warning about failures, config
-    values as msgpack objects. */
+/*  drv_node — what the DAG offers node kinds (drv_node.h), all of it: batch
+    memory, taking records in (through the disk buffer when there is one),
+    handing them on, counting them, warning about failures, config values
+    as msgpack objects. */
 #include "drv_dag_internal.h"
 #include "drv_tap.h"
-#include "nodes/drv_node.h"
+#include "drv_node.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_utf8.h"
@@ -157,4 +158,35 @@ drv_buf_t *drv_node_buffer(drv_node_t *node)
 const drv_dag_identity_t *drv_node_identity(drv_node_t *node)
 {
     return &node->dag->who;
+}
+
+bool drv_dag_exporters_backlogged(drv_dag_t *self)
+{
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        if (node->kind->backlogged && node->kind->backlogged(node)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int64_t drv_node_input(const drv_node_t *node)
+{
+    return node->dag->running;
+}
+
+int64_t drv_node_taken(const drv_node_t *node)
+{
+    return node->dag->input;
+}
+
+bool drv_node_buffered(const drv_node_t *node)
+{
+    return node->dag->buffer != NULL;
+}
+
+void drv_node_count_refused(drv_node_t *node)
+{
+    node->errors++;
 }

@@ -1,13 +1,15 @@
-/*  drv_dag_internal — the DAG's state, shared by drv_dag.c (building it,
-    running a batch through it, settling) and drv_node.c (what it offers
-    the node kinds). Private to worker/. */
+/*  drv_dag_internal — the DAG's state, shared by the files of dag/, each
+    calling only those below it: drv_node.c (what the DAG offers the node
+    kinds), drv_dag_buffered.c (the disk buffer inputs wait in),
+    drv_dag_input.c (records entering the DAG), drv_dag.c (building it,
+    driving it, settling). drv_tap.c and drv_condition.c sit beside. */
 #ifndef DRV_DAG_INTERNAL_H
 #define DRV_DAG_INTERNAL_H
 
 #include "drv_buf.h"
 #include "drv_buffer.h"
 #include "drv_dag.h"
-#include "nodes/drv_node.h"
+#include "drv_node.h"
 
 #include <czmq.h>
 #include <msgpack.h>
@@ -43,7 +45,8 @@ int drv_dag_buffer_open(drv_dag_t *self, const json_t *spec, char *err, size_t e
 //  when packed is given).
 bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t n, const void *packed, size_t size,
                          const struct iovec *raw, int raw_count);
-//  True while an exporter holds as much as it may (the nodes take nothing more).
+//  drv_node.c: true while an exporter holds as much as it may (the nodes
+//  take nothing more).
 bool drv_dag_exporters_backlogged(drv_dag_t *self);
 
 #endif

@@ -1,12 +1,13 @@
 /*  drv_dag — the node graph of one instance and the flow of a batch through
-    it. The DAG knows nothing of what a node does: each kind (worker/nodes/)
-    brings its own init, run and destroy; the DAG builds the nodes in spec
+    it. The DAG knows nothing of what a node does: each kind (worker/nodes/,
+    handed over in a drv_kinds_t) brings its own init, run and destroy; the
+    DAG builds the nodes in spec
     order, wires their edges, and offers them what they share: the batch
     zone, the counters and the encoding buffer. */
 #include "drv_dag.h"
 #include "drv_dag_internal.h"
 #include "drv_buf.h"
-#include "nodes/drv_node.h"
+#include "drv_node.h"
 
 #include "drover/drv_batch.h"
 #include "drover/drv_log.h"
@@ -36,23 +37,35 @@ static void s_node_destroy(drv_node_t *node)
 
 //  Builds the DAG; with problems (a probe), a node that cannot start is
 //  noted there as {path, message} and the others are still tried.
-static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, drv_problems_t *problems, char *err,
-                          size_t errlen);
+static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, const drv_kinds_t *kinds,
+                          drv_problems_t *problems, char *err, size_t errlen);
 
-drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, char *err, size_t errlen)
+drv_dag_t *drv_dag_new(const json_t *spec, const drv_dag_identity_t *who, const drv_kinds_t *kinds, char *err,
+                       size_t errlen)
 {
-    return s_build(spec, who, NULL, err, errlen);
+    return s_build(spec, who, kinds, NULL, err, errlen);
 }
 
-void drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who, drv_problems_t *problems)
+void drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who, const drv_kinds_t *kinds,
+                   drv_problems_t *problems)
 {
     char err[400];
-    drv_dag_t *dag = s_build(spec, who, problems, err, sizeof err);
+    drv_dag_t *dag = s_build(spec, who, kinds, problems, err, sizeof err);
     drv_dag_destroy(&dag);
 }
 
-static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, drv_problems_t *problems, char *err,
-                          size_t errlen)
+static const drv_node_kind_t *s_kind(const drv_kinds_t *kinds, const char *name)
+{
+    for (size_t i = 0; i < kinds->count; i++) {
+        if (strcmp(kinds->list[i]->schema.name, name) == 0) {
+            return kinds->list[i];
+        }
+    }
+    return NULL;
+}
+
+static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, const drv_kinds_t *kinds,
+                          drv_problems_t *problems, char *err, size_t errlen)
 {
     json_t *nodes = json_object_get(spec, "nodes");
     drv_dag_t *self = calloc(1, sizeof *self);
@@ -98,7 +111,7 @@ static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, drv
             }
         }
         const char *type = json_string_value(json_object_get(node, "type"));
-        n->kind = type ? drv_nodes_find(type) : NULL;
+        n->kind = type ? s_kind(kinds, type) : NULL;
         n->ack = json_is_true(json_object_get(json_object_get(node, "config"), "ack"));
         if (!n->kind) {
             snprintf(err, errlen, "node %s: unknown type %s", n->id, type ? type : "(none)");
@@ -217,31 +230,6 @@ json_t *drv_dag_node_counters(drv_dag_t *self)
 
 //  ---------------------------------------------------------------- flow
 
-//  Records packed as a message (a map or an array of maps) into the batch
-//  zone, counted in and handed on from node; -1 (an error) when they are not.
-static int s_decode_forward(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen)
-{
-    drv_dag_t *self = node->dag;
-    msgpack_object root;
-    const msgpack_object *records;
-    int n = drv_batch_decode(data, size, &self->batch_zone, &root, &records, err, errlen);
-    if (n < 0) {
-        node->errors++;
-        return -1;
-    }
-    if (self->buffer) {
-        if (!drv_dag_buffer_take(node, records, (size_t)n, data, size, NULL, 0)) {
-            snprintf(err, errlen, "the disk buffer is full");
-            return DRV_NODE_FULL;
-        }
-        return n;
-    }
-    self->running = ++self->input;
-    node->in += n;
-    drv_node_forward(node, records, (size_t)n);
-    return n;
-}
-
 int drv_dag_ingest(drv_dag_t *self, const char *node_id, const void *data, size_t size, char *err,
                    size_t errlen)
 {
@@ -256,66 +244,7 @@ int drv_dag_ingest(drv_dag_t *self, const char *node_id, const void *data, size_
         self->unowned_errors++;
         return -1;
     }
-    msgpack_zone_clear(&self->batch_zone);
-    return s_decode_forward(node, data, size, err, errlen);
-}
-
-int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen)
-{
-    msgpack_zone_clear(&node->dag->batch_zone);
-    return s_decode_forward(node, data, size, err, errlen);
-}
-
-msgpack_zone *drv_node_batch_zone(drv_node_t *node)
-{
-    msgpack_zone_clear(&node->dag->batch_zone);
-    return &node->dag->batch_zone;
-}
-
-bool drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size_t n)
-{
-    drv_dag_t *self = node->dag;
-    if (self->buffer) {
-        return drv_dag_buffer_take(node, records, n, NULL, 0, NULL, 0);
-    }
-    self->running = ++self->input;
-    node->in += n;
-    drv_node_forward(node, records, n);
-    return true;
-}
-
-bool drv_node_emit_input(drv_node_t *node, const struct iovec *raw, int raw_count, const msgpack_object *records,
-                         size_t n)
-{
-    if (node->dag->buffer) {
-        return drv_dag_buffer_take(node, records, n, NULL, 0, raw, raw_count);
-    }
-    return drv_node_emit_objects(node, records, n);
-}
-
-void drv_node_count_refused(drv_node_t *node)
-{
-    node->errors++;
-}
-
-int64_t drv_node_input(const drv_node_t *node)
-{
-    return node->dag->running;
-}
-
-int64_t drv_node_taken(const drv_node_t *node)
-{
-    return node->dag->input;
-}
-
-bool drv_node_buffered(const drv_node_t *node)
-{
-    return node->dag->buffer != NULL;
-}
-
-bool drv_node_backlogged(const drv_node_t *node)
-{
-    return drv_dag_backlogged(node->dag);
+    return drv_node_emit_packed(node, data, size, err, errlen);
 }
 
 //  ---------------------------------------------------------------- settling
@@ -323,22 +252,6 @@ bool drv_node_backlogged(const drv_node_t *node)
 int64_t drv_dag_input(const drv_dag_t *self)
 {
     return self->input;
-}
-
-bool drv_dag_backlogged(drv_dag_t *self)
-{
-    return self->buffer ? drv_buffer_full(self->buffer) : drv_dag_exporters_backlogged(self);
-}
-
-bool drv_dag_exporters_backlogged(drv_dag_t *self)
-{
-    for (size_t i = 0; i < self->count; i++) {
-        drv_node_t *node = &self->nodes[i];
-        if (node->kind->backlogged && node->kind->backlogged(node)) {
-            return true;
-        }
-    }
-    return false;
 }
 
 void drv_dag_flush(drv_dag_t *self)

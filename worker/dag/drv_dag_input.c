@@ -1,0 +1,78 @@
+/*  drv_dag_input — records entering the DAG (drv_node.h's emit calls, a
+    broker batch): decoded into the batch zone, then into the disk buffer
+    when there is one (drv_dag_buffered.c), else straight to the nodes; and
+    whether the DAG takes any now (backlogged). Above drv_node.c and
+    drv_dag_buffered.c, below drv_dag.c. */
+#include "drv_dag_internal.h"
+
+#include "drover/drv_batch.h"
+
+#include <stdio.h>
+
+//  Records packed as a message (a map or an array of maps) into the batch
+//  zone, counted in and handed on from node; -1 (an error) when they are not.
+static int s_decode_forward(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen)
+{
+    drv_dag_t *self = node->dag;
+    msgpack_object root;
+    const msgpack_object *records;
+    int n = drv_batch_decode(data, size, &self->batch_zone, &root, &records, err, errlen);
+    if (n < 0) {
+        node->errors++;
+        return -1;
+    }
+    if (self->buffer) {
+        if (!drv_dag_buffer_take(node, records, (size_t)n, data, size, NULL, 0)) {
+            snprintf(err, errlen, "the disk buffer is full");
+            return DRV_NODE_FULL;
+        }
+        return n;
+    }
+    self->running = ++self->input;
+    node->in += n;
+    drv_node_forward(node, records, (size_t)n);
+    return n;
+}
+
+int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen)
+{
+    msgpack_zone_clear(&node->dag->batch_zone);
+    return s_decode_forward(node, data, size, err, errlen);
+}
+
+msgpack_zone *drv_node_batch_zone(drv_node_t *node)
+{
+    msgpack_zone_clear(&node->dag->batch_zone);
+    return &node->dag->batch_zone;
+}
+
+bool drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    drv_dag_t *self = node->dag;
+    if (self->buffer) {
+        return drv_dag_buffer_take(node, records, n, NULL, 0, NULL, 0);
+    }
+    self->running = ++self->input;
+    node->in += n;
+    drv_node_forward(node, records, n);
+    return true;
+}
+
+bool drv_node_emit_input(drv_node_t *node, const struct iovec *raw, int raw_count, const msgpack_object *records,
+                         size_t n)
+{
+    if (node->dag->buffer) {
+        return drv_dag_buffer_take(node, records, n, NULL, 0, raw, raw_count);
+    }
+    return drv_node_emit_objects(node, records, n);
+}
+
+bool drv_node_backlogged(const drv_node_t *node)
+{
+    return drv_dag_backlogged(node->dag);
+}
+
+bool drv_dag_backlogged(drv_dag_t *self)
+{
+    return self->buffer ? drv_buffer_full(self->buffer) : drv_dag_exporters_backlogged(self);
+}
