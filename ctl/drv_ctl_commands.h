@@ -3,6 +3,7 @@
 #define DRV_CTL_COMMANDS_H
 
 #include "drv_ctl_client.h"
+#include "drv_ctl_table.h"
 
 #include <stdbool.h>
 
@@ -43,8 +44,6 @@ extern const drv_ctl_command_t drv_ctl_commands[];
 int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *query, json_t *body, json_t **out);
 //  Prints a body (text as is, JSON indented, or YAML with -o yaml) and releases it.
 int drv_ctl_print_json(drv_ctl_t *ctl, json_t *body);
-//  A string member of obj, or "-" when missing (for tables).
-const char *drv_ctl_str(json_t *obj, const char *key);
 //  The status table: its columns and one pipeline's row (drv_ctl_commands.c).
 struct drv_ctl_table_t;
 extern const char *const drv_ctl_pipeline_columns[];

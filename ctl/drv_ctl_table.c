@@ -81,3 +81,9 @@ void drv_ctl_table_print(drv_ctl_table_t *self, FILE *out)
         }
     }
 }
+
+const char *drv_ctl_str(json_t *obj, const char *key)
+{
+    const char *value = json_string_value(json_object_get(obj, key));
+    return value ? value : "-";
+}

@@ -1,5 +1,6 @@
-/*  drv_spec_internal — what drv_spec.c and drv_spec_nodes.c share: the
-    check under way and how a problem is reported. Private to common/src. */
+/*  drv_spec_internal — what drv_spec.c, drv_spec_nodes.c and
+    drv_spec_buffer.c share: the check under way, and how a problem is
+    reported (drv_spec_check.c, below them all). Private to common/src. */
 #ifndef DRV_SPEC_INTERNAL_H
 #define DRV_SPEC_INTERNAL_H
 
