@@ -4,6 +4,7 @@
 #include "drv_registry.h"
 
 #include "drover/drv_log.h"
+#include "drover/drv_node_counters.h"
 #include "drover/drv_spec.h"
 
 #include <stdio.h>
@@ -17,8 +18,7 @@ typedef struct {
 } worst_t;
 
 //  The exporter of inst that has failed longest, read from its heartbeat's
-//  node counters ([in, out, dropped, errors, retries, backlog, failing_ms,
-//  last_error, last_failure_age_ms] for exporters), if longer than
+//  node counters (drover/drv_node_counters.h), if longer than
 //  w->failing_ms. An exporter counts as failing while it holds what it
 //  could not deliver, or while its attempts keep failing (one failed
 //  within threshold_ms): one that failed once and has had nothing to send
@@ -29,13 +29,15 @@ static void s_worst(const drv_instance_t *inst, int64_t threshold_ms, worst_t *w
     json_t *counters;
     json_object_foreach(inst->nodes, node, counters)
     {
-        json_int_t failing = json_integer_value(json_array_get(counters, 6));
-        json_int_t backlog = json_integer_value(json_array_get(counters, 5));
-        json_t *age = json_array_get(counters, 8);
-        bool recent = json_is_integer(age) && json_integer_value(age) >= 0 &&
-                      json_integer_value(age) < threshold_ms;
+        if (!drv_node_counters_exporter(counters)) {
+            continue;
+        }
+        json_int_t failing = drv_node_counter(counters, DRV_NC_FAILING_MS);
+        json_int_t backlog = drv_node_counter(counters, DRV_NC_BACKLOG);
+        json_int_t age = drv_node_counter(counters, DRV_NC_FAILURE_AGE_MS);
+        bool recent = age >= 0 && age < threshold_ms;
         if ((backlog > 0 || recent) && failing > w->failing_ms) {
-            const char *error = json_string_value(json_array_get(counters, 7));
+            const char *error = json_string_value(json_array_get(counters, DRV_NC_LAST_ERROR));
             *w = (worst_t){.inst = inst, .node = node, .failing_ms = failing, .error = error ? error : ""};
         }
     }

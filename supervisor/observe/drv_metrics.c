@@ -10,6 +10,7 @@
 #include "drv_state.h"
 #include "drv_sse.h"
 
+#include "drover/drv_node_counters.h"
 #include "drover/drv_time.h"
 
 #include <stdio.h>
@@ -104,12 +105,11 @@ static bool s_of_kind(const drv_pipeline_t *p, const char *node, const char *pre
     return !prefix || (type && !strncmp(type, prefix, strlen(prefix)));
 }
 
-//  One of the per-node counters (index into the heartbeat's [in, out,
-//  dropped, errors, and for exporters retries, backlog]), summed over the
+//  One of the per-node counters (drover/drv_node_counters.h), summed over the
 //  instances of each generation: a line per pipeline, generation and node
 //  (of kind prefix; NULL: every node).
 static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, const char *type, const char *prefix,
-                          const char *help, size_t which)
+                          const char *help, drv_node_counter_t which)
 {
     s_header(t, name, type, help);
     for (size_t k = 0; k < ps->count; k++) {
@@ -126,7 +126,7 @@ static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, co
                 char key[120];
                 snprintf(key, sizeof key, "%lld/%s", (long long)i->generation, node);
                 json_int_t sum = json_integer_value(json_object_get(sums, key));
-                json_object_set_new(sums, key, json_integer(sum + json_integer_value(json_array_get(counters, which))));
+                json_object_set_new(sums, key, json_integer(sum + drv_node_counter(counters, which)));
             }
         }
         const char *key;
@@ -173,8 +173,8 @@ static void s_node_histogram(text_t *t, const pipelines_t *ps, const char *name,
             json_t *counters;
             json_object_foreach(i->nodes, node, counters)
             {
-                json_t *last = json_array_get(counters, json_array_size(counters) - 1);
-                if (!s_of_kind(p, node, prefix) || !json_is_array(last)) {
+                json_t *last = drv_node_counters_histogram(counters);
+                if (!s_of_kind(p, node, prefix) || !last) {
                     continue;
                 }
                 char key[120];
@@ -217,23 +217,23 @@ char *drv_metrics_render(drv_engine_t *engine)
 
     s_node_metric(&t, &ps, "drover_node_records_in_total", "counter", NULL,
                   "Records given to the node (receivers: read), summed "
-                  "over the generation's instances since each started.", 0);
+                  "over the generation's instances since each started.", DRV_NC_IN);
     s_node_metric(&t, &ps, "drover_node_records_out_total", "counter", NULL,
-                  "Records the node handed on (exporters: exported), summed over the generation's instances.", 1);
+                  "Records the node handed on (exporters: exported), summed over the generation's instances.", DRV_NC_OUT);
     s_node_metric(&t, &ps, "drover_node_records_dropped_total", "counter", NULL,
                   "Records the node did not hand on (filter, route without default, nil from a script, "
-                  "a script error with on_error drop, an exporter giving up).", 2);
+                  "a script error with on_error drop, an exporter giving up).", DRV_NC_DROPPED);
     s_node_metric(&t, &ps, "drover_node_errors_total", "counter", NULL,
                   "Records or inputs the node failed on (script errors and limits, refused input, failed exports).",
-                  3);
+                  DRV_NC_ERRORS);
     s_node_metric(&t, &ps, "drover_exporter_retries_total", "counter", "exporter:",
                   "Attempts the exporter made again after a failure (a batch posted again, a held write retried).",
-                  4);
+                  DRV_NC_RETRIES);
     s_node_metric(&t, &ps, "drover_exporter_dropped_records_total", "counter", "exporter:",
                   "Records the exporter gave up on (an answer that retrying cannot help, retry.max_elapsed_secs "
-                  "passed, a record it cannot encode).", 2);
+                  "passed, a record it cannot encode).", DRV_NC_DROPPED);
     s_node_metric(&t, &ps, "drover_exporter_backlog_records", "gauge", "exporter:",
-                  "Records the exporter holds, not delivered yet.", 5);
+                  "Records the exporter holds, not delivered yet.", DRV_NC_BACKLOG);
     s_node_histogram(&t, &ps, "drover_receiver_request_duration_seconds", "receiver:",
                      "HTTP and gRPC requests of the receiver, from their head to their answer (with ack: once "
                      "exported).");

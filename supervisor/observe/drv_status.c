@@ -7,6 +7,7 @@
 #include "drv_state.h"
 #include "drv_broker_link.h"
 
+#include "drover/drv_node_counters.h"
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
 
@@ -100,16 +101,15 @@ json_t *drv_status_nodes(const json_t *heartbeat_nodes)
     json_t *c;
     json_object_foreach((json_t *)heartbeat_nodes, node, c)
     {
-        json_t *counts = json_pack("{s:I, s:I, s:I, s:I}", "records_in", json_integer_value(json_array_get(c, 0)),
-                                   "records_out", json_integer_value(json_array_get(c, 1)), "records_dropped",
-                                   json_integer_value(json_array_get(c, 2)), "errors",
-                                   json_integer_value(json_array_get(c, 3)));
-        if (json_array_size(c) >= 8) { // an exporter's delivery (drv_dag_node_counters)
-            const char *error = json_string_value(json_array_get(c, 7));
+        json_t *counts = json_pack("{s:I, s:I, s:I, s:I}", "records_in", drv_node_counter(c, DRV_NC_IN), "records_out",
+                                   drv_node_counter(c, DRV_NC_OUT), "records_dropped", drv_node_counter(c, DRV_NC_DROPPED),
+                                   "errors", drv_node_counter(c, DRV_NC_ERRORS));
+        if (drv_node_counters_exporter(c)) {
+            const char *error = json_string_value(json_array_get(c, DRV_NC_LAST_ERROR));
             json_object_update_new(counts, json_pack("{s:I, s:I, s:f, s:s?}", "retries",
-                                                     json_integer_value(json_array_get(c, 4)), "backlog_records",
-                                                     json_integer_value(json_array_get(c, 5)), "failing_secs",
-                                                     (double)json_integer_value(json_array_get(c, 6)) / 1000.0,
+                                                     drv_node_counter(c, DRV_NC_RETRIES), "backlog_records",
+                                                     drv_node_counter(c, DRV_NC_BACKLOG), "failing_secs",
+                                                     (double)drv_node_counter(c, DRV_NC_FAILING_MS) / 1000.0,
                                                      "last_error", error && error[0] ? error : NULL));
         }
         json_object_set_new(nodes, node, counts);

@@ -12,6 +12,7 @@
 #include "drover/drv_batch.h"
 #include "drover/drv_log.h"
 #include "drover/drv_mpjson.h"
+#include "drover/drv_node_counters.h"
 #include "drover/drv_problems.h"
 #include "drover/drv_time.h"
 
@@ -191,22 +192,40 @@ void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *recor
 //  longer (0: neither); last_failure_age_ms how long ago an attempt last
 //  failed (-1: never), so that droverd can tell an exporter that keeps
 //  failing from one that failed once and has had nothing to send since.
-static void s_export_health(drv_node_t *node, json_t *counters, int64_t now)
+//  A node's counters, by the names of drover/drv_node_counters.h.
+static json_t *s_counters(drv_node_t *node, int64_t now)
 {
-    bool backlogged = node->kind->backlogged && node->kind->backlogged(node);
-    if (!backlogged) {
-        node->backlogged_since_ms = 0;
-    } else if (node->backlogged_since_ms == 0) {
-        node->backlogged_since_ms = now;
+    json_t *at[DRV_EXPORTER_COUNTERS] = {
+        [DRV_NC_IN] = json_integer(node->in),
+        [DRV_NC_OUT] = json_integer(node->out),
+        [DRV_NC_DROPPED] = json_integer(node->dropped),
+        [DRV_NC_ERRORS] = json_integer(node->errors),
+    };
+    size_t count = DRV_NODE_COUNTERS;
+    if (node->kind->schema.role == DRV_ROLE_EXPORTER) {
+        bool backlogged = node->kind->backlogged && node->kind->backlogged(node);
+        if (!backlogged) {
+            node->backlogged_since_ms = 0;
+        } else if (node->backlogged_since_ms == 0) {
+            node->backlogged_since_ms = now;
+        }
+        int64_t failing = node->failing_since_ms ? now - node->failing_since_ms : 0;
+        int64_t behind = node->backlogged_since_ms ? now - node->backlogged_since_ms : 0;
+        at[DRV_NC_RETRIES] = json_integer(node->retries);
+        at[DRV_NC_BACKLOG] = json_integer(node->kind->backlog ? node->kind->backlog(node) : 0);
+        at[DRV_NC_FAILING_MS] = json_integer(failing > behind ? failing : behind);
+        at[DRV_NC_LAST_ERROR] = json_string(failing > 0 || behind == 0 ? node->last_error : "backlogged: receivers push back");
+        at[DRV_NC_FAILURE_AGE_MS] = json_integer(node->last_failure_ms ? now - node->last_failure_ms : -1);
+        count = DRV_EXPORTER_COUNTERS;
     }
-    int64_t failing = node->failing_since_ms ? now - node->failing_since_ms : 0;
-    int64_t behind = node->backlogged_since_ms ? now - node->backlogged_since_ms : 0;
-    json_array_append_new(counters, json_integer(node->retries));
-    json_array_append_new(counters, json_integer(node->kind->backlog ? node->kind->backlog(node) : 0));
-    json_array_append_new(counters, json_integer(failing > behind ? failing : behind));
-    json_array_append_new(counters, json_string(failing > 0 || behind == 0 ? node->last_error
-                                                : "backlogged: receivers push back"));
-    json_array_append_new(counters, json_integer(node->last_failure_ms ? now - node->last_failure_ms : -1));
+    json_t *counters = json_array();
+    for (size_t i = 0; i < count; i++) {
+        json_array_append_new(counters, at[i]);
+    }
+    if (node->duration.count > 0) {
+        json_array_append_new(counters, drv_histo_json(&node->duration));
+    }
+    return counters;
 }
 
 json_t *drv_dag_node_counters(drv_dag_t *self)
@@ -214,16 +233,7 @@ json_t *drv_dag_node_counters(drv_dag_t *self)
     json_t *nodes = json_object();
     int64_t now = drv_time_mono_ms();
     for (size_t i = 0; i < self->count; i++) {
-        drv_node_t *node = &self->nodes[i];
-        json_t *counters = json_pack("[I,I,I,I]", (json_int_t)node->in, (json_int_t)node->out,
-                                     (json_int_t)node->dropped, (json_int_t)node->errors);
-        if (node->kind->schema.role == DRV_ROLE_EXPORTER) {
-            s_export_health(node, counters, now);
-        }
-        if (node->duration.count > 0) {
-            json_array_append_new(counters, drv_histo_json(&node->duration));
-        }
-        json_object_set_new(nodes, node->id, counters);
+        json_object_set_new(nodes, self->nodes[i].id, s_counters(&self->nodes[i], now));
     }
     return nodes;
 }
