@@ -7,6 +7,7 @@
 #include "drv_rollout.h"
 #include "drv_shutdown.h"
 #include "drv_admission.h"
+#include "drv_operations.h"
 #include "drv_registry.h"
 #include "drv_admin_request.h"
 
@@ -176,66 +177,49 @@ static bool s_instantiate(drv_engine_t *engine, drv_admin_request_t *request, dr
     return true;
 }
 
-//  The part of PUT after parsing: validate, plan, start, wait. Also rollback's.
+//  The part of PUT after parsing: validate, then drv_operations_apply, and
+//  its outcome as an answer (now, or when the rollout ends). Also rollback's.
 static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const char *group, const char *name,
                     json_t *raw_spec, const drv_rollout_opts_t *opts, bool wait, int64_t timeout_secs,
                     drv_admin_response_t *response)
 {
-    bool dry_run = opts->dry_run;
     drv_problems_t *problems = drv_problems_new();
     json_t *spec = drv_spec_normalize(raw_spec, &engine->spec_env, "", problems);
-    drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
     char why[400] = "";
-    int admit = spec ? drv_admission_check(engine, pipeline, spec, problems, why, sizeof why)
-                     : DRV_ADMIT_INVALID;
-    if (admit == DRV_ADMIT_INVALID || drv_problems_count(problems) > 0) {
+    drv_rollout_t *rollout = NULL;
+    drv_change_t change = {.group = group, .name = name, .spec = spec, .opts = *opts, .source = DRV_SOURCE_API,
+                           .source_if_changed = true, .admit = true};
+    drv_change_outcome_t outcome = spec ? drv_operations_apply(engine, &change, problems, why, sizeof why, &rollout)
+                                        : DRV_CHANGE_INVALID;
+    if (outcome == DRV_CHANGE_INVALID) {
         s_unprocessable(response, "invalid PipelineSpec", problems);
-        drv_problems_destroy(&problems);
-        json_decref(spec);
-        return false;
+    } else if (outcome == DRV_CHANGE_REFUSED) {
+        drv_admin_error(response, 409, "conflict", "%s", why);
     }
     drv_problems_destroy(&problems);
-    if (admit == DRV_ADMIT_CONFLICT) {
-        drv_admin_error(response, 409, "conflict", "%s", why);
-        json_decref(spec);
-        return false;
-    }
-    drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, opts);
-    if (dry_run) {
-        bool kept = false;
-        if (opts->instantiate) {
-            kept = s_instantiate(engine, request, pipeline, group, name, spec, rollout, response);
-        } else {
-            response->status = 200;
-            response->json = drv_rollout_json(rollout);
-        }
-        drv_rollout_destroy(&rollout);
-        json_decref(spec);
-        return kept;
-    }
-    if (!pipeline) {
-        pipeline = drv_registry_add_pipeline(engine, group, name, spec);
-    }
-    json_decref(spec);
-    if (pipeline->source != DRV_SOURCE_API && drv_rollout_action(rollout) != DRV_ACTION_NOOP) {
-        //  Changed through the API: the API's from now on, and a reload of an
-        //  unchanged file entry leaves it alone (docs/operations.md, "Reload").
-        pipeline->source = DRV_SOURCE_API;
-        engine->state_dirty = true;
-        drv_registry_touch(engine, pipeline);
-    }
-    drv_rollout_start(engine, pipeline, rollout); // the pipeline's history owns it now
-    if (!wait && !drv_rollout_finished(rollout)) {
+    bool kept = false; // the request waits (the answer comes later)
+    if (outcome == DRV_CHANGE_PLANNED && opts->instantiate) {
+        kept = s_instantiate(engine, request, drv_registry_pipeline(engine, group, name), group, name, spec, rollout,
+                             response);
+    } else if (outcome == DRV_CHANGE_PLANNED) {
+        response->status = 200;
+        response->json = drv_rollout_json(rollout);
+    } else if (outcome == DRV_CHANGE_STARTED && !wait && !drv_rollout_finished(rollout)) {
         response->status = 202;
         response->json = drv_rollout_json(rollout);
         if (asprintf(&response->location, "/api/v1/groups/%s/pipelines/%s/rollouts/%s", group, name,
                      drv_rollout_id(rollout)) < 0) {
             response->location = NULL;
         }
-        return false;
+    } else if (outcome == DRV_CHANGE_STARTED) {
+        drv_admin_wait_rollout(engine, rollout, request, timeout_secs * 1000);
+        kept = true;
     }
-    drv_admin_wait_rollout(engine, rollout, request, timeout_secs * 1000);
-    return true;
+    if (outcome == DRV_CHANGE_PLANNED) {
+        drv_rollout_destroy(&rollout);
+    }
+    json_decref(spec);
+    return kept;
 }
 
 bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, const char *group,

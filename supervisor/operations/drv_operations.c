@@ -1,10 +1,53 @@
 /*  drv_operations — see drv_operations.h. */
 #include "drv_operations.h"
+#include "drv_admission.h"
 #include "drv_registry.h"
 #include "drv_rollout.h"
 #include "drv_shutdown.h"
 
 #include "drover/drv_time.h"
+
+drv_change_outcome_t drv_operations_apply(drv_engine_t *engine, const drv_change_t *change, drv_problems_t *problems,
+                                          char *why, size_t whylen, drv_rollout_t **rollout)
+{
+    *rollout = NULL;
+    drv_pipeline_t *pipeline = drv_registry_pipeline(engine, change->group, change->name);
+    if (change->admit) {
+        int admit = drv_admission_check(engine, pipeline, change->spec, problems, why, whylen);
+        if (admit == DRV_ADMIT_INVALID || drv_problems_count(problems) > 0) {
+            return DRV_CHANGE_INVALID;
+        }
+        if (admit == DRV_ADMIT_CONFLICT) {
+            return DRV_CHANGE_REFUSED;
+        }
+    }
+    if (change->generation > 0) {
+        //  It comes up as that generation: the planner numbers a new one
+        //  past every number taken (drv_planner.c).
+        pipeline = pipeline ? pipeline : drv_registry_add_pipeline(engine, change->group, change->name, change->spec);
+        if (pipeline->next_generation < change->generation) {
+            pipeline->next_generation = change->generation;
+        }
+    }
+    *rollout = drv_rollout_plan(engine, pipeline, change->group, change->name, change->spec, &change->opts);
+    if (change->opts.dry_run) {
+        return DRV_CHANGE_PLANNED;
+    }
+    if (!pipeline) {
+        pipeline = drv_registry_add_pipeline(engine, change->group, change->name, change->spec);
+    }
+    bool changes = drv_rollout_action(*rollout) != DRV_ACTION_NOOP;
+    if (pipeline->source != change->source && (changes || !change->source_if_changed)) {
+        //  The API's change makes it the API's from now on, and a reload of
+        //  an unchanged file entry leaves it alone (docs/operations.md, "Reload").
+        pipeline->source = change->source;
+        engine->state_dirty = true;
+    }
+    engine->state_dirty |= change->source == DRV_SOURCE_OPAMP; // that source is kept in the state file
+    drv_registry_touch(engine, pipeline); // status shows the source
+    drv_rollout_start(engine, pipeline, *rollout);
+    return DRV_CHANGE_STARTED;
+}
 
 void drv_operations_on_instance(drv_engine_t *engine, drv_instance_t *inst, drv_inst_event_t event, int code)
 {

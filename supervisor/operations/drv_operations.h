@@ -10,6 +10,33 @@
 #define DRV_OPERATIONS_H
 
 #include "drv_engine.h"
+#include "drv_rollout.h"
+
+#include "drover/drv_problems.h"
+
+//  One change of a pipeline's spec, whoever asks for it: the API's PUT and
+//  rollback, a reload of the config file, a remote config, a restart's
+//  restore. Each door only says what it wants and maps the outcome.
+typedef struct {
+    const char *group;
+    const char *name;
+    json_t *spec;             // normalized
+    drv_rollout_opts_t opts;  // how; opts.dry_run: planned only
+    drv_source_t source;      // the pipeline's source once the change is made
+    bool source_if_changed;   // the API's: the source changes only when the rollout changes something
+    bool admit;               // asked as a PUT is (drv_admission_check); a restore is not
+    int64_t generation;       // the generation it comes up as (a restore keeps its number); 0: the next
+} drv_change_t;
+
+typedef enum {
+    DRV_CHANGE_STARTED, // *rollout started: the pipeline's history owns it
+    DRV_CHANGE_PLANNED, // a dry run: *rollout planned, not attached, the caller's to destroy
+    DRV_CHANGE_INVALID, // problems say what is wrong (the admin API's 422)
+    DRV_CHANGE_REFUSED, // why says what is in the way (409)
+} drv_change_outcome_t;
+
+drv_change_outcome_t drv_operations_apply(drv_engine_t *engine, const drv_change_t *change, drv_problems_t *problems,
+                                          char *why, size_t whylen, drv_rollout_t **rollout);
 
 //  engine->instance_listener: wakes the operation of the instance's pipeline.
 void drv_operations_on_instance(drv_engine_t *engine, drv_instance_t *inst, drv_inst_event_t event, int code);

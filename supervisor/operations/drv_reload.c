@@ -7,6 +7,7 @@
     entry is unchanged, and replaces the API's change when the entry
     changed (logged and evented config.changed). */
 #include "drv_reload.h"
+#include "drv_operations.h"
 #include "drv_admission.h"
 #include "drv_events.h"
 #include "drv_registry.h"
@@ -54,43 +55,37 @@ json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, cons
                 continue; // changed through the API since, and the source did not change it: the API's stands
             }
             bool replaces_api = pipeline && pipeline->source == DRV_SOURCE_API;
+            int64_t replaced = pipeline ? pipeline->generation : 0;
             //  The same admission as a PUT: what it would refuse is skipped.
             char why[400] = "";
             drv_problems_t *problems = drv_problems_new();
-            int admit = drv_admission_check(engine, pipeline, spec, problems, why, sizeof why);
-            if (admit == DRV_ADMIT_INVALID) {
+            drv_rollout_t *rollout = NULL;
+            drv_change_t change = {.group = group, .name = name, .spec = spec, .source = source, .admit = true,
+                                   .opts = {.cause = source == DRV_SOURCE_OPAMP ? "opamp" : "config"}};
+            drv_change_outcome_t outcome = drv_operations_apply(engine, &change, problems, why, sizeof why, &rollout);
+            if (outcome == DRV_CHANGE_INVALID) {
                 snprintf(why, sizeof why, "%s: %s", drv_problems_path(problems, 0),
                          drv_problems_message(problems, 0));
             }
             drv_problems_destroy(&problems);
-            if (admit != DRV_ADMIT_OK) {
+            if (outcome != DRV_CHANGE_STARTED) {
                 drv_warn("%s: skipped pipeline=%s:%s reason=\"%s\"", from, group, name, why);
                 json_array_append_new(skipped, json_pack("{s:s, s:s, s:s}", "group", group,
                                                          "pipeline", name, "reason", why));
                 continue;
             }
-            drv_rollout_opts_t opts = {.supervised = false, .cause = source == DRV_SOURCE_OPAMP ? "opamp" : "config"};
-            drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, &opts);
             if (replaces_api && drv_rollout_action(rollout) != DRV_ACTION_NOOP) {
                 const char *where = source == DRV_SOURCE_OPAMP ? "the remote config" : "the config file";
                 drv_info("%s: pipeline=%s:%s changed in %s: its entry replaces the API's change (generation %lld)",
-                         from, group, name, where, (long long)pipeline->generation);
+                         from, group, name, where, (long long)replaced);
                 char reason[200];
                 snprintf(reason, sizeof reason, "changed in %s: it replaces the change made through the API",
                          where);
                 drv_events_publish(engine, "config.changed", group, name,
                                    json_pack("{s:s, s:s, s:I}", "path",
                                              source == DRV_SOURCE_OPAMP ? "opamp" : engine->config->path, "reason",
-                                             reason, "replaced_generation", (json_int_t)pipeline->generation));
+                                             reason, "replaced_generation", (json_int_t)replaced));
             }
-            if (!pipeline) {
-                pipeline = drv_registry_add_pipeline(engine, group, name, spec);
-            }
-            pipeline->source = source;
-            engine->state_dirty |= source == DRV_SOURCE_OPAMP; // that source is kept in the state file
-            drv_registry_touch(engine, pipeline);        // status shows the source
-            drv_rollout_start(engine, pipeline,
-                              rollout); // it names the rollout; the pipeline's history keeps it
             json_array_append_new(applied, json_pack("{s:s, s:s, s:s}", "group", group, "pipeline",
                                                      name, "rollout_id", drv_rollout_id(rollout)));
         }

@@ -1,5 +1,6 @@
 /*  drv_restore — see drv_restore.h. */
 #include "drv_restore.h"
+#include "drv_operations.h"
 #include "drv_events.h"
 #include "drv_registry.h"
 #include "drv_rollout.h"
@@ -16,12 +17,11 @@
 static void s_create(drv_engine_t *engine, const char *group, const char *name, json_t *spec,
                      drv_source_t source, int64_t generation, const char *cause)
 {
-    drv_pipeline_t *pipeline = drv_registry_add_pipeline(engine, group, name, spec);
-    pipeline->source = source;
-    pipeline->generation = generation > 1 ? generation - 1 : 0; // create targets the next one
-    drv_rollout_opts_t opts = {.supervised = true, .cause = cause};
-    drv_rollout_t *rollout = drv_rollout_plan(engine, pipeline, group, name, spec, &opts);
-    drv_rollout_start(engine, pipeline, rollout);
+    drv_change_t change = {.group = group, .name = name, .spec = spec, .source = source, .generation = generation,
+                           .opts = {.supervised = true, .cause = cause}};
+    char why[8];
+    drv_rollout_t *rollout;
+    drv_operations_apply(engine, &change, NULL, why, sizeof why, &rollout); // not admitted: it cannot be refused
 }
 
 //  A rollout was under way (or paused) when droverd stopped: its spec was
