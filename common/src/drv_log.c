@@ -32,11 +32,6 @@ void drv_log_init(const char *component)
     }
 }
 
-int drv_log_enabled(int level)
-{
-    return level >= s_level;
-}
-
 void drv_log_write(int level, const char *fmt, ...)
 {
     if (level < s_level) {

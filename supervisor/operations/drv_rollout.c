@@ -1,7 +1,8 @@
-/*  drv_rollout — a rollout as a record: planned (what dry_run shows),
-    attached to its pipeline's history, shown as a RolloutStatus, and
-    answering the requests that wait for it. How its plan is carried out is
-    in drv_rollout_steps.c. */
+/*  drv_rollout — a rollout as a record: planned (what dry_run shows), kept
+    in its pipeline's history, shown as a RolloutStatus, and answering the
+    requests that wait for it. How it starts and how its plan is carried
+    out is drv_rollout_steps.c, which calls into this file and never the
+    other way. */
 #include "drv_rollout_internal.h"
 #include "drv_canary.h"
 #include "drv_registry.h"
@@ -24,15 +25,9 @@ static const char *s_state_names[] = {"pending", "running", "succeeded", "failed
 void drv_rollout_touch(drv_rollout_t *self)
 {
     self->updated_at = drv_time_wall_ms();
-    self->changes++;
     if (self->engine && self->owner && !self->dry_run) {
         drv_registry_touch(self->engine, self->owner);
     }
-}
-
-uint64_t drv_rollout_changes(const drv_rollout_t *self)
-{
-    return self->changes;
 }
 
 rollout_core_t *drv_rollout_core(drv_rollout_t *self, int core)
@@ -400,54 +395,4 @@ void drv_rollout_forget(drv_rollout_t *self, void *arg)
 const char *drv_rollout_failure(const drv_rollout_t *self)
 {
     return self->failure_reason;
-}
-
-static void s_rollout_free(void **item)
-{
-    drv_rollout_destroy((drv_rollout_t **)item);
-}
-
-void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollout_t *self)
-{
-    snprintf(self->id, sizeof self->id, "rollout-%lld", (long long)++engine->next_rollout_id);
-    self->owner = pipeline;
-    if (self->plan.target_generation >= pipeline->next_generation) {
-        pipeline->next_generation = self->plan.target_generation + 1; // taken, whatever becomes of it
-    }
-    engine->state_dirty = true; // the ids and numbers given out are kept across restarts
-    zlistx_set_destructor(pipeline->rollouts, s_rollout_free); // the history owns its rollouts
-    drv_rollout_t *previous = zlistx_last(pipeline->rollouts);
-    if (previous) {
-        json_decref(previous->finished_json); // no longer the latest: built when asked for
-        previous->finished_json = NULL;
-    }
-    zlistx_add_end(pipeline->rollouts, self);
-    while (zlistx_size(pipeline->rollouts) > DRV_ROLLOUT_HISTORY) {
-        drv_rollout_t *oldest = zlistx_first(pipeline->rollouts);
-        if (oldest == pipeline->active) {
-            break;
-        }
-        zlistx_delete(pipeline->rollouts, zlistx_cursor(pipeline->rollouts));
-    }
-    pipeline->active = self;
-    drv_registry_set_busy(engine, pipeline, true);
-    if (self->plan.action == DRV_ACTION_CREATE) {
-        drv_registry_set_spec(engine, pipeline, self->new_spec); // what status shows meanwhile
-        pipeline->shut_down = false;
-    }
-    drv_info("rollout started pipeline=%s id=%s action=%s target_generation=%lld steps=%zu", pipeline->key,
-             self->id, drv_action_name(self->plan.action), (long long)self->plan.target_generation,
-             self->plan.count);
-    drv_rollout_set_state(engine, self, DRV_RO_RUNNING);
-    drv_rollout_begin(self);
-    char why[400];
-    if (drv_listeners_open(pipeline, self->new_spec, why, sizeof why) != 0) {
-        //  Before any instance is touched: nothing to roll back, and nothing
-        //  to commit, even for a pipeline from the config file (its phase
-        //  says failed, with why; SIGHUP or a PUT tries again).
-        self->supervised = false;
-        drv_rollout_abort(engine, pipeline, why);
-        return;
-    }
-    drv_rollout_advance(engine, self, pipeline);
 }

@@ -69,8 +69,6 @@ int64_t drv_rollout_target_generation(const drv_rollout_t *rollout);
 bool drv_rollout_finished(const drv_rollout_t *rollout);
 //  An operator aborted it (it then ends failed, rolled back).
 bool drv_rollout_aborted(const drv_rollout_t *rollout);
-//  A count that grows with every change of its RolloutStatus (for caches).
-uint64_t drv_rollout_changes(const drv_rollout_t *rollout);
 drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id);
 //  The spec a succeeded rollout rolled out, while it is kept (the newest
 //  DRV_ROLLOUT_SPECS_KEPT succeeded ones), else NULL. Borrowed.

@@ -25,7 +25,6 @@ typedef struct {
     int64_t target_generation;   // 0: the core is being given up
     core_state_t state;
     char detail[200];
-    int64_t started_ms;          // mono: when its new instance was started (its wait_ready deadline base)
 } rollout_core_t;
 
 struct drv_rollout_t {
@@ -67,7 +66,6 @@ struct drv_rollout_t {
     int core_count;
     drv_op_listeners_t *on_end;  // told when it ends (the admin layer's waiting requests)
     json_t *finished_json;       // its RolloutStatus once finished, while it is the latest (shared)
-    uint64_t changes;            // bumped by every change of what its RolloutStatus shows
 };
 
 //  The record changed (updated_at).

@@ -306,3 +306,55 @@ void drv_rollout_abort(drv_engine_t *engine, drv_pipeline_t *pipeline, const cha
         s_finish(engine, self, pipeline, DRV_RO_FAILED);
     }
 }
+
+//  ---------------------------------------------------------------- starting
+
+static void s_rollout_free(void **item)
+{
+    drv_rollout_destroy((drv_rollout_t **)item);
+}
+
+void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollout_t *self)
+{
+    snprintf(self->id, sizeof self->id, "rollout-%lld", (long long)++engine->next_rollout_id);
+    self->owner = pipeline;
+    if (self->plan.target_generation >= pipeline->next_generation) {
+        pipeline->next_generation = self->plan.target_generation + 1; // taken, whatever becomes of it
+    }
+    engine->state_dirty = true; // the ids and numbers given out are kept across restarts
+    zlistx_set_destructor(pipeline->rollouts, s_rollout_free); // the history owns its rollouts
+    drv_rollout_t *previous = zlistx_last(pipeline->rollouts);
+    if (previous) {
+        json_decref(previous->finished_json); // no longer the latest: built when asked for
+        previous->finished_json = NULL;
+    }
+    zlistx_add_end(pipeline->rollouts, self);
+    while (zlistx_size(pipeline->rollouts) > DRV_ROLLOUT_HISTORY) {
+        drv_rollout_t *oldest = zlistx_first(pipeline->rollouts);
+        if (oldest == pipeline->active) {
+            break;
+        }
+        zlistx_delete(pipeline->rollouts, zlistx_cursor(pipeline->rollouts));
+    }
+    pipeline->active = self;
+    drv_registry_set_busy(engine, pipeline, true);
+    if (self->plan.action == DRV_ACTION_CREATE) {
+        drv_registry_set_spec(engine, pipeline, self->new_spec); // what status shows meanwhile
+        pipeline->shut_down = false;
+    }
+    drv_info("rollout started pipeline=%s id=%s action=%s target_generation=%lld steps=%zu", pipeline->key,
+             self->id, drv_action_name(self->plan.action), (long long)self->plan.target_generation,
+             self->plan.count);
+    drv_rollout_set_state(engine, self, DRV_RO_RUNNING);
+    drv_rollout_begin(self);
+    char why[400];
+    if (drv_listeners_open(pipeline, self->new_spec, why, sizeof why) != 0) {
+        //  Before any instance is touched: nothing to roll back, and nothing
+        //  to commit, even for a pipeline from the config file (its phase
+        //  says failed, with why; SIGHUP or a PUT tries again).
+        self->supervised = false;
+        drv_rollout_abort(engine, pipeline, why);
+        return;
+    }
+    drv_rollout_advance(engine, self, pipeline);
+}

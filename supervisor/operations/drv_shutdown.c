@@ -61,11 +61,6 @@ static void s_touch(drv_engine_t *engine, drv_shutdown_t *self)
     }
 }
 
-uint64_t drv_shutdown_changes(const drv_shutdown_t *self)
-{
-    return self->changes;
-}
-
 static json_t *s_time(int64_t ms)
 {
     char buf[40];

@@ -22,8 +22,6 @@ void drv_shutdown_destroy(drv_shutdown_t **self_p);
 json_t *drv_shutdown_json(const drv_shutdown_t *self);
 const char *drv_shutdown_id(const drv_shutdown_t *self);
 bool drv_shutdown_finished(const drv_shutdown_t *self);
-//  A count that grows with every change of its ShutdownStatus (for caches).
-uint64_t drv_shutdown_changes(const drv_shutdown_t *self);
 drv_shutdown_t *drv_shutdown_find(drv_pipeline_t *pipeline, const char *id);
 //  Instance events (engine->instance_listener): an instance of a pipeline
 //  being shut down exited with this code.

@@ -25,17 +25,3 @@ void drv_record_remove(msgpack_object_kv *kv, size_t *n, int index)
     (*n)--;
 }
 
-void drv_record_batch_begin(msgpack_sbuffer *out)
-{
-    static const char header[5] = {(char)0xdd, 0, 0, 0, 0};
-    msgpack_sbuffer_clear(out);
-    msgpack_sbuffer_write(out, header, sizeof header);
-}
-
-void drv_record_batch_end(msgpack_sbuffer *out, uint32_t count)
-{
-    out->data[1] = (char)(count >> 24);
-    out->data[2] = (char)(count >> 16);
-    out->data[3] = (char)(count >> 8);
-    out->data[4] = (char)count;
-}

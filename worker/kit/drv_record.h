@@ -15,9 +15,4 @@ int drv_record_find(const msgpack_object_kv *kv, size_t n, const msgpack_object 
 //  Removes pair index, keeping the order of the others.
 void drv_record_remove(msgpack_object_kv *kv, size_t *n, int index);
 
-//  Records packed one by one into out (cleared first) as one msgpack array,
-//  whose count is written once known (array32 is valid msgpack for any count).
-void drv_record_batch_begin(msgpack_sbuffer *out);
-void drv_record_batch_end(msgpack_sbuffer *out, uint32_t count);
-
 #endif

@@ -9,9 +9,6 @@ enum { DRV_LOG_DEBUG = 0, DRV_LOG_INFO, DRV_LOG_WARN, DRV_LOG_ERROR };
 //  Sets the component name printed on every line and reads DROVER_LOG.
 void drv_log_init(const char *component);
 
-//  True when a line at this level would be written.
-int drv_log_enabled(int level);
-
 void drv_log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define drv_debug(...) drv_log_write(DRV_LOG_DEBUG, __VA_ARGS__)
