@@ -149,8 +149,8 @@ int main(int argc, char *argv[])
         return s_consume(argv[2], atof(argv[3]));
     }
     if (argc >= 6 && !strcmp(argv[1], "otlp-post")) {
-        return drv_bench_otlp_post(argv[2], atof(argv[3]), atoi(argv[4]), atof(argv[5]), argc >= 7 ? atoi(argv[6]) : 100,
-                                   argc >= 8 ? argv[7] : NULL);
+        return drv_bench_otlp_post(argv[2], atof(argv[3]), atoi(argv[4]), atof(argv[5]),
+                                   argc >= 7 ? atoi(argv[6]) : 100, argc >= 8 ? argv[7] : NULL);
     }
     if (argc >= 3 && !strcmp(argv[1], "otlp-loop")) {
         return drv_bench_otlp_loop(atof(argv[2]), argc >= 4 ? atoi(argv[3]) : 100);
@@ -174,10 +174,11 @@ int main(int argc, char *argv[])
     if (argc >= 3 && !strcmp(argv[1], "lua-split")) {
         return drv_bench_lua_split(atof(argv[2]));
     }
-    fprintf(stderr, "usage: drover-bench produce ENDPOINT SECONDS [BATCH] | proxy FRONT BACK SECONDS | "
-                    "consume ENDPOINT SECONDS | otlp-post URL SECONDS CONNECTIONS RATE [RECORDS [LOG]] | "
-                    "otlp-loop SECONDS [RECORDS] | grpc-call HOST PORT SECONDS CONNECTIONS STREAMS logs|metrics [RECORDS] | "
-                    "metrics-loop SECONDS [RECORDS] | udp-send HOST PORT SECONDS | udp-recv PORT SECONDS | "
-                    "node-loop transform|lua|none SECONDS | lua-split SECONDS\n");
+    fprintf(stderr,
+            "usage: drover-bench produce ENDPOINT SECONDS [BATCH] | proxy FRONT BACK SECONDS | "
+            "consume ENDPOINT SECONDS | otlp-post URL SECONDS CONNECTIONS RATE [RECORDS [LOG]] | "
+            "otlp-loop SECONDS [RECORDS] | grpc-call HOST PORT SECONDS CONNECTIONS STREAMS logs|metrics [RECORDS] | "
+            "metrics-loop SECONDS [RECORDS] | udp-send HOST PORT SECONDS | udp-recv PORT SECONDS | "
+            "node-loop transform|lua|none SECONDS | lua-split SECONDS\n");
     return 2;
 }

@@ -30,8 +30,7 @@
 //  A metrics request of n gauge points (protobuf bytes, malloc'd).
 static uint8_t *s_metrics_request(int n, size_t *size)
 {
-    otlp_metrics_request_t request =
-        OPENTELEMETRY__PROTO__COLLECTOR__METRICS__V1__EXPORT_METRICS_SERVICE_REQUEST__INIT;
+    otlp_metrics_request_t request = OPENTELEMETRY__PROTO__COLLECTOR__METRICS__V1__EXPORT_METRICS_SERVICE_REQUEST__INIT;
     otlp_resource_metrics_t rm = OPENTELEMETRY__PROTO__METRICS__V1__RESOURCE_METRICS__INIT;
     otlp_scope_metrics_t sm = OPENTELEMETRY__PROTO__METRICS__V1__SCOPE_METRICS__INIT;
     otlp_metric_t metric = OPENTELEMETRY__PROTO__METRICS__V1__METRIC__INIT;
@@ -64,8 +63,7 @@ static uint8_t *s_metrics_request(int n, size_t *size)
         points[i].n_attributes = 2;
         points[i].time_unix_nano = 1700000000000000000ULL + (uint64_t)i;
         points[i].start_time_unix_nano = 1700000000000000000ULL;
-        points[i].value_case =
-            OPENTELEMETRY__PROTO__METRICS__V1__NUMBER_DATA_POINT__VALUE_AS_DOUBLE;
+        points[i].value_case = OPENTELEMETRY__PROTO__METRICS__V1__NUMBER_DATA_POINT__VALUE_AS_DOUBLE;
         points[i].as_double = 0.25 * i;
         point_ptrs[i] = &points[i];
     }
@@ -129,16 +127,14 @@ typedef struct {
     int status; // grpc-status (-1: none yet)
 } call_t;
 
-static ssize_t s_send(nghttp2_session *session, const uint8_t *data, size_t length, int flags,
-                      void *arg)
+static ssize_t s_send(nghttp2_session *session, const uint8_t *data, size_t length, int flags, void *arg)
 {
     (void)session;
     (void)flags;
     conn_t *c = arg;
     ssize_t n = send(c->fd, data, length, MSG_NOSIGNAL);
     if (n < 0) {
-        return errno == EAGAIN || errno == EWOULDBLOCK ? NGHTTP2_ERR_WOULDBLOCK
-                                                       : NGHTTP2_ERR_CALLBACK_FAILURE;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? NGHTTP2_ERR_WOULDBLOCK : NGHTTP2_ERR_CALLBACK_FAILURE;
     }
     return n;
 }
@@ -150,14 +146,13 @@ static ssize_t s_recv(nghttp2_session *session, uint8_t *buf, size_t length, int
     conn_t *c = arg;
     ssize_t n = recv(c->fd, buf, length, 0);
     if (n < 0) {
-        return errno == EAGAIN || errno == EWOULDBLOCK ? NGHTTP2_ERR_WOULDBLOCK
-                                                       : NGHTTP2_ERR_CALLBACK_FAILURE;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? NGHTTP2_ERR_WOULDBLOCK : NGHTTP2_ERR_CALLBACK_FAILURE;
     }
     return n == 0 ? NGHTTP2_ERR_EOF : n;
 }
 
-static ssize_t s_body(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
-                      uint32_t *flags, nghttp2_data_source *source, void *arg)
+static ssize_t s_body(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
+                      nghttp2_data_source *source, void *arg)
 {
     (void)session;
     (void)id;
@@ -196,9 +191,8 @@ static void s_call(conn_t *c)
     c->load->calls++;
 }
 
-static int s_on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
-                       size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                       void *arg)
+static int s_on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name, size_t namelen,
+                       const uint8_t *value, size_t valuelen, uint8_t flags, void *arg)
 {
     (void)flags;
     (void)arg;
@@ -244,13 +238,12 @@ static int s_connect(const char *host, int port)
     return fd;
 }
 
-int drv_bench_grpc_call(const char *host, int port, double seconds, int connections, int streams,
-                        const char *signal, int records)
+int drv_bench_grpc_call(const char *host, int port, double seconds, int connections, int streams, const char *signal,
+                        int records)
 {
     bool metrics = !strcmp(signal, "metrics");
     size_t size;
-    uint8_t *message = metrics ? s_metrics_request(records, &size)
-                               : drv_bench_otlp_logs_request(0, records, &size);
+    uint8_t *message = metrics ? s_metrics_request(records, &size) : drv_bench_otlp_logs_request(0, records, &size);
     uint8_t *framed = malloc(size + 5);
     framed[0] = 0;
     framed[1] = (uint8_t)(size >> 24);
@@ -261,9 +254,8 @@ int drv_bench_grpc_call(const char *host, int port, double seconds, int connecti
     free(message);
     load_t load = {.body = framed,
                    .size = size + 5,
-                   .path = metrics
-                               ? "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
-                               : "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+                   .path = metrics ? "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+                                   : "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
                    .deadline = drv_bench_now() + seconds};
     nghttp2_session_callbacks *callbacks;
     nghttp2_session_callbacks_new(&callbacks);
@@ -314,8 +306,8 @@ int drv_bench_grpc_call(const char *host, int port, double seconds, int connecti
         }
     }
     double elapsed = drv_bench_now() - start;
-    printf("calls=%ld ok=%ld failed=%ld items=%ld items_per_sec=%.0f\n", load.calls, load.ok,
-           load.failed, load.ok * records, load.ok * records / elapsed);
+    printf("calls=%ld ok=%ld failed=%ld items=%ld items_per_sec=%.0f\n", load.calls, load.ok, load.failed,
+           load.ok * records, load.ok * records / elapsed);
     for (int i = 0; i < connections; i++) {
         nghttp2_session_del(conns[i].session);
         close(conns[i].fd);

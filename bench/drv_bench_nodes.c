@@ -27,8 +27,7 @@
 
 #define BATCH 64
 
-static const char *s_script =
-    "function process(r) r.env = 'prod'; r.msg = r.message; r.message = nil; return r end";
+static const char *s_script = "function process(r) r.env = 'prod'; r.msg = r.message; r.message = nil; return r end";
 
 //  A typical log record, BATCH of them as one producer message.
 static void s_pack_batch(msgpack_sbuffer *buf)
@@ -62,8 +61,8 @@ static json_t *s_spec(const char *kind)
         processor = json_pack("{s:s, s:{s:{s:s}, s:{s:s}}, s:[s]}", "type", "processor:transform", "config", "set",
                               "env", "prod", "rename", "message", "msg", "to", "out");
     } else if (!strcmp(kind, "lua")) {
-        processor = json_pack("{s:s, s:{s:s}, s:[s]}", "type", "processor:lua", "config", "script", s_script, "to",
-                              "out");
+        processor =
+            json_pack("{s:s, s:{s:s}, s:[s]}", "type", "processor:lua", "config", "script", s_script, "to", "out");
     } else {
         processor = json_pack("{s:s, s:{}, s:[s]}", "type", "processor:transform", "config", "to", "out");
     }
@@ -134,7 +133,7 @@ static void *s_bump(void *arg, size_t size)
 
 typedef struct {
     const msgpack_object *records;
-    int step;    // 1: build the tables; 2: and call; 3: and convert back
+    int step; // 1: build the tables; 2: and call; 3: and convert back
     long done;
 } split_t;
 

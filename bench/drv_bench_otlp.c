@@ -22,7 +22,7 @@
 
 #define BODY_TEXT                                                                                                      \
     "GET /api/v1/items/42 served in 12 ms for user 7f3a2c by web-17.example.internal; cache=miss "                     \
-    "upstream=db-3 rows=17 bytes=4096 trace sampled; request accepted and answered with 200 OK after auth "          \
+    "upstream=db-3 rows=17 bytes=4096 trace sampled; request accepted and answered with 200 OK after auth "            \
     "and validation passed"
 
 uint8_t *drv_bench_otlp_logs_request(long first, int n, size_t *size)
@@ -97,8 +97,8 @@ uint8_t *drv_bench_otlp_logs_request(long first, int n, size_t *size)
     return out;
 }
 
-void drv_bench_pb_loop(const ProtobufCMessageDescriptor *descriptor, const uint8_t *wire, size_t size,
-                       double seconds, int items, const char *unit)
+void drv_bench_pb_loop(const ProtobufCMessageDescriptor *descriptor, const uint8_t *wire, size_t size, double seconds,
+                       int items, const char *unit)
 {
     uint8_t *again = malloc(size);
     long loops = 0;

@@ -72,7 +72,8 @@ static void s_finish_closing(drv_broker_t *self, int64_t now)
 {
     zlistx_t *finished = zlistx_new();
     for (drv_front_door_t *fe = zlistx_first(self->front_doors); fe; fe = zlistx_next(self->front_doors)) {
-        if (fe->closing && ((drv_broker_readable(self, fe) && drv_broker_forward(self, fe)) || now >= fe->close_deadline_ms)) {
+        if (fe->closing &&
+            ((drv_broker_readable(self, fe) && drv_broker_forward(self, fe)) || now >= fe->close_deadline_ms)) {
             zlistx_add_end(finished, fe);
         }
     }
@@ -184,8 +185,7 @@ int drv_broker_run(const char *control_endpoint, const char *data_endpoint, cons
     zsock_set_router_handover(self.backend, 1); // a restarted instance keeps its id
     zsock_set_linger(self.backend, 1000);
     if (zsock_bind(self.backend, "%s", data_endpoint) < 0) {
-        drv_error("cannot bind backend endpoint=%s reason=\"%s\"", data_endpoint,
-                  zmq_strerror(zmq_errno()));
+        drv_error("cannot bind backend endpoint=%s reason=\"%s\"", data_endpoint, zmq_strerror(zmq_errno()));
         rc = DRV_BROKER_EXIT_SYSTEM;
         goto done;
     }

@@ -23,19 +23,18 @@
 #define ACK_GRACE_MS 100
 
 typedef struct drv_broker_t {
-    zsock_t *control;          // DEALER to droverd
-    zsock_t *backend;          // ROUTER to workers
-    drv_instances_t *instances; // routing and credit of each instance
-    drv_ledger_t *ledger;      // what each instance owes an ack for; redelivery
-    zlistx_t *front_doors;     // drv_front_door_t
-    drv_refusals_t refusals;   // producer messages refused for their size
-    int64_t forwarded;         // batches forwarded in total
-    int64_t max_message_bytes; // larger producer messages are refused
+    zsock_t *control;                // DEALER to droverd
+    zsock_t *backend;                // ROUTER to workers
+    drv_instances_t *instances;      // routing and credit of each instance
+    drv_ledger_t *ledger;            // what each instance owes an ack for; redelivery
+    zlistx_t *front_doors;           // drv_front_door_t
+    drv_refusals_t refusals;         // producer messages refused for their size
+    int64_t forwarded;               // batches forwarded in total
+    int64_t max_message_bytes;       // larger producer messages are refused
     int64_t front_door_buffer_bytes; // a front door past this many held bytes is not read
-    int64_t heartbeat_ms;      // the forwarded count to droverd (a metric; droverd watches the process itself)
+    int64_t heartbeat_ms;            // the forwarded count to droverd (a metric; droverd watches the process itself)
     int64_t next_heartbeat_ms;
 } drv_broker_t;
-
 
 //  drv_broker_flow.c: batches out, acks and credit back.
 //  Sends the DRAIN marker after the instance's last batch (retried until it

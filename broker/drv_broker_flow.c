@@ -118,8 +118,7 @@ void drv_broker_orphan(drv_broker_t *self, drv_instance_t *inst, const char *why
 {
     size_t moved = drv_ledger_orphan(self->ledger, inst->id);
     if (moved > 0) {
-        drv_warn("redelivering unacknowledged batches instance=%s batches=%zu reason=\"%s\"", inst->id, moved,
-                 why);
+        drv_warn("redelivering unacknowledged batches instance=%s batches=%zu reason=\"%s\"", inst->id, moved, why);
     }
 }
 

@@ -38,8 +38,7 @@ static zframe_t *s_batch_header(const char *node)
 }
 
 drv_front_door_t *drv_front_door_new(const char *pipeline, const char *node, const char *endpoint, bool ack,
-                                     int64_t max_message_bytes, int64_t buffer_bytes, char *reason,
-                                     size_t reason_len)
+                                     int64_t max_message_bytes, int64_t buffer_bytes, char *reason, size_t reason_len)
 {
     //  Binding an ipc endpoint unlinks whatever has its name: validation
     //  refused a file that is not a socket, and so does the bind, in case one
@@ -100,8 +99,7 @@ void drv_front_door_close(drv_front_door_t *self, int64_t flush_ms)
     drv_info("front door closing pipeline=%s node=%s endpoint=%s", self->pipeline, self->node, self->endpoint);
 }
 
-void drv_front_door_answer(drv_front_door_t *self, const zframe_t *reply_to, const zframe_t *msg_id,
-                           const char *error)
+void drv_front_door_answer(drv_front_door_t *self, const zframe_t *reply_to, const zframe_t *msg_id, const char *error)
 {
     msgpack_sbuffer sbuf;
     msgpack_sbuffer_init(&sbuf);

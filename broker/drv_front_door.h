@@ -19,15 +19,15 @@ typedef struct {
 } drv_refusals_t;
 
 typedef struct {
-    char *pipeline;     // "group:pipeline"
-    char *node;         // receiver node id
-    char *endpoint;     // what is bound
-    bool ack;           // ROUTER: producers get an answer per message
-    zsock_t *sock;      // PULL, or ROUTER in ack mode
-    drv_route_t *route; // shared with the batches still kept in the ledger
+    char *pipeline;            // "group:pipeline"
+    char *node;                // receiver node id
+    char *endpoint;            // what is bound
+    bool ack;                  // ROUTER: producers get an answer per message
+    zsock_t *sock;             // PULL, or ROUTER in ack mode
+    drv_route_t *route;        // shared with the batches still kept in the ledger
     int64_t max_message_bytes; // larger producer messages are refused
-    int64_t batches;    // messages accepted
-    bool closing;       // unbound; forwarding what is queued
+    int64_t batches;           // messages accepted
+    bool closing;              // unbound; forwarding what is queued
     int64_t close_deadline_ms;
 } drv_front_door_t;
 
@@ -36,8 +36,7 @@ typedef struct {
 //  alone: binding would unlink it). The receive high-water mark follows from
 //  the byte budget: as many messages of the largest size as it holds.
 drv_front_door_t *drv_front_door_new(const char *pipeline, const char *node, const char *endpoint, bool ack,
-                                     int64_t max_message_bytes, int64_t buffer_bytes, char *reason,
-                                     size_t reason_len);
+                                     int64_t max_message_bytes, int64_t buffer_bytes, char *reason, size_t reason_len);
 void drv_front_door_destroy(drv_front_door_t **self_p);
 
 //  Unbinds; what is queued may still be read until the flush deadline.
@@ -52,7 +51,6 @@ int drv_front_door_recv(drv_front_door_t *self, drv_refusals_t *refusals, zmq_ms
 void drv_front_door_from_clear(drv_pending_t *from);
 
 //  Answers an ack-mode producer: {ok: true}, or {ok: false, error}.
-void drv_front_door_answer(drv_front_door_t *self, const zframe_t *reply_to, const zframe_t *msg_id,
-                           const char *error);
+void drv_front_door_answer(drv_front_door_t *self, const zframe_t *reply_to, const zframe_t *msg_id, const char *error);
 
 #endif

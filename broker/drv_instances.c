@@ -7,8 +7,8 @@
 #include <string.h>
 
 struct drv_instances_t {
-    zhashx_t *table; // id -> drv_instance_t
-    size_t rr;       // round-robin cursor: index after the last pick
+    zhashx_t *table;  // id -> drv_instance_t
+    size_t rr;        // round-robin cursor: index after the last pick
     size_t rr_before; // the cursor before the last pick (drv_instances_unpick)
 };
 

@@ -10,18 +10,18 @@
 #include <stdint.h>
 
 typedef struct {
-    char *id;              // instance id, also its routing id on the backend
-    char *pipeline;        // "group:pipeline"; NULL until INSTANCE_ADD names it
-    json_t *nodes;         // its receiver:zmq node ids, or NULL for any
-    int64_t credit;        // batches we may still send it
-    bool credit_known;     // it has granted credit to this broker
-    bool routable;         // added and not draining
-    bool unreachable;      // unrouted because a send to it failed: its answer to SYNC routes it again
-    bool resync;           // unrouted by a failed send: what it holds from us is redelivered when it answers
-    bool drain_pending;    // drain asked; marker waits for closing front doors
-    bool marker_pending;   // marker could not be delivered yet (not connected); retried
-    int64_t deleted_at_ms; // droverd said it is gone (0: not yet)
-    int64_t next_sync_ms;  // when to send SYNC again while it has granted no credit
+    char *id;               // instance id, also its routing id on the backend
+    char *pipeline;         // "group:pipeline"; NULL until INSTANCE_ADD names it
+    json_t *nodes;          // its receiver:zmq node ids, or NULL for any
+    int64_t credit;         // batches we may still send it
+    bool credit_known;      // it has granted credit to this broker
+    bool routable;          // added and not draining
+    bool unreachable;       // unrouted because a send to it failed: its answer to SYNC routes it again
+    bool resync;            // unrouted by a failed send: what it holds from us is redelivered when it answers
+    bool drain_pending;     // drain asked; marker waits for closing front doors
+    bool marker_pending;    // marker could not be delivered yet (not connected); retried
+    int64_t deleted_at_ms;  // droverd said it is gone (0: not yet)
+    int64_t next_sync_ms;   // when to send SYNC again while it has granted no credit
     int64_t next_marker_ms; // when to retry an undelivered DRAIN marker
 } drv_instance_t;
 

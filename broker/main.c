@@ -17,12 +17,10 @@ int main(int argc, char *argv[])
     const char *control = NULL;
     const char *data = NULL;
     drv_broker_options_t options = {DRV_LIMIT_MESSAGE_DEFAULT, DRV_LIMIT_FRONT_DOOR_DEFAULT, 1000};
-    static struct option long_options[] = {{"control", required_argument, 0, 'c'},
-                                      {"data", required_argument, 0, 'd'},
-                                      {"max-message-bytes", required_argument, 0, 'm'},
-                                      {"front-door-buffer-bytes", required_argument, 0, 'b'},
-                                      {"heartbeat-ms", required_argument, 0, 'h'},
-                                      {0, 0, 0, 0}};
+    static struct option long_options[] = {
+        {"control", required_argument, 0, 'c'},           {"data", required_argument, 0, 'd'},
+        {"max-message-bytes", required_argument, 0, 'm'}, {"front-door-buffer-bytes", required_argument, 0, 'b'},
+        {"heartbeat-ms", required_argument, 0, 'h'},      {0, 0, 0, 0}};
     int opt;
     bool bad = false;
     while ((opt = getopt_long(argc, argv, "c:d:m:b:h:", long_options, NULL)) != -1) {
@@ -45,7 +43,8 @@ int main(int argc, char *argv[])
         }
     }
     if (bad || !control || !data || options.max_message_bytes < DRV_LIMIT_MESSAGE_FLOOR ||
-        options.max_message_bytes > DRV_LIMIT_MESSAGE_CEILING || options.front_door_buffer_bytes < DRV_LIMIT_FRONT_DOOR_FLOOR ||
+        options.max_message_bytes > DRV_LIMIT_MESSAGE_CEILING ||
+        options.front_door_buffer_bytes < DRV_LIMIT_FRONT_DOOR_FLOOR ||
         options.front_door_buffer_bytes > DRV_LIMIT_FRONT_DOOR_CEILING) {
         fprintf(stderr, "usage: drover-broker --control ENDPOINT --data ENDPOINT [--max-message-bytes N] "
                         "[--front-door-buffer-bytes N] [--heartbeat-ms N]\n");

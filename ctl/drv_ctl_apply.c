@@ -26,10 +26,9 @@ static int s_apply_one(drv_ctl_t *ctl, const char *path, json_t *body, const cha
         }
         drv_ctl_print_plan(rollout);
         if (dry_run) {
-            printf("(dry run: %snothing changed)\n",
-                   json_is_true(json_object_get(rollout, "instantiated"))
-                       ? "built in a throwaway instance, it would start; "
-                       : "");
+            printf("(dry run: %snothing changed)\n", json_is_true(json_object_get(rollout, "instantiated"))
+                                                         ? "built in a throwaway instance, it would start; "
+                                                         : "");
         }
         json_decref(rollout);
         return DRV_CTL_OK;
@@ -56,8 +55,10 @@ static json_t *s_load_named(const char *file, const char *target, char *path, si
         return NULL;
     }
     if (!target && !named[0]) {
-        fprintf(stderr, "droverctl: which pipeline? %s names none: give GROUP/PIPELINE (or a name: in the file, "
-                        "as get -o yaml writes it)\n", file);
+        fprintf(stderr,
+                "droverctl: which pipeline? %s names none: give GROUP/PIPELINE (or a name: in the file, "
+                "as get -o yaml writes it)\n",
+                file);
         json_decref(body);
         return NULL;
     }
@@ -205,12 +206,13 @@ int drv_ctl_stop_pipeline(drv_ctl_t *ctl, const char *target, bool forget, bool 
     }
     printf("%s: %s/%s %s\n", drv_ctl_str(body, "shutdown_id"), group, pipeline,
            !strcmp(drv_ctl_str(body, "state"), "succeeded") ? (forget ? "stopped and deleted" : "stopped")
-                                                      : drv_ctl_str(body, "state"));
+                                                            : drv_ctl_str(body, "state"));
     size_t i;
     json_t *core;
     json_array_foreach(json_object_get(body, "cores"), i, core)
     {
-        printf("  %-28s %-9s %s\n", drv_ctl_str(core, "instance"), drv_ctl_str(core, "state"), drv_ctl_str(core, "detail"));
+        printf("  %-28s %-9s %s\n", drv_ctl_str(core, "instance"), drv_ctl_str(core, "state"),
+               drv_ctl_str(core, "detail"));
     }
     json_decref(body);
     return DRV_CTL_OK;

@@ -15,9 +15,9 @@ static const struct {
     const char *long_name;
     bool value;
 } s_globals[] = {
-    {'e', "endpoint", true}, {'o', "output", true}, {'t', "timeout", true},  {0, "key", true},
-    {0, "server-key", true}, {'w', "watch", false}, {'h', "help", false},   {0, "token", true},
-    {0, "token-file", true},
+    {'e', "endpoint", true}, {'o', "output", true},   {'t', "timeout", true},
+    {0, "key", true},        {0, "server-key", true}, {'w', "watch", false},
+    {'h', "help", false},    {0, "token", true},      {0, "token-file", true},
 };
 #define GLOBALS (sizeof s_globals / sizeof s_globals[0])
 
@@ -138,11 +138,11 @@ int drv_ctl_args_take(drv_ctl_t *ctl, int argc, char **argv, bool *help_before_c
             }
             value = argv[++i];
         }
-        char name = s_globals[g].short_name                   ? s_globals[g].short_name
-                    : !strcmp(s_globals[g].long_name, "key")   ? 'k'
-                    : !strcmp(s_globals[g].long_name, "token") ? 'T'
+        char name = s_globals[g].short_name                         ? s_globals[g].short_name
+                    : !strcmp(s_globals[g].long_name, "key")        ? 'k'
+                    : !strcmp(s_globals[g].long_name, "token")      ? 'T'
                     : !strcmp(s_globals[g].long_name, "token-file") ? 'F'
-                                                               : 's';
+                                                                    : 's';
         bool help = false;
         if (s_apply(ctl, name, value, &help) != 0) {
             return -1;
@@ -158,7 +158,8 @@ const char *drv_ctl_suggest(const char *name)
     const char *best = NULL;
     size_t best_distance = 3; // more different than that: no guess
     for (const drv_ctl_command_t *c = drv_ctl_commands; c->name; c++) {
-        size_t d = strncmp(c->name, name, strlen(name)) == 0 && strlen(name) >= 2 ? 0 : drv_edit_distance(c->name, name);
+        size_t d =
+            strncmp(c->name, name, strlen(name)) == 0 && strlen(name) >= 2 ? 0 : drv_edit_distance(c->name, name);
         if (d < best_distance) {
             best = c->name;
             best_distance = d;

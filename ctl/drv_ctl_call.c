@@ -41,8 +41,7 @@ int drv_ctl_call(drv_ctl_t *ctl, const char *method, const char *path, json_t *q
             printf("%s\n", text);
             free(text);
         }
-        fprintf(stderr, "droverctl: %d %s: %s\n", status,
-                json_string_value(json_object_get(error, "kind")) ?: "error",
+        fprintf(stderr, "droverctl: %d %s: %s\n", status, json_string_value(json_object_get(error, "kind")) ?: "error",
                 json_string_value(json_object_get(error, "message")) ?: "(no message)");
         json_t *details = json_object_get(error, "details");
         size_t i;

@@ -256,8 +256,7 @@ int drv_ctl_secure(zsock_t *sock, const drv_ctl_options_t *options, char *err, s
     } else if (strlen(options->server_key) == 40) {
         snprintf(server_key, sizeof server_key, "%s", options->server_key);
     } else {
-        snprintf(err, errlen, "--server-key: %s is neither a certificate file nor a Z85 key",
-                 options->server_key);
+        snprintf(err, errlen, "--server-key: %s is neither a certificate file nor a Z85 key", options->server_key);
         zcert_destroy(&client);
         return -1;
     }
@@ -267,8 +266,8 @@ int drv_ctl_secure(zsock_t *sock, const drv_ctl_options_t *options, char *err, s
     return 0;
 }
 
-int drv_ctl_request(const drv_ctl_options_t *options, const char *method, const char *path,
-                    json_t *query, json_t *body, json_t **reply_body, char *err, size_t errlen)
+int drv_ctl_request(const drv_ctl_options_t *options, const char *method, const char *path, json_t *query, json_t *body,
+                    json_t **reply_body, char *err, size_t errlen)
 {
     *reply_body = NULL;
     if (drv_ctl_is_http(options->endpoint)) {
@@ -302,8 +301,8 @@ int drv_ctl_request(const drv_ctl_options_t *options, const char *method, const 
     free(data);
     zmq_pollitem_t item = {zsock_resolve(sock), 0, ZMQ_POLLIN, 0};
     if (zmq_poll(&item, 1, options->timeout_ms) <= 0) {
-        snprintf(err, errlen, "no answer from %s within %d ms (is droverd running? see -e)",
-                 options->endpoint, options->timeout_ms);
+        snprintf(err, errlen, "no answer from %s within %d ms (is droverd running? see -e)", options->endpoint,
+                 options->timeout_ms);
         goto done;
     }
     zframe_t *frame = zframe_recv(sock);

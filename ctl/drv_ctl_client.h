@@ -23,8 +23,8 @@ int drv_ctl_secure(zsock_t *sock, const drv_ctl_options_t *options, char *err, s
 //  Sends {method, path, query, body} and waits for {status, body}. Returns the
 //  HTTP-style status (body in *reply_body, owned), or -1 with err set when the
 //  engine could not be reached in time.
-int drv_ctl_request(const drv_ctl_options_t *options, const char *method, const char *path,
-                    json_t *query, json_t *body, json_t **reply_body, char *err, size_t errlen);
+int drv_ctl_request(const drv_ctl_options_t *options, const char *method, const char *path, json_t *query, json_t *body,
+                    json_t **reply_body, char *err, size_t errlen);
 
 //  True for an http:// or https:// endpoint.
 bool drv_ctl_is_http(const char *endpoint);

@@ -50,8 +50,7 @@ static int s_dry_run(drv_ctl_t *ctl, const char *verb, const char *path, const c
     return DRV_CTL_OK;
 }
 
-static int s_group_change(drv_ctl_t *ctl, int argc, char **argv, const char *method, const char *done,
-                          bool dry_run)
+static int s_group_change(drv_ctl_t *ctl, int argc, char **argv, const char *method, const char *done, bool dry_run)
 {
     if (argc < 3 || strcmp(argv[1], "group")) {
         fprintf(stderr, "droverctl: usage: droverctl %s group NAME [--dry-run]\n", argv[0]);
@@ -107,7 +106,8 @@ static int s_stop(drv_ctl_t *ctl, int argc, char **argv, bool forget)
     argc = s_without_flags(argc, argv);
     if (argc < 2) {
         fprintf(stderr, "droverctl: usage: droverctl %s %s\n", argv[0],
-                forget ? "group NAME | GROUP/PIPELINE [--no-wait] [--dry-run]" : "GROUP/PIPELINE [--no-wait] [--dry-run]");
+                forget ? "group NAME | GROUP/PIPELINE [--no-wait] [--dry-run]"
+                       : "GROUP/PIPELINE [--no-wait] [--dry-run]");
         return DRV_CTL_USAGE;
     }
     if (forget && !strcmp(argv[1], "group")) {
@@ -223,19 +223,19 @@ static int s_version(drv_ctl_t *ctl, int argc, char **argv)
 const drv_ctl_command_t drv_ctl_commands[] = {
     {"status", "", "every pipeline: phase, generation, ready cores, counters (-w: every 2 s)", drv_ctl_status, "", 0},
     {"get", "groups | pipelines [GROUP] | [pipeline] GROUP/PIPELINE",
-     "list groups, pipelines with their status, or one pipeline (-o yaml: its spec, for apply -f)", drv_ctl_get, "",
-     2},
+     "list groups, pipelines with their status, or one pipeline (-o yaml: its spec, for apply -f)", drv_ctl_get, "", 2},
     {"describe", "GROUP/PIPELINE", "one pipeline: conditions and instances", drv_ctl_describe, "", 1},
     {"apply", "-f SPEC.yaml [GROUP/PIPELINE] [--dry-run[=instantiate]] [--no-wait]",
      "create or change a pipeline, following the rollout core by core", drv_ctl_apply,
      "-f= --dry-run --dry-run=true --dry-run=instantiate --no-wait", 1},
     {"diff", "-f SPEC.yaml [GROUP/PIPELINE]", "what apply -f would change (exit 0: nothing, 1: something)",
      drv_ctl_diff, "-f=", 1},
-    {"rollout", "status|history [--all]|undo [--to ROLLOUT-ID]|pause|resume|promote|abort GROUP/PIPELINE [ROLLOUT-ID] [--dry-run]",
-     "a rollout's progress, the history, roll back; steer the one under way", drv_ctl_rollout,
-     "--all --to= --dry-run", 3},
-    {"shutdown", "GROUP/PIPELINE [--no-wait] [--dry-run]", "drain and stop a pipeline (PUT brings it back)",
-     s_shutdown, "--no-wait --dry-run", 1},
+    {"rollout",
+     "status|history [--all]|undo [--to ROLLOUT-ID]|pause|resume|promote|abort GROUP/PIPELINE [ROLLOUT-ID] [--dry-run]",
+     "a rollout's progress, the history, roll back; steer the one under way", drv_ctl_rollout, "--all --to= --dry-run",
+     3},
+    {"shutdown", "GROUP/PIPELINE [--no-wait] [--dry-run]", "drain and stop a pipeline (PUT brings it back)", s_shutdown,
+     "--no-wait --dry-run", 1},
     {"create", "group NAME [--dry-run]", "create a group (idempotent)", s_create, "--dry-run", 2},
     {"delete", "group NAME | GROUP/PIPELINE [--no-wait] [--dry-run]",
      "delete an empty group, or shut down and forget a pipeline", s_delete, "--no-wait --dry-run", 2},
@@ -255,8 +255,8 @@ const drv_ctl_command_t drv_ctl_commands[] = {
     {"version", "", "client and engine versions", s_version, "", 0},
     {"opamp", "", "the OpAMP agent: server, connection, the last remote config and what became of it", drv_ctl_opamp,
      "", 0},
-    {"completion", "bash", "print the bash completion script: source <(droverctl completion bash)",
-     drv_ctl_completion, "", 1},
+    {"completion", "bash", "print the bash completion script: source <(droverctl completion bash)", drv_ctl_completion,
+     "", 1},
     {"__targets", "", "GROUP/PIPELINE of every pipeline, one a line (for completion)", s_targets, "", 0},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };

@@ -11,22 +11,22 @@
 #define DRV_CTL_OK 0
 #define DRV_CTL_SERVER_ERROR 1 // the engine answered with an error (>= 400)
 #define DRV_CTL_USAGE 2
-#define DRV_CTL_UNREACHABLE 3  // no answer from the engine
+#define DRV_CTL_UNREACHABLE 3 // no answer from the engine
 
 #define DRV_CTL_MAX_ENDPOINTS 256
 
 typedef struct {
-    drv_ctl_options_t options; // options.endpoint: the one being talked to
-    bool json;        // -o json (or yaml)
-    bool yaml;        // -o yaml: what -o json prints, as YAML
-    bool watch;       // -w: status and rollout status keep watching
+    drv_ctl_options_t options;                    // options.endpoint: the one being talked to
+    bool json;                                    // -o json (or yaml)
+    bool yaml;                                    // -o yaml: what -o json prints, as YAML
+    bool watch;                                   // -w: status and rollout status keep watching
     const char *endpoints[DRV_CTL_MAX_ENDPOINTS]; // every -e, in order (apply goes node by node)
     int endpoint_count;
 } drv_ctl_t;
 
 typedef struct {
     const char *name;
-    const char *usage;   // arguments after the name
+    const char *usage; // arguments after the name
     const char *summary;
     int (*run)(drv_ctl_t *ctl, int argc, char **argv); // argv[0] is the command name
     //  What main checks before run (ctl/main.c): the options the command
@@ -48,7 +48,7 @@ int drv_ctl_print_json(drv_ctl_t *ctl, json_t *body);
 struct drv_ctl_table_t;
 extern const char *const drv_ctl_pipeline_columns[];
 void drv_ctl_pipeline_row(struct drv_ctl_table_t *table, const char *name, json_t *status);
-int drv_ctl_status(drv_ctl_t *ctl, int argc, char **argv);   // drv_ctl_status.c, with describe
+int drv_ctl_status(drv_ctl_t *ctl, int argc, char **argv); // drv_ctl_status.c, with describe
 int drv_ctl_describe(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_get(drv_ctl_t *ctl, int argc, char **argv); // drv_ctl_get.c
 //  drv_ctl_spec.c: a spec file as the PUT body {pipeline: spec} (NULL after
@@ -89,6 +89,5 @@ int drv_ctl_split_target(const char *arg, char *group, char *pipeline, size_t si
 //  After a 404 on group/pipeline: prints the pipelines the engine has
 //  whose names are closest ("did you mean"), if any is close.
 void drv_ctl_suggest_pipelines(drv_ctl_t *ctl, const char *group, const char *pipeline);
-
 
 #endif

@@ -90,9 +90,10 @@ static int s_events_http(drv_ctl_t *ctl, long count, long seconds, bool only_new
         fprintf(stderr, "droverctl: following %s/api/v1/events (Ctrl-C to stop)\n", ctl->options.endpoint);
     }
     char err[400];
-    int status = count == 0 ? 200
-                            : drv_ctl_http_stream(&ctl->options, "/api/v1/events", query, seconds >= 0 ? seconds * 1000 : -1,
-                                                  &s_interrupted, s_on_sse_line, &sse, err, sizeof err);
+    int status = count == 0
+                     ? 200
+                     : drv_ctl_http_stream(&ctl->options, "/api/v1/events", query, seconds >= 0 ? seconds * 1000 : -1,
+                                           &s_interrupted, s_on_sse_line, &sse, err, sizeof err);
     json_decref(query);
     if (status < 0) {
         fprintf(stderr, "droverctl: %s\n", err);

@@ -85,8 +85,7 @@ static void s_markdown_kind(const drv_node_schema_t *kind)
     for (size_t k = 0; k < DRV_NODE_MAX_KEYS && kind->keys[k].key; k++) {
         char type[300];
         s_type(&kind->keys[k], type, sizeof type);
-        printf("| `%s` | %s | `%s` | %s |\n", kind->keys[k].key, type, s_default(&kind->keys[k]),
-               kind->keys[k].doc);
+        printf("| `%s` | %s | `%s` | %s |\n", kind->keys[k].key, type, s_default(&kind->keys[k]), kind->keys[k].doc);
     }
     printf("\n");
 }
@@ -105,9 +104,8 @@ static int s_markdown(const drv_node_schema_t *const *kinds, size_t count)
            "| type | role | what |\n| --- | --- | --- |\n");
     for (size_t i = 0; i < count; i++) {
         const char *doc = kinds[i]->doc;
-        printf("| [`%s`](#%.*s%s) | %s | %.*s |\n", kinds[i]->name,
-               (int)strcspn(kinds[i]->name, ":"), kinds[i]->name, strchr(kinds[i]->name, ':') + 1,
-               s_roles[kinds[i]->role], s_summary_len(doc), doc);
+        printf("| [`%s`](#%.*s%s) | %s | %.*s |\n", kinds[i]->name, (int)strcspn(kinds[i]->name, ":"), kinds[i]->name,
+               strchr(kinds[i]->name, ':') + 1, s_roles[kinds[i]->role], s_summary_len(doc), doc);
     }
     printf("\n");
     for (size_t i = 0; i < count; i++) {
@@ -118,8 +116,7 @@ static int s_markdown(const drv_node_schema_t *const *kinds, size_t count)
 
 static void s_text_kind(const drv_node_schema_t *kind)
 {
-    printf("TYPE:     %s (%s)\n\n%s\n\nEXAMPLE:\n  %s\n\n", kind->name, s_roles[kind->role],
-           kind->doc, kind->example);
+    printf("TYPE:     %s (%s)\n\n%s\n\nEXAMPLE:\n  %s\n\n", kind->name, s_roles[kind->role], kind->doc, kind->example);
     if (!kind->keys[0].key) {
         printf("It takes no config.\n");
         return;
@@ -128,9 +125,8 @@ static void s_text_kind(const drv_node_schema_t *kind)
     for (size_t k = 0; k < DRV_NODE_MAX_KEYS && kind->keys[k].key; k++) {
         char type[300];
         s_type(&kind->keys[k], type, sizeof type);
-        printf("  %s <%s> (%s%s)\n      %s\n", kind->keys[k].key, type,
-               kind->keys[k].required ? "" : "default ", s_default(&kind->keys[k]),
-               kind->keys[k].doc);
+        printf("  %s <%s> (%s%s)\n      %s\n", kind->keys[k].key, type, kind->keys[k].required ? "" : "default ",
+               s_default(&kind->keys[k]), kind->keys[k].doc);
     }
 }
 
@@ -181,8 +177,8 @@ int drv_ctl_explain(drv_ctl_t *ctl, int argc, char **argv)
             }
         }
         if (owner) {
-            fprintf(stderr, "droverctl: %s has no config key \"%s\" (droverctl explain %s lists them)\n", type,
-                    dot + 1, type);
+            fprintf(stderr, "droverctl: %s has no config key \"%s\" (droverctl explain %s lists them)\n", type, dot + 1,
+                    type);
             return DRV_CTL_USAGE;
         }
     }

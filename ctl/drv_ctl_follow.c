@@ -11,8 +11,8 @@
 
 void drv_ctl_print_plan(json_t *rollout)
 {
-    printf("%s: %s of %s/%s to generation %lld, %zu steps\n", drv_ctl_str(rollout, "rollout_id"), drv_ctl_str(rollout, "action"),
-           drv_ctl_str(rollout, "group"), drv_ctl_str(rollout, "pipeline"),
+    printf("%s: %s of %s/%s to generation %lld, %zu steps\n", drv_ctl_str(rollout, "rollout_id"),
+           drv_ctl_str(rollout, "action"), drv_ctl_str(rollout, "group"), drv_ctl_str(rollout, "pipeline"),
            (long long)json_integer_value(json_object_get(rollout, "target_generation")),
            json_array_size(json_object_get(rollout, "plan")));
     size_t i;
@@ -24,8 +24,9 @@ void drv_ctl_print_plan(json_t *rollout)
                    (long long)json_integer_value(json_object_get(step, "step")), "hold");
             continue;
         }
-        printf("  %2lld. %-10s core %lld generation %lld\n", (long long)json_integer_value(json_object_get(step, "step")),
-               drv_ctl_str(step, "op"), (long long)json_integer_value(json_object_get(step, "core")),
+        printf("  %2lld. %-10s core %lld generation %lld\n",
+               (long long)json_integer_value(json_object_get(step, "step")), drv_ctl_str(step, "op"),
+               (long long)json_integer_value(json_object_get(step, "core")),
                (long long)json_integer_value(json_object_get(step, "generation")));
     }
 }
@@ -54,8 +55,8 @@ int drv_ctl_follow_rollout(drv_ctl_t *ctl, const char *location, json_t *first)
             }
         }
         const char *state = drv_ctl_str(rollout, "state");
-        if (!ctl->json && (!json_object_get(seen, "state") ||
-                           strcmp(json_string_value(json_object_get(seen, "state")), state))) {
+        if (!ctl->json &&
+            (!json_object_get(seen, "state") || strcmp(json_string_value(json_object_get(seen, "state")), state))) {
             if (!strcmp(state, "paused") || !strcmp(state, "rolling_back") ||
                 (json_object_get(seen, "state") && !strcmp(state, "running"))) {
                 json_t *canary = json_object_get(rollout, "canary");
@@ -104,8 +105,10 @@ int drv_ctl_follow_shutdown(drv_ctl_t *ctl, const char *group, const char *pipel
     int64_t started = zclock_mono(); // czmq's monotonic ms, as droverctl's other waits
     while (!strcmp(drv_ctl_str(*body, "state"), "running")) {
         if (!said && !ctl->json && zclock_mono() - started >= 1000) {
-            fprintf(stderr, "droverctl: waiting for %s/%s to drain (each instance gets the pipeline's drain "
-                            "timeout; --no-wait returns at once)\n", group, pipeline);
+            fprintf(stderr,
+                    "droverctl: waiting for %s/%s to drain (each instance gets the pipeline's drain "
+                    "timeout; --no-wait returns at once)\n",
+                    group, pipeline);
             said = true;
         }
         usleep(FOLLOW_POLL_MS * 1000); // a client polling its server: pacing, not synchronisation

@@ -41,12 +41,10 @@ static int s_get_pipeline(drv_ctl_t *ctl, const char *target)
 int drv_ctl_get(drv_ctl_t *ctl, int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr,
-                "droverctl: get what? groups | pipelines [GROUP] | [pipeline] GROUP/PIPELINE\n");
+        fprintf(stderr, "droverctl: get what? groups | pipelines [GROUP] | [pipeline] GROUP/PIPELINE\n");
         return DRV_CTL_USAGE;
     }
-    if (!strcmp(argv[1], "pipeline") ||
-        (strcmp(argv[1], "groups") && strcmp(argv[1], "pipelines"))) {
+    if (!strcmp(argv[1], "pipeline") || (strcmp(argv[1], "groups") && strcmp(argv[1], "pipelines"))) {
         return s_get_pipeline(ctl, !strcmp(argv[1], "pipeline") ? argv[2] : argv[1]);
     }
     json_t *body;
@@ -67,8 +65,7 @@ int drv_ctl_get(drv_ctl_t *ctl, int argc, char **argv)
             json_array_foreach(json_object_get(g, "pipelines"), k, name)
             {
                 size_t used = strlen(names);
-                snprintf(names + used, sizeof names - used, "%s%s", k ? "," : "",
-                         json_string_value(name));
+                snprintf(names + used, sizeof names - used, "%s%s", k ? "," : "", json_string_value(name));
             }
             drv_ctl_table_add(table, drv_ctl_str(g, "name"), names[0] ? names : "-");
         }
@@ -90,8 +87,7 @@ int drv_ctl_get(drv_ctl_t *ctl, int argc, char **argv)
         json_array_foreach(body, i, st)
         {
             char name[200];
-            snprintf(name, sizeof name, "%s:%s", drv_ctl_str(st, "group"),
-                     drv_ctl_str(st, "pipeline"));
+            snprintf(name, sizeof name, "%s:%s", drv_ctl_str(st, "group"), drv_ctl_str(st, "pipeline"));
             drv_ctl_pipeline_row(table, name, st);
         }
         drv_ctl_table_print(table, stdout);

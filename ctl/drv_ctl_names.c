@@ -43,8 +43,7 @@ void drv_ctl_suggest_pipelines(drv_ctl_t *ctl, const char *group, const char *pi
 {
     char err[300];
     json_t *body = NULL;
-    if (drv_ctl_request(&ctl->options, "GET", "/status", NULL, NULL, &body, err, sizeof err) !=
-        200) {
+    if (drv_ctl_request(&ctl->options, "GET", "/status", NULL, NULL, &body, err, sizeof err) != 200) {
         json_decref(body);
         return;
     }
@@ -57,8 +56,7 @@ void drv_ctl_suggest_pipelines(drv_ctl_t *ctl, const char *group, const char *pi
     json_object_foreach(json_object_get(body, "pipelines"), key, st)
     {
         guess_t g;
-        snprintf(g.name, sizeof g.name, "%s/%s", drv_ctl_str(st, "group"),
-                 drv_ctl_str(st, "pipeline"));
+        snprintf(g.name, sizeof g.name, "%s/%s", drv_ctl_str(st, "group"), drv_ctl_str(st, "pipeline"));
         //  Close as a whole, or the same pipeline name in another group.
         size_t whole = drv_edit_distance(wanted, g.name);
         size_t name = drv_edit_distance(pipeline, drv_ctl_str(st, "pipeline"));

@@ -22,20 +22,16 @@ int drv_ctl_opamp(drv_ctl_t *ctl, int argc, char **argv)
     json_t *remote = json_object_get(body, "remote_config");
     printf("endpoint       %s\ninstance_uid   %s\nstate          %s\nlast contact   %s\n"
            "requests       %lld (%lld failed)\n",
-           drv_ctl_str(body, "endpoint"), drv_ctl_str(body, "instance_uid"),
-           drv_ctl_str(body, "state"),
-           json_is_string(json_object_get(body, "last_contact_at"))
-               ? drv_ctl_str(body, "last_contact_at")
-               : "never",
+           drv_ctl_str(body, "endpoint"), drv_ctl_str(body, "instance_uid"), drv_ctl_str(body, "state"),
+           json_is_string(json_object_get(body, "last_contact_at")) ? drv_ctl_str(body, "last_contact_at") : "never",
            (long long)json_integer_value(json_object_get(body, "requests")),
            (long long)json_integer_value(json_object_get(body, "failures")));
     if (json_is_string(json_object_get(body, "last_error"))) {
         printf("last error     %s\n", drv_ctl_str(body, "last_error"));
     }
     if (json_is_object(remote)) {
-        printf("remote config  %s (hash %s)%s%s\n", drv_ctl_str(remote, "status"),
-               drv_ctl_str(remote, "hash"), drv_ctl_str(remote, "error")[0] ? ": " : "",
-               drv_ctl_str(remote, "error"));
+        printf("remote config  %s (hash %s)%s%s\n", drv_ctl_str(remote, "status"), drv_ctl_str(remote, "hash"),
+               drv_ctl_str(remote, "error")[0] ? ": " : "", drv_ctl_str(remote, "error"));
     } else {
         printf("remote config  none received\n");
     }

@@ -70,9 +70,8 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
             const char *state = drv_ctl_str(body, "state");
             const char *by = drv_ctl_str(json_object_get(body, "canary"), "until");
             printf("%s: %s asked; it is %s", drv_ctl_str(body, "rollout_id"), controls[c],
-                   !strcmp(state, "paused") && !strcmp(drv_ctl_str(body, "paused_by"), "canary")
-                       ? "holding (canary)"
-                       : state);
+                   !strcmp(state, "paused") && !strcmp(drv_ctl_str(body, "paused_by"), "canary") ? "holding (canary)"
+                                                                                                 : state);
             if (!strcmp(state, "paused") && !strcmp(drv_ctl_str(body, "paused_by"), "canary") && strcmp(by, "-")) {
                 printf(" until %s; promote ends the hold now, abort rolls back", by);
             } else if (json_is_true(json_object_get(body, "pause_requested")) && strcmp(state, "paused")) {
@@ -150,7 +149,8 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
             return drv_ctl_print_json(ctl, rollout);
         }
         printf("%s: %s to generation %lld: %s", drv_ctl_str(rollout, "rollout_id"), drv_ctl_str(rollout, "action"),
-               (long long)json_integer_value(json_object_get(rollout, "target_generation")), drv_ctl_str(rollout, "state"));
+               (long long)json_integer_value(json_object_get(rollout, "target_generation")),
+               drv_ctl_str(rollout, "state"));
         if (json_is_string(json_object_get(rollout, "failure_reason"))) {
             printf(" (%s)", drv_ctl_str(rollout, "failure_reason"));
         }
@@ -163,8 +163,7 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
                    drv_ctl_str(canary, "verdict"), json_real_value(json_object_get(canary, "error_ratio_new")),
                    json_real_value(json_object_get(canary, "error_ratio_old")));
         }
-        drv_ctl_table_t *table =
-            drv_ctl_table_new((const char *[]){"  CORE", "FROM", "TO", "STATE", "DETAIL", NULL});
+        drv_ctl_table_t *table = drv_ctl_table_new((const char *[]){"  CORE", "FROM", "TO", "STATE", "DETAIL", NULL});
         size_t i;
         json_t *core;
         json_array_foreach(json_object_get(rollout, "cores"), i, core)
@@ -188,8 +187,8 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
         if (rc || ctl->json) {
             return rc ? rc : drv_ctl_print_json(ctl, body);
         }
-        drv_ctl_table_t *table = drv_ctl_table_new(
-            (const char *[]){"ROLLOUT", "ACTION", "GENERATION", "STATE", "STARTED", "FAILURE", NULL});
+        drv_ctl_table_t *table =
+            drv_ctl_table_new((const char *[]){"ROLLOUT", "ACTION", "GENERATION", "STATE", "STARTED", "FAILURE", NULL});
         size_t i;
         json_t *r;
         int noops = 0;
@@ -208,7 +207,8 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
                 snprintf(gen, sizeof gen, "%lld -> %lld", (long long)json_integer_value(prev),
                          (long long)json_integer_value(json_object_get(r, "target_generation")));
             } else {
-                snprintf(gen, sizeof gen, "%lld", (long long)json_integer_value(json_object_get(r, "target_generation")));
+                snprintf(gen, sizeof gen, "%lld",
+                         (long long)json_integer_value(json_object_get(r, "target_generation")));
             }
             drv_ctl_table_add(table, drv_ctl_str(r, "rollout_id"), action, gen, drv_ctl_str(r, "state"),
                               drv_ctl_str(r, "started_at"), drv_ctl_str(r, "failure_reason"));
@@ -221,7 +221,8 @@ int drv_ctl_rollout(drv_ctl_t *ctl, int argc, char **argv)
         json_decref(body);
         return DRV_CTL_OK;
     }
-    fprintf(stderr, "droverctl: unknown rollout command \"%s\": status, history, undo, pause, resume, promote or abort\n",
+    fprintf(stderr,
+            "droverctl: unknown rollout command \"%s\": status, history, undo, pause, resume, promote or abort\n",
             argv[1]);
     return DRV_CTL_USAGE;
 }

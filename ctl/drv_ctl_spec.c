@@ -111,18 +111,15 @@ static int s_validate_spec(const char *path, json_t *doc, const json_t *lines)
     size_t count = drv_problems_count(problems);
     int rc = DRV_CTL_OK;
     if (count > 0) {
-        fprintf(stderr, "droverctl: %s: invalid PipelineSpec: %zu problem%s\n", path, count,
-                count > 1 ? "s" : "");
+        fprintf(stderr, "droverctl: %s: invalid PipelineSpec: %zu problem%s\n", path, count, count > 1 ? "s" : "");
         for (size_t i = 0; i < count; i++) {
             char field[300], where[32] = "";
-            snprintf(field, sizeof field, "%s%s", body ? "pipeline." : "",
-                     drv_problems_path(problems, i));
+            snprintf(field, sizeof field, "%s%s", body ? "pipeline." : "", drv_problems_path(problems, i));
             int line = drv_yaml_line_of(lines, field);
             if (line) {
                 snprintf(where, sizeof where, " (line %d)", line);
             }
-            fprintf(stderr, "  %s%s: %s\n", drv_problems_path(problems, i), where,
-                    drv_problems_message(problems, i));
+            fprintf(stderr, "  %s%s: %s\n", drv_problems_path(problems, i), where, drv_problems_message(problems, i));
         }
         rc = DRV_CTL_SERVER_ERROR;
     } else {
@@ -141,8 +138,7 @@ int drv_ctl_validate(drv_ctl_t *ctl, int argc, char **argv)
     (void)ctl;
     const char *path = argc == 3 && !strcmp(argv[1], "-f") ? argv[2] : NULL;
     if (!path) {
-        fprintf(stderr,
-                "droverctl: usage: droverctl validate -f FILE (a PipelineSpec or a config file)\n");
+        fprintf(stderr, "droverctl: usage: droverctl validate -f FILE (a PipelineSpec or a config file)\n");
         return DRV_CTL_USAGE;
     }
     size_t size;
@@ -159,8 +155,7 @@ int drv_ctl_validate(drv_ctl_t *ctl, int argc, char **argv)
         return DRV_CTL_SERVER_ERROR;
     }
     drv_nodes_register(); // every node kind's schema, as droverd has them
-    bool config =
-        json_is_object(doc) && (json_object_get(doc, "engine") || json_object_get(doc, "groups"));
+    bool config = json_is_object(doc) && (json_object_get(doc, "engine") || json_object_get(doc, "groups"));
     int rc = config ? s_validate_config(path) : s_validate_spec(path, doc, lines);
     json_decref(lines);
     json_decref(doc);

@@ -72,8 +72,8 @@ void drv_ctl_pipeline_row(drv_ctl_table_t *table, const char *name, json_t *st)
                       s_fmt(errors, sizeof errors, "%lld", s_total(st, "errors")), drv_ctl_str(st, "source"));
 }
 
-const char *const drv_ctl_pipeline_columns[] = {"PIPELINE", "PHASE", "GEN", "READY", "ON_CORES", "RESTARTS",
-                                           "RECORDS_IN", "RECORDS_OUT", "ERRORS", "SOURCE", NULL};
+const char *const drv_ctl_pipeline_columns[] = {"PIPELINE",   "PHASE",       "GEN",    "READY",  "ON_CORES", "RESTARTS",
+                                                "RECORDS_IN", "RECORDS_OUT", "ERRORS", "SOURCE", NULL};
 
 //  Every pipeline, once.
 static int s_status_once(drv_ctl_t *ctl)
@@ -143,7 +143,8 @@ int drv_ctl_describe(drv_ctl_t *ctl, int argc, char **argv)
     printf("Cores:       %s (%lld ready)\n", cores,
            (long long)json_integer_value(json_object_get(st, "ready_instances")));
     printf("Conditions:\n");
-    drv_ctl_table_t *table = drv_ctl_table_new((const char *[]){"  TYPE", "STATUS", "REASON", "SINCE", "MESSAGE", NULL});
+    drv_ctl_table_t *table =
+        drv_ctl_table_new((const char *[]){"  TYPE", "STATUS", "REASON", "SINCE", "MESSAGE", NULL});
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(st, "conditions"), i, c)
@@ -162,13 +163,14 @@ int drv_ctl_describe(drv_ctl_t *ctl, int argc, char **argv)
     {
         char id[200], pid[24], restarts[24], in[24], out[24], errors[24];
         json_t *p = json_object_get(c, "pid");
-        drv_ctl_table_add(table, s_fmt(id, sizeof id, "  %s", drv_ctl_str(c, "id")), drv_ctl_str(c, "state"),
-                          json_is_integer(p) ? s_fmt(pid, sizeof pid, "%lld", (long long)json_integer_value(p)) : "-",
-                          s_fmt(restarts, sizeof restarts, "%lld", (long long)json_integer_value(json_object_get(c, "restarts"))),
-                          s_fmt(in, sizeof in, "%lld", (long long)json_integer_value(json_object_get(c, "records_in"))),
-                          s_fmt(out, sizeof out, "%lld", (long long)json_integer_value(json_object_get(c, "records_out"))),
-                          s_fmt(errors, sizeof errors, "%lld", (long long)json_integer_value(json_object_get(c, "errors"))),
-                          drv_ctl_str(c, "last_heartbeat_at"), drv_ctl_str(c, "detail")[0] ? drv_ctl_str(c, "detail") : "-");
+        drv_ctl_table_add(
+            table, s_fmt(id, sizeof id, "  %s", drv_ctl_str(c, "id")), drv_ctl_str(c, "state"),
+            json_is_integer(p) ? s_fmt(pid, sizeof pid, "%lld", (long long)json_integer_value(p)) : "-",
+            s_fmt(restarts, sizeof restarts, "%lld", (long long)json_integer_value(json_object_get(c, "restarts"))),
+            s_fmt(in, sizeof in, "%lld", (long long)json_integer_value(json_object_get(c, "records_in"))),
+            s_fmt(out, sizeof out, "%lld", (long long)json_integer_value(json_object_get(c, "records_out"))),
+            s_fmt(errors, sizeof errors, "%lld", (long long)json_integer_value(json_object_get(c, "errors"))),
+            drv_ctl_str(c, "last_heartbeat_at"), drv_ctl_str(c, "detail")[0] ? drv_ctl_str(c, "detail") : "-");
     }
     drv_ctl_table_print(table, stdout);
     drv_ctl_table_destroy(&table);

@@ -9,7 +9,7 @@
 
 struct drv_ctl_table_t {
     int columns;
-    char **cells;    // rows x columns, row 0 the headers
+    char **cells; // rows x columns, row 0 the headers
     size_t rows;
     size_t capacity; // in rows
 };

@@ -8,21 +8,20 @@
 
 static void s_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: droverctl [options] COMMAND [ARGS] [options]\n\n"
-            "options:\n"
-            "  -e, --endpoint ENDPOINT  admin socket, tcp:// or ipc://, or the HTTP admin, http(s)://host:port\n"
-            "                           (default $DROVER_ADMIN, or ipc:///tmp/drover/admin.sock);\n"
-            "                           apply takes several: one engine after another\n"
-            "  -o, --output table|json|yaml  human tables (default), the engine's JSON, or it as YAML\n"
-            "  -t, --timeout SECS       how long to wait for an answer (default 10)\n"
-            "  -w, --watch              status, rollout status: keep watching\n"
-            "      --key FILE           your CURVE certificate (secret), for a tcp:// endpoint\n"
-            "      --server-key FILE|KEY  the engine's public CURVE certificate or Z85 key\n"
-            "      --token-file FILE    http(s):// endpoints: the admin token, the file's first line\n"
-            "                           (default $DROVER_TOKEN; --token TOKEN works too, but shows it\n"
-            "                           to every user in the process list)\n\n"
-            "commands:\n");
+    fprintf(out, "usage: droverctl [options] COMMAND [ARGS] [options]\n\n"
+                 "options:\n"
+                 "  -e, --endpoint ENDPOINT  admin socket, tcp:// or ipc://, or the HTTP admin, http(s)://host:port\n"
+                 "                           (default $DROVER_ADMIN, or ipc:///tmp/drover/admin.sock);\n"
+                 "                           apply takes several: one engine after another\n"
+                 "  -o, --output table|json|yaml  human tables (default), the engine's JSON, or it as YAML\n"
+                 "  -t, --timeout SECS       how long to wait for an answer (default 10)\n"
+                 "  -w, --watch              status, rollout status: keep watching\n"
+                 "      --key FILE           your CURVE certificate (secret), for a tcp:// endpoint\n"
+                 "      --server-key FILE|KEY  the engine's public CURVE certificate or Z85 key\n"
+                 "      --token-file FILE    http(s):// endpoints: the admin token, the file's first line\n"
+                 "                           (default $DROVER_TOKEN; --token TOKEN works too, but shows it\n"
+                 "                           to every user in the process list)\n\n"
+                 "commands:\n");
     for (const drv_ctl_command_t *c = drv_ctl_commands; c->name; c++) {
         if (c->name[0] != '_') {
             fprintf(out, "  %-10s %s\n", c->name, c->summary);

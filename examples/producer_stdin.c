@@ -25,8 +25,8 @@
 #include <zmq.h>
 
 typedef struct {
-    void *ctx, *push;       // without --ack
-    drv_client_t *client;   // with --ack
+    void *ctx, *push;     // without --ack
+    drv_client_t *client; // with --ack
     int timeout_ms;
     const char *endpoint;
     long sent, records;
@@ -111,8 +111,10 @@ int drv_produce_stdin(int argc, char *argv[], volatile sig_atomic_t *stop)
         } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
             sink.timeout_ms = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "drover-produce: unexpected \"%s\" (usage: drover-produce ENDPOINT [--ack] [--batch N] "
-                            "[--timeout MS] < records.ndjson)\n", argv[i]);
+            fprintf(stderr,
+                    "drover-produce: unexpected \"%s\" (usage: drover-produce ENDPOINT [--ack] [--batch N] "
+                    "[--timeout MS] < records.ndjson)\n",
+                    argv[i]);
             return 2;
         }
     }

@@ -12,7 +12,7 @@
 #define MESSAGE_SLACK 16    // per message: what small arrays and rounding add
 
 typedef struct {
-    size_t estimate;  // bytes the decode would allocate
+    size_t estimate; // bytes the decode would allocate
     char *err;
     size_t errlen;
 } walk_t;
@@ -146,8 +146,8 @@ int drv_pbcheck(const ProtobufCMessageDescriptor *desc, const void *data, size_t
     }
     size_t allowed = DRV_PBCHECK_GROWTH * size + DRV_PBCHECK_SLACK;
     if (w.estimate > allowed) {
-        snprintf(err, errlen, "the message would take %zu bytes decoded, more than %d times its %zu bytes",
-                 w.estimate, DRV_PBCHECK_GROWTH, size);
+        snprintf(err, errlen, "the message would take %zu bytes decoded, more than %d times its %zu bytes", w.estimate,
+                 DRV_PBCHECK_GROWTH, size);
         return -1;
     }
     return 0;

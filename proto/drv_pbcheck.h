@@ -14,9 +14,9 @@
 #include <protobuf-c/protobuf-c.h>
 #include <stddef.h>
 
-#define DRV_PBCHECK_MAX_DEPTH 32          // nested messages below the top one (OTLP/JSON's bound too)
-#define DRV_PBCHECK_GROWTH 16             // decoded bytes per wire byte allowed...
-#define DRV_PBCHECK_SLACK (1024 * 1024)   // ...plus this
+#define DRV_PBCHECK_MAX_DEPTH 32        // nested messages below the top one (OTLP/JSON's bound too)
+#define DRV_PBCHECK_GROWTH 16           // decoded bytes per wire byte allowed...
+#define DRV_PBCHECK_SLACK (1024 * 1024) // ...plus this
 
 //  Returns 0 when data is well-formed wire format for desc, nested at most
 //  DRV_PBCHECK_MAX_DEPTH deep, and would decode within

@@ -102,7 +102,8 @@ static int s_make_private_dir(const char *what, const char *path, bool create, c
                  (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 0777));
         return -1;
     }
-    return chmod(buf, 0700) == 0 ? 0 : (snprintf(why, whylen, "cannot chmod %s %s: %s", what, buf, strerror(errno)), -1);
+    return chmod(buf, 0700) == 0 ? 0
+                                 : (snprintf(why, whylen, "cannot chmod %s %s: %s", what, buf, strerror(errno)), -1);
 }
 
 //  The bearer token for mutating HTTP requests: the file's first line, at
@@ -308,8 +309,7 @@ static void s_final_reap(drv_engine_t *engine)
     s_kill_everything(engine);
 }
 
-int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir,
-                       int signal_fd)
+int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir, int signal_fd)
 {
     drv_engine_t engine = {.config = config, .signal_fd = signal_fd};
     engine.cpus = *cpus;
@@ -341,8 +341,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     zsock_set_router_mandatory(engine.control, 1);
     zsock_set_linger(engine.control, 0);
     if (zsock_bind(engine.control, "%s", engine.control_endpoint) < 0) {
-        fprintf(stderr, "droverd: cannot bind %s: %s\n", engine.control_endpoint,
-                zmq_strerror(zmq_errno()));
+        fprintf(stderr, "droverd: cannot bind %s: %s\n", engine.control_endpoint, zmq_strerror(zmq_errno()));
         rc = DRV_EXIT_SYSTEM;
         goto done;
     }
@@ -368,8 +367,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         rc = DRV_EXIT_CONFIG;
         goto done;
     }
-    drv_info("started pid=%d config=%s cpus=%d run_dir=%s", getpid(), config->path, cpus->count,
-             config->run_dir);
+    drv_info("started pid=%d config=%s cpus=%d run_dir=%s", getpid(), config->path, cpus->count, config->run_dir);
     if (!config->data_dirs) {
         drv_warn("engine.data_dirs is not set: exporter:file paths and ipc:// endpoints of pipelines may be "
                  "anywhere droverd's user can write (docs/security.md)");
@@ -382,8 +380,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     drv_zygote_start(&engine);
     drv_restore_start_pipelines(&engine);
     drv_config_watch_t *watch = config->watch_config ? drv_config_watch_new(&engine) : NULL;
-    drv_events_publish(&engine, "config.loaded", NULL, NULL,
-                       json_pack("{s:s}", "path", config->path));
+    drv_events_publish(&engine, "config.loaded", NULL, NULL, json_pack("{s:s}", "path", config->path));
 
     while (!engine.done) {
         s_drain_control(&engine);

@@ -18,7 +18,6 @@
 //  DRV_EXIT_CONFIG (100) whatever the problem, with it in why.
 int drv_supervisor_check(const drv_config_t *config, char *why, size_t whylen);
 
-int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir,
-                       int signal_fd);
+int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir, int signal_fd);
 
 #endif

@@ -23,25 +23,25 @@
 #define MAX_SOCKETS 16 // network receivers one instance polls
 
 typedef struct {
-    zsock_t *control;        // DEALER to droverd
-    zsock_t *data;           // DEALER to the broker, NULL until the spec names it
-    drv_dag_t *dag;          // the pipeline, NULL until built
-    char *instance;          // "{group}/{pipeline}@{generation}#{core}"
-    int64_t heartbeat_ms;    // heartbeat period from the spec message
-    int64_t credit_window;   // batches the broker may send ahead
+    zsock_t *control;      // DEALER to droverd
+    zsock_t *data;         // DEALER to the broker, NULL until the spec names it
+    drv_dag_t *dag;        // the pipeline, NULL until built
+    char *instance;        // "{group}/{pipeline}@{generation}#{core}"
+    int64_t heartbeat_ms;  // heartbeat period from the spec message
+    int64_t credit_window; // batches the broker may send ahead
     int64_t next_heartbeat_ms;
-    int64_t credit_owed;     // batches settled and not yet re-credited
-    int64_t *unsettled;      // inputs (drv_dag_input) of batches taken and not yet settled, oldest first
+    int64_t credit_owed; // batches settled and not yet re-credited
+    int64_t *unsettled;  // inputs (drv_dag_input) of batches taken and not yet settled, oldest first
     size_t unsettled_count;
     size_t unsettled_size;
-    int64_t batches;         // batches taken from the broker
-    int64_t rejected;        // producer messages refused as junk
+    int64_t batches;              // batches taken from the broker
+    int64_t rejected;             // producer messages refused as junk
     int64_t next_rejected_log_ms; // mono: refusals are logged at most once a second
-    bool has_zmq;            // pipeline has receiver:zmq nodes, so drains come via the broker
-    bool drain_requested;    // droverd or the broker asked us to drain
-    bool receivers_draining; // network receivers were told to take nothing new
-    bool marker_seen;        // the broker's DRAIN marker arrived after our last batch
-    int64_t next_tap_ms;     // mono ms before which no samples are sent
+    bool has_zmq;                 // pipeline has receiver:zmq nodes, so drains come via the broker
+    bool drain_requested;         // droverd or the broker asked us to drain
+    bool receivers_draining;      // network receivers were told to take nothing new
+    bool marker_seen;             // the broker's DRAIN marker arrived after our last batch
+    int64_t next_tap_ms;          // mono ms before which no samples are sent
 } worker_t;
 
 static volatile sig_atomic_t s_terminating = 0;
@@ -178,8 +178,8 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
         char *sep = strchr(msg.pipeline, ':');
         char group[128];
         snprintf(group, sizeof group, "%.*s", sep ? (int)(sep - msg.pipeline) : 0, msg.pipeline);
-        drv_dag_identity_t who = {group, sep ? sep + 1 : msg.pipeline, msg.generation, (int)msg.core,
-                                  msg.buffer_dir, s_shares(msg.spec)};
+        drv_dag_identity_t who = {
+            group, sep ? sep + 1 : msg.pipeline, msg.generation, (int)msg.core, msg.buffer_dir, s_shares(msg.spec)};
         self->dag = drv_dag_new(msg.spec, &who, drv_nodes_kinds(), err, sizeof err);
         if (!self->dag) {
             drv_error("instance cannot start instance=%s reason=\"%s\"", self->instance, err);
@@ -196,8 +196,8 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
         if (self->has_zmq) {
             self->data = zsock_new(ZMQ_DEALER);
             zsock_set_identity(self->data, self->instance);
-            zsock_set_linger(self->data, 2000); // the last acks must reach the broker
-            zsock_set_rcvhwm(self->data, 0);    // the credit window bounds what is in flight
+            zsock_set_linger(self->data, 2000);      // the last acks must reach the broker
+            zsock_set_rcvhwm(self->data, 0);         // the credit window bounds what is in flight
             zsock_set_reconnect_ivl(self->data, 10); // the broker may be (re)starting
             if (zsock_connect(self->data, "%s", msg.data_endpoint) != 0) {
                 drv_error("cannot connect to broker endpoint=%s", msg.data_endpoint);
@@ -292,8 +292,8 @@ static void s_handle_data(worker_t *self)
             self->batches++;
             if (!payload) {
                 drv_warn("batch without payload node=%s", msg.node);
-            } else if (drv_dag_ingest(self->dag, msg.node, zframe_data(payload),
-                                      zframe_size(payload), err, sizeof err) < 0) {
+            } else if (drv_dag_ingest(self->dag, msg.node, zframe_data(payload), zframe_size(payload), err,
+                                      sizeof err) < 0) {
                 //  A producer sending junk must not flood the log: once a
                 //  second at most, with how many were refused meanwhile.
                 self->rejected++;
@@ -429,8 +429,8 @@ static int s_loop(worker_t *self)
             s_send_simple(self, DRV_MSG_DRAINED);
             int64_t in, out, errors;
             drv_dag_counters(self->dag, &in, &out, &errors);
-            drv_info("drained instance=%s records_in=%lld records_out=%lld errors=%lld",
-                     self->instance, (long long)in, (long long)out, (long long)errors);
+            drv_info("drained instance=%s records_in=%lld records_out=%lld errors=%lld", self->instance, (long long)in,
+                     (long long)out, (long long)errors);
             return DRV_WORKER_EXIT_OK;
         }
     }
@@ -471,8 +471,8 @@ int drv_worker_run(const char *control_endpoint, const char *instance, int64_t m
     if (rc == 0 && self.dag && !s_terminating) {
         //  Absolute monotonic µs, lined up with droverd's spawned_at_us by
         //  bench/startup.py.
-        drv_debug("startup instance=%s main_us=%lld sockets_us=%lld hello_us=%lld spec_us=%lld dag_us=%lld",
-                  instance, (long long)main_us, (long long)sockets_us, (long long)hello_us, (long long)spec_us,
+        drv_debug("startup instance=%s main_us=%lld sockets_us=%lld hello_us=%lld spec_us=%lld dag_us=%lld", instance,
+                  (long long)main_us, (long long)sockets_us, (long long)hello_us, (long long)spec_us,
                   (long long)drv_time_mono_us());
         rc = s_loop(&self);
     }

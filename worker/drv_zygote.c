@@ -88,8 +88,8 @@ static ssize_t s_recv(int fd, drv_zygote_request_t *req, int *fds, size_t *nfds)
         char buf[CMSG_SPACE(sizeof(int) * DRV_ZYGOTE_MAX_FDS)];
         struct cmsghdr align;
     } control;
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                         .msg_controllen = sizeof control.buf};
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf};
     ssize_t got = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
     *nfds = 0;
     for (struct cmsghdr *c = got > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {

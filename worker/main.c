@@ -30,9 +30,8 @@ int main(int argc, char *argv[])
     }
     const char *control = NULL;
     const char *instance = NULL;
-    static struct option options[] = {{"control", required_argument, 0, 'c'},
-                                      {"instance", required_argument, 0, 'i'},
-                                      {0, 0, 0, 0}};
+    static struct option options[] = {
+        {"control", required_argument, 0, 'c'}, {"instance", required_argument, 0, 'i'}, {0, 0, 0, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "c:i:", options, NULL)) != -1) {
         if (opt == 'c') {

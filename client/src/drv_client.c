@@ -11,10 +11,10 @@
 #include <zmq.h>
 
 struct drv_client_t {
-    void *ctx;          // libzmq context, owned
-    void *dealer;       // connected to the broker's ack front door
-    uint64_t next_id;   // id of the next message
-    int retry_ms;       // resend after this long without an ack
+    void *ctx;        // libzmq context, owned
+    void *dealer;     // connected to the broker's ack front door
+    uint64_t next_id; // id of the next message
+    int retry_ms;     // resend after this long without an ack
     uint64_t retries;
 };
 

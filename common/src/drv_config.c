@@ -15,9 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-static char *s_string_or(json_t *obj, const char *key, const char *fallback, drv_problems_t *problems,
-                         const char *path)
+static char *s_string_or(json_t *obj, const char *key, const char *fallback, drv_problems_t *problems, const char *path)
 {
     json_t *value = json_object_get(obj, key);
     if (!value || json_is_null(value)) {
@@ -30,15 +28,14 @@ static char *s_string_or(json_t *obj, const char *key, const char *fallback, drv
     return strdup(json_string_value(value));
 }
 
-static int s_int_or(json_t *obj, const char *key, int fallback, int minimum, int maximum,
-                    drv_problems_t *problems, const char *path)
+static int s_int_or(json_t *obj, const char *key, int fallback, int minimum, int maximum, drv_problems_t *problems,
+                    const char *path)
 {
     json_t *value = json_object_get(obj, key);
     if (!value) {
         return fallback;
     }
-    if (!json_is_integer(value) || json_integer_value(value) < minimum ||
-        json_integer_value(value) > maximum) {
+    if (!json_is_integer(value) || json_integer_value(value) < minimum || json_integer_value(value) > maximum) {
         drv_problems_add(problems, path, "must be an integer from %d to %d", minimum, maximum);
         return fallback;
     }
@@ -189,21 +186,21 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         engine = NULL;
     }
     drv_config_unknown_keys(engine,
-                   "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file limits "
-                   "data_dirs watch_config buffer_dir opamp",
-                   "engine", problems);
+                            "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file limits "
+                            "data_dirs watch_config buffer_dir opamp",
+                            "engine", problems);
     json_t *watch = json_object_get(engine, "watch_config");
     if (watch && !json_is_boolean(watch)) {
         drv_problems_add(problems, "engine.watch_config", "must be true or false");
     }
     self->watch_config = json_is_true(watch);
-    self->data_dirs = s_string_list(json_object_get(engine, "data_dirs"), "engine.data_dirs", DRV_LIMIT_DATA_DIRS,
-                                    true, &self->data_dir_count, problems);
+    self->data_dirs = s_string_list(json_object_get(engine, "data_dirs"), "engine.data_dirs", DRV_LIMIT_DATA_DIRS, true,
+                                    &self->data_dir_count, problems);
     self->run_dir = s_string_or(engine, "run_dir", "/tmp/drover", problems, "engine.run_dir");
-    self->shutdown_timeout_secs = s_int_or(engine, "shutdown_timeout_secs", 30, 1, 86400, problems,
-                                           "engine.shutdown_timeout_secs");
-    self->heartbeat_interval_ms = s_int_or(engine, "heartbeat_interval_ms", 1000, 10, 3600000, problems,
-                                           "engine.heartbeat_interval_ms");
+    self->shutdown_timeout_secs =
+        s_int_or(engine, "shutdown_timeout_secs", 30, 1, 86400, problems, "engine.shutdown_timeout_secs");
+    self->heartbeat_interval_ms =
+        s_int_or(engine, "heartbeat_interval_ms", 1000, 10, 3600000, problems, "engine.heartbeat_interval_ms");
     self->credit_window = s_int_or(engine, "credit_window", 16, 1, 4096, problems, "engine.credit_window");
     json_t *limits = json_object_get(engine, "limits");
     if (limits && !json_is_object(limits)) {
@@ -213,7 +210,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         limits = NULL;
     }
     drv_config_unknown_keys(limits, "max_pipelines max_message_bytes front_door_buffer_bytes stream_queue_bytes",
-                   "engine.limits", problems);
+                            "engine.limits", problems);
     self->stream_queue_bytes = s_int_or(limits, "stream_queue_bytes", 4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024,
                                         problems, "engine.limits.stream_queue_bytes");
     self->front_door_buffer_bytes = DRV_LIMIT_FRONT_DOOR_DEFAULT;
@@ -225,22 +222,23 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     } else if (buffer) {
         self->front_door_buffer_bytes = json_integer_value(buffer);
     }
-    self->max_pipelines = s_int_or(limits, "max_pipelines", DRV_LIMIT_PIPELINES_DEFAULT, 1,
-                                   DRV_LIMIT_PIPELINES_CEILING, problems, "engine.limits.max_pipelines");
+    self->max_pipelines = s_int_or(limits, "max_pipelines", DRV_LIMIT_PIPELINES_DEFAULT, 1, DRV_LIMIT_PIPELINES_CEILING,
+                                   problems, "engine.limits.max_pipelines");
     self->max_message_bytes = s_int_or(limits, "max_message_bytes", DRV_LIMIT_MESSAGE_DEFAULT, DRV_LIMIT_MESSAGE_FLOOR,
                                        DRV_LIMIT_MESSAGE_CEILING, problems, "engine.limits.max_message_bytes");
     self->state_file = s_string_or(engine, "state_file", NULL, problems, "engine.state_file");
     s_buffer_dir(self, engine, problems);
     self->opamp = drv_config_opamp(json_object_get(engine, "opamp"), self->state_file, self->run_dir, problems);
-    self->opamp_env = s_string_list(json_object_get(self->opamp, "allowed_env"), "engine.opamp.allowed_env", 256,
-                                    false, &self->opamp_env_count, problems);
+    self->opamp_env = s_string_list(json_object_get(self->opamp, "allowed_env"), "engine.opamp.allowed_env", 256, false,
+                                    &self->opamp_env_count, problems);
 
     json_t *admin = json_object_get(engine, "admin");
     if (admin && !json_is_object(admin)) {
         drv_problems_add(problems, "engine.admin", "must be a map");
         admin = NULL;
     }
-    drv_config_unknown_keys(admin, "zmq events http http_token_file http_hosts insecure curve", "engine.admin", problems);
+    drv_config_unknown_keys(admin, "zmq events http http_token_file http_hosts insecure curve", "engine.admin",
+                            problems);
     self->http_hosts = s_string_list(json_object_get(admin, "http_hosts"), "engine.admin.http_hosts",
                                      DRV_LIMIT_HTTP_HOSTS, false, &self->http_host_count, problems);
     json_t *curve = json_object_get(admin, "curve");
@@ -250,13 +248,11 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     }
     drv_config_unknown_keys(curve, "server_secret_file clients_dir", "engine.admin.curve", problems);
     if (curve) {
-        self->curve_server_secret_file = s_string_or(curve, "server_secret_file", NULL, problems,
-                                                     "engine.admin.curve.server_secret_file");
-        self->curve_clients_dir =
-            s_string_or(curve, "clients_dir", NULL, problems, "engine.admin.curve.clients_dir");
+        self->curve_server_secret_file =
+            s_string_or(curve, "server_secret_file", NULL, problems, "engine.admin.curve.server_secret_file");
+        self->curve_clients_dir = s_string_or(curve, "clients_dir", NULL, problems, "engine.admin.curve.clients_dir");
         if (!self->curve_server_secret_file || !self->curve_clients_dir) {
-            drv_problems_add(problems, "engine.admin.curve",
-                             "needs both server_secret_file and clients_dir");
+            drv_problems_add(problems, "engine.admin.curve", "needs both server_secret_file and clients_dir");
         }
     }
     char fallback[600];
@@ -265,8 +261,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     snprintf(fallback, sizeof fallback, "ipc://%s/events.sock", self->run_dir);
     self->admin_events = s_string_or(admin, "events", fallback, problems, "engine.admin.events");
     self->admin_http = s_string_or(admin, "http", "127.0.0.1:8080", problems, "engine.admin.http");
-    self->http_token_file =
-        s_string_or(admin, "http_token_file", NULL, problems, "engine.admin.http_token_file");
+    self->http_token_file = s_string_or(admin, "http_token_file", NULL, problems, "engine.admin.http_token_file");
     json_t *insecure = json_object_get(admin, "insecure");
     if (insecure && !json_is_boolean(insecure)) {
         drv_problems_add(problems, "engine.admin.insecure", "must be true or false");
@@ -288,8 +283,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
                              "tcp:// admin endpoint without CURVE keys; use ipc:// or set "
                              "insecure: true");
         } else if (strncmp(endpoints[i], "tcp://", 6) && strncmp(endpoints[i], "ipc://", 6)) {
-            drv_problems_add(problems, paths[i], "endpoint \"%s\" must be ipc:// or tcp://",
-                             endpoints[i]);
+            drv_problems_add(problems, paths[i], "endpoint \"%s\" must be ipc:// or tcp://", endpoints[i]);
         }
     }
     char http_host[256];
@@ -307,8 +301,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     }
 }
 
-static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus,
-                     drv_problems_t *problems)
+static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus, drv_problems_t *problems)
 {
     self->groups = json_object();
     if (groups && !json_is_object(groups)) {
@@ -368,8 +361,8 @@ static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus,
                          json_string_value(json_object_get(receiver, "key")));
                 json_t *owner = json_object_get(endpoints, endpoint);
                 if (owner) {
-                    drv_problems_add(problems, node_path, "endpoint %s is already bound by %s",
-                                     endpoint, json_string_value(owner));
+                    drv_problems_add(problems, node_path, "endpoint %s is already bound by %s", endpoint,
+                                     json_string_value(owner));
                 } else {
                     json_object_set_new(endpoints, endpoint, json_string(node_path));
                 }
@@ -381,8 +374,8 @@ static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus,
     json_decref(endpoints);
 }
 
-drv_config_t *drv_config_parse(const char *text, size_t size, const char *path,
-                               const drv_cpus_t *cpus, char *err, size_t errlen)
+drv_config_t *drv_config_parse(const char *text, size_t size, const char *path, const drv_cpus_t *cpus, char *err,
+                               size_t errlen)
 {
     char why[400] = "";
     json_t *lines = NULL;
@@ -436,8 +429,9 @@ json_t *drv_config_groups_parse(const drv_config_t *config, const char *text, si
     //  reads (a typo) fails the whole document rather than being ignored.
     size_t before = drv_problems_count(problems);
     if (json_object_get(doc, "engine")) {
-        drv_problems_add(problems, "engine", "engine settings are not taken from here, only groups: "
-                                             "they stay the local config file's");
+        drv_problems_add(problems, "engine",
+                         "engine settings are not taken from here, only groups: "
+                         "they stay the local config file's");
         json_object_del(doc, "engine");
     }
     drv_config_unknown_keys(doc, "groups", "", problems);

@@ -9,14 +9,12 @@
 
 //  Every key of obj is one of allowed (space-separated); the others are
 //  problems at prefix.KEY.
-void drv_config_unknown_keys(json_t *obj, const char *allowed, const char *prefix,
-                             drv_problems_t *problems);
+void drv_config_unknown_keys(json_t *obj, const char *allowed, const char *prefix, drv_problems_t *problems);
 
 //  engine.opamp checked, in its normalized form ({endpoint, headers, tls:
 //  {ca_file, insecure_skip_verify}, poll_interval_secs, instance_uid_file});
 //  NULL when absent. instance_uid_file defaults beside the state file,
 //  else in run_dir.
-json_t *drv_config_opamp(json_t *opamp, const char *state_file, const char *run_dir,
-                         drv_problems_t *problems);
+json_t *drv_config_opamp(json_t *opamp, const char *state_file, const char *run_dir, drv_problems_t *problems);
 
 #endif

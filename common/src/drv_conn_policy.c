@@ -18,19 +18,19 @@ typedef enum { CLOCK_CLIENT_REQUEST, CLOCK_CLIENT_IDLE, CLOCK_ENGINE, CLOCK_STRE
 struct drv_conn_t {
     drv_conn_t *prev, *next;
     int fd;
-    unsigned char addr[16];  // client address (IPv4 mapped into 16 bytes)
+    unsigned char addr[16]; // client address (IPv4 mapped into 16 bytes)
     clock_t_ clock;
-    int64_t deadline_ms;     // mono, while on the client's clock
-    bool cut;                // already shut down by us
-    size_t body;             // body bytes it holds (charged through it)
+    int64_t deadline_ms; // mono, while on the client's clock
+    bool cut;            // already shut down by us
+    size_t body;         // body bytes it holds (charged through it)
 };
 
 struct drv_conn_policy_t {
     drv_conn_limits_t limits;
-    char name[48];           // for the log: "http admin", "receiver in"...
+    char name[48]; // for the log: "http admin", "receiver in"...
     drv_conn_t *head, *tail;
     int count;
-    int64_t next_due_ms;     // no deadline is earlier than this (0: none known)
+    int64_t next_due_ms; // no deadline is earlier than this (0: none known)
     size_t body_used;
     int64_t cut_count;
 };

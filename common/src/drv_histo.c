@@ -41,8 +41,8 @@ bool drv_histo_add_json(drv_histo_t *self, const json_t *json)
     return true;
 }
 
-void drv_histo_render(const drv_histo_t *self, const char *name, const char *labels,
-                      drv_histo_print_fn *print, void *arg)
+void drv_histo_render(const drv_histo_t *self, const char *name, const char *labels, drv_histo_print_fn *print,
+                      void *arg)
 {
     const double *s_bounds = self->long_bounds ? s_long : s_short;
     const char *comma = labels[0] ? "," : "";
@@ -50,15 +50,12 @@ void drv_histo_render(const drv_histo_t *self, const char *name, const char *lab
     for (int i = 0; i < DRV_HISTO_BUCKETS; i++) {
         cumulative += self->counts[i];
         if (i < DRV_HISTO_BUCKETS - 1) {
-            print(arg, "%s_bucket{%s%sle=\"%g\"} %lld\n", name, labels, comma, s_bounds[i],
-                  (long long)cumulative);
+            print(arg, "%s_bucket{%s%sle=\"%g\"} %lld\n", name, labels, comma, s_bounds[i], (long long)cumulative);
         } else {
-            print(arg, "%s_bucket{%s%sle=\"+Inf\"} %lld\n", name, labels, comma,
-                  (long long)cumulative);
+            print(arg, "%s_bucket{%s%sle=\"+Inf\"} %lld\n", name, labels, comma, (long long)cumulative);
         }
     }
-    print(arg, "%s_sum%s%s%s %.6f\n", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "",
-          self->sum_secs);
+    print(arg, "%s_sum%s%s%s %.6f\n", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "", self->sum_secs);
     print(arg, "%s_count%s%s%s %lld\n", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "",
           (long long)self->count);
 }

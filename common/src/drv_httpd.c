@@ -17,13 +17,13 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#define DRAIN_IDLE_SECS 1     // once draining, an idle keep-alive connection has this long
+#define DRAIN_IDLE_SECS 1 // once draining, an idle keep-alive connection has this long
 
 typedef struct conn_t conn_t;
 struct conn_t {
     struct MHD_Connection *connection;
-    drv_conn_t *policy;       // its record in the connection policy
-    bool busy;                // between a request's head and its end
+    drv_conn_t *policy; // its record in the connection policy
+    bool busy;          // between a request's head and its end
     conn_t *prev, *next;
 };
 
@@ -35,11 +35,11 @@ struct drv_httpd_req_t {
     char *url;
     drv_http_upload_t body;
     void *user;
-    bool in_callback;         // inside on_head/on_body: an answer is queued at once
-    bool body_done;           // on_body was called
+    bool in_callback; // inside on_head/on_body: an answer is queued at once
+    bool body_done;   // on_body was called
     bool answered;
     bool streaming;
-    bool suspended;           // waiting for its answer (held) or parked by a stream reader
+    bool suspended;             // waiting for its answer (held) or parked by a stream reader
     struct MHD_Response *later; // an answer given while suspended, queued by the next run
     unsigned int later_status;
     drv_httpd_req_t *prev, *next;
@@ -48,13 +48,13 @@ struct drv_httpd_req_t {
 struct drv_httpd_t {
     struct MHD_Daemon *daemon;
     drv_httpd_config_t config;
-    int listen_fd;            // ours until quiesced (an inherited socket)
+    int listen_fd; // ours until quiesced (an inherited socket)
     int epoll_fd;
     drv_conn_policy_t *policy;
     conn_t *conns;
     size_t conn_count;
-    drv_httpd_req_t *reqs;    // every request begun and not over
-    bool resumed;             // something was resumed: run at once
+    drv_httpd_req_t *reqs; // every request begun and not over
+    bool resumed;          // something was resumed: run at once
     bool draining;
 };
 
@@ -143,8 +143,7 @@ static void s_call(drv_httpd_req_t *req, drv_httpd_fn *fn)
 }
 
 static enum MHD_Result s_handler(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
-                                 const char *version, const char *upload_data, size_t *upload_data_size,
-                                 void **con_cls)
+                                 const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     drv_httpd_t *self = cls;
@@ -254,8 +253,7 @@ static void s_connection(void *cls, struct MHD_Connection *connection, void **so
         }
         conn->connection = connection;
         const union MHD_ConnectionInfo *fd = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-        const union MHD_ConnectionInfo *addr =
-            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const union MHD_ConnectionInfo *addr = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         conn->policy = drv_conn_policy_open(self->policy, fd ? fd->connect_fd : -1, addr ? addr->client_addr : NULL,
                                             drv_time_mono_ms());
         conn->next = self->conns;
@@ -335,13 +333,14 @@ drv_httpd_t *drv_httpd_new(const drv_httpd_config_t *config, char *err, size_t e
         where[at + 1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)config->tls_key_pem};
     }
     errno = 0;
-    self->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, s_handler, self, MHD_OPTION_EXTERNAL_LOGGER, s_log, self, MHD_OPTION_ARRAY, where,
-        MHD_OPTION_NOTIFY_COMPLETED, s_completed, self, MHD_OPTION_NOTIFY_CONNECTION, s_connection, self,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)config->idle_secs, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned int)(config->limits.total + config->limits.per_address), // room to evict
-        MHD_OPTION_END);
-    const union MHD_DaemonInfo *info = self->daemon ? MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+    self->daemon = MHD_start_daemon(flags, 0, NULL, NULL, s_handler, self, MHD_OPTION_EXTERNAL_LOGGER, s_log, self,
+                                    MHD_OPTION_ARRAY, where, MHD_OPTION_NOTIFY_COMPLETED, s_completed, self,
+                                    MHD_OPTION_NOTIFY_CONNECTION, s_connection, self, MHD_OPTION_CONNECTION_TIMEOUT,
+                                    (unsigned int)config->idle_secs, MHD_OPTION_CONNECTION_LIMIT,
+                                    (unsigned int)(config->limits.total + config->limits.per_address), // room to evict
+                                    MHD_OPTION_END);
+    const union MHD_DaemonInfo *info =
+        self->daemon ? MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
     if (!info) {
         snprintf(err, errlen, "%s", errno ? strerror(errno) : "libmicrohttpd cannot start");
         drv_httpd_destroy(&self, 0);

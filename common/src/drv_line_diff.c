@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CONTEXT 2                 // unchanged lines shown around a change
-#define MAX_CELLS (512 * 512)     // the matching table's size at most
+#define CONTEXT 2             // unchanged lines shown around a change
+#define MAX_CELLS (512 * 512) // the matching table's size at most
 
 typedef struct {
     const char *at;

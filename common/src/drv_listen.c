@@ -161,7 +161,8 @@ int drv_listen_inherited(const char *endpoint, char *why, size_t whylen)
         struct sockaddr_storage bound;
         socklen_t blen = sizeof bound;
         if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == ai->ai_socktype &&
-            getsockname(fd, (struct sockaddr *)&bound, &blen) == 0 && s_same_address((struct sockaddr *)&bound, ai->ai_addr)) {
+            getsockname(fd, (struct sockaddr *)&bound, &blen) == 0 &&
+            s_same_address((struct sockaddr *)&bound, ai->ai_addr)) {
             fcntl(fd, F_SETFD, FD_CLOEXEC);
             freeaddrinfo(ai);
             return fd;

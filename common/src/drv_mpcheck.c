@@ -29,10 +29,10 @@ int drv_mpcheck(const void *data, size_t size, char *err, size_t errlen)
             return -1;
         }
         unsigned char b = p[pos++];
-        uint64_t skip = 0;       // payload bytes after the header
-        uint64_t children = 0;   // values contained, for arrays and maps
-        int len_bytes = 0;       // size of a length field that follows
-        int kind = 0;            // 0 leaf, 1 array, 2 map, 3 str/bin, 4 ext
+        uint64_t skip = 0;     // payload bytes after the header
+        uint64_t children = 0; // values contained, for arrays and maps
+        int len_bytes = 0;     // size of a length field that follows
+        int kind = 0;          // 0 leaf, 1 array, 2 map, 3 str/bin, 4 ext
         if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) {
             skip = 0;
         } else if (b >= 0x80 && b <= 0x8f) {
@@ -45,27 +45,86 @@ int drv_mpcheck(const void *data, size_t size, char *err, size_t errlen)
             skip = b & 0x1f;
         } else {
             switch (b) {
-            case 0xc4: case 0xd9: len_bytes = 1; kind = 3; break;
-            case 0xc5: case 0xda: len_bytes = 2; kind = 3; break;
-            case 0xc6: case 0xdb: len_bytes = 4; kind = 3; break;
-            case 0xc7: len_bytes = 1; kind = 4; break;
-            case 0xc8: len_bytes = 2; kind = 4; break;
-            case 0xc9: len_bytes = 4; kind = 4; break;
-            case 0xca: skip = 4; break;
-            case 0xcb: skip = 8; break;
-            case 0xcc: case 0xd0: skip = 1; break;
-            case 0xcd: case 0xd1: skip = 2; break;
-            case 0xce: case 0xd2: skip = 4; break;
-            case 0xcf: case 0xd3: skip = 8; break;
-            case 0xd4: skip = 2; break;
-            case 0xd5: skip = 3; break;
-            case 0xd6: skip = 5; break;
-            case 0xd7: skip = 9; break;
-            case 0xd8: skip = 17; break;
-            case 0xdc: len_bytes = 2; kind = 1; break;
-            case 0xdd: len_bytes = 4; kind = 1; break;
-            case 0xde: len_bytes = 2; kind = 2; break;
-            case 0xdf: len_bytes = 4; kind = 2; break;
+            case 0xc4:
+            case 0xd9:
+                len_bytes = 1;
+                kind = 3;
+                break;
+            case 0xc5:
+            case 0xda:
+                len_bytes = 2;
+                kind = 3;
+                break;
+            case 0xc6:
+            case 0xdb:
+                len_bytes = 4;
+                kind = 3;
+                break;
+            case 0xc7:
+                len_bytes = 1;
+                kind = 4;
+                break;
+            case 0xc8:
+                len_bytes = 2;
+                kind = 4;
+                break;
+            case 0xc9:
+                len_bytes = 4;
+                kind = 4;
+                break;
+            case 0xca:
+                skip = 4;
+                break;
+            case 0xcb:
+                skip = 8;
+                break;
+            case 0xcc:
+            case 0xd0:
+                skip = 1;
+                break;
+            case 0xcd:
+            case 0xd1:
+                skip = 2;
+                break;
+            case 0xce:
+            case 0xd2:
+                skip = 4;
+                break;
+            case 0xcf:
+            case 0xd3:
+                skip = 8;
+                break;
+            case 0xd4:
+                skip = 2;
+                break;
+            case 0xd5:
+                skip = 3;
+                break;
+            case 0xd6:
+                skip = 5;
+                break;
+            case 0xd7:
+                skip = 9;
+                break;
+            case 0xd8:
+                skip = 17;
+                break;
+            case 0xdc:
+                len_bytes = 2;
+                kind = 1;
+                break;
+            case 0xdd:
+                len_bytes = 4;
+                kind = 1;
+                break;
+            case 0xde:
+                len_bytes = 2;
+                kind = 2;
+                break;
+            case 0xdf:
+                len_bytes = 4;
+                kind = 2;
+                break;
             default:
                 snprintf(err, errlen, "malformed msgpack: byte 0x%02x at offset %zu", b, pos - 1);
                 return -1;

@@ -26,8 +26,7 @@ int drv_mpjson_pack(msgpack_packer *pk, const json_t *value)
         json_object_foreach((json_t *)value, key, member)
         {
             size_t len = strlen(key);
-            if (msgpack_pack_str(pk, len) || msgpack_pack_str_body(pk, key, len) ||
-                drv_mpjson_pack(pk, member)) {
+            if (msgpack_pack_str(pk, len) || msgpack_pack_str_body(pk, key, len) || drv_mpjson_pack(pk, member)) {
                 return -1;
             }
         }
@@ -49,9 +48,7 @@ int drv_mpjson_pack(msgpack_packer *pk, const json_t *value)
     }
     case JSON_STRING: {
         size_t len = json_string_length(value);
-        return msgpack_pack_str(pk, len) || msgpack_pack_str_body(pk, json_string_value(value), len)
-                   ? -1
-                   : 0;
+        return msgpack_pack_str(pk, len) || msgpack_pack_str_body(pk, json_string_value(value), len) ? -1 : 0;
     }
     case JSON_INTEGER:
         return msgpack_pack_int64(pk, json_integer_value(value));
@@ -146,8 +143,7 @@ int drv_mpjson_object(const json_t *value, msgpack_zone *zone, int depth, msgpac
 
 //  path names the value being decoded ("" at the top), so that a refusal
 //  says which field was wrong: "body.pipeline.nodes.in.config.endpoint".
-static json_t *s_from_object(const msgpack_object *obj, int depth, char *path, size_t pathlen, char *err,
-                             size_t errlen)
+static json_t *s_from_object(const msgpack_object *obj, int depth, char *path, size_t pathlen, char *err, size_t errlen)
 {
     const char *where = path[0] ? path : "(top)";
     if (depth > MAX_DEPTH) {

@@ -18,18 +18,30 @@ typedef struct {
     size_t offset;
 } field_def_t;
 
-#define STR(f) {#f, KIND_STR, offsetof(drv_msg_t, f)}
-#define INT(f) {#f, KIND_INT, offsetof(drv_msg_t, f)}
-#define BOOL(f) {#f, KIND_BOOL, offsetof(drv_msg_t, f)}
-#define JSON(f) {#f, KIND_JSON, offsetof(drv_msg_t, f)}
+#define STR(f)                                                                                                         \
+    {                                                                                                                  \
+#f, KIND_STR, offsetof(drv_msg_t, f)                                                                           \
+    }
+#define INT(f)                                                                                                         \
+    {                                                                                                                  \
+#f, KIND_INT, offsetof(drv_msg_t, f)                                                                           \
+    }
+#define BOOL(f)                                                                                                        \
+    {                                                                                                                  \
+#f, KIND_BOOL, offsetof(drv_msg_t, f)                                                                          \
+    }
+#define JSON(f)                                                                                                        \
+    {                                                                                                                  \
+#f, KIND_JSON, offsetof(drv_msg_t, f)                                                                          \
+    }
 
 //  Indexed by drv_msg_field_t.
 static const field_def_t s_fields[DRV_F_COUNT] = {
-    STR(role),         STR(instance),    STR(pipeline),   STR(node),       STR(endpoint),
+    STR(role),         STR(instance),      STR(pipeline), STR(node),       STR(endpoint),
     STR(reason),       STR(data_endpoint), INT(pid),      INT(generation), INT(core),
     INT(heartbeat_ms), INT(credit_window), INT(n),        INT(records_in), INT(records_out),
-    INT(errors),       INT(batches),     BOOL(ok),        BOOL(reset),     JSON(spec),
-    JSON(receivers),   BOOL(synced),     JSON(nodes),     STR(buffer_dir), JSON(buffer),
+    INT(errors),       INT(batches),       BOOL(ok),      BOOL(reset),     JSON(spec),
+    JSON(receivers),   BOOL(synced),       JSON(nodes),   STR(buffer_dir), JSON(buffer),
 };
 
 #define B(f) (1u << (f))
@@ -60,8 +72,7 @@ static const type_def_t s_types[DRV_MSG_TYPE_COUNT] = {
     {"instance_add", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), B(DRV_F_RECEIVERS)},
     {"instance_drain", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), 0},
     {"instance_del", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), 0},
-    {"bound", B(DRV_F_PIPELINE) | B(DRV_F_NODE) | B(DRV_F_ENDPOINT) | B(DRV_F_OK),
-     B(DRV_F_REASON)},
+    {"bound", B(DRV_F_PIPELINE) | B(DRV_F_NODE) | B(DRV_F_ENDPOINT) | B(DRV_F_OK), B(DRV_F_REASON)},
     {"credit", B(DRV_F_N) | B(DRV_F_RESET), B(DRV_F_SYNCED)},
     {"batch", B(DRV_F_NODE), 0},
     {"sync", 0, 0},
@@ -188,8 +199,7 @@ static bool s_str_eq(const msgpack_object *obj, const char *s)
            (len == 0 || memcmp(obj->via.str.ptr, s, len) == 0); // empty: ptr may be NULL
 }
 
-static int s_decode_field(drv_msg_t *msg, int f, const msgpack_object *val, char *err,
-                          size_t errlen)
+static int s_decode_field(drv_msg_t *msg, int f, const msgpack_object *val, char *err, size_t errlen)
 {
     void *slot = (char *)msg + s_fields[f].offset;
     switch (s_fields[f].kind) {
@@ -277,8 +287,7 @@ int drv_msg_decode(drv_msg_t *msg, const void *data, size_t size, char *err, siz
         }
     }
     if (version != DRV_MSG_VERSION) {
-        snprintf(err, errlen, "missing or unsupported protocol version (want v=%d)",
-                 DRV_MSG_VERSION);
+        snprintf(err, errlen, "missing or unsupported protocol version (want v=%d)", DRV_MSG_VERSION);
         goto done;
     }
     if (msg->type == DRV_MSG_TYPE_COUNT) {
@@ -298,8 +307,7 @@ int drv_msg_decode(drv_msg_t *msg, const void *data, size_t size, char *err, siz
     }
     uint32_t missing = def->required & ~msg->present;
     if (missing) {
-        snprintf(err, errlen, "%s: missing field %s", def->name,
-                 s_fields[__builtin_ctz(missing)].name);
+        snprintf(err, errlen, "%s: missing field %s", def->name, s_fields[__builtin_ctz(missing)].name);
         goto done;
     }
     rc = 0;

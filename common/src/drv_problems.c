@@ -78,8 +78,8 @@ json_t *drv_problems_to_json(const drv_problems_t *self)
 {
     json_t *list = json_array();
     for (size_t i = 0; i < self->count; i++) {
-        json_array_append_new(list, json_pack("{s:s, s:s}", "path", self->items[i].path,
-                                              "message", self->items[i].message));
+        json_array_append_new(list,
+                              json_pack("{s:s, s:s}", "path", self->items[i].path, "message", self->items[i].message));
     }
     return list;
 }

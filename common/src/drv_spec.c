@@ -56,7 +56,7 @@ static json_t *s_cores(ctx_t *ctx, json_t *cores, const drv_cpus_t *cpus)
             drv_spec_check_problem(ctx, "cores.count", "must be an integer >= 1");
         } else if (json_integer_value(count) > cpus->count) {
             drv_spec_check_problem(ctx, "cores.count", "%lld cores asked, only %d CPUs allowed",
-                      (long long)json_integer_value(count), cpus->count);
+                                   (long long)json_integer_value(count), cpus->count);
         }
     } else if (set) {
         size_t index;
@@ -74,13 +74,13 @@ static json_t *s_cores(ctx_t *ctx, json_t *cores, const drv_cpus_t *cpus)
                 continue;
             }
             if (json_integer_value(cpu) < 0 || json_integer_value(cpu) >= DRV_CPUS_MAX) {
-                drv_spec_check_problem(ctx, path, "CPU %lld is out of range (0 to %d)", (long long)json_integer_value(cpu),
-                          DRV_CPUS_MAX - 1);
+                drv_spec_check_problem(ctx, path, "CPU %lld is out of range (0 to %d)",
+                                       (long long)json_integer_value(cpu), DRV_CPUS_MAX - 1);
                 continue;
             }
             if (!drv_cpus_contains(cpus, (int)json_integer_value(cpu))) {
                 drv_spec_check_problem(ctx, path, "CPU %lld is not among the CPUs droverd may use",
-                          (long long)json_integer_value(cpu));
+                                       (long long)json_integer_value(cpu));
             }
             for (size_t j = 0; j < index; j++) {
                 if (json_equal(json_array_get(set, j), cpu)) {
@@ -127,12 +127,12 @@ static json_t *s_canary(ctx_t *ctx, json_t *canary)
     json_t *hold = json_object_get(canary, "hold_secs");
     json_t *ratio = json_object_get(canary, "max_error_ratio");
     json_t *promote = json_object_get(canary, "auto_promote");
-    if (cores && (!json_is_integer(cores) || json_integer_value(cores) < 1 ||
-                  json_integer_value(cores) > DRV_CPUS_MAX)) {
+    if (cores &&
+        (!json_is_integer(cores) || json_integer_value(cores) < 1 || json_integer_value(cores) > DRV_CPUS_MAX)) {
         drv_spec_check_problem(ctx, "policies.rollout.canary.cores", "must be an integer from 1 to %d", DRV_CPUS_MAX);
     }
-    if (hold && (!json_is_integer(hold) || json_integer_value(hold) < 0 ||
-                 json_integer_value(hold) > DRV_LIMIT_TIMEOUT_SECS)) {
+    if (hold &&
+        (!json_is_integer(hold) || json_integer_value(hold) < 0 || json_integer_value(hold) > DRV_LIMIT_TIMEOUT_SECS)) {
         drv_spec_check_problem(ctx, "policies.rollout.canary.hold_secs", "must be an integer from 0 to %d",
                                DRV_LIMIT_TIMEOUT_SECS);
     }
@@ -142,9 +142,10 @@ static json_t *s_canary(ctx_t *ctx, json_t *canary)
     if (promote && !json_is_boolean(promote)) {
         drv_spec_check_problem(ctx, "policies.rollout.canary.auto_promote", "must be true or false");
     }
-    return json_pack("{s:I, s:I, s:f, s:b}", "cores", (json_int_t)(json_is_integer(cores) ? json_integer_value(cores) : 1),
-                     "hold_secs", (json_int_t)(json_is_integer(hold) ? json_integer_value(hold) : 30),
-                     "max_error_ratio", json_is_number(ratio) ? json_number_value(ratio) : 0.01, "auto_promote",
+    return json_pack("{s:I, s:I, s:f, s:b}", "cores",
+                     (json_int_t)(json_is_integer(cores) ? json_integer_value(cores) : 1), "hold_secs",
+                     (json_int_t)(json_is_integer(hold) ? json_integer_value(hold) : 30), "max_error_ratio",
+                     json_is_number(ratio) ? json_number_value(ratio) : 0.01, "auto_promote",
                      promote ? json_is_true(promote) : true);
 }
 
@@ -195,7 +196,7 @@ static json_t *s_policies_of(ctx_t *ctx, json_t *policies)
             } else if (!json_is_integer(value) || json_integer_value(value) < def->minimum ||
                        json_integer_value(value) > def->maximum) {
                 drv_spec_check_problem(ctx, path, "must be an integer from %lld to %lld", (long long)def->minimum,
-                          (long long)def->maximum);
+                                       (long long)def->maximum);
             } else {
                 json_object_set(out, def->key, value);
             }
@@ -297,8 +298,7 @@ static void s_endpoints_once(ctx_t *ctx, json_t *nodes)
     json_decref(wrapper);
 }
 
-json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const char *prefix,
-                           drv_problems_t *problems)
+json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const char *prefix, drv_problems_t *problems)
 {
     ctx_t ctx = {problems, prefix ? prefix : "", env};
     const drv_cpus_t *cpus = env->cpus;
@@ -321,8 +321,7 @@ json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const 
     json_object_foreach((json_t *)spec, key, value)
     {
         if (strcmp(key, "cores") && strcmp(key, "nodes") && strcmp(key, "policies")) {
-            drv_spec_check_problem(&ctx, key, "unknown key \"%s\" (a PipelineSpec has cores, nodes, policies)",
-                      key);
+            drv_spec_check_problem(&ctx, key, "unknown key \"%s\" (a PipelineSpec has cores, nodes, policies)", key);
         }
     }
     json_t *cores = s_cores(&ctx, json_object_get(spec, "cores"), cpus);
@@ -420,9 +419,9 @@ json_t *drv_spec_receivers(const json_t *spec, const char *type)
         bool wanted = type ? !strcmp(kind, type) : !strncmp(kind, "receiver:", 9);
         for (size_t k = 0; k < 2 && wanted; k++) {
             if (json_is_string(json_object_get(config, keys[k]))) {
-                json_array_append_new(list, json_pack("{s:s, s:s, s:O, s:s, s:b}", "node", id, "type", kind,
-                                                      "endpoint", json_object_get(config, keys[k]), "key", keys[k],
-                                                      "ack", json_is_true(json_object_get(config, "ack"))));
+                json_array_append_new(list, json_pack("{s:s, s:s, s:O, s:s, s:b}", "node", id, "type", kind, "endpoint",
+                                                      json_object_get(config, keys[k]), "key", keys[k], "ack",
+                                                      json_is_true(json_object_get(config, "ack"))));
             }
         }
     }

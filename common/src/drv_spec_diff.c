@@ -27,8 +27,7 @@ static json_t *s_shown(const json_t *value)
     return json_string(size);
 }
 
-static void s_add(json_t *changes, size_t max, const char *path, const json_t *from,
-                  const json_t *to)
+static void s_add(json_t *changes, size_t max, const char *path, const json_t *from, const json_t *to)
 {
     if (json_array_size(changes) >= max) {
         return;

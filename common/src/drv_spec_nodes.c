@@ -84,7 +84,8 @@ bool drv_spec_path_allowed(const drv_spec_env_t *env, const char *path)
         while (len > 1 && dir[len - 1] == '/') {
             len--;
         }
-        if (strncmp(path, dir, len) == 0 && (path[len] == '/' || path[len] == 0 || len == 1)) { // the dir itself is inside
+        if (strncmp(path, dir, len) == 0 &&
+            (path[len] == '/' || path[len] == 0 || len == 1)) { // the dir itself is inside
             return true;
         }
     }
@@ -123,7 +124,8 @@ static void s_check_file_path(ctx_t *ctx, const char *path, const char *file)
     if (strlen(file) > DRV_LIMIT_PATH) {
         drv_spec_check_problem(ctx, path, "path longer than %d bytes", DRV_LIMIT_PATH);
     } else if (!drv_spec_path_allowed(ctx->env, file)) {
-        drv_spec_check_problem(ctx, path, "%s is outside engine.data_dirs and run_dir (absolute, without \"..\")", file);
+        drv_spec_check_problem(ctx, path, "%s is outside engine.data_dirs and run_dir (absolute, without \"..\")",
+                               file);
     }
 }
 
@@ -143,7 +145,7 @@ static void s_check_key(ctx_t *ctx, const char *path, const drv_config_key_t *de
         } else if (strncmp(json_string_value(value), "tcp://", 6) != 0 &&
                    strncmp(json_string_value(value), "ipc://", 6) != 0) {
             drv_spec_check_problem(ctx, path, "endpoint \"%s\" must start with tcp:// or ipc://",
-                      json_string_value(value));
+                                   json_string_value(value));
         } else if (strncmp(json_string_value(value), "ipc://", 6) == 0) {
             s_check_ipc(ctx, path, json_string_value(value) + 6);
         }
@@ -219,8 +221,7 @@ static void s_check_key(ctx_t *ctx, const char *path, const drv_config_key_t *de
 }
 
 //  Validates one node's config against its type and fills in defaults.
-static json_t *s_node_config(ctx_t *ctx, const char *node_path, const drv_node_schema_t *type,
-                             json_t *config)
+static json_t *s_node_config(ctx_t *ctx, const char *node_path, const drv_node_schema_t *type, json_t *config)
 {
     char path[600];
     json_t *result = json_object();
@@ -311,7 +312,8 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
         return json_object();
     }
     if (json_object_size(nodes) > DRV_LIMIT_NODES) {
-        drv_spec_check_problem(ctx, "nodes", "%zu nodes; a pipeline has at most %d", json_object_size(nodes), DRV_LIMIT_NODES);
+        drv_spec_check_problem(ctx, "nodes", "%zu nodes; a pipeline has at most %d", json_object_size(nodes),
+                               DRV_LIMIT_NODES);
         return json_object();
     }
     json_t *result = json_object();
@@ -352,8 +354,7 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
         } else if (!type) {
             char names[600];
             s_kind_names(names, sizeof names);
-            const char *guess = drv_suggest(json_string_value(type_name), s_kind_names_of,
-                                            s_kind_count);
+            const char *guess = drv_suggest(json_string_value(type_name), s_kind_names_of, s_kind_count);
             char hint[100] = "";
             if (guess) {
                 snprintf(hint, sizeof hint, "did you mean %s? ", guess);
@@ -410,10 +411,9 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
                 continue;
             }
             json_t *target_type = json_object_get(target_node, "type");
-            if (json_is_string(target_type) &&
-                strncmp(json_string_value(target_type), "receiver:", 9) == 0) {
+            if (json_is_string(target_type) && strncmp(json_string_value(target_type), "receiver:", 9) == 0) {
                 drv_spec_check_problem(ctx, to_path, "\"%s\" is a receiver and cannot take input",
-                          json_string_value(target));
+                                       json_string_value(target));
             }
             json_array_append(to_list, target);
         }
@@ -436,8 +436,8 @@ json_t *drv_spec_nodes(ctx_t *ctx, json_t *nodes)
         json_decref(empty);
         json_object_set_new(result, id,
                             json_pack("{s:s, s:o, s:o}", "type",
-                                      json_is_string(type_name) ? json_string_value(type_name) : "",
-                                      "config", config_out, "to", to_list));
+                                      json_is_string(type_name) ? json_string_value(type_name) : "", "config",
+                                      config_out, "to", to_list));
     }
     //  What follows judges the graph as a whole: not when a node's type or
     //  an edge is already wrong (it would only repeat that, differently).

@@ -76,8 +76,7 @@ json_t *drv_spec_redact(const json_t *spec)
     {
         json_t *config = json_object_get(node, "config");
         if (json_is_object(config)) {
-            s_redact_config(drv_spec_kind(json_string_value(json_object_get(node, "type"))),
-                            config);
+            s_redact_config(drv_spec_kind(json_string_value(json_object_get(node, "type"))), config);
         }
     }
     return copy;

@@ -36,9 +36,7 @@ const char *drv_suggest(const char *word, const char *const *candidates, size_t 
     const char *best = NULL;
     size_t best_distance = allowed + 1;
     for (size_t i = 0; i < count; i++) {
-        size_t d = len >= 2 && !strncmp(candidates[i], word, len)
-                       ? 1
-                       : drv_edit_distance(word, candidates[i]);
+        size_t d = len >= 2 && !strncmp(candidates[i], word, len) ? 1 : drv_edit_distance(word, candidates[i]);
         if (d > 0 && d < best_distance) {
             best = candidates[i];
             best_distance = d;

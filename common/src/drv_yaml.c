@@ -37,8 +37,8 @@ static json_t *s_scalar_value(const yaml_event_t *event)
     if (event->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
         return json_stringn(text, len);
     }
-    if (len == 0 || strcmp(text, "~") == 0 || strcmp(text, "null") == 0 ||
-        strcmp(text, "Null") == 0 || strcmp(text, "NULL") == 0) {
+    if (len == 0 || strcmp(text, "~") == 0 || strcmp(text, "null") == 0 || strcmp(text, "Null") == 0 ||
+        strcmp(text, "NULL") == 0) {
         return json_null();
     }
     if (strcmp(text, "true") == 0 || strcmp(text, "True") == 0 || strcmp(text, "TRUE") == 0) {
@@ -51,8 +51,7 @@ static json_t *s_scalar_value(const yaml_event_t *event)
     static bool compiled = false;
     if (!compiled) {
         regcomp(&int_re, "^[-+]?[0-9]+$", REG_EXTENDED | REG_NOSUB);
-        regcomp(&float_re, "^[-+]?([0-9]+\\.[0-9]*|\\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?$",
-                REG_EXTENDED | REG_NOSUB);
+        regcomp(&float_re, "^[-+]?([0-9]+\\.[0-9]*|\\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?$", REG_EXTENDED | REG_NOSUB);
         compiled = true;
     }
     if (regexec(&int_re, text, 0, NULL, 0) == 0) {
@@ -84,13 +83,11 @@ static int s_attach(builder_t *b, json_t *value, size_t line, char *path_out)
         frame_t *top = &b->stack[b->depth - 1];
         if (json_is_object(top->container)) {
             if (json_object_get(top->container, top->pending_key)) {
-                snprintf(b->err, b->errlen, "line %zu: duplicate key \"%s\"", line,
-                         top->pending_key);
+                snprintf(b->err, b->errlen, "line %zu: duplicate key \"%s\"", line, top->pending_key);
                 json_decref(value);
                 return -1;
             }
-            snprintf(path, sizeof path, "%s%s%s", top->path, top->path[0] ? "." : "",
-                     top->pending_key);
+            snprintf(path, sizeof path, "%s%s%s", top->path, top->path[0] ? "." : "", top->pending_key);
             line = top->pending_key_line;
             json_object_set_new(top->container, top->pending_key, value);
             free(top->pending_key);
@@ -168,8 +165,8 @@ json_t *drv_yaml_parse(const char *text, size_t size, json_t **lines, char *err,
             break;
         case YAML_SCALAR_EVENT:
             if (s_expecting_key(&b)) {
-                b.stack[b.depth - 1].pending_key = strndup((const char *)event.data.scalar.value,
-                                                           event.data.scalar.length);
+                b.stack[b.depth - 1].pending_key =
+                    strndup((const char *)event.data.scalar.value, event.data.scalar.length);
                 b.stack[b.depth - 1].pending_key_line = line;
             } else {
                 failed = s_attach(&b, s_scalar_value(&event), line, NULL) != 0;
@@ -181,8 +178,7 @@ json_t *drv_yaml_parse(const char *text, size_t size, json_t **lines, char *err,
                 snprintf(err, errlen, "line %zu: a key must be a plain value", line);
                 failed = true;
             } else {
-                json_t *container =
-                    event.type == YAML_MAPPING_START_EVENT ? json_object() : json_array();
+                json_t *container = event.type == YAML_MAPPING_START_EVENT ? json_object() : json_array();
                 failed = s_push(&b, container, line) != 0;
             }
             break;

@@ -48,8 +48,7 @@ static int s_scalar(yaml_emitter_t *emitter, const char *text, bool string)
 {
     yaml_event_t event;
     bool plain = !string || s_plain_is_string(text);
-    yaml_scalar_event_initialize(&event, NULL, NULL, (yaml_char_t *)text, (int)strlen(text), plain,
-                                 1,
+    yaml_scalar_event_initialize(&event, NULL, NULL, (yaml_char_t *)text, (int)strlen(text), plain, 1,
                                  plain ? YAML_ANY_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
     return yaml_emitter_emit(emitter, &event);
 }

@@ -28,8 +28,8 @@ drv_pipeline_t *drv_admin_lookup_pipeline(drv_engine_t *engine, const char *grou
 
 //  The query parameter name as a whole number in [min, max] (fallback when
 //  absent). Returns 0, or -1 with a 400 naming it in response.
-int drv_admin_query_int(drv_admin_request_t *request, const char *name, const char *unit, int64_t fallback,
-                        int64_t min, int64_t max, int64_t *out, drv_admin_response_t *response);
+int drv_admin_query_int(drv_admin_request_t *request, const char *name, const char *unit, int64_t fallback, int64_t min,
+                        int64_t max, int64_t *out, drv_admin_response_t *response);
 
 //  Percent-decodes text in place and returns its new length. %00 becomes
 //  the byte 0xFF (never valid UTF-8), so that a NUL smuggled into a name is

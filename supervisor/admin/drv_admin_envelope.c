@@ -13,7 +13,10 @@
 
 static int s_hex(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 size_t drv_admin_percent_decode(char *text)
@@ -122,4 +125,3 @@ drv_admin_request_t *drv_admin_envelope_decode(const void *data, size_t size, ch
     json_decref(doc);
     return request;
 }
-

@@ -26,11 +26,11 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#define BODY_BUDGET (16 * 1024 * 1024)  // request bodies buffered at once, all clients
-#define CONNECTIONS_PER_CLIENT 64       // then a client's oldest unfinished request is cut
-#define CONNECTIONS_TOTAL 1000          // then anyone's oldest unfinished request is cut
-#define REQUEST_SECS 10                 // a request's time on the client's clock
-#define STOP_FLUSH_MS 1000              // stopping waits this long at most for answers to go out
+#define BODY_BUDGET (16 * 1024 * 1024) // request bodies buffered at once, all clients
+#define CONNECTIONS_PER_CLIENT 64      // then a client's oldest unfinished request is cut
+#define CONNECTIONS_TOTAL 1000         // then anyone's oldest unfinished request is cut
+#define REQUEST_SECS 10                // a request's time on the client's clock
+#define STOP_FLUSH_MS 1000             // stopping waits this long at most for answers to go out
 
 typedef struct http_ctx_t http_ctx_t;
 typedef struct drv_admin_http_t drv_admin_http_t;
@@ -38,15 +38,15 @@ typedef struct drv_admin_http_t drv_admin_http_t;
 struct drv_admin_http_t {
     drv_httpd_t *httpd;
     drv_http_rules_t *rules;
-    http_ctx_t *pending;         // dispatched, waiting for the router's answer
+    http_ctx_t *pending; // dispatched, waiting for the router's answer
 };
 
 struct http_ctx_t {
     drv_engine_t *engine;
     drv_httpd_req_t *req;
-    bool authorized;             // the bearer token was presented
+    bool authorized;              // the bearer token was presented
     drv_admin_request_t *request; // dispatched, not yet answered
-    http_ctx_t *prev, *next;     // on the pending list while request is set
+    http_ctx_t *prev, *next;      // on the pending list while request is set
 };
 
 static void s_unlink(drv_admin_http_t *http, http_ctx_t *ctx)
@@ -147,8 +147,8 @@ static void s_on_body(void *arg, drv_httpd_req_t *req)
         body = json_loadb(upload->data, upload->len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
         if (!body) {
             char message[300];
-            snprintf(message, sizeof message, "body is not valid JSON: %s at line %d column %d", jerr.text,
-                     jerr.line, jerr.column);
+            snprintf(message, sizeof message, "body is not valid JSON: %s at line %d column %d", jerr.text, jerr.line,
+                     jerr.column);
             drv_admin_http_refuse(req, 400, "invalid_request", message, 0);
             return;
         }

@@ -12,8 +12,7 @@
 
 static void s_headers(struct MHD_Response *resp, const drv_admin_response_t *r)
 {
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            r->content_type ? r->content_type : "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type ? r->content_type : "application/json");
     if (r->content_type && !strncmp(r->content_type, "text/html", 9)) {
         //  The console: its own inline script and style, talking only to
         //  this server, in nobody's frame.

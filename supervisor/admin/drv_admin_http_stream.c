@@ -11,10 +11,10 @@
 
 typedef struct {
     drv_stream_t *stream;
-    drv_httpd_req_t *req;    // alive while its response is: the request ends after it
+    drv_httpd_req_t *req; // alive while its response is: the request ends after it
 } reader_t;
 
-static int s_open;           // streams open, over all connections
+static int s_open; // streams open, over all connections
 
 static void s_park(void *arg)
 {
@@ -55,7 +55,8 @@ struct MHD_Response *drv_admin_http_stream_response(drv_stream_t *stream, drv_ht
     reader->req = req;
     drv_stream_attach(stream, s_wake, reader);
     s_open++;
-    struct MHD_Response *response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, s_read, reader, s_free);
+    struct MHD_Response *response =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, s_read, reader, s_free);
     if (!response) {
         s_free(reader);
     }

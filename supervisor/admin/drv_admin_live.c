@@ -62,8 +62,8 @@ bool drv_route_tap(drv_engine_t *engine, drv_admin_request_t *request, char **ar
     json_object_foreach(request->query, key, value)
     {
         if (strcmp(key, "node") && strcmp(key, "limit") && strcmp(key, "timeout_secs")) {
-            drv_admin_error(response, 400, "invalid_request", "unknown query parameter \"%s\" (node, limit, timeout_secs)",
-                            key);
+            drv_admin_error(response, 400, "invalid_request",
+                            "unknown query parameter \"%s\" (node, limit, timeout_secs)", key);
             return false;
         }
     }

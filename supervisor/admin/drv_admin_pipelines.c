@@ -35,8 +35,7 @@ drv_pipeline_t *drv_admin_lookup_pipeline(drv_engine_t *engine, const char *grou
     }
     drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
     if (!pipeline) {
-        drv_admin_error(response, 404, "pipeline_not_found", "no pipeline \"%s\" in group \"%s\"", name,
-                        group);
+        drv_admin_error(response, 404, "pipeline_not_found", "no pipeline \"%s\" in group \"%s\"", name, group);
     }
     return pipeline;
 }
@@ -61,8 +60,8 @@ static int s_query_bool(drv_admin_request_t *request, const char *name, bool fal
     return 0;
 }
 
-int drv_admin_query_int(drv_admin_request_t *request, const char *name, const char *unit, int64_t fallback,
-                        int64_t min, int64_t max, int64_t *out, drv_admin_response_t *response)
+int drv_admin_query_int(drv_admin_request_t *request, const char *name, const char *unit, int64_t fallback, int64_t min,
+                        int64_t max, int64_t *out, drv_admin_response_t *response)
 {
     const char *value = json_string_value(json_object_get(request->query, name));
     if (!value) {
@@ -112,7 +111,8 @@ static int s_body_secs(json_t *body, const char *name, int64_t *out, drv_admin_r
     if (!value) {
         return 0;
     }
-    if (!json_is_integer(value) || json_integer_value(value) < 1 || json_integer_value(value) > DRV_LIMIT_TIMEOUT_SECS) {
+    if (!json_is_integer(value) || json_integer_value(value) < 1 ||
+        json_integer_value(value) > DRV_LIMIT_TIMEOUT_SECS) {
         drv_admin_error(response, 400, "invalid_request", "%s: must be whole seconds, 1 to %d", name,
                         DRV_LIMIT_TIMEOUT_SECS);
         return -1;
@@ -166,8 +166,8 @@ static bool s_instantiate(drv_engine_t *engine, drv_admin_request_t *request, dr
     waiting->request = request;
     waiting->plan = drv_rollout_json(rollout);
     char why[300];
-    if (drv_probe_run_start(engine, pipeline, group, name, spec, drv_rollout_target_generation(rollout),
-                            s_instantiated, waiting, why, sizeof why) != 0) {
+    if (drv_probe_run_start(engine, pipeline, group, name, spec, drv_rollout_target_generation(rollout), s_instantiated,
+                            waiting, why, sizeof why) != 0) {
         drv_admin_error(response, 503, "internal", "%s", why);
         response->retry_after_secs = 1;
         json_decref(waiting->plan);
@@ -187,10 +187,15 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
     json_t *spec = drv_spec_normalize(raw_spec, &engine->spec_env, "", problems);
     char why[400] = "";
     drv_rollout_t *rollout = NULL;
-    drv_change_t change = {.group = group, .name = name, .spec = spec, .opts = *opts, .source = DRV_SOURCE_API,
-                           .source_if_changed = true, .admit = true};
-    drv_change_outcome_t outcome = spec ? drv_operations_apply(engine, &change, problems, why, sizeof why, &rollout)
-                                        : DRV_CHANGE_INVALID;
+    drv_change_t change = {.group = group,
+                           .name = name,
+                           .spec = spec,
+                           .opts = *opts,
+                           .source = DRV_SOURCE_API,
+                           .source_if_changed = true,
+                           .admit = true};
+    drv_change_outcome_t outcome =
+        spec ? drv_operations_apply(engine, &change, problems, why, sizeof why, &rollout) : DRV_CHANGE_INVALID;
     if (outcome == DRV_CHANGE_INVALID) {
         s_unprocessable(response, "invalid PipelineSpec", problems);
     } else if (outcome == DRV_CHANGE_REFUSED) {
@@ -222,8 +227,8 @@ static bool s_apply(drv_engine_t *engine, drv_admin_request_t *request, const ch
     return kept;
 }
 
-bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
-                            const char *name, drv_admin_response_t *response)
+bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, const char *group, const char *name,
+                            drv_admin_response_t *response)
 {
     if (!drv_registry_group(engine, group, false)) {
         drv_admin_error(response, 404, "group_not_found", "no group \"%s\" (create it with PUT /api/v1/groups/%s)",
@@ -259,7 +264,9 @@ bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, 
         s_query_secs(request, "timeout_secs", 60, &timeout_secs, response)) {
         return false;
     }
-    drv_rollout_opts_t opts = {.step_timeout_secs = step_secs, .drain_timeout_secs = drain_secs, .dry_run = dry_run,
+    drv_rollout_opts_t opts = {.step_timeout_secs = step_secs,
+                               .drain_timeout_secs = drain_secs,
+                               .dry_run = dry_run,
                                .instantiate = instantiate};
     return s_apply(engine, request, group, name, json_object_get(body, "pipeline"), &opts, wait, timeout_secs,
                    response);

@@ -7,8 +7,8 @@
 
 //  Returns true when the request was kept (a waiting PUT): the rollout answers
 //  it later, and the router must not.
-bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, const char *group,
-                            const char *name, drv_admin_response_t *response);
+bool drv_admin_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, const char *group, const char *name,
+                            drv_admin_response_t *response);
 void drv_admin_rollouts_list(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_admin_response_t *response);
 //  pause, resume, promote or abort rollout id ("current": the one under way):
 //  200 with its RolloutStatus, 404, or 409 saying why not.

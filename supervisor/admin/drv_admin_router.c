@@ -76,8 +76,7 @@ static bool s_strings_ok(drv_admin_request_t *request, drv_admin_response_t *res
             return false;
         }
         if (!drv_utf8_valid(json_string_value(value), json_string_length(value), false)) {
-            drv_admin_error(response, 400, "invalid_request", "query.%s: not valid UTF-8, or holds a NUL (%%00)",
-                            key);
+            drv_admin_error(response, 400, "invalid_request", "query.%s: not valid UTF-8, or holds a NUL (%%00)", key);
             return false;
         }
     }
@@ -136,8 +135,7 @@ static bool s_route(drv_engine_t *engine, drv_admin_request_t *request, route_pa
     bool mutating = strcmp(request->method, "GET") && strcmp(request->method, "HEAD");
     if (mutating && !request->authorized) {
         drv_admin_error(response, 401, "unauthorized",
-                        "%s needs \"Authorization: Bearer <token>\" with the engine's http token",
-                        request->method);
+                        "%s needs \"Authorization: Bearer <token>\" with the engine's http token", request->method);
         return false;
     }
     static char allow[ROUTES][40]; // per row: the methods of every row with its pattern
@@ -183,8 +181,7 @@ void drv_admin_dispatch(drv_engine_t *engine, drv_admin_request_t *request)
     if (!s_strings_ok(request, &response)) {
         // response says why
     } else if (s_split(request->path, &path) != 0) {
-        drv_admin_error(&response, 404, "invalid_request", "no route %s %s", request->method,
-                        request->path);
+        drv_admin_error(&response, 404, "invalid_request", "no route %s %s", request->method, request->path);
     } else if (s_route(engine, request, &path, &response)) {
         s_path_free(&path);
         drv_admin_response_clear(&response);

@@ -75,8 +75,7 @@ static void s_groups_list(drv_engine_t *engine, drv_admin_response_t *response)
 static void s_group_put(drv_engine_t *engine, const char *name, drv_admin_response_t *response)
 {
     if (!drv_spec_valid_id(name)) {
-        drv_admin_error(response, 400, "invalid_request", "group name \"%s\" must match [a-z0-9_-]{1,63}",
-                        name);
+        drv_admin_error(response, 400, "invalid_request", "group name \"%s\" must match [a-z0-9_-]{1,63}", name);
         return;
     }
     bool existed = drv_registry_group(engine, name, false) != NULL;
@@ -124,8 +123,7 @@ static void s_readyz(drv_engine_t *engine, drv_admin_response_t *response)
 {
     json_t *reasons = json_array();
     bool ready = drv_status_ready(engine, reasons);
-    s_json(response, ready ? 200 : 503,
-           json_pack("{s:b, s:o}", "ready", ready, "reasons", reasons));
+    s_json(response, ready ? 200 : 503, json_pack("{s:b, s:o}", "ready", ready, "reasons", reasons));
 }
 
 static void s_engine_info(drv_engine_t *engine, drv_admin_response_t *response)
@@ -138,11 +136,10 @@ static void s_engine_info(drv_engine_t *engine, drv_admin_response_t *response)
     char started[40];
     drv_time_rfc3339(engine->started_at, started, sizeof started);
     s_json(response, 200,
-           json_pack("{s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:b, s:i}", "version",
-                     DROVER_VERSION, "pid", (int)getpid(), "started_at", started, "config", c->path,
-                     "run_dir", c->run_dir, "admin", "zmq", c->admin_zmq, "events", c->admin_events,
-                     "http", c->admin_http, "cpus", cpus, "shutting_down", engine->shutting_down,
-                     "shutdown_timeout_secs", c->shutdown_timeout_secs));
+           json_pack("{s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:b, s:i}", "version", DROVER_VERSION, "pid",
+                     (int)getpid(), "started_at", started, "config", c->path, "run_dir", c->run_dir, "admin", "zmq",
+                     c->admin_zmq, "events", c->admin_events, "http", c->admin_http, "cpus", cpus, "shutting_down",
+                     engine->shutting_down, "shutdown_timeout_secs", c->shutdown_timeout_secs));
 }
 
 bool drv_route_livez(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
@@ -271,8 +268,7 @@ bool drv_route_pipeline_status(drv_engine_t *engine, drv_admin_request_t *reques
     return false;
 }
 
-bool drv_route_rollouts(drv_engine_t *engine, drv_admin_request_t *request, char **args,
-                        drv_admin_response_t *response)
+bool drv_route_rollouts(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
 {
     (void)request;
     drv_pipeline_t *pipeline = drv_admin_lookup_pipeline(engine, args[0], args[1], response);
@@ -341,7 +337,7 @@ bool drv_route_rollout_control(drv_engine_t *engine, drv_admin_request_t *reques
             return false;
         }
     }
-    drv_admin_error(response, 404, "invalid_request", "no route POST %s: a rollout takes pause, resume, promote or abort",
-                    request->path);
+    drv_admin_error(response, 404, "invalid_request",
+                    "no route POST %s: a rollout takes pause, resume, promote or abort", request->path);
     return false;
 }

@@ -13,9 +13,9 @@ typedef struct waiter_t waiter_t;
 struct waiter_t {
     drv_engine_t *engine;
     drv_admin_request_t *request;
-    drv_rollout_t *rollout;    // one of the two
+    drv_rollout_t *rollout; // one of the two
     drv_shutdown_t *shutdown;
-    int64_t deadline_ms;       // mono
+    int64_t deadline_ms; // mono
     waiter_t *prev, *next;
 };
 
@@ -85,11 +85,13 @@ static void s_answer(waiter_t *w, bool ended, const char *reason)
 static void s_on_end(void *arg, drv_op_end_t how)
 {
     waiter_t *w = arg;
-    s_answer(w, true, how == DRV_OP_DISCARDED ? (w->rollout ? "the rollout was discarded" : "the shutdown record was discarded") : NULL);
+    s_answer(w, true,
+             how == DRV_OP_DISCARDED ? (w->rollout ? "the rollout was discarded" : "the shutdown record was discarded")
+                                     : NULL);
 }
 
-static void s_add(drv_engine_t *engine, drv_rollout_t *rollout, drv_shutdown_t *shutdown,
-                  drv_admin_request_t *request, int64_t timeout_ms)
+static void s_add(drv_engine_t *engine, drv_rollout_t *rollout, drv_shutdown_t *shutdown, drv_admin_request_t *request,
+                  int64_t timeout_ms)
 {
     waiter_t *w = calloc(1, sizeof *w);
     if (!engine->waiters) {
@@ -103,14 +105,20 @@ static void s_add(drv_engine_t *engine, drv_rollout_t *rollout, drv_shutdown_t *
         drv_admin_response_clear(&response);
         return;
     }
-    *w = (waiter_t){.engine = engine, .request = request, .rollout = rollout, .shutdown = shutdown,
-                    .deadline_ms = drv_time_mono_ms() + timeout_ms, .next = engine->waiters->first};
+    *w = (waiter_t){.engine = engine,
+                    .request = request,
+                    .rollout = rollout,
+                    .shutdown = shutdown,
+                    .deadline_ms = drv_time_mono_ms() + timeout_ms,
+                    .next = engine->waiters->first};
     if (w->next) {
         w->next->prev = w;
     }
     engine->waiters->first = w;
     bool over = rollout ? drv_rollout_finished(rollout) : drv_shutdown_finished(shutdown);
-    int listening = over ? -1 : rollout ? drv_rollout_on_end(rollout, s_on_end, w) : drv_shutdown_on_end(shutdown, s_on_end, w);
+    int listening = over      ? -1
+                    : rollout ? drv_rollout_on_end(rollout, s_on_end, w)
+                              : drv_shutdown_on_end(shutdown, s_on_end, w);
     if (listening != 0) {
         s_answer(w, true, NULL); // over already (or no room to listen: the status as it stands)
     }

@@ -13,8 +13,8 @@
 #define REQUESTS_PER_TURN 64
 
 struct drv_admin_zap_t {
-    zsock_t *sock;            // REP
-    zcertstore_t *certs;      // the clients' public keys; NULL: any key (clients_dir "*", insecure)
+    zsock_t *sock;       // REP
+    zcertstore_t *certs; // the clients' public keys; NULL: any key (clients_dir "*", insecure)
 };
 
 drv_admin_zap_t *drv_admin_zap_new(const char *clients_dir, char *err, size_t errlen)

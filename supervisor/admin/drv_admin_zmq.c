@@ -40,8 +40,7 @@ static void s_send_reply(drv_engine_t *engine, zmsg_t *envelope, int status, jso
 static void s_reply(drv_admin_request_t *request, drv_admin_response_t *response)
 {
     zmq_ctx_t *ctx = request->transport_ctx;
-    json_t *body = response->json ? json_incref(response->json)
-                                  : json_string(response->text ? response->text : "");
+    json_t *body = response->json ? json_incref(response->json) : json_string(response->text ? response->text : "");
     if (response->location) {
         //  HTTP says it in a header; over zmq it rides in the body.
         if (json_is_object(body)) {
@@ -54,8 +53,7 @@ static void s_reply(drv_admin_request_t *request, drv_admin_response_t *response
     drv_admin_request_free(request);
 }
 
-static void s_error_reply(drv_engine_t *engine, zmsg_t *envelope, int status, const char *kind,
-                          const char *message)
+static void s_error_reply(drv_engine_t *engine, zmsg_t *envelope, int status, const char *kind, const char *message)
 {
     drv_admin_response_t response = {0};
     drv_admin_error(&response, status, kind, "%s", message);
@@ -73,8 +71,7 @@ static void s_handle(drv_engine_t *engine, zmsg_t *msg)
     zmsg_remove(msg, payload); // msg is now the envelope
     if (zframe_size(payload) > DRV_ADMIN_MAX_BODY) {
         char why[120];
-        snprintf(why, sizeof why, "request of %zu bytes is larger than %d", zframe_size(payload),
-                 DRV_ADMIN_MAX_BODY);
+        snprintf(why, sizeof why, "request of %zu bytes is larger than %d", zframe_size(payload), DRV_ADMIN_MAX_BODY);
         s_error_reply(engine, msg, 413, "payload_too_large", why);
         zframe_destroy(&payload);
         return;
@@ -149,8 +146,7 @@ int drv_admin_zmq_start(drv_engine_t *engine, char *err, size_t errlen)
     zsock_set_router_mandatory(engine->admin, 0); // a client that left is not our problem
     s_secure_socket(engine, engine->admin, server_cert);
     if (zsock_bind(engine->admin, "%s", config->admin_zmq) < 0) {
-        snprintf(err, errlen, "cannot bind admin endpoint %s: %s", config->admin_zmq,
-                 zmq_strerror(zmq_errno()));
+        snprintf(err, errlen, "cannot bind admin endpoint %s: %s", config->admin_zmq, zmq_strerror(zmq_errno()));
         zcert_destroy(&server_cert);
         return -1;
     }
@@ -161,8 +157,7 @@ int drv_admin_zmq_start(drv_engine_t *engine, char *err, size_t errlen)
     s_secure_socket(engine, engine->events, server_cert);
     zcert_destroy(&server_cert);
     if (zsock_bind(engine->events, "%s", config->admin_events) < 0) {
-        snprintf(err, errlen, "cannot bind events endpoint %s: %s", config->admin_events,
-                 zmq_strerror(zmq_errno()));
+        snprintf(err, errlen, "cannot bind events endpoint %s: %s", config->admin_events, zmq_strerror(zmq_errno()));
         return -1;
     }
     s_chmod_ipc(config->admin_events);

@@ -15,8 +15,8 @@
 struct drv_http_rules_t {
     char *hosts[MAX_HOSTS]; // accepted host names, lower case, without port ("[::1]" keeps brackets)
     size_t count;
-    bool any_host;          // http_hosts has "*": every Host is accepted (reached by pod IP, with a token)
-    char *token;            // bearer token, or NULL
+    bool any_host; // http_hosts has "*": every Host is accepted (reached by pod IP, with a token)
+    char *token;   // bearer token, or NULL
 };
 
 static void s_add(drv_http_rules_t *self, const char *host, size_t len)
@@ -195,9 +195,8 @@ void drv_http_rules_check(const drv_http_rules_t *self, const drv_http_request_h
     } else if (mutating && !s_json_type(head->content_type)) {
         verdict->status = 415;
         verdict->kind = "unsupported_media_type";
-        snprintf(verdict->message, sizeof verdict->message,
-                 "%s needs \"Content-Type: application/json\"%s%.150s%s", head->method,
-                 head->content_type ? ", not \"" : "", head->content_type ? head->content_type : "",
+        snprintf(verdict->message, sizeof verdict->message, "%s needs \"Content-Type: application/json\"%s%.150s%s",
+                 head->method, head->content_type ? ", not \"" : "", head->content_type ? head->content_type : "",
                  head->content_type ? "\"" : "");
     } else if (head->content_length > head->max_body) {
         verdict->status = 413;

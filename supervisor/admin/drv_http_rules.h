@@ -23,18 +23,18 @@ void drv_http_rules_destroy(drv_http_rules_t **self_p);
 
 typedef struct {
     const char *method;
-    const char *path;           // without the query string
-    const char *host;           // Host header, or NULL
-    const char *origin;         // Origin header, or NULL
-    const char *content_type;   // Content-Type header, or NULL
-    const char *authorization;  // Authorization header, or NULL
-    int64_t content_length;     // -1 when not given
-    int64_t max_body;           // larger bodies get 413
+    const char *path;          // without the query string
+    const char *host;          // Host header, or NULL
+    const char *origin;        // Origin header, or NULL
+    const char *content_type;  // Content-Type header, or NULL
+    const char *authorization; // Authorization header, or NULL
+    int64_t content_length;    // -1 when not given
+    int64_t max_body;          // larger bodies get 413
 } drv_http_request_head_t;
 
 typedef struct {
-    int status;         // 0: go on and read the body
-    const char *kind;   // error kind of the contract
+    int status;       // 0: go on and read the body
+    const char *kind; // error kind of the contract
     char message[300];
 } drv_http_verdict_t;
 

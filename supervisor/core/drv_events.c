@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-void drv_events_publish(drv_engine_t *engine, const char *topic, const char *group,
-                        const char *pipeline, json_t *fields)
+void drv_events_publish(drv_engine_t *engine, const char *topic, const char *group, const char *pipeline,
+                        json_t *fields)
 {
     if (!engine->events && !engine->event_listener) {
         json_decref(fields);

@@ -6,7 +6,7 @@
 #include "drv_engine.h"
 
 //  Publishes topic with {time, group, pipeline, ...fields}; fields is stolen.
-void drv_events_publish(drv_engine_t *engine, const char *topic, const char *group,
-                        const char *pipeline, json_t *fields);
+void drv_events_publish(drv_engine_t *engine, const char *topic, const char *group, const char *pipeline,
+                        json_t *fields);
 
 #endif

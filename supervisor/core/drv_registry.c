@@ -101,8 +101,7 @@ drv_pipeline_t *drv_registry_pipeline(drv_engine_t *engine, const char *group, c
     return g ? zhashx_lookup(g->pipelines, name) : NULL;
 }
 
-drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *group,
-                                          const char *name, json_t *spec)
+drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *group, const char *name, json_t *spec)
 {
     drv_group_t *g = drv_registry_group(engine, group, true);
     drv_pipeline_t *pipeline = calloc(1, sizeof *pipeline);
@@ -145,8 +144,8 @@ void drv_registry_set_spec(drv_engine_t *engine, drv_pipeline_t *pipeline, json_
     }
 }
 
-drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *pipeline,
-                                          int core, int64_t generation, json_t *spec)
+drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *pipeline, int core, int64_t generation,
+                                          json_t *spec)
 {
     drv_instance_t *inst = calloc(1, sizeof *inst);
     inst->pipeline = pipeline;
@@ -158,8 +157,7 @@ drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *
     inst->generation = generation;
     inst->state = DRV_INST_STARTING;
     inst->timers = engine->timers;
-    snprintf(inst->id, sizeof inst->id, "%s/%s@%lld#%d", pipeline->group, pipeline->name,
-             (long long)generation, core);
+    snprintf(inst->id, sizeof inst->id, "%s/%s@%lld#%d", pipeline->group, pipeline->name, (long long)generation, core);
     zlistx_add_end(pipeline->instances, inst);
     zhashx_update(engine->live, inst->id, inst);
     drv_registry_touch(engine, pipeline);
@@ -168,8 +166,7 @@ drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *
 
 drv_instance_t *drv_registry_find_instance(drv_pipeline_t *pipeline, int core, int64_t generation)
 {
-    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
-         inst = zlistx_next(pipeline->instances)) {
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
         if (inst->core == core && inst->generation == generation) {
             return inst;
         }
@@ -211,8 +208,7 @@ void drv_registry_each_instance(drv_engine_t *engine, drv_instance_fn *fn, void 
     size_t count = zhashx_size(engine->live);
     drv_instance_t **all = calloc(count + 1, sizeof *all);
     size_t n = 0;
-    for (drv_instance_t *inst = zhashx_first(engine->live); inst && n < count;
-         inst = zhashx_next(engine->live)) {
+    for (drv_instance_t *inst = zhashx_first(engine->live); inst && n < count; inst = zhashx_next(engine->live)) {
         all[n++] = inst;
     }
     for (size_t i = 0; i < n; i++) {

@@ -9,12 +9,11 @@ drv_group_t *drv_registry_group(drv_engine_t *engine, const char *name, bool cre
 drv_pipeline_t *drv_registry_pipeline(drv_engine_t *engine, const char *group, const char *name);
 //  Registers a pipeline that does not run yet (generation 0, no instances):
 //  a create rollout brings it up.
-drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *group,
-                                          const char *name, json_t *spec);
+drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *group, const char *name, json_t *spec);
 //  Sets the pipeline's spec (and its hash, cores and receivers) to spec.
 void drv_registry_set_spec(drv_engine_t *engine, drv_pipeline_t *pipeline, json_t *spec);
-drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *pipeline,
-                                          int core, int64_t generation, json_t *spec);
+drv_instance_t *drv_registry_add_instance(drv_engine_t *engine, drv_pipeline_t *pipeline, int core, int64_t generation,
+                                          json_t *spec);
 drv_instance_t *drv_registry_find_instance(drv_pipeline_t *pipeline, int core, int64_t generation);
 void drv_registry_remove_instance(drv_engine_t *engine, drv_instance_t *inst);
 drv_instance_t *drv_registry_by_pid(drv_engine_t *engine, pid_t pid);

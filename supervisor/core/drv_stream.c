@@ -11,14 +11,14 @@
 struct drv_stream_t {
     pthread_mutex_t lock;
     int refs;
-    char *data;             // queued bytes, [head, len)
+    char *data; // queued bytes, [head, len)
     size_t head;
     size_t len;
     size_t cap;
     size_t max;
-    bool ended;             // the writer is done
-    bool gone;              // the reader left
-    bool parked;            // the reader waits to be woken
+    bool ended;  // the writer is done
+    bool gone;   // the reader left
+    bool parked; // the reader waits to be woken
     drv_stream_wake_fn *wake;
     void *wake_arg;
 };

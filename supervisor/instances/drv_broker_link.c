@@ -81,9 +81,18 @@ void drv_broker_start(drv_engine_t *engine)
     char heartbeat[32];
     int heartbeat_ms = engine->config->heartbeat_interval_ms;
     snprintf(heartbeat, sizeof heartbeat, "%d", heartbeat_ms < 1000 ? heartbeat_ms : 1000);
-    char *argv[] = {"drover-broker", "--control", engine->control_endpoint, "--data", engine->data_endpoint,
-                    "--max-message-bytes", max_message, "--front-door-buffer-bytes", front_door,
-                    "--heartbeat-ms", heartbeat, NULL};
+    char *argv[] = {"drover-broker",
+                    "--control",
+                    engine->control_endpoint,
+                    "--data",
+                    engine->data_endpoint,
+                    "--max-message-bytes",
+                    max_message,
+                    "--front-door-buffer-bytes",
+                    front_door,
+                    "--heartbeat-ms",
+                    heartbeat,
+                    NULL};
     char err[300];
     engine->broker->restart_at_ms = 0;
     pid_t pid = drv_spawn(path, argv, -1, NULL, 0, err, sizeof err);
@@ -105,8 +114,8 @@ void drv_broker_on_exit(drv_engine_t *engine, int status)
     engine->broker->connected = false;
     drv_events_publish(engine, "broker.exited", NULL, NULL,
                        json_pack("{s:o, s:o, s:b}", "exit_code", code < 128 ? json_integer(code) : json_null(),
-                                 "signal", code > 128 ? json_integer(code - 128) : json_null(),
-                                 "expected", engine->shutting_down));
+                                 "signal", code > 128 ? json_integer(code - 128) : json_null(), "expected",
+                                 engine->shutting_down));
     if (engine->shutting_down) {
         drv_info("broker exited exit=%d", code);
         return;
@@ -119,8 +128,8 @@ void drv_broker_on_exit(drv_engine_t *engine, int status)
     }
     engine->broker->restarts++;
     engine->broker->restart_at_ms = now + engine->broker->backoff_ms;
-    drv_warn("broker exited, restarting exit=%d in_ms=%lld restarts=%d", code,
-             (long long)engine->broker->backoff_ms, engine->broker->restarts);
+    drv_warn("broker exited, restarting exit=%d in_ms=%lld restarts=%d", code, (long long)engine->broker->backoff_ms,
+             engine->broker->restarts);
 }
 
 static void s_send(drv_engine_t *engine, drv_msg_t *msg)
@@ -135,8 +144,7 @@ static void s_send(drv_engine_t *engine, drv_msg_t *msg)
 static json_t *s_receivers(drv_pipeline_t *pipeline)
 {
     json_t *receivers = drv_spec_zmq_receivers(pipeline->spec);
-    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
-         inst = zlistx_next(pipeline->instances)) {
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
         json_t *more = drv_spec_zmq_receivers(inst->spec);
         size_t i;
         json_t *r;
@@ -257,10 +265,10 @@ void drv_broker_on_message(drv_engine_t *engine, void *message)
         if (msg->ok) {
             pipeline->frontend_error[0] = 0;
         } else {
-            snprintf(pipeline->frontend_error, sizeof pipeline->frontend_error, "node %s: %s",
-                     msg->node, msg->reason ? msg->reason : "bind failed");
-            drv_error("receiver endpoint unavailable pipeline=%s node=%s reason=\"%s\"",
-                      msg->pipeline, msg->node, msg->reason ? msg->reason : "");
+            snprintf(pipeline->frontend_error, sizeof pipeline->frontend_error, "node %s: %s", msg->node,
+                     msg->reason ? msg->reason : "bind failed");
+            drv_error("receiver endpoint unavailable pipeline=%s node=%s reason=\"%s\"", msg->pipeline, msg->node,
+                      msg->reason ? msg->reason : "");
         }
         break;
     }

@@ -7,10 +7,10 @@
 
 //  The broker as droverd sees it; written only here, read by status and metrics.
 typedef struct drv_broker_link_t {
-    pid_t pid;               // 0 while not running
-    bool connected;          // it said HELLO: messages to it are sent
-    bool stopping;           // droverd's shutdown asked it to stop
-    int64_t restart_at_ms;   // mono: when to start it again (0: not scheduled)
+    pid_t pid;             // 0 while not running
+    bool connected;        // it said HELLO: messages to it are sent
+    bool stopping;         // droverd's shutdown asked it to stop
+    int64_t restart_at_ms; // mono: when to start it again (0: not scheduled)
     int64_t backoff_ms;
     int restarts;            // restarts after it exited
     int64_t started_mono_ms; // when the current one was spawned

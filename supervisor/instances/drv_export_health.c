@@ -61,14 +61,14 @@ void drv_export_health_update(drv_engine_t *engine, drv_instance_t *inst)
                  "exporter %s has delivered nothing for %lld s or more "
                  "(policies.health.exporter_failing_secs "
                  "%lld) on %s: %s",
-                 worst.node, (long long)(worst.failing_ms / 1000), (long long)(threshold_ms / 1000),
-                 worst.inst->id, worst.error);
+                 worst.node, (long long)(worst.failing_ms / 1000), (long long)(threshold_ms / 1000), worst.inst->id,
+                 worst.error);
         drv_warn("pipeline degraded pipeline=%s reason=exporter_failing node=%s instance=%s "
                  "error=\"%s\"",
                  p->key, worst.node, worst.inst->id, worst.error);
-        drv_events_publish(engine, "pipeline.exporter_failing", p->group, p->name,
-                           json_pack("{s:s, s:s, s:s}", "node", worst.node, "instance", worst.inst->id,
-                                     "last_error", worst.error));
+        drv_events_publish(
+            engine, "pipeline.exporter_failing", p->group, p->name,
+            json_pack("{s:s, s:s, s:s}", "node", worst.node, "instance", worst.inst->id, "last_error", worst.error));
     } else {
         p->exporter_failing_why[0] = 0;
         drv_info("pipeline exporters deliver again pipeline=%s", p->key);

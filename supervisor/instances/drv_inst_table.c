@@ -219,11 +219,10 @@ static unsigned s_restart(drv_instance_t *inst, const drv_life_input_t *in)
 
 #define E(name) [DRV_LIFE_##name] =
 static action_fn *const s_actions[DRV_INST_STATES][DRV_LIFE_EVENTS] = {
-    [DRV_INST_STARTING] = {E(SPAWNED) s_spawned, E(SPAWN_FAILED) s_spawn_failed, E(HELLO) s_hello,
-                           E(READY) s_ready, E(HEARTBEAT) s_heartbeat, E(INIT_FAILED) s_init_failed,
-                           E(RETIRE) s_stop, E(EXIT) s_crashed},
-    [DRV_INST_READY] = {E(HEARTBEAT) s_heartbeat, E(INIT_FAILED) s_init_failed, E(RETIRE) s_drain,
-                        E(EXIT) s_crashed, E(HEARTBEAT_MISSED) s_heartbeat_missed},
+    [DRV_INST_STARTING] = {E(SPAWNED) s_spawned, E(SPAWN_FAILED) s_spawn_failed, E(HELLO) s_hello, E(READY) s_ready,
+                           E(HEARTBEAT) s_heartbeat, E(INIT_FAILED) s_init_failed, E(RETIRE) s_stop, E(EXIT) s_crashed},
+    [DRV_INST_READY] = {E(HEARTBEAT) s_heartbeat, E(INIT_FAILED) s_init_failed, E(RETIRE) s_drain, E(EXIT) s_crashed,
+                        E(HEARTBEAT_MISSED) s_heartbeat_missed},
     [DRV_INST_DRAINING] = {E(HEARTBEAT) s_heartbeat, E(EXIT) s_gone, E(DRAIN_DEADLINE) s_drain_timed_out},
     [DRV_INST_STOPPING] = {E(HEARTBEAT) s_heartbeat, E(EXIT) s_gone, E(KILL_DEADLINE) s_kill},
     [DRV_INST_FAILED] = {E(SPAWNED) s_spawned, E(SPAWN_FAILED) s_spawn_failed, E(RETIRE) s_drop,
@@ -264,8 +263,8 @@ drv_life_event_t drv_inst_table_deadline(const drv_instance_t *inst, int64_t hea
 
 const char *drv_life_event_name(drv_life_event_t event)
 {
-    static const char *names[] = {"spawned",    "spawn_failed", "hello",           "ready",
-                                  "heartbeat",  "init_failed",  "retire",          "exit",
+    static const char *names[] = {"spawned",          "spawn_failed",   "hello",         "ready",
+                                  "heartbeat",        "init_failed",    "retire",        "exit",
                                   "heartbeat_missed", "drain_deadline", "kill_deadline", "restart_due"};
     return (unsigned)event < DRV_LIFE_EVENTS ? names[event] : "?";
 }

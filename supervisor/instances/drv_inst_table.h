@@ -21,18 +21,18 @@
 #include "drv_engine.h"
 
 typedef enum {
-    DRV_LIFE_SPAWNED = 0,     // a process was started (in.pid)
-    DRV_LIFE_SPAWN_FAILED,    // none could be (in.reason)
-    DRV_LIFE_HELLO,           // it said HELLO (in.pid)
-    DRV_LIFE_READY,           // it said READY
-    DRV_LIFE_HEARTBEAT,       // it sent a heartbeat
-    DRV_LIFE_INIT_FAILED,     // it cannot start (in.reason)
-    DRV_LIFE_RETIRE,          // stop it on purpose: drain if it may have traffic (in.drain_ms)
-    DRV_LIFE_EXIT,            // its process ended (in.code: exit code or 128+signal)
+    DRV_LIFE_SPAWNED = 0,  // a process was started (in.pid)
+    DRV_LIFE_SPAWN_FAILED, // none could be (in.reason)
+    DRV_LIFE_HELLO,        // it said HELLO (in.pid)
+    DRV_LIFE_READY,        // it said READY
+    DRV_LIFE_HEARTBEAT,    // it sent a heartbeat
+    DRV_LIFE_INIT_FAILED,  // it cannot start (in.reason)
+    DRV_LIFE_RETIRE,       // stop it on purpose: drain if it may have traffic (in.drain_ms)
+    DRV_LIFE_EXIT,         // its process ended (in.code: exit code or 128+signal)
     DRV_LIFE_HEARTBEAT_MISSED,
-    DRV_LIFE_DRAIN_DEADLINE,  // drain_ms passed since retire
-    DRV_LIFE_KILL_DEADLINE,   // DRV_KILL_GRACE_MS passed since SIGTERM
-    DRV_LIFE_RESTART_DUE,     // its restart backoff is over
+    DRV_LIFE_DRAIN_DEADLINE, // drain_ms passed since retire
+    DRV_LIFE_KILL_DEADLINE,  // DRV_KILL_GRACE_MS passed since SIGTERM
+    DRV_LIFE_RESTART_DUE,    // its restart backoff is over
     DRV_LIFE_EVENTS
 } drv_life_event_t;
 
@@ -52,13 +52,13 @@ enum {
 };
 
 typedef struct {
-    int64_t now_ms;        // mono
-    pid_t pid;             // SPAWNED, HELLO
-    int code;              // EXIT
-    int64_t drain_ms;      // RETIRE
-    const char *reason;    // SPAWN_FAILED, INIT_FAILED
-    bool engine_stopping;  // EXIT: droverd is stopping, nothing restarts
-    pid_t pid_before;      // the process before the step (what an exit event names)
+    int64_t now_ms;       // mono
+    pid_t pid;            // SPAWNED, HELLO
+    int code;             // EXIT
+    int64_t drain_ms;     // RETIRE
+    const char *reason;   // SPAWN_FAILED, INIT_FAILED
+    bool engine_stopping; // EXIT: droverd is stopping, nothing restarts
+    pid_t pid_before;     // the process before the step (what an exit event names)
 } drv_life_input_t;
 
 //  Runs the action of (inst->state, event); returns the effects to apply.

@@ -219,8 +219,8 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
     case DRV_MSG_DRAINED:
         s_counters(engine, inst, msg);
         drv_registry_touch(engine, inst->pipeline);
-        drv_info("instance drained instance=%s records_in=%lld records_out=%lld", inst->id,
-                 (long long)msg->records_in, (long long)msg->records_out);
+        drv_info("instance drained instance=%s records_in=%lld records_out=%lld", inst->id, (long long)msg->records_in,
+                 (long long)msg->records_out);
         break;
     default:
         drv_warn("unexpected message from instance=%s type=%s", inst->id, drv_msg_type_name(msg->type));
@@ -237,7 +237,8 @@ void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int statu
                  "a running instance of the pipeline takes it over, else the next start reads it",
                  inst->id, (long long)kept, (long long)json_integer_value(json_object_get(inst->buffer, "bytes")));
         s_event(engine, inst, "buffer.kept",
-                json_pack("{s:I, s:I}", "records", kept, "bytes", json_integer_value(json_object_get(inst->buffer, "bytes"))));
+                json_pack("{s:I, s:I}", "records", kept, "bytes",
+                          json_integer_value(json_object_get(inst->buffer, "bytes"))));
     }
     s_retire_counters(inst);
     drv_export_health_update(engine, inst);
@@ -365,7 +366,8 @@ static void s_recover(drv_engine_t *engine, drv_pipeline_t *p, void *arg)
     for (drv_instance_t *inst = zlistx_first(p->instances); inst; inst = zlistx_next(p->instances)) {
         over |= drv_inst_table_recent(inst, tick->now) > drv_spec_policy(p->spec, "restart", "max_restarts");
         if (inst->recent_count > 0) {
-            tick->next = s_earliest(tick->next, inst->recent_restarts[inst->recent_count - 1] + window_ms + 1, tick->now);
+            tick->next =
+                s_earliest(tick->next, inst->recent_restarts[inst->recent_count - 1] + window_ms + 1, tick->now);
         }
     }
     if (!over) {

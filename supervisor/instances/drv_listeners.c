@@ -34,8 +34,7 @@ static void s_name_node(const json_t *spec, const char *endpoint, char *why, siz
         if (!strcmp(json_string_value(json_object_get(r, "endpoint")) ?: "", endpoint)) {
             char named[600];
             snprintf(named, sizeof named, "node %s (%s) config.%s: %s", json_string_value(json_object_get(r, "node")),
-                     json_string_value(json_object_get(r, "type")), json_string_value(json_object_get(r, "key")),
-                     why);
+                     json_string_value(json_object_get(r, "type")), json_string_value(json_object_get(r, "key")), why);
             snprintf(why, whylen, "%s", named);
             break;
         }

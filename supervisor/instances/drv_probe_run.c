@@ -26,12 +26,12 @@
 extern char **environ;
 
 typedef struct {
-    pid_t pid;               // 0 once reaped
-    int status;              // its wait status, once reaped
-    int fd;                  // its stdout, -1 once closed
-    int64_t deadline_ms;     // mono: killed past it
-    bool killed;             // by us, at the deadline
-    char *answer;            // what it wrote so far
+    pid_t pid;           // 0 once reaped
+    int status;          // its wait status, once reaped
+    int fd;              // its stdout, -1 once closed
+    int64_t deadline_ms; // mono: killed past it
+    bool killed;         // by us, at the deadline
+    char *answer;        // what it wrote so far
     size_t len;
     char group[64], name[64];
     drv_problems_t *problems; // the listeners' problems, then the probe's
@@ -113,16 +113,15 @@ int drv_probe_run_start(drv_engine_t *engine, drv_pipeline_t *pipeline, const ch
         snprintf(why, whylen, "%d instantiate dry runs are under way; retry when one has ended", DRV_PROBE_MAX);
         return -1;
     }
-    json_t *input = json_pack("{s:O, s:s, s:s, s:I, s:i}", "spec", spec, "group", group, "pipeline", name,
-                              "generation", (json_int_t)generation, "core", 0);
+    json_t *input = json_pack("{s:O, s:s, s:s, s:I, s:i}", "spec", spec, "group", group, "pipeline", name, "generation",
+                              (json_int_t)generation, "core", 0);
     char *text = json_dumps(input, JSON_COMPACT);
     json_decref(input);
     int fd = -1;
     pid_t pid = text ? s_spawn(engine, text, &fd) : -1;
     free(text);
     if (pid < 0) {
-        snprintf(why, whylen, "cannot start a probe instance (%s/drover-worker): %s", engine->bin_dir,
-                 strerror(errno));
+        snprintf(why, whylen, "cannot start a probe instance (%s/drover-worker): %s", engine->bin_dir, strerror(errno));
         return -1;
     }
     probe_t *probe = calloc(1, sizeof *probe);

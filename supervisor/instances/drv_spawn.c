@@ -41,8 +41,7 @@ static void s_child(int report_fd, const char *path, char *const argv[], int cpu
     _exit(127);
 }
 
-pid_t drv_spawn(const char *path, char *const argv[], int cpu, const int *keep, size_t nkeep, char *err,
-                size_t errlen)
+pid_t drv_spawn(const char *path, char *const argv[], int cpu, const int *keep, size_t nkeep, char *err, size_t errlen)
 {
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) != 0) {
@@ -69,8 +68,8 @@ pid_t drv_spawn(const char *path, char *const argv[], int cpu, const int *keep, 
     } while (got < 0 && errno == EINTR);
     close(pipefd[0]);
     if (got == (ssize_t)sizeof failure) {
-        snprintf(err, errlen, "%s %s: %s", failure.stage == 1 ? "pin to CPU" : "exec",
-                 failure.stage == 1 ? "" : path, strerror(failure.err));
+        snprintf(err, errlen, "%s %s: %s", failure.stage == 1 ? "pin to CPU" : "exec", failure.stage == 1 ? "" : path,
+                 strerror(failure.err));
         waitpid(pid, NULL, 0);
         return -1;
     }

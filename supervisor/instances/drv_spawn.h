@@ -10,8 +10,7 @@
 //  err when fork, pinning or exec failed (an exec failure's errno comes back
 //  over a close-on-exec pipe, so it is reported here and not as a crash).
 //  keep: descriptors the child keeps over exec (the rest are close-on-exec).
-pid_t drv_spawn(const char *path, char *const argv[], int cpu, const int *keep, size_t nkeep, char *err,
-                size_t errlen);
+pid_t drv_spawn(const char *path, char *const argv[], int cpu, const int *keep, size_t nkeep, char *err, size_t errlen);
 
 //  Exit status as one number: the exit code, or 128 + signal.
 int drv_spawn_exit_code(int status);

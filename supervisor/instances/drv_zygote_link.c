@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define ZYGOTE_REPLY_MS 2000    // the first reply includes the zygote's own start
+#define ZYGOTE_REPLY_MS 2000 // the first reply includes the zygote's own start
 #define ZYGOTE_RESTART_MS 1000
 
 struct drv_zygote_link_t {
@@ -112,8 +112,7 @@ void drv_zygote_stop(drv_engine_t *engine)
 void drv_zygote_on_exit(drv_engine_t *engine, int status)
 {
     if (!engine->shutting_down) {
-        drv_warn("zygote exited exit=%d; instances start by exec until it is back",
-                 drv_spawn_exit_code(status));
+        drv_warn("zygote exited exit=%d; instances start by exec until it is back", drv_spawn_exit_code(status));
     }
     engine->zygote->pid = 0;
     //  Started again a second after its death at the soonest, so a zygote

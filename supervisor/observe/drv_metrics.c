@@ -48,44 +48,95 @@ static void s_header(text_t *t, const char *name, const char *type, const char *
 
 typedef int64_t(instance_value_fn)(const drv_instance_t *inst);
 
-static int64_t s_in(const drv_instance_t *i) { return i->records_in; }
-static int64_t s_out(const drv_instance_t *i) { return i->records_out; }
-static int64_t s_errors(const drv_instance_t *i) { return i->errors; }
-static int64_t s_restarts(const drv_instance_t *i) { return i->restarts; }
-static int64_t s_up(const drv_instance_t *i) { return i->state == DRV_INST_READY; }
+static int64_t s_in(const drv_instance_t *i)
+{
+    return i->records_in;
+}
+static int64_t s_out(const drv_instance_t *i)
+{
+    return i->records_out;
+}
+static int64_t s_errors(const drv_instance_t *i)
+{
+    return i->errors;
+}
+static int64_t s_restarts(const drv_instance_t *i)
+{
+    return i->restarts;
+}
+static int64_t s_up(const drv_instance_t *i)
+{
+    return i->state == DRV_INST_READY;
+}
 
 typedef struct {
     drv_pipeline_t **all; // every pipeline, one snapshot for the whole page
     size_t count;
 } pipelines_t;
 
-static void s_instance_metric(text_t *t, const pipelines_t *ps, const char *name, const char *type,
-                              const char *help, instance_value_fn *fn)
+static void s_instance_metric(text_t *t, const pipelines_t *ps, const char *name, const char *type, const char *help,
+                              instance_value_fn *fn)
 {
     s_header(t, name, type, help);
     for (size_t k = 0; k < ps->count; k++) {
         drv_pipeline_t *p = ps->all[k];
         for (drv_instance_t *i = zlistx_first(p->instances); i; i = zlistx_next(p->instances)) {
-            s_printf(t, "%s{group=\"%s\",pipeline=\"%s\",core=\"%d\",generation=\"%lld\"} %lld\n", name,
-                     p->group, p->name, i->core, (long long)i->generation, (long long)fn(i));
+            s_printf(t, "%s{group=\"%s\",pipeline=\"%s\",core=\"%d\",generation=\"%lld\"} %lld\n", name, p->group,
+                     p->name, i->core, (long long)i->generation, (long long)fn(i));
         }
     }
 }
 
 typedef int64_t(pipeline_value_fn)(const drv_pipeline_t *p);
 
-static int64_t s_desired(const drv_pipeline_t *p) { return p->core_count; }
-static int64_t s_ready(const drv_pipeline_t *p) { return drv_status_ready_instances(p); }
-static int64_t s_degraded(const drv_pipeline_t *p) { return p->cond_degraded.status ? 1 : 0; }
-static int64_t s_generation(const drv_pipeline_t *p) { return p->generation; }
-static int64_t s_total_in(const drv_pipeline_t *p) { return drv_status_totals(p).records_in; }
-static int64_t s_total_out(const drv_pipeline_t *p) { return drv_status_totals(p).records_out; }
-static int64_t s_total_errors(const drv_pipeline_t *p) { return drv_status_totals(p).errors; }
-static int64_t s_buffer_bytes(const drv_pipeline_t *p) { return drv_status_buffer(p).bytes; }
-static int64_t s_buffer_records(const drv_pipeline_t *p) { return drv_status_buffer(p).records; }
-static int64_t s_buffer_replayed(const drv_pipeline_t *p) { return drv_status_buffer(p).replayed; }
-static int64_t s_buffer_dropped(const drv_pipeline_t *p) { return drv_status_buffer(p).dropped; }
-static int64_t s_buffer_corrupt(const drv_pipeline_t *p) { return drv_status_buffer(p).corrupt_segments; }
+static int64_t s_desired(const drv_pipeline_t *p)
+{
+    return p->core_count;
+}
+static int64_t s_ready(const drv_pipeline_t *p)
+{
+    return drv_status_ready_instances(p);
+}
+static int64_t s_degraded(const drv_pipeline_t *p)
+{
+    return p->cond_degraded.status ? 1 : 0;
+}
+static int64_t s_generation(const drv_pipeline_t *p)
+{
+    return p->generation;
+}
+static int64_t s_total_in(const drv_pipeline_t *p)
+{
+    return drv_status_totals(p).records_in;
+}
+static int64_t s_total_out(const drv_pipeline_t *p)
+{
+    return drv_status_totals(p).records_out;
+}
+static int64_t s_total_errors(const drv_pipeline_t *p)
+{
+    return drv_status_totals(p).errors;
+}
+static int64_t s_buffer_bytes(const drv_pipeline_t *p)
+{
+    return drv_status_buffer(p).bytes;
+}
+static int64_t s_buffer_records(const drv_pipeline_t *p)
+{
+    return drv_status_buffer(p).records;
+}
+static int64_t s_buffer_replayed(const drv_pipeline_t *p)
+{
+    return drv_status_buffer(p).replayed;
+}
+static int64_t s_buffer_dropped(const drv_pipeline_t *p)
+{
+    return drv_status_buffer(p).dropped;
+}
+static int64_t s_buffer_corrupt(const drv_pipeline_t *p)
+{
+    return drv_status_buffer(p).corrupt_segments;
+}
 
 static void s_pipeline_metric(text_t *t, const pipelines_t *ps, const char *name, const char *type, const char *help,
                               pipeline_value_fn *fn)
@@ -212,17 +263,19 @@ char *drv_metrics_render(drv_engine_t *engine)
                       "Rejected producer messages and failed exports.", s_errors);
     s_instance_metric(&t, &ps, "drover_instance_restarts_total", "counter",
                       "Restarts of this instance slot after crashes.", s_restarts);
-    s_instance_metric(&t, &ps, "drover_instance_up", "gauge",
-                      "1 when the instance is ready, else 0.", s_up);
+    s_instance_metric(&t, &ps, "drover_instance_up", "gauge", "1 when the instance is ready, else 0.", s_up);
 
     s_node_metric(&t, &ps, "drover_node_records_in_total", "counter", NULL,
                   "Records given to the node (receivers: read), summed "
-                  "over the generation's instances since each started.", DRV_NC_IN);
+                  "over the generation's instances since each started.",
+                  DRV_NC_IN);
     s_node_metric(&t, &ps, "drover_node_records_out_total", "counter", NULL,
-                  "Records the node handed on (exporters: exported), summed over the generation's instances.", DRV_NC_OUT);
+                  "Records the node handed on (exporters: exported), summed over the generation's instances.",
+                  DRV_NC_OUT);
     s_node_metric(&t, &ps, "drover_node_records_dropped_total", "counter", NULL,
                   "Records the node did not hand on (filter, route without default, nil from a script, "
-                  "a script error with on_error drop, an exporter giving up).", DRV_NC_DROPPED);
+                  "a script error with on_error drop, an exporter giving up).",
+                  DRV_NC_DROPPED);
     s_node_metric(&t, &ps, "drover_node_errors_total", "counter", NULL,
                   "Records or inputs the node failed on (script errors and limits, refused input, failed exports).",
                   DRV_NC_ERRORS);
@@ -231,9 +284,10 @@ char *drv_metrics_render(drv_engine_t *engine)
                   DRV_NC_RETRIES);
     s_node_metric(&t, &ps, "drover_exporter_dropped_records_total", "counter", "exporter:",
                   "Records the exporter gave up on (an answer that retrying cannot help, retry.max_elapsed_secs "
-                  "passed, a record it cannot encode).", DRV_NC_DROPPED);
-    s_node_metric(&t, &ps, "drover_exporter_backlog_records", "gauge", "exporter:",
-                  "Records the exporter holds, not delivered yet.", DRV_NC_BACKLOG);
+                  "passed, a record it cannot encode).",
+                  DRV_NC_DROPPED);
+    s_node_metric(&t, &ps, "drover_exporter_backlog_records", "gauge",
+                  "exporter:", "Records the exporter holds, not delivered yet.", DRV_NC_BACKLOG);
     s_node_histogram(&t, &ps, "drover_receiver_request_duration_seconds", "receiver:",
                      "HTTP and gRPC requests of the receiver, from their head to their answer (with ack: once "
                      "exported).");
@@ -241,13 +295,16 @@ char *drv_metrics_render(drv_engine_t *engine)
                      "Each attempt of the exporter to hand a batch on, from start to end: a post "
                      "(exporter:http, exporter:otlp, until the answer), a write (exporter:file), a send "
                      "(exporter:zmq).");
-    s_pipeline_metric(&t, &ps, "drover_pipeline_desired_cores", "gauge", "Cores the pipeline should run on.", s_desired);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_desired_cores", "gauge", "Cores the pipeline should run on.",
+                      s_desired);
     s_pipeline_metric(&t, &ps, "drover_pipeline_ready_instances", "gauge", "Ready instances of the pipeline.", s_ready);
     s_pipeline_metric(&t, &ps, "drover_pipeline_degraded", "gauge", "1 when the pipeline is degraded.", s_degraded);
-    s_pipeline_metric(&t, &ps, "drover_pipeline_generation", "gauge", "The pipeline's active generation.", s_generation);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_generation", "gauge", "The pipeline's active generation.",
+                      s_generation);
     s_pipeline_metric(&t, &ps, "drover_pipeline_records_in_total", "counter",
                       "Records that entered the pipeline since it was created, over every generation and "
-                      "restart: a replace never resets it.", s_total_in);
+                      "restart: a replace never resets it.",
+                      s_total_in);
     s_pipeline_metric(&t, &ps, "drover_pipeline_records_out_total", "counter",
                       "Records the pipeline's exporters wrote since it was created, over every generation.",
                       s_total_out);
@@ -257,7 +314,8 @@ char *drv_metrics_render(drv_engine_t *engine)
                       "Bytes of the pipeline's disk buffer on disk (0 with a memory buffer).", s_buffer_bytes);
     s_pipeline_metric(&t, &ps, "drover_buffer_records", "gauge",
                       "Records in the pipeline's disk buffer not yet settled by every exporter (what an earlier "
-                      "process left counts once it is read back).", s_buffer_records);
+                      "process left counts once it is read back).",
+                      s_buffer_records);
     s_pipeline_metric(&t, &ps, "drover_buffer_replayed_records_total", "counter",
                       "Records read back from a disk buffer that an earlier process had taken.", s_buffer_replayed);
     s_pipeline_metric(&t, &ps, "drover_buffer_dropped_records_total", "counter",

@@ -30,10 +30,10 @@ static void s_sample(drv_engine_t *engine, drv_pipeline_t *p, void *arg)
         float secs = (float)(now - r->last_ms) / 1000.0f;
         //  Totals never go back, but a deleted and recreated pipeline starts again: no negative
         //  rate.
-        r->samples[r->next] = (sample_t){
-            .in = t.records_in > r->last_in ? (float)(t.records_in - r->last_in) / secs : 0,
-            .out = t.records_out > r->last_out ? (float)(t.records_out - r->last_out) / secs : 0,
-            .errors = t.errors > r->last_errors ? (float)(t.errors - r->last_errors) / secs : 0};
+        r->samples[r->next] =
+            (sample_t){.in = t.records_in > r->last_in ? (float)(t.records_in - r->last_in) / secs : 0,
+                       .out = t.records_out > r->last_out ? (float)(t.records_out - r->last_out) / secs : 0,
+                       .errors = t.errors > r->last_errors ? (float)(t.errors - r->last_errors) / secs : 0};
         r->next = (r->next + 1) % DRV_RATES_KEPT;
         r->count += r->count < DRV_RATES_KEPT;
     }
@@ -60,8 +60,8 @@ json_t *drv_rates_json(const drv_pipeline_t *p)
     const struct drv_rates_t *r = p->rates;
     for (size_t i = 0; r && i < r->count; i++) {
         const sample_t *s = &r->samples[(r->next + DRV_RATES_KEPT - r->count + i) % DRV_RATES_KEPT];
-        json_array_append_new(samples, json_pack("{s:f, s:f, s:f}", "in", (double)s->in, "out",
-                                                 (double)s->out, "errors", (double)s->errors));
+        json_array_append_new(samples, json_pack("{s:f, s:f, s:f}", "in", (double)s->in, "out", (double)s->out,
+                                                 "errors", (double)s->errors));
     }
     return json_pack("{s:i, s:o}", "interval_secs", DRV_RATES_EVERY_MS / 1000, "samples", samples);
 }

@@ -26,25 +26,25 @@ typedef struct {
     char *topics[MAX_TOPICS]; // prefixes, owned
     size_t topic_count;
     bool wants_status;
-    int64_t dropped;          // events lost since the last one that arrived
-    bool gone;                // the client left: forgotten at the next purge
+    int64_t dropped; // events lost since the last one that arrived
+    bool gone;       // the client left: forgotten at the next purge
 } client_t;
 
 typedef struct {
     int64_t id;
     char *topic;
-    char *frame;              // "id: …\nevent: …\ndata: …\n\n"
+    char *frame; // "id: …\nevent: …\ndata: …\n\n"
     size_t len;
 } kept_t;
 
 struct drv_sse_t {
-    zlistx_t *clients;        // client_t, owned
+    zlistx_t *clients;         // client_t, owned
     kept_t kept[DRV_SSE_KEPT]; // the last events (not status snapshots), a ring
-    size_t kept_next;         // where the next goes (the oldest, once full)
-    int64_t next_id;          // the `id:` of the next event
-    int64_t next_status_ms;   // mono
-    int64_t last_status_ms;   // mono: when the last snapshot went
-    bool status_soon;         // an event changed the status: the next snapshot is due now
+    size_t kept_next;          // where the next goes (the oldest, once full)
+    int64_t next_id;           // the `id:` of the next event
+    int64_t next_status_ms;    // mono
+    int64_t last_status_ms;    // mono: when the last snapshot went
+    bool status_soon;          // an event changed the status: the next snapshot is due now
     int64_t next_keepalive_ms;
 };
 
@@ -81,8 +81,8 @@ static bool s_send(drv_engine_t *engine, client_t *client, const char *frame, si
 {
     if (client->dropped > 0) {
         char notice[120];
-        int n = snprintf(notice, sizeof notice, "event: dropped\ndata: {\"count\":%lld}\n\n",
-                         (long long)client->dropped);
+        int n =
+            snprintf(notice, sizeof notice, "event: dropped\ndata: {\"count\":%lld}\n\n", (long long)client->dropped);
         if (drv_stream_push(client->stream, notice, (size_t)n) == 0) {
             client->dropped = 0;
         }
@@ -158,8 +158,8 @@ static void s_publish(drv_engine_t *engine, const char *topic, const char *data,
 //  Events after which the status reads differently.
 static bool s_changes_status(const char *topic)
 {
-    static const char *const prefixes[] = {"rollout.", "instance.", "pipeline.", "shutdown.", "group.", "broker.",
-                                           "config."};
+    static const char *const prefixes[] = {"rollout.", "instance.", "pipeline.", "shutdown.",
+                                           "group.",   "broker.",   "config."};
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++) {
         if (!strncmp(topic, prefixes[i], strlen(prefixes[i]))) {
             return true;
@@ -241,7 +241,8 @@ int64_t drv_sse_tick(drv_engine_t *engine)
         return -1;
     }
     int64_t now = drv_time_mono_ms();
-    bool status_due = now >= sse->next_status_ms || (sse->status_soon && now >= sse->last_status_ms + STATUS_SOON_GAP_MS);
+    bool status_due =
+        now >= sse->next_status_ms || (sse->status_soon && now >= sse->last_status_ms + STATUS_SOON_GAP_MS);
     bool anyone_wants_status = false;
     for (client_t *c = zlistx_first(sse->clients); c; c = zlistx_next(sse->clients)) {
         anyone_wants_status |= c->wants_status;
@@ -303,8 +304,8 @@ json_t *drv_sse_kept(drv_engine_t *engine, const char *topics)
         data += strlen("\ndata: ");
         json_t *event = json_loadb(data, strlen(data), 0, NULL); // up to the frame's blank line
         if (event) {
-            json_array_append_new(events, json_pack("{s:I, s:s, s:o}", "id", (json_int_t)k->id, "topic", k->topic,
-                                                    "event", event));
+            json_array_append_new(
+                events, json_pack("{s:I, s:s, s:o}", "id", (json_int_t)k->id, "topic", k->topic, "event", event));
         }
     }
     return events;

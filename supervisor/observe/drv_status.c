@@ -27,8 +27,7 @@ static json_t *s_time(int64_t wall_ms)
 //  The ready instance serving a core, if any (any generation).
 static drv_instance_t *s_ready_on(const drv_pipeline_t *pipeline, int core)
 {
-    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
-         inst = zlistx_next(pipeline->instances)) {
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
         if (inst->core == core && inst->state == DRV_INST_READY) {
             return inst;
         }
@@ -38,8 +37,7 @@ static drv_instance_t *s_ready_on(const drv_pipeline_t *pipeline, int core)
 
 static drv_instance_t *s_any_on(const drv_pipeline_t *pipeline, int core)
 {
-    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
-         inst = zlistx_next(pipeline->instances)) {
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
         if (inst->core == core) {
             return inst;
         }
@@ -50,8 +48,7 @@ static drv_instance_t *s_any_on(const drv_pipeline_t *pipeline, int core)
 int drv_status_ready_instances(const drv_pipeline_t *pipeline)
 {
     int count = 0;
-    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
-         inst = zlistx_next(pipeline->instances)) {
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
         count += inst->state == DRV_INST_READY;
     }
     return count;
@@ -60,8 +57,7 @@ int drv_status_ready_instances(const drv_pipeline_t *pipeline)
 drv_totals_t drv_status_totals(const drv_pipeline_t *pipeline)
 {
     drv_totals_t t = {pipeline->retired_in, pipeline->retired_out, pipeline->retired_errors};
-    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
-         inst = zlistx_next(pipeline->instances)) {
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
         t.records_in += inst->records_in;
         t.records_out += inst->records_out;
         t.errors += inst->errors;
@@ -102,23 +98,22 @@ json_t *drv_status_nodes(const json_t *heartbeat_nodes)
     json_object_foreach((json_t *)heartbeat_nodes, node, c)
     {
         json_t *counts = json_pack("{s:I, s:I, s:I, s:I}", "records_in", drv_node_counter(c, DRV_NC_IN), "records_out",
-                                   drv_node_counter(c, DRV_NC_OUT), "records_dropped", drv_node_counter(c, DRV_NC_DROPPED),
-                                   "errors", drv_node_counter(c, DRV_NC_ERRORS));
+                                   drv_node_counter(c, DRV_NC_OUT), "records_dropped",
+                                   drv_node_counter(c, DRV_NC_DROPPED), "errors", drv_node_counter(c, DRV_NC_ERRORS));
         if (drv_node_counters_exporter(c)) {
             const char *error = json_string_value(json_array_get(c, DRV_NC_LAST_ERROR));
-            json_object_update_new(counts, json_pack("{s:I, s:I, s:f, s:s?}", "retries",
-                                                     drv_node_counter(c, DRV_NC_RETRIES), "backlog_records",
-                                                     drv_node_counter(c, DRV_NC_BACKLOG), "failing_secs",
-                                                     (double)drv_node_counter(c, DRV_NC_FAILING_MS) / 1000.0,
-                                                     "last_error", error && error[0] ? error : NULL));
+            json_object_update_new(counts,
+                                   json_pack("{s:I, s:I, s:f, s:s?}", "retries", drv_node_counter(c, DRV_NC_RETRIES),
+                                             "backlog_records", drv_node_counter(c, DRV_NC_BACKLOG), "failing_secs",
+                                             (double)drv_node_counter(c, DRV_NC_FAILING_MS) / 1000.0, "last_error",
+                                             error && error[0] ? error : NULL));
         }
         json_object_set_new(nodes, node, counts);
     }
     return nodes;
 }
 
-static void s_set(drv_condition_t *cond, bool status, const char *reason, const char *message,
-                  int64_t now)
+static void s_set(drv_condition_t *cond, bool status, const char *reason, const char *message, int64_t now)
 {
     if (cond->since == 0 || cond->status != status) {
         cond->since = now;
@@ -156,8 +151,8 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
             drv_instance_t *inst = s_any_on(p, p->cores[i]);
             if (missing++ == 0) {
                 snprintf(message, sizeof message, "core %d: %s%s%s", p->cores[i],
-                         inst ? drv_inst_state_name(inst->state) : "no instance",
-                         inst && inst->detail[0] ? ": " : "", inst ? inst->detail : "");
+                         inst ? drv_inst_state_name(inst->state) : "no instance", inst && inst->detail[0] ? ": " : "",
+                         inst ? inst->detail : "");
             }
         }
     }
@@ -177,12 +172,11 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
     } else if (p->active) {
         char progress[300];
         snprintf(progress, sizeof progress, "%s: %s to generation %lld", drv_rollout_id(p->active),
-                 drv_action_name(drv_rollout_action(p->active)),
-                 (long long)drv_rollout_target_generation(p->active));
+                 drv_action_name(drv_rollout_action(p->active)), (long long)drv_rollout_target_generation(p->active));
         s_set(&p->cond_progressing, true, "RolloutInProgress", progress, now);
     } else if (failed) {
-        s_set(&p->cond_progressing, false, drv_rollout_aborted(failed) ? "RolloutAborted" : "RolloutFailed",
-              failed_why, now);
+        s_set(&p->cond_progressing, false, drv_rollout_aborted(failed) ? "RolloutAborted" : "RolloutFailed", failed_why,
+              now);
     } else {
         s_set(&p->cond_progressing, false, "Idle", "no rollout or shutdown in progress", now);
     }
@@ -194,19 +188,19 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
     } else if (buffer.full) {
         snprintf(message, sizeof message, "the disk buffer is full (%lld bytes, policies.buffer.max_bytes %lld): %s",
                  (long long)buffer.bytes,
-                 (long long)json_integer_value(json_object_get(
-                     json_object_get(json_object_get(p->spec, "policies"), "buffer"), "max_bytes")),
-                 json_is_true(json_object_get(json_object_get(json_object_get(p->spec, "policies"), "buffer"),
-                                              "drop_oldest"))
+                 (long long)json_integer_value(
+                     json_object_get(json_object_get(json_object_get(p->spec, "policies"), "buffer"), "max_bytes")),
+                 json_is_true(
+                     json_object_get(json_object_get(json_object_get(p->spec, "policies"), "buffer"), "drop_oldest"))
                      ? "the oldest records are dropped"
                      : "receivers push back");
         s_set(&p->cond_degraded, true, "BufferFull", message, now);
     } else if (p->degraded) {
         snprintf(message, sizeof message, "restarted more than %lld times within %lld s",
-                 (long long)json_integer_value(json_object_get(
-                     json_object_get(json_object_get(p->spec, "policies"), "restart"), "max_restarts")),
-                 (long long)json_integer_value(json_object_get(
-                     json_object_get(json_object_get(p->spec, "policies"), "restart"), "window_secs")));
+                 (long long)json_integer_value(
+                     json_object_get(json_object_get(json_object_get(p->spec, "policies"), "restart"), "max_restarts")),
+                 (long long)json_integer_value(
+                     json_object_get(json_object_get(json_object_get(p->spec, "policies"), "restart"), "window_secs")));
         s_set(&p->cond_degraded, true, "CrashLoop", message, now);
     } else if (p->exporter_failing) {
         s_set(&p->cond_degraded, true, "exporter_failing", p->exporter_failing_why, now);
@@ -258,9 +252,8 @@ const char *drv_status_phase(const drv_pipeline_t *pipeline)
         return "failed"; // a mix of generations serves: the operator must act
     }
     if (pipeline->shutdown_active) {
-        return drv_status_ready_instances(pipeline) > 0 || zlistx_size(pipeline->instances) > 0
-                   ? "updating"
-                   : "stopped";
+        return drv_status_ready_instances(pipeline) > 0 || zlistx_size(pipeline->instances) > 0 ? "updating"
+                                                                                                : "stopped";
     }
     if (pipeline->cond_degraded.status) {
         return "degraded";
@@ -269,8 +262,7 @@ const char *drv_status_phase(const drv_pipeline_t *pipeline)
         return "running";
     }
     //  Not all cores ready: still starting, or lost an instance after running.
-    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst;
-         inst = zlistx_next(pipeline->instances)) {
+    for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
         if (inst->restarts > 0 || inst->state == DRV_INST_FAILED) {
             return "degraded";
         }
@@ -280,22 +272,19 @@ const char *drv_status_phase(const drv_pipeline_t *pipeline)
 
 static json_t *s_condition(const char *type, const drv_condition_t *cond)
 {
-    return json_pack("{s:s, s:b, s:s, s:s, s:o}", "type", type, "status", cond->status, "reason",
-                     cond->reason, "message", cond->message, "since", s_time(cond->since));
+    return json_pack("{s:s, s:b, s:s, s:s, s:o}", "type", type, "status", cond->status, "reason", cond->reason,
+                     "message", cond->message, "since", s_time(cond->since));
 }
 
 static json_t *s_instance(const drv_instance_t *inst)
 {
-    return json_pack("{s:i, s:I, s:s, s:o, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:s, s:o, s:o}", "core",
-                     inst->core, "generation", (json_int_t)inst->generation, "id", inst->id, "pid",
-                     inst->pid > 0 ? json_integer(inst->pid) : json_null(), "state",
-                     drv_inst_state_name(inst->state), "restarts", inst->restarts, "started_at",
-                     s_time(inst->started_at), "last_heartbeat_at", s_time(inst->last_heartbeat_at),
-                     "records_in", (json_int_t)inst->records_in, "records_out",
-                     (json_int_t)inst->records_out, "errors", (json_int_t)inst->errors, "detail",
-                     inst->detail, "last_exit_code",
-                     inst->restarts > 0 ? json_integer(inst->last_exit_code) : json_null(), "nodes",
-                     drv_status_nodes(inst->nodes));
+    return json_pack(
+        "{s:i, s:I, s:s, s:o, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:s, s:o, s:o}", "core", inst->core, "generation",
+        (json_int_t)inst->generation, "id", inst->id, "pid", inst->pid > 0 ? json_integer(inst->pid) : json_null(),
+        "state", drv_inst_state_name(inst->state), "restarts", inst->restarts, "started_at", s_time(inst->started_at),
+        "last_heartbeat_at", s_time(inst->last_heartbeat_at), "records_in", (json_int_t)inst->records_in, "records_out",
+        (json_int_t)inst->records_out, "errors", (json_int_t)inst->errors, "detail", inst->detail, "last_exit_code",
+        inst->restarts > 0 ? json_integer(inst->last_exit_code) : json_null(), "nodes", drv_status_nodes(inst->nodes));
 }
 
 json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
@@ -309,34 +298,32 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
     for (drv_instance_t *inst = zlistx_first(p->instances); inst; inst = zlistx_next(p->instances)) {
         json_array_append_new(instances, s_instance(inst));
     }
-    json_t *conditions = json_pack("[o, o, o]", s_condition("ready", &p->cond_ready),
-                                   s_condition("progressing", &p->cond_progressing),
-                                   s_condition("degraded", &p->cond_degraded));
+    json_t *conditions =
+        json_pack("[o, o, o]", s_condition("ready", &p->cond_ready), s_condition("progressing", &p->cond_progressing),
+                  s_condition("degraded", &p->cond_degraded));
     json_t *status = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:i, s:o, s:o, s:n, s:n, s:o}", "group", p->group,
-                     "pipeline", p->name, "generation", (json_int_t)p->generation, "spec_hash",
-                     p->spec_hash, "phase", drv_status_phase(p), "desired_cores", cores,
-                     "ready_instances", drv_status_ready_instances(p), "conditions", conditions,
-                     "instances", instances, "rollout", "shutdown", "created_at",
-                     s_time(p->created_at));
+                               "pipeline", p->name, "generation", (json_int_t)p->generation, "spec_hash", p->spec_hash,
+                               "phase", drv_status_phase(p), "desired_cores", cores, "ready_instances",
+                               drv_status_ready_instances(p), "conditions", conditions, "instances", instances,
+                               "rollout", "shutdown", "created_at", s_time(p->created_at));
     //  Where its spec came from: the config file, the OpAMP server's remote config, or the API.
     static const char *const sources[] = DRV_SOURCE_NAMES;
     json_object_set_new(status, "source", json_string(sources[p->source]));
     //  What POST …/rollback would go back to exists (the console enables its button by it).
     json_object_set_new(status, "can_rollback", json_boolean(p->previous_spec && p->running && !p->active));
     drv_totals_t totals = drv_status_totals(p);
-    json_object_set_new(status, "totals", json_pack("{s:I, s:I, s:I}", "records_in", (json_int_t)totals.records_in,
-                                                    "records_out", (json_int_t)totals.records_out, "errors",
-                                                    (json_int_t)totals.errors));
+    json_object_set_new(status, "totals",
+                        json_pack("{s:I, s:I, s:I}", "records_in", (json_int_t)totals.records_in, "records_out",
+                                  (json_int_t)totals.records_out, "errors", (json_int_t)totals.errors));
     drv_buffer_totals_t buffer = drv_status_buffer(p);
-    json_object_set_new(status, "buffer",
-                        buffer.disk ? json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "type", "disk", "bytes",
-                                                (json_int_t)buffer.bytes, "records", (json_int_t)buffer.records,
-                                                "oldest_age_secs", (json_int_t)(buffer.oldest_age_ms / 1000),
-                                                "replayed_records", (json_int_t)buffer.replayed, "dropped_records",
-                                                (json_int_t)buffer.dropped, "corrupt_segments",
-                                                (json_int_t)buffer.corrupt_segments)
-                                    : json_pack("{s:s, s:n, s:n, s:n}", "type", "memory", "bytes", "records",
-                                                "oldest_age_secs"));
+    json_object_set_new(
+        status, "buffer",
+        buffer.disk ? json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "type", "disk", "bytes",
+                                (json_int_t)buffer.bytes, "records", (json_int_t)buffer.records, "oldest_age_secs",
+                                (json_int_t)(buffer.oldest_age_ms / 1000), "replayed_records",
+                                (json_int_t)buffer.replayed, "dropped_records", (json_int_t)buffer.dropped,
+                                "corrupt_segments", (json_int_t)buffer.corrupt_segments)
+                    : json_pack("{s:s, s:n, s:n, s:n}", "type", "memory", "bytes", "records", "oldest_age_secs"));
     drv_rollout_t *latest = zlistx_last(p->rollouts);
     if (latest) {
         json_object_set_new(status, "rollout", drv_rollout_json(latest));
@@ -356,8 +343,8 @@ static char *s_render(drv_engine_t *engine, drv_pipeline_t *p)
     json_decref(entry);
     if (text) {
         size_t len = strlen(text);
-        text[len - 1] = 0;                          // without the closing brace
-        memmove(text, text + 1, len - 1);           // nor the opening one
+        text[len - 1] = 0;                // without the closing brace
+        memmove(text, text + 1, len - 1); // nor the opening one
     }
     return text;
 }
@@ -378,7 +365,8 @@ static void s_check_cache(drv_engine_t *engine, drv_pipeline_t *p)
     char *fresh = s_render(engine, p);
     if (fresh && strcmp(fresh, p->status_text) != 0) {
         drv_error("status cache stale pipeline=%s: a shown field changed without drv_registry_touch\n"
-                  "cached: %s\nfresh:  %s", p->key, p->status_text, fresh);
+                  "cached: %s\nfresh:  %s",
+                  p->key, p->status_text, fresh);
         abort();
     }
     free(fresh);

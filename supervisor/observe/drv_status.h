@@ -28,9 +28,9 @@ drv_totals_t drv_status_totals(const drv_pipeline_t *pipeline);
 typedef struct {
     bool disk;
     int64_t bytes, records;
-    int64_t oldest_age_ms;    // how old the oldest input not settled was at the last heartbeat
+    int64_t oldest_age_ms; // how old the oldest input not settled was at the last heartbeat
     int64_t replayed, dropped, corrupt_segments;
-    bool full;                // an instance's buffer takes nothing more
+    bool full; // an instance's buffer takes nothing more
 } drv_buffer_totals_t;
 drv_buffer_totals_t drv_status_buffer(const drv_pipeline_t *pipeline);
 

@@ -16,15 +16,15 @@
 typedef struct {
     char group[64];
     char pipeline[64];
-    json_t *nodes;           // ids sampled (array)
+    json_t *nodes; // ids sampled (array)
     int limit;
     int sent;
-    int64_t deadline_ms;     // mono, 0: none
-    drv_stream_t *stream;    // HTTP
+    int64_t deadline_ms;  // mono, 0: none
+    drv_stream_t *stream; // HTTP
     bool sse;
     void (*on_end)(void *arg, json_t *records); // zmq: told the records at the end
     void *arg;
-    json_t *collected;       // zmq: the records so far
+    json_t *collected; // zmq: the records so far
     double tokens;
     int64_t refill_ms;
     int64_t next_keepalive_ms;
@@ -32,7 +32,7 @@ typedef struct {
 } tap_t;
 
 struct drv_taps_t {
-    zlistx_t *taps;          // tap_t, owned
+    zlistx_t *taps; // tap_t, owned
 };
 
 static void s_finish(tap_t *tap)
@@ -195,8 +195,8 @@ static void s_on_samples(drv_engine_t *engine, drv_instance_t *inst, const json_
             json_decref(record);
             continue;
         }
-        json_t *line = json_pack("{s:s, s:I, s:i, s:s, s:o}", "time", stamp, "generation",
-                                 (json_int_t)inst->generation, "core", inst->core, "node", node, "record", record);
+        json_t *line = json_pack("{s:s, s:I, s:i, s:s, s:o}", "time", stamp, "generation", (json_int_t)inst->generation,
+                                 "core", inst->core, "node", node, "record", record);
         for (tap_t *t = zlistx_first(engine->taps->taps); t; t = zlistx_next(engine->taps->taps)) {
             if (!t->done && !strcmp(t->group, p->group) && !strcmp(t->pipeline, p->name) && s_has(t->nodes, node)) {
                 s_give(t, line);

@@ -13,14 +13,14 @@
 #include "drv_stream.h"
 
 #define DRV_TAP_RATE DRV_TAP_SAMPLES_PER_SEC // records per second, per tap (what each instance samples)
-#define DRV_TAP_LIMIT 100      // records, when the client names no limit
+#define DRV_TAP_LIMIT 100                    // records, when the client names no limit
 
 typedef struct {
-    const char *node;          // NULL: the pipeline's receivers
+    const char *node; // NULL: the pipeline's receivers
     int limit;
-    int timeout_secs;          // 0: none
-    drv_stream_t *stream;      // HTTP: records go here (a reference is taken) ...
-    bool sse;                  // ... as SSE `event: record` (else NDJSON lines)
+    int timeout_secs;     // 0: none
+    drv_stream_t *stream; // HTTP: records go here (a reference is taken) ...
+    bool sse;             // ... as SSE `event: record` (else NDJSON lines)
     //  Or: the records are collected and given to on_end(arg, records) when
     //  the tap ends (zmq; records is borrowed).
     void (*on_end)(void *arg, json_t *records);

@@ -49,8 +49,8 @@ drv_opamp_t *drv_opamp_new(drv_engine_t *engine, char *err, size_t errlen)
     int curl = drv_curl_loop_init(&self->curl);
     self->full = true;
     self->state = "connecting";
-    if (drv_opamp_uid_load(json_string_value(json_object_get(self->config, "instance_uid_file")),
-                           self->uid, err, errlen) != 0 ||
+    if (drv_opamp_uid_load(json_string_value(json_object_get(self->config, "instance_uid_file")), self->uid, err,
+                           errlen) != 0 ||
         curl != 0) {
         if (!err[0]) {
             snprintf(err, errlen, "engine.opamp: cannot set up the HTTP client");
@@ -178,8 +178,7 @@ static void s_send(drv_opamp_t *self)
         s_failed(self, "out of memory", 0);
         return;
     }
-    curl_easy_setopt(easy, CURLOPT_URL,
-                     json_string_value(json_object_get(self->config, "endpoint")));
+    curl_easy_setopt(easy, CURLOPT_URL, json_string_value(json_object_get(self->config, "endpoint")));
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(easy, CURLOPT_POSTFIELDS, self->request);
     curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)self->request_size);
@@ -215,11 +214,9 @@ static void s_answer(drv_opamp_t *self, Opamp__Proto__ServerToAgent *answer)
                                          : "Unknown",
                           message ? message : "");
         free(message);
-        int64_t retry =
-            e->details_case == OPAMP__PROTO__SERVER_ERROR_RESPONSE__DETAILS_RETRY_INFO &&
-                    e->retry_info
-                ? (int64_t)(e->retry_info->retry_after_nanoseconds / 1000000u)
-                : 0;
+        int64_t retry = e->details_case == OPAMP__PROTO__SERVER_ERROR_RESPONSE__DETAILS_RETRY_INFO && e->retry_info
+                            ? (int64_t)(e->retry_info->retry_after_nanoseconds / 1000000u)
+                            : 0;
         s_failed(self, why, retry);
         return;
     }
@@ -232,16 +229,14 @@ static void s_answer(drv_opamp_t *self, Opamp__Proto__ServerToAgent *answer)
     self->backoff_ms = 0;
     self->state = "connected";
     self->last_error[0] = 0;
-    self->next_ms = drv_time_mono_ms() +
-                    json_integer_value(json_object_get(self->config, "poll_interval_secs")) * 1000;
+    self->next_ms = drv_time_mono_ms() + json_integer_value(json_object_get(self->config, "poll_interval_secs")) * 1000;
     if (answer->agent_identification && answer->agent_identification->new_instance_uid.len == 16) {
         char err[600], uid[37];
         memcpy(self->uid, answer->agent_identification->new_instance_uid.data, 16);
         drv_opamp_uid_text(self->uid, uid);
         drv_info("opamp: the server gave this agent a new instance_uid=%s", uid);
-        if (drv_opamp_uid_save(
-                json_string_value(json_object_get(self->config, "instance_uid_file")), self->uid,
-                err, sizeof err) != 0) {
+        if (drv_opamp_uid_save(json_string_value(json_object_get(self->config, "instance_uid_file")), self->uid, err,
+                               sizeof err) != 0) {
             drv_warn("opamp: %s", err);
         }
         self->full = true;
@@ -265,8 +260,7 @@ static void s_done(drv_opamp_t *self, CURLcode result)
     const char *url = json_string_value(json_object_get(self->config, "endpoint"));
     char why[800];
     if (self->response_too_large) {
-        snprintf(why, sizeof why, "%s answered more than %u bytes: not read", url,
-                 DRV_OPAMP_RESPONSE_MAX);
+        snprintf(why, sizeof why, "%s answered more than %u bytes: not read", url, DRV_OPAMP_RESPONSE_MAX);
         s_failed(self, why, 0);
     } else if (result != CURLE_OK) {
         snprintf(why, sizeof why, "%s: %s", url, curl_easy_strerror(result));
@@ -351,13 +345,12 @@ json_t *drv_opamp_json(drv_opamp_t *self)
     }
     char uid[37];
     drv_opamp_uid_text(self->uid, uid);
-    json_t *doc = json_pack(
-        "{s:b, s:s, s:s, s:s, s:I, s:I, s:I, s:s?}", "enabled", true, "endpoint",
-        json_string_value(json_object_get(self->config, "endpoint")), "instance_uid", uid, "state",
-        self->state, "requests", (json_int_t)self->requests, "failures", (json_int_t)self->failures,
-        "poll_interval_secs",
-        (json_int_t)json_integer_value(json_object_get(self->config, "poll_interval_secs")),
-        "last_error", self->last_error[0] ? self->last_error : NULL);
+    json_t *doc = json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:I, s:s?}", "enabled", true, "endpoint",
+                            json_string_value(json_object_get(self->config, "endpoint")), "instance_uid", uid, "state",
+                            self->state, "requests", (json_int_t)self->requests, "failures", (json_int_t)self->failures,
+                            "poll_interval_secs",
+                            (json_int_t)json_integer_value(json_object_get(self->config, "poll_interval_secs")),
+                            "last_error", self->last_error[0] ? self->last_error : NULL);
     json_object_set_new(doc, "remote_config",
                         self->remote.status == DRV_OPAMP_UNSET
                             ? json_null()

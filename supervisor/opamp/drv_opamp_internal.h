@@ -31,10 +31,9 @@ enum { DRV_OPAMP_UNSET = 0, DRV_OPAMP_APPLIED, DRV_OPAMP_APPLYING, DRV_OPAMP_FAI
 #define DRV_OPAMP_REPORTS_EFFECTIVE_CONFIG 0x4
 #define DRV_OPAMP_REPORTS_HEALTH 0x800
 #define DRV_OPAMP_REPORTS_REMOTE_CONFIG 0x1000
-#define DRV_OPAMP_CAPABILITIES                                                                     \
-    (DRV_OPAMP_REPORTS_STATUS | DRV_OPAMP_ACCEPTS_REMOTE_CONFIG |                                  \
-     DRV_OPAMP_REPORTS_EFFECTIVE_CONFIG | DRV_OPAMP_REPORTS_HEALTH |                               \
-     DRV_OPAMP_REPORTS_REMOTE_CONFIG)
+#define DRV_OPAMP_CAPABILITIES                                                                                         \
+    (DRV_OPAMP_REPORTS_STATUS | DRV_OPAMP_ACCEPTS_REMOTE_CONFIG | DRV_OPAMP_REPORTS_EFFECTIVE_CONFIG |                 \
+     DRV_OPAMP_REPORTS_HEALTH | DRV_OPAMP_REPORTS_REMOTE_CONFIG)
 
 //  What was last reported and acknowledged: a part is sent again only when
 //  its fingerprint changed, or in a full report.
@@ -70,8 +69,8 @@ struct drv_opamp_t {
     size_t response_size;
     bool response_too_large;
     drv_opamp_remote_t remote;
-    bool restored; // what the state file kept was read (at the first tick: the state is loaded by
-                   // then)
+    bool restored;            // what the state file kept was read (at the first tick: the state is loaded by
+                              // then)
     drv_opamp_sent_t sent;    // acknowledged
     drv_opamp_sent_t sending; // in the request in flight
     bool full;                // the next report is a full one
@@ -104,8 +103,8 @@ void drv_opamp_remote_offer(drv_opamp_t *self, const Opamp__Proto__AgentRemoteCo
 //  While APPLYING: APPLIED or FAILED once every rollout it started ended.
 void drv_opamp_remote_tick(drv_opamp_t *self);
 //  Fills status (its hash bytes in hash) when there is one to tell; false when UNSET.
-bool drv_opamp_remote_report(drv_opamp_t *self, Opamp__Proto__RemoteConfigStatus *status,
-                             uint8_t *hash, size_t hashlen);
+bool drv_opamp_remote_report(drv_opamp_t *self, Opamp__Proto__RemoteConfigStatus *status, uint8_t *hash,
+                             size_t hashlen);
 const char *drv_opamp_remote_status_name(int status);
 
 //  ---- drv_opamp_report.c

@@ -30,16 +30,14 @@ static void s_status(drv_opamp_t *self, int status, const char *error)
     drv_utf8_snprintf(self->remote.error, sizeof self->remote.error, "%s", error ? error : "");
     self->remote.version++;
     json_decref(self->engine->opamp_saved);
-    self->engine->opamp_saved =
-        json_pack("{s:s, s:s, s:s}", "remote_config_hash", self->remote.hash, "status",
-                  s_names[status], "error", self->remote.error);
+    self->engine->opamp_saved = json_pack("{s:s, s:s, s:s}", "remote_config_hash", self->remote.hash, "status",
+                                          s_names[status], "error", self->remote.error);
     self->engine->state_dirty = true;
     self->next_ms = 0; // tell the server at once
     if (status == DRV_OPAMP_APPLIED) {
         drv_info("opamp: remote config applied hash=%s", self->remote.hash);
     } else if (status == DRV_OPAMP_FAILED) {
-        drv_warn("opamp: remote config failed hash=%s reason=\"%s\"", self->remote.hash,
-                 self->remote.error);
+        drv_warn("opamp: remote config failed hash=%s reason=\"%s\"", self->remote.hash, self->remote.error);
     }
 }
 
@@ -78,8 +76,8 @@ void drv_opamp_remote_restore(drv_opamp_t *self)
 }
 
 //  The hash the server gave, in hex; or one of the body when it gave none.
-static void s_hash(const Opamp__Proto__AgentRemoteConfig *config, const ProtobufCBinaryData *body,
-                   char *out, size_t outlen)
+static void s_hash(const Opamp__Proto__AgentRemoteConfig *config, const ProtobufCBinaryData *body, char *out,
+                   size_t outlen)
 {
     static const char hex[] = "0123456789abcdef";
     if (config->config_hash.len > 0) {
@@ -120,24 +118,22 @@ void drv_opamp_remote_offer(drv_opamp_t *self, const Opamp__Proto__AgentRemoteCo
     char error[sizeof self->remote.error] = "";
     if (!file) {
         drv_utf8_snprintf(error, sizeof error, "the remote config has no drover.yaml entry (it has: %s)",
-                 names[0] ? names : "nothing");
+                          names[0] ? names : "nothing");
         s_status(self, DRV_OPAMP_FAILED, error);
         return;
     }
     drv_problems_t *problems = drv_problems_new();
-    json_t *groups = drv_config_groups_parse(self->engine->config, (const char *)file->body.data,
-                                             file->body.len, &self->engine->cpus, problems);
+    json_t *groups = drv_config_groups_parse(self->engine->config, (const char *)file->body.data, file->body.len,
+                                             &self->engine->cpus, problems);
     if (!groups) {
         size_t count = drv_problems_count(problems);
-        drv_utf8_snprintf(error, sizeof error,
-                 "drover.yaml is not valid (%zu problem%s), nothing was changed", count,
-                 count == 1 ? "" : "s");
+        drv_utf8_snprintf(error, sizeof error, "drover.yaml is not valid (%zu problem%s), nothing was changed", count,
+                          count == 1 ? "" : "s");
         for (size_t i = 0; i < count && i < 20; i++) {
             char line[600];
             drv_utf8_snprintf(line, sizeof line, "%s: %s",
-                     drv_problems_path(problems, i)[0] ? drv_problems_path(problems, i)
-                                                       : "(document)",
-                     drv_problems_message(problems, i));
+                              drv_problems_path(problems, i)[0] ? drv_problems_path(problems, i) : "(document)",
+                              drv_problems_message(problems, i));
             s_add(error, sizeof error, line);
         }
         drv_problems_destroy(&problems);
@@ -154,10 +150,9 @@ void drv_opamp_remote_offer(drv_opamp_t *self, const Opamp__Proto__AgentRemoteCo
     json_array_foreach(json_object_get(result, "skipped"), i, skip)
     {
         char line[600];
-        drv_utf8_snprintf(line, sizeof line, "%s:%s not applied: %s",
-                 json_string_value(json_object_get(skip, "group")),
-                 json_string_value(json_object_get(skip, "pipeline")),
-                 json_string_value(json_object_get(skip, "reason")));
+        drv_utf8_snprintf(line, sizeof line, "%s:%s not applied: %s", json_string_value(json_object_get(skip, "group")),
+                          json_string_value(json_object_get(skip, "pipeline")),
+                          json_string_value(json_object_get(skip, "reason")));
         s_add(self->remote.skipped, sizeof self->remote.skipped, line);
     }
     self->remote.tracking = json_incref(json_object_get(result, "applied"));
@@ -181,8 +176,7 @@ void drv_opamp_remote_tick(drv_opamp_t *self)
         const char *name = json_string_value(json_object_get(entry, "pipeline"));
         const char *id = json_string_value(json_object_get(entry, "rollout_id"));
         drv_pipeline_t *p = drv_registry_pipeline(self->engine, group, name);
-        drv_rollout_t *rollout = p && p->active && id && !strcmp(drv_rollout_id(p->active), id)
-                                     ? p->active
+        drv_rollout_t *rollout = p && p->active && id && !strcmp(drv_rollout_id(p->active), id) ? p->active
                                  : p && id ? drv_rollout_find(p, id)
                                            : NULL;
         if (rollout && !drv_rollout_finished(rollout)) {
@@ -190,8 +184,7 @@ void drv_opamp_remote_tick(drv_opamp_t *self)
         }
         if (rollout && drv_rollout_state(rollout) != DRV_RO_SUCCEEDED) {
             char line[800];
-            drv_utf8_snprintf(line, sizeof line, "%s:%s: %s failed: %s", group, name, id,
-                     drv_rollout_failure(rollout));
+            drv_utf8_snprintf(line, sizeof line, "%s:%s: %s failed: %s", group, name, id, drv_rollout_failure(rollout));
             s_add(error, sizeof error, line);
         }
     }
@@ -201,8 +194,7 @@ void drv_opamp_remote_tick(drv_opamp_t *self)
     s_status(self, error[0] ? DRV_OPAMP_FAILED : DRV_OPAMP_APPLIED, error);
 }
 
-bool drv_opamp_remote_report(drv_opamp_t *self, Opamp__Proto__RemoteConfigStatus *status,
-                             uint8_t *hash, size_t hashlen)
+bool drv_opamp_remote_report(drv_opamp_t *self, Opamp__Proto__RemoteConfigStatus *status, uint8_t *hash, size_t hashlen)
 {
     if (self->remote.status == DRV_OPAMP_UNSET) {
         return false;

@@ -60,9 +60,8 @@ static uint64_t s_nanos(int64_t wall_ms)
 static json_t *s_instance(const drv_instance_t *inst)
 {
     const char *state = drv_inst_state_name(inst->state);
-    return json_pack("{s:b, s:s, s:I, s:s}", "healthy",
-                     !strcmp(state, "ready") || !strcmp(state, "draining"), "status", state,
-                     "start_ms", (json_int_t)inst->started_at, "last_error", inst->detail);
+    return json_pack("{s:b, s:s, s:I, s:s}", "healthy", !strcmp(state, "ready") || !strcmp(state, "draining"), "status",
+                     state, "start_ms", (json_int_t)inst->started_at, "last_error", inst->detail);
 }
 
 char *drv_opamp_health_text(drv_engine_t *engine)
@@ -77,26 +76,22 @@ char *drv_opamp_health_text(drv_engine_t *engine)
         bool healthy = strcmp(phase, "degraded") != 0 && strcmp(phase, "failed") != 0;
         all &= healthy;
         json_t *instances = json_object();
-        for (drv_instance_t *inst = zlistx_first(p->instances); inst;
-             inst = zlistx_next(p->instances)) {
+        for (drv_instance_t *inst = zlistx_first(p->instances); inst; inst = zlistx_next(p->instances)) {
             json_object_set_new(instances, inst->id, s_instance(inst));
         }
         json_object_set_new(pipelines, p->key,
-                            json_pack("{s:b, s:s, s:I, s:o}", "healthy", healthy, "status", phase,
-                                      "generation", (json_int_t)p->generation, "instances",
-                                      instances));
+                            json_pack("{s:b, s:s, s:I, s:o}", "healthy", healthy, "status", phase, "generation",
+                                      (json_int_t)p->generation, "instances", instances));
     }
     free(list);
-    json_t *doc =
-        json_pack("{s:b, s:s, s:I, s:o}", "healthy", all, "status", all ? "running" : "degraded",
-                  "start_ms", (json_int_t)engine->started_at, "pipelines", pipelines);
+    json_t *doc = json_pack("{s:b, s:s, s:I, s:o}", "healthy", all, "status", all ? "running" : "degraded", "start_ms",
+                            (json_int_t)engine->started_at, "pipelines", pipelines);
     char *text = json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT);
     json_decref(doc);
     return text;
 }
 
-static Opamp__Proto__ComponentHealth *s_component(drv_opamp_report_t *r, const json_t *c,
-                                                  const char *children)
+static Opamp__Proto__ComponentHealth *s_component(drv_opamp_report_t *r, const json_t *c, const char *children)
 {
     Opamp__Proto__ComponentHealth *h = s_alloc(r, sizeof *h);
     if (!h) {
@@ -218,18 +213,12 @@ static Opamp__Proto__AgentDescription *s_description(drv_opamp_report_t *r, cons
     d->identifying_attributes = s_alloc(r, 3 * sizeof *d->identifying_attributes);
     d->non_identifying_attributes = s_alloc(r, 3 * sizeof *d->non_identifying_attributes);
     if (d->identifying_attributes && d->non_identifying_attributes) {
-        d->identifying_attributes[d->n_identifying_attributes++] =
-            s_kv(r, "service.name", "drover");
-        d->identifying_attributes[d->n_identifying_attributes++] =
-            s_kv(r, "service.version", DROVER_VERSION);
-        d->identifying_attributes[d->n_identifying_attributes++] =
-            s_kv(r, "service.instance.id", uid_text);
-        d->non_identifying_attributes[d->n_non_identifying_attributes++] =
-            s_kv(r, "host.name", host);
-        d->non_identifying_attributes[d->n_non_identifying_attributes++] =
-            s_kv(r, "os.type", "linux");
-        d->non_identifying_attributes[d->n_non_identifying_attributes++] =
-            s_kv(r, "host.arch", uts.machine);
+        d->identifying_attributes[d->n_identifying_attributes++] = s_kv(r, "service.name", "drover");
+        d->identifying_attributes[d->n_identifying_attributes++] = s_kv(r, "service.version", DROVER_VERSION);
+        d->identifying_attributes[d->n_identifying_attributes++] = s_kv(r, "service.instance.id", uid_text);
+        d->non_identifying_attributes[d->n_non_identifying_attributes++] = s_kv(r, "host.name", host);
+        d->non_identifying_attributes[d->n_non_identifying_attributes++] = s_kv(r, "os.type", "linux");
+        d->non_identifying_attributes[d->n_non_identifying_attributes++] = s_kv(r, "host.arch", uts.machine);
     }
     return d;
 }
@@ -265,10 +254,9 @@ drv_opamp_report_t *drv_opamp_report_build(drv_opamp_t *self, bool full)
     }
     self->sending.health = health;
     char *key = drv_opamp_effective_key(self->engine);
-    char *effective =
-        key && (full || !self->sent.effective || strcmp(key, self->sent.effective) != 0)
-            ? s_own(r, drv_opamp_effective_text(self->engine))
-            : NULL;
+    char *effective = key && (full || !self->sent.effective || strcmp(key, self->sent.effective) != 0)
+                          ? s_own(r, drv_opamp_effective_text(self->engine))
+                          : NULL;
     if (effective) {
         Opamp__Proto__EffectiveConfig *ec = s_alloc(r, sizeof *ec);
         Opamp__Proto__AgentConfigMap *map = s_alloc(r, sizeof *map);

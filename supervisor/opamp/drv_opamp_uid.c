@@ -57,8 +57,7 @@ int drv_opamp_uid_save(const char *path, const uint8_t uid[16], char *err, size_
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0 || drv_file_write_all(fd, text, strlen(text)) != 0 || fsync(fd) != 0) {
-        snprintf(err, errlen, "engine.opamp.instance_uid_file %s: cannot write: %s", path,
-                 strerror(errno));
+        snprintf(err, errlen, "engine.opamp.instance_uid_file %s: cannot write: %s", path, strerror(errno));
         if (fd >= 0) {
             close(fd);
         }
@@ -66,8 +65,7 @@ int drv_opamp_uid_save(const char *path, const uint8_t uid[16], char *err, size_
     }
     close(fd);
     if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "engine.opamp.instance_uid_file %s: cannot write: %s", path,
-                 strerror(errno));
+        snprintf(err, errlen, "engine.opamp.instance_uid_file %s: cannot write: %s", path, strerror(errno));
         return -1;
     }
     return 0;
@@ -84,16 +82,13 @@ int drv_opamp_uid_load(const char *path, uint8_t uid[16], char *err, size_t errl
     }
     if (text) {
         free(text);
-        snprintf(err, errlen,
-                 "engine.opamp.instance_uid_file %s: not a UUID (delete it to make a new one)",
-                 path);
+        snprintf(err, errlen, "engine.opamp.instance_uid_file %s: not a UUID (delete it to make a new one)", path);
         return -1;
     }
     //  None yet: a new UUIDv7.
     uint64_t ms = (uint64_t)drv_time_wall_ms();
     if (getrandom(uid, 16, 0) != 16) {
-        snprintf(err, errlen, "engine.opamp: no randomness for a new instance_uid: %s",
-                 strerror(errno));
+        snprintf(err, errlen, "engine.opamp: no randomness for a new instance_uid: %s", strerror(errno));
         return -1;
     }
     for (int i = 0; i < 6; i++) {

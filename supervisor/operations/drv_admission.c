@@ -48,8 +48,8 @@ bool drv_admission_busy(const drv_pipeline_t *pipeline, char *why, size_t whylen
     return id != NULL;
 }
 
-int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const json_t *spec,
-                        drv_problems_t *problems, char *why, size_t whylen)
+int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const json_t *spec, drv_problems_t *problems,
+                        char *why, size_t whylen)
 {
     //  A receiver endpoint is one socket: one pipeline binds it.
     json_t *receivers = drv_spec_receivers(spec, NULL);

@@ -26,7 +26,7 @@ bool drv_admission_busy(const drv_pipeline_t *pipeline, char *why, size_t whylen
 //  A new spec for a pipeline: spec is normalized; pipeline is the one it is
 //  for, or NULL when it does not exist yet. Endpoint problems are added to
 //  problems. Adds to drv_admission_busy: droverd stopping, max_pipelines.
-int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const json_t *spec,
-                        drv_problems_t *problems, char *why, size_t whylen);
+int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const json_t *spec, drv_problems_t *problems,
+                        char *why, size_t whylen);
 
 #endif

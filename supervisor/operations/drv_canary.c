@@ -37,9 +37,9 @@ struct drv_canary_t {
     int64_t until_wall_ms;
     baseline_t *baseline; // baseline_count of them, owned
     size_t baseline_count;
-    window_t fresh, old;  // the latest evaluation
+    window_t fresh, old; // the latest evaluation
     verdict_t verdict;
-    bool promote;         // the operator said promote
+    bool promote; // the operator said promote
 };
 
 drv_canary_t *drv_canary_new(const json_t *spec)
@@ -119,7 +119,7 @@ static void s_measure(drv_canary_t *self, drv_pipeline_t *pipeline, int64_t new_
     memset(&self->fresh, 0, sizeof self->fresh);
     memset(&self->old, 0, sizeof self->old);
     for (drv_instance_t *inst = zlistx_first(pipeline->instances); inst; inst = zlistx_next(pipeline->instances)) {
-        window_t *w = inst->generation == new_generation ? &self->fresh
+        window_t *w = inst->generation == new_generation   ? &self->fresh
                       : inst->generation == old_generation ? &self->old
                                                            : NULL;
         if (!w) {
@@ -201,11 +201,10 @@ json_t *drv_canary_json(const drv_canary_t *self)
     if (self->begun) {
         drv_time_rfc3339(self->until_wall_ms, until, sizeof until);
     }
-    return json_pack("{s:i, s:I, s:f, s:b, s:o, s:f, s:f, s:I, s:I, s:i, s:i, s:s}", "cores", self->cores,
-                     "hold_secs", (json_int_t)(self->hold_ms / 1000), "max_error_ratio", self->max_error_ratio,
-                     "auto_promote", self->auto_promote, "until", self->begun ? json_string(until) : json_null(),
-                     "error_ratio_new", s_ratio(&self->fresh), "error_ratio_old", s_ratio(&self->old),
-                     "records_new", (json_int_t)self->fresh.records_in, "records_old",
-                     (json_int_t)self->old.records_in, "crashes_new", self->fresh.crashes, "crashes_old",
-                     self->old.crashes, "verdict", s_verdicts[self->verdict]);
+    return json_pack("{s:i, s:I, s:f, s:b, s:o, s:f, s:f, s:I, s:I, s:i, s:i, s:s}", "cores", self->cores, "hold_secs",
+                     (json_int_t)(self->hold_ms / 1000), "max_error_ratio", self->max_error_ratio, "auto_promote",
+                     self->auto_promote, "until", self->begun ? json_string(until) : json_null(), "error_ratio_new",
+                     s_ratio(&self->fresh), "error_ratio_old", s_ratio(&self->old), "records_new",
+                     (json_int_t)self->fresh.records_in, "records_old", (json_int_t)self->old.records_in, "crashes_new",
+                     self->fresh.crashes, "crashes_old", self->old.crashes, "verdict", s_verdicts[self->verdict]);
 }

@@ -16,13 +16,13 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#define QUIET_MS 250                 // a burst of events is over after this long without one
+#define QUIET_MS 250 // a burst of events is over after this long without one
 #define EVENTS (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_DELETE | IN_ATTRIB | IN_MODIFY)
 
 struct drv_config_watch_t {
     int fd;
-    int dir_watch;          // the directory the path names
-    int target_watch;       // the directory the path resolves to, when elsewhere (-1: none)
+    int dir_watch;    // the directory the path names
+    int target_watch; // the directory the path resolves to, when elsewhere (-1: none)
     char target_dir[PATH_MAX];
     //  The names whose events matter; another file written in the same
     //  directory is none of the watcher's business.
@@ -30,9 +30,9 @@ struct drv_config_watch_t {
     char link_first[NAME_MAX + 1];  // when it is a relative symlink: its target's first component
                                     // (a ConfigMap's "..data"), in dir_watch ("": none)
     char target_name[NAME_MAX + 1]; // the name it resolves to, in target_watch
-    int64_t quiet_at_ms;    // mono: the burst is over then (0: no burst)
-    uint64_t content_hash;  // of the file as last read
-    bool readable;          // it could be read then
+    int64_t quiet_at_ms;            // mono: the burst is over then (0: no burst)
+    uint64_t content_hash;          // of the file as last read
+    bool readable;                  // it could be read then
 };
 
 //  FNV-1a of the file's content; false when it cannot be read (a rename

@@ -65,14 +65,14 @@ static drv_exec_result_t s_wait_ready(drv_executor_t *self, const drv_effects_t 
         self->deadline_ms = (started > 0 ? started : now) + self->step_timeout_ms;
     }
     if (slot->state == DRV_SLOT_ABSENT || slot->state == DRV_SLOT_FAILED || slot->state == DRV_SLOT_STOPPING) {
-        snprintf(self->why, sizeof self->why, "core %d: generation %lld instance exited before ready: %s",
-                 step->core, (long long)step->generation, slot->detail[0] ? slot->detail : "exited");
+        snprintf(self->why, sizeof self->why, "core %d: generation %lld instance exited before ready: %s", step->core,
+                 (long long)step->generation, slot->detail[0] ? slot->detail : "exited");
         return DRV_EXEC_FAILED;
     }
     if (now >= self->deadline_ms) {
         snprintf(self->why, sizeof self->why, "core %d: generation %lld not ready within %lld s%s%s", step->core,
-                 (long long)step->generation, (long long)(self->step_timeout_ms / 1000),
-                 slot->detail[0] ? ": " : "", slot->detail);
+                 (long long)step->generation, (long long)(self->step_timeout_ms / 1000), slot->detail[0] ? ": " : "",
+                 slot->detail);
         return DRV_EXEC_FAILED;
     }
     return DRV_EXEC_WAIT;

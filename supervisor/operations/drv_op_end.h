@@ -9,8 +9,8 @@
 #include <stddef.h>
 
 typedef enum {
-    DRV_OP_ENDED = 0,   // it finished (its status says how)
-    DRV_OP_DISCARDED,   // its record is being freed first (the history is full, droverd stops)
+    DRV_OP_ENDED = 0, // it finished (its status says how)
+    DRV_OP_DISCARDED, // its record is being freed first (the history is full, droverd stops)
 } drv_op_end_t;
 
 typedef void(drv_op_end_fn)(void *arg, drv_op_end_t how);

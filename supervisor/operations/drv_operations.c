@@ -44,7 +44,7 @@ drv_change_outcome_t drv_operations_apply(drv_engine_t *engine, const drv_change
         engine->state_dirty = true;
     }
     engine->state_dirty |= change->source == DRV_SOURCE_OPAMP; // that source is kept in the state file
-    drv_registry_touch(engine, pipeline); // status shows the source
+    drv_registry_touch(engine, pipeline);                      // status shows the source
     drv_rollout_start(engine, pipeline, *rollout);
     return DRV_CHANGE_STARTED;
 }

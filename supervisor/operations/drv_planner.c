@@ -23,7 +23,7 @@ const char *drv_action_name(drv_action_t action)
 
 const char *drv_op_name(drv_op_t op)
 {
-    static const char *names[] = {"start", "wait_ready", "switch", "drain", "stop",
+    static const char *names[] = {"start", "wait_ready", "switch",    "drain", "stop",
                                   "close", "retire",     "wait_gone", "hold"};
     return op <= DRV_OP_HOLD ? names[op] : "?";
 }
@@ -102,8 +102,7 @@ static bool s_equal_without_cores(const json_t *a, const json_t *b)
 //  even one that failed (a failed 4 -> 5 then a later 4 -> 6).
 static int64_t s_next(const drv_observed_t *observed)
 {
-    return observed->next_generation > observed->generation + 1 ? observed->next_generation
-                                                                 : observed->generation + 1;
+    return observed->next_generation > observed->generation + 1 ? observed->next_generation : observed->generation + 1;
 }
 
 void drv_plan_make(const json_t *spec, const int *cores, int core_count, const drv_observed_t *observed,
@@ -230,8 +229,7 @@ void drv_plan_canary(drv_plan_t *plan, const int *cores, int core_count, const d
     }
 }
 
-void drv_plan_rollback(const drv_plan_t *plan, size_t done, const drv_observed_t *observed,
-                       drv_plan_t *rollback)
+void drv_plan_rollback(const drv_plan_t *plan, size_t done, const drv_observed_t *observed, drv_plan_t *rollback)
 {
     drv_plan_clear(rollback);
     rollback->action = plan->action;
@@ -241,10 +239,8 @@ void drv_plan_rollback(const drv_plan_t *plan, size_t done, const drv_observed_t
     //  drained comes back (and is ready) before the new one on its core goes.
     for (size_t i = done; i-- > 0;) {
         const drv_step_t *step = &plan->steps[i];
-        bool old_generation = step->generation == plan->previous_generation &&
-                              plan->action != DRV_ACTION_CREATE;
-        if (step->op == DRV_OP_DRAIN && old_generation &&
-            s_has(observed->cores, observed->core_count, step->core)) {
+        bool old_generation = step->generation == plan->previous_generation && plan->action != DRV_ACTION_CREATE;
+        if (step->op == DRV_OP_DRAIN && old_generation && s_has(observed->cores, observed->core_count, step->core)) {
             s_bring_up(rollback, step->core, step->generation);
         } else if (step->op == DRV_OP_START &&
                    (plan->action == DRV_ACTION_REPLACE || plan->action == DRV_ACTION_CREATE ||
@@ -256,8 +252,7 @@ void drv_plan_rollback(const drv_plan_t *plan, size_t done, const drv_observed_t
     }
 }
 
-void drv_plan_shutdown(const drv_slot_t *slots, size_t count, int64_t generation, bool forget,
-                       drv_plan_t *plan)
+void drv_plan_shutdown(const drv_slot_t *slots, size_t count, int64_t generation, bool forget, drv_plan_t *plan)
 {
     drv_plan_clear(plan);
     plan->action = forget ? DRV_ACTION_DELETE : DRV_ACTION_SHUTDOWN;

@@ -88,13 +88,11 @@ void drv_plan_canary(drv_plan_t *plan, const int *cores, int core_count, const d
 //  The plan that undoes a failed one from where it stopped: every core the old
 //  generation had is served by it again, the new generation is gone. done is
 //  how many steps of plan were carried out.
-void drv_plan_rollback(const drv_plan_t *plan, size_t done, const drv_observed_t *observed,
-                       drv_plan_t *rollback);
+void drv_plan_rollback(const drv_plan_t *plan, size_t done, const drv_observed_t *observed, drv_plan_t *rollback);
 
 //  The plan that stops every slot: close the front doors, retire every
 //  instance at once, then wait for each to exit. forget: a DELETE.
-void drv_plan_shutdown(const drv_slot_t *slots, size_t count, int64_t generation, bool forget,
-                       drv_plan_t *plan);
+void drv_plan_shutdown(const drv_slot_t *slots, size_t count, int64_t generation, bool forget, drv_plan_t *plan);
 
 const char *drv_action_name(drv_action_t action);
 const char *drv_op_name(drv_op_t op);

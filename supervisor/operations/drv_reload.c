@@ -35,8 +35,7 @@ static bool s_entry_same(const json_t *previous, const char *group, const char *
     return same;
 }
 
-json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, const json_t *previous,
-                                drv_source_t source)
+json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, const json_t *previous, drv_source_t source)
 {
     const char *from = source == DRV_SOURCE_OPAMP ? "remote config" : "reload";
     json_t *applied = json_array(), *skipped = json_array();
@@ -60,18 +59,21 @@ json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, cons
             char why[400] = "";
             drv_problems_t *problems = drv_problems_new();
             drv_rollout_t *rollout = NULL;
-            drv_change_t change = {.group = group, .name = name, .spec = spec, .source = source, .admit = true,
+            drv_change_t change = {.group = group,
+                                   .name = name,
+                                   .spec = spec,
+                                   .source = source,
+                                   .admit = true,
                                    .opts = {.cause = source == DRV_SOURCE_OPAMP ? "opamp" : "config"}};
             drv_change_outcome_t outcome = drv_operations_apply(engine, &change, problems, why, sizeof why, &rollout);
             if (outcome == DRV_CHANGE_INVALID) {
-                snprintf(why, sizeof why, "%s: %s", drv_problems_path(problems, 0),
-                         drv_problems_message(problems, 0));
+                snprintf(why, sizeof why, "%s: %s", drv_problems_path(problems, 0), drv_problems_message(problems, 0));
             }
             drv_problems_destroy(&problems);
             if (outcome != DRV_CHANGE_STARTED) {
                 drv_warn("%s: skipped pipeline=%s:%s reason=\"%s\"", from, group, name, why);
-                json_array_append_new(skipped, json_pack("{s:s, s:s, s:s}", "group", group,
-                                                         "pipeline", name, "reason", why));
+                json_array_append_new(skipped,
+                                      json_pack("{s:s, s:s, s:s}", "group", group, "pipeline", name, "reason", why));
                 continue;
             }
             if (replaces_api && drv_rollout_action(rollout) != DRV_ACTION_NOOP) {
@@ -79,15 +81,14 @@ json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, cons
                 drv_info("%s: pipeline=%s:%s changed in %s: its entry replaces the API's change (generation %lld)",
                          from, group, name, where, (long long)replaced);
                 char reason[200];
-                snprintf(reason, sizeof reason, "changed in %s: it replaces the change made through the API",
-                         where);
+                snprintf(reason, sizeof reason, "changed in %s: it replaces the change made through the API", where);
                 drv_events_publish(engine, "config.changed", group, name,
                                    json_pack("{s:s, s:s, s:I}", "path",
                                              source == DRV_SOURCE_OPAMP ? "opamp" : engine->config->path, "reason",
                                              reason, "replaced_generation", (json_int_t)replaced));
             }
-            json_array_append_new(applied, json_pack("{s:s, s:s, s:s}", "group", group, "pipeline",
-                                                     name, "rollout_id", drv_rollout_id(rollout)));
+            json_array_append_new(applied, json_pack("{s:s, s:s, s:s}", "group", group, "pipeline", name, "rollout_id",
+                                                     drv_rollout_id(rollout)));
         }
     }
     //  Pipelines the source used to declare and no longer does.
@@ -115,12 +116,10 @@ void drv_reload_apply(drv_engine_t *engine, const char *why)
     if (!fresh) {
         engine->config_reloads[1]++;
         drv_error("reload refused, nothing changed: %s", err);
-        drv_events_publish(engine, "config.invalid", NULL, NULL,
-                           json_pack("{s:s, s:s}", "path", path, "reason", err));
+        drv_events_publish(engine, "config.invalid", NULL, NULL, json_pack("{s:s, s:s}", "path", path, "reason", err));
         return;
     }
-    if (strcmp(fresh->run_dir, engine->config->run_dir) ||
-        strcmp(fresh->admin_zmq, engine->config->admin_zmq) ||
+    if (strcmp(fresh->run_dir, engine->config->run_dir) || strcmp(fresh->admin_zmq, engine->config->admin_zmq) ||
         strcmp(fresh->admin_events, engine->config->admin_events) ||
         strcmp(fresh->admin_http, engine->config->admin_http)) {
         drv_warn("reload: engine settings (run_dir, admin endpoints) take effect only when droverd "
@@ -136,9 +135,8 @@ void drv_reload_apply(drv_engine_t *engine, const char *why)
     int skipped = (int)json_array_size(json_object_get(result, "skipped"));
     int removed = (int)json_integer_value(json_object_get(result, "removed"));
     json_decref(result);
-    drv_info("config reloaded path=%s applied=%d skipped=%d removed=%d", path, applied, skipped,
-             removed);
-    drv_events_publish(engine, "config.reloaded", NULL, NULL,
-                       json_pack("{s:s, s:i, s:i, s:i}", "path", path, "applied", applied,
-                                 "skipped", skipped, "removed", removed));
+    drv_info("config reloaded path=%s applied=%d skipped=%d removed=%d", path, applied, skipped, removed);
+    drv_events_publish(
+        engine, "config.reloaded", NULL, NULL,
+        json_pack("{s:s, s:i, s:i, s:i}", "path", path, "applied", applied, "skipped", skipped, "removed", removed));
 }

@@ -14,10 +14,14 @@
 
 //  generation: the one to come up as (a restored pipeline keeps its number).
 //  cause: "restart" (as it ran before) or "config" (the file's).
-static void s_create(drv_engine_t *engine, const char *group, const char *name, json_t *spec,
-                     drv_source_t source, int64_t generation, const char *cause)
+static void s_create(drv_engine_t *engine, const char *group, const char *name, json_t *spec, drv_source_t source,
+                     int64_t generation, const char *cause)
 {
-    drv_change_t change = {.group = group, .name = name, .spec = spec, .source = source, .generation = generation,
+    drv_change_t change = {.group = group,
+                           .name = name,
+                           .spec = spec,
+                           .source = source,
+                           .generation = generation,
                            .opts = {.supervised = true, .cause = cause}};
     char why[8];
     drv_rollout_t *rollout;
@@ -27,8 +31,8 @@ static void s_create(drv_engine_t *engine, const char *group, const char *name, 
 //  A rollout was under way (or paused) when droverd stopped: its spec was
 //  never applied, so the pipeline comes back as its last applied
 //  generation, which is a rollback; say so, and how to try again.
-static void s_interrupted(drv_engine_t *engine, const char *group, const char *name,
-                          int64_t generation, json_t *rollout)
+static void s_interrupted(drv_engine_t *engine, const char *group, const char *name, int64_t generation,
+                          json_t *rollout)
 {
     if (!json_is_object(rollout)) {
         return;
@@ -41,23 +45,20 @@ static void s_interrupted(drv_engine_t *engine, const char *group, const char *n
              "droverd stopped; it is "
              "rolled back: generation %lld is restored; apply the spec again to retry",
              id ? id : "?", group, name, (long long)target, state ? state : "under way",
-             (long long)json_integer_value(json_object_get(rollout, "step")), op ? op : "?",
-             (long long)generation);
+             (long long)json_integer_value(json_object_get(rollout, "step")), op ? op : "?", (long long)generation);
     drv_events_publish(engine, "rollout.interrupted", group, name,
                        json_pack("{s:O?, s:O?, s:O?, s:O?, s:s, s:I}", "rollout_id",
-                                 json_object_get(rollout, "rollout_id"), "state",
-                                 json_object_get(rollout, "state"), "step",
-                                 json_object_get(rollout, "step"), "target_generation",
-                                 json_object_get(rollout, "target_generation"), "outcome",
-                                 "rolled_back", "restored_generation", (json_int_t)generation));
+                                 json_object_get(rollout, "rollout_id"), "state", json_object_get(rollout, "state"),
+                                 "step", json_object_get(rollout, "step"), "target_generation",
+                                 json_object_get(rollout, "target_generation"), "outcome", "rolled_back",
+                                 "restored_generation", (json_int_t)generation));
 }
 
 typedef enum { FILE_SAME, FILE_CHANGED, FILE_GONE } file_verdict_t;
 
 //  What became of a pipeline's entry in the config file since the state
 //  file was written (config: the hashes it recorded; NULL: none recorded).
-static file_verdict_t s_file_verdict(drv_engine_t *engine, const json_t *config, const char *group,
-                                     const char *name)
+static file_verdict_t s_file_verdict(drv_engine_t *engine, const json_t *config, const char *group, const char *name)
 {
     if (!config) {
         return FILE_SAME; // a state file from before the record: it wins, as it always did
@@ -73,35 +74,31 @@ static file_verdict_t s_file_verdict(drv_engine_t *engine, const json_t *config,
     return same ? FILE_SAME : FILE_CHANGED;
 }
 
-static void s_file_wins(drv_engine_t *engine, const char *group, const char *name,
-                        int64_t generation, const char *why)
+static void s_file_wins(drv_engine_t *engine, const char *group, const char *name, int64_t generation, const char *why)
 {
     json_t *spec = json_object_get(json_object_get(engine->config->groups, group), name);
-    drv_info(
-        "restart: pipeline=%s:%s %s since the state file was written: the file's spec is applied "
-        "(generation %lld)",
-        group, name, why, (long long)generation);
+    drv_info("restart: pipeline=%s:%s %s since the state file was written: the file's spec is applied "
+             "(generation %lld)",
+             group, name, why, (long long)generation);
     drv_events_publish(engine, "config.changed", group, name,
-                       json_pack("{s:s, s:s, s:I}", "path", engine->config->path, "reason", why,
-                                 "generation", (json_int_t)generation));
+                       json_pack("{s:s, s:s, s:I}", "path", engine->config->path, "reason", why, "generation",
+                                 (json_int_t)generation));
     s_create(engine, group, name, spec, DRV_SOURCE_CONFIG, generation, "config");
 }
 
 //  One pipeline the state file holds.
-static void s_restore(drv_engine_t *engine, const json_t *config, const char *group,
-                      const char *name, json_t *entry)
+static void s_restore(drv_engine_t *engine, const json_t *config, const char *group, const char *name, json_t *entry)
 {
     json_t *spec = json_object_get(entry, "spec");
     //  The state file keeps the remote config's; the file's are whatever it declares now.
     bool declared = json_object_get(json_object_get(engine->config->groups, group), name) != NULL;
     const char *saved = json_string_value(json_object_get(entry, "source")) ?: "";
-    drv_source_t source = !strcmp(saved, "opamp")         ? DRV_SOURCE_OPAMP
+    drv_source_t source = !strcmp(saved, "opamp")            ? DRV_SOURCE_OPAMP
                           : declared && strcmp(saved, "api") ? DRV_SOURCE_CONFIG
-                                                           : DRV_SOURCE_API;
+                                                             : DRV_SOURCE_API;
     int64_t generation = json_integer_value(json_object_get(entry, "generation"));
     s_interrupted(engine, group, name, generation, json_object_get(entry, "rollout"));
-    file_verdict_t verdict =
-        source == DRV_SOURCE_OPAMP ? FILE_SAME : s_file_verdict(engine, config, group, name);
+    file_verdict_t verdict = source == DRV_SOURCE_OPAMP ? FILE_SAME : s_file_verdict(engine, config, group, name);
     if (verdict == FILE_CHANGED) {
         s_file_wins(engine, group, name, generation + 1, "its entry in the config file changed");
     } else if (verdict == FILE_GONE) {
@@ -109,9 +106,9 @@ static void s_restore(drv_engine_t *engine, const json_t *config, const char *gr
                  "written: not "
                  "started",
                  group, name);
-        drv_events_publish(engine, "config.changed", group, name,
-                           json_pack("{s:s, s:s}", "path", engine->config->path, "reason",
-                                     "gone from the config file: not started"));
+        drv_events_publish(
+            engine, "config.changed", group, name,
+            json_pack("{s:s, s:s}", "path", engine->config->path, "reason", "gone from the config file: not started"));
         engine->state_dirty = true; // forgotten
     } else if (json_is_true(json_object_get(entry, "running"))) {
         s_create(engine, group, name, spec, source, generation, "restart");
@@ -159,8 +156,7 @@ void drv_restore_start_pipelines(drv_engine_t *engine)
         }
     }
     if (state) {
-        drv_info("restored from state file path=%s pipelines=%d", engine->config->state_file,
-                 count);
+        drv_info("restored from state file path=%s pipelines=%d", engine->config->state_file, count);
     }
     //  The file's pipelines the state file does not hold: all of them when
     //  there is none; those new in the file since it was written.

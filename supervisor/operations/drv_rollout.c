@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *s_core_state_names[] = {"pending", "starting",    "ready",  "switched",
-                                           "draining_old", "retired", "failed", "rolled_back"};
-static const char *s_state_names[] = {"pending", "running", "succeeded", "failed", "rolling_back",
-                                      "rollback_failed", "paused"};
+static const char *s_core_state_names[] = {"pending",      "starting", "ready",  "switched",
+                                           "draining_old", "retired",  "failed", "rolled_back"};
+static const char *s_state_names[] = {"pending",      "running",         "succeeded", "failed",
+                                      "rolling_back", "rollback_failed", "paused"};
 
 void drv_rollout_touch(drv_rollout_t *self)
 {
@@ -65,8 +65,8 @@ void drv_rollout_core_state(drv_rollout_t *self, int core, core_state_t state, c
     }
 }
 
-drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group,
-                                const char *name, json_t *spec, const drv_rollout_opts_t *opts)
+drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group, const char *name,
+                                json_t *spec, const drv_rollout_opts_t *opts)
 {
     drv_rollout_t *self = calloc(1, sizeof *self);
     bool supervised = opts->supervised, dry_run = opts->dry_run;
@@ -315,20 +315,19 @@ static json_t *s_json(const drv_rollout_t *self)
     json_t *cores = json_array();
     for (int i = 0; i < self->core_count; i++) {
         const rollout_core_t *c = &self->cores[i];
-        json_array_append_new(cores, json_pack("{s:i, s:o, s:o, s:s, s:s}", "core", c->core,
-                                               "previous_generation", s_generation(c->previous_generation),
-                                               "target_generation", s_generation(c->target_generation),
-                                               "state", s_core_state_names[c->state], "detail", c->detail));
+        json_array_append_new(cores, json_pack("{s:i, s:o, s:o, s:s, s:s}", "core", c->core, "previous_generation",
+                                               s_generation(c->previous_generation), "target_generation",
+                                               s_generation(c->target_generation), "state",
+                                               s_core_state_names[c->state], "detail", c->detail));
     }
-    json_t *result = json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:b, s:o, s:o}", "rollout_id",
-        self->id[0] ? self->id : "rollout-0", "group", self->group, "pipeline", self->pipeline, "action",
-        drv_action_name(self->plan.action), "state", s_state_names[self->state], "target_generation",
-        (json_int_t)self->plan.target_generation, "previous_generation",
-        s_generation(self->plan.previous_generation), "started_at", s_time(self->started_at),
-        "updated_at", s_time(self->updated_at), "failure_reason",
-        self->failure_reason[0] ? json_string(self->failure_reason) : json_null(), "dry_run",
-        self->dry_run, "plan", drv_plan_to_json(&self->plan), "cores", cores);
+    json_t *result = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:b, s:o, s:o}", "rollout_id",
+                               self->id[0] ? self->id : "rollout-0", "group", self->group, "pipeline", self->pipeline,
+                               "action", drv_action_name(self->plan.action), "state", s_state_names[self->state],
+                               "target_generation", (json_int_t)self->plan.target_generation, "previous_generation",
+                               s_generation(self->plan.previous_generation), "started_at", s_time(self->started_at),
+                               "updated_at", s_time(self->updated_at), "failure_reason",
+                               self->failure_reason[0] ? json_string(self->failure_reason) : json_null(), "dry_run",
+                               self->dry_run, "plan", drv_plan_to_json(&self->plan), "cores", cores);
     if (self->rollback.count > 0) {
         json_object_set_new(result, "rollback_plan", drv_plan_to_json(&self->rollback));
     }
@@ -363,10 +362,10 @@ const char *drv_rollout_state_name(drv_rollout_state_t state)
 
 static void s_event(drv_engine_t *engine, drv_rollout_t *self)
 {
-    json_t *fields = json_pack("{s:s, s:s, s:I, s:o}", "rollout_id", self->id, "action",
-                               drv_action_name(self->plan.action), "target_generation",
-                               (json_int_t)self->plan.target_generation, "failure_reason",
-                               self->failure_reason[0] ? json_string(self->failure_reason) : json_null());
+    json_t *fields =
+        json_pack("{s:s, s:s, s:I, s:o}", "rollout_id", self->id, "action", drv_action_name(self->plan.action),
+                  "target_generation", (json_int_t)self->plan.target_generation, "failure_reason",
+                  self->failure_reason[0] ? json_string(self->failure_reason) : json_null());
     char topic[64];
     snprintf(topic, sizeof topic, "rollout.%s", s_state_names[self->state]);
     drv_events_publish(engine, topic, self->group, self->pipeline, fields);

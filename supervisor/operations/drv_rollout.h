@@ -9,9 +9,9 @@
 #include "drv_op_end.h"
 #include "drv_planner.h"
 
-#define DRV_ROLLOUT_HISTORY 32 // rollouts kept per pipeline, as the contract asks
+#define DRV_ROLLOUT_HISTORY 32         // rollouts kept per pipeline, as the contract asks
 #define DRV_ROLLOUT_HISTORY_ENTRIES 64 // entries of one rollout's history kept (the newest)
-#define DRV_ROLLOUT_SPECS_KEPT 8 // succeeded rollouts per pipeline whose spec a rollback may go back to
+#define DRV_ROLLOUT_SPECS_KEPT 8       // succeeded rollouts per pipeline whose spec a rollback may go back to
 
 typedef enum {
     DRV_RO_PENDING = 0,
@@ -33,8 +33,8 @@ typedef struct {
     //  step, and a step that times out ends the rollout failed without
     //  rolling back, so the supervisor keeps trying, as with a Deployment.
     bool supervised;
-    bool no_canary;             // a rollback: the spec's canary policy is not applied
-    bool instantiate;           // dry_run=instantiate: the candidate is also built in a throwaway instance
+    bool no_canary;   // a rollback: the spec's canary policy is not applied
+    bool instantiate; // dry_run=instantiate: the candidate is also built in a throwaway instance
     //  What asked for it (RolloutStatus `cause`): "apply" (a PUT; NULL),
     //  "rollback" (POST …/rollback, droverctl rollout undo), "config" (the
     //  config file: at start or a reload), "opamp" (a remote config),
@@ -53,8 +53,8 @@ typedef enum {
 //  Plans a change to (group, name) without touching anything: the result is a
 //  pending rollout (what dry_run returns), not attached to any pipeline.
 //  pipeline may be NULL (it does not exist yet).
-drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group,
-                                const char *name, json_t *spec, const drv_rollout_opts_t *opts);
+drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group, const char *name,
+                                json_t *spec, const drv_rollout_opts_t *opts);
 //  Attaches a planned rollout to its pipeline (now existing) and starts it.
 void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollout_t *rollout);
 void drv_rollout_destroy(drv_rollout_t **self_p);

@@ -100,9 +100,9 @@ int drv_rollout_control(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_roll
     drv_info("rollout %s pipeline=%s id=%s", drv_control_name(what), pipeline->key, self->id);
     char topic[64];
     snprintf(topic, sizeof topic, "rollout.%s_requested", drv_control_name(what));
-    drv_events_publish(engine, topic, self->group, self->pipeline,
-                       json_pack("{s:s, s:I}", "rollout_id", self->id, "target_generation",
-                                 (json_int_t)self->plan.target_generation));
+    drv_events_publish(
+        engine, topic, self->group, self->pipeline,
+        json_pack("{s:s, s:I}", "rollout_id", self->id, "target_generation", (json_int_t)self->plan.target_generation));
     drv_rollout_advance(engine, self, pipeline);
     return 0;
 }

@@ -28,15 +28,15 @@ typedef struct {
 } rollout_core_t;
 
 struct drv_rollout_t {
-    char id[32];                 // "rollout-N"
+    char id[32]; // "rollout-N"
     char group[64];
     char pipeline[64];
-    drv_pipeline_t *owner;       // set once started
-    drv_engine_t *engine;        // where its progress events go
+    drv_pipeline_t *owner; // set once started
+    drv_engine_t *engine;  // where its progress events go
     drv_rollout_state_t state;
     bool dry_run;
-    int64_t started_at;          // wall ms
-    int64_t started_mono_ms;     // for drover_rollout_duration_seconds
+    int64_t started_at;      // wall ms
+    int64_t started_mono_ms; // for drover_rollout_duration_seconds
     int64_t updated_at;
     char failure_reason[400];
     char cause[16];              // drv_rollout_opts_t's
@@ -53,19 +53,19 @@ struct drv_rollout_t {
     drv_executor_t exec;         // carrying out plan, then rollback
     int64_t step_timeout_ms;
     int64_t drain_timeout_ms;
-    json_t *new_spec;            // target generation's spec (released once finished)
-    json_t *old_spec;            // previous generation's spec, or NULL (released once finished)
-    json_t *spec_changes;        // what it changes in the spec ([{path, from, to}], redacted), kept
-    json_t *spec_kept;           // once it succeeded, the spec it rolled out, while it is among the
-                                 // newest DRV_ROLLOUT_SPECS_KEPT that did (rollback ?to=)
-    int *old_cores;              // old_core_count of them, owned
+    json_t *new_spec;     // target generation's spec (released once finished)
+    json_t *old_spec;     // previous generation's spec, or NULL (released once finished)
+    json_t *spec_changes; // what it changes in the spec ([{path, from, to}], redacted), kept
+    json_t *spec_kept;    // once it succeeded, the spec it rolled out, while it is among the
+                          // newest DRV_ROLLOUT_SPECS_KEPT that did (rollback ?to=)
+    int *old_cores;       // old_core_count of them, owned
     int old_core_count;
     int64_t old_generation;
     bool old_running;
-    rollout_core_t *cores;       // every core the rollout touches, owned
+    rollout_core_t *cores; // every core the rollout touches, owned
     int core_count;
-    drv_op_listeners_t *on_end;  // told when it ends (the admin layer's waiting requests)
-    json_t *finished_json;       // its RolloutStatus once finished, while it is the latest (shared)
+    drv_op_listeners_t *on_end; // told when it ends (the admin layer's waiting requests)
+    json_t *finished_json;      // its RolloutStatus once finished, while it is the latest (shared)
 };
 
 //  The record changed (updated_at).

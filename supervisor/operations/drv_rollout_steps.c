@@ -70,8 +70,7 @@ static void s_keep_spec(drv_pipeline_t *pipeline, drv_rollout_t *self)
     }
 }
 
-static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline,
-                     drv_rollout_state_t state)
+static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline, drv_rollout_state_t state)
 {
     if (state == DRV_RO_SUCCEEDED || self->supervised) {
         s_commit(engine, self, pipeline);
@@ -114,11 +113,10 @@ static void s_finish(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *
     self->old_core_count = 0;
 }
 
-static void s_fail(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline, int core,
-                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void s_fail(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline, int core, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
-static void s_fail(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline, int core,
-                   const char *fmt, ...)
+static void s_fail(drv_engine_t *engine, drv_rollout_t *self, drv_pipeline_t *pipeline, int core, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
@@ -321,7 +319,7 @@ void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollo
     if (self->plan.target_generation >= pipeline->next_generation) {
         pipeline->next_generation = self->plan.target_generation + 1; // taken, whatever becomes of it
     }
-    engine->state_dirty = true; // the ids and numbers given out are kept across restarts
+    engine->state_dirty = true;                                // the ids and numbers given out are kept across restarts
     zlistx_set_destructor(pipeline->rollouts, s_rollout_free); // the history owns its rollouts
     drv_rollout_t *previous = zlistx_last(pipeline->rollouts);
     if (previous) {
@@ -342,9 +340,8 @@ void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollo
         drv_registry_set_spec(engine, pipeline, self->new_spec); // what status shows meanwhile
         pipeline->shut_down = false;
     }
-    drv_info("rollout started pipeline=%s id=%s action=%s target_generation=%lld steps=%zu", pipeline->key,
-             self->id, drv_action_name(self->plan.action), (long long)self->plan.target_generation,
-             self->plan.count);
+    drv_info("rollout started pipeline=%s id=%s action=%s target_generation=%lld steps=%zu", pipeline->key, self->id,
+             drv_action_name(self->plan.action), (long long)self->plan.target_generation, self->plan.count);
     drv_rollout_set_state(engine, self, DRV_RO_RUNNING);
     drv_rollout_begin(self);
     char why[400];

@@ -34,13 +34,13 @@ struct drv_shutdown_t {
     char group[64];
     char pipeline[64];
     drv_pipeline_t *owner;
-    bool forget;                // DELETE: remove the pipeline at the end
+    bool forget; // DELETE: remove the pipeline at the end
     bool done;
     int64_t started_at, updated_at;
     int64_t drain_timeout_ms;
-    shutdown_core_t *cores;     // one per instance it stops, owned
+    shutdown_core_t *cores; // one per instance it stops, owned
     int core_count;
-    drv_plan_t plan;            // close, retire every instance, wait for each
+    drv_plan_t plan; // close, retire every instance, wait for each
     drv_executor_t exec;
     drv_op_listeners_t *on_end; // told when it ends (the admin layer's waiting requests)
     uint64_t changes;           // bumped by every change of what its ShutdownStatus shows
@@ -110,8 +110,7 @@ drv_shutdown_t *drv_shutdown_start(drv_engine_t *engine, drv_pipeline_t *pipelin
     free(slots);
     drv_executor_begin(&self->exec, &self->plan, 0);
     pipeline->shutdown_active = self;
-    drv_info("pipeline shutdown started pipeline=%s id=%s forget=%s", pipeline->key, self->id,
-             forget ? "yes" : "no");
+    drv_info("pipeline shutdown started pipeline=%s id=%s forget=%s", pipeline->key, self->id, forget ? "yes" : "no");
     drv_events_publish(engine, "shutdown.running", pipeline->group, pipeline->name,
                        json_pack("{s:s}", "shutdown_id", self->id));
     //  The loop runs it (even a DELETE of a pipeline with no instance), so
@@ -165,9 +164,9 @@ json_t *drv_shutdown_json(const drv_shutdown_t *self)
     }
     return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:n, s:o, s:b, s:o, s:I}", "shutdown_id", self->id, "group",
                      self->group, "pipeline", self->pipeline, "state", self->done ? "succeeded" : "running",
-                     "started_at", s_time(self->started_at), "updated_at", s_time(self->updated_at),
-                     "failure_reason", "cores", cores, "forget", self->forget, "plan", drv_plan_to_json(&self->plan),
-                     "step", (json_int_t)self->exec.next);
+                     "started_at", s_time(self->started_at), "updated_at", s_time(self->updated_at), "failure_reason",
+                     "cores", cores, "forget", self->forget, "plan", drv_plan_to_json(&self->plan), "step",
+                     (json_int_t)self->exec.next);
 }
 
 static shutdown_core_t *s_core(drv_shutdown_t *self, int core, int64_t generation)

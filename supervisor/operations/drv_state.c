@@ -39,10 +39,10 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
             if (!p->running && !p->shut_down) {
                 continue; // never came up: nothing was applied
             }
-            json_t *entry = json_pack("{s:O, s:b, s:I, s:I, s:o}", "spec", p->spec, "running",
-                                      p->running && !p->shutdown_active, "generation", (json_int_t)p->generation,
-                                      "next_generation", (json_int_t)p->next_generation, "rollouts",
-                                      drv_rollout_history_saved(p));
+            json_t *entry =
+                json_pack("{s:O, s:b, s:I, s:I, s:o}", "spec", p->spec, "running", p->running && !p->shutdown_active,
+                          "generation", (json_int_t)p->generation, "next_generation", (json_int_t)p->next_generation,
+                          "rollouts", drv_rollout_history_saved(p));
             if (p->source != DRV_SOURCE_CONFIG) { // config: whatever the file declares at the next start
                 json_object_set_new(entry, "source", json_string(p->source == DRV_SOURCE_OPAMP ? "opamp" : "api"));
             }
@@ -81,8 +81,8 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
         }
         json_object_set_new(config, group, hashes);
     }
-    json_t *doc = json_pack("{s:i, s:o, s:o, s:I}", "version", 1, "groups", groups, "config", config,
-                            "next_rollout_id", (json_int_t)engine->next_rollout_id);
+    json_t *doc = json_pack("{s:i, s:o, s:o, s:I}", "version", 1, "groups", groups, "config", config, "next_rollout_id",
+                            (json_int_t)engine->next_rollout_id);
     if (engine->opamp_saved) {
         json_object_set(doc, "opamp", engine->opamp_saved);
     }
@@ -231,7 +231,8 @@ json_t *drv_state_load(drv_engine_t *engine, json_t **config, char *err, size_t 
         {
             if (!drv_spec_valid_id(name)) {
                 drv_error("state file: pipeline skipped path=%s group=%s reason=\"pipeline name must match "
-                          "[a-z0-9_-]{1,63}\"", path, group);
+                          "[a-z0-9_-]{1,63}\"",
+                          path, group);
                 continue;
             }
             drv_problems_t *problems = drv_problems_new();
@@ -240,7 +241,8 @@ json_t *drv_state_load(drv_engine_t *engine, json_t **config, char *err, size_t 
             json_t *spec = drv_spec_normalize(json_object_get(entry, "spec"), &engine->spec_env, prefix, problems);
             if (spec && ++count > (size_t)engine->config->max_pipelines) {
                 drv_error("state file: pipeline skipped path=%s pipeline=%s:%s reason=\"more than %d pipelines "
-                          "(engine.limits.max_pipelines)\"", path, group, name, engine->config->max_pipelines);
+                          "(engine.limits.max_pipelines)\"",
+                          path, group, name, engine->config->max_pipelines);
                 json_decref(spec);
             } else if (!spec) {
                 drv_error("state file: pipeline skipped path=%s field=%s reason=\"%s\"", path,

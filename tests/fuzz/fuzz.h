@@ -11,11 +11,11 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 //  A broken invariant is a crash the fuzzer reports, in every build.
-#define FUZZ_ASSERT(cond)                                                                                    \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            __builtin_trap();                                                                                \
-        }                                                                                                    \
+#define FUZZ_ASSERT(cond)                                                                                              \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            __builtin_trap();                                                                                          \
+        }                                                                                                              \
     } while (0)
 
 //  Records a receiver built as objects, checked to be maps and packed as one

@@ -48,15 +48,13 @@ static void s_back_out(drv_otlp_signal_t signal, const msgpack_object *records, 
 }
 
 //  drv_pbcheck's estimate is an upper bound of what the decode allocates.
-static void s_check_estimate(drv_otlp_signal_t signal, const uint8_t *wire, size_t size,
-                             bool accepted)
+static void s_check_estimate(drv_otlp_signal_t signal, const uint8_t *wire, size_t size, bool accepted)
 {
     if (accepted) {
-        fuzz_check_estimate(
-            signal == DRV_OTLP_LOGS
-                ? &opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor
-                : &opentelemetry__proto__collector__trace__v1__export_trace_service_request__descriptor,
-            wire, size);
+        fuzz_check_estimate(signal == DRV_OTLP_LOGS
+                                ? &opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor
+                                : &opentelemetry__proto__collector__trace__v1__export_trace_service_request__descriptor,
+                            wire, size);
     }
 }
 
@@ -68,8 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     drv_otlp_signal_t signal = data[0] & 1 ? DRV_OTLP_TRACES : DRV_OTLP_LOGS;
     drv_otlp_request_t request;
     char err[300] = "";
-    int rc = data[0] & 2 ? drv_otlp_json_parse(signal, (const char *)data + 1, size - 1, &request,
-                                               err, sizeof err)
+    int rc = data[0] & 2 ? drv_otlp_json_parse(signal, (const char *)data + 1, size - 1, &request, err, sizeof err)
                          : drv_otlp_unpack(signal, data + 1, size - 1, &request, err, sizeof err);
     if (!(data[0] & 2)) {
         s_check_estimate(signal, data + 1, size - 1, rc == 0);
@@ -103,8 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     msgpack_object root;
     const msgpack_object *records;
     char reason[200] = "";
-    int got =
-        drv_batch_decode_checked(out.data, out.size, &zone, &root, &records, reason, sizeof reason);
+    int got = drv_batch_decode_checked(out.data, out.size, &zone, &root, &records, reason, sizeof reason);
     FUZZ_ASSERT(got == n);
     if (got > 0) {
         s_back_out(signal, records, (size_t)n);

@@ -86,17 +86,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     //  The levels above the innermost value: request -> resource -> scope -> record.
     if (signal == DRV_OTLP_LOGS) {
-        s_wrap(&value, 5);  // LogRecord.body
+        s_wrap(&value, 5); // LogRecord.body
         depth += 4;
     } else {
-        s_wrap(&value, 2);  // KeyValue.value
+        s_wrap(&value, 2); // KeyValue.value
         drv_buf_t kv = {0};
         drv_buf_append(&kv, "\x0a\x01k", 3);
         drv_buf_append(&kv, value.data, value.len);
         drv_buf_free(&value);
         value = kv;
-        s_wrap(&value, 9);  // Span.attributes
-        drv_buf_append(&value, "\x0a\x10" "0123456789abcdef" "\x12\x08" "01234567", 28); // ids
+        s_wrap(&value, 9); // Span.attributes
+        drv_buf_append(&value,
+                       "\x0a\x10"
+                       "0123456789abcdef"
+                       "\x12\x08"
+                       "01234567",
+                       28); // ids
         depth += 5;
     }
     s_wrap(&value, 2); // ScopeLogs.log_records / ScopeSpans.spans

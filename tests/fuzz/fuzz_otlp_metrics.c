@@ -32,17 +32,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size--;
     drv_otlp_request_t request;
     char err[300] = "";
-    int rc = json ? drv_otlp_json_parse(DRV_OTLP_METRICS, (const char *)data, size, &request, err,
-                                        sizeof err)
+    int rc = json ? drv_otlp_json_parse(DRV_OTLP_METRICS, (const char *)data, size, &request, err, sizeof err)
                   : drv_otlp_unpack(DRV_OTLP_METRICS, data, size, &request, err, sizeof err);
     if (rc != 0) {
         FUZZ_ASSERT(request.message == NULL && err[0]);
         return 0;
     }
     if (!json) {
-        fuzz_check_estimate(
-            &opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__descriptor,
-            data, size);
+        fuzz_check_estimate(&opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__descriptor,
+                            data, size);
     }
 
     msgpack_zone built_zone;
@@ -62,8 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         msgpack_object root;
         const msgpack_object *records;
         char reason[200] = "";
-        FUZZ_ASSERT(drv_batch_decode(out.data, out.size, &zone, &root, &records, reason,
-                                     sizeof reason) == n);
+        FUZZ_ASSERT(drv_batch_decode(out.data, out.size, &zone, &root, &records, reason, sizeof reason) == n);
         msgpack_zone_destroy(&zone);
         msgpack_sbuffer_destroy(&out);
     }

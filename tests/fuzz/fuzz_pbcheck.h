@@ -22,8 +22,7 @@ static void fuzz_counted_free(void *data, void *ptr)
 }
 
 //  wire decodes as desc (it was accepted), allocating no more than estimated.
-static inline void fuzz_check_estimate(const ProtobufCMessageDescriptor *desc, const uint8_t *wire,
-                                       size_t size)
+static inline void fuzz_check_estimate(const ProtobufCMessageDescriptor *desc, const uint8_t *wire, size_t size)
 {
     size_t used = 0;
     ProtobufCAllocator counting = {fuzz_counted_alloc, fuzz_counted_free, &used};

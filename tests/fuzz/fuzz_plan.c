@@ -20,8 +20,8 @@
 
 static const drv_cpus_t s_cpus = {.count = 4, .ids = {0, 1, 2, 3}};
 static const char *const s_dirs[] = {"/var/lib/drover"};
-static const drv_spec_env_t s_env = {.cpus = &s_cpus, .data_dirs = s_dirs, .data_dir_count = 1,
-                                     .run_dir = "/run/drover"};
+static const drv_spec_env_t s_env = {
+    .cpus = &s_cpus, .data_dirs = s_dirs, .data_dir_count = 1, .run_dir = "/run/drover"};
 static const char s_running[] =
     "{\"cores\":{\"count\":2},\"nodes\":{\"g\":{\"type\":\"receiver:generator\",\"config\":{\"rate\":0,"
     "\"count\":0,\"record\":{}},\"to\":[\"n\"]},\"n\":{\"type\":\"exporter:null\",\"config\":{},\"to\":[]}},"
@@ -44,8 +44,8 @@ static void s_plan(const json_t *spec)
     FUZZ_ASSERT(plan.action == DRV_ACTION_CREATE && plan.count > 0 && plan.count <= 3 * (size_t)s_cpus.count);
     json_t *running = json_loads(s_running, 0, NULL);
     const int running_cores[] = {0, 1};
-    drv_observed_t observed = {.running = true, .spec = running, .generation = 3, .cores = running_cores,
-                               .core_count = 2};
+    drv_observed_t observed = {
+        .running = true, .spec = running, .generation = 3, .cores = running_cores, .core_count = 2};
     drv_plan_make(spec, cores, count, &observed, &plan);
     FUZZ_ASSERT(plan.count <= 4 * (size_t)s_cpus.count + 4);
     FUZZ_ASSERT(plan.action != DRV_ACTION_CREATE);

@@ -19,7 +19,8 @@ static void s_check_strings(const msgpack_object *o)
             s_check_strings(&o->via.map.ptr[i].val);
             for (uint32_t k = 0; k < i; k++) { // unique keys, as every record's
                 const msgpack_object *a = &o->via.map.ptr[i].key, *b = &o->via.map.ptr[k].key;
-                FUZZ_ASSERT(a->via.str.size != b->via.str.size || memcmp(a->via.str.ptr, b->via.str.ptr, a->via.str.size));
+                FUZZ_ASSERT(a->via.str.size != b->via.str.size ||
+                            memcmp(a->via.str.ptr, b->via.str.ptr, a->via.str.size));
             }
         }
     }

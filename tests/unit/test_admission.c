@@ -54,7 +54,7 @@ static void test_an_endpoint_a_running_pipeline_binds_is_a_problem_at_its_path(v
     size_t problems;
     assert_int_equal(s_check(NULL, "127.0.0.1:9001", why, sizeof why, &problems), DRV_ADMIT_INVALID);
     assert_int_equal(problems, 1);
-    assert_int_equal(s_check(a, "127.0.0.1:9001", why, sizeof why, &problems), DRV_ADMIT_OK); // its own
+    assert_int_equal(s_check(a, "127.0.0.1:9001", why, sizeof why, &problems), DRV_ADMIT_OK);    // its own
     assert_int_equal(s_check(NULL, "127.0.0.1:9002", why, sizeof why, &problems), DRV_ADMIT_OK); // nobody runs it
     assert_int_equal(problems, 0);
 }
@@ -80,9 +80,10 @@ static void test_max_pipelines_and_a_stopping_engine_are_conflicts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_an_endpoint_a_running_pipeline_binds_is_a_problem_at_its_path, engine_setup,
+        cmocka_unit_test_setup_teardown(test_an_endpoint_a_running_pipeline_binds_is_a_problem_at_its_path,
+                                        engine_setup, engine_teardown),
+        cmocka_unit_test_setup_teardown(test_max_pipelines_and_a_stopping_engine_are_conflicts, engine_setup,
                                         engine_teardown),
-        cmocka_unit_test_setup_teardown(test_max_pipelines_and_a_stopping_engine_are_conflicts, engine_setup, engine_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

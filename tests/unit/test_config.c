@@ -82,7 +82,8 @@ static void test_config_errors_name_file_line_field(void **state)
     drv_config_destroy(&config);
     const char *two = "engine:\n  shutdown_timeout_secs: 0\n  credit_window: x\n";
     assert_null(drv_config_parse(two, strlen(two), "f.yaml", &s_cpus, err, sizeof err));
-    assert_non_null(strstr(err, "f.yaml:2: engine.shutdown_timeout_secs: must be an integer from 1 to 86400 (and 1 more problem)"));
+    assert_non_null(
+        strstr(err, "f.yaml:2: engine.shutdown_timeout_secs: must be an integer from 1 to 86400 (and 1 more problem)"));
     const char *group = "groups:\n  BAD:\n    pipelines: {}\n";
     assert_null(drv_config_parse(group, strlen(group), "f.yaml", &s_cpus, err, sizeof err));
     assert_non_null(strstr(err, "f.yaml:2: groups.BAD: group name must match"));
@@ -105,13 +106,16 @@ static void test_config_limits(void **state)
              "      a: %s\n      b: %s\n      c: %s\n",
              spec, spec, spec);
     assert_null(drv_config_parse(three, strlen(three), "f.yaml", &s_cpus, err, sizeof err));
-    assert_non_null(strstr(err, "f.yaml:8: groups.default.pipelines.c: more than 2 pipelines (engine.limits.max_pipelines)"));
+    assert_non_null(
+        strstr(err, "f.yaml:8: groups.default.pipelines.c: more than 2 pipelines (engine.limits.max_pipelines)"));
     const char *bad = "engine:\n  limits:\n    max_message_bytes: 10\n    max_nodes: 3\n";
     assert_null(drv_config_parse(bad, strlen(bad), "f.yaml", &s_cpus, err, sizeof err));
-    assert_non_null(strstr(err, "f.yaml:4: engine.limits.max_nodes: unknown key \"max_nodes\" (allowed: max_pipelines max_message_bytes front_door_buffer_bytes stream_queue_bytes) (and 1 more problem)"));
+    assert_non_null(strstr(err, "f.yaml:4: engine.limits.max_nodes: unknown key \"max_nodes\" (allowed: max_pipelines "
+                                "max_message_bytes front_door_buffer_bytes stream_queue_bytes) (and 1 more problem)"));
     const char *small = "engine:\n  limits:\n    max_message_bytes: 10\n";
     assert_null(drv_config_parse(small, strlen(small), "f.yaml", &s_cpus, err, sizeof err));
-    assert_non_null(strstr(err, "f.yaml:3: engine.limits.max_message_bytes: must be an integer from 1024 to 268435456"));
+    assert_non_null(
+        strstr(err, "f.yaml:3: engine.limits.max_message_bytes: must be an integer from 1024 to 268435456"));
 }
 
 int main(void)

@@ -115,8 +115,9 @@ static void s_filter_case(const char *op, const char *value, const char *expect)
     char name[64];
     snprintf(name, sizeof name, "filter-%s-%d", op, rand());
     drv_dag_t *dag = s_dag(nodes, name);
-    s_ingest(dag, "[{\"id\":1,\"v\":1},{\"id\":2,\"v\":3},{\"id\":3,\"v\":\"3\"},{\"id\":4},{\"id\":5,\"v\":3.0},"
-                  "{\"id\":6,\"v\":\"abc\"}]",
+    s_ingest(dag,
+             "[{\"id\":1,\"v\":1},{\"id\":2,\"v\":3},{\"id\":3,\"v\":\"3\"},{\"id\":4},{\"id\":5,\"v\":3.0},"
+             "{\"id\":6,\"v\":\"abc\"}]",
              6);
     char path[256];
     snprintf(path, sizeof path, "%s/%s.ndjson", s_dir, name);
@@ -139,11 +140,11 @@ static void test_filter_ops(void **state)
 {
     (void)state;
     s_filter_case("eq", "3", "25");
-    s_filter_case("ne", "3", "136");     // a record without the field matches no op
+    s_filter_case("ne", "3", "136"); // a record without the field matches no op
     s_filter_case("lt", "3", "1");
     s_filter_case("le", "3", "125");
     s_filter_case("gt", "1", "25");
-    s_filter_case("ge", "\"3\"", "36");  // strings compare with strings only
+    s_filter_case("ge", "\"3\"", "36"); // strings compare with strings only
     s_filter_case("eq", "\"abc\"", "6");
     s_filter_case("exists", NULL, "12356");
 }
@@ -151,12 +152,12 @@ static void test_filter_ops(void **state)
 static void test_transform_set_rename_delete_in_order(void **state)
 {
     (void)state;
-    drv_dag_t *dag = s_dag(
-        "{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"tcp://127.0.0.1:1\"},\"to\":[\"t\"]},"
-        "\"t\":{\"type\":\"processor:transform\",\"config\":{\"set\":{\"env\":\"prod\",\"a\":9},"
-        "\"rename\":{\"msg\":\"message\",\"a\":\"b\"},\"delete\":[\"debug\",\"env2\"]},\"to\":[\"out\"]},"
-        "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"%s/%s.ndjson\"}}}",
-        "transform");
+    drv_dag_t *dag =
+        s_dag("{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"tcp://127.0.0.1:1\"},\"to\":[\"t\"]},"
+              "\"t\":{\"type\":\"processor:transform\",\"config\":{\"set\":{\"env\":\"prod\",\"a\":9},"
+              "\"rename\":{\"msg\":\"message\",\"a\":\"b\"},\"delete\":[\"debug\",\"env2\"]},\"to\":[\"out\"]},"
+              "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"%s/%s.ndjson\"}}}",
+              "transform");
     s_ingest(dag, "[{\"msg\":\"hi\",\"debug\":1,\"b\":1,\"env\":\"dev\"}]", 1);
     char path[256];
     snprintf(path, sizeof path, "%s/transform.ndjson", s_dir);
@@ -198,10 +199,10 @@ static void test_fan_out_branches_do_not_see_each_other(void **state)
 static void test_malformed_input_is_counted_not_forwarded(void **state)
 {
     (void)state;
-    drv_dag_t *dag = s_dag(
-        "{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"tcp://127.0.0.1:1\"},\"to\":[\"out\"]},"
-        "\"out\":{\"type\":\"exporter:null\"}}",
-        "junk");
+    drv_dag_t *dag =
+        s_dag("{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"tcp://127.0.0.1:1\"},\"to\":[\"out\"]},"
+              "\"out\":{\"type\":\"exporter:null\"}}",
+              "junk");
     char err[200];
     assert_int_equal(drv_dag_ingest(dag, "in", "\xc1", 1, err, sizeof err), -1);
     assert_int_equal(drv_dag_ingest(dag, "in", "\x92\x01\x02", 3, err, sizeof err), -1);
@@ -257,9 +258,10 @@ static void test_full_disk_holds_the_batch_unsettled_without_blocking(void **sta
 static void test_unopenable_file_fails_init(void **state)
 {
     (void)state;
-    json_t *spec = json_loads("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"config\":{},\"to\":[\"out\"]},"
-                              "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/proc/none/{core}.ndjson\"}}}}",
-                              0, NULL);
+    json_t *spec =
+        json_loads("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"config\":{},\"to\":[\"out\"]},"
+                   "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/proc/none/{core}.ndjson\"}}}}",
+                   0, NULL);
     drv_dag_identity_t who = {"default", "p", 1, 3, NULL, 1};
     char err[300];
     assert_null(drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err));
@@ -272,15 +274,22 @@ static void test_unopenable_file_fails_init(void **state)
 static void test_ndjson_is_valid_utf8_and_duplicate_keys_are_refused(void **state)
 {
     (void)state;
-    drv_dag_t *dag = s_dag("{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"tcp://127.0.0.1:1\"},"
-                           "\"to\":[\"out\"]},\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"%s/%s.ndjson\"}}}",
-                           "strict");
+    drv_dag_t *dag =
+        s_dag("{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"tcp://127.0.0.1:1\"},"
+              "\"to\":[\"out\"]},\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"%s/%s.ndjson\"}}}",
+              "strict");
     char err[200];
     //  {"s": surrogate, "o": overlong "/", "h": past U+10FFFF, "ok": "é"}
     const char record[] = "\x84\xa1s\xa3\xed\xa0\x80\xa1o\xa2\xc0\xaf\xa1h\xa4\xf4\x90\x80\x80\xa2ok\xa2\xc3\xa9";
     assert_int_equal(drv_dag_ingest(dag, "in", record, sizeof record - 1, err, sizeof err), 1);
     //  {"a": 1, "b": 2, "a": 3}: refused whole, with the key named.
-    const char dup[] = "\x83\xa1" "a" "\x01\xa1" "b" "\x02\xa1" "a" "\x03";
+    const char dup[] = "\x83\xa1"
+                       "a"
+                       "\x01\xa1"
+                       "b"
+                       "\x02\xa1"
+                       "a"
+                       "\x03";
     assert_true(drv_dag_ingest(dag, "in", dup, sizeof dup - 1, err, sizeof err) < 0);
     assert_string_equal(err, "record has a duplicate key \"a\"");
     //  ... also inside a nested map of a batch.
@@ -312,7 +321,8 @@ static void test_symlinked_output_is_refused(void **state)
     char json[512];
     snprintf(json, sizeof json,
              "{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"config\":{},\"to\":[\"out\"]},"
-             "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"%s\"}}}}", link);
+             "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"%s\"}}}}",
+             link);
     json_t *spec = json_loads(json, 0, NULL);
     drv_dag_identity_t who = {"default", "p", 1, 0, NULL, 1};
     char err[300];
@@ -327,10 +337,10 @@ static void test_symlinked_output_is_refused(void **state)
 static void test_generator_paces_and_stops_at_count(void **state)
 {
     (void)state;
-    drv_dag_t *dag = s_dag(
-        "{\"in\":{\"type\":\"receiver:generator\",\"config\":{\"rate\":1000,\"count\":150,\"record\":{\"a\":1}},\"to\":[\"out\"]},"
-        "\"out\":{\"type\":\"exporter:null\"}}",
-        "gen");
+    drv_dag_t *dag = s_dag("{\"in\":{\"type\":\"receiver:generator\",\"config\":{\"rate\":1000,\"count\":150,"
+                           "\"record\":{\"a\":1}},\"to\":[\"out\"]},"
+                           "\"out\":{\"type\":\"exporter:null\"}}",
+                           "gen");
     int64_t wait;
     int total = drv_dag_generate(dag, 1000000, &wait); // t=1s: first record due
     assert_int_equal(total, 1);

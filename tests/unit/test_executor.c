@@ -23,8 +23,8 @@ typedef struct {
 typedef struct {
     slot_t slots[16];
     int count;
-    char log[2048];         // effects and notes, in order
-    bool retire_removes;    // retire removes a slot at once (nothing was running)
+    char log[2048];      // effects and notes, in order
+    bool retire_removes; // retire removes a slot at once (nothing was running)
 } fake_t;
 
 static fake_t s_fake;
@@ -146,8 +146,8 @@ static void s_begin_replace(int64_t step_timeout_ms)
 {
     s_old_spec = json_pack("{s:{}, s:i}", "nodes", "v", 1);
     s_new_spec = json_pack("{s:{}, s:i}", "nodes", "v", 2);
-    s_observed = (drv_observed_t){.running = true, .spec = s_old_spec, .generation = 1, .cores = &s_core0,
-                                  .core_count = 1};
+    s_observed =
+        (drv_observed_t){.running = true, .spec = s_old_spec, .generation = 1, .cores = &s_core0, .core_count = 1};
     s_put(0, 1, DRV_SLOT_READY);
     drv_plan_make(s_new_spec, &s_core0, 1, &s_observed, &s_plan);
     drv_executor_begin(&s_exec, &s_plan, step_timeout_ms);
@@ -174,7 +174,7 @@ static void test_create_starts_every_core_then_waits_for_each(void **state)
     assert_int_equal(drv_executor_run(&s_exec, &s_fx, 1000), DRV_EXEC_WAIT);
     assert_string_equal(s_fake.log, "start:0@1 [start:0] start:1@1 [start:1] ");
     assert_int_equal(s_exec.deadline_ms, 6000); // from its instance's start
-    s_slot(1, 1)->state = DRV_SLOT_READY; // core 1 first: the executor still waits on core 0
+    s_slot(1, 1)->state = DRV_SLOT_READY;       // core 1 first: the executor still waits on core 0
     assert_int_equal(drv_executor_run(&s_exec, &s_fx, 2000), DRV_EXEC_WAIT);
     s_slot(0, 1)->state = DRV_SLOT_READY;
     assert_int_equal(drv_executor_run(&s_exec, &s_fx, 3000), DRV_EXEC_DONE);
@@ -194,7 +194,7 @@ static void test_replace_drains_the_old_instance_and_waits_until_it_is_gone(void
     assert_int_equal(drv_executor_run(&s_exec, &s_fx, 10), DRV_EXEC_WAIT); // draining generation 1
     assert_int_equal(s_slot(0, 1)->state, DRV_SLOT_STOPPING);
     assert_int_equal(drv_executor_run(&s_exec, &s_fx, 20), DRV_EXEC_WAIT); // asked once, still there
-    s_slot(0, 1)->state = DRV_SLOT_ABSENT;                                // it exited
+    s_slot(0, 1)->state = DRV_SLOT_ABSENT;                                 // it exited
     assert_int_equal(drv_executor_run(&s_exec, &s_fx, 30), DRV_EXEC_DONE);
     assert_string_equal(s_fake.log, "start:0@2 [start:0] [wait_ready:0] [switch:0] retire:0@1 [drain:0] ");
 }
@@ -351,8 +351,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replace_drains_the_old_instance_and_waits_until_it_is_gone, s_setup,
                                         s_teardown),
         cmocka_unit_test_setup_teardown(test_wait_ready_fails_at_the_deadline_with_the_reason, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_wait_ready_waits_for_a_restart_but_fails_on_an_exit, s_setup,
-                                        s_teardown),
+        cmocka_unit_test_setup_teardown(test_wait_ready_waits_for_a_restart_but_fails_on_an_exit, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_closes_retires_all_at_once_then_waits, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_delete_with_nothing_running_is_done_at_once, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_retire_is_asked_once_and_a_slot_gone_at_once_does_not_wait, s_setup,

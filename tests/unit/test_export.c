@@ -33,9 +33,9 @@
 #include <unistd.h>
 
 typedef struct {
-    char bodies[8][512];     // what each POST carried
+    char bodies[8][512]; // what each POST carried
     int posts;
-    int refuse;              // answer this many first POSTs 503
+    int refuse; // answer this many first POSTs 503
 } backend_t;
 
 static void s_on_head(void *arg, drv_httpd_req_t *req)
@@ -198,9 +198,9 @@ static void test_an_input_settles_only_when_its_records_are_out(void **state)
     int64_t input = drv_dag_input(dag);
     want_t want = {&backend, 1, dag};
     assert_true(s_turn_until(httpd, dag, s_refused, &want)); // the first try is answered 503
-    assert_true(drv_dag_settle(dag) < input);               // held for its retry: not settled
+    assert_true(drv_dag_settle(dag) < input);                // held for its retry: not settled
     assert_int_equal(backend.posts, 0);
-    assert_true(s_turn_until(httpd, dag, s_posts, &want));   // the retry is taken
+    assert_true(s_turn_until(httpd, dag, s_posts, &want)); // the retry is taken
     assert_true(drv_dag_settle(dag) >= input);
     assert_string_equal(backend.bodies[0], "{\"k\":1,\"s\":\"text-1\"}\n{\"k\":2,\"s\":\"text-2\"}\n");
     drv_dag_destroy(&dag);

@@ -121,8 +121,8 @@ static drv_httpd_t *s_server(server_t *self, int *port)
 static int s_client(int port, const char *path)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in addr = {
+        .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
     char request[200];
     int n = snprintf(request, sizeof request, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
@@ -144,10 +144,10 @@ static void test_an_unanswered_request_waits_suspended_and_is_answered_later(voi
     drv_httpd_t *httpd = s_server(&self, &port);
     int client = s_client(port, "/wait");
     s_turn(httpd, client, 300);
-    assert_non_null(self.held);             // on_body ran and left it
-    assert_false(s_readable(client));       // nothing sent meanwhile
+    assert_non_null(self.held);       // on_body ran and left it
+    assert_false(s_readable(client)); // nothing sent meanwhile
     struct MHD_Response *resp = MHD_create_response_from_buffer(2, "ok", MHD_RESPMEM_PERSISTENT);
-    drv_httpd_answer(self.held, 200, resp); // from the loop, outside any callback
+    drv_httpd_answer(self.held, 200, resp);           // from the loop, outside any callback
     assert_int_equal(drv_httpd_timeout_ms(httpd), 0); // resumed: the loop must run it now
     s_turn(httpd, client, 2000);
     char buf[512] = "";

@@ -22,8 +22,8 @@ static int s_setup(void **state)
     memset(&s_inst, 0, sizeof s_inst);
     snprintf(s_pipeline.key, sizeof s_pipeline.key, "default:p");
     s_inst.pipeline = &s_pipeline;
-    s_inst.spec = json_pack("{s:{s:{s:i, s:i, s:i, s:i}}}", "policies", "restart", "max_restarts", 2,
-                            "window_secs", 60, "initial_backoff_ms", 100, "max_backoff_ms", 400);
+    s_inst.spec = json_pack("{s:{s:{s:i, s:i, s:i, s:i}}}", "policies", "restart", "max_restarts", 2, "window_secs", 60,
+                            "initial_backoff_ms", 100, "max_backoff_ms", 400);
     snprintf(s_inst.id, sizeof s_inst.id, "default/p@1#0");
     s_inst.state = DRV_INST_STARTING;
     return 0;
@@ -63,7 +63,7 @@ static void test_spawn_hello_ready(void **state)
     (void)state;
     s_inst.gated = true;
     s_bring_up();
-    assert_false(s_inst.gated); // ready: its exit is a crash like any other now
+    assert_false(s_inst.gated);                     // ready: its exit is a crash like any other now
     assert_int_equal(s_step(DRV_LIFE_READY, 3), 0); // a second READY means nothing
 }
 
@@ -184,12 +184,18 @@ static void test_events_a_state_does_not_know_change_nothing(void **state)
         drv_inst_state_t state;
         drv_life_event_t event;
     } ignored[] = {
-        {DRV_INST_READY, DRV_LIFE_SPAWNED},          {DRV_INST_READY, DRV_LIFE_RESTART_DUE},
-        {DRV_INST_READY, DRV_LIFE_KILL_DEADLINE},    {DRV_INST_DRAINING, DRV_LIFE_READY},
-        {DRV_INST_DRAINING, DRV_LIFE_RETIRE},        {DRV_INST_DRAINING, DRV_LIFE_HEARTBEAT_MISSED},
-        {DRV_INST_STOPPING, DRV_LIFE_RETIRE},        {DRV_INST_STOPPING, DRV_LIFE_READY},
-        {DRV_INST_STOPPING, DRV_LIFE_DRAIN_DEADLINE}, {DRV_INST_FAILED, DRV_LIFE_EXIT},
-        {DRV_INST_FAILED, DRV_LIFE_READY},           {DRV_INST_STARTING, DRV_LIFE_RESTART_DUE},
+        {DRV_INST_READY, DRV_LIFE_SPAWNED},
+        {DRV_INST_READY, DRV_LIFE_RESTART_DUE},
+        {DRV_INST_READY, DRV_LIFE_KILL_DEADLINE},
+        {DRV_INST_DRAINING, DRV_LIFE_READY},
+        {DRV_INST_DRAINING, DRV_LIFE_RETIRE},
+        {DRV_INST_DRAINING, DRV_LIFE_HEARTBEAT_MISSED},
+        {DRV_INST_STOPPING, DRV_LIFE_RETIRE},
+        {DRV_INST_STOPPING, DRV_LIFE_READY},
+        {DRV_INST_STOPPING, DRV_LIFE_DRAIN_DEADLINE},
+        {DRV_INST_FAILED, DRV_LIFE_EXIT},
+        {DRV_INST_FAILED, DRV_LIFE_READY},
+        {DRV_INST_STARTING, DRV_LIFE_RESTART_DUE},
     };
     for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
         s_inst.state = ignored[i].state;

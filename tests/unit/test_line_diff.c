@@ -37,8 +37,7 @@ static void s_expect(const char *before, const char *after, size_t max, const ch
 static void test_one_line_changed_in_the_middle_with_two_of_context(void **state)
 {
     (void)state;
-    s_expect("a\nb\nc\nd\ne\nf\ng\n", "a\nb\nc\nD\ne\nf\ng\n", 100,
-             "@@ -2,5 +2,5 @@\n b\n c\n-d\n+D\n e\n f\n");
+    s_expect("a\nb\nc\nd\ne\nf\ng\n", "a\nb\nc\nD\ne\nf\ng\n", 100, "@@ -2,5 +2,5 @@\n b\n c\n-d\n+D\n e\n f\n");
 }
 
 static void test_added_removed_and_far_apart_changes_make_two_hunks(void **state)

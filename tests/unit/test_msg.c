@@ -83,11 +83,11 @@ static void test_every_message_round_trips(void **state)
 static void test_every_message_refuses_each_missing_required_field(void **state)
 {
     (void)state;
-    static const char *names[] = {"role", "instance", "pipeline", "node", "endpoint", "reason",
-                                  "data_endpoint", "pid", "generation", "core", "heartbeat_ms",
-                                  "credit_window", "n", "records_in", "records_out", "errors",
-                                  "batches", "ok", "reset", "spec", "receivers", "synced", "nodes",
-                                  "buffer_dir", "buffer"};
+    static const char *names[] = {"role",         "instance",      "pipeline", "node",       "endpoint",
+                                  "reason",       "data_endpoint", "pid",      "generation", "core",
+                                  "heartbeat_ms", "credit_window", "n",        "records_in", "records_out",
+                                  "errors",       "batches",       "ok",       "reset",      "spec",
+                                  "receivers",    "synced",        "nodes",    "buffer_dir", "buffer"};
     _Static_assert(sizeof names / sizeof *names == DRV_F_COUNT, "one name per field");
     int refusals = 0;
     for (int type = 0; type < DRV_MSG_TYPE_COUNT; type++) {
@@ -218,7 +218,11 @@ static void test_hostile_counts_are_refused_without_allocating(void **state)
     assert_int_equal(drv_msg_decode(&msg, "\xdd\xff\xff\xff\xff", 5, err, sizeof err), -2);
     assert_non_null(strstr(err, "claims 4294967295 items in 0 bytes"));
     assert_int_equal(drv_msg_decode(&msg, "\xdf\xff\xff\xff\xff\x01", 6, err, sizeof err), -2);
-    assert_int_equal(drv_msg_decode(&msg, "\xdb\xff\xff\xff\xff" "ab", 7, err, sizeof err), -2);
+    assert_int_equal(drv_msg_decode(&msg,
+                                    "\xdb\xff\xff\xff\xff"
+                                    "ab",
+                                    7, err, sizeof err),
+                     -2);
     assert_non_null(strstr(err, "truncated"));
     char deep[40];
     memset(deep, 0x91, sizeof deep);
@@ -255,19 +259,33 @@ static void test_mpjson_refuses_what_json_cannot_hold(void **state)
     (void)state;
     char err[300];
     //  {"a": {"b": bin "x"}}
-    const char with_bin[] = "\x81\xa1" "a" "\x81\xa1" "b" "\xc4\x01x";
+    const char with_bin[] = "\x81\xa1"
+                            "a"
+                            "\x81\xa1"
+                            "b"
+                            "\xc4\x01x";
     assert_null(drv_mpjson_decode(with_bin, sizeof with_bin - 1, err, sizeof err));
     assert_string_equal(err, "a.b: binary values are not allowed (send a string)");
     //  {"a": ["ok", "\xff"]}
-    const char bad_utf8[] = "\x81\xa1" "a" "\x92\xa2" "ok" "\xa1\xff";
+    const char bad_utf8[] = "\x81\xa1"
+                            "a"
+                            "\x92\xa2"
+                            "ok"
+                            "\xa1\xff";
     assert_null(drv_mpjson_decode(bad_utf8, sizeof bad_utf8 - 1, err, sizeof err));
     assert_string_equal(err, "a[1]: string is not valid UTF-8 without NUL");
     //  {"a": "x\0y"}
-    const char nul[] = "\x81\xa1" "a" "\xa3x\x00y";
+    const char nul[] = "\x81\xa1"
+                       "a"
+                       "\xa3x\x00y";
     assert_null(drv_mpjson_decode(nul, sizeof nul - 1, err, sizeof err));
     assert_string_equal(err, "a: string is not valid UTF-8 without NUL");
     //  {"a": 1, "a": 2}
-    const char dup[] = "\x82\xa1" "a" "\x01\xa1" "a" "\x02";
+    const char dup[] = "\x82\xa1"
+                       "a"
+                       "\x01\xa1"
+                       "a"
+                       "\x02";
     assert_null(drv_mpjson_decode(dup, sizeof dup - 1, err, sizeof err));
     assert_string_equal(err, "(top): duplicate key \"a\"");
 }

@@ -84,7 +84,7 @@ static void test_interleaved_records_are_grouped_by_resource_and_scope(void **st
     assert_string_equal(b->resource->attributes[0]->value->string_value, "b");
     assert_int_equal(a->n_scope_logs, 2); // x and y
     assert_string_equal(a->scope_logs[0]->scope->name, "x");
-    assert_int_equal(a->scope_logs[0]->n_log_records, 3);  // records 0, 1 and 4, in order
+    assert_int_equal(a->scope_logs[0]->n_log_records, 3); // records 0, 1 and 4, in order
     assert_string_equal(a->scope_logs[0]->log_records[2]->body->string_value, "record 4");
     assert_int_equal(a->scope_logs[1]->n_log_records, 1);
     assert_int_equal(b->n_scope_logs, 1);

@@ -24,7 +24,7 @@ void *__real_calloc(size_t n, size_t size);
 msgpack_zone *__real_msgpack_zone_new(size_t chunk_size);
 void *__real_msgpack_zone_malloc_expand(msgpack_zone *zone, size_t size);
 
-static long s_fail_at;    // the allocation to fail, counted from arming (0: none)
+static long s_fail_at; // the allocation to fail, counted from arming (0: none)
 static long s_count;
 
 static bool s_fails(void)
@@ -61,16 +61,21 @@ static void s_arm(long at)
 }
 
 static const char LOGS[] =
-    "{\"resourceLogs\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":\"svc\"}}]},"
-    "\"scopeLogs\":[{\"scope\":{\"name\":\"lib\",\"version\":\"1\",\"attributes\":[{\"key\":\"k\",\"value\":{\"intValue\":\"7\"}}]},"
+    "{\"resourceLogs\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":\"svc\"}}]}"
+    ","
+    "\"scopeLogs\":[{\"scope\":{\"name\":\"lib\",\"version\":\"1\",\"attributes\":[{\"key\":\"k\",\"value\":{"
+    "\"intValue\":\"7\"}}]},"
     "\"logRecords\":[{\"timeUnixNano\":\"1700000000000000000\",\"severityNumber\":9,\"severityText\":\"INFO\","
-    "\"body\":{\"kvlistValue\":{\"values\":[{\"key\":\"a\",\"value\":{\"arrayValue\":{\"values\":[{\"stringValue\":\"x\"},"
-    "null,{\"bytesValue\":\"aGVsbG8=\"},{\"kvlistValue\":{\"values\":[{\"key\":\"deep\",\"value\":{\"boolValue\":true}}]}}]}}}]}},"
+    "\"body\":{\"kvlistValue\":{\"values\":[{\"key\":\"a\",\"value\":{\"arrayValue\":{\"values\":[{\"stringValue\":"
+    "\"x\"},"
+    "null,{\"bytesValue\":\"aGVsbG8=\"},{\"kvlistValue\":{\"values\":[{\"key\":\"deep\",\"value\":{\"boolValue\":true}}"
+    "]}}]}}}]}},"
     "\"attributes\":[{\"key\":\"n\",\"value\":{\"doubleValue\":1.5}}],\"traceId\":\"5b8efff798038103d269b633813fc60c\","
     "\"spanId\":\"eee19b7ec3c1b174\"},{\"body\":{\"stringValue\":\"second\"}}]}]}]}";
 
 static const char TRACES[] =
-    "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":\"svc\"}}]},"
+    "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":\"svc\"}}]"
+    "},"
     "\"scopeSpans\":[{\"scope\":{\"name\":\"lib\"},\"spans\":[{\"traceId\":\"5b8efff798038103d269b633813fc60c\","
     "\"spanId\":\"eee19b7ec3c1b174\",\"parentSpanId\":\"eee19b7ec3c1b173\",\"name\":\"op\",\"kind\":2,"
     "\"startTimeUnixNano\":\"1\",\"endTimeUnixNano\":\"2\",\"attributes\":[{\"key\":\"a\",\"value\":{\"intValue\":1}}],"

@@ -17,7 +17,8 @@ static json_t *s_spec(const char *filter_value)
     char text[512];
     snprintf(text, sizeof text,
              "{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"config\":{},\"to\":[\"f\"]},"
-             "\"f\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\",\"value\":%s},\"to\":[\"out\"]},"
+             "\"f\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\",\"value\":%s},\"to\":["
+             "\"out\"]},"
              "\"out\":{\"type\":\"exporter:null\",\"config\":{},\"to\":[]}}}",
              filter_value);
     return json_loads(text, 0, NULL);
@@ -49,8 +50,7 @@ static void test_create_brings_up_every_core(void **state)
     assert_int_equal(s_plan.action, DRV_ACTION_CREATE);
     assert_int_equal(s_plan.target_generation, 1);
     //  Nothing to hand over: every core starts at once.
-    assert_string_equal(s_render(&s_plan),
-                        "start:0@1 start:1@1 wait_ready:0@1 wait_ready:1@1 switch:0@1 switch:1@1");
+    assert_string_equal(s_render(&s_plan), "start:0@1 start:1@1 wait_ready:0@1 wait_ready:1@1 switch:0@1 switch:1@1");
     //  A pipeline that was shut down at generation 3 comes back as generation 4.
     drv_observed_t stopped = {.running = false, .generation = 3};
     drv_plan_make(spec, cores, 1, &stopped, &s_plan);
@@ -63,10 +63,11 @@ static void test_identical_spec_is_noop_whatever_the_key_order(void **state)
 {
     (void)state;
     json_t *a = s_spec("1");
-    json_t *b = json_loads("{\"nodes\":{\"out\":{\"to\":[],\"config\":{},\"type\":\"exporter:null\"},"
-                           "\"f\":{\"to\":[\"out\"],\"config\":{\"value\":1,\"op\":\"eq\",\"field\":\"a\"},\"type\":\"processor:filter\"},"
-                           "\"in\":{\"to\":[\"f\"],\"config\":{},\"type\":\"receiver:generator\"}}}",
-                           0, NULL);
+    json_t *b = json_loads(
+        "{\"nodes\":{\"out\":{\"to\":[],\"config\":{},\"type\":\"exporter:null\"},"
+        "\"f\":{\"to\":[\"out\"],\"config\":{\"value\":1,\"op\":\"eq\",\"field\":\"a\"},\"type\":\"processor:filter\"},"
+        "\"in\":{\"to\":[\"f\"],\"config\":{},\"type\":\"receiver:generator\"}}}",
+        0, NULL);
     int cores[] = {0, 1};
     drv_observed_t running = {true, a, 5, 0, cores, 2};
     drv_plan_make(b, cores, 2, &running, &s_plan);

@@ -71,7 +71,8 @@ static void test_the_copy_is_the_record_and_its_size_is_the_packed_size(void **s
             msgpack_zone_init(&mine, 1024);
             msgpack_object record, copy;
             size_t offset = 0;
-            assert_int_equal(msgpack_unpack(packed.data, packed.size, &offset, &source, &record), MSGPACK_UNPACK_SUCCESS);
+            assert_int_equal(msgpack_unpack(packed.data, packed.size, &offset, &source, &record),
+                             MSGPACK_UNPACK_SUCCESS);
             size_t size = drv_record_copy(&mine, &record, &copy);
             msgpack_sbuffer again;
             msgpack_sbuffer_init(&again);

@@ -33,8 +33,7 @@ static void s_expect_problem(const char *json, const char *path, const char *mes
     assert_null(normalized);
     bool found = false;
     for (size_t i = 0; i < drv_problems_count(problems); i++) {
-        if (strcmp(drv_problems_path(problems, i), path) == 0 &&
-            strstr(drv_problems_message(problems, i), message)) {
+        if (strcmp(drv_problems_path(problems, i), path) == 0 && strstr(drv_problems_message(problems, i), message)) {
             found = true;
         }
     }
@@ -70,12 +69,13 @@ static void test_invalid_specs_name_path_and_reason(void **state)
 {
     (void)state;
     s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"keep\"]},"
-                     "\"keep\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"level\",\"op\":\"gte\",\"value\":3},\"to\":[\"out\"]}," NULLOUT "}}",
+                     "\"keep\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"level\",\"op\":\"gte\",\"value\":"
+                     "3},\"to\":[\"out\"]}," NULLOUT "}}",
                      "nodes.keep.config.op", "unknown op \"gte\"");
     s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:kafka\"}}}", "nodes.out.type",
                      "unknown node type");
-    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"x\"]}," NULLOUT "}}",
-                     "nodes.in.to", "dangling: no node \"x\"");
+    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"x\"]}," NULLOUT "}}", "nodes.in.to",
+                     "dangling: no node \"x\"");
     s_expect_problem("{\"nodes\":{" NULLOUT "}}", "nodes", "at least one receiver");
     s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"t\"]},"
                      "\"t\":{\"type\":\"processor:transform\",\"to\":[\"t\"]}}}",
@@ -86,10 +86,11 @@ static void test_invalid_specs_name_path_and_reason(void **state)
                      "nodes.a.to", "cycle");
     s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:null\",\"config\":{\"speed\":1}}}}",
                      "nodes.out.config.speed", "unknown config key \"speed\"");
-    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\"}}}", "nodes.out.config.path",
-                     "required");
-    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"udp://x\"},\"to\":[\"out\"]}," NULLOUT "}}",
-                     "nodes.in.config.endpoint", "must start with tcp:// or ipc://");
+    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\"}}}", "nodes.out.config.path", "required");
+    s_expect_problem(
+        "{\"nodes\":{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"udp://x\"},\"to\":[\"out\"]}," NULLOUT
+        "}}",
+        "nodes.in.config.endpoint", "must start with tcp:// or ipc://");
     s_expect_problem("{\"nodes\":{" GEN "," NULLOUT ",\"Bad!\":{\"type\":\"exporter:null\"}}}", "nodes.Bad!",
                      "must match");
     s_expect_problem("{\"cores\":{\"count\":5},\"nodes\":{" GEN "," NULLOUT "}}", "cores.count",
@@ -102,20 +103,25 @@ static void test_invalid_specs_name_path_and_reason(void **state)
     s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"restart\":{\"max_restarts\":-1}}}",
                      "policies.restart.max_restarts", "from 0 to");
     //  Every number has a range (issue 10): no wrap into int, no overflow.
-    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"step_timeout_secs\":9223372036854775807}}}",
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT
+                     "},\"policies\":{\"rollout\":{\"step_timeout_secs\":9223372036854775807}}}",
                      "policies.rollout.step_timeout_secs", "from 1 to 86400");
     s_expect_problem("{\"cores\":{\"set\":[4294967296]},\"nodes\":{" GEN "," NULLOUT "}}", "cores.set[0]",
                      "out of range");
-    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:zmq\",\"config\":{\"endpoint\":\"tcp://127.0.0.1:1\",\"hwm\":4294967296}}}}",
-                     "nodes.out.config.hwm", "from 0 to 1000000");
+    s_expect_problem(
+        "{\"nodes\":{" GEN
+        ",\"out\":{\"type\":\"exporter:zmq\",\"config\":{\"endpoint\":\"tcp://127.0.0.1:1\",\"hwm\":4294967296}}}}",
+        "nodes.out.config.hwm", "from 0 to 1000000");
     //  Files and sockets stay inside data_dirs and run_dir.
     s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/etc/passwd\"}}}}",
                      "nodes.out.config.path", "outside engine.data_dirs");
-    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/data/../etc/x\"}}}}",
+    s_expect_problem("{\"nodes\":{" GEN
+                     ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/data/../etc/x\"}}}}",
                      "nodes.out.config.path", "outside engine.data_dirs");
     s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/database/x\"}}}}",
                      "nodes.out.config.path", "outside engine.data_dirs");
-    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"ipc:///tmp/x.sock\"},\"to\":[\"out\"]}," NULLOUT "}}",
+    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:zmq\",\"config\":{\"endpoint\":\"ipc:///tmp/"
+                     "x.sock\"},\"to\":[\"out\"]}," NULLOUT "}}",
                      "nodes.in.config.endpoint", "outside engine.data_dirs");
     //  Nesting is bounded the same way on every way in.
     {
@@ -129,9 +135,13 @@ static void test_invalid_specs_name_path_and_reason(void **state)
         strcat(deep, "}}}");
         s_expect_problem(deep, "", "nested deeper than 24");
     }
-    s_expect_problem("{\"nodes\":{" GEN ",\"f\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\"},\"to\":[\"out\"]}," NULLOUT "}}",
-                     "nodes.f", "not reachable from any receiver");
-    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"f\"]},\"f\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\"},\"to\":[\"out\"]}," NULLOUT "}}",
+    s_expect_problem(
+        "{\"nodes\":{" GEN
+        ",\"f\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\"},\"to\":[\"out\"]}," NULLOUT
+        "}}",
+        "nodes.f", "not reachable from any receiver");
+    s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"f\"]},\"f\":{\"type\":\"processor:"
+                     "filter\",\"config\":{\"field\":\"a\",\"op\":\"eq\"},\"to\":[\"out\"]}," NULLOUT "}}",
                      "nodes.f.config.value", "required unless op is exists");
     s_expect_problem("{\"nodes\":{" GEN ",\"o2\":{\"type\":\"exporter:null\"}," NULLOUT "}}", "nodes.o2",
                      "not reachable from any receiver");
@@ -143,23 +153,23 @@ static void test_invalid_specs_name_path_and_reason(void **state)
                      "policies.health.exporter_failing_secs", "from 1 to");
     s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"health\":{\"exporter_failing\":3}}}",
                      "policies.health.exporter_failing", "unknown key");
-    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"healht\":{}}}",
-                     "policies.healht", "(rollout, restart, buffer, health)");
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"healht\":{}}}", "policies.healht",
+                     "(rollout, restart, buffer, health)");
 }
 
 static void test_a_mistake_is_said_once_with_what_was_meant(void **state)
 {
     (void)state;
     //  An unknown type lists the kinds and guesses; the graph is not judged on top.
-    s_expect_only("{\"nodes\":{\"in\":{\"type\":\"receiver:generatr\",\"to\":[\"out\"]}," NULLOUT "}}",
-                  "nodes.in.type", "(did you mean receiver:generator? one of: receiver:zmq, ");
+    s_expect_only("{\"nodes\":{\"in\":{\"type\":\"receiver:generatr\",\"to\":[\"out\"]}," NULLOUT "}}", "nodes.in.type",
+                  "(did you mean receiver:generator? one of: receiver:zmq, ");
     //  A dangling edge guesses the node meant, and nothing cascades from it.
-    s_expect_only("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"outt\"]}," NULLOUT "}}",
-                  "nodes.in.to", "dangling: no node \"outt\" (did you mean out?)");
+    s_expect_only("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"outt\"]}," NULLOUT "}}", "nodes.in.to",
+                  "dangling: no node \"outt\" (did you mean out?)");
     //  An unknown config key lists the keys and guesses.
-    s_expect_only("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"config\":{\"rat\":5},\"to\":[\"out\"]},"
-                  NULLOUT "}}",
-                  "nodes.in.config.rat", "(did you mean rate? it takes: rate, count, record)");
+    s_expect_only(
+        "{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"config\":{\"rat\":5},\"to\":[\"out\"]}," NULLOUT "}}",
+        "nodes.in.config.rat", "(did you mean rate? it takes: rate, count, record)");
     s_expect_only("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:null\",\"config\":{\"x\":1}}}}",
                   "nodes.out.config.x", "unknown config key \"x\" for exporter:null (it takes no config)");
 }
@@ -167,9 +177,12 @@ static void test_a_mistake_is_said_once_with_what_was_meant(void **state)
 static void test_defaults_are_filled_and_hash_ignores_key_order(void **state)
 {
     (void)state;
-    json_t *a = json_loads("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/data/x\"}}}}", 0, NULL);
-    json_t *b = json_loads("{\"nodes\":{\"out\":{\"config\":{\"format\":\"ndjson\",\"path\":\"/data/x\"},\"type\":\"exporter:file\",\"to\":[]}," GEN "},"
-                           "\"cores\":{\"count\":1},\"policies\":{\"rollout\":{\"step_timeout_secs\":60}}}", 0, NULL);
+    json_t *a = json_loads(
+        "{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/data/x\"}}}}", 0, NULL);
+    json_t *b = json_loads("{\"nodes\":{\"out\":{\"config\":{\"format\":\"ndjson\",\"path\":\"/data/"
+                           "x\"},\"type\":\"exporter:file\",\"to\":[]}," GEN "},"
+                           "\"cores\":{\"count\":1},\"policies\":{\"rollout\":{\"step_timeout_secs\":60}}}",
+                           0, NULL);
     drv_problems_t *problems = drv_problems_new();
     json_t *na = drv_spec_normalize(a, &s_env, "", problems);
     json_t *nb = drv_spec_normalize(b, &s_env, "", problems);
@@ -229,7 +242,8 @@ static void test_canary_policy_is_checked_and_defaulted(void **state)
     (void)state;
     s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":{\"cores\":0}}}}",
                      "policies.rollout.canary.cores", "from 1 to");
-    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":{\"max_error_ratio\":2}}}}",
+    s_expect_problem("{\"nodes\":{" GEN "," NULLOUT
+                     "},\"policies\":{\"rollout\":{\"canary\":{\"max_error_ratio\":2}}}}",
                      "policies.rollout.canary.max_error_ratio", "from 0 to 1");
     s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":{\"hold\":3}}}}",
                      "policies.rollout.canary.hold", "unknown key \"hold\"");
@@ -237,8 +251,8 @@ static void test_canary_policy_is_checked_and_defaulted(void **state)
                      "policies.rollout.canary.auto_promote", "true or false");
     s_expect_problem("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":5}}}",
                      "policies.rollout.canary", "must be a map");
-    json_t *given = json_loads("{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":{\"hold_secs\":5}}}}",
-                               0, NULL);
+    json_t *given = json_loads(
+        "{\"nodes\":{" GEN "," NULLOUT "},\"policies\":{\"rollout\":{\"canary\":{\"hold_secs\":5}}}}", 0, NULL);
     json_t *plain = json_loads("{\"nodes\":{" GEN "," NULLOUT "}}", 0, NULL);
     drv_problems_t *problems = drv_problems_new();
     json_t *with = drv_spec_normalize(given, &s_env, "", problems);

@@ -46,7 +46,7 @@ static void test_the_text_changes_when_the_pipeline_is_touched(void **state)
     inst->records_in = 111;
     drv_registry_touch(&s_engine, inst->pipeline);
     assert_true(s_shows("\"records_in\":111"));
-    inst->records_in = 222;                   // not touched: the kept text is served
+    inst->records_in = 222; // not touched: the kept text is served
     assert_true(s_shows("\"records_in\":111"));
     drv_registry_touch(&s_engine, inst->pipeline);
     assert_true(s_shows("\"records_in\":222"));
@@ -86,7 +86,8 @@ static void test_a_removed_pipeline_leaves_the_dirty_list(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_the_text_changes_when_the_pipeline_is_touched, engine_setup, engine_teardown),
+        cmocka_unit_test_setup_teardown(test_the_text_changes_when_the_pipeline_is_touched, engine_setup,
+                                        engine_teardown),
         cmocka_unit_test_setup_teardown(test_a_turn_refreshes_only_touched_pipelines, engine_setup, engine_teardown),
         cmocka_unit_test_setup_teardown(test_a_removed_pipeline_leaves_the_dirty_list, engine_setup, engine_teardown),
     };

@@ -174,8 +174,12 @@ static void test_rfc3164_from_logger(void **state)
 static void test_neither_format_is_raw(void **state)
 {
     (void)state;
-    const char *lines[] = {"no priority at all", "<999>1 - - - - - - x", "<13>1 not-a-time h a - - - m",
-                           "<13>Foo 23 13:34:50 h a: m", "<013>1 - - - - - -", "<13>1 - h a - - [broken m",
+    const char *lines[] = {"no priority at all",
+                           "<999>1 - - - - - - x",
+                           "<13>1 not-a-time h a - - - m",
+                           "<13>Foo 23 13:34:50 h a: m",
+                           "<013>1 - - - - - -",
+                           "<13>1 - h a - - [broken m",
                            "<13"};
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         const msgpack_object *r = s_record_of(lines[i], NOW_MS);
@@ -212,8 +216,7 @@ static void test_lines_sent_by_logger(void **state)
     const char *names[] = {"rfc5424", "rfc3164"};
     for (int i = 0; i < 2; i++) {
         char cmd[300];
-        snprintf(cmd, sizeof cmd,
-                 "logger -d -n 127.0.0.1 -P %d -t drvtest -p local3.warning %s --id=77 'from logger'",
+        snprintf(cmd, sizeof cmd, "logger -d -n 127.0.0.1 -P %d -t drvtest -p local3.warning %s --id=77 'from logger'",
                  ntohs(addr.sin_port), formats[i]);
         assert_int_equal(system(cmd), 0);
         char datagram[2048];

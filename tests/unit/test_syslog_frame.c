@@ -32,8 +32,7 @@ static char *s_cut_max(const char *stream, size_t len, size_t step, size_t max)
         size_t msg_len, used;
         drv_frame_t frame;
         size_t at = 0;
-        while ((frame = drv_syslog_frame_next(&f, buf + at, have - at, &msg, &msg_len, &used)) ==
-               DRV_FRAME_MESSAGE) {
+        while ((frame = drv_syslog_frame_next(&f, buf + at, have - at, &msg, &msg_len, &used)) == DRV_FRAME_MESSAGE) {
             strncat(out, msg, msg_len);
             strcat(out, "|");
             at += used;

@@ -13,8 +13,8 @@
 static void test_valid_and_invalid_sequences(void **state)
 {
     (void)state;
-    const char *good[] = {"", "plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf",
-                          "\xed\x9f\xbf"};
+    const char *good[] = {
+        "", "plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         assert_true(drv_utf8_valid(good[i], strlen(good[i]), false));
     }
@@ -61,7 +61,7 @@ static void test_bounded_texts_are_cut_between_characters(void **state)
     assert_int_equal(drv_utf8_snprintf(buf, 3, "%s", "a\xc3\xa9"), 1); // the 2-byte one cut after its lead
     assert_string_equal(buf, "a");
     assert_int_equal(drv_utf8_snprintf(buf, sizeof buf, "%s", "abcdefgh"), 5); // ASCII: cut anywhere
-    assert_int_equal(drv_utf8_snprintf(buf, 4, "%s", "\xf0\x9f\x98\x80"), 0); // 3 of its 4 bytes: none
+    assert_int_equal(drv_utf8_snprintf(buf, 4, "%s", "\xf0\x9f\x98\x80"), 0);  // 3 of its 4 bytes: none
     assert_string_equal(buf, "");
     assert_int_equal(drv_utf8_snprintf(buf, sizeof buf, "%s", "\xf0\x9f\x98\x80!!"), 5); // the 4 whole, then "!"
     assert_string_equal(buf, "\xf0\x9f\x98\x80!");

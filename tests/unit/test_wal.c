@@ -57,8 +57,7 @@ static int64_t s_append(drv_wal_t *wal, int64_t number, bool read)
 {
     char payload[64], err[300];
     int len = snprintf(payload, sizeof payload, "input %lld", (long long)number);
-    int64_t got = drv_wal_append(wal, 1000 + number, (uint32_t)number % 7, payload, (size_t)len, read, err,
-                                 sizeof err);
+    int64_t got = drv_wal_append(wal, 1000 + number, (uint32_t)number % 7, payload, (size_t)len, read, err, sizeof err);
     if (got < 0) {
         fail_msg("append: %s", err);
     }
@@ -389,8 +388,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32c_is_castagnoli),
         cmocka_unit_test_setup_teardown(test_unread_inputs_come_back_in_order_across_segments, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_it_is_a_queue_and_what_was_fed_at_once_is_not_read, s_setup,
-                                        s_teardown),
+        cmocka_unit_test_setup_teardown(test_it_is_a_queue_and_what_was_fed_at_once_is_not_read, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_settled_segments_are_deleted, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_nothing_unread_is_deleted, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_torn_tail_is_cut_and_the_rest_read, s_setup, s_teardown),

@@ -100,7 +100,9 @@ drv_buffer_t *drv_buffer_open(const char *root, const char *group, const char *p
     char quarantine[4200];
     drv_buffer_quarantine_of(self, self->dir, quarantine, sizeof quarantine);
     int64_t segment = policy->max_bytes / 16;
-    segment = segment > SEGMENT_BYTES_MAX ? SEGMENT_BYTES_MAX : segment < SEGMENT_BYTES_MIN ? SEGMENT_BYTES_MIN : segment;
+    segment = segment > SEGMENT_BYTES_MAX   ? SEGMENT_BYTES_MAX
+              : segment < SEGMENT_BYTES_MIN ? SEGMENT_BYTES_MIN
+                                            : segment;
     if (drv_buffer_mkdirs(quarantine, err, errlen) != 0) { // damage is then cut and counted, not kept
         drv_warn("disk buffer: quarantine unavailable dir=%s reason=\"%s\"", quarantine, err);
     }
@@ -202,8 +204,7 @@ static bool s_drop_oldest(drv_buffer_t *self)
     return true;
 }
 
-int64_t drv_buffer_append(drv_buffer_t *self, const drv_buffer_input_t *input, bool feed_now, char *err,
-                          size_t errlen)
+int64_t drv_buffer_append(drv_buffer_t *self, const drv_buffer_input_t *input, bool feed_now, char *err, size_t errlen)
 {
     unsigned char head[258];
     size_t idlen = strlen(input->node) > 255 ? 255 : strlen(input->node);
@@ -221,8 +222,8 @@ int64_t drv_buffer_append(drv_buffer_t *self, const drv_buffer_input_t *input, b
            s_drop_oldest(self)) {
     }
     if (drv_wal_bytes(self->wal) + (int64_t)len > self->policy.max_bytes) {
-        snprintf(err, errlen, "the disk buffer is full (%lld of max_bytes %lld)",
-                 (long long)drv_wal_bytes(self->wal), (long long)self->policy.max_bytes);
+        snprintf(err, errlen, "the disk buffer is full (%lld of max_bytes %lld)", (long long)drv_wal_bytes(self->wal),
+                 (long long)self->policy.max_bytes);
         return DRV_BUFFER_FULL;
     }
     int64_t now = drv_time_wall_ms();

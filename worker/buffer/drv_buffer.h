@@ -33,8 +33,8 @@ typedef struct drv_buffer_t drv_buffer_t;
 typedef enum { DRV_BUFFER_SYNC_BATCH, DRV_BUFFER_SYNC_ALWAYS, DRV_BUFFER_SYNC_NONE } drv_buffer_sync_t;
 
 typedef struct {
-    int64_t max_bytes;        // this instance's share of the pipeline's
-    bool drop_oldest;         // when full: drop the oldest unread (else block: refuse)
+    int64_t max_bytes; // this instance's share of the pipeline's
+    bool drop_oldest;  // when full: drop the oldest unread (else block: refuse)
     drv_buffer_sync_t sync;
     int64_t sync_interval_ms;
 } drv_buffer_policy_t;
@@ -51,21 +51,21 @@ typedef struct {
     int64_t odd_files;        // things named like segments that were no regular file, set aside
 } drv_buffer_stats_t;
 
-#define DRV_BUFFER_FULL 0     // drv_buffer_append: nothing appended, push back
+#define DRV_BUFFER_FULL 0 // drv_buffer_append: nothing appended, push back
 
 enum { DRV_BUFFER_RECORDS = 0, DRV_BUFFER_RAW = 1 };
 
 //  An input, as appended and as read back.
 typedef struct {
-    const char *node;         // the receiver it entered at
-    uint8_t form;             // DRV_BUFFER_RECORDS or DRV_BUFFER_RAW
-    struct iovec parts[4];    // appending: its bytes in pieces
+    const char *node;      // the receiver it entered at
+    uint8_t form;          // DRV_BUFFER_RECORDS or DRV_BUFFER_RAW
+    struct iovec parts[4]; // appending: its bytes in pieces
     int count;
-    const void *data;         // read back: its bytes (valid until the next read)
+    const void *data; // read back: its bytes (valid until the next read)
     size_t size;
     uint32_t records;
-    int64_t number;           // read back: its number
-    bool replayed;            // read back: an earlier instance took it (it was in the log at open)
+    int64_t number; // read back: its number
+    bool replayed;  // read back: an earlier instance took it (it was in the log at open)
 } drv_buffer_input_t;
 
 //  policies.buffer of a normalized spec: true when type is disk, policy
@@ -86,8 +86,7 @@ int64_t drv_buffer_last(const drv_buffer_t *self);
 //  DRV_BUFFER_FULL, or -1 with err when the disk failed us (nothing
 //  appended either). feed_now: the caller runs it through the pipeline at
 //  once (only when nothing is unread: check drv_buffer_unread first).
-int64_t drv_buffer_append(drv_buffer_t *self, const drv_buffer_input_t *input, bool feed_now, char *err,
-                          size_t errlen);
+int64_t drv_buffer_append(drv_buffer_t *self, const drv_buffer_input_t *input, bool feed_now, char *err, size_t errlen);
 //  The next input waiting, oldest first: 1 with it in *input (node, form,
 //  data, size, records, number; valid until the next call); 0 when none
 //  waits; -1 with err.

@@ -157,7 +157,8 @@ static void s_copy(drv_buffer_t *self)
         if (rc == 0) {
             break;
         }
-        if (drv_wal_append(self->wal, entry.time_ms, entry.records, entry.data, entry.len, false, err, sizeof err) < 0) {
+        if (drv_wal_append(self->wal, entry.time_ms, entry.records, entry.data, entry.len, false, err, sizeof err) <
+            0) {
             drv_warn("disk buffer cannot take over more dir=%s reason=\"%s\"", self->adopted_dir, err);
             return; // the entry is read again from its log by whoever takes it next
         }

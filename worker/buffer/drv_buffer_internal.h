@@ -22,12 +22,12 @@ struct drv_buffer_t {
     char dir[4096];
     int lock_fd;
     drv_wal_t *wal;
-    int64_t found_last;      // inputs up to this one were taken by an earlier instance
-    int64_t durable;         // inputs up to this one are durable
-    int64_t dirty_since_ms;  // mono ms of the first append not synced, or -1
-    bool refused;            // the disk refused an append (full), and nothing went since
+    int64_t found_last;       // inputs up to this one were taken by an earlier instance
+    int64_t durable;          // inputs up to this one are durable
+    int64_t dirty_since_ms;   // mono ms of the first append not synced, or -1
+    bool refused;             // the disk refused an append (full), and nothing went since
     int64_t refused_at_bytes; // the log's bytes then
-    int64_t refused_ms;      // mono: and when
+    int64_t refused_ms;       // mono: and when
     //  Inputs read (or fed at once) and not yet settled, oldest first: what
     //  they hold is counted in records until they settle.
     fed_t *fed;
@@ -35,25 +35,24 @@ struct drv_buffer_t {
     int64_t settled;
     int64_t records;
     int64_t replayed, dropped;
-    int64_t corrupt_told;    // damaged segments already logged
+    int64_t corrupt_told;         // damaged segments already logged
     int64_t corrupt_records_told; // and the records lost with them, already taken off records
-    int64_t unkept_told;     // damaged bytes cut without a copy, already logged
-    int64_t dropped_warned_ms; // mono: drops are logged at most every 5 s
-    int64_t slow_warned_ms;  // mono: slow syncs are logged at most every 10 s
-    char node[256];          // the receiver id of the entry last read
+    int64_t unkept_told;          // damaged bytes cut without a copy, already logged
+    int64_t dropped_warned_ms;    // mono: drops are logged at most every 5 s
+    int64_t slow_warned_ms;       // mono: slow syncs are logged at most every 10 s
+    char node[256];               // the receiver id of the entry last read
     //  Taking over logs nobody holds (drv_buffer_adopt.c).
     char root[4096], pipeline_dir[4096], group[128], pipeline[128];
     int core, slot;
-    int64_t next_scan_ms;    // mono
-    char unheld[16][64];     // slots of other cores seen unheld at the last scan
+    int64_t next_scan_ms; // mono
+    char unheld[16][64];  // slots of other cores seen unheld at the last scan
     size_t unheld_count;
-    drv_wal_t *adopted;      // a log being copied into this one, or NULL
+    drv_wal_t *adopted; // a log being copied into this one, or NULL
     int adopted_lock;
     char adopted_dir[4096];
     int64_t adopted_records;
     drv_buffer_syncer_t *syncer; // sync: batch's thread (drv_buffer_sync.c), or NULL
 };
-
 
 //  mkdir -p, 0700. 0, or -1 with err.
 int drv_buffer_mkdirs(const char *path, char *err, size_t errlen);

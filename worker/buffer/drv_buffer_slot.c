@@ -43,10 +43,11 @@ int drv_buffer_lock(const char *dir, char *err, size_t errlen)
     int fd = dir_fd >= 0 ? openat(dir_fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600) : -1;
     int saved = errno;
     struct stat st;
-    const char *odd = dir_fd < 0 && (saved == ELOOP || saved == ENOTDIR) ? "the slot is not a directory (a link is refused)"
-                      : fd < 0 && (saved == ELOOP || saved == EISDIR)    ? "its lock is a link or a directory"
+    const char *odd = dir_fd < 0 && (saved == ELOOP || saved == ENOTDIR)
+                          ? "the slot is not a directory (a link is refused)"
+                      : fd < 0 && (saved == ELOOP || saved == EISDIR)            ? "its lock is a link or a directory"
                       : fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) ? "its lock is not a regular file"
-                                                                                   : NULL;
+                                                                                 : NULL;
     if (dir_fd >= 0) {
         close(dir_fd);
     }

@@ -30,14 +30,14 @@ struct drv_buffer_syncer_t {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool quit;
-    bool queued;             // job waits for the thread
-    bool running;            // a job was handed over and has not been collected
-    bool finished;           // the thread is done with it: rc, err
-    int64_t started_ms;      // mono, when the job was handed over (the loop's alone)
+    bool queued;        // job waits for the thread
+    bool running;       // a job was handed over and has not been collected
+    bool finished;      // the thread is done with it: rc, err
+    int64_t started_ms; // mono, when the job was handed over (the loop's alone)
     drv_wal_sync_job_t job;
     int rc;
     char err[300];
-    int done_fd;             // eventfd: readable when a job finished
+    int done_fd; // eventfd: readable when a job finished
 };
 
 static void *s_thread(void *arg)

@@ -137,4 +137,3 @@ bool drv_condition_matches(const drv_condition_t *self, const msgpack_object *re
         return false;
     }
 }
-

@@ -21,7 +21,6 @@
 #include <msgpack.h>
 #include <string.h>
 
-
 //  ---------------------------------------------------------------- building
 
 static void s_node_destroy(drv_node_t *node)
@@ -214,7 +213,8 @@ static json_t *s_counters(drv_node_t *node, int64_t now)
         at[DRV_NC_RETRIES] = json_integer(node->retries);
         at[DRV_NC_BACKLOG] = json_integer(node->kind->backlog ? node->kind->backlog(node) : 0);
         at[DRV_NC_FAILING_MS] = json_integer(failing > behind ? failing : behind);
-        at[DRV_NC_LAST_ERROR] = json_string(failing > 0 || behind == 0 ? node->last_error : "backlogged: receivers push back");
+        at[DRV_NC_LAST_ERROR] =
+            json_string(failing > 0 || behind == 0 ? node->last_error : "backlogged: receivers push back");
         at[DRV_NC_FAILURE_AGE_MS] = json_integer(node->last_failure_ms ? now - node->last_failure_ms : -1);
         count = DRV_EXPORTER_COUNTERS;
     }
@@ -240,8 +240,7 @@ json_t *drv_dag_node_counters(drv_dag_t *self)
 
 //  ---------------------------------------------------------------- flow
 
-int drv_dag_ingest(drv_dag_t *self, const char *node_id, const void *data, size_t size, char *err,
-                   size_t errlen)
+int drv_dag_ingest(drv_dag_t *self, const char *node_id, const void *data, size_t size, char *err, size_t errlen)
 {
     drv_node_t *node = NULL;
     for (size_t i = 0; i < self->count; i++) {

@@ -45,8 +45,7 @@ void drv_dag_destroy(drv_dag_t **self_p);
 //  Feeds one producer message (a msgpack map or array of maps) into a
 //  receiver:zmq node. Returns the records taken, or -1 with the reason in err
 //  when the message is malformed (counted as an error, nothing forwarded).
-int drv_dag_ingest(drv_dag_t *self, const char *node, const void *data, size_t size, char *err,
-                   size_t errlen);
+int drv_dag_ingest(drv_dag_t *self, const char *node, const void *data, size_t size, char *err, size_t errlen);
 
 //  Runs the generators that are due. Returns records emitted and sets
 //  *wait_us to how long until the next one is due (-1: none pending).
@@ -100,8 +99,7 @@ bool drv_dag_has_zmq_receivers(const drv_dag_t *self);
 //  The instance's counters, from its nodes': records in (its receivers'),
 //  out (its exporters'), and every node's errors plus batches for a
 //  receiver it does not have.
-void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *records_out,
-                      int64_t *errors);
+void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *records_out, int64_t *errors);
 //  Each node's counters as {"node": [in, out, dropped, errors]}, exporters'
 //  followed by [retries, backlog, failing_ms, last_error, last_failure_age_ms], and last, once
 //  the node timed anything, its durations (drv_histo_json) (new reference).

@@ -168,7 +168,7 @@ json_t *drv_dag_buffer_stats(drv_dag_t *self)
     return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "bytes", (json_int_t)stats.bytes, "records",
                      (json_int_t)stats.records, "oldest_age_ms", (json_int_t)(age > 0 ? age : 0), "replayed",
                      (json_int_t)stats.replayed, "dropped", (json_int_t)stats.dropped, "corrupt_segments",
-                     (json_int_t)stats.corrupt_segments, "torn_bytes", (json_int_t)stats.torn_bytes,
-                     "unkept_bytes", (json_int_t)stats.unkept_bytes, "odd_files", (json_int_t)stats.odd_files, "full",
+                     (json_int_t)stats.corrupt_segments, "torn_bytes", (json_int_t)stats.torn_bytes, "unkept_bytes",
+                     (json_int_t)stats.unkept_bytes, "odd_files", (json_int_t)stats.odd_files, "full",
                      drv_buffer_full(self->buffer));
 }

@@ -15,7 +15,7 @@
 #include <msgpack.h>
 
 struct drv_dag_t {
-    drv_node_t *nodes;       // count nodes, in spec order
+    drv_node_t *nodes; // count nodes, in spec order
     size_t count;
     drv_dag_identity_t who;  // which instance (strings owned)
     msgpack_zone spec_zone;  // config values as msgpack objects, for the DAG's life

@@ -83,11 +83,11 @@ typedef struct drv_node_kind_t {
 struct drv_node_t {
     char id[64];
     const drv_node_kind_t *kind;
-    drv_dag_t *dag;          // the graph it belongs to
-    int *to;                 // indexes of the nodes it feeds
+    drv_dag_t *dag; // the graph it belongs to
+    int *to;        // indexes of the nodes it feeds
     size_t to_count;
-    void *state;             // the kind's own
-    int64_t last_warn_ms;    // rate-limits its export warnings
+    void *state;          // the kind's own
+    int64_t last_warn_ms; // rate-limits its export warnings
     //  What passed through it since the instance started (drv_dag_node_counters):
     //  records given to it (receivers: read), handed on (exporters: exported),
     //  not handed on (a filter's misses, nil from a script, a record dropped
@@ -104,11 +104,11 @@ struct drv_node_t {
     //  Receivers: each request's time to its answer; exporters: each post's
     //  (drv_node_observe). Reported with the counters once it has any.
     drv_histo_t duration;
-    bool ack;                // config.ack: answers once exported (else, with a disk buffer, once durable)
+    bool ack; // config.ack: answers once exported (else, with a disk buffer, once durable)
     //  A tap samples what leaves it (drv_tap.c): DRV_TAP_OFF costs one check per batch.
-    uint8_t tap;             // DRV_TAP_OFF, DRV_TAP_OUTPUT (what it hands on), DRV_TAP_INPUT (exporters)
-    int tap_taken;           // samples taken in the current window
-    int64_t tap_window_ms;   // mono ms the window started
+    uint8_t tap;           // DRV_TAP_OFF, DRV_TAP_OUTPUT (what it hands on), DRV_TAP_INPUT (exporters)
+    int tap_taken;         // samples taken in the current window
+    int64_t tap_window_ms; // mono ms the window started
 };
 
 enum { DRV_TAP_OFF = 0, DRV_TAP_OUTPUT, DRV_TAP_INPUT };
@@ -194,6 +194,5 @@ int drv_node_string_object(drv_node_t *node, const char *text, msgpack_object *o
 drv_buf_t *drv_node_buffer(drv_node_t *node);
 //  Which instance this is.
 const drv_dag_identity_t *drv_node_identity(drv_node_t *node);
-
 
 #endif

@@ -14,8 +14,8 @@
 
 //  ---------------------------------------------------------------- building
 
-drv_export_t *drv_export_new(drv_node_t *node, const json_t *config,
-                             const drv_export_format_t *format, char *err, size_t errlen)
+drv_export_t *drv_export_new(drv_node_t *node, const json_t *config, const drv_export_format_t *format, char *err,
+                             size_t errlen)
 {
     static bool curl_ready = false;
     if (!curl_ready) {
@@ -94,9 +94,9 @@ void drv_export_close(drv_export_t *self, int lane_index)
     batch_t *batch = calloc(1, sizeof *batch);
     drv_buf_t body = {0};
     char err[200] = "out of memory";
-    int rc = batch ? self->format.encode(self->format.arg, lane_index, lane->records, lane->count,
-                                         &body, err, sizeof err)
-                   : -1;
+    int rc = batch
+                 ? self->format.encode(self->format.arg, lane_index, lane->records, lane->count, &body, err, sizeof err)
+                 : -1;
     if (rc == 0 && self->settings.gzip) {
         char *zipped = NULL;
         size_t zipped_size = 0;
@@ -224,14 +224,12 @@ int64_t drv_export_node_timeout_ms(drv_node_t *node)
     int64_t due = self->curl.due_ms;
     for (int i = 0; i < DRV_EXPORT_LANES; i++) {
         if (self->lanes[i].count > 0) {
-            int64_t closes = self->draining || self->flushing
-                                 ? now
-                                 : self->lanes[i].opened_ms + self->settings.max_delay_ms;
+            int64_t closes =
+                self->draining || self->flushing ? now : self->lanes[i].opened_ms + self->settings.max_delay_ms;
             due = due < 0 || closes < due ? closes : due;
         }
     }
-    for (batch_t *batch = self->head; batch && self->in_flight < DRV_EXPORT_IN_FLIGHT;
-         batch = batch->next) {
+    for (batch_t *batch = self->head; batch && self->in_flight < DRV_EXPORT_IN_FLIGHT; batch = batch->next) {
         if (!batch->easy) {
             due = due < 0 || batch->next_attempt_ms < due ? batch->next_attempt_ms : due;
         }

@@ -43,14 +43,14 @@ typedef int(drv_export_encode_fn)(void *arg, int lane, const msgpack_object *rec
                                   char *err, size_t errlen);
 
 typedef struct {
-    const char *url;          // where the lane's batches are posted
+    const char *url; // where the lane's batches are posted
     const char *content_type;
 } drv_export_lane_t;
 
 typedef struct {
     drv_export_lane_t lanes[DRV_EXPORT_LANES]; // batches of one lane go to one URL
     size_t lane_count;
-    bool grpc;                // each batch is a unary gRPC call of the lane's URL (drv_export_grpc.c)
+    bool grpc; // each batch is a unary gRPC call of the lane's URL (drv_export_grpc.c)
     drv_export_encode_fn *encode;
     void *arg;
 } drv_export_format_t;
@@ -58,21 +58,34 @@ typedef struct {
 //  The config keys both exporters take, for their schemas: compression,
 //  headers, batch, retry, tls, timeout_ms (endpoint and the format's own
 //  keys are the kind's).
-#define DRV_EXPORT_KEYS                                                                                               \
-    {.key = "compression", .kind = DRV_KEY_CHOICE, .fallback = "\"gzip\"", .choices = "gzip none",                    \
-     .doc = "gzip or none: how bodies are sent"},                                                                     \
-        {.key = "headers", .kind = DRV_KEY_STRING_MAP, .fallback = "{}", .secret = true,                              \
-         .doc = "headers sent with every post (Authorization...); values may be ${file:PATH} or ${env:NAME}, "        \
-                "shown only to token holders"},                                                                       \
-        {.key = "batch", .kind = DRV_KEY_OBJECT, .fallback = "{}",                                                    \
-         .doc = "{max_records: 512, max_bytes: 1048576, max_delay_ms: 200}: a batch closes at the first reached"},    \
-        {.key = "retry", .kind = DRV_KEY_OBJECT, .fallback = "{}",                                                    \
-         .doc = "{initial_ms: 100, max_ms: 5000, max_elapsed_secs: 300}: backoff (doubling, +-20%), and when a "      \
-                "failing batch is given up (0: never)"},                                                              \
-        {.key = "tls", .kind = DRV_KEY_OBJECT, .fallback = "{}",                                                      \
-         .doc = "{ca_file: PATH, insecure_skip_verify: false}: the CA that signs the backend's certificate, or no check"}, \
+#define DRV_EXPORT_KEYS                                                                                                \
+    {.key = "compression",                                                                                             \
+     .kind = DRV_KEY_CHOICE,                                                                                           \
+     .fallback = "\"gzip\"",                                                                                           \
+     .choices = "gzip none",                                                                                           \
+     .doc = "gzip or none: how bodies are sent"},                                                                      \
+        {.key = "headers",                                                                                             \
+         .kind = DRV_KEY_STRING_MAP,                                                                                   \
+         .fallback = "{}",                                                                                             \
+         .secret = true,                                                                                               \
+         .doc = "headers sent with every post (Authorization...); values may be ${file:PATH} or ${env:NAME}, "         \
+                "shown only to token holders"},                                                                        \
+        {.key = "batch",                                                                                               \
+         .kind = DRV_KEY_OBJECT,                                                                                       \
+         .fallback = "{}",                                                                                             \
+         .doc = "{max_records: 512, max_bytes: 1048576, max_delay_ms: 200}: a batch closes at the first reached"},     \
+        {.key = "retry",                                                                                               \
+         .kind = DRV_KEY_OBJECT,                                                                                       \
+         .fallback = "{}",                                                                                             \
+         .doc = "{initial_ms: 100, max_ms: 5000, max_elapsed_secs: 300}: backoff (doubling, +-20%), and when a "       \
+                "failing batch is given up (0: never)"},                                                               \
+        {.key = "tls",                                                                                                 \
+         .kind = DRV_KEY_OBJECT,                                                                                       \
+         .fallback = "{}",                                                                                             \
+         .doc = "{ca_file: PATH, insecure_skip_verify: false}: the CA that signs the backend's certificate, or no "    \
+                "check"},                                                                                              \
     {                                                                                                                  \
-        .key = "timeout_ms", .kind = DRV_KEY_NONNEG_INT, .fallback = "30000", .maximum = 3600000,                     \
+        .key = "timeout_ms", .kind = DRV_KEY_NONNEG_INT, .fallback = "30000", .maximum = 3600000,                      \
         .doc = "how long one post may take before it is retried"                                                       \
     }
 
@@ -104,9 +117,9 @@ bool drv_export_node_backlogged(drv_node_t *node);
 int64_t drv_export_node_backlog(drv_node_t *node);
 
 //  The hooks above, for a kind's drv_node_kind_t.
-#define DRV_EXPORT_NODE_HOOKS                                                                                         \
-    .fd = drv_export_node_fd, .readable = drv_export_node_readable, .timeout_ms = drv_export_node_timeout_ms,         \
-    .drain = drv_export_node_drain, .flush = drv_export_node_flush, .holding = drv_export_node_holding,               \
+#define DRV_EXPORT_NODE_HOOKS                                                                                          \
+    .fd = drv_export_node_fd, .readable = drv_export_node_readable, .timeout_ms = drv_export_node_timeout_ms,          \
+    .drain = drv_export_node_drain, .flush = drv_export_node_flush, .holding = drv_export_node_holding,                \
     .backlogged = drv_export_node_backlogged, .backlog = drv_export_node_backlog
 
 #endif

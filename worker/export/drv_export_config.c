@@ -63,8 +63,8 @@ void drv_export_complete(drv_spec_check_t *check, const char *node_path, json_t 
 }
 
 //  Every key of object is one of keys and an integer within its bounds.
-static void s_check_integers(drv_spec_check_t *check, const char *node_path, const char *name,
-                             const json_t *object, const bound_t *keys)
+static void s_check_integers(drv_spec_check_t *check, const char *node_path, const char *name, const json_t *object,
+                             const bound_t *keys)
 {
     const char *key;
     json_t *value;
@@ -78,8 +78,7 @@ static void s_check_integers(drv_spec_check_t *check, const char *node_path, con
             drv_spec_check_problem(check, node_path, "config.%s.%s: unknown key", name, key);
         } else if (!json_is_integer(value) || json_integer_value(value) < bound->minimum ||
                    json_integer_value(value) > bound->maximum) {
-            drv_spec_check_problem(check, node_path,
-                                   "config.%s.%s: must be an integer from %lld to %lld", name, key,
+            drv_spec_check_problem(check, node_path, "config.%s.%s: must be an integer from %lld to %lld", name, key,
                                    (long long)bound->minimum, (long long)bound->maximum);
         }
     }
@@ -89,8 +88,7 @@ static void s_check_integers(drv_spec_check_t *check, const char *node_path, con
 //  the system keeps them.
 static bool s_ca_file_allowed(const drv_spec_check_t *check, const char *path)
 {
-    static const char *const system_dirs[] = {"/etc/ssl/", "/etc/pki/",
-                                              "/usr/share/ca-certificates/",
+    static const char *const system_dirs[] = {"/etc/ssl/", "/etc/pki/", "/usr/share/ca-certificates/",
                                               "/usr/local/share/ca-certificates/", NULL};
     if (drv_spec_check_path_allowed(check, path)) {
         return true;
@@ -114,31 +112,24 @@ static void s_check_tls(drv_spec_check_t *check, const char *node_path, const js
     {
         if (!strcmp(key, "ca_file")) {
             struct stat st;
-            if (!json_is_string(value) || json_string_length(value) == 0 ||
-                json_string_value(value)[0] != '/') {
-                drv_spec_check_problem(check, node_path,
-                                       "config.tls.ca_file: must be an absolute path");
+            if (!json_is_string(value) || json_string_length(value) == 0 || json_string_value(value)[0] != '/') {
+                drv_spec_check_problem(check, node_path, "config.tls.ca_file: must be an absolute path");
             } else if (!s_ca_file_allowed(check, json_string_value(value))) {
-                drv_spec_check_problem(
-                    check, node_path,
-                    "config.tls.ca_file: %s is outside engine.data_dirs, run_dir and the "
-                    "system's certificate directories (/etc/ssl, /etc/pki, "
-                    "/usr/share/ca-certificates, /usr/local/share/ca-certificates)",
-                    json_string_value(value));
-            } else if (stat(json_string_value(value), &st) == 0 && !S_ISREG(st.st_mode)) {
                 drv_spec_check_problem(check, node_path,
-                                       "config.tls.ca_file: %s is not a regular file",
+                                       "config.tls.ca_file: %s is outside engine.data_dirs, run_dir and the "
+                                       "system's certificate directories (/etc/ssl, /etc/pki, "
+                                       "/usr/share/ca-certificates, /usr/local/share/ca-certificates)",
+                                       json_string_value(value));
+            } else if (stat(json_string_value(value), &st) == 0 && !S_ISREG(st.st_mode)) {
+                drv_spec_check_problem(check, node_path, "config.tls.ca_file: %s is not a regular file",
                                        json_string_value(value));
             }
         } else if (!strcmp(key, "insecure_skip_verify")) {
             if (!json_is_boolean(value)) {
-                drv_spec_check_problem(check, node_path,
-                                       "config.tls.insecure_skip_verify: must be true or false");
+                drv_spec_check_problem(check, node_path, "config.tls.insecure_skip_verify: must be true or false");
             }
         } else {
-            drv_spec_check_problem(check, node_path,
-                                   "config.tls.%s: unknown key (ca_file, insecure_skip_verify)",
-                                   key);
+            drv_spec_check_problem(check, node_path, "config.tls.%s: unknown key (ca_file, insecure_skip_verify)", key);
         }
     }
 }
@@ -161,15 +152,12 @@ static void s_check_headers(drv_spec_check_t *check, const char *node_path, cons
             token = token && (isalnum((unsigned char)*c) || strchr("!#$%&'*+-.^_`|~", *c));
         }
         if (!token) {
-            drv_spec_check_problem(check, node_path, "config.headers: \"%s\" is not a header name",
-                                   name);
+            drv_spec_check_problem(check, node_path, "config.headers: \"%s\" is not a header name", name);
             continue;
         }
         if (!strcasecmp(name, "Content-Type") || !strcasecmp(name, "Content-Encoding") ||
-            !strcasecmp(name, "Content-Length") || !strcasecmp(name, "Host") ||
-            !strcasecmp(name, "Expect")) {
-            drv_spec_check_problem(check, node_path,
-                                   "config.headers.%s: set by the exporter itself", name);
+            !strcasecmp(name, "Content-Length") || !strcasecmp(name, "Host") || !strcasecmp(name, "Expect")) {
+            drv_spec_check_problem(check, node_path, "config.headers.%s: set by the exporter itself", name);
             continue;
         }
         const char *text = json_string_value(value);
@@ -180,9 +168,7 @@ static void s_check_headers(drv_spec_check_t *check, const char *node_path, cons
         }
         for (const char *c = text ? text : ""; *c; c++) {
             if ((unsigned char)*c < 0x20 && *c != '\t') {
-                drv_spec_check_problem(check, node_path,
-                                       "config.headers.%s: control characters are not allowed",
-                                       name);
+                drv_spec_check_problem(check, node_path, "config.headers.%s: control characters are not allowed", name);
                 break;
             }
         }
@@ -193,12 +179,9 @@ void drv_export_check(drv_spec_check_t *check, const char *node_path, const json
 {
     const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
     if (endpoint && strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0) {
-        drv_spec_check_problem(check, node_path,
-                               "config.endpoint: must be an http:// or https:// URL");
-    } else if (endpoint &&
-               (strlen(endpoint) > DRV_EXPORT_URL_MAX || strpbrk(endpoint, " \t\r\n"))) {
-        drv_spec_check_problem(check, node_path,
-                               "config.endpoint: must be a URL of at most %d bytes, without spaces",
+        drv_spec_check_problem(check, node_path, "config.endpoint: must be an http:// or https:// URL");
+    } else if (endpoint && (strlen(endpoint) > DRV_EXPORT_URL_MAX || strpbrk(endpoint, " \t\r\n"))) {
+        drv_spec_check_problem(check, node_path, "config.endpoint: must be a URL of at most %d bytes, without spaces",
                                DRV_EXPORT_URL_MAX);
     }
     json_t *batch = json_object_get(config, "batch");
@@ -206,10 +189,8 @@ void drv_export_check(drv_spec_check_t *check, const char *node_path, const json
     json_t *retry = json_object_get(config, "retry");
     s_check_integers(check, node_path, "retry", retry, s_retry_keys);
     json_t *initial = json_object_get(retry, "initial_ms"), *max = json_object_get(retry, "max_ms");
-    if (json_is_integer(initial) && json_is_integer(max) &&
-        json_integer_value(max) < json_integer_value(initial)) {
-        drv_spec_check_problem(check, node_path,
-                               "config.retry.max_ms: must be at least initial_ms");
+    if (json_is_integer(initial) && json_is_integer(max) && json_integer_value(max) < json_integer_value(initial)) {
+        drv_spec_check_problem(check, node_path, "config.retry.max_ms: must be at least initial_ms");
     }
     s_check_tls(check, node_path, json_object_get(config, "tls"));
     s_check_headers(check, node_path, json_object_get(config, "headers"));
@@ -235,8 +216,7 @@ static int64_t s_bounded(const json_t *object, const bound_t *keys, const char *
     return s_integer(object, key, keys->fallback);
 }
 
-int drv_export_settings_read(drv_export_settings_t *settings, const json_t *config, char *err,
-                             size_t errlen)
+int drv_export_settings_read(drv_export_settings_t *settings, const json_t *config, char *err, size_t errlen)
 {
     memset(settings, 0, sizeof *settings);
     const char *compression = json_string_value(json_object_get(config, "compression"));
@@ -266,17 +246,14 @@ int drv_export_settings_read(drv_export_settings_t *settings, const json_t *conf
     json_object_foreach(json_object_get(config, "headers"), name, value)
     {
         char why[400];
-        char *resolved = drv_secret_resolve(
-            json_string_value(value) ? json_string_value(value) : "", why, sizeof why);
+        char *resolved = drv_secret_resolve(json_string_value(value) ? json_string_value(value) : "", why, sizeof why);
         if (!resolved) {
             snprintf(err, errlen, "headers.%s: %s", name, why);
             return -1;
         }
         for (const char *c = resolved; *c; c++) {
-            if ((unsigned char)*c < 0x20 &&
-                *c != '\t') { // a referenced file must not smuggle headers
-                snprintf(err, errlen, "headers.%s: the referenced value holds a control character",
-                         name);
+            if ((unsigned char)*c < 0x20 && *c != '\t') { // a referenced file must not smuggle headers
+                snprintf(err, errlen, "headers.%s: the referenced value holds a control character", name);
                 free(resolved);
                 return -1;
             }

@@ -19,10 +19,10 @@ typedef struct {
     int64_t max_delay_ms;
     int64_t initial_ms;
     int64_t max_ms;
-    int64_t max_elapsed_ms;     // 0: retried for ever
-    char *ca_file;              // NULL: the system's
+    int64_t max_elapsed_ms; // 0: retried for ever
+    char *ca_file;          // NULL: the system's
     bool insecure;
-    int64_t timeout_ms;         // one attempt, connecting included
+    int64_t timeout_ms; // one attempt, connecting included
 } drv_export_settings_t;
 
 //  Reads a normalized config. Returns 0, or -1 with the reason in err.

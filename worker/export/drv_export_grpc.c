@@ -51,13 +51,11 @@ static size_t s_on_header(char *line, size_t size, size_t count, void *arg)
     size_t value_len = (size_t)(line + len - value);
     if (name == 11 && !strncasecmp(line, "grpc-status", 11)) {
         batch->grpc_status = 0;
-        for (size_t i = 0;
-             i < value_len && isdigit((unsigned char)value[i]) && batch->grpc_status < 1000; i++) {
+        for (size_t i = 0; i < value_len && isdigit((unsigned char)value[i]) && batch->grpc_status < 1000; i++) {
             batch->grpc_status = batch->grpc_status * 10 + (value[i] - '0');
         }
     } else if (name == 12 && !strncasecmp(line, "grpc-message", 12)) {
-        size_t kept =
-            value_len < sizeof batch->grpc_message - 1 ? value_len : sizeof batch->grpc_message - 1;
+        size_t kept = value_len < sizeof batch->grpc_message - 1 ? value_len : sizeof batch->grpc_message - 1;
         memcpy(batch->grpc_message, value, kept);
         batch->grpc_message[kept] = 0;
         drv_grpc_message_decode(batch->grpc_message);
@@ -67,15 +65,14 @@ static size_t s_on_header(char *line, size_t size, size_t count, void *arg)
     return n;
 }
 
-struct curl_slist *drv_export_grpc_setup(CURL *easy, batch_t *batch, const char *url, bool gzip,
-                                         int64_t timeout_ms, struct curl_slist *headers)
+struct curl_slist *drv_export_grpc_setup(CURL *easy, batch_t *batch, const char *url, bool gzip, int64_t timeout_ms,
+                                         struct curl_slist *headers)
 {
     batch->grpc_status = -1;
     batch->grpc_message[0] = 0;
     batch->grpc_retry_ms = -1;
     bool tls = !strncmp(url, "https://", 8);
-    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION,
-                     tls ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, tls ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
     curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, s_on_header);
     //  One connection per call: Debian 12's libcurl (7.88.1) fails a second
     //  request on an HTTP/2 connection, reused or multiplexed ("Error in the
@@ -94,17 +91,15 @@ struct curl_slist *drv_export_grpc_setup(CURL *easy, batch_t *batch, const char 
     return headers;
 }
 
-drv_export_verdict_t drv_export_grpc_verdict(const batch_t *batch, long http_status, char *why,
-                                             size_t whylen, int64_t *retry_after_ms)
+drv_export_verdict_t drv_export_grpc_verdict(const batch_t *batch, long http_status, char *why, size_t whylen,
+                                             int64_t *retry_after_ms)
 {
     *retry_after_ms = 0;
     char name[32];
     if (http_status != 200) {
         //  Not a gRPC answer: HTTP's status as gRPC maps it (429, 502-504: UNAVAILABLE).
-        bool again =
-            http_status == 429 || http_status == 502 || http_status == 503 || http_status == 504;
-        snprintf(why, whylen, "answered HTTP %ld, not a gRPC answer%s", http_status,
-                 again ? " (UNAVAILABLE)" : "");
+        bool again = http_status == 429 || http_status == 502 || http_status == 503 || http_status == 504;
+        snprintf(why, whylen, "answered HTTP %ld, not a gRPC answer%s", http_status, again ? " (UNAVAILABLE)" : "");
         return again ? DRV_EXPORT_RETRY : DRV_EXPORT_DROP;
     }
     if (batch->grpc_status < 0) {
@@ -114,8 +109,7 @@ drv_export_verdict_t drv_export_grpc_verdict(const batch_t *batch, long http_sta
     if (batch->grpc_status == DRV_GRPC_OK) {
         return DRV_EXPORT_DONE;
     }
-    snprintf(why, whylen, "answered %s%s%s",
-             drv_grpc_code_name(batch->grpc_status, name, sizeof name),
+    snprintf(why, whylen, "answered %s%s%s", drv_grpc_code_name(batch->grpc_status, name, sizeof name),
              batch->grpc_message[0] ? ": " : "", batch->grpc_message);
     switch (batch->grpc_status) {
     case DRV_GRPC_RESOURCE_EXHAUSTED:

@@ -18,25 +18,25 @@ typedef struct batch_t {
     char *body;
     size_t size;
     size_t records;
-    int64_t first_input;     // oldest input it holds
+    int64_t first_input;      // oldest input it holds
     int64_t first_attempt_ms; // 0 before its first attempt
     int64_t next_attempt_ms;
     int64_t backoff_ms;
-    bool failing;            // an attempt failed: it is being retried
-    CURL *easy;              // while posted
+    bool failing;               // an attempt failed: it is being retried
+    CURL *easy;                 // while posted
     struct curl_slist *headers; // the easy handle's
     char response[RESPONSE_KEPT + 1];
     size_t response_len;
-    int grpc_status;         // gRPC: grpc-status of the answer (-1: none yet)
+    int grpc_status; // gRPC: grpc-status of the answer (-1: none yet)
     char grpc_message[RESPONSE_KEPT + 1];
-    int64_t grpc_retry_ms;   // gRPC: RetryInfo's delay (-1: none)
+    int64_t grpc_retry_ms; // gRPC: RetryInfo's delay (-1: none)
 } batch_t;
 
 typedef struct {
-    msgpack_zone zone;   // the records taken, copied (drv_record_copy): the batch zone is cleared under them
+    msgpack_zone zone; // the records taken, copied (drv_record_copy): the batch zone is cleared under them
     msgpack_object *records;
     size_t cap;
-    size_t bytes;        // what they take packed (batch.max_bytes counts it)
+    size_t bytes; // what they take packed (batch.max_bytes counts it)
     bool zone_ready;
     size_t count;
     int64_t first_input;
@@ -48,13 +48,13 @@ struct drv_export_t {
     drv_export_settings_t settings;
     drv_export_format_t format;
     lane_t lanes[DRV_EXPORT_LANES];
-    batch_t *head, *tail;    // closed batches, oldest first, posted or waiting
+    batch_t *head, *tail; // closed batches, oldest first, posted or waiting
     size_t queued;
     size_t in_flight;
-    drv_curl_loop_t curl;    // libcurl's multi on the loop
+    drv_curl_loop_t curl; // libcurl's multi on the loop
     bool draining;
-    bool flushing;           // close open batches at once (drv_export_node_flush)
-    unsigned seed;           // jitter
+    bool flushing; // close open batches at once (drv_export_node_flush)
+    unsigned seed; // jitter
 };
 
 //  drv_export.c

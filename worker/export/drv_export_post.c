@@ -61,8 +61,7 @@ static void s_post(drv_export_t *self, batch_t *batch)
         curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
     }
     if (self->format.grpc) {
-        headers = drv_export_grpc_setup(easy, batch, lane->url, settings->gzip,
-                                        settings->timeout_ms, headers);
+        headers = drv_export_grpc_setup(easy, batch, lane->url, settings->gzip, settings->timeout_ms, headers);
     } else {
         char content_type[200];
         snprintf(content_type, sizeof content_type, "Content-Type: %s", lane->content_type);
@@ -94,23 +93,21 @@ static void s_drop(drv_export_t *self, batch_t *batch, const char *why)
 {
     drv_node_export_error(self->node, batch->records, why);
     if (batch->failing) {
-        drv_warn("export gave up node=%s records=%zu reason=\"%s\"", self->node->id, batch->records,
-                 why);
+        drv_warn("export gave up node=%s records=%zu reason=\"%s\"", self->node->id, batch->records, why);
     }
     drv_node_count_gave_up(self->node, batch->records);
     drv_export_unlink(self, batch);
     drv_export_batch_free(self, batch);
 }
 
-static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why,
-                          int64_t retry_after_ms)
+static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why, int64_t retry_after_ms)
 {
     int64_t now = drv_time_mono_ms();
     const drv_export_settings_t *settings = &self->settings;
     if (settings->max_elapsed_ms > 0 && now - batch->first_attempt_ms >= settings->max_elapsed_ms) {
         char message[400];
-        snprintf(message, sizeof message, "%s; still failing after retry.max_elapsed_secs (%lld s)",
-                 why, (long long)(settings->max_elapsed_ms / 1000));
+        snprintf(message, sizeof message, "%s; still failing after retry.max_elapsed_secs (%lld s)", why,
+                 (long long)(settings->max_elapsed_ms / 1000));
         s_drop(self, batch, message);
         return;
     }
@@ -120,18 +117,15 @@ static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why,
     int64_t wait = batch->backoff_ms * (80 + rand_r(&self->seed) % 41) / 100; // ±20%
     if (retry_after_ms > 0) {
         //  Honoured, but a backend does not get to park a batch for ever.
-        wait = retry_after_ms < DRV_EXPORT_RETRY_AFTER_MAX_MS ? retry_after_ms
-                                                              : DRV_EXPORT_RETRY_AFTER_MAX_MS;
+        wait = retry_after_ms < DRV_EXPORT_RETRY_AFTER_MAX_MS ? retry_after_ms : DRV_EXPORT_RETRY_AFTER_MAX_MS;
     }
     //  The last attempt is at the max_elapsed deadline, never after it: a
     //  batch is given up on time whatever it was told to wait.
-    if (settings->max_elapsed_ms > 0 &&
-        now + wait > batch->first_attempt_ms + settings->max_elapsed_ms) {
+    if (settings->max_elapsed_ms > 0 && now + wait > batch->first_attempt_ms + settings->max_elapsed_ms) {
         wait = batch->first_attempt_ms + settings->max_elapsed_ms - now;
     }
     batch->next_attempt_ms = now + wait;
-    batch->backoff_ms =
-        batch->backoff_ms * 2 > settings->max_ms ? settings->max_ms : batch->backoff_ms * 2;
+    batch->backoff_ms = batch->backoff_ms * 2 > settings->max_ms ? settings->max_ms : batch->backoff_ms * 2;
 }
 
 //  What became of a posted batch.
@@ -148,16 +142,14 @@ static void s_done(drv_export_t *self, batch_t *batch, CURLcode result)
     drv_export_finish(self, batch);
     char why[RESPONSE_KEPT + 200];
     if (result != CURLE_OK) {
-        snprintf(why, sizeof why, "%s: %s", self->format.lanes[batch->lane].url,
-                 curl_easy_strerror(result));
+        snprintf(why, sizeof why, "%s: %s", self->format.lanes[batch->lane].url, curl_easy_strerror(result));
         s_retry_later(self, batch, why, 0);
         return;
     }
     if (self->format.grpc) {
         int64_t retry_ms;
         char grpc_why[RESPONSE_KEPT + 100];
-        drv_export_verdict_t verdict =
-            drv_export_grpc_verdict(batch, status, grpc_why, sizeof grpc_why, &retry_ms);
+        drv_export_verdict_t verdict = drv_export_grpc_verdict(batch, status, grpc_why, sizeof grpc_why, &retry_ms);
         snprintf(why, sizeof why, "%s %s", self->format.lanes[batch->lane].url, grpc_why);
         if (verdict == DRV_EXPORT_RETRY) {
             s_retry_later(self, batch, why, retry_ms);
@@ -207,14 +199,13 @@ void drv_export_run(drv_export_t *self)
     int64_t now = drv_time_mono_ms();
     for (int i = 0; i < DRV_EXPORT_LANES; i++) {
         lane_t *lane = &self->lanes[i];
-        if (lane->count > 0 && (self->draining || self->flushing ||
-                                now - lane->opened_ms >= self->settings.max_delay_ms)) {
+        if (lane->count > 0 &&
+            (self->draining || self->flushing || now - lane->opened_ms >= self->settings.max_delay_ms)) {
             drv_export_close(self, i);
         }
     }
     self->flushing = false;
-    for (batch_t *batch = self->head; batch && self->in_flight < DRV_EXPORT_IN_FLIGHT;
-         batch = batch->next) {
+    for (batch_t *batch = self->head; batch && self->in_flight < DRV_EXPORT_IN_FLIGHT; batch = batch->next) {
         if (!batch->easy && batch->next_attempt_ms <= now) {
             s_post(self, batch);
         }

@@ -18,14 +18,14 @@ struct held_t {
     int64_t input;
     size_t records;
     size_t len, done;
-    bool failing;            // an attempt to hand it on failed: it is being retried
+    bool failing; // an attempt to hand it on failed: it is being retried
     char data[];
 };
 
 struct drv_hold_t {
     drv_hold_config_t config;
-    held_t *head, *tail;     // oldest first
-    size_t bytes, batches;   // what is held
+    held_t *head, *tail;   // oldest first
+    size_t bytes, batches; // what is held
     int timer_fd;
     int64_t backoff_ms;
 };

@@ -22,10 +22,10 @@ typedef ssize_t(drv_hold_out_fn)(void *arg, const char *data, size_t len, const 
 typedef struct {
     drv_hold_out_fn *out;
     void *arg;
-    int64_t first_ms, max_ms;  // the retry backoff
-    bool waits_are_errors;     // a batch that has to wait counts its records as errors (once)
-    size_t backlog_bytes;      // held past this many bytes (0: no such bound) ...
-    size_t backlog_batches;    // ... or this many batches (0: none): backlogged, receivers push back
+    int64_t first_ms, max_ms; // the retry backoff
+    bool waits_are_errors;    // a batch that has to wait counts its records as errors (once)
+    size_t backlog_bytes;     // held past this many bytes (0: no such bound) ...
+    size_t backlog_batches;   // ... or this many batches (0: none): backlogged, receivers push back
 } drv_hold_config_t;
 
 typedef struct drv_hold_t drv_hold_t;

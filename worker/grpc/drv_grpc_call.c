@@ -11,8 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
-static ssize_t s_read_body(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
-                           uint32_t *flags, nghttp2_data_source *source, void *arg)
+static ssize_t s_read_body(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
+                           nghttp2_data_source *source, void *arg)
 {
     (void)id;
     (void)arg;
@@ -21,9 +21,8 @@ static ssize_t s_read_body(nghttp2_session *session, int32_t id, uint8_t *buf, s
     size_t n = 0;
     while (n < length && s->sent < total) {
         size_t at = s->sent;
-        const uint8_t *from = at < DRV_GRPC_PREFIX
-                                  ? s->prefix + at
-                                  : (const uint8_t *)s->reply.body + at - DRV_GRPC_PREFIX;
+        const uint8_t *from =
+            at < DRV_GRPC_PREFIX ? s->prefix + at : (const uint8_t *)s->reply.body + at - DRV_GRPC_PREFIX;
         size_t left = at < DRV_GRPC_PREFIX ? DRV_GRPC_PREFIX - at : total - at;
         size_t take = left < length - n ? left : length - n;
         memcpy(buf + n, from, take);
@@ -42,9 +41,9 @@ static ssize_t s_read_body(nghttp2_session *session, int32_t id, uint8_t *buf, s
     return (ssize_t)n;
 }
 
-#define NV(name, value, len)                                                                       \
-    {                                                                                              \
-        (uint8_t *)(name), (uint8_t *)(value), sizeof(name) - 1, (len), NGHTTP2_NV_FLAG_NONE       \
+#define NV(name, value, len)                                                                                           \
+    {                                                                                                                  \
+        (uint8_t *)(name), (uint8_t *)(value), sizeof(name) - 1, (len), NGHTTP2_NV_FLAG_NONE                           \
     }
 
 //  Submits the stream's answer: OK with its message and trailers, or
@@ -118,8 +117,7 @@ static void s_refuse(stream_t *s, int status, int64_t retry_ms, const char *why)
 static void s_refuse_http(stream_t *s, int http_status, const char *why)
 {
     s->http_status = http_status;
-    s->reply.status =
-        http_status == 405 || http_status == 415 ? DRV_GRPC_UNIMPLEMENTED : DRV_GRPC_INTERNAL;
+    s->reply.status = http_status == 405 || http_status == 415 ? DRV_GRPC_UNIMPLEMENTED : DRV_GRPC_INTERNAL;
     snprintf(s->status_text, sizeof s->status_text, "%d", s->reply.status);
     drv_grpc_message_encode(why, s->message, sizeof s->message);
     drv_grpc_call_submit(s);
@@ -176,8 +174,7 @@ static void s_head(stream_t *s)
     } else if (s->bad_encoding) {
         s_refuse(s, DRV_GRPC_UNIMPLEMENTED, 0, "grpc-encoding must be gzip or identity");
     } else {
-        const char *behind =
-            self->config.backlogged ? self->config.backlogged(self->config.arg) : NULL;
+        const char *behind = self->config.backlogged ? self->config.backlogged(self->config.arg) : NULL;
         if (behind) {
             char why[200];
             snprintf(why, sizeof why, "%s; retry after the delay RetryInfo says", behind);
@@ -194,9 +191,8 @@ static void s_call(stream_t *s)
     size_t size;
     char *inflated;
     char why[300];
-    int rc = drv_grpc_unframe(s->body ? s->body : (uint8_t *)"", s->len, s->gzip,
-                              self->config.max_message_bytes, &message, &size, &inflated, why,
-                              sizeof why);
+    int rc = drv_grpc_unframe(s->body ? s->body : (uint8_t *)"", s->len, s->gzip, self->config.max_message_bytes,
+                              &message, &size, &inflated, why, sizeof why);
     if (rc != DRV_GRPC_OK) {
         s_refuse(s, rc, 0, why);
         return;
@@ -225,8 +221,7 @@ static int s_on_begin_headers(nghttp2_session *session, const nghttp2_frame *fra
     if (c->goaway && frame->hd.stream_id > c->last_id) {
         //  Past the GOAWAY's last stream (it is queued, not yet sent): not
         //  taken, so that the client may send it again elsewhere.
-        nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
-                                  NGHTTP2_REFUSED_STREAM);
+        nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
         return 0;
     }
     stream_t *s = calloc(1, sizeof *s);
@@ -252,9 +247,8 @@ static bool s_is(const uint8_t *value, size_t len, const char *text)
     return len == strlen(text) && !memcmp(value, text, len);
 }
 
-static int s_on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
-                       size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                       void *arg)
+static int s_on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name, size_t namelen,
+                       const uint8_t *value, size_t valuelen, uint8_t flags, void *arg)
 {
     (void)flags;
     conn_t *c = arg;
@@ -293,8 +287,7 @@ static int s_on_header(nghttp2_session *session, const nghttp2_frame *frame, con
     return 0;
 }
 
-static int s_on_data(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data,
-                     size_t len, void *arg)
+static int s_on_data(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data, size_t len, void *arg)
 {
     (void)flags;
     (void)arg;
@@ -306,8 +299,7 @@ static int s_on_data(nghttp2_session *session, uint8_t flags, int32_t id, const 
     size_t limit = self->config.max_message_bytes + DRV_GRPC_PREFIX;
     if (s->len + len > limit) {
         char why[120];
-        snprintf(why, sizeof why, "gRPC message larger than %zu bytes",
-                 self->config.max_message_bytes);
+        snprintf(why, sizeof why, "gRPC message larger than %zu bytes", self->config.max_message_bytes);
         s_refuse(s, DRV_GRPC_RESOURCE_EXHAUSTED, 0, why);
         return 0;
     }
@@ -320,8 +312,7 @@ static int s_on_data(nghttp2_session *session, uint8_t flags, int32_t id, const 
         cap = cap > limit ? limit : cap;
         //  Charged as bytes arrive (what a prefix declares reserves nothing).
         if (!drv_conn_policy_take_body(self->policy, s->conn->policy, cap - s->cap)) {
-            s_refuse(s, DRV_GRPC_RESOURCE_EXHAUSTED, RETRY_MS,
-                     "too many messages in flight; retry");
+            s_refuse(s, DRV_GRPC_RESOURCE_EXHAUSTED, RETRY_MS, "too many messages in flight; retry");
             return 0;
         }
         uint8_t *body = realloc(s->body, cap);
@@ -341,8 +332,7 @@ static int s_on_data(nghttp2_session *session, uint8_t flags, int32_t id, const 
 static int s_on_frame(nghttp2_session *session, const nghttp2_frame *frame, void *arg)
 {
     conn_t *c = arg;
-    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) && c->notice_ms &&
-        !c->goaway) {
+    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) && c->notice_ms && !c->goaway) {
         drv_grpc_conn_goaway(c); // the notice's round trip is over: what the client started is here
         return 0;
     }

@@ -260,10 +260,9 @@ static bool s_http1(conn_t *c, const uint8_t *data, size_t len)
     if (!memcmp(data, s_preface, n)) {
         return false;
     }
-    static const char answer[] =
-        "HTTP/1.1 505 HTTP Version Not Supported\r\n"
-        "Content-Type: text/plain\r\nConnection: close\r\nContent-Length: 52\r\n\r\n"
-        "this port serves OTLP/gRPC: HTTP/2 only (h2c or h2)\n";
+    static const char answer[] = "HTTP/1.1 505 HTTP Version Not Supported\r\n"
+                                 "Content-Type: text/plain\r\nConnection: close\r\nContent-Length: 52\r\n\r\n"
+                                 "this port serves OTLP/gRPC: HTTP/2 only (h2c or h2)\n";
     s_write(c, (const uint8_t *)answer,
             sizeof answer - 1); // best effort: the connection ends either way
     return true;
@@ -277,8 +276,7 @@ static void s_handshake(conn_t *c)
         unsigned int len = 0;
         SSL_get0_alpn_selected(c->ssl, &alpn, &len);
         c->handshaken = true;
-        c->dead =
-            len != 2 || memcmp(alpn, "h2", 2) != 0; // gRPC is HTTP/2: no ALPN h2, nothing to say
+        c->dead = len != 2 || memcmp(alpn, "h2", 2) != 0; // gRPC is HTTP/2: no ALPN h2, nothing to say
         if (!c->dead && c->server->draining) {
             drv_grpc_conn_notice(c);
         }
@@ -323,8 +321,7 @@ void drv_grpc_conn_run(conn_t *c)
             if (rc == NGHTTP2_ERR_CALLBACK_FAILURE) { // ours (an HPACK bomb): say so
                 nghttp2_session_terminate_session(c->session, NGHTTP2_ENHANCE_YOUR_CALM);
             }
-            drv_grpc_conn_flush(
-                c); // a protocol error: nghttp2 queued its GOAWAY, sent if the socket takes it
+            drv_grpc_conn_flush(c); // a protocol error: nghttp2 queued its GOAWAY, sent if the socket takes it
             c->dead = true;
         }
     }

@@ -12,32 +12,27 @@
 
 #define RETRY_INFO_TYPE "type.googleapis.com/google.rpc.RetryInfo"
 
-int drv_grpc_unframe(const void *data, size_t size, bool gzip, size_t max, const void **message,
-                     size_t *message_size, char **inflated, char *why, size_t whylen)
+int drv_grpc_unframe(const void *data, size_t size, bool gzip, size_t max, const void **message, size_t *message_size,
+                     char **inflated, char *why, size_t whylen)
 {
     const uint8_t *bytes = data;
     *inflated = NULL;
     if (size < DRV_GRPC_PREFIX) {
-        snprintf(why, whylen,
-                 "the request holds no gRPC message (%zu bytes, fewer than a message's prefix)",
-                 size);
+        snprintf(why, whylen, "the request holds no gRPC message (%zu bytes, fewer than a message's prefix)", size);
         return DRV_GRPC_INVALID_ARGUMENT;
     }
     if (bytes[0] > 1) {
         snprintf(why, whylen, "gRPC message flag %u (0: plain, 1: compressed)", bytes[0]);
         return DRV_GRPC_INVALID_ARGUMENT;
     }
-    uint32_t length =
-        (uint32_t)bytes[1] << 24 | (uint32_t)bytes[2] << 16 | (uint32_t)bytes[3] << 8 | bytes[4];
+    uint32_t length = (uint32_t)bytes[1] << 24 | (uint32_t)bytes[2] << 16 | (uint32_t)bytes[3] << 8 | bytes[4];
     if ((size_t)length > max && !bytes[0]) {
         snprintf(why, whylen, "gRPC message of %u bytes, larger than %zu", length, max);
         return DRV_GRPC_RESOURCE_EXHAUSTED;
     }
     if ((size_t)length != size - DRV_GRPC_PREFIX) {
-        snprintf(
-            why, whylen,
-            "a unary call carries one gRPC message: its prefix says %u bytes, the body has %zu",
-            length, size - DRV_GRPC_PREFIX);
+        snprintf(why, whylen, "a unary call carries one gRPC message: its prefix says %u bytes, the body has %zu",
+                 length, size - DRV_GRPC_PREFIX);
         return DRV_GRPC_INVALID_ARGUMENT;
     }
     *message = bytes + DRV_GRPC_PREFIX;
@@ -46,9 +41,7 @@ int drv_grpc_unframe(const void *data, size_t size, bool gzip, size_t max, const
         return DRV_GRPC_OK;
     }
     if (!gzip) {
-        snprintf(
-            why, whylen,
-            "a compressed gRPC message, but grpc-encoding names no compression (gzip is taken)");
+        snprintf(why, whylen, "a compressed gRPC message, but grpc-encoding names no compression (gzip is taken)");
         return DRV_GRPC_UNIMPLEMENTED;
     }
     drv_gzip_result_t rc = drv_gzip_inflate(*message, length, max, inflated, message_size);
@@ -182,10 +175,9 @@ int64_t drv_grpc_retry_delay_ms(const char *value, size_t len)
         if (!any->type_url || strcmp(any->type_url, RETRY_INFO_TYPE) != 0) {
             continue;
         }
-        Google__Rpc__RetryInfo *retry =
-            google__rpc__retry_info__unpack(NULL, any->value.len, any->value.data);
-        if (retry && retry->retry_delay && retry->retry_delay->seconds >= 0 &&
-            retry->retry_delay->nanos >= 0 && retry->retry_delay->seconds < 86400) {
+        Google__Rpc__RetryInfo *retry = google__rpc__retry_info__unpack(NULL, any->value.len, any->value.data);
+        if (retry && retry->retry_delay && retry->retry_delay->seconds >= 0 && retry->retry_delay->nanos >= 0 &&
+            retry->retry_delay->seconds < 86400) {
             ms = retry->retry_delay->seconds * 1000 + retry->retry_delay->nanos / 1000000;
         }
         if (retry) {
@@ -200,23 +192,11 @@ int64_t drv_grpc_retry_delay_ms(const char *value, size_t len)
 
 const char *drv_grpc_code_name(int code, char *buf, size_t buflen)
 {
-    static const char *const names[] = {"OK",
-                                        "CANCELLED",
-                                        "UNKNOWN",
-                                        "INVALID_ARGUMENT",
-                                        "DEADLINE_EXCEEDED",
-                                        "NOT_FOUND",
-                                        "ALREADY_EXISTS",
-                                        "PERMISSION_DENIED",
-                                        "RESOURCE_EXHAUSTED",
-                                        "FAILED_PRECONDITION",
-                                        "ABORTED",
-                                        "OUT_OF_RANGE",
-                                        "UNIMPLEMENTED",
-                                        "INTERNAL",
-                                        "UNAVAILABLE",
-                                        "DATA_LOSS",
-                                        "UNAUTHENTICATED"};
+    static const char *const names[] = {
+        "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+        "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+        "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+        "DATA_LOSS", "UNAUTHENTICATED"};
     if (code >= 0 && code < (int)(sizeof names / sizeof *names)) {
         return names[code];
     }

@@ -40,8 +40,8 @@ enum {
 //  frees it). Otherwise the status code to refuse with, the reason in why
 //  (INVALID_ARGUMENT: not one message; RESOURCE_EXHAUSTED: past max;
 //  UNIMPLEMENTED: compressed without an encoding to read it).
-int drv_grpc_unframe(const void *data, size_t size, bool gzip, size_t max, const void **message,
-                     size_t *message_size, char **inflated, char *why, size_t whylen);
+int drv_grpc_unframe(const void *data, size_t size, bool gzip, size_t max, const void **message, size_t *message_size,
+                     char **inflated, char *why, size_t whylen);
 
 //  The prefix of an uncompressed message of size bytes.
 void drv_grpc_prefix(uint8_t out[DRV_GRPC_PREFIX], bool compressed, uint32_t size);

@@ -17,15 +17,15 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define STREAMS 100            // SETTINGS_MAX_CONCURRENT_STREAMS: calls at once on one connection
-#define HEADER_BYTES 16384     // one call's header block, as HPACK counts it (past it: 431)
+#define STREAMS 100                           // SETTINGS_MAX_CONCURRENT_STREAMS: calls at once on one connection
+#define HEADER_BYTES 16384                    // one call's header block, as HPACK counts it (past it: 431)
 #define HEADER_BLOCK_BYTES (4 * HEADER_BYTES) // past it a block is a bomb: the connection ends
-#define WINDOW (1 << 20)       // each stream's receive window
-#define CONN_WINDOW (16 << 20) // the connection's
-#define NOTICE_MS 1000         // a drain's notice waits at most this for the PING's answer
-#define RETRY_MS 1000          // RetryInfo's delay under backpressure
-#define FIRST_BODY_BYTES 256   // a message's first allocation (charged): grown by doubling as bytes arrive
-#define STREAM_CHECK_MS 1000   // how often calls are checked against connections.request_ms
+#define WINDOW (1 << 20)                      // each stream's receive window
+#define CONN_WINDOW (16 << 20)                // the connection's
+#define NOTICE_MS 1000                        // a drain's notice waits at most this for the PING's answer
+#define RETRY_MS 1000                         // RetryInfo's delay under backpressure
+#define FIRST_BODY_BYTES 256 // a message's first allocation (charged): grown by doubling as bytes arrive
+#define STREAM_CHECK_MS 1000 // how often calls are checked against connections.request_ms
 #define READ_CHUNK 16384
 #define OUT_CHUNK 65536 // what nghttp2 queued is written in pieces of about this
 
@@ -71,9 +71,9 @@ struct conn_t {
     stream_t *streams;
     size_t block_bytes;  // what HPACK made of the header block being read
     int64_t progress_ms; // mono: a call began or message bytes came (what a PING or SETTINGS is not)
-    int64_t notice_ms; // a drain's notice went out at (0: none)
-    bool goaway;       // the final GOAWAY went out
-    int32_t last_id;   // the last stream it names: later ones are refused
+    int64_t notice_ms;   // a drain's notice went out at (0: none)
+    bool goaway;         // the final GOAWAY went out
+    int32_t last_id;     // the last stream it names: later ones are refused
     conn_t *next, *prev;
 };
 

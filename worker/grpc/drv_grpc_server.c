@@ -54,8 +54,7 @@ static void s_accept(drv_grpc_server_t *self)
     for (int i = 0; i < 64 && self->listen_fd >= 0; i++) {
         struct sockaddr_storage addr;
         socklen_t len = sizeof addr;
-        int fd =
-            accept4(self->listen_fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(self->listen_fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             return; // EAGAIN: another instance took it, or nothing is there
         }
@@ -65,8 +64,7 @@ static void s_accept(drv_grpc_server_t *self)
 
 //  ---- the server
 
-drv_grpc_server_t *drv_grpc_server_new(int listen_fd, const drv_grpc_config_t *config, char *err,
-                                       size_t errlen)
+drv_grpc_server_t *drv_grpc_server_new(int listen_fd, const drv_grpc_config_t *config, char *err, size_t errlen)
 {
     drv_grpc_server_t *self = calloc(1, sizeof *self);
     if (!self) {

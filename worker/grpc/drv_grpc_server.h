@@ -48,15 +48,14 @@ typedef struct {
     int64_t retry_ms; // > 0: a RetryInfo with this delay
 } drv_grpc_reply_t;
 
-typedef void(drv_grpc_handler_fn)(void *arg, const drv_grpc_request_t *request,
-                                  drv_grpc_reply_t *reply);
+typedef void(drv_grpc_handler_fn)(void *arg, const drv_grpc_request_t *request, drv_grpc_reply_t *reply);
 
 typedef struct {
-    const char *const *paths; // NULL-terminated: the methods served (/package.Service/Method)
-    size_t max_message_bytes; // one message, decoded
-    size_t buffer_bytes;      // messages buffered at once, all connections
+    const char *const *paths;      // NULL-terminated: the methods served (/package.Service/Method)
+    size_t max_message_bytes;      // one message, decoded
+    size_t buffer_bytes;           // messages buffered at once, all connections
     drv_conn_limits_t connections; // per address, total; request_ms: a call's time to send its message whole
-    const char *cert_file;    // both, or neither (h2c)
+    const char *cert_file;         // both, or neither (h2c)
     const char *key_file;
     drv_grpc_handler_fn *handler;
     //  As drv_http_config_t's: answers held until input(arg) is settled,
@@ -70,8 +69,7 @@ typedef struct {
 
 //  Serves listen_fd (inherited; the server closes its copy when it drains
 //  or is destroyed). NULL with the reason in err.
-drv_grpc_server_t *drv_grpc_server_new(int listen_fd, const drv_grpc_config_t *config, char *err,
-                                       size_t errlen);
+drv_grpc_server_t *drv_grpc_server_new(int listen_fd, const drv_grpc_config_t *config, char *err, size_t errlen);
 void drv_grpc_server_destroy(drv_grpc_server_t **self_p);
 
 //  The descriptor to poll for reading; -1 once drained with no connection left.

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int s_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
-                  const unsigned char *in, unsigned int inlen, void *arg)
+static int s_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
+                  unsigned int inlen, void *arg)
 {
     (void)ssl;
     (void)arg;
@@ -44,13 +44,11 @@ SSL_CTX *drv_grpc_tls_server(const char *cert_file, const char *key_file, char *
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
-        snprintf(err, errlen, "tls.cert_file %s: %s", cert_file,
-                 drv_grpc_tls_error(why, sizeof why));
+        snprintf(err, errlen, "tls.cert_file %s: %s", cert_file, drv_grpc_tls_error(why, sizeof why));
     } else if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
         snprintf(err, errlen, "tls.key_file %s: %s", key_file, drv_grpc_tls_error(why, sizeof why));
     } else if (SSL_CTX_check_private_key(ctx) != 1) {
-        snprintf(err, errlen, "tls.key_file %s does not match tls.cert_file %s", key_file,
-                 cert_file);
+        snprintf(err, errlen, "tls.key_file %s does not match tls.cert_file %s", key_file, cert_file);
     } else {
         SSL_CTX_set_alpn_select_cb(ctx, s_alpn, NULL);
         return ctx;

@@ -33,8 +33,8 @@ void drv_http_node_drain(drv_node_t *node);
 void drv_http_node_settled(drv_node_t *node, int64_t upto);
 
 //  The hooks above, for a kind's drv_node_kind_t.
-#define DRV_HTTP_NODE_HOOKS                                                                                           \
-    .fd = drv_http_node_fd, .readable = drv_http_node_readable, .timeout_ms = drv_http_node_timeout_ms,               \
+#define DRV_HTTP_NODE_HOOKS                                                                                            \
+    .fd = drv_http_node_fd, .readable = drv_http_node_readable, .timeout_ms = drv_http_node_timeout_ms,                \
     .drain = drv_http_node_drain, .settled = drv_http_node_settled
 
 #define DRV_HTTP_NODE_BUFFER_BYTES (64u << 20) // bodies held at once by one instance

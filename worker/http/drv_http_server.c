@@ -28,10 +28,10 @@ typedef struct request_t request_t;
 struct request_t {
     drv_httpd_req_t *req;
     drv_http_server_t *server;
-    int64_t head_us;          // mono µs its head arrived
+    int64_t head_us; // mono µs its head arrived
     bool gzip;
     char media_type[64];
-    drv_http_reply_t held;    // ack: the answer, sent once input is settled
+    drv_http_reply_t held; // ack: the answer, sent once input is settled
     int64_t input;
     bool holding;
     request_t *next_held;
@@ -41,7 +41,7 @@ struct drv_http_server_t {
     drv_httpd_t *httpd;       // the loop-driven server (common/drv_httpd)
     char *cert_pem, *key_pem; // HTTPS: the files' text, while the server runs
     drv_http_config_t config;
-    request_t *held;          // requests waiting for their input to settle
+    request_t *held; // requests waiting for their input to settle
 };
 
 void drv_http_reply_error(drv_http_reply_t *reply, int status, const char *kind, const char *fmt, ...)

@@ -28,9 +28,9 @@
 typedef struct drv_http_server_t drv_http_server_t;
 
 typedef struct {
-    const char *path;         // without the query
-    const char *media_type;   // Content-Type without parameters, lowercase; one of the config's
-    const char *body;         // decoded, NUL-terminated past size
+    const char *path;       // without the query
+    const char *media_type; // Content-Type without parameters, lowercase; one of the config's
+    const char *body;       // decoded, NUL-terminated past size
     size_t size;
 } drv_http_request_t;
 
@@ -39,7 +39,7 @@ typedef struct {
     const char *content_type; // NULL: application/json
     char *body;               // malloc'd; the server frees it
     size_t size;
-    int retry_after_secs;     // > 0: a Retry-After header
+    int retry_after_secs; // > 0: a Retry-After header
 } drv_http_reply_t;
 
 typedef void(drv_http_handler_fn)(void *arg, const drv_http_request_t *request, drv_http_reply_t *reply);
@@ -55,7 +55,7 @@ typedef struct {
     size_t buffer_bytes;            // bodies buffered at once, all connections
     drv_conn_limits_t connections;  // per address, total, request and idle deadlines (body_budget: buffer_bytes)
     drv_http_handler_fn *handler;
-    drv_http_error_fn *error;       // NULL: the {"error": {kind, message}} body
+    drv_http_error_fn *error; // NULL: the {"error": {kind, message}} body
     //  ack: true — a 2xx answer is held back until the input the request
     //  became (input(arg) once the handler returned) is settled
     //  (drv_http_server_settled): its records are exported.

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 typedef struct {
-    char *data;      // capacity bytes, len used
+    char *data; // capacity bytes, len used
     size_t len;
     size_t capacity;
 } drv_buf_t;

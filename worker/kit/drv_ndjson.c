@@ -21,8 +21,7 @@ static int s_base64(drv_buf_t *out, const void *data, size_t size)
     if (!encoded) {
         return -1;
     }
-    int rc = drv_buf_putc(out, '"') | drv_buf_append(out, encoded, strlen(encoded)) |
-             drv_buf_putc(out, '"');
+    int rc = drv_buf_putc(out, '"') | drv_buf_append(out, encoded, strlen(encoded)) | drv_buf_putc(out, '"');
     zstr_free(&encoded);
     return rc;
 }
@@ -53,7 +52,7 @@ static int s_string(drv_buf_t *out, const char *s, size_t len)
             drv_buf_putc(out, (char)c);
         } else if (c < 0x20) {
             char esc[8];
-            int n = c == '\n' ? snprintf(esc, sizeof esc, "\\n")
+            int n = c == '\n'   ? snprintf(esc, sizeof esc, "\\n")
                     : c == '\t' ? snprintf(esc, sizeof esc, "\\t")
                     : c == '\r' ? snprintf(esc, sizeof esc, "\\r")
                                 : snprintf(esc, sizeof esc, "\\u%04x", c);

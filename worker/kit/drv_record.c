@@ -24,4 +24,3 @@ void drv_record_remove(msgpack_object_kv *kv, size_t *n, int index)
     memmove(&kv[index], &kv[index + 1], (*n - (size_t)index - 1) * sizeof *kv);
     (*n)--;
 }
-

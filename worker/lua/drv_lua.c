@@ -16,16 +16,16 @@
 
 struct drv_lua_t {
     lua_State *L;
-    int function_ref;            // the function, in the registry
+    int function_ref; // the function, in the registry
     int64_t max_instructions;
     size_t max_memory;
-    size_t used;                 // bytes the allocator handed out
-    bool exhausted;              // the instruction limit was reached in this call: every
-                                 // instruction raises until control is back in C
+    size_t used;    // bytes the allocator handed out
+    bool exhausted; // the instruction limit was reached in this call: every
+                    // instruction raises until control is back in C
     char name[64];
-    int64_t print_second;        // rate limit of print
+    int64_t print_second; // rate limit of print
     int prints;
-    drv_lua_memo_t memo;         // the strings of the record being called
+    drv_lua_memo_t memo; // the strings of the record being called
 };
 
 //  Lua's allocator, refusing what would take the state past its limit:
@@ -117,8 +117,8 @@ static int s_print(lua_State *L)
 
 static void s_open_sandbox(lua_State *L)
 {
-    static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},        {LUA_STRLIBNAME, luaopen_string},
-                                    {LUA_TABLIBNAME, luaopen_table},  {LUA_MATHLIBNAME, luaopen_math},
+    static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},       {LUA_STRLIBNAME, luaopen_string},
+                                    {LUA_TABLIBNAME, luaopen_table}, {LUA_MATHLIBNAME, luaopen_math},
                                     {LUA_UTF8LIBNAME, luaopen_utf8}, {NULL, NULL}};
     for (const luaL_Reg *lib = libs; lib->func; lib++) {
         luaL_requiref(L, lib->name, lib->func, 1);
@@ -179,7 +179,7 @@ typedef struct {
     drv_lua_t *self;
     const msgpack_object *records;
     size_t n;
-    size_t next;                 // the record being called
+    size_t next; // the record being called
     drv_lua_alloc_fn alloc;
     void *alloc_arg;
     drv_lua_result_fn result;
@@ -313,8 +313,7 @@ static int s_setup(lua_State *L)
     }
     lua_call(L, 0, 0);
     if (lua_getglobal(L, options->function) != LUA_TFUNCTION) {
-        return luaL_error(L, "the script defines no function %s (it is a %s)", options->function,
-                          luaL_typename(L, -1));
+        return luaL_error(L, "the script defines no function %s (it is a %s)", options->function, luaL_typename(L, -1));
     }
     self->function_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     return 0;

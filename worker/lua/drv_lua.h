@@ -19,12 +19,12 @@
 typedef struct drv_lua_t drv_lua_t;
 
 typedef struct {
-    const char *source;          // the script's text
+    const char *source; // the script's text
     size_t length;
-    const char *function;        // called per record ("process")
-    int64_t max_instructions;    // per call (0: no limit)
-    int64_t max_memory_bytes;    // the whole state
-    const char *name;            // for log lines (the node id)
+    const char *function;     // called per record ("process")
+    int64_t max_instructions; // per call (0: no limit)
+    int64_t max_memory_bytes; // the whole state
+    const char *name;         // for log lines (the node id)
 } drv_lua_options_t;
 
 //  Compiles source as text (never bytecode) without running it: 0, or -1
@@ -40,8 +40,7 @@ void drv_lua_destroy(drv_lua_t **self_p);
 //  returned as count records (0: nil or an empty list) in memory from
 //  alloc, or, when error is not NULL, why the call failed (a Lua error, a
 //  limit, a value that is not a record).
-typedef void (*drv_lua_result_fn)(void *arg, size_t index, const msgpack_object *out, size_t count,
-                                  const char *error);
+typedef void (*drv_lua_result_fn)(void *arg, size_t index, const msgpack_object *out, size_t count, const char *error);
 
 //  Calls the function with each of n records, in one protected call for
 //  as long as none fails (a failure costs one more). The state stays

@@ -130,7 +130,7 @@ typedef struct {
     drv_lua_alloc_fn alloc;
     void *arg;
     const drv_lua_memo_t *memo;
-    size_t budget;              // bytes the copy may still take
+    size_t budget; // bytes the copy may still take
     char *err;
     size_t errlen;
 } convert_t;

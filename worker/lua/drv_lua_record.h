@@ -26,9 +26,9 @@ typedef void *(*drv_lua_alloc_fn)(void *arg, size_t size);
 #define DRV_LUA_MEMO_SLOTS 256
 typedef struct {
     struct {
-        const char *text;           // Lua's bytes
-        const msgpack_object *obj;  // the record's string
-        uint32_t stamp;             // the push it belongs to
+        const char *text;          // Lua's bytes
+        const msgpack_object *obj; // the record's string
+        uint32_t stamp;            // the push it belongs to
     } slot[DRV_LUA_MEMO_SLOTS];
     uint32_t stamp;
     uint32_t count;

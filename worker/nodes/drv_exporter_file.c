@@ -28,7 +28,7 @@
 #define DRV_FILE_HOLD_BYTES (8 * 1024 * 1024) // held past this: backlogged
 
 typedef struct {
-    drv_hold_t *hold;        // first: what the file did not take yet (drv_hold's hooks find it there)
+    drv_hold_t *hold; // first: what the file did not take yet (drv_hold's hooks find it there)
     int fd;
     bool msgpack_format;
     char *path;
@@ -44,7 +44,8 @@ static char *s_expand_path(const char *pattern, const drv_dag_identity_t *who)
     const struct {
         const char *name;
         const char *value;
-    } fields[] = {{"{core}", core}, {"{generation}", generation}, {"{pipeline}", who->pipeline}, {"{group}", who->group}};
+    } fields[] = {
+        {"{core}", core}, {"{generation}", generation}, {"{pipeline}", who->pipeline}, {"{group}", who->group}};
     drv_buf_t out = {0};
     for (const char *p = pattern; *p;) {
         bool matched = false;
@@ -173,7 +174,11 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         return -1;
     }
     fcntl(self->fd, F_SETFL, fcntl(self->fd, F_GETFL) | O_NONBLOCK); // opened (a FIFO: its reader is there)
-    drv_hold_config_t hold = {.out = s_write, .arg = self, .first_ms = 10, .max_ms = 500, .waits_are_errors = true,
+    drv_hold_config_t hold = {.out = s_write,
+                              .arg = self,
+                              .first_ms = 10,
+                              .max_ms = 500,
+                              .waits_are_errors = true,
                               .backlog_bytes = DRV_FILE_HOLD_BYTES};
     self->hold = drv_hold_new(&hold, why, sizeof why);
     if (!self->hold) {
@@ -242,10 +247,15 @@ const drv_node_kind_t drv_exporter_file = {
                       "acknowledged meanwhile.",
                .example = "{type: exporter:file, config: {path: "
                           "\"/tmp/drover-demo/out-{core}-{generation}.ndjson\"}}",
-               .keys = {{.key = "path", .kind = DRV_KEY_FILE_PATH, .required = true,
+               .keys = {{.key = "path",
+                         .kind = DRV_KEY_FILE_PATH,
+                         .required = true,
                          .doc = "the file; {core}, {generation}, {pipeline}, {group} are expanded, directories made; "
                                 "confined to engine.data_dirs"},
-                        {.key = "format", .kind = DRV_KEY_CHOICE, .fallback = "\"ndjson\"", .choices = "ndjson msgpack",
+                        {.key = "format",
+                         .kind = DRV_KEY_CHOICE,
+                         .fallback = "\"ndjson\"",
+                         .choices = "ndjson msgpack",
                          .doc = "ndjson (one JSON object a line) or msgpack"}}},
     .init = s_init,
     .run = s_run,

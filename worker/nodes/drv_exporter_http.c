@@ -58,13 +58,12 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     const char *format = json_string_value(json_object_get(config, "format"));
     self->format = !strcmp(format, "json") ? FORMAT_JSON : !strcmp(format, "msgpack") ? FORMAT_MSGPACK : FORMAT_NDJSON;
     self->url = strdup(json_string_value(json_object_get(config, "endpoint")));
-    drv_export_format_t exporting = {
-        .lanes = {{self->url, self->format == FORMAT_JSON      ? "application/json"
-                              : self->format == FORMAT_MSGPACK ? "application/msgpack"
-                                                               : "application/x-ndjson"}},
-        .lane_count = 1,
-        .encode = s_encode,
-        .arg = self};
+    drv_export_format_t exporting = {.lanes = {{self->url, self->format == FORMAT_JSON      ? "application/json"
+                                                           : self->format == FORMAT_MSGPACK ? "application/msgpack"
+                                                                                            : "application/x-ndjson"}},
+                                     .lane_count = 1,
+                                     .encode = s_encode,
+                                     .arg = self};
     self->export = drv_export_new(node, config, &exporting, err, errlen);
     return self->export ? 0 : -1;
 }
@@ -95,9 +94,14 @@ const drv_node_kind_t drv_exporter_http = {
                       "once a 2xx came back.",
                .example = "{type: exporter:http, config: {endpoint: \"http://127.0.0.1:9000/ingest\", format: "
                           "ndjson}}",
-               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true,
+               .keys = {{.key = "endpoint",
+                         .kind = DRV_KEY_STRING,
+                         .required = true,
                          .doc = "the http:// or https:// URL posted to"},
-                        {.key = "format", .kind = DRV_KEY_CHOICE, .fallback = "\"ndjson\"", .choices = "ndjson json msgpack",
+                        {.key = "format",
+                         .kind = DRV_KEY_CHOICE,
+                         .fallback = "\"ndjson\"",
+                         .choices = "ndjson json msgpack",
                          .doc = "the body: ndjson, json (an array) or msgpack (an array)"},
                         DRV_EXPORT_KEYS},
                .check = drv_export_check,

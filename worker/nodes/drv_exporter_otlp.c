@@ -81,11 +81,12 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
     }
     if (grpc && endpoint && s_has_scheme(endpoint) && strchr(strstr(endpoint, "//") + 2, '/') &&
         strchr(strstr(endpoint, "//") + 2, '/')[1]) {
-        drv_spec_check_problem(check, node_path, "config.endpoint: with protocol grpc, host:port or a URL "
-                                                 "without a path (the service names the path)");
+        drv_spec_check_problem(check, node_path,
+                               "config.endpoint: with protocol grpc, host:port or a URL "
+                               "without a path (the service names the path)");
     }
-    if (grpc && json_object_get(config, "encoding") && strcmp(json_string_value(json_object_get(config, "encoding")),
-                                                              "protobuf") != 0) {
+    if (grpc && json_object_get(config, "encoding") &&
+        strcmp(json_string_value(json_object_get(config, "encoding")), "protobuf") != 0) {
         drv_spec_check_problem(check, node_path, "config.encoding: OTLP/gRPC is protobuf only");
     }
 }
@@ -103,8 +104,8 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     }
     const char *scheme = grpc && !s_has_scheme(endpoint) ? "http://" : "";
     for (int i = 0; i < 3; i++) {
-        if (asprintf(&self->urls[i], "%s%.*s%s", scheme, (int)len, endpoint,
-                     grpc ? s_grpc_paths[i] : s_http_paths[i]) < 0) {
+        if (asprintf(&self->urls[i], "%s%.*s%s", scheme, (int)len, endpoint, grpc ? s_grpc_paths[i] : s_http_paths[i]) <
+            0) {
             snprintf(err, errlen, "node %s: out of memory", node->id);
             return -1;
         }
@@ -171,11 +172,19 @@ const drv_node_kind_t drv_exporter_otlp = {
                       "(/v1/logs, /v1/traces, /v1/metrics under endpoint) or gRPC; batched, gzip'd, retried "
                       "like exporter:http.",
                .example = "{type: exporter:otlp, config: {endpoint: \"http://127.0.0.1:4318\"}}",
-               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true,
+               .keys = {{.key = "endpoint",
+                         .kind = DRV_KEY_STRING,
+                         .required = true,
                          .doc = "the backend's base URL (http:// or https://); the signal's path is added"},
-                        {.key = "encoding", .kind = DRV_KEY_CHOICE, .fallback = "\"protobuf\"", .choices = "protobuf json",
+                        {.key = "encoding",
+                         .kind = DRV_KEY_CHOICE,
+                         .fallback = "\"protobuf\"",
+                         .choices = "protobuf json",
                          .doc = "protobuf or json (HTTP only)"},
-                        {.key = "protocol", .kind = DRV_KEY_CHOICE, .fallback = "\"http\"", .choices = "http grpc",
+                        {.key = "protocol",
+                         .kind = DRV_KEY_CHOICE,
+                         .fallback = "\"http\"",
+                         .choices = "http grpc",
                          .doc = "http (OTLP/HTTP) or grpc (OTLP/gRPC over HTTP/2)"},
                         DRV_EXPORT_KEYS},
                .check = s_check,

@@ -15,7 +15,7 @@
 #define HELD_BATCHES 16 // held past this: backlogged
 
 typedef struct {
-    drv_hold_t *hold;        // first: batches the socket did not take yet (drv_hold's hooks find it there)
+    drv_hold_t *hold; // first: batches the socket did not take yet (drv_hold's hooks find it there)
     zsock_t *socket;
 } zmq_exporter_t;
 
@@ -44,7 +44,11 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     const char *kind = json_string_value(json_object_get(config, "socket"));
     const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
     //  Back-pressure is normal here, not an error: waiting batches are not counted.
-    drv_hold_config_t hold = {.out = s_send, .arg = self, .first_ms = 1, .max_ms = 100, .waits_are_errors = false,
+    drv_hold_config_t hold = {.out = s_send,
+                              .arg = self,
+                              .first_ms = 1,
+                              .max_ms = 100,
+                              .waits_are_errors = false,
                               .backlog_batches = HELD_BATCHES};
     char why[200];
     self->hold = drv_hold_new(&hold, why, sizeof why);
@@ -95,12 +99,21 @@ const drv_node_kind_t drv_exporter_zmq = {
                .role = DRV_ROLE_EXPORTER,
                .doc = "Sends each batch as one msgpack message to a ZeroMQ endpoint it connects to.",
                .example = "{type: exporter:zmq, config: {endpoint: \"tcp://127.0.0.1:6000\"}}",
-               .keys = {{.key = "endpoint", .kind = DRV_KEY_ENDPOINT, .required = true,
+               .keys = {{.key = "endpoint",
+                         .kind = DRV_KEY_ENDPOINT,
+                         .required = true,
                          .doc = "tcp://host:port or ipc://path, connected"},
-                        {.key = "socket", .kind = DRV_KEY_CHOICE, .fallback = "\"push\"", .choices = "push pub",
-                         .doc = "push (held back when the consumer is slow) or pub (what a slow subscriber cannot take is "
-                                "dropped)"},
-                        {.key = "hwm", .kind = DRV_KEY_NONNEG_INT, .fallback = "100", .maximum = DRV_LIMIT_HWM,
+                        {.key = "socket",
+                         .kind = DRV_KEY_CHOICE,
+                         .fallback = "\"push\"",
+                         .choices = "push pub",
+                         .doc =
+                             "push (held back when the consumer is slow) or pub (what a slow subscriber cannot take is "
+                             "dropped)"},
+                        {.key = "hwm",
+                         .kind = DRV_KEY_NONNEG_INT,
+                         .fallback = "100",
+                         .maximum = DRV_LIMIT_HWM,
                          .doc = "batches queued for a slow or absent consumer"}}},
     .init = s_init,
     .run = s_run,

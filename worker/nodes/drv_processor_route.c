@@ -11,13 +11,13 @@
 #include <string.h>
 
 typedef struct {
-    drv_condition_t when;    // unused by the default route
+    drv_condition_t when; // unused by the default route
     int *targets;
     size_t target_count;
 } route_t;
 
 typedef struct {
-    route_t *routes;         // count routes, then the default as the last
+    route_t *routes; // count routes, then the default as the last
     size_t count;
 } router_t;
 
@@ -201,9 +201,13 @@ const drv_node_kind_t drv_processor_route = {
                       "Its routes are its edges: it has no to.",
                .example = "{type: processor:route, config: {routes: [{when: {field: level, op: ge, value: 4}, to: "
                           "[out]}], default: [out]}}",
-               .keys = {{.key = "routes", .kind = DRV_KEY_ANY, .required = true,
+               .keys = {{.key = "routes",
+                         .kind = DRV_KEY_ANY,
+                         .required = true,
                          .doc = "a list of {when: {field, op, value}, to: [node ids]}, tried in order"},
-                        {.key = "default", .kind = DRV_KEY_ANY, .fallback = "[]",
+                        {.key = "default",
+                         .kind = DRV_KEY_ANY,
+                         .fallback = "[]",
                          .doc = "node ids for records no route took"}},
                .check = s_check,
                .targets = s_targets},

@@ -38,10 +38,10 @@
 typedef struct {
     drv_http_server_t *server; // first: drv_http_node's hooks find it there
     const char *paths[4];
-    drv_grpc_server_t *grpc;   // NULL: no grpc_endpoint
+    drv_grpc_server_t *grpc; // NULL: no grpc_endpoint
     const char *grpc_paths[4];
     drv_otlp_signal_t grpc_signals[3];
-    int epoll_fd;              // with grpc: both servers' descriptors
+    int epoll_fd; // with grpc: both servers' descriptors
 } otlp_t;
 
 static const char *const s_media_types[] = {"application/x-protobuf", "application/json", NULL};
@@ -121,8 +121,10 @@ static char *s_response_pb(drv_otlp_signal_t signal, int64_t rejected, const cha
     otlp_logs_response_t logs = OPENTELEMETRY__PROTO__COLLECTOR__LOGS__V1__EXPORT_LOGS_SERVICE_RESPONSE__INIT;
     otlp_logs_partial_t logs_partial = OPENTELEMETRY__PROTO__COLLECTOR__LOGS__V1__EXPORT_LOGS_PARTIAL_SUCCESS__INIT;
     otlp_traces_response_t traces = OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_SERVICE_RESPONSE__INIT;
-    otlp_traces_partial_t traces_partial = OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_PARTIAL_SUCCESS__INIT;
-    otlp_metrics_response_t metrics = OPENTELEMETRY__PROTO__COLLECTOR__METRICS__V1__EXPORT_METRICS_SERVICE_RESPONSE__INIT;
+    otlp_traces_partial_t traces_partial =
+        OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_PARTIAL_SUCCESS__INIT;
+    otlp_metrics_response_t metrics =
+        OPENTELEMETRY__PROTO__COLLECTOR__METRICS__V1__EXPORT_METRICS_SERVICE_RESPONSE__INIT;
     otlp_metrics_partial_t metrics_partial =
         OPENTELEMETRY__PROTO__COLLECTOR__METRICS__V1__EXPORT_METRICS_PARTIAL_SUCCESS__INIT;
     if (signal == DRV_OTLP_METRICS) {
@@ -305,8 +307,8 @@ static int s_replay(drv_node_t *node, const void *data, size_t size)
     msgpack_object *records;
     int64_t rejected;
     char why[400];
-    int n = s_records(node, (drv_otlp_signal_t)head[1], head[2] != 0, head + RAW_HEAD, size - RAW_HEAD, &otlp,
-                      &decoded, &records, &rejected, why, sizeof why);
+    int n = s_records(node, (drv_otlp_signal_t)head[1], head[2] != 0, head + RAW_HEAD, size - RAW_HEAD, &otlp, &decoded,
+                      &records, &rejected, why, sizeof why);
     if (n > 0) {
         drv_node_forward(node, records, (size_t)n);
     }
@@ -336,8 +338,8 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         }
     }
     self->epoll_fd = -1;
-    drv_http_config_t server = {.paths = self->paths, .media_types = s_media_types, .handler = s_handle,
-                                .error = s_error};
+    drv_http_config_t server = {
+        .paths = self->paths, .media_types = s_media_types, .handler = s_handle, .error = s_error};
     if (drv_http_node_listen(node, &self->server, config, &server, err, errlen) != 0) {
         return -1;
     }
@@ -430,30 +432,46 @@ static void s_destroy(drv_node_t *node)
 }
 
 const drv_node_kind_t drv_receiver_otlp = {
-    .schema = {.name = "receiver:otlp",
-               .role = DRV_ROLE_RECEIVER,
-               .doc = "OTLP as an OpenTelemetry collector takes it: OTLP/HTTP (protobuf or JSON, /v1/logs, "
-                      "/v1/traces, /v1/metrics) on endpoint and OTLP/gRPC on grpc_endpoint; one record per log, "
-                      "span or data point, with signal, resource and scope. Answers partial_success for what it "
-                      "refused.",
-               .example = "{type: receiver:otlp, config: {endpoint: \"127.0.0.1:4318\", grpc_endpoint: "
-                          "\"127.0.0.1:4317\"}, to: [out]}",
-               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true,
-                         .doc = "host:port of OTLP/HTTP (4318 by convention)"},
-                        {.key = "signals", .kind = DRV_KEY_STRING_LIST, .fallback = "[\"logs\", \"traces\", \"metrics\"]",
-                         .doc = "which of logs, traces, metrics are taken; the others get 404 (HTTP) or UNIMPLEMENTED "
-                                "(gRPC)"},
-                        {.key = "ack", .kind = DRV_KEY_BOOL, .fallback = "false",
-                         .doc = "true: answered only once exported (with a disk buffer: once durable)"},
-                        {.key = "max_body_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "4194304", .maximum = DRV_LIMIT_MESSAGE_CEILING,
-                         .doc = "the largest request taken, after gzip (HTTP 413, gRPC RESOURCE_EXHAUSTED)"},
-                        {.key = "grpc_endpoint", .kind = DRV_KEY_STRING,
-                         .doc = "host:port of OTLP/gRPC (4317 by convention); absent: no gRPC"},
-                        {.key = "tls", .kind = DRV_KEY_OBJECT,
-                         .doc = "{cert_file, key_file}: PEM files; both transports then take TLS only (gRPC with ALPN h2)"},
-                        {.key = "connections", .kind = DRV_KEY_OBJECT,
-                         .doc = "{per_address, total, idle_secs, request_secs}: connections one client address may hold (default 64), all together (1024), per instance; how long a silent connection (30 s over HTTP, 300 s over gRPC) and one request (30 s) may take on the client's clock. Behind a load balancer every client may share a few addresses: raise per_address"}},
-               .check = s_check},
+    .schema =
+        {.name = "receiver:otlp",
+         .role = DRV_ROLE_RECEIVER,
+         .doc = "OTLP as an OpenTelemetry collector takes it: OTLP/HTTP (protobuf or JSON, /v1/logs, "
+                "/v1/traces, /v1/metrics) on endpoint and OTLP/gRPC on grpc_endpoint; one record per log, "
+                "span or data point, with signal, resource and scope. Answers partial_success for what it "
+                "refused.",
+         .example = "{type: receiver:otlp, config: {endpoint: \"127.0.0.1:4318\", grpc_endpoint: "
+                    "\"127.0.0.1:4317\"}, to: [out]}",
+         .keys = {{.key = "endpoint",
+                   .kind = DRV_KEY_STRING,
+                   .required = true,
+                   .doc = "host:port of OTLP/HTTP (4318 by convention)"},
+                  {.key = "signals",
+                   .kind = DRV_KEY_STRING_LIST,
+                   .fallback = "[\"logs\", \"traces\", \"metrics\"]",
+                   .doc = "which of logs, traces, metrics are taken; the others get 404 (HTTP) or UNIMPLEMENTED "
+                          "(gRPC)"},
+                  {.key = "ack",
+                   .kind = DRV_KEY_BOOL,
+                   .fallback = "false",
+                   .doc = "true: answered only once exported (with a disk buffer: once durable)"},
+                  {.key = "max_body_bytes",
+                   .kind = DRV_KEY_NONNEG_INT,
+                   .fallback = "4194304",
+                   .maximum = DRV_LIMIT_MESSAGE_CEILING,
+                   .doc = "the largest request taken, after gzip (HTTP 413, gRPC RESOURCE_EXHAUSTED)"},
+                  {.key = "grpc_endpoint",
+                   .kind = DRV_KEY_STRING,
+                   .doc = "host:port of OTLP/gRPC (4317 by convention); absent: no gRPC"},
+                  {.key = "tls",
+                   .kind = DRV_KEY_OBJECT,
+                   .doc = "{cert_file, key_file}: PEM files; both transports then take TLS only (gRPC with ALPN h2)"},
+                  {.key = "connections",
+                   .kind = DRV_KEY_OBJECT,
+                   .doc = "{per_address, total, idle_secs, request_secs}: connections one client address may hold "
+                          "(default 64), all together (1024), per instance; how long a silent connection (30 s over "
+                          "HTTP, 300 s over gRPC) and one request (30 s) may take on the client's clock. Behind a load "
+                          "balancer every client may share a few addresses: raise per_address"}},
+         .check = s_check},
     .init = s_init,
     .fd = s_fd,
     .readable = s_readable,

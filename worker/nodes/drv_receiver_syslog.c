@@ -23,19 +23,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define DATAGRAMS 64        // read at once (one batch)
-#define DATAGRAM_MAX 65536  // the largest UDP payload
+#define DATAGRAMS 64       // read at once (one batch)
+#define DATAGRAM_MAX 65536 // the largest UDP payload
 
 typedef struct {
-    int fd;                 // UDP
-    drv_syslog_tcp_t *tcp;  // TCP
-    char *buffers;          // UDP: DATAGRAMS x DATAGRAM_MAX
-    msgpack_zone *zone;     // the batch zone the records are built in
+    int fd;                  // UDP
+    drv_syslog_tcp_t *tcp;   // TCP
+    char *buffers;           // UDP: DATAGRAMS x DATAGRAM_MAX
+    msgpack_zone *zone;      // the batch zone the records are built in
     msgpack_object *records; // the batch's records (a TCP read may cut more than DATAGRAMS messages)
     size_t cap;
     uint32_t count;
-    bool failed;            // out of memory building one: counted as an error
-    int refused;            // TCP frames past max_message_bytes in this read (each an error)
+    bool failed; // out of memory building one: counted as an error
+    int refused; // TCP frames past max_message_bytes in this read (each an error)
 } syslog_t;
 
 static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
@@ -57,8 +57,9 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
     if (drv_conn_limits_config(connections, &limits, why, sizeof why) != 0) {
         drv_spec_check_problem(check, node_path, "config.%s", why);
     } else if (json_object_get(connections, "request_secs")) {
-        drv_spec_check_problem(check, node_path, "config.connections.request_secs: a syslog sender has no "
-                                                 "requests; idle_secs is how long it may stay silent");
+        drv_spec_check_problem(check, node_path,
+                               "config.connections.request_secs: a syslog sender has no "
+                               "requests; idle_secs is how long it may stay silent");
     }
 }
 
@@ -233,13 +234,22 @@ const drv_node_kind_t drv_receiver_syslog = {
                       "per line); each becomes {facility, severity, timestamp, hostname, app_name, procid, "
                       "msgid, structured_data, message, format}.",
                .example = "{type: receiver:syslog, config: {endpoint: \"udp://127.0.0.1:5514\"}, to: [out]}",
-               .keys = {{.key = "endpoint", .kind = DRV_KEY_STRING, .required = true,
+               .keys = {{.key = "endpoint",
+                         .kind = DRV_KEY_STRING,
+                         .required = true,
                          .doc = "udp://host:port or tcp://host:port, bound by droverd"},
-                        {.key = "max_message_bytes", .kind = DRV_KEY_NONNEG_INT, .fallback = "65536", .maximum = DRV_SYSLOG_FRAME_LIMIT,
-                         .doc = "TCP: the longest message; a longer one closes its connection (never split), logged and "
-                                "counted in errors"},
-                        {.key = "connections", .kind = DRV_KEY_OBJECT,
-                         .doc = "{per_address, total, idle_secs}: TCP connections one sender address may hold (default 64), all together (1024), per instance; how long a sender may stay silent (300 s). Behind a load balancer every sender may share a few addresses: raise per_address"}},
+                        {.key = "max_message_bytes",
+                         .kind = DRV_KEY_NONNEG_INT,
+                         .fallback = "65536",
+                         .maximum = DRV_SYSLOG_FRAME_LIMIT,
+                         .doc =
+                             "TCP: the longest message; a longer one closes its connection (never split), logged and "
+                             "counted in errors"},
+                        {.key = "connections",
+                         .kind = DRV_KEY_OBJECT,
+                         .doc = "{per_address, total, idle_secs}: TCP connections one sender address may hold (default "
+                                "64), all together (1024), per instance; how long a sender may stay silent (300 s). "
+                                "Behind a load balancer every sender may share a few addresses: raise per_address"}},
                .check = s_check},
     .init = s_init,
     .fd = s_fd,

@@ -1,7 +1,7 @@
 /*  drv_otlp_build — see drv_otlp_build.h. Two passes over the records: the
     first finds each one's resource and scope group (the previous record's,
-    when they are equal; else by their msgpack bytes, through a hash), the second allocates every repeated field at its exact size and
-    fills it (drv_otlp_build_records.c makes each record's message). */
+    when they are equal; else by their msgpack bytes, through a hash), the second allocates every repeated field at its
+   exact size and fills it (drv_otlp_build_records.c makes each record's message). */
 #include "drv_buf.h"
 #include "drv_otlp_build_internal.h"
 
@@ -10,17 +10,17 @@
 
 typedef struct {
     msgpack_object record;
-    size_t scope;            // its scope group
-    long metric;             // metrics: its metric group (-1: not a point of a known type)
+    size_t scope; // its scope group
+    long metric;  // metrics: its metric group (-1: not a point of a known type)
 } row_t;
 
 typedef struct {
-    char *key;               // msgpack bytes: resource and schema URL, or scope
+    char *key; // msgpack bytes: resource and schema URL, or scope
     size_t len;
-    uint64_t hash;           // of parent and key
-    size_t parent;           // a scope group's resource group
-    size_t children;         // resource groups: scope groups; scope groups: records
-    void *message;           // ResourceLogs/Spans or ScopeLogs/Spans
+    uint64_t hash;   // of parent and key
+    size_t parent;   // a scope group's resource group
+    size_t children; // resource groups: scope groups; scope groups: records
+    void *message;   // ResourceLogs/Spans or ScopeLogs/Spans
 } group_t;
 
 //  Groups found by the hash of their parent and key bytes (open addressing,
@@ -28,7 +28,7 @@ typedef struct {
 typedef struct {
     group_t *groups;
     size_t n;
-    long *slots;             // group index + 1; 0: empty
+    long *slots; // group index + 1; 0: empty
     size_t mask;
 } groups_t;
 
@@ -133,8 +133,8 @@ static otlp_scope_t *s_scope(build_t *b, const msgpack_object *record)
 {
     const msgpack_object *map = drv_otlp_get(record, "scope");
     otlp_scope_t *scope = drv_otlp_new(b, &opentelemetry__proto__common__v1__instrumentation_scope__descriptor);
-    if (!scope || drv_otlp_attributes(b, drv_otlp_get(map, "attributes"), NULL, 0, &scope->attributes,
-                                      &scope->n_attributes)) {
+    if (!scope ||
+        drv_otlp_attributes(b, drv_otlp_get(map, "attributes"), NULL, 0, &scope->attributes, &scope->n_attributes)) {
         return NULL;
     }
     scope->name = drv_otlp_string_of(b, drv_otlp_get(map, "name"));
@@ -227,7 +227,7 @@ static ProtobufCMessage *s_traces(build_t *b, row_t *rows, size_t count, group_t
 //  temporality, monotonicity, metadata).
 static int s_group_metrics(build_t *b, row_t *rows, size_t count, groups_t *metrics)
 {
-    static const char *const keys[] = {"name", "type", "unit", "description", "aggregation_temporality",
+    static const char *const keys[] = {"name",         "type",    "unit", "description", "aggregation_temporality",
                                        "is_monotonic", "metadata"};
     static const msgpack_object nil = {.type = MSGPACK_OBJECT_NIL};
     drv_buf_t key = {0};
@@ -344,10 +344,10 @@ int drv_otlp_build(drv_otlp_built_t *built, drv_otlp_signal_t signal, const msgp
     if (rc == 0) {
         built->request.signal = signal;
         group_t *r = resources.groups, *s = scopes.groups;
-        built->request.message = signal == DRV_OTLP_LOGS     ? s_logs(&b, rows, count, r, resources.n, s, scopes.n)
-                                 : signal == DRV_OTLP_TRACES ? s_traces(&b, rows, count, r, resources.n, s, scopes.n)
-                                                             : s_metrics(&b, rows, count, r, resources.n, s,
-                                                                         metrics.groups);
+        built->request.message = signal == DRV_OTLP_LOGS ? s_logs(&b, rows, count, r, resources.n, s, scopes.n)
+                                 : signal == DRV_OTLP_TRACES
+                                     ? s_traces(&b, rows, count, r, resources.n, s, scopes.n)
+                                     : s_metrics(&b, rows, count, r, resources.n, s, metrics.groups);
         rc = built->request.message ? 0 : -1;
     }
     free(rows);

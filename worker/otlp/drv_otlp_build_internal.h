@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 typedef struct {
-    msgpack_zone *zone;      // everything built lives here
+    msgpack_zone *zone; // everything built lives here
 } build_t;
 
 //  A message of descriptor's type, initialised, in the zone (NULL: no memory).

@@ -20,9 +20,10 @@ static uint64_t s_u64(const msgpack_object *o)
 
 static int64_t s_i64(const msgpack_object *o)
 {
-    return !o ? 0 : o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)o->via.u64
-                  : o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ? o->via.i64
-                                                               : 0;
+    return !o                                           ? 0
+           : o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)o->via.u64
+           : o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ? o->via.i64
+                                                        : 0;
 }
 
 static double s_f64(const msgpack_object *o)
@@ -115,15 +116,15 @@ static int s_exemplars(build_t *b, const msgpack_object *record, otlp_exemplar_t
 
 //  The fields every point has.
 #define POINT_COMMON(b, record, pt)                                                                                    \
-    ((pt)->start_time_unix_nano = s_u64(drv_otlp_get(record, "start_time_unix_nano")),                                \
-     (pt)->time_unix_nano = s_u64(drv_otlp_get(record, "time_unix_nano")),                                            \
-     (pt)->flags = (uint32_t)s_u64(drv_otlp_get(record, "flags")),                                                    \
+    ((pt)->start_time_unix_nano = s_u64(drv_otlp_get(record, "start_time_unix_nano")),                                 \
+     (pt)->time_unix_nano = s_u64(drv_otlp_get(record, "time_unix_nano")),                                             \
+     (pt)->flags = (uint32_t)s_u64(drv_otlp_get(record, "flags")),                                                     \
      s_attributes(b, record, "attributes", &(pt)->attributes, &(pt)->n_attributes))
 
 //  A histogram's optional double, set (its case the field's number) when the record has it.
 #define OPTIONAL(record, pt, field, number)                                                                            \
     do {                                                                                                               \
-        const msgpack_object *v_ = drv_otlp_get(record, #field);                                                      \
+        const msgpack_object *v_ = drv_otlp_get(record, #field);                                                       \
         if (s_number(v_)) {                                                                                            \
             (pt)->has_##field##_case = number;                                                                         \
             (pt)->field = s_f64(v_);                                                                                   \

@@ -74,7 +74,10 @@ static bool s_uint(const msgpack_object *o)
 //  A hex digit's value, or -1.
 static int s_nibble(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 //  Lowercase or uppercase hex of an even length: an id.
@@ -146,8 +149,8 @@ static otlp_any_t *s_any(build_t *b, const msgpack_object *o)
     case MSGPACK_OBJECT_EXT:
         v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE;
         v->bytes_value.len = o->type == MSGPACK_OBJECT_EXT ? o->via.ext.size : o->via.bin.size;
-        v->bytes_value.data = (uint8_t *)s_text(b, o->type == MSGPACK_OBJECT_EXT ? o->via.ext.ptr : o->via.bin.ptr,
-                                                v->bytes_value.len);
+        v->bytes_value.data =
+            (uint8_t *)s_text(b, o->type == MSGPACK_OBJECT_EXT ? o->via.ext.ptr : o->via.bin.ptr, v->bytes_value.len);
         break;
     case MSGPACK_OBJECT_ARRAY: {
         otlp_array_t *array = drv_otlp_new(b, &opentelemetry__proto__common__v1__array_value__descriptor);
@@ -334,7 +337,9 @@ otlp_log_t *drv_otlp_build_log(build_t *b, const msgpack_object *record, const m
     log->span_id = drv_otlp_id(b, drv_otlp_get(record, "span_id"));
     log->flags = (uint32_t)s_u64(drv_otlp_get(record, "flags"));
     log->dropped_attributes_count = s_u32(drv_otlp_get(record, "dropped_attributes_count"));
-    return drv_otlp_attributes(b, drv_otlp_get(record, "attributes"), extras, n, &log->attributes, &log->n_attributes) ? NULL : log;
+    return drv_otlp_attributes(b, drv_otlp_get(record, "attributes"), extras, n, &log->attributes, &log->n_attributes)
+               ? NULL
+               : log;
 }
 
 static int s_events(build_t *b, const msgpack_object *list, otlp_span_t *span)

@@ -17,7 +17,6 @@
 
 //  ---------------------------------------------------------------- values
 
-
 static otlp_any_t *s_any(ctx_t *c, const json_t *v, const char *field, int depth)
 {
     if (!v || json_is_null(v)) {
@@ -385,8 +384,8 @@ int drv_otlp_json_parse(drv_otlp_signal_t signal, const char *text, size_t size,
         }
         opentelemetry__proto__collector__logs__v1__export_logs_service_request__init(req);
         out->logs = req;
-        req->resource_logs = (otlp_resource_logs_t **)drv_otlp_json_list(&c, doc, "resourceLogs",
-                                                                         &req->n_resource_logs, s_resource_logs);
+        req->resource_logs = (otlp_resource_logs_t **)drv_otlp_json_list(&c, doc, "resourceLogs", &req->n_resource_logs,
+                                                                         s_resource_logs);
     } else if (signal == DRV_OTLP_METRICS) {
         if (drv_otlp_json_metrics(&c, doc, out) != 0) {
             json_decref(doc);

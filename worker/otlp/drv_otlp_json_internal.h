@@ -15,7 +15,7 @@ typedef struct {
     char *err;
     size_t errlen;
     bool failed;
-    bool out_of_memory;     // the failure is ours, not the request's: refused with "retry"
+    bool out_of_memory; // the failure is ours, not the request's: refused with "retry"
 } ctx_t;
 
 //  The first failure wins: "path.field: what".

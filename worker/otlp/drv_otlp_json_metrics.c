@@ -10,8 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const s_temporalities[] = {"AGGREGATION_TEMPORALITY_UNSPECIFIED",
-                                              "AGGREGATION_TEMPORALITY_DELTA",
+static const char *const s_temporalities[] = {"AGGREGATION_TEMPORALITY_UNSPECIFIED", "AGGREGATION_TEMPORALITY_DELTA",
                                               "AGGREGATION_TEMPORALITY_CUMULATIVE"};
 
 static double s_double_value(ctx_t *c, const json_t *v, const char *field)
@@ -88,8 +87,7 @@ static void *s_exemplar(ctx_t *c, const json_t *v)
         return NULL;
     }
     opentelemetry__proto__metrics__v1__exemplar__init(e);
-    e->filtered_attributes =
-        drv_otlp_json_attributes(c, v, "filteredAttributes", &e->n_filtered_attributes, 0);
+    e->filtered_attributes = drv_otlp_json_attributes(c, v, "filteredAttributes", &e->n_filtered_attributes, 0);
     e->time_unix_nano = drv_otlp_json_uint(c, v, "timeUnixNano", UINT64_MAX);
     if (drv_otlp_json_get(v, "asInt")) {
         e->value_case = OPENTELEMETRY__PROTO__METRICS__V1__EXEMPLAR__VALUE_AS_INT;
@@ -104,17 +102,16 @@ static void *s_exemplar(ctx_t *c, const json_t *v)
 }
 
 //  The fields every point has.
-#define POINT_COMMON(c, v, pt)                                                                     \
-    do {                                                                                           \
-        (pt)->attributes = drv_otlp_json_attributes(c, v, "attributes", &(pt)->n_attributes, 0);   \
-        (pt)->start_time_unix_nano = drv_otlp_json_uint(c, v, "startTimeUnixNano", UINT64_MAX);    \
-        (pt)->time_unix_nano = drv_otlp_json_uint(c, v, "timeUnixNano", UINT64_MAX);               \
-        (pt)->flags = (uint32_t)drv_otlp_json_uint(c, v, "flags", UINT32_MAX);                     \
+#define POINT_COMMON(c, v, pt)                                                                                         \
+    do {                                                                                                               \
+        (pt)->attributes = drv_otlp_json_attributes(c, v, "attributes", &(pt)->n_attributes, 0);                       \
+        (pt)->start_time_unix_nano = drv_otlp_json_uint(c, v, "startTimeUnixNano", UINT64_MAX);                        \
+        (pt)->time_unix_nano = drv_otlp_json_uint(c, v, "timeUnixNano", UINT64_MAX);                                   \
+        (pt)->flags = (uint32_t)drv_otlp_json_uint(c, v, "flags", UINT32_MAX);                                         \
     } while (0)
 
-#define EXEMPLARS(c, v, pt)                                                                        \
-    ((pt)->exemplars = (otlp_exemplar_t **)drv_otlp_json_list(c, v, "exemplars",                   \
-                                                              &(pt)->n_exemplars, s_exemplar))
+#define EXEMPLARS(c, v, pt)                                                                                            \
+    ((pt)->exemplars = (otlp_exemplar_t **)drv_otlp_json_list(c, v, "exemplars", &(pt)->n_exemplars, s_exemplar))
 
 static void *s_number_point(ctx_t *c, const json_t *v)
 {
@@ -136,12 +133,12 @@ static void *s_number_point(ctx_t *c, const json_t *v)
 }
 
 //  A histogram's optional double: its case set (to the field's number) when present.
-#define OPTIONAL_DOUBLE(c, v, pt, field, name, number)                                             \
-    do {                                                                                           \
-        if (drv_otlp_json_get(v, name) && !json_is_null(drv_otlp_json_get(v, name))) {             \
-            (pt)->has_##field##_case = number;                                                     \
-            (pt)->field = s_double(c, v, name);                                                    \
-        }                                                                                          \
+#define OPTIONAL_DOUBLE(c, v, pt, field, name, number)                                                                 \
+    do {                                                                                                               \
+        if (drv_otlp_json_get(v, name) && !json_is_null(drv_otlp_json_get(v, name))) {                                 \
+            (pt)->has_##field##_case = number;                                                                         \
+            (pt)->field = s_double(c, v, name);                                                                        \
+        }                                                                                                              \
     } while (0)
 
 static void *s_histogram_point(ctx_t *c, const json_t *v)
@@ -175,8 +172,7 @@ static otlp_exp_buckets_t *s_buckets(ctx_t *c, const json_t *obj, const char *fi
     opentelemetry__proto__metrics__v1__exponential_histogram_data_point__buckets__init(b);
     size_t at = drv_otlp_json_enter(c, field, -1);
     json_t *offset = drv_otlp_json_get(v, "offset");
-    b->offset =
-        offset && !json_is_null(offset) ? (int32_t)drv_otlp_json_int64(c, offset, "offset") : 0;
+    b->offset = offset && !json_is_null(offset) ? (int32_t)drv_otlp_json_int64(c, offset, "offset") : 0;
     b->bucket_counts = s_uints(c, v, "bucketCounts", &b->n_bucket_counts);
     drv_otlp_json_leave(c, at);
     return b;
@@ -226,8 +222,8 @@ static void *s_summary_point(ctx_t *c, const json_t *v)
     POINT_COMMON(c, v, pt);
     pt->count = drv_otlp_json_uint(c, v, "count", UINT64_MAX);
     pt->sum = s_double(c, v, "sum");
-    pt->quantile_values = (otlp_quantile_t **)drv_otlp_json_list(
-        c, v, "quantileValues", &pt->n_quantile_values, s_quantile);
+    pt->quantile_values =
+        (otlp_quantile_t **)drv_otlp_json_list(c, v, "quantileValues", &pt->n_quantile_values, s_quantile);
     return pt;
 }
 
@@ -244,8 +240,8 @@ static void s_data(ctx_t *c, const json_t *v, otlp_metric_t *metric)
             metric->gauge = g;
             metric->data_case = OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_GAUGE;
             size_t at = drv_otlp_json_enter(c, "gauge", -1);
-            g->data_points = (otlp_number_point_t **)drv_otlp_json_list(
-                c, d, "dataPoints", &g->n_data_points, s_number_point);
+            g->data_points =
+                (otlp_number_point_t **)drv_otlp_json_list(c, d, "dataPoints", &g->n_data_points, s_number_point);
             drv_otlp_json_leave(c, at);
         }
     } else if ((d = drv_otlp_json_get(v, "sum")) && json_is_object(d)) {
@@ -255,10 +251,9 @@ static void s_data(ctx_t *c, const json_t *v, otlp_metric_t *metric)
             metric->sum = s;
             metric->data_case = OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_SUM;
             size_t at = drv_otlp_json_enter(c, "sum", -1);
-            s->data_points = (otlp_number_point_t **)drv_otlp_json_list(
-                c, d, "dataPoints", &s->n_data_points, s_number_point);
-            s->aggregation_temporality =
-                drv_otlp_json_enum(c, d, "aggregationTemporality", s_temporalities, 3);
+            s->data_points =
+                (otlp_number_point_t **)drv_otlp_json_list(c, d, "dataPoints", &s->n_data_points, s_number_point);
+            s->aggregation_temporality = drv_otlp_json_enum(c, d, "aggregationTemporality", s_temporalities, 3);
             json_t *mono = drv_otlp_json_get(d, "isMonotonic");
             if (mono && !json_is_null(mono) && !json_is_boolean(mono)) {
                 drv_otlp_json_fail(c, "isMonotonic", "must be true or false");
@@ -273,25 +268,21 @@ static void s_data(ctx_t *c, const json_t *v, otlp_metric_t *metric)
             metric->histogram = h;
             metric->data_case = OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_HISTOGRAM;
             size_t at = drv_otlp_json_enter(c, "histogram", -1);
-            h->data_points = (otlp_histogram_point_t **)drv_otlp_json_list(
-                c, d, "dataPoints", &h->n_data_points, s_histogram_point);
-            h->aggregation_temporality =
-                drv_otlp_json_enum(c, d, "aggregationTemporality", s_temporalities, 3);
+            h->data_points =
+                (otlp_histogram_point_t **)drv_otlp_json_list(c, d, "dataPoints", &h->n_data_points, s_histogram_point);
+            h->aggregation_temporality = drv_otlp_json_enum(c, d, "aggregationTemporality", s_temporalities, 3);
             drv_otlp_json_leave(c, at);
         }
     } else if ((d = drv_otlp_json_get(v, "exponentialHistogram")) && json_is_object(d)) {
-        Opentelemetry__Proto__Metrics__V1__ExponentialHistogram *h =
-            drv_otlp_json_alloc(c, sizeof *h);
+        Opentelemetry__Proto__Metrics__V1__ExponentialHistogram *h = drv_otlp_json_alloc(c, sizeof *h);
         if (h) {
             opentelemetry__proto__metrics__v1__exponential_histogram__init(h);
             metric->exponential_histogram = h;
-            metric->data_case =
-                OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_EXPONENTIAL_HISTOGRAM;
+            metric->data_case = OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_EXPONENTIAL_HISTOGRAM;
             size_t at = drv_otlp_json_enter(c, "exponentialHistogram", -1);
-            h->data_points = (otlp_exp_histogram_point_t **)drv_otlp_json_list(
-                c, d, "dataPoints", &h->n_data_points, s_exp_histogram_point);
-            h->aggregation_temporality =
-                drv_otlp_json_enum(c, d, "aggregationTemporality", s_temporalities, 3);
+            h->data_points = (otlp_exp_histogram_point_t **)drv_otlp_json_list(c, d, "dataPoints", &h->n_data_points,
+                                                                               s_exp_histogram_point);
+            h->aggregation_temporality = drv_otlp_json_enum(c, d, "aggregationTemporality", s_temporalities, 3);
             drv_otlp_json_leave(c, at);
         }
     } else if ((d = drv_otlp_json_get(v, "summary")) && json_is_object(d)) {
@@ -301,8 +292,8 @@ static void s_data(ctx_t *c, const json_t *v, otlp_metric_t *metric)
             metric->summary = s;
             metric->data_case = OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_SUMMARY;
             size_t at = drv_otlp_json_enter(c, "summary", -1);
-            s->data_points = (otlp_summary_point_t **)drv_otlp_json_list(
-                c, d, "dataPoints", &s->n_data_points, s_summary_point);
+            s->data_points =
+                (otlp_summary_point_t **)drv_otlp_json_list(c, d, "dataPoints", &s->n_data_points, s_summary_point);
             drv_otlp_json_leave(c, at);
         }
     }
@@ -344,8 +335,8 @@ static void *s_resource_metrics(ctx_t *c, const json_t *v)
     }
     opentelemetry__proto__metrics__v1__resource_metrics__init(rm);
     rm->resource = drv_otlp_json_resource(c, v);
-    rm->scope_metrics = (otlp_scope_metrics_t **)drv_otlp_json_list(
-        c, v, "scopeMetrics", &rm->n_scope_metrics, s_scope_metrics);
+    rm->scope_metrics =
+        (otlp_scope_metrics_t **)drv_otlp_json_list(c, v, "scopeMetrics", &rm->n_scope_metrics, s_scope_metrics);
     rm->schema_url = drv_otlp_json_string(c, v, "schemaUrl");
     return rm;
 }

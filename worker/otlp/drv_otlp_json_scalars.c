@@ -106,7 +106,8 @@ uint64_t drv_otlp_json_uint(ctx_t *c, const json_t *obj, const char *field, uint
             return n;
         }
     }
-    drv_otlp_json_fail(c, field, "must be an unsigned integer (a number or a decimal string) up to %llu", (unsigned long long)max);
+    drv_otlp_json_fail(c, field, "must be an unsigned integer (a number or a decimal string) up to %llu",
+                       (unsigned long long)max);
     return 0;
 }
 
@@ -149,7 +150,10 @@ int32_t drv_otlp_json_enum(ctx_t *c, const json_t *obj, const char *field, const
 
 static int s_hexval(int ch)
 {
-    return isdigit(ch) ? ch - '0' : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10 : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10 : -1;
+    return isdigit(ch)                ? ch - '0'
+           : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10
+           : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10
+                                      : -1;
 }
 
 ProtobufCBinaryData drv_otlp_json_hex_id(ctx_t *c, const json_t *obj, const char *field)
@@ -232,4 +236,3 @@ ProtobufCBinaryData drv_otlp_json_base64(ctx_t *c, const json_t *v, const char *
     }
     return out;
 }
-

@@ -84,9 +84,9 @@ static json_t *s_any(const otlp_any_t *v)
     }
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE:
         drv_otlp_jw_set(out, "kvlistValue",
-              json_pack("{s:o}", "values",
-                        s_attributes(v->kvlist_value ? v->kvlist_value->values : NULL,
-                                     v->kvlist_value ? v->kvlist_value->n_values : 0)));
+                        json_pack("{s:o}", "values",
+                                  s_attributes(v->kvlist_value ? v->kvlist_value->values : NULL,
+                                               v->kvlist_value ? v->kvlist_value->n_values : 0)));
         break;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE: {
         zarmour_t *armour = zarmour_new();

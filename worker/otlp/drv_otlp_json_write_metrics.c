@@ -70,16 +70,16 @@ static json_t *s_exemplars(otlp_exemplar_t *const *ex, size_t n)
 //  The fields every point has.
 #define POINT_COMMON(out, pt)                                                                                          \
     do {                                                                                                               \
-        drv_otlp_jw_attributes_of(out, (pt)->attributes, (pt)->n_attributes);                                         \
-        drv_otlp_jw_u64(out, "startTimeUnixNano", (pt)->start_time_unix_nano);                                        \
-        drv_otlp_jw_u64(out, "timeUnixNano", (pt)->time_unix_nano);                                                   \
-        drv_otlp_jw_int(out, "flags", (pt)->flags);                                                                   \
+        drv_otlp_jw_attributes_of(out, (pt)->attributes, (pt)->n_attributes);                                          \
+        drv_otlp_jw_u64(out, "startTimeUnixNano", (pt)->start_time_unix_nano);                                         \
+        drv_otlp_jw_u64(out, "timeUnixNano", (pt)->time_unix_nano);                                                    \
+        drv_otlp_jw_int(out, "flags", (pt)->flags);                                                                    \
     } while (0)
 
 //  A histogram's count and optional sum, min and max (set: their case is not NOT_SET, 0).
 #define STATS(out, pt)                                                                                                 \
     do {                                                                                                               \
-        drv_otlp_jw_u64(out, "count", (pt)->count);                                                                   \
+        drv_otlp_jw_u64(out, "count", (pt)->count);                                                                    \
         if ((pt)->has_sum_case) {                                                                                      \
             drv_otlp_jw_set(out, "sum", s_double((pt)->sum));                                                          \
         }                                                                                                              \
@@ -206,15 +206,14 @@ static json_t *s_metric(const otlp_metric_t *m)
         drv_otlp_jw_set(out, "sum", data);
         break;
     case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_HISTOGRAM:
-        drv_otlp_jw_set(data, "dataPoints",
-                        s_histogram_points(m->histogram->data_points, m->histogram->n_data_points));
+        drv_otlp_jw_set(data, "dataPoints", s_histogram_points(m->histogram->data_points, m->histogram->n_data_points));
         drv_otlp_jw_int(data, "aggregationTemporality", m->histogram->aggregation_temporality);
         drv_otlp_jw_set(out, "histogram", data);
         break;
     case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_EXPONENTIAL_HISTOGRAM:
-        drv_otlp_jw_set(data, "dataPoints",
-                        s_exp_histogram_points(m->exponential_histogram->data_points,
-                                               m->exponential_histogram->n_data_points));
+        drv_otlp_jw_set(
+            data, "dataPoints",
+            s_exp_histogram_points(m->exponential_histogram->data_points, m->exponential_histogram->n_data_points));
         drv_otlp_jw_int(data, "aggregationTemporality", m->exponential_histogram->aggregation_temporality);
         drv_otlp_jw_set(out, "exponentialHistogram", data);
         break;

@@ -17,8 +17,7 @@ typedef struct {
     msgpack_object metadata;
 } metric_t;
 
-#define METRIC_PAIRS                                                                               \
-    5 // signal, name, description, unit, type (then temporality, monotonic, metadata as they apply)
+#define METRIC_PAIRS 5 // signal, name, description, unit, type (then temporality, monotonic, metadata as they apply)
 
 //  The pairs every point of the metric has; returns how many were set.
 static size_t s_metric_pairs(const metric_t *m, msgpack_object_kv *p)
@@ -30,13 +29,11 @@ static size_t s_metric_pairs(const metric_t *m, msgpack_object_kv *p)
     p[n++] = (msgpack_object_kv){STR("unit"), drv_otlp_obj_str(m->metric->unit)};
     p[n++] = (msgpack_object_kv){STR("type"), drv_otlp_obj_str(m->type)};
     if (m->temporality >= 0) {
-        p[n++] =
-            (msgpack_object_kv){STR("aggregation_temporality"), drv_otlp_obj_int(m->temporality)};
+        p[n++] = (msgpack_object_kv){STR("aggregation_temporality"), drv_otlp_obj_int(m->temporality)};
     }
     if (m->monotonic >= 0) {
-        p[n++] = (msgpack_object_kv){
-            STR("is_monotonic"),
-            (msgpack_object){.type = MSGPACK_OBJECT_BOOLEAN, .via.boolean = m->monotonic}};
+        p[n++] = (msgpack_object_kv){STR("is_monotonic"),
+                                     (msgpack_object){.type = MSGPACK_OBJECT_BOOLEAN, .via.boolean = m->monotonic}};
     }
     p[n++] = (msgpack_object_kv){STR("metadata"), m->metadata};
     return n;
@@ -49,16 +46,13 @@ static msgpack_object s_exemplars(drv_otlp_objects_t *b, otlp_exemplar_t *const 
         const otlp_exemplar_t *e = ex[i];
         msgpack_object_kv *p = drv_otlp_obj_take(b, 5 * sizeof *p);
         if (p) {
-            bool is_int =
-                e->value_case == OPENTELEMETRY__PROTO__METRICS__V1__EXEMPLAR__VALUE_AS_INT;
+            bool is_int = e->value_case == OPENTELEMETRY__PROTO__METRICS__V1__EXEMPLAR__VALUE_AS_INT;
             p[0] = (msgpack_object_kv){STR("time_unix_nano"), drv_otlp_obj_uint(e->time_unix_nano)};
-            p[1] = (msgpack_object_kv){STR("value"),
-                                       is_int ? drv_otlp_obj_int(e->as_int) : F64(e->as_double)};
+            p[1] = (msgpack_object_kv){STR("value"), is_int ? drv_otlp_obj_int(e->as_int) : F64(e->as_double)};
             p[2] = (msgpack_object_kv){STR("span_id"), drv_otlp_obj_hex(b, e->span_id)};
             p[3] = (msgpack_object_kv){STR("trace_id"), drv_otlp_obj_hex(b, e->trace_id)};
-            p[4] = (msgpack_object_kv){
-                STR("filtered_attributes"),
-                drv_otlp_obj_attributes(b, e->filtered_attributes, e->n_filtered_attributes, 4)};
+            p[4] = (msgpack_object_kv){STR("filtered_attributes"),
+                                       drv_otlp_obj_attributes(b, e->filtered_attributes, e->n_filtered_attributes, 4)};
         }
         items[i] = drv_otlp_obj_map(p, 5);
     }
@@ -88,9 +82,8 @@ static msgpack_object s_buckets(drv_otlp_objects_t *b, const otlp_exp_buckets_t 
     msgpack_object_kv *p = drv_otlp_obj_take(b, 2 * sizeof *p);
     if (p) {
         p[0] = (msgpack_object_kv){STR("offset"), drv_otlp_obj_int(buckets ? buckets->offset : 0)};
-        p[1] = (msgpack_object_kv){STR("bucket_counts"),
-                                   s_uints(b, buckets ? buckets->bucket_counts : NULL,
-                                           buckets ? buckets->n_bucket_counts : 0)};
+        p[1] = (msgpack_object_kv){STR("bucket_counts"), s_uints(b, buckets ? buckets->bucket_counts : NULL,
+                                                                 buckets ? buckets->n_bucket_counts : 0)};
     }
     return drv_otlp_obj_map(p, 2);
 }
@@ -100,9 +93,8 @@ static msgpack_object s_buckets(drv_otlp_objects_t *b, const otlp_exp_buckets_t 
 //  A point's pairs (MAX_PAIRS of room), the metric's and those every point
 //  has (times, attributes, flags, exemplars) set: *n of them. NULL when out
 //  of memory (the whole request is refused).
-static msgpack_object_kv *s_start(drv_otlp_objects_t *b, const metric_t *m, size_t *n,
-                                  uint64_t start, uint64_t time, otlp_kv_t *const *attributes,
-                                  size_t n_attributes, uint32_t flags,
+static msgpack_object_kv *s_start(drv_otlp_objects_t *b, const metric_t *m, size_t *n, uint64_t start, uint64_t time,
+                                  otlp_kv_t *const *attributes, size_t n_attributes, uint32_t flags,
                                   otlp_exemplar_t *const *exemplars, size_t n_exemplars)
 {
     msgpack_object_kv *p = drv_otlp_obj_take(b, MAX_PAIRS * sizeof *p);
@@ -112,8 +104,7 @@ static msgpack_object_kv *s_start(drv_otlp_objects_t *b, const metric_t *m, size
     size_t k = s_metric_pairs(m, p);
     p[k++] = (msgpack_object_kv){STR("start_time_unix_nano"), drv_otlp_obj_uint(start)};
     p[k++] = (msgpack_object_kv){STR("time_unix_nano"), drv_otlp_obj_uint(time)};
-    p[k++] = (msgpack_object_kv){STR("attributes"),
-                                 drv_otlp_obj_attributes(b, attributes, n_attributes, 2)};
+    p[k++] = (msgpack_object_kv){STR("attributes"), drv_otlp_obj_attributes(b, attributes, n_attributes, 2)};
     p[k++] = (msgpack_object_kv){STR("flags"), drv_otlp_obj_uint(flags)};
     p[k++] = (msgpack_object_kv){STR("exemplars"), s_exemplars(b, exemplars, n_exemplars)};
     *n = k;
@@ -121,8 +112,8 @@ static msgpack_object_kv *s_start(drv_otlp_objects_t *b, const metric_t *m, size
 }
 
 //  A histogram's count, and its sum, min and max when it has them (absent: no key).
-static size_t s_stats(msgpack_object_kv *p, size_t n, uint64_t count, bool has_sum, double sum,
-                      bool has_min, double min, bool has_max, double max)
+static size_t s_stats(msgpack_object_kv *p, size_t n, uint64_t count, bool has_sum, double sum, bool has_min,
+                      double min, bool has_max, double max)
 {
     p[n++] = (msgpack_object_kv){STR("count"), drv_otlp_obj_uint(count)};
     if (has_sum) {
@@ -140,31 +131,28 @@ static size_t s_stats(msgpack_object_kv *p, size_t n, uint64_t count, bool has_s
 #define NIL ((msgpack_object){.type = MSGPACK_OBJECT_NIL})
 
 //  Every point type has these fields (a summary no exemplars: given as none).
-#define START(b, m, n, pt, exemplars, n_exemplars)                                                 \
-    s_start(b, m, n, (pt)->start_time_unix_nano, (pt)->time_unix_nano, (pt)->attributes,           \
-            (pt)->n_attributes, (pt)->flags, exemplars, n_exemplars)
+#define START(b, m, n, pt, exemplars, n_exemplars)                                                                     \
+    s_start(b, m, n, (pt)->start_time_unix_nano, (pt)->time_unix_nano, (pt)->attributes, (pt)->n_attributes,           \
+            (pt)->flags, exemplars, n_exemplars)
 //  Both histograms' optional fields are one-field oneofs: set is any case but NOT_SET (0).
-#define STATS(p, n, pt)                                                                            \
-    s_stats(p, n, (pt)->count, (pt)->has_sum_case != 0, (pt)->sum, (pt)->has_min_case != 0,       \
-            (pt)->min, (pt)->has_max_case != 0, (pt)->max)
+#define STATS(p, n, pt)                                                                                                \
+    s_stats(p, n, (pt)->count, (pt)->has_sum_case != 0, (pt)->sum, (pt)->has_min_case != 0, (pt)->min,                 \
+            (pt)->has_max_case != 0, (pt)->max)
 
-static msgpack_object s_number(drv_otlp_objects_t *b, const metric_t *m,
-                               const otlp_number_point_t *pt, const msgpack_object_kv *context)
+static msgpack_object s_number(drv_otlp_objects_t *b, const metric_t *m, const otlp_number_point_t *pt,
+                               const msgpack_object_kv *context)
 {
     size_t n;
     msgpack_object_kv *p = START(b, m, &n, pt, pt->exemplars, pt->n_exemplars);
     if (!p) {
         return NIL;
     }
-    bool is_int =
-        pt->value_case == OPENTELEMETRY__PROTO__METRICS__V1__NUMBER_DATA_POINT__VALUE_AS_INT;
-    p[n++] = (msgpack_object_kv){STR("value"),
-                                 is_int ? drv_otlp_obj_int(pt->as_int) : F64(pt->as_double)};
+    bool is_int = pt->value_case == OPENTELEMETRY__PROTO__METRICS__V1__NUMBER_DATA_POINT__VALUE_AS_INT;
+    p[n++] = (msgpack_object_kv){STR("value"), is_int ? drv_otlp_obj_int(pt->as_int) : F64(pt->as_double)};
     return drv_otlp_obj_record(p, n, context);
 }
 
-static msgpack_object s_histogram(drv_otlp_objects_t *b, const metric_t *m,
-                                  const otlp_histogram_point_t *pt,
+static msgpack_object s_histogram(drv_otlp_objects_t *b, const metric_t *m, const otlp_histogram_point_t *pt,
                                   const msgpack_object_kv *context)
 {
     size_t n;
@@ -173,15 +161,12 @@ static msgpack_object s_histogram(drv_otlp_objects_t *b, const metric_t *m,
         return NIL;
     }
     n = STATS(p, n, pt);
-    p[n++] = (msgpack_object_kv){STR("bucket_counts"),
-                                 s_uints(b, pt->bucket_counts, pt->n_bucket_counts)};
-    p[n++] = (msgpack_object_kv){STR("explicit_bounds"),
-                                 s_doubles(b, pt->explicit_bounds, pt->n_explicit_bounds)};
+    p[n++] = (msgpack_object_kv){STR("bucket_counts"), s_uints(b, pt->bucket_counts, pt->n_bucket_counts)};
+    p[n++] = (msgpack_object_kv){STR("explicit_bounds"), s_doubles(b, pt->explicit_bounds, pt->n_explicit_bounds)};
     return drv_otlp_obj_record(p, n, context);
 }
 
-static msgpack_object s_exp_histogram(drv_otlp_objects_t *b, const metric_t *m,
-                                      const otlp_exp_histogram_point_t *pt,
+static msgpack_object s_exp_histogram(drv_otlp_objects_t *b, const metric_t *m, const otlp_exp_histogram_point_t *pt,
                                       const msgpack_object_kv *context)
 {
     size_t n;
@@ -198,8 +183,8 @@ static msgpack_object s_exp_histogram(drv_otlp_objects_t *b, const metric_t *m,
     return drv_otlp_obj_record(p, n, context);
 }
 
-static msgpack_object s_summary(drv_otlp_objects_t *b, const metric_t *m,
-                                const otlp_summary_point_t *pt, const msgpack_object_kv *context)
+static msgpack_object s_summary(drv_otlp_objects_t *b, const metric_t *m, const otlp_summary_point_t *pt,
+                                const msgpack_object_kv *context)
 {
     size_t n;
     msgpack_object_kv *p = START(b, m, &n, pt, NULL, 0);
@@ -217,8 +202,7 @@ static msgpack_object s_summary(drv_otlp_objects_t *b, const metric_t *m,
     }
     p[n++] = (msgpack_object_kv){STR("count"), drv_otlp_obj_uint(pt->count)};
     p[n++] = (msgpack_object_kv){STR("sum"), F64(pt->sum)};
-    p[n++] = (msgpack_object_kv){STR("quantile_values"),
-                                 drv_otlp_obj_array(quantiles, pt->n_quantile_values)};
+    p[n++] = (msgpack_object_kv){STR("quantile_values"), drv_otlp_obj_array(quantiles, pt->n_quantile_values)};
     return drv_otlp_obj_record(p, n, context);
 }
 
@@ -235,8 +219,8 @@ static bool s_exemplars_unique(otlp_exemplar_t *const *ex, size_t n, const char 
 }
 
 //  A point's keys are unique (its attributes and its exemplars'): else it is rejected.
-#define POINT_UNIQUE(pt, dup)                                                                      \
-    (drv_otlp_obj_unique((pt)->attributes, (pt)->n_attributes, dup) &&                             \
+#define POINT_UNIQUE(pt, dup)                                                                                          \
+    (drv_otlp_obj_unique((pt)->attributes, (pt)->n_attributes, dup) &&                                                 \
      s_exemplars_unique((pt)->exemplars, (pt)->n_exemplars, dup))
 
 //  A summary point's keys: it has no exemplars.
@@ -244,14 +228,14 @@ static bool s_exemplars_unique(otlp_exemplar_t *const *ex, size_t n, const char 
 
 //  Each point of data (a Gauge, a Sum, ...) with unique keys becomes a
 //  record (build); one without is rejected.
-#define TAKE_POINTS(w, m, context, data, UNIQUE, build)                                            \
-    for (size_t i_ = 0; i_ < (data)->n_data_points; i_++) {                                        \
-        const char *dup_ = NULL;                                                                   \
-        if (!UNIQUE((data)->data_points[i_], &dup_)) {                                             \
-            drv_otlp_obj_reject(w, 1, "a data point", dup_);                                       \
-        } else {                                                                                   \
-            (w)->records[(w)->count++] = build(&(w)->b, m, (data)->data_points[i_], context);      \
-        }                                                                                          \
+#define TAKE_POINTS(w, m, context, data, UNIQUE, build)                                                                \
+    for (size_t i_ = 0; i_ < (data)->n_data_points; i_++) {                                                            \
+        const char *dup_ = NULL;                                                                                       \
+        if (!UNIQUE((data)->data_points[i_], &dup_)) {                                                                 \
+            drv_otlp_obj_reject(w, 1, "a data point", dup_);                                                           \
+        } else {                                                                                                       \
+            (w)->records[(w)->count++] = build(&(w)->b, m, (data)->data_points[i_], context);                          \
+        }                                                                                                              \
     }
 
 static size_t s_points(const otlp_metric_t *metric)
@@ -286,8 +270,7 @@ size_t drv_otlp_metrics_count(const otlp_metrics_request_t *req)
     return count;
 }
 
-static void s_metric(drv_otlp_walk_t *w, const otlp_metric_t *metric,
-                     const msgpack_object_kv *context)
+static void s_metric(drv_otlp_walk_t *w, const otlp_metric_t *metric, const msgpack_object_kv *context)
 {
     const char *dup = NULL;
     if (!drv_otlp_obj_unique(metric->metadata, metric->n_metadata, &dup)) {

@@ -60,12 +60,10 @@ bool drv_otlp_obj_any_unique(const otlp_any_t *v, const char **dup)
     if (!v) {
         return true;
     }
-    if (v->value_case == OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE &&
-        v->kvlist_value) {
+    if (v->value_case == OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE && v->kvlist_value) {
         return drv_otlp_obj_unique(v->kvlist_value->values, v->kvlist_value->n_values, dup);
     }
-    if (v->value_case == OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE &&
-        v->array_value) {
+    if (v->value_case == OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE && v->array_value) {
         for (size_t i = 0; i < v->array_value->n_values; i++) {
             if (!drv_otlp_obj_any_unique(v->array_value->values[i], dup)) {
                 return false;
@@ -120,17 +118,15 @@ msgpack_object drv_otlp_obj_any(drv_otlp_objects_t *b, const otlp_any_t *v, int 
         return drv_otlp_obj_attributes(b, v->kvlist_value ? v->kvlist_value->values : NULL,
                                        v->kvlist_value ? v->kvlist_value->n_values : 0, depth);
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE:
-        return (msgpack_object){
-            .type = MSGPACK_OBJECT_BIN,
-            .via.bin = {(uint32_t)v->bytes_value.len, (const char *)v->bytes_value.data}};
+        return (msgpack_object){.type = MSGPACK_OBJECT_BIN,
+                                .via.bin = {(uint32_t)v->bytes_value.len, (const char *)v->bytes_value.data}};
     default:
         return (msgpack_object){.type = MSGPACK_OBJECT_NIL};
     }
 }
 
 //  A map at depth.
-msgpack_object drv_otlp_obj_attributes(drv_otlp_objects_t *b, otlp_kv_t *const *kv, size_t n,
-                                       int depth)
+msgpack_object drv_otlp_obj_attributes(drv_otlp_objects_t *b, otlp_kv_t *const *kv, size_t n, int depth)
 {
     msgpack_object_kv *pairs = drv_otlp_obj_take(b, n * sizeof *pairs);
     for (size_t i = 0; pairs && i < n; i++) {
@@ -142,37 +138,31 @@ msgpack_object drv_otlp_obj_attributes(drv_otlp_objects_t *b, otlp_kv_t *const *
 
 //  The context's three pairs, built once per resource and scope and copied
 //  (shallowly: the maps are shared) into each of their records.
-void drv_otlp_obj_context(drv_otlp_objects_t *b, const drv_otlp_context_t *c,
-                          msgpack_object_kv out[CONTEXT_PAIRS])
+void drv_otlp_obj_context(drv_otlp_objects_t *b, const drv_otlp_context_t *c, msgpack_object_kv out[CONTEXT_PAIRS])
 {
     msgpack_object_kv *scope = drv_otlp_obj_take(b, 3 * sizeof *scope);
-    out[0] = (msgpack_object_kv){
-        STR("resource"), drv_otlp_obj_attributes(b, c->resource ? c->resource->attributes : NULL,
-                                                 c->resource ? c->resource->n_attributes : 0, 2)};
-    out[1] =
-        (msgpack_object_kv){STR("resource_schema_url"), drv_otlp_obj_str(c->resource_schema_url)};
+    out[0] =
+        (msgpack_object_kv){STR("resource"), drv_otlp_obj_attributes(b, c->resource ? c->resource->attributes : NULL,
+                                                                     c->resource ? c->resource->n_attributes : 0, 2)};
+    out[1] = (msgpack_object_kv){STR("resource_schema_url"), drv_otlp_obj_str(c->resource_schema_url)};
     if (scope) {
-        scope[0] =
-            (msgpack_object_kv){STR("name"), drv_otlp_obj_str(c->scope ? c->scope->name : "")};
-        scope[1] = (msgpack_object_kv){STR("version"),
-                                       drv_otlp_obj_str(c->scope ? c->scope->version : "")};
-        scope[2] = (msgpack_object_kv){
-            STR("attributes"), drv_otlp_obj_attributes(b, c->scope ? c->scope->attributes : NULL,
-                                                       c->scope ? c->scope->n_attributes : 0, 3)};
+        scope[0] = (msgpack_object_kv){STR("name"), drv_otlp_obj_str(c->scope ? c->scope->name : "")};
+        scope[1] = (msgpack_object_kv){STR("version"), drv_otlp_obj_str(c->scope ? c->scope->version : "")};
+        scope[2] =
+            (msgpack_object_kv){STR("attributes"), drv_otlp_obj_attributes(b, c->scope ? c->scope->attributes : NULL,
+                                                                           c->scope ? c->scope->n_attributes : 0, 3)};
     }
     out[2] = (msgpack_object_kv){STR("scope"), drv_otlp_obj_map(scope, 3)};
 }
 
 bool drv_otlp_obj_context_unique(drv_otlp_context_t *c, const char **dup)
 {
-    return (!c->resource ||
-            drv_otlp_obj_unique(c->resource->attributes, c->resource->n_attributes, dup)) &&
+    return (!c->resource || drv_otlp_obj_unique(c->resource->attributes, c->resource->n_attributes, dup)) &&
            (!c->scope || drv_otlp_obj_unique(c->scope->attributes, c->scope->n_attributes, dup));
 }
 
 //  A record of the n pairs in pairs (room for the context's after them).
-msgpack_object drv_otlp_obj_record(msgpack_object_kv *pairs, size_t n,
-                                   const msgpack_object_kv *context)
+msgpack_object drv_otlp_obj_record(msgpack_object_kv *pairs, size_t n, const msgpack_object_kv *context)
 {
     if (pairs) {
         memcpy(pairs + n, context, CONTEXT_PAIRS * sizeof *pairs);

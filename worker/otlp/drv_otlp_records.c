@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static msgpack_object s_log(drv_otlp_objects_t *b, const otlp_log_t *log,
-                            const msgpack_object_kv *context)
+static msgpack_object s_log(drv_otlp_objects_t *b, const otlp_log_t *log, const msgpack_object_kv *context)
 {
     bool event = log->event_name && log->event_name[0];
     size_t n = 10 + (event ? 1 : 0) + (log->dropped_attributes_count ? 1 : 0);
@@ -18,13 +17,12 @@ static msgpack_object s_log(drv_otlp_objects_t *b, const otlp_log_t *log,
     if (p) {
         p[0] = (msgpack_object_kv){STR("signal"), STR("log")};
         p[1] = (msgpack_object_kv){STR("time_unix_nano"), drv_otlp_obj_uint(log->time_unix_nano)};
-        p[2] = (msgpack_object_kv){STR("observed_time_unix_nano"),
-                                   drv_otlp_obj_uint(log->observed_time_unix_nano)};
+        p[2] = (msgpack_object_kv){STR("observed_time_unix_nano"), drv_otlp_obj_uint(log->observed_time_unix_nano)};
         p[3] = (msgpack_object_kv){STR("severity_number"), drv_otlp_obj_int(log->severity_number)};
         p[4] = (msgpack_object_kv){STR("severity_text"), drv_otlp_obj_str(log->severity_text)};
         p[5] = (msgpack_object_kv){STR("body"), drv_otlp_obj_any(b, log->body, 2)};
-        p[6] = (msgpack_object_kv){
-            STR("attributes"), drv_otlp_obj_attributes(b, log->attributes, log->n_attributes, 2)};
+        p[6] =
+            (msgpack_object_kv){STR("attributes"), drv_otlp_obj_attributes(b, log->attributes, log->n_attributes, 2)};
         p[7] = (msgpack_object_kv){STR("trace_id"), drv_otlp_obj_hex(b, log->trace_id)};
         p[8] = (msgpack_object_kv){STR("span_id"), drv_otlp_obj_hex(b, log->span_id)};
         p[9] = (msgpack_object_kv){STR("flags"), drv_otlp_obj_uint(log->flags)};
@@ -33,19 +31,19 @@ static msgpack_object s_log(drv_otlp_objects_t *b, const otlp_log_t *log,
             p[at++] = (msgpack_object_kv){STR("event_name"), drv_otlp_obj_str(log->event_name)};
         }
         if (log->dropped_attributes_count) {
-            p[at++] = (msgpack_object_kv){STR("dropped_attributes_count"),
-                                          drv_otlp_obj_uint(log->dropped_attributes_count)};
+            p[at++] =
+                (msgpack_object_kv){STR("dropped_attributes_count"), drv_otlp_obj_uint(log->dropped_attributes_count)};
         }
     }
     return drv_otlp_obj_record(p, n, context);
 }
 
 //  A count OTLP keeps only when it is not zero, as the record does.
-#define DROPPED(p, n, name, value)                                                                 \
-    do {                                                                                           \
-        if (value) {                                                                               \
-            (p)[(n)++] = (msgpack_object_kv){STR(name), drv_otlp_obj_uint(value)};                 \
-        }                                                                                          \
+#define DROPPED(p, n, name, value)                                                                                     \
+    do {                                                                                                               \
+        if (value) {                                                                                                   \
+            (p)[(n)++] = (msgpack_object_kv){STR(name), drv_otlp_obj_uint(value)};                                     \
+        }                                                                                                              \
     } while (0)
 
 //  A span's events or links: maps of three pairs, and what else they carry.
@@ -56,8 +54,7 @@ static msgpack_object s_event(drv_otlp_objects_t *b, const otlp_event_t *e)
     if (p) {
         p[0] = (msgpack_object_kv){STR("time_unix_nano"), drv_otlp_obj_uint(e->time_unix_nano)};
         p[1] = (msgpack_object_kv){STR("name"), drv_otlp_obj_str(e->name)};
-        p[2] = (msgpack_object_kv){STR("attributes"),
-                                   drv_otlp_obj_attributes(b, e->attributes, e->n_attributes, 4)};
+        p[2] = (msgpack_object_kv){STR("attributes"), drv_otlp_obj_attributes(b, e->attributes, e->n_attributes, 4)};
         DROPPED(p, n, "dropped_attributes_count", e->dropped_attributes_count);
     }
     return drv_otlp_obj_map(p, n);
@@ -70,8 +67,7 @@ static msgpack_object s_link(drv_otlp_objects_t *b, const otlp_link_t *l)
     if (p) {
         p[0] = (msgpack_object_kv){STR("trace_id"), drv_otlp_obj_hex(b, l->trace_id)};
         p[1] = (msgpack_object_kv){STR("span_id"), drv_otlp_obj_hex(b, l->span_id)};
-        p[2] = (msgpack_object_kv){STR("attributes"),
-                                   drv_otlp_obj_attributes(b, l->attributes, l->n_attributes, 4)};
+        p[2] = (msgpack_object_kv){STR("attributes"), drv_otlp_obj_attributes(b, l->attributes, l->n_attributes, 4)};
         if (l->trace_state && l->trace_state[0]) {
             p[n++] = (msgpack_object_kv){STR("trace_state"), drv_otlp_obj_str(l->trace_state)};
         }
@@ -81,16 +77,14 @@ static msgpack_object s_link(drv_otlp_objects_t *b, const otlp_link_t *l)
     return drv_otlp_obj_map(p, n);
 }
 
-static msgpack_object s_span(drv_otlp_objects_t *b, const otlp_span_t *span,
-                             const msgpack_object_kv *context)
+static msgpack_object s_span(drv_otlp_objects_t *b, const otlp_span_t *span, const msgpack_object_kv *context)
 {
     msgpack_object_kv *p = drv_otlp_obj_take(b, (17 + CONTEXT_PAIRS) * sizeof *p);
     msgpack_object *events = drv_otlp_obj_take(b, span->n_events * sizeof *events);
     msgpack_object *links = drv_otlp_obj_take(b, span->n_links * sizeof *links);
     msgpack_object_kv *status = drv_otlp_obj_take(b, 2 * sizeof *status);
     if (!p || !status) {
-        return (msgpack_object){
-            .type = MSGPACK_OBJECT_NIL}; // out of memory: the whole request is refused
+        return (msgpack_object){.type = MSGPACK_OBJECT_NIL}; // out of memory: the whole request is refused
     }
     for (size_t i = 0; events && i < span->n_events; i++) {
         events[i] = s_event(b, span->events[i]);
@@ -98,10 +92,8 @@ static msgpack_object s_span(drv_otlp_objects_t *b, const otlp_span_t *span,
     for (size_t i = 0; links && i < span->n_links; i++) {
         links[i] = s_link(b, span->links[i]);
     }
-    status[0] =
-        (msgpack_object_kv){STR("code"), drv_otlp_obj_int(span->status ? span->status->code : 0)};
-    status[1] = (msgpack_object_kv){STR("message"),
-                                    drv_otlp_obj_str(span->status ? span->status->message : "")};
+    status[0] = (msgpack_object_kv){STR("code"), drv_otlp_obj_int(span->status ? span->status->code : 0)};
+    status[1] = (msgpack_object_kv){STR("message"), drv_otlp_obj_str(span->status ? span->status->message : "")};
     p[0] = (msgpack_object_kv){STR("signal"), STR("span")};
     p[1] = (msgpack_object_kv){STR("trace_id"), drv_otlp_obj_hex(b, span->trace_id)};
     p[2] = (msgpack_object_kv){STR("span_id"), drv_otlp_obj_hex(b, span->span_id)};
@@ -109,12 +101,9 @@ static msgpack_object s_span(drv_otlp_objects_t *b, const otlp_span_t *span,
     p[4] = (msgpack_object_kv){STR("trace_state"), drv_otlp_obj_str(span->trace_state)};
     p[5] = (msgpack_object_kv){STR("name"), drv_otlp_obj_str(span->name)};
     p[6] = (msgpack_object_kv){STR("kind"), drv_otlp_obj_int(span->kind)};
-    p[7] = (msgpack_object_kv){STR("start_time_unix_nano"),
-                               drv_otlp_obj_uint(span->start_time_unix_nano)};
-    p[8] =
-        (msgpack_object_kv){STR("end_time_unix_nano"), drv_otlp_obj_uint(span->end_time_unix_nano)};
-    p[9] = (msgpack_object_kv){STR("attributes"),
-                               drv_otlp_obj_attributes(b, span->attributes, span->n_attributes, 2)};
+    p[7] = (msgpack_object_kv){STR("start_time_unix_nano"), drv_otlp_obj_uint(span->start_time_unix_nano)};
+    p[8] = (msgpack_object_kv){STR("end_time_unix_nano"), drv_otlp_obj_uint(span->end_time_unix_nano)};
+    p[9] = (msgpack_object_kv){STR("attributes"), drv_otlp_obj_attributes(b, span->attributes, span->n_attributes, 2)};
     p[10] = (msgpack_object_kv){STR("events"), drv_otlp_obj_array(events, span->n_events)};
     p[11] = (msgpack_object_kv){STR("links"), drv_otlp_obj_array(links, span->n_links)};
     p[12] = (msgpack_object_kv){STR("status"), drv_otlp_obj_map(status, 2)};
@@ -220,8 +209,8 @@ static void s_traces(drv_otlp_walk_t *w, const otlp_traces_request_t *req)
     }
 }
 
-int drv_otlp_to_objects(const drv_otlp_request_t *request, msgpack_zone *zone,
-                        msgpack_object **records, int64_t *rejected, char *why, size_t whylen)
+int drv_otlp_to_objects(const drv_otlp_request_t *request, msgpack_zone *zone, msgpack_object **records,
+                        int64_t *rejected, char *why, size_t whylen)
 {
     *rejected = 0;
     *records = NULL;

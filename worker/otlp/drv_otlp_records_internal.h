@@ -22,13 +22,11 @@ typedef struct {
     bool too_deep; // a value would nest deeper than records may
 } drv_otlp_objects_t;
 
-#define STR(s)                                                                                     \
-    ((msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)(sizeof(s) - 1), (s)}})
+#define STR(s) ((msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)(sizeof(s) - 1), (s)}})
 
 static inline msgpack_object drv_otlp_obj_str(const char *s)
 {
-    return (msgpack_object){.type = MSGPACK_OBJECT_STR,
-                            .via.str = {s ? (uint32_t)strlen(s) : 0, s ? s : ""}};
+    return (msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {s ? (uint32_t)strlen(s) : 0, s ? s : ""}};
 }
 
 static inline msgpack_object drv_otlp_obj_uint(uint64_t v)
@@ -44,14 +42,12 @@ static inline msgpack_object drv_otlp_obj_int(int64_t v)
 
 static inline msgpack_object drv_otlp_obj_map(msgpack_object_kv *pairs, size_t n)
 {
-    return (msgpack_object){.type = MSGPACK_OBJECT_MAP,
-                            .via.map = {pairs ? (uint32_t)n : 0, pairs}};
+    return (msgpack_object){.type = MSGPACK_OBJECT_MAP, .via.map = {pairs ? (uint32_t)n : 0, pairs}};
 }
 
 static inline msgpack_object drv_otlp_obj_array(msgpack_object *items, size_t n)
 {
-    return (msgpack_object){.type = MSGPACK_OBJECT_ARRAY,
-                            .via.array = {items ? (uint32_t)n : 0, items}};
+    return (msgpack_object){.type = MSGPACK_OBJECT_ARRAY, .via.array = {items ? (uint32_t)n : 0, items}};
 }
 
 static inline void *drv_otlp_obj_take(drv_otlp_objects_t *b, size_t size)
@@ -68,8 +64,7 @@ msgpack_object drv_otlp_obj_hex(drv_otlp_objects_t *b, ProtobufCBinaryData id);
 //  v as an object at depth (the record itself is at 1).
 msgpack_object drv_otlp_obj_any(drv_otlp_objects_t *b, const otlp_any_t *v, int depth);
 //  A map at depth.
-msgpack_object drv_otlp_obj_attributes(drv_otlp_objects_t *b, otlp_kv_t *const *kv, size_t n,
-                                       int depth);
+msgpack_object drv_otlp_obj_attributes(drv_otlp_objects_t *b, otlp_kv_t *const *kv, size_t n, int depth);
 
 //  True when no two keys of kv are the same, nor in any kvlist inside;
 //  else *dup is the first repeated key found.
@@ -87,12 +82,10 @@ typedef struct {
 
 //  The context's three pairs, built once per resource and scope and copied
 //  (shallowly: the maps are shared) into each of their records.
-void drv_otlp_obj_context(drv_otlp_objects_t *b, const drv_otlp_context_t *c,
-                          msgpack_object_kv out[CONTEXT_PAIRS]);
+void drv_otlp_obj_context(drv_otlp_objects_t *b, const drv_otlp_context_t *c, msgpack_object_kv out[CONTEXT_PAIRS]);
 bool drv_otlp_obj_context_unique(drv_otlp_context_t *c, const char **dup);
 //  A record of the n pairs in pairs (room for the context's after them).
-msgpack_object drv_otlp_obj_record(msgpack_object_kv *pairs, size_t n,
-                                   const msgpack_object_kv *context);
+msgpack_object drv_otlp_obj_record(msgpack_object_kv *pairs, size_t n, const msgpack_object_kv *context);
 
 //  A walk over a request, filling records.
 typedef struct {

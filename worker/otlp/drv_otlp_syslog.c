@@ -15,8 +15,7 @@
 static bool s_is(const msgpack_object *o, const char *text)
 {
     size_t len = strlen(text);
-    return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == len &&
-           !memcmp(o->via.str.ptr, text, len);
+    return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == len && !memcmp(o->via.str.ptr, text, len);
 }
 
 //  Reads n digits at *p; -1 when they are not there.
@@ -50,9 +49,8 @@ static uint64_t s_rfc3339(const char *text, size_t len)
     tm.tm_min = s_digits(&p, end, 2);
     ok &= p < end && *p++ == ':';
     tm.tm_sec = s_digits(&p, end, 2);
-    if (!ok || tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-        tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 ||
-        tm.tm_sec > 60) {
+    if (!ok || tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour < 0 ||
+        tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 || tm.tm_sec > 60) {
         return 0;
     }
     tm.tm_year = year - 1900;
@@ -102,16 +100,14 @@ void drv_otlp_syslog_fill(build_t *b, const msgpack_object *record, otlp_log_t *
         log->time_unix_nano = s_rfc3339(stamp->via.str.ptr, stamp->via.str.size);
     }
     const msgpack_object *severity = drv_otlp_get(record, "severity");
-    if (log->severity_number == 0 && severity &&
-        severity->type == MSGPACK_OBJECT_POSITIVE_INTEGER && severity->via.u64 <= 7) {
+    if (log->severity_number == 0 && severity && severity->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+        severity->via.u64 <= 7) {
         static const int numbers[] = {21, 19, 18, 17, 13, 10, 9, 5};
-        static const char *names[] = {"emerg",   "alert",  "crit", "err",
-                                      "warning", "notice", "info", "debug"};
+        static const char *names[] = {"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"};
         log->severity_number = numbers[severity->via.u64];
         if (!log->severity_text || !log->severity_text[0]) {
-            msgpack_object text = {
-                .type = MSGPACK_OBJECT_STR,
-                .via.str = {(uint32_t)strlen(names[severity->via.u64]), names[severity->via.u64]}};
+            msgpack_object text = {.type = MSGPACK_OBJECT_STR,
+                                   .via.str = {(uint32_t)strlen(names[severity->via.u64]), names[severity->via.u64]}};
             log->severity_text = drv_otlp_string_of(b, &text);
         }
     }

@@ -42,9 +42,10 @@ int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv
     out->message = NULL;
     out->zone = NULL;
     const ProtobufCMessageDescriptor *desc =
-        signal == DRV_OTLP_LOGS     ? &opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor
-        : signal == DRV_OTLP_TRACES ? &opentelemetry__proto__collector__trace__v1__export_trace_service_request__descriptor
-                                    : &opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__descriptor;
+        signal == DRV_OTLP_LOGS ? &opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor
+        : signal == DRV_OTLP_TRACES
+            ? &opentelemetry__proto__collector__trace__v1__export_trace_service_request__descriptor
+            : &opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__descriptor;
     char why[240];
     if (drv_pbcheck(desc, data, size, why, sizeof why) != 0) {
         snprintf(err, errlen, "malformed protobuf: %s", why);

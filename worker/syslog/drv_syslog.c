@@ -181,19 +181,29 @@ static bool s_3164_time(const char *p, int64_t now_ms, char *out, size_t outlen)
         }
     }
     int day = s_two(p + 4, true), hour = s_two(p + 7, false), min = s_two(p + 10, false), sec = s_two(p + 13, false);
-    if (month < 0 || p[3] != ' ' || p[6] != ' ' || p[9] != ':' || p[12] != ':' || p[15] != ' ' || day < 1 ||
-        day > 31 || hour < 0 || hour > 23 || min < 0 || min > 59 || sec < 0 || sec > 60) {
+    if (month < 0 || p[3] != ' ' || p[6] != ' ' || p[9] != ':' || p[12] != ':' || p[15] != ' ' || day < 1 || day > 31 ||
+        hour < 0 || hour > 23 || min < 0 || min > 59 || sec < 0 || sec > 60) {
         return false;
     }
     time_t now = (time_t)(now_ms / 1000);
     struct tm local;
     localtime_r(&now, &local);
-    struct tm when = {.tm_year = local.tm_year, .tm_mon = month, .tm_mday = day, .tm_hour = hour, .tm_min = min,
-                      .tm_sec = sec, .tm_isdst = -1};
+    struct tm when = {.tm_year = local.tm_year,
+                      .tm_mon = month,
+                      .tm_mday = day,
+                      .tm_hour = hour,
+                      .tm_min = min,
+                      .tm_sec = sec,
+                      .tm_isdst = -1};
     time_t t = mktime(&when);
     if (t > now + 86400) {
-        when = (struct tm){.tm_year = local.tm_year - 1, .tm_mon = month, .tm_mday = day, .tm_hour = hour,
-                           .tm_min = min, .tm_sec = sec, .tm_isdst = -1};
+        when = (struct tm){.tm_year = local.tm_year - 1,
+                           .tm_mon = month,
+                           .tm_mday = day,
+                           .tm_hour = hour,
+                           .tm_min = min,
+                           .tm_sec = sec,
+                           .tm_isdst = -1};
         mktime(&when); // December's lines read in January
     }
     long off = when.tm_gmtoff / 60;
@@ -453,8 +463,8 @@ int drv_syslog_object(const drv_syslog_msg_t *msg, msgpack_zone *zone, msgpack_o
     p[8].key = KEY("message");
     rc |= s_span(zone, &msg->message, &p[8].val);
     const char *format = drv_syslog_format_name(msg->format);
-    p[9] = (msgpack_object_kv){KEY("format"),
-                               {.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)strlen(format), format}}};
+    p[9] =
+        (msgpack_object_kv){KEY("format"), {.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)strlen(format), format}}};
     *out = s_map(p, 10);
     return rc ? -1 : 0;
 }

@@ -25,8 +25,8 @@ typedef struct {
 
 typedef struct {
     drv_syslog_format_t format;
-    int facility, severity;           // -1: absent (raw)
-    char timestamp[40];               // RFC 3339, "" when absent
+    int facility, severity; // -1: absent (raw)
+    char timestamp[40];     // RFC 3339, "" when absent
     drv_syslog_span_t hostname, app_name, procid, msgid;
     drv_syslog_span_t structured_data; // RFC 5424's SD, "[...]..." as sent (absent: "-" or none)
     drv_syslog_span_t message;

@@ -15,38 +15,38 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define HEADROOM 32                 // a buffer holds one whole message and its count
-#define DRAIN_MS 1000               // a draining connection is closed by then
+#define HEADROOM 32   // a buffer holds one whole message and its count
+#define DRAIN_MS 1000 // a draining connection is closed by then
 
 typedef struct conn_t conn_t;
 struct conn_t {
     int fd;
-    drv_conn_t *policy;         // its record in the connection policy
-    char *buf;                  // max_message_bytes + HEADROOM
+    drv_conn_t *policy; // its record in the connection policy
+    char *buf;          // max_message_bytes + HEADROOM
     size_t len;
     drv_syslog_framer_t framer;
-    bool refused;               // a frame past the limit: closed without a word about what it held
+    bool refused; // a frame past the limit: closed without a word about what it held
     conn_t *prev, *next;
 };
 
 struct drv_syslog_tcp_t {
     int epoll_fd;
-    int listen_fd;              // -1 once draining
-    bool listening;             // in the epoll set
+    int listen_fd;  // -1 once draining
+    bool listening; // in the epoll set
     conn_t *conns;
     size_t count;
-    drv_conn_policy_t *policy;  // caps and the idle deadline (common/drv_conn_policy)
+    drv_conn_policy_t *policy; // caps and the idle deadline (common/drv_conn_policy)
     bool draining;
-    int64_t drain_deadline_ms;  // mono
-    size_t max;                 // max_message_bytes
-    size_t total, per_address;  // connections.total and .per_address: at most their sum are accepted
+    int64_t drain_deadline_ms; // mono
+    size_t max;                // max_message_bytes
+    size_t total, per_address; // connections.total and .per_address: at most their sum are accepted
 };
 
 typedef struct {
     drv_syslog_tcp_fn *fn;
     drv_syslog_tcp_refused_fn *refused;
     void *arg;
-    size_t budget;              // messages still to cut (it only limits further reads)
+    size_t budget; // messages still to cut (it only limits further reads)
 } sink_t;
 
 static void s_listen(drv_syslog_tcp_t *self, bool on)

@@ -30,9 +30,9 @@ typedef void(drv_syslog_tcp_refused_fn)(void *arg);
 //  Serves listen_fd (inherited; closed here when draining or destroyed),
 //  taking messages of at most max_message_bytes. NULL with the reason in err.
 //  The `connections` defaults of receiver:syslog over TCP, per instance (docs/nodes.md).
-#define DRV_SYSLOG_TCP_PER_ADDRESS 64  // connections one sender address may hold
+#define DRV_SYSLOG_TCP_PER_ADDRESS 64   // connections one sender address may hold
 #define DRV_SYSLOG_TCP_CONNECTIONS 1024 // all together; past it the oldest silent sender is cut
-#define DRV_SYSLOG_TCP_IDLE_SECS 300   // a sender silent this long is closed (it reconnects when it next sends)
+#define DRV_SYSLOG_TCP_IDLE_SECS 300    // a sender silent this long is closed (it reconnects when it next sends)
 
 //  limits: per address, total, and idle_ms (request_ms the same); body_budget unused.
 drv_syslog_tcp_t *drv_syslog_tcp_new(int listen_fd, size_t max_message_bytes, const drv_conn_limits_t *limits,

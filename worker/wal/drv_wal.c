@@ -111,10 +111,10 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
         }
         if (!S_ISREG(st.st_mode)) {
             drv_wal_set_aside(self, e->d_name,
-                              S_ISLNK(st.st_mode)   ? "a symbolic link"
-                              : S_ISDIR(st.st_mode) ? "a directory"
+                              S_ISLNK(st.st_mode)    ? "a symbolic link"
+                              : S_ISDIR(st.st_mode)  ? "a directory"
                               : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                                    : "not a regular file");
+                                                     : "not a regular file");
             continue;
         }
         snprintf(segment.name, sizeof segment.name, "%s", e->d_name);
@@ -166,8 +166,7 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
     return 0;
 }
 
-drv_wal_t *drv_wal_open(const char *dir, const char *quarantine_dir, size_t segment_bytes, char *err,
-                        size_t errlen)
+drv_wal_t *drv_wal_open(const char *dir, const char *quarantine_dir, size_t segment_bytes, char *err, size_t errlen)
 {
     drv_wal_t *self = calloc(1, sizeof *self);
     if (!self) {
@@ -228,8 +227,7 @@ static int s_start_segment(drv_wal_t *self, int64_t first, char *err, size_t err
     segment_t segment = {.first = first, .last = first - 1};
     snprintf(segment.name, sizeof segment.name, "%020" PRId64 ".wal", first);
     snprintf(segment.path, sizeof segment.path, "%s/%s", self->dir, segment.name);
-    int fd = openat(self->dir_fd, segment.name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
-                    0600);
+    int fd = openat(self->dir_fd, segment.name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 || s_push(self, &segment) != 0) {
         snprintf(err, errlen, "cannot create %s: %s", segment.path, strerror(fd < 0 ? errno : ENOMEM));
         if (fd >= 0) {

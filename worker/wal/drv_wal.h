@@ -61,8 +61,7 @@ uint32_t drv_crc32c(uint32_t crc, const void *data, size_t len);
 
 //  Opens (creating) the log in dir; damaged bytes go to quarantine_dir
 //  (created when first needed). NULL with the reason in err.
-drv_wal_t *drv_wal_open(const char *dir, const char *quarantine_dir, size_t segment_bytes, char *err,
-                        size_t errlen);
+drv_wal_t *drv_wal_open(const char *dir, const char *quarantine_dir, size_t segment_bytes, char *err, size_t errlen);
 void drv_wal_close(drv_wal_t **self_p);
 
 //  Appends an input: returns its number, or -1 with err (the disk is full,
@@ -82,8 +81,8 @@ int drv_wal_sync(drv_wal_t *self, char *err, size_t errlen);
 //  counts it clean; run (any thread) syncs and closes them; a run that
 //  failed is handed back to failed, so that the next sync covers it again.
 typedef struct {
-    int fd, dir_fd;  // -1: nothing to sync there
-    int64_t last;    // inputs up to this one are durable once it ran
+    int fd, dir_fd; // -1: nothing to sync there
+    int64_t last;   // inputs up to this one are durable once it ran
 } drv_wal_sync_job_t;
 void drv_wal_sync_start(drv_wal_t *self, drv_wal_sync_job_t *job);
 int drv_wal_sync_run(drv_wal_sync_job_t *job, char *err, size_t errlen);

@@ -16,37 +16,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HEADER 28                       // length, CRC32C, number, time, records
-#define MAX_ENTRY (64u * 1024 * 1024)   // larger than any input drover takes: a length past it is damage
+#define HEADER 28                     // length, CRC32C, number, time, records
+#define MAX_ENTRY (64u * 1024 * 1024) // larger than any input drover takes: a length past it is damage
 
 typedef struct {
-    int64_t first, last;      // input numbers it holds (last: the next one's first - 1 until read)
-    int64_t bytes;            // on disk (intact: the newest is checked at open, the others as read)
+    int64_t first, last;           // input numbers it holds (last: the next one's first - 1 until read)
+    int64_t bytes;                 // on disk (intact: the newest is checked at open, the others as read)
     int64_t records, read_records; // in it (by its headers, at open), and read so far
-    char name[32];            // in the log's directory: {first:020}.wal
-    char path[4096];          // the same, whole, for messages
+    char name[32];                 // in the log's directory: {first:020}.wal
+    char path[4096];               // the same, whole, for messages
 } segment_t;
 
 struct drv_wal_t {
     char dir[4096];
     char quarantine[4096];
     int dir_fd;
-    int quarantine_fd;        // opened when first needed (-1: not yet, -2: cannot be)
-    char notes[512];          // what was set aside at open, for the owner to log
+    int quarantine_fd; // opened when first needed (-1: not yet, -2: cannot be)
+    char notes[512];   // what was set aside at open, for the owner to log
     size_t segment_bytes;
-    segment_t *segments;      // oldest first; the newest is the one appended to
+    segment_t *segments; // oldest first; the newest is the one appended to
     size_t count, cap;
-    int fd;                   // the newest segment, open for appending (-1: none yet)
-    bool dirty;               // appended since the last sync
-    bool dir_dirty;           // a segment was created or deleted since
+    int fd;         // the newest segment, open for appending (-1: none yet)
+    bool dirty;     // appended since the last sync
+    bool dir_dirty; // a segment was created or deleted since
     int64_t bytes;
-    int64_t last;             // the newest input's number
-    int64_t found_records;    // records in what was found at open
+    int64_t last;          // the newest input's number
+    int64_t found_records; // records in what was found at open
     drv_wal_damage_t damage;
     //  Reading: the segment and offset of the next entry to read.
     size_t read_index;
     int64_t read_offset;
-    int read_fd;              // segments[read_index], or -1
+    int read_fd; // segments[read_index], or -1
     char *buf;
     size_t buf_cap;
 };

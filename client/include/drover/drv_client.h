@@ -24,8 +24,7 @@ void drv_client_set_retry_ms(drv_client_t *self, int retry_ms);
 //  Sends one message (msgpack: a map, or an array of maps) and waits until it
 //  is acknowledged, resending every retry_ms, for at most timeout_ms.
 //  Returns 0 acknowledged, -1 timed out (err says so), -2 refused (err says why).
-int drv_client_send(drv_client_t *self, const void *data, size_t size, int timeout_ms, char *err,
-                    size_t errlen);
+int drv_client_send(drv_client_t *self, const void *data, size_t size, int timeout_ms, char *err, size_t errlen);
 
 //  Messages sent again because an ack did not come in time.
 uint64_t drv_client_retries(const drv_client_t *self);

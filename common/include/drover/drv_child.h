@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #define DRV_CHILD_OK 0
-#define DRV_CHILD_ORPHANED -1  // its parent is not `parent` (droverd died meanwhile)
+#define DRV_CHILD_ORPHANED -1   // its parent is not `parent` (droverd died meanwhile)
 #define DRV_CHILD_PIN_FAILED -2 // pinning to cpu failed; errno says why
 
 //  cpu < 0: not pinned. Returns DRV_CHILD_OK or one of the failures above.

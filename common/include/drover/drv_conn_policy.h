@@ -32,11 +32,11 @@
 #include <sys/socket.h>
 
 typedef struct {
-    int per_address;        // connections one client address may hold
-    int total;              // connections all clients may hold
-    int64_t request_ms;     // a request's time on the client's clock
-    int64_t idle_ms;        // silence between requests
-    size_t body_budget;     // request body bytes held at once, over all connections
+    int per_address;    // connections one client address may hold
+    int total;          // connections all clients may hold
+    int64_t request_ms; // a request's time on the client's clock
+    int64_t idle_ms;    // silence between requests
+    size_t body_budget; // request body bytes held at once, over all connections
 } drv_conn_limits_t;
 
 typedef struct drv_conn_policy_t drv_conn_policy_t;

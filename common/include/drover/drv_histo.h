@@ -12,13 +12,13 @@
 
 //  Upper bounds, in seconds, then +Inf. Requests: 0.5 ms to 10 s;
 //  operations (a rollout, with its canary's hold): 0.1 s to 2 h.
-#define DRV_HISTO_BOUNDS                                                                           \
-    {                                                                                              \
-        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10             \
+#define DRV_HISTO_BOUNDS                                                                                               \
+    {                                                                                                                  \
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10                                 \
     }
-#define DRV_HISTO_LONG_BOUNDS                                                                      \
-    {                                                                                              \
-        0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200                           \
+#define DRV_HISTO_LONG_BOUNDS                                                                                          \
+    {                                                                                                                  \
+        0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200                                               \
     }
 #define DRV_HISTO_BUCKETS 15 // the bounds and +Inf
 
@@ -37,9 +37,8 @@ bool drv_histo_add_json(drv_histo_t *self, const json_t *json);
 //  The lines of one series: name_bucket{labels,le="..."} (cumulative),
 //  name_sum{labels} and name_count{labels}; labels without braces, may be "".
 //  Written with print (an snprintf-like appender and its argument).
-typedef void(drv_histo_print_fn)(void *arg, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void drv_histo_render(const drv_histo_t *self, const char *name, const char *labels,
-                      drv_histo_print_fn *print, void *arg);
+typedef void(drv_histo_print_fn)(void *arg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void drv_histo_render(const drv_histo_t *self, const char *name, const char *labels, drv_histo_print_fn *print,
+                      void *arg);
 
 #endif

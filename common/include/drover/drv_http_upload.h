@@ -12,12 +12,12 @@
 #include <stddef.h>
 
 typedef struct {
-    char *data;               // NUL-terminable: one byte past cap is allocated
+    char *data; // NUL-terminable: one byte past cap is allocated
     size_t len, cap;
-    size_t taken;             // bytes of the budget held
-    size_t declared;          // Content-Length, when given (0: none)
-    bool too_large;           // past the body limit: the rest is discarded
-    bool over_budget;         // past the budget (or out of memory): discarded
+    size_t taken;     // bytes of the budget held
+    size_t declared;  // Content-Length, when given (0: none)
+    bool too_large;   // past the body limit: the rest is discarded
+    bool over_budget; // past the budget (or out of memory): discarded
 } drv_http_upload_t;
 
 //  Adds what arrived, unless the body was already given up on (too large,

@@ -41,12 +41,12 @@ typedef struct drv_httpd_req_t drv_httpd_req_t;
 typedef void(drv_httpd_fn)(void *arg, drv_httpd_req_t *req);
 
 typedef struct {
-    const char *name;          // in logs: "http admin", "http receiver"
-    int listen_fd;             // a bound, listening socket to serve (ours to close), or -1 ...
+    const char *name;            // in logs: "http admin", "http receiver"
+    int listen_fd;               // a bound, listening socket to serve (ours to close), or -1 ...
     const struct sockaddr *addr; // ... the address to bind and listen on
     drv_conn_limits_t limits;
-    int idle_secs;             // MHD's own timeout of a connection that says nothing
-    size_t max_body_bytes;     // one request's body as sent; past it drv_httpd_body(req)->too_large
+    int idle_secs;         // MHD's own timeout of a connection that says nothing
+    size_t max_body_bytes; // one request's body as sent; past it drv_httpd_body(req)->too_large
     //  NULL, or the path and query's percent-decoding (in place; returns the new length).
     size_t (*unescape)(char *text);
     //  Both, or neither: HTTPS with this certificate (chain) and key, PEM
@@ -55,7 +55,7 @@ typedef struct {
     const char *tls_key_pem;
     drv_httpd_fn *on_head;
     drv_httpd_fn *on_body;
-    drv_httpd_fn *on_done;     // NULL: nothing to free
+    drv_httpd_fn *on_done; // NULL: nothing to free
     void *arg;
 } drv_httpd_config_t;
 
@@ -77,11 +77,11 @@ drv_conn_policy_t *drv_httpd_policy(drv_httpd_t *self);
 
 //  The request.
 const char *drv_httpd_method(const drv_httpd_req_t *req);
-const char *drv_httpd_url(const drv_httpd_req_t *req);   // path, decoded, without the query
+const char *drv_httpd_url(const drv_httpd_req_t *req);                      // path, decoded, without the query
 const char *drv_httpd_header(const drv_httpd_req_t *req, const char *name); // NULL: absent
-int64_t drv_httpd_content_length(const drv_httpd_req_t *req); // -1: absent or not a number
+int64_t drv_httpd_content_length(const drv_httpd_req_t *req);               // -1: absent or not a number
 struct MHD_Connection *drv_httpd_connection(drv_httpd_req_t *req);
-drv_http_upload_t *drv_httpd_body(drv_httpd_req_t *req);  // whole in on_body; released after it
+drv_http_upload_t *drv_httpd_body(drv_httpd_req_t *req); // whole in on_body; released after it
 void drv_httpd_set_user(drv_httpd_req_t *req, void *user);
 void *drv_httpd_user(const drv_httpd_req_t *req);
 

@@ -27,17 +27,17 @@
 #define DRV_LIMIT_SPEC_DEPTH 24
 
 //  Policy numbers (policies.rollout, policies.restart).
-#define DRV_LIMIT_TIMEOUT_SECS 86400          // step, drain and window seconds: one day
-#define DRV_LIMIT_BACKOFF_MS 3600000          // restart backoffs: one hour
+#define DRV_LIMIT_TIMEOUT_SECS 86400 // step, drain and window seconds: one day
+#define DRV_LIMIT_BACKOFF_MS 3600000 // restart backoffs: one hour
 #define DRV_LIMIT_RESTARTS 1000000
 
 //  Node config numbers.
-#define DRV_LIMIT_HWM 1000000                 // exporter:zmq hwm (messages)
-#define DRV_LIMIT_RATE 1000000000             // receiver:generator rate (records/s)
-#define DRV_LIMIT_SCRIPT (1024 * 1024)       // processor:lua script, bytes
-#define DRV_LIMIT_PATH 4095                   // exporter:file path, bytes
-#define DRV_LIMIT_ENDPOINT 255                // any endpoint, bytes
-#define DRV_LIMIT_IPC_PATH 107                // an ipc:// path: sizeof(sun_path) - 1
+#define DRV_LIMIT_HWM 1000000          // exporter:zmq hwm (messages)
+#define DRV_LIMIT_RATE 1000000000      // receiver:generator rate (records/s)
+#define DRV_LIMIT_SCRIPT (1024 * 1024) // processor:lua script, bytes
+#define DRV_LIMIT_PATH 4095            // exporter:file path, bytes
+#define DRV_LIMIT_ENDPOINT 255         // any endpoint, bytes
+#define DRV_LIMIT_IPC_PATH 107         // an ipc:// path: sizeof(sun_path) - 1
 
 //  engine.limits.front_door_buffer_bytes: what one front door buffers over
 //  all its producers before it holds them back.

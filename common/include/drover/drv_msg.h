@@ -14,24 +14,24 @@
 #define DRV_MSG_VERSION 1
 
 typedef enum {
-    DRV_MSG_HELLO = 0,    // worker|broker -> droverd: I am up
-    DRV_MSG_SPEC,         // droverd -> worker: what to run
-    DRV_MSG_READY,        // worker -> droverd: every node initialised
-    DRV_MSG_INIT_FAILED,  // worker -> droverd: a node cannot start (then exits 78)
-    DRV_MSG_HEARTBEAT,    // worker|broker -> droverd: alive, with counters
-    DRV_MSG_DRAIN,        // droverd -> worker, or broker -> worker on the data path
-    DRV_MSG_DRAINED,      // worker -> droverd: everything received is exported
-    DRV_MSG_PIPELINE_SET, // droverd -> broker: bind these receiver endpoints
-    DRV_MSG_PIPELINE_DEL, // droverd -> broker: close the front door, flush queued
-    DRV_MSG_INSTANCE_ADD, // droverd -> broker: route batches to this instance
+    DRV_MSG_HELLO = 0,      // worker|broker -> droverd: I am up
+    DRV_MSG_SPEC,           // droverd -> worker: what to run
+    DRV_MSG_READY,          // worker -> droverd: every node initialised
+    DRV_MSG_INIT_FAILED,    // worker -> droverd: a node cannot start (then exits 78)
+    DRV_MSG_HEARTBEAT,      // worker|broker -> droverd: alive, with counters
+    DRV_MSG_DRAIN,          // droverd -> worker, or broker -> worker on the data path
+    DRV_MSG_DRAINED,        // worker -> droverd: everything received is exported
+    DRV_MSG_PIPELINE_SET,   // droverd -> broker: bind these receiver endpoints
+    DRV_MSG_PIPELINE_DEL,   // droverd -> broker: close the front door, flush queued
+    DRV_MSG_INSTANCE_ADD,   // droverd -> broker: route batches to this instance
     DRV_MSG_INSTANCE_DRAIN, // droverd -> broker: no more batches; send DRAIN marker
-    DRV_MSG_INSTANCE_DEL, // droverd -> broker: forget this instance
-    DRV_MSG_BOUND,        // broker -> droverd: result of binding one endpoint
-    DRV_MSG_CREDIT,       // worker -> broker: may send n more batches
-    DRV_MSG_BATCH,        // broker -> worker: header frame; next frame is the payload
-    DRV_MSG_SYNC,         // broker -> worker: reset credit (broker restarted)
-    DRV_MSG_TAP,          // droverd -> worker: sample the records leaving these nodes (none: stop)
-    DRV_MSG_TAPPED,       // worker -> droverd: sampled records
+    DRV_MSG_INSTANCE_DEL,   // droverd -> broker: forget this instance
+    DRV_MSG_BOUND,          // broker -> droverd: result of binding one endpoint
+    DRV_MSG_CREDIT,         // worker -> broker: may send n more batches
+    DRV_MSG_BATCH,          // broker -> worker: header frame; next frame is the payload
+    DRV_MSG_SYNC,           // broker -> worker: reset credit (broker restarted)
+    DRV_MSG_TAP,            // droverd -> worker: sample the records leaving these nodes (none: stop)
+    DRV_MSG_TAPPED,         // worker -> droverd: sampled records
     DRV_MSG_TYPE_COUNT
 } drv_msg_type_t;
 
@@ -67,13 +67,13 @@ typedef enum {
 
 typedef struct {
     drv_msg_type_t type;
-    uint32_t present; // bit per drv_msg_field_t set by decode (and by setters)
-    char *role;       // "worker" | "broker"
-    char *instance;   // "{group}/{pipeline}@{generation}#{core}"
-    char *pipeline;   // "{group}:{pipeline}"
-    char *node;       // node id within the pipeline
-    char *endpoint;   // a zmq endpoint
-    char *reason;     // human-readable failure
+    uint32_t present;    // bit per drv_msg_field_t set by decode (and by setters)
+    char *role;          // "worker" | "broker"
+    char *instance;      // "{group}/{pipeline}@{generation}#{core}"
+    char *pipeline;      // "{group}:{pipeline}"
+    char *node;          // node id within the pipeline
+    char *endpoint;      // a zmq endpoint
+    char *reason;        // human-readable failure
     char *data_endpoint; // the broker's backend, for workers to connect to
     int64_t pid;
     int64_t generation;

@@ -11,17 +11,17 @@
 #include <stdbool.h>
 
 typedef enum {
-    DRV_NC_IN,              // records given to the node (a receiver: read)
-    DRV_NC_OUT,             // records it handed on (an exporter: delivered)
-    DRV_NC_DROPPED,         // records it dropped on purpose (a filter, a policy)
-    DRV_NC_ERRORS,          // records given up
+    DRV_NC_IN,      // records given to the node (a receiver: read)
+    DRV_NC_OUT,     // records it handed on (an exporter: delivered)
+    DRV_NC_DROPPED, // records it dropped on purpose (a filter, a policy)
+    DRV_NC_ERRORS,  // records given up
     DRV_NODE_COUNTERS,
     //  An exporter's delivery.
     DRV_NC_RETRIES = DRV_NODE_COUNTERS, // attempts to be made again
-    DRV_NC_BACKLOG,         // records held, not yet delivered
-    DRV_NC_FAILING_MS,      // how long nothing was delivered since an attempt failed, or it was backlogged
-    DRV_NC_LAST_ERROR,      // the last failure's text ("" when none)
-    DRV_NC_FAILURE_AGE_MS,  // how long ago the last attempt failed (-1: never)
+    DRV_NC_BACKLOG,                     // records held, not yet delivered
+    DRV_NC_FAILING_MS,                  // how long nothing was delivered since an attempt failed, or it was backlogged
+    DRV_NC_LAST_ERROR,                  // the last failure's text ("" when none)
+    DRV_NC_FAILURE_AGE_MS,              // how long ago the last attempt failed (-1: never)
     DRV_EXPORTER_COUNTERS,
 } drv_node_counter_t;
 

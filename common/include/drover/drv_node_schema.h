@@ -45,7 +45,7 @@ void drv_spec_check_problem(drv_spec_check_t *check, const char *path, const cha
     __attribute__((format(printf, 3, 4)));
 
 typedef struct {
-    const char *name;                        // "processor:filter"
+    const char *name; // "processor:filter"
     drv_node_role_t role;
     //  What it does, and a node of it as YAML ({type: ..., config: ..., to:
     //  [out]}) that validates: droverctl explain prints them, docs/nodes.md

@@ -24,8 +24,7 @@ typedef struct {
 //  Validates spec and returns a new normalized copy with every default filled
 //  in, or NULL when problems were found (each added to problems with its path
 //  prefixed by prefix, which may be "").
-json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const char *prefix,
-                           drv_problems_t *problems);
+json_t *drv_spec_normalize(const json_t *spec, const drv_spec_env_t *env, const char *prefix, drv_problems_t *problems);
 
 //  What changes from before to after, path by path: [{path, from?, to?,
 //  diff?}] (from absent: added; to absent: removed), at most max entries,

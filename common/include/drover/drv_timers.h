@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 typedef struct {
-    int64_t due;     // mono ms, while armed
-    size_t slot;     // its place in the heap + 1; 0: not armed
+    int64_t due; // mono ms, while armed
+    size_t slot; // its place in the heap + 1; 0: not armed
 } drv_timer_t;
 
 typedef struct drv_timers_t drv_timers_t;

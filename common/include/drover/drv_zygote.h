@@ -16,15 +16,15 @@
 #define DRV_ZYGOTE_MAX_FDS 16 // listening sockets passed with a request (SCM_RIGHTS)
 
 typedef struct {
-    int32_t core;          // CPU to pin to, or -1
-    char instance[200];    // {group}/{pipeline}@{generation}#{core}, NUL-terminated
-    char control[600];     // droverd's control endpoint, NUL-terminated
+    int32_t core;       // CPU to pin to, or -1
+    char instance[200]; // {group}/{pipeline}@{generation}#{core}, NUL-terminated
+    char control[600];  // droverd's control endpoint, NUL-terminated
 } drv_zygote_request_t;
 
 typedef struct {
-    int32_t pid;           // the instance's pid, or 0 on failure
-    int32_t err;           // errno of the failure
-    char reason[200];      // what failed, NUL-terminated
+    int32_t pid;      // the instance's pid, or 0 on failure
+    int32_t err;      // errno of the failure
+    char reason[200]; // what failed, NUL-terminated
 } drv_zygote_reply_t;
 
 #endif
