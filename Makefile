@@ -39,7 +39,7 @@ bench: build
 	sh bench/run_all.sh
 
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	sh scripts/format_check.sh . --fix
 
 clean:
 	rm -rf $(BUILD)

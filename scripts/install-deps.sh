@@ -18,7 +18,8 @@
 #            (only its promtool checks /metrics; its service is not started),
 #            jq (the README tour pipes a status through it),
 #            python3-kubernetes (the Kubernetes API's models: the manifests
-#            under deploy/kubernetes are checked against them)
+#            under deploy/kubernetes are checked against them), clang-format
+#            (every C file is as .clang-format says)
 #   fuzz     clang and its sanitizer/libFuzzer runtime (make fuzz, make test-asan)
 #   image    debootstrap (make image-check: the Dockerfile without Docker)
 set -eu
@@ -28,7 +29,7 @@ BUILD="build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev l
 libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev zlib1g-dev
 libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev liblua5.4-dev libnghttp2-dev libssl-dev"
 TEST="python3 python3-zmq python3-msgpack python3-yaml python3-grpcio python3-protobuf python3-kubernetes util-linux procps curl supervisor s6 wrk valgrind
-systemd binutils protobuf-compiler nodejs openssl chromium chromium-driver python3-selenium tmux prometheus jq"
+systemd binutils protobuf-compiler nodejs openssl chromium chromium-driver python3-selenium tmux prometheus jq clang-format"
 FUZZ="clang libclang-rt-14-dev"
 IMAGE="debootstrap"
 
