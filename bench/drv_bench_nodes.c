@@ -12,6 +12,7 @@
 
 #include "drv_dag.h"
 #include "drv_nodes.h"
+#include "drv_schemas.h"
 #include "drv_lua.h"
 #include "drv_node.h"
 
@@ -84,7 +85,8 @@ static json_t *s_spec(const char *kind)
 
 int drv_bench_node_loop(const char *kind, double seconds)
 {
-    drv_nodes_register();
+    drv_schemas_register();
+    drv_spec_set_script_check(drv_lua_script_check, NULL);
     json_t *spec = s_spec(kind);
     char err[300];
     drv_dag_identity_t who = {"bench", "bench", 1, 0, NULL, 1};

@@ -7,6 +7,8 @@
     benchmark B2 (bench/cutover.py), not as a way to run drover. */
 #include "drv_dag.h"
 #include "drv_nodes.h"
+#include "drv_lua.h"
+#include "drv_schemas.h"
 #include "drv_node.h"
 #include "drv_worker.h"
 
@@ -133,7 +135,8 @@ int main(int argc, char *argv[])
         return DRV_WORKER_EXIT_USAGE;
     }
     drv_log_init("worker[standalone]");
-    drv_nodes_register();
+    drv_schemas_register();
+    drv_spec_set_script_check(drv_lua_script_check, NULL);
     zsys_handler_set(NULL);
     zsys_init();
     int rc = s_run(argv[1]);

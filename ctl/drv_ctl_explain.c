@@ -5,7 +5,7 @@
     what this prints). Offline: it asks no engine. */
 #include "drv_ctl_commands.h"
 #include "drv_ctl_table.h"
-#include "drv_nodes.h"
+#include "drv_schemas.h"
 
 #include "drover/drv_node_schema.h"
 
@@ -133,7 +133,7 @@ static void s_text_kind(const drv_node_schema_t *kind)
 int drv_ctl_explain(drv_ctl_t *ctl, int argc, char **argv)
 {
     (void)ctl;
-    drv_nodes_register();
+    drv_schemas_register();
     size_t count;
     const drv_node_schema_t *const *kinds = drv_spec_kinds(&count);
     if (argc >= 2 && !strcmp(argv[1], "--markdown")) {

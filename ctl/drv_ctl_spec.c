@@ -6,7 +6,7 @@
     only a running engine can judge (an endpoint another pipeline holds,
     paths outside its engine.data_dirs) is left to apply's dry run. */
 #include "drv_ctl_commands.h"
-#include "drv_nodes.h"
+#include "drv_schemas.h"
 
 #include "drover/drv_node_schema.h"
 
@@ -154,9 +154,16 @@ int drv_ctl_validate(drv_ctl_t *ctl, int argc, char **argv)
         fprintf(stderr, "droverctl: %s: %s\n", path, err);
         return DRV_CTL_SERVER_ERROR;
     }
-    drv_nodes_register(); // every node kind's schema, as droverd has them
+    drv_schemas_register();                               // every node kind's schema, as droverd has them
+    bool scripts_checked = drv_script_check_use_worker(); // scripts too, by the drover-worker beside droverctl
     bool config = json_is_object(doc) && (json_object_get(doc, "engine") || json_object_get(doc, "groups"));
     int rc = config ? s_validate_config(path) : s_validate_spec(path, doc, lines);
+    char *dumped = scripts_checked ? NULL : json_dumps(doc, JSON_COMPACT);
+    if (rc == DRV_CTL_OK && dumped && strstr(dumped, "processor:lua")) {
+        fprintf(stderr, "droverctl: scripts were not compiled: no drover-worker beside droverctl (droverd compiles "
+                        "them when the spec is applied)\n");
+    }
+    free(dumped);
     json_decref(lines);
     json_decref(doc);
     return rc;

@@ -4,7 +4,7 @@
 #include "drv_signals.h"
 #include "drv_supervisor.h"
 
-#include "drv_nodes.h"
+#include "drv_schemas.h"
 
 #include "drover/drv_node_schema.h"
 #include "drover/drv_config.h"
@@ -60,7 +60,8 @@ int main(int argc, char *argv[])
         return DRV_EXIT_CONFIG;
     }
     drv_log_init("droverd");
-    drv_nodes_register(); // specs are validated against every node kind's schema
+    drv_schemas_register();        // specs are validated against every node kind's schema
+    drv_script_check_use_worker(); // and scripts by the drover-worker beside droverd
     if (signal_fd < 0) {
         fprintf(stderr, "droverd: cannot set up signals\n");
         return DRV_EXIT_SYSTEM;

@@ -1,11 +1,15 @@
 /*  drover-worker — one pipeline instance on one core, started by droverd.
     Usage: drover-worker --control ENDPOINT --instance ID
            drover-worker --probe   (dry_run=instantiate: drv_probe.h)
+           drover-worker --check-script   (a Lua script on stdin: exit 0 when it
+               compiles, 1 with the syntax error on stdout; for droverd and
+               droverctl, which do not link Lua: drv_script_check_exec)
     droverd pins the process before exec and sets argv[0] to the instance id,
     so `ps` shows {group}/{pipeline}@{generation}#{core}. */
 #include "drv_probe.h"
 #include "drv_worker.h"
 #include "drv_zygote.h"
+#include "drv_lua.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
@@ -27,6 +31,9 @@ int main(int argc, char *argv[])
     //  dry_run=instantiate: a throwaway instance that builds the spec and says what fails.
     if (argc == 2 && !strcmp(argv[1], "--probe")) {
         return drv_probe_main();
+    }
+    if (argc == 2 && !strcmp(argv[1], "--check-script")) {
+        return drv_lua_check_stdin();
     }
     const char *control = NULL;
     const char *instance = NULL;

@@ -17,6 +17,20 @@ static const drv_node_schema_t *const *s_kinds;
 static size_t s_kind_count;
 static const char *s_kind_names_of[64]; // their names, for suggestions
 
+static drv_script_check_fn *s_script_check;
+static void *s_script_check_arg;
+
+void drv_spec_set_script_check(drv_script_check_fn *check, void *arg)
+{
+    s_script_check = check;
+    s_script_check_arg = arg;
+}
+
+int drv_spec_check_script(const char *text, size_t length, char *err, size_t errlen)
+{
+    return s_script_check ? s_script_check(s_script_check_arg, text, length, err, errlen) : 1;
+}
+
 void drv_spec_set_kinds(const drv_node_schema_t *const *kinds, size_t count)
 {
     s_kinds = kinds;

@@ -6,7 +6,7 @@
     used unchecked in the state save and the planner. */
 #include "fuzz.h"
 
-#include "drv_nodes.h"
+#include "drv_schemas.h"
 
 #include "drover/drv_node_schema.h"
 
@@ -63,7 +63,7 @@ static void s_plan(const json_t *spec)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    drv_nodes_register();
+    drv_schemas_register();
     char why[340] = "";
     drv_admin_request_t *request = drv_admin_envelope_decode(data, size, why, sizeof why);
     if (!request) {

@@ -3,7 +3,8 @@
     must survive the msgpack wire encoding unchanged and hash the same. */
 #include "fuzz.h"
 
-#include "drv_nodes.h"
+#include "drv_lua.h"
+#include "drv_schemas.h"
 
 #include "drover/drv_node_schema.h"
 
@@ -19,7 +20,8 @@ static const drv_spec_env_t s_env = {.cpus = &s_cpus};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    drv_nodes_register();
+    drv_schemas_register();
+    drv_spec_set_script_check(drv_lua_script_check, NULL);
     json_error_t jerr;
     json_t *body = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!body) {

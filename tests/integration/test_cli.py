@@ -288,6 +288,21 @@ class Cli(EngineTest):
         out = self.ctl("validate", "-f", bad)
         self.assertEqual(out.returncode, 1)
         self.assertIn("hearbeat_interval_ms", out.stderr)
+        # A script's syntax, offline too: droverctl links no Lua and asks the
+        # drover-worker beside it; without one it says the scripts went unchecked.
+        with open(bad, "w") as f:
+            f.write('pipeline:\n  nodes:\n    in: {type: receiver:generator, config: {rate: 1}, to: [s]}\n'
+                    '    s: {type: processor:lua, config: {script: "function process(r)\\n  return r +\\nend"}, to: [o]}\n'
+                    '    o: {type: exporter:null}\n')
+        out = self.ctl("validate", "-f", bad)
+        self.assertEqual(out.returncode, 1, out.stdout)
+        self.assertIn("nodes.s.config.script (line 4): syntax error at line 3: unexpected symbol near 'end'", out.stderr)
+        alone = os.path.join(self.engine.dir, "alone")
+        os.mkdir(alone)
+        shutil.copy(f"{BIN}/droverctl", alone)
+        out = subprocess.run([f"{alone}/droverctl", "validate", "-f", bad], capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("scripts were not compiled: no drover-worker beside droverctl", out.stderr)
         # An admin socket that is not there is said at once, not after -t.
         started = time.monotonic()
         out = self.ctl("-e", "ipc:///nonexistent/admin.sock", "status")

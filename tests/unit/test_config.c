@@ -5,7 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "drv_nodes.h"
+#include "drv_lua.h"
+#include "drv_schemas.h"
 
 #include "drover/drv_node_schema.h"
 
@@ -120,7 +121,8 @@ static void test_config_limits(void **state)
 
 int main(void)
 {
-    drv_nodes_register();
+    drv_schemas_register();
+    drv_spec_set_script_check(drv_lua_script_check, NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_yaml_scalars_are_typed_and_lines_recorded),
         cmocka_unit_test(test_yaml_refuses_duplicates_aliases_and_syntax_errors),

@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "drv_nodes.h"
+#include "drv_lua.h"
+#include "drv_schemas.h"
 
 #include "drover/drv_node_schema.h"
 
@@ -274,7 +275,8 @@ static void test_canary_policy_is_checked_and_defaulted(void **state)
 
 int main(void)
 {
-    drv_nodes_register();
+    drv_schemas_register();
+    drv_spec_set_script_check(drv_lua_script_check, NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_invalid_specs_name_path_and_reason),
         cmocka_unit_test(test_a_mistake_is_said_once_with_what_was_meant),

@@ -7,12 +7,11 @@
 #define DRV_CONDITION_H
 
 #include "drv_node.h"
+#include "drv_schemas.h"
 
 #include <jansson.h>
 #include <msgpack.h>
 #include <stdbool.h>
-
-#define DRV_CONDITION_OPS "eq ne lt le gt ge exists"
 
 typedef enum { DRV_OP_EQ, DRV_OP_NE, DRV_OP_LT, DRV_OP_LE, DRV_OP_GT, DRV_OP_GE, DRV_OP_EXISTS } drv_op_t;
 
@@ -22,12 +21,6 @@ typedef struct {
     msgpack_object value;
 } drv_condition_t;
 
-//  The rules of a condition given as a JSON map at path (under node_path),
-//  for spec checks: field a non-empty string, op one of the ops, value
-//  required unless op is exists. With keys_checked, only the last (the
-//  node's schema checked field and op).
-void drv_condition_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *when,
-                         bool keys_checked);
 //  Builds a condition from its normalized JSON, its values living as long
 //  as node's DAG. Returns 0 or -1.
 int drv_condition_init(drv_condition_t *condition, drv_node_t *node, const json_t *when);

@@ -57,7 +57,7 @@ void drv_dag_probe(const json_t *spec, const drv_dag_identity_t *who, const drv_
 static const drv_node_kind_t *s_kind(const drv_kinds_t *kinds, const char *name)
 {
     for (size_t i = 0; i < kinds->count; i++) {
-        if (strcmp(kinds->list[i]->schema.name, name) == 0) {
+        if (strcmp(kinds->list[i]->schema->name, name) == 0) {
             return kinds->list[i];
         }
     }
@@ -178,7 +178,7 @@ void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *recor
     *errors = self->unowned_errors;
     for (size_t i = 0; i < self->count; i++) {
         const drv_node_t *node = &self->nodes[i];
-        drv_node_role_t role = node->kind->schema.role;
+        drv_node_role_t role = node->kind->schema->role;
         *records_in += role == DRV_ROLE_RECEIVER ? node->in : 0;
         *records_out += role == DRV_ROLE_EXPORTER ? node->out : 0;
         *errors += node->errors;
@@ -201,7 +201,7 @@ static json_t *s_counters(drv_node_t *node, int64_t now)
         [DRV_NC_ERRORS] = json_integer(node->errors),
     };
     size_t count = DRV_NODE_COUNTERS;
-    if (node->kind->schema.role == DRV_ROLE_EXPORTER) {
+    if (node->kind->schema->role == DRV_ROLE_EXPORTER) {
         bool backlogged = node->kind->backlogged && node->kind->backlogged(node);
         if (!backlogged) {
             node->backlogged_since_ms = 0;

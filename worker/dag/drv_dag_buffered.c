@@ -93,7 +93,7 @@ static drv_node_t *s_entry_node(drv_dag_t *self, const char *id, bool raw)
     drv_node_t *first = NULL;
     for (size_t i = 0; i < self->count; i++) {
         drv_node_t *node = &self->nodes[i];
-        if (node->kind->schema.role != DRV_ROLE_RECEIVER) {
+        if (node->kind->schema->role != DRV_ROLE_RECEIVER) {
             continue;
         }
         if (!strcmp(node->id, id)) {

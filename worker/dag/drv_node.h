@@ -27,7 +27,7 @@
 typedef struct drv_node_t drv_node_t;
 
 typedef struct drv_node_kind_t {
-    drv_node_schema_t schema;
+    const drv_node_schema_t *schema; // worker/schemas/: what its config takes
     //  Sets node->state up from the normalized config: files opened, sockets
     //  connected. Returns 0, or -1 with the reason in err (the instance then
     //  never becomes ready).

@@ -24,9 +24,9 @@ void drv_tap_set(drv_dag_t *dag, const json_t *nodes, int64_t per_sec)
         {
             wanted |= json_is_string(id) && !strcmp(json_string_value(id), node->id);
         }
-        node->tap = !wanted                                        ? DRV_TAP_OFF
-                    : node->kind->schema.role == DRV_ROLE_EXPORTER ? DRV_TAP_INPUT
-                                                                   : DRV_TAP_OUTPUT;
+        node->tap = !wanted                                         ? DRV_TAP_OFF
+                    : node->kind->schema->role == DRV_ROLE_EXPORTER ? DRV_TAP_INPUT
+                                                                    : DRV_TAP_OUTPUT;
         node->tap_taken = 0;
         node->tap_window_ms = 0;
     }

@@ -22,6 +22,7 @@
 
 #include "drv_buf.h"
 #include "drv_node.h"
+#include "drv_schemas.h"
 
 #include <jansson.h>
 #include <msgpack.h>
@@ -54,47 +55,6 @@ typedef struct {
     drv_export_encode_fn *encode;
     void *arg;
 } drv_export_format_t;
-
-//  The config keys both exporters take, for their schemas: compression,
-//  headers, batch, retry, tls, timeout_ms (endpoint and the format's own
-//  keys are the kind's).
-#define DRV_EXPORT_KEYS                                                                                                \
-    {.key = "compression",                                                                                             \
-     .kind = DRV_KEY_CHOICE,                                                                                           \
-     .fallback = "\"gzip\"",                                                                                           \
-     .choices = "gzip none",                                                                                           \
-     .doc = "gzip or none: how bodies are sent"},                                                                      \
-        {.key = "headers",                                                                                             \
-         .kind = DRV_KEY_STRING_MAP,                                                                                   \
-         .fallback = "{}",                                                                                             \
-         .secret = true,                                                                                               \
-         .doc = "headers sent with every post (Authorization...); values may be ${file:PATH} or ${env:NAME}, "         \
-                "shown only to token holders"},                                                                        \
-        {.key = "batch",                                                                                               \
-         .kind = DRV_KEY_OBJECT,                                                                                       \
-         .fallback = "{}",                                                                                             \
-         .doc = "{max_records: 512, max_bytes: 1048576, max_delay_ms: 200}: a batch closes at the first reached"},     \
-        {.key = "retry",                                                                                               \
-         .kind = DRV_KEY_OBJECT,                                                                                       \
-         .fallback = "{}",                                                                                             \
-         .doc = "{initial_ms: 100, max_ms: 5000, max_elapsed_secs: 300}: backoff (doubling, +-20%), and when a "       \
-                "failing batch is given up (0: never)"},                                                               \
-        {.key = "tls",                                                                                                 \
-         .kind = DRV_KEY_OBJECT,                                                                                       \
-         .fallback = "{}",                                                                                             \
-         .doc = "{ca_file: PATH, insecure_skip_verify: false}: the CA that signs the backend's certificate, or no "    \
-                "check"},                                                                                              \
-    {                                                                                                                  \
-        .key = "timeout_ms", .kind = DRV_KEY_NONNEG_INT, .fallback = "30000", .maximum = 3600000,                      \
-        .doc = "how long one post may take before it is retried"                                                       \
-    }
-
-//  The rules of those keys and of endpoint (an http:// or https:// URL),
-//  for the kinds' schema checks.
-void drv_export_check(drv_spec_check_t *check, const char *node_path, const json_t *config);
-//  Fills the normalized config's batch, retry and tls with their defaults,
-//  so that what GET shows is what an instance uses (a kind's `complete`).
-void drv_export_complete(drv_spec_check_t *check, const char *node_path, json_t *normalized);
 
 //  Sets an exporter up from its normalized config. NULL with the reason in
 //  err (a CA file that cannot be read, no memory).

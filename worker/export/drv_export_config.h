@@ -3,13 +3,13 @@
 #ifndef DRV_EXPORT_CONFIG_H
 #define DRV_EXPORT_CONFIG_H
 
+#include "drv_schemas.h"
+
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#define DRV_EXPORT_URL_MAX 2048
 
 typedef struct {
     bool gzip;

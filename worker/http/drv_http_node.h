@@ -10,10 +10,6 @@
 #include "drv_http_server.h"
 #include "drv_node.h"
 
-//  Rules of the config keys both take: endpoint (host:port; example shows
-//  one) and max_body_bytes (at least 1).
-void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const json_t *config, const char *example);
-
 //  Starts *server on the inherited socket of config.endpoint, taking
 //  max_body_bytes from config; server_config gives the rest. Returns 0, or
 //  -1 with the reason in err.

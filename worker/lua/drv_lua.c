@@ -1,6 +1,7 @@
 /*  drv_lua — the sandboxed state behind processor:lua (see the header). */
 #include "drv_lua.h"
 
+#include "drover/drv_limits.h"
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
 
@@ -9,7 +10,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PRINTS_PER_SECOND 5
 #define PRINT_MAX 500
@@ -172,6 +175,39 @@ int drv_lua_compile_check(const char *source, size_t length, char *err, size_t e
     }
     lua_close(L);
     return rc == LUA_OK ? 0 : -1;
+}
+
+int drv_lua_script_check(void *arg, const char *source, size_t length, char *err, size_t errlen)
+{
+    (void)arg;
+    return drv_lua_compile_check(source, length, err, errlen);
+}
+
+int drv_lua_check_stdin(void)
+{
+    size_t cap = DRV_LIMIT_SCRIPT + 1, length = 0;
+    char *text = malloc(cap);
+    ssize_t n = 0;
+    while (text && length < cap && (n = read(0, text + length, cap - length)) != 0) {
+        if (n < 0 && errno != EINTR) {
+            free(text);
+            return 2;
+        }
+        length += n > 0 ? (size_t)n : 0;
+    }
+    if (!text || length > DRV_LIMIT_SCRIPT) {
+        printf("the script is larger than %d bytes\n", DRV_LIMIT_SCRIPT);
+        free(text);
+        return 1;
+    }
+    char err[400];
+    int rc = drv_lua_compile_check(text, length, err, sizeof err);
+    free(text);
+    if (rc != 0) {
+        printf("%s\n", err);
+        return 1;
+    }
+    return 0;
 }
 
 //  What the protected call gets: the batch and how far it got.

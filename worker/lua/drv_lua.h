@@ -30,6 +30,12 @@ typedef struct {
 //  Compiles source as text (never bytecode) without running it: 0, or -1
 //  with "line N: what" in err. What the spec validator calls.
 int drv_lua_compile_check(const char *source, size_t length, char *err, size_t errlen);
+//  drv_script_check_fn (drover/drv_node_schema.h) over drv_lua_compile_check:
+//  what the worker's own programs register.
+int drv_lua_script_check(void *arg, const char *source, size_t length, char *err, size_t errlen);
+//  drover-worker --check-script: the script on stdin, compiled; exit 0, or
+//  1 with the error on stdout (2: it could not be read).
+int drv_lua_check_stdin(void);
 
 //  A new state with the script's top level run (under both limits) and its
 //  function found, or NULL with the reason in err.

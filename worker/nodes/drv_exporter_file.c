@@ -14,6 +14,7 @@
 #include "drv_hold.h"
 #include "drv_ndjson.h"
 #include "drv_node.h"
+#include "drv_schemas.h"
 
 #include "drover/drv_limits.h"
 #include "drover/drv_log.h"
@@ -240,23 +241,7 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 }
 
 const drv_node_kind_t drv_exporter_file = {
-    .schema = {.name = "exporter:file",
-               .role = DRV_ROLE_EXPORTER,
-               .doc = "Appends records to a file, one batch per write (never interleaved); a write that fails "
-                      "(full disk) is retried without blocking the instance, the batch held and not "
-                      "acknowledged meanwhile.",
-               .example = "{type: exporter:file, config: {path: "
-                          "\"/tmp/drover-demo/out-{core}-{generation}.ndjson\"}}",
-               .keys = {{.key = "path",
-                         .kind = DRV_KEY_FILE_PATH,
-                         .required = true,
-                         .doc = "the file; {core}, {generation}, {pipeline}, {group} are expanded, directories made; "
-                                "confined to engine.data_dirs"},
-                        {.key = "format",
-                         .kind = DRV_KEY_CHOICE,
-                         .fallback = "\"ndjson\"",
-                         .choices = "ndjson msgpack",
-                         .doc = "ndjson (one JSON object a line) or msgpack"}}},
+    .schema = &drv_schema_exporter_file,
     .init = s_init,
     .run = s_run,
     .fd = drv_hold_node_fd,

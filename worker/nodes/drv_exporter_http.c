@@ -5,6 +5,7 @@
 #include "drv_export.h"
 #include "drv_ndjson.h"
 #include "drv_node.h"
+#include "drv_schemas.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -87,25 +88,7 @@ static void s_destroy(drv_node_t *node)
 }
 
 const drv_node_kind_t drv_exporter_http = {
-    .schema = {.name = "exporter:http",
-               .role = DRV_ROLE_EXPORTER,
-               .doc = "Posts batches to an HTTP endpoint, gzip'd, retried with backoff on connection errors, "
-                      "429, 502, 503 and 504 (honouring Retry-After); records are acknowledged upstream only "
-                      "once a 2xx came back.",
-               .example = "{type: exporter:http, config: {endpoint: \"http://127.0.0.1:9000/ingest\", format: "
-                          "ndjson}}",
-               .keys = {{.key = "endpoint",
-                         .kind = DRV_KEY_STRING,
-                         .required = true,
-                         .doc = "the http:// or https:// URL posted to"},
-                        {.key = "format",
-                         .kind = DRV_KEY_CHOICE,
-                         .fallback = "\"ndjson\"",
-                         .choices = "ndjson json msgpack",
-                         .doc = "the body: ndjson, json (an array) or msgpack (an array)"},
-                        DRV_EXPORT_KEYS},
-               .check = drv_export_check,
-               .complete = drv_export_complete},
+    .schema = &drv_schema_exporter_http,
     .init = s_init,
     .run = s_run,
     DRV_EXPORT_NODE_HOOKS,

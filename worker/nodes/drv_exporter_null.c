@@ -1,5 +1,6 @@
 /*  exporter:null — counts and drops. */
 #include "drv_node.h"
+#include "drv_schemas.h"
 
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 {
@@ -8,9 +9,6 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 }
 
 const drv_node_kind_t drv_exporter_null = {
-    .schema = {.name = "exporter:null",
-               .role = DRV_ROLE_EXPORTER,
-               .doc = "Takes every record and keeps none: counts them as exported.",
-               .example = "{type: exporter:null}"},
+    .schema = &drv_schema_exporter_null,
     .run = s_run,
 };

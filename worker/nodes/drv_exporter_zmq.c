@@ -7,6 +7,7 @@
     exporter is backlogged and the receivers push back. */
 #include "drv_hold.h"
 #include "drv_node.h"
+#include "drv_schemas.h"
 
 #include "drover/drv_limits.h"
 
@@ -95,26 +96,7 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 }
 
 const drv_node_kind_t drv_exporter_zmq = {
-    .schema = {.name = "exporter:zmq",
-               .role = DRV_ROLE_EXPORTER,
-               .doc = "Sends each batch as one msgpack message to a ZeroMQ endpoint it connects to.",
-               .example = "{type: exporter:zmq, config: {endpoint: \"tcp://127.0.0.1:6000\"}}",
-               .keys = {{.key = "endpoint",
-                         .kind = DRV_KEY_ENDPOINT,
-                         .required = true,
-                         .doc = "tcp://host:port or ipc://path, connected"},
-                        {.key = "socket",
-                         .kind = DRV_KEY_CHOICE,
-                         .fallback = "\"push\"",
-                         .choices = "push pub",
-                         .doc =
-                             "push (held back when the consumer is slow) or pub (what a slow subscriber cannot take is "
-                             "dropped)"},
-                        {.key = "hwm",
-                         .kind = DRV_KEY_NONNEG_INT,
-                         .fallback = "100",
-                         .maximum = DRV_LIMIT_HWM,
-                         .doc = "batches queued for a slow or absent consumer"}}},
+    .schema = &drv_schema_exporter_zmq,
     .init = s_init,
     .run = s_run,
     .fd = drv_hold_node_fd,

@@ -2,8 +2,6 @@
 #include "drv_nodes.h"
 #include "drv_node.h"
 
-#include "drover/drv_spec.h"
-
 #include <string.h>
 
 extern const drv_node_kind_t drv_receiver_zmq;
@@ -33,13 +31,4 @@ const drv_kinds_t *drv_nodes_kinds(void)
 {
     static const drv_kinds_t kinds = {s_kinds, KIND_COUNT};
     return &kinds;
-}
-
-void drv_nodes_register(void)
-{
-    static const drv_node_schema_t *schemas[KIND_COUNT];
-    for (size_t i = 0; i < KIND_COUNT; i++) {
-        schemas[i] = &s_kinds[i]->schema; // the schema is the kind's first member
-    }
-    drv_spec_set_kinds(schemas, KIND_COUNT);
 }

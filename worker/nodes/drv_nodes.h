@@ -1,6 +1,6 @@
 /*  drv_nodes — every node kind the worker has (drv_nodes.c, one line
-    each): handed to the DAG by whoever builds one, and their schemas to
-    the spec validator. */
+    each): handed to the DAG by whoever builds one. Their schemas are
+    worker/schemas/ (drv_schemas_register). */
 #ifndef DRV_NODES_H
 #define DRV_NODES_H
 
@@ -8,8 +8,5 @@
 
 //  Every kind, for drv_dag_new and drv_dag_probe.
 const drv_kinds_t *drv_nodes_kinds(void);
-//  Registers every kind's schema with the spec validator. Every program
-//  that validates specs calls it once at start.
-void drv_nodes_register(void);
 
 #endif

@@ -2,14 +2,10 @@
     (drv_condition.h: field, op, value). */
 #include "drv_condition.h"
 #include "drv_node.h"
+#include "drv_schemas.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
-{
-    drv_condition_check(check, node_path, "config", config, true);
-}
 
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
 {
@@ -38,22 +34,7 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 }
 
 const drv_node_kind_t drv_processor_filter = {
-    .schema =
-        {.name = "processor:filter",
-         .role = DRV_ROLE_PROCESSOR,
-         .doc = "Hands on the records whose field compares true with value; the others are counted as "
-                "dropped.",
-         .example = "{type: processor:filter, config: {field: level, op: ge, value: 3}, to: [out]}",
-         .keys = {{.key = "field", .kind = DRV_KEY_STRING, .required = true, .doc = "the top-level field compared"},
-                  {.key = "op",
-                   .kind = DRV_KEY_CHOICE,
-                   .required = true,
-                   .choices = DRV_CONDITION_OPS,
-                   .doc = "how: eq ne lt le gt ge, or exists"},
-                  {.key = "value",
-                   .kind = DRV_KEY_ANY,
-                   .doc = "what field is compared with (required unless op is exists)"}},
-         .check = s_check},
+    .schema = &drv_schema_processor_filter,
     .init = s_init,
     .run = s_run,
 };

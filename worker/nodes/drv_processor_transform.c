@@ -2,6 +2,7 @@
     record is never changed in place: the new map is built in the batch
     zone, so a node that fans out hands each next node the same input. */
 #include "drv_node.h"
+#include "drv_schemas.h"
 #include "drv_record.h"
 
 #include <stdlib.h>
@@ -122,17 +123,7 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 }
 
 const drv_node_kind_t drv_processor_transform = {
-    .schema = {.name = "processor:transform",
-               .role = DRV_ROLE_PROCESSOR,
-               .doc = "Changes top-level fields: set, then rename, then delete.",
-               .example = "{type: processor:transform, config: {set: {env: prod}, rename: {msg: message}, delete: "
-                          "[debug]}, to: [out]}",
-               .keys = {{.key = "set",
-                         .kind = DRV_KEY_OBJECT,
-                         .fallback = "{}",
-                         .doc = "fields set on every record (replacing what is there)"},
-                        {.key = "rename", .kind = DRV_KEY_STRING_MAP, .fallback = "{}", .doc = "old name: new name"},
-                        {.key = "delete", .kind = DRV_KEY_STRING_LIST, .fallback = "[]", .doc = "fields removed"}}},
+    .schema = &drv_schema_processor_transform,
     .init = s_init,
     .run = s_run,
     .destroy = s_destroy,

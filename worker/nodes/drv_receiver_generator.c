@@ -1,6 +1,7 @@
 /*  receiver:generator — copies of a record at a rate, with seq (per
     instance, from 0) and core added: for demos, tests and benchmarks. */
 #include "drv_node.h"
+#include "drv_schemas.h"
 #include "drv_record.h"
 
 #include "drover/drv_limits.h"
@@ -100,24 +101,7 @@ static int s_generate(drv_node_t *node, int64_t now_us, int64_t *wait_us)
 }
 
 const drv_node_kind_t drv_receiver_generator = {
-    .schema = {.name = "receiver:generator",
-               .role = DRV_ROLE_RECEIVER,
-               .doc = "Makes records itself: `record` plus `seq` (per instance, from 0) and `core`. For demos, "
-                      "load and canaries.",
-               .example = "{type: receiver:generator, config: {rate: 10, record: {msg: tick}}, to: [out]}",
-               .keys = {{.key = "rate",
-                         .kind = DRV_KEY_NONNEG_INT,
-                         .fallback = "0",
-                         .maximum = DRV_LIMIT_RATE,
-                         .doc = "records a second per instance; 0: as fast as the exporters take them"},
-                        {.key = "count",
-                         .kind = DRV_KEY_NONNEG_INT,
-                         .fallback = "0",
-                         .doc = "records per instance, then it stops; 0: no end"},
-                        {.key = "record",
-                         .kind = DRV_KEY_OBJECT,
-                         .fallback = "{}",
-                         .doc = "the fields of every record made"}}},
+    .schema = &drv_schema_receiver_generator,
     .init = s_init,
     .generate = s_generate,
 };

@@ -8,11 +8,12 @@
 #ifndef DRV_SYSLOG_FRAME_H
 #define DRV_SYSLOG_FRAME_H
 
+#include "drover/drv_limits.h" // DRV_SYSLOG_FRAME_LIMIT
+
 #include <stdbool.h>
 #include <stddef.h>
 
-#define DRV_SYSLOG_FRAME_MAX 65536       // receiver:syslog's max_message_bytes by default
-#define DRV_SYSLOG_FRAME_LIMIT (1 << 20) // the largest max_message_bytes it takes
+#define DRV_SYSLOG_FRAME_MAX 65536 // receiver:syslog's max_message_bytes by default
 
 typedef enum { DRV_FRAMING_UNKNOWN = 0, DRV_FRAMING_OCTETS, DRV_FRAMING_LINES } drv_framing_t;
 

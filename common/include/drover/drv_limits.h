@@ -32,12 +32,13 @@
 #define DRV_LIMIT_RESTARTS 1000000
 
 //  Node config numbers.
-#define DRV_LIMIT_HWM 1000000          // exporter:zmq hwm (messages)
-#define DRV_LIMIT_RATE 1000000000      // receiver:generator rate (records/s)
-#define DRV_LIMIT_SCRIPT (1024 * 1024) // processor:lua script, bytes
-#define DRV_LIMIT_PATH 4095            // exporter:file path, bytes
-#define DRV_LIMIT_ENDPOINT 255         // any endpoint, bytes
-#define DRV_LIMIT_IPC_PATH 107         // an ipc:// path: sizeof(sun_path) - 1
+#define DRV_SYSLOG_FRAME_LIMIT (1 << 20) // receiver:syslog's largest max_message_bytes
+#define DRV_LIMIT_HWM 1000000            // exporter:zmq hwm (messages)
+#define DRV_LIMIT_RATE 1000000000        // receiver:generator rate (records/s)
+#define DRV_LIMIT_SCRIPT (1024 * 1024)   // processor:lua script, bytes
+#define DRV_LIMIT_PATH 4095              // exporter:file path, bytes
+#define DRV_LIMIT_ENDPOINT 255           // any endpoint, bytes
+#define DRV_LIMIT_IPC_PATH 107           // an ipc:// path: sizeof(sun_path) - 1
 
 //  engine.limits.front_door_buffer_bytes: what one front door buffers over
 //  all its producers before it holds them back.

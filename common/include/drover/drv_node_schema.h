@@ -1,7 +1,7 @@
 /*  drv_node_schema — what a node kind accepts in its config, as data the
     spec validator reads. Each kind declares its schema once, in its own file
     under worker/nodes/, beside its code; programs that validate specs
-    register the list of kinds (drv_nodes_register) before the first one. */
+    register the list of kinds (drv_schemas_register) before the first one. */
 #ifndef DRV_NODE_SCHEMA_H
 #define DRV_NODE_SCHEMA_H
 
@@ -74,6 +74,23 @@ typedef struct {
 bool drv_spec_check_path_allowed(const drv_spec_check_t *check, const char *path);
 //  The only variables ${env:} may name in the spec being checked (NULL: any).
 const char *const *drv_spec_check_env_names(const drv_spec_check_t *check);
+
+//  How a script's syntax is checked (processor:lua's schema): 0, or -1 with
+//  "line N: what" in err. The worker's programs compile it themselves;
+//  droverd and droverctl, which do not link Lua, ask drover-worker
+//  (drv_script_check_exec). Set once at start; without one, scripts are not
+//  checked until an instance compiles them.
+typedef int(drv_script_check_fn)(void *arg, const char *text, size_t length, char *err, size_t errlen);
+void drv_spec_set_script_check(drv_script_check_fn *check, void *arg);
+//  For a schema's hook: 0 (well formed), -1 (the syntax error in err), or 1
+//  when no checker is set.
+int drv_spec_check_script(const char *text, size_t length, char *err, size_t errlen);
+//  drv_script_check_fn that runs `WORKER --check-script` (arg: its path),
+//  the script on its stdin: what it says, or why it could not be asked.
+int drv_script_check_exec(void *arg, const char *text, size_t length, char *err, size_t errlen);
+//  Sets drv_script_check_exec with the drover-worker beside this program's
+//  executable, when there is one: true, else scripts go unchecked.
+bool drv_script_check_use_worker(void);
 
 //  The kinds a program knows. Call once, before validating any spec.
 void drv_spec_set_kinds(const drv_node_schema_t *const *kinds, size_t count);

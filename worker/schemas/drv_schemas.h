@@ -1,0 +1,92 @@
+/*  drv_schemas — what each node kind's config takes, as data, one file per
+    kind (drv_schema_KIND.c; its code is worker/nodes/drv_KIND.c), with the
+    checks several kinds share. The lowest floor of the worker: it needs
+    nothing but common/, so droverd and droverctl link it (drover_schemas)
+    and not the data plane. */
+#ifndef DRV_SCHEMAS_H
+#define DRV_SCHEMAS_H
+
+#include "drover/drv_node_schema.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+extern const drv_node_schema_t drv_schema_receiver_zmq, drv_schema_receiver_generator, drv_schema_receiver_syslog,
+    drv_schema_receiver_http, drv_schema_receiver_otlp, drv_schema_processor_filter, drv_schema_processor_transform,
+    drv_schema_processor_route, drv_schema_processor_lua, drv_schema_exporter_file, drv_schema_exporter_zmq,
+    drv_schema_exporter_null, drv_schema_exporter_http, drv_schema_exporter_otlp;
+
+//  Registers every kind's schema with the spec validator (drv_spec_set_kinds).
+//  Every program that validates specs calls it once at start.
+void drv_schemas_register(void);
+
+//  ---- the HTTP receivers' keys (drv_schema_http.c)
+//  Rules of the config keys both take: endpoint (host:port; example shows
+//  one), max_body_bytes (at least 1) and connections.
+void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const json_t *config, const char *example);
+
+//  ---- conditions, of processor:filter and processor:route (drv_schema_condition.c)
+#define DRV_CONDITION_OPS "eq ne lt le gt ge exists"
+//  The ops, in drv_op_t's order (dag/drv_condition.h).
+extern const char *const drv_condition_ops[7];
+//  The rules of a condition given as a JSON map at path (under node_path),
+//  for spec checks: field a non-empty string, op one of the ops, value
+//  required unless op is exists. With keys_checked, only the last (the
+//  node's schema checked field and op).
+void drv_condition_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *when,
+                         bool keys_checked);
+
+//  ---- the batching exporters' keys (drv_schema_export.c)
+#define DRV_EXPORT_URL_MAX 2048 // an endpoint with the longest signal path
+//  The config keys both exporters take, for their schemas: compression,
+//  headers, batch, retry, tls, timeout_ms (endpoint and the format's own
+//  keys are the kind's).
+#define DRV_EXPORT_KEYS                                                                                                \
+    {.key = "compression",                                                                                             \
+     .kind = DRV_KEY_CHOICE,                                                                                           \
+     .fallback = "\"gzip\"",                                                                                           \
+     .choices = "gzip none",                                                                                           \
+     .doc = "gzip or none: how bodies are sent"},                                                                      \
+        {.key = "headers",                                                                                             \
+         .kind = DRV_KEY_STRING_MAP,                                                                                   \
+         .fallback = "{}",                                                                                             \
+         .secret = true,                                                                                               \
+         .doc = "headers sent with every post (Authorization...); values may be ${file:PATH} or ${env:NAME}, "         \
+                "shown only to token holders"},                                                                        \
+        {.key = "batch",                                                                                               \
+         .kind = DRV_KEY_OBJECT,                                                                                       \
+         .fallback = "{}",                                                                                             \
+         .doc = "{max_records: 512, max_bytes: 1048576, max_delay_ms: 200}: a batch closes at the first reached"},     \
+        {.key = "retry",                                                                                               \
+         .kind = DRV_KEY_OBJECT,                                                                                       \
+         .fallback = "{}",                                                                                             \
+         .doc = "{initial_ms: 100, max_ms: 5000, max_elapsed_secs: 300}: backoff (doubling, +-20%), and when a "       \
+                "failing batch is given up (0: never)"},                                                               \
+        {.key = "tls",                                                                                                 \
+         .kind = DRV_KEY_OBJECT,                                                                                       \
+         .fallback = "{}",                                                                                             \
+         .doc = "{ca_file: PATH, insecure_skip_verify: false}: the CA that signs the backend's certificate, or no "    \
+                "check"},                                                                                              \
+    {                                                                                                                  \
+        .key = "timeout_ms", .kind = DRV_KEY_NONNEG_INT, .fallback = "30000", .maximum = 3600000,                      \
+        .doc = "how long one post may take before it is retried"                                                       \
+    }
+
+//  batch's and retry's keys: their bounds, and the defaults the normalized
+//  config shows (an instance reads them through the same tables).
+typedef struct {
+    const char *key;
+    int64_t minimum;
+    int64_t maximum;
+    int64_t fallback;
+} drv_export_bound_t;
+extern const drv_export_bound_t drv_export_batch_keys[];
+extern const drv_export_bound_t drv_export_retry_keys[];
+//  The rules of those keys and of endpoint (an http:// or https:// URL).
+void drv_export_check(drv_spec_check_t *check, const char *node_path, const json_t *config);
+//  Fills the normalized config's batch, retry and tls with their defaults,
+//  so that what GET shows is what an instance uses (a kind's `complete`).
+void drv_export_complete(drv_spec_check_t *check, const char *node_path, json_t *normalized);
+
+#endif
