@@ -3,6 +3,7 @@
 real sockets, files and /proc. Every wait polls with a deadline; nothing sleeps
 to synchronise."""
 
+import json
 import os
 import re
 import shutil
@@ -10,6 +11,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -114,6 +116,76 @@ def cmdline(pid):
 
 def zombies_of(pid):
     return [c for c in children_of(pid) if (proc_status(c, "State") or "").startswith("Z")]
+
+
+def ndjson(records):
+    """Records as NDJSON bytes, one JSON document a line."""
+    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
+
+
+def generator_spec(out_path=None, cores=None, rate=10):
+    """receiver:generator at rate -> exporter:file at out_path (its {core}
+    and {generation} filled by the engine), or exporter:null without one."""
+    out = {"type": "exporter:file", "config": {"path": out_path}} if out_path else {"type": "exporter:null"}
+    pipeline = {"nodes": {"g": {"type": "receiver:generator", "config": {"rate": rate}, "to": ["out"]}, "out": out}}
+    if cores:
+        pipeline["cores"] = {"count": cores}
+    return {"pipeline": pipeline}
+
+
+def zmq_file_spec(endpoint, path, ack=False, cores=None, stamp=None, rollout=None):
+    """receiver:zmq at endpoint (ack mode or not) -> [processor:transform
+    setting env to stamp] -> exporter:file at path; rollout: the rollout policy."""
+    first = "stamp" if stamp else "out"
+    nodes = {"in": {"type": "receiver:zmq", "config": {"endpoint": endpoint, "ack": ack}, "to": [first]},
+             "out": {"type": "exporter:file", "config": {"path": path}}}
+    if stamp:
+        nodes["stamp"] = {"type": "processor:transform", "config": {"set": {"env": stamp}}, "to": ["out"]}
+    pipeline = {"nodes": nodes}
+    if cores:
+        pipeline["cores"] = {"count": cores}
+    if rollout:
+        pipeline["policies"] = {"rollout": rollout}
+    return {"pipeline": pipeline}
+
+
+def changes_under_load(test, client, change, changes=4, clients=4):
+    """Clients send while a pipeline changes: client(cid, stop, sent, failed)
+    runs in a thread per client until stop is set, calling sent(items) with
+    what the engine acknowledged and failed(what) for each refusal;
+    change(n) makes the n-th change, once load flows and each time after
+    load flowed again. Fails the test on any refusal; returns what was
+    acknowledged, sorted (the caller then demands every one of it once)."""
+    stop, lock = threading.Event(), threading.Lock()
+    acknowledged, failures = [], []
+
+    def sent(items):
+        with lock:
+            acknowledged.extend(items)
+
+    threads = [threading.Thread(target=client, args=(c, stop, sent, failures.append)) for c in range(clients)]
+    for t in threads:
+        t.start()
+    try:
+        wait_until(lambda: len(acknowledged) >= 200, 10, "load flowing")
+        for n in range(changes):
+            change(n)
+            mark = len(acknowledged)
+            wait_until(lambda: len(acknowledged) >= mark + 100, 10, "load flowing after the change")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    test.assertEqual(failures, [], "nothing was refused")
+    return sorted(acknowledged)
+
+
+def every_one_once(test, want, got, what, timeout=20):
+    """Waits until got() holds as many as want, then demands it equal want
+    (sorted): every acknowledged item arrived, none twice."""
+    have = wait_until(lambda: (lambda g: g if len(g) >= len(want) else None)(sorted(got())), timeout,
+                      f"all {len(want)} {what}")
+    test.assertEqual(have, want, f"every acknowledged {what} once")
 
 
 class Engine:

@@ -4,7 +4,7 @@ import os
 import re
 import socket
 
-from harness import proc_status
+from harness import generator_spec, proc_status
 
 TOKEN = "hostile-suite-token-0123456789"
 # ASan's quarantine keeps freed memory: RSS says nothing about drover there.
@@ -37,7 +37,4 @@ def raw_http(port, request, timeout=5.0):
     return (int(m.group(1)) if m else None), data
 
 
-def gen_spec(out_path=None):
-    out = {"type": "exporter:file", "config": {"path": out_path}} if out_path else {"type": "exporter:null"}
-    return {"pipeline": {"nodes": {"g": {"type": "receiver:generator", "config": {"rate": 10}, "to": ["out"]},
-                                   "out": out}}}
+gen_spec = generator_spec  # what every hostile suite builds on

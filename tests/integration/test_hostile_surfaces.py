@@ -13,12 +13,8 @@ import shutil
 import tempfile
 import unittest
 
-from harness import EngineTest, curl_post, free_port, read_ndjson, wait_until
+from harness import ndjson, EngineTest, curl_post, free_port, read_ndjson, wait_until
 from hostile import SANITIZED, rss_kb
-
-
-def ndjson(records):
-    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
 
 
 class Scripts(EngineTest):

@@ -12,12 +12,12 @@ import json
 import os
 import socket
 import subprocess
-import threading
 import unittest
 
 import msgpack
 
-from harness import SLOW, Admin, EngineTest, curl_post, engine_yaml, free_port, read_ndjson, wait_until
+from harness import (SLOW, Admin, EngineTest, changes_under_load, curl_post, engine_yaml, every_one_once, free_port,
+                     read_ndjson, wait_until)
 
 
 def curl(port, path, data, ctype, *extra):
@@ -139,11 +139,8 @@ class HttpReceiver(EngineTest):
 
     def test_keep_alive_clients_through_replaces_and_a_resize_lose_nothing(self):
         self.put(self.spec(cores=2))
-        stop = threading.Event()
-        sent, failures = [], []
-        lock = threading.Lock()
 
-        def client(cid):
+        def client(cid, stop, sent, failed):
             conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
             seq = 0
             while not stop.is_set():
@@ -153,38 +150,23 @@ class HttpReceiver(EngineTest):
                     resp = conn.getresponse()
                     text = resp.read()
                     if resp.status != 200:
-                        failures.append((resp.status, text))
+                        failed((resp.status, text))
                         continue
                     if resp.getheader("Connection", "").lower() == "close":
                         conn.close()  # the instance drains; the next request finds another
                 except (OSError, http.client.HTTPException) as e:
-                    failures.append(repr(e))
+                    failed(repr(e))
                     conn.close()
                     continue
-                with lock:
-                    sent.extend((cid, seq + i) for i in range(5))
+                sent([(cid, seq + i) for i in range(5)])
                 seq += 5
             conn.close()
 
-        threads = [threading.Thread(target=client, args=(c,)) for c in range(4)]
-        for t in threads:
-            t.start()
-        try:
-            wait_until(lambda: len(sent) >= 200, 10, "load flowing")
-            for change in range(4):
-                body = self.put(self.spec(tag=f"v{min(change, 2) + 2}", cores=2 if change < 3 else 1), timeout=60)
-                self.assertEqual(body["action"], "replace" if change < 3 else "resize")
-                mark = len(sent)
-                wait_until(lambda: len(sent) >= mark + 100, 10, "load flowing after the change")
-        finally:
-            stop.set()
-            for t in threads:
-                t.join()
-        self.assertEqual(failures, [], "no request failed")
-        want = sorted(sent)
-        got = wait_until(lambda: (lambda r: r if len(r) >= len(want) else None)(
-            sorted((r["c"], r["s"]) for r in self.records())), 20, f"all {len(want)} records")
-        self.assertEqual(got, want, "every acknowledged record once")
+        def change(n):
+            body = self.put(self.spec(tag=f"v{min(n, 2) + 2}", cores=2 if n < 3 else 1), timeout=60)
+            self.assertEqual(body["action"], "replace" if n < 3 else "resize")
+        want = changes_under_load(self, client, change)
+        every_one_once(self, want, lambda: [(r["c"], r["s"]) for r in self.records()], "records")
         self.assertEqual({r["tag"] for r in self.records()}, {"v1", "v2", "v3", "v4"})
         print(f"http under load: {len(want)} records in keep-alive requests, 3 replaces and a resize, "
               f"no request failed, none lost", flush=True)

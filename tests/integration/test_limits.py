@@ -7,20 +7,9 @@ import unittest
 import msgpack
 import zmq
 
-from harness import Admin, EngineTest, engine_yaml, free_port, read_ndjson, wait_until
+from harness import Admin, EngineTest, engine_yaml, free_port, read_ndjson, wait_until, generator_spec, zmq_file_spec
 
 LIMITS = "  limits: { max_pipelines: 2, max_message_bytes: 2048 }\n"
-
-
-def gen_spec():
-    return {"pipeline": {"nodes": {"g": {"type": "receiver:generator", "config": {"rate": 10}, "to": ["out"]},
-                                   "out": {"type": "exporter:null"}}}}
-
-
-def zmq_spec(endpoint, path, ack):
-    return {"pipeline": {"nodes": {
-        "in": {"type": "receiver:zmq", "config": {"endpoint": endpoint, "ack": ack}, "to": ["out"]},
-        "out": {"type": "exporter:file", "config": {"path": path}}}}}
 
 
 class Limits(EngineTest):
@@ -34,19 +23,19 @@ class Limits(EngineTest):
         return self.admin.http("PUT", f"/api/v1/groups/default/pipelines/{name}", body=spec)
 
     def test_max_pipelines_refuses_the_next_create_with_409_naming_the_limit(self):
-        self.assertEqual(self.put("a", gen_spec())[0], 200)
-        self.assertEqual(self.put("b", gen_spec())[0], 200)
-        status, body, _ = self.put("c", gen_spec())
+        self.assertEqual(self.put("a", generator_spec())[0], 200)
+        self.assertEqual(self.put("b", generator_spec())[0], 200)
+        status, body, _ = self.put("c", generator_spec())
         self.assertEqual(status, 409, body)
         self.assertEqual(body["error"]["kind"], "conflict")
         self.assertIn("engine.limits.max_pipelines", body["error"]["message"])
         self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/c")[0], 404, "nothing half made")
         # Changing an existing pipeline is not a new one.
-        spec = gen_spec()
+        spec = generator_spec()
         spec["pipeline"]["nodes"]["g"]["config"]["rate"] = 20
         self.assertEqual(self.put("b", spec)[0], 200)
         self.assertEqual(self.admin.http("DELETE", "/api/v1/groups/default/pipelines/a")[0], 200)
-        self.assertEqual(self.put("c", gen_spec())[0], 200)
+        self.assertEqual(self.put("c", generator_spec())[0], 200)
 
     def test_more_than_64_nodes_is_an_invalid_spec(self):
         nodes = {f"t{i}": {"type": "processor:transform", "config": {"set": {"i": i}}, "to": [f"t{i + 1}"]}
@@ -65,7 +54,7 @@ class Limits(EngineTest):
         """A receiver:zmq pipeline writing NDJSON; a connected producer socket."""
         endpoint = f"tcp://127.0.0.1:{free_port()}"
         path = os.path.join(self.engine.out_dir, f"{name}.ndjson")
-        self.assertEqual(self.put(name, zmq_spec(endpoint, path, ack))[0], 200)
+        self.assertEqual(self.put(name, zmq_file_spec(endpoint, path, ack))[0], 200)
         sock = zmq.Context.instance().socket(socket_type)
         sock.setsockopt(zmq.LINGER, linger)
         sock.connect(endpoint)

@@ -16,7 +16,7 @@ import unittest
 
 import msgpack
 
-from harness import EngineTest, curl_post, free_port, read_ndjson, wait_until
+from harness import ndjson, EngineTest, curl_post, free_port, read_ndjson, wait_until
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "lua")
 
@@ -24,11 +24,6 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "lua"
 def example(name):
     with open(os.path.join(EXAMPLES, name)) as f:
         return f.read()
-
-
-def ndjson(records):
-    import json
-    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
 
 
 class Lua(EngineTest):

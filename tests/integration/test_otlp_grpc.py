@@ -11,10 +11,10 @@ import gzip
 import os
 import socket
 import subprocess
-import threading
 import unittest
 
-from harness import EngineTest, curl_post, free_port, proc_status, read_ndjson, wait_until
+from harness import (EngineTest, changes_under_load, curl_post, every_one_once, free_port, proc_status, read_ndjson,
+                     wait_until)
 import grpc_otlp
 from grpc_otlp import WHY_NOT
 
@@ -258,11 +258,8 @@ class OtlpGrpc(OtlpGrpcBase):
                     "out": {"type": "exporter:file",
                             "config": {"path": f"{self.out}/grpc-{{core}}-{{generation}}.ndjson"}}}
         self.put(nodes("v1"), cores=2)
-        stop = threading.Event()
-        sent, failures = [], []
-        lock = threading.Lock()
 
-        def client(cid):
+        def client(cid, stop, sent, failed):
             # One connection, kept alive until a GOAWAY, with keepalive PINGs every 200 ms (answered).
             channel = grpc.insecure_channel(self.target, options=[
                 ("grpc.keepalive_time_ms", 200), ("grpc.keepalive_timeout_ms", 2000),
@@ -272,32 +269,17 @@ class OtlpGrpc(OtlpGrpcBase):
                 try:
                     grpc_otlp.export(channel, "logs", grpc_otlp.log_request(f"c{cid}s{seq}", 5))
                 except grpc.RpcError as e:
-                    failures.append((e.code().name, e.details()))
+                    failed((e.code().name, e.details()))
                     continue
-                with lock:
-                    sent.extend(f"c{cid}s{seq}-{i}" for i in range(5))
+                sent([f"c{cid}s{seq}-{i}" for i in range(5)])
                 seq += 1
             channel.close()
 
-        threads = [threading.Thread(target=client, args=(c,)) for c in range(4)]
-        for t in threads:
-            t.start()
-        try:
-            wait_until(lambda: len(sent) >= 200, 10, "load flowing")
-            for change in range(4):
-                body = self.put(nodes(f"v{min(change, 2) + 2}"), cores=2 if change < 3 else 1, timeout=60)
-                self.assertEqual(body["action"], "replace" if change < 3 else "resize")
-                mark = len(sent)
-                wait_until(lambda: len(sent) >= mark + 100, 10, "load flowing after the change")
-        finally:
-            stop.set()
-            for t in threads:
-                t.join()
-        self.assertEqual(failures, [], "no call failed")
-        want = sorted(sent)
-        got = wait_until(lambda: (lambda r: r if len(r) >= len(want) else None)(
-            sorted(r["body"] for r in self.all_records())), 20, f"all {len(want)} records")
-        self.assertEqual(got, want, "every acknowledged record once")
+        def change(n):
+            body = self.put(nodes(f"v{min(n, 2) + 2}"), cores=2 if n < 3 else 1, timeout=60)
+            self.assertEqual(body["action"], "replace" if n < 3 else "resize")
+        want = changes_under_load(self, client, change)
+        every_one_once(self, want, lambda: [r["body"] for r in self.all_records()], "records")
         self.assertEqual({r["tag"] for r in self.all_records()}, {"v1", "v2", "v3", "v4"})
         print(f"grpc under load: {len(want)} records over keep-alive channels, 3 replaces and a resize, "
               f"no call failed, none lost", flush=True)

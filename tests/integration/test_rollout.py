@@ -13,7 +13,7 @@ import unittest
 import msgpack
 import zmq
 
-from harness import Admin, EngineTest, children_of, cmdline, free_port, read_ndjson, wait_until
+from harness import Admin, EngineTest, children_of, cmdline, free_port, read_ndjson, wait_until, generator_spec, zmq_file_spec
 
 ENGINE = """
 engine:
@@ -27,26 +27,12 @@ groups:
 
 
 def zmq_spec(port, out_dir, cores=1, env="v1", path=None):
-    return {"pipeline": {
-        "cores": {"count": cores},
-        "nodes": {
-            "in": {"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{port}"}, "to": ["stamp"]},
-            "stamp": {"type": "processor:transform", "config": {"set": {"env": env}}, "to": ["out"]},
-            "out": {"type": "exporter:file",
-                    "config": {"path": path or f"{out_dir}/ingest-{{core}}-{{generation}}.ndjson"}},
-        },
-        "policies": {"rollout": {"step_timeout_secs": 10, "drain_timeout_secs": 10}},
-    }}
+    return zmq_file_spec(f"tcp://127.0.0.1:{port}", path or f"{out_dir}/ingest-{{core}}-{{generation}}.ndjson",
+                         cores=cores, stamp=env, rollout={"step_timeout_secs": 10, "drain_timeout_secs": 10})
 
 
 def gen_spec(out_dir, cores=1, rate=50):
-    return {"pipeline": {
-        "cores": {"count": cores},
-        "nodes": {
-            "g": {"type": "receiver:generator", "config": {"rate": rate}, "to": ["out"]},
-            "out": {"type": "exporter:file", "config": {"path": f"{out_dir}/gen-{{core}}-{{generation}}.ndjson"}},
-        },
-    }}
+    return generator_spec(f"{out_dir}/gen-{{core}}-{{generation}}.ndjson", cores=cores, rate=rate)
 
 
 def accepts(port):
