@@ -113,6 +113,7 @@ static void s_tick(drv_broker_t *self)
             drv_msg_send(self->backend, inst->id, &msg, true); // fails until it connects
             drv_msg_clear(&msg);
             inst->next_sync_ms = now + SYNC_RETRY_MS;
+            inst->sent_since_sync = 0; // its answer counts what goes after this SYNC against its window
         }
     }
     s_forget_gone(self, now);

@@ -49,6 +49,7 @@ static int s_send_batch(drv_broker_t *self, drv_instance_t *inst, drv_route_t *r
     }
     drv_ledger_sent(self->ledger, inst->id, &pending);
     inst->credit--;
+    inst->sent_since_sync++;
     self->forwarded++;
     return 0;
 }
@@ -169,12 +170,13 @@ void drv_broker_handle_backend(drv_broker_t *self)
                 drv_broker_orphan(self, inst, "resynchronized after a failed send");
                 inst->resync = false;
             } else if (!msg.synced) {
-                //  Each credit returned is one batch exported: acknowledged.
-                drv_ledger_acked(self->ledger, identity, msg.n, s_acked, self);
+                //  The batches exported: acknowledged. (A worker that sends
+                //  no `acked` returns credit only as it exports.)
+                drv_ledger_acked(self->ledger, identity, drv_msg_has(&msg, DRV_F_ACKED) ? msg.acked : msg.n, s_acked,
+                                 self);
             }
             bool known = inst->credit_known;
-            drv_instance_credit(inst, msg.n, msg.reset, msg.synced,
-                                (int64_t)drv_ledger_unacked(self->ledger, identity));
+            drv_instance_credit(inst, msg.n, msg.reset, msg.synced, inst->sent_since_sync);
             if (!known) {
                 drv_info("instance connected instance=%s credit=%lld", inst->id, (long long)inst->credit);
             }

@@ -10,19 +10,20 @@
 #include <stdint.h>
 
 typedef struct {
-    char *id;               // instance id, also its routing id on the backend
-    char *pipeline;         // "group:pipeline"; NULL until INSTANCE_ADD names it
-    json_t *nodes;          // its receiver:zmq node ids, or NULL for any
-    int64_t credit;         // batches we may still send it
-    bool credit_known;      // it has granted credit to this broker
-    bool routable;          // added and not draining
-    bool unreachable;       // unrouted because a send to it failed: its answer to SYNC routes it again
-    bool resync;            // unrouted by a failed send: what it holds from us is redelivered when it answers
-    bool drain_pending;     // drain asked; marker waits for closing front doors
-    bool marker_pending;    // marker could not be delivered yet (not connected); retried
-    int64_t deleted_at_ms;  // droverd said it is gone (0: not yet)
-    int64_t next_sync_ms;   // when to send SYNC again while it has granted no credit
-    int64_t next_marker_ms; // when to retry an undelivered DRAIN marker
+    char *id;                // instance id, also its routing id on the backend
+    char *pipeline;          // "group:pipeline"; NULL until INSTANCE_ADD names it
+    json_t *nodes;           // its receiver:zmq node ids, or NULL for any
+    int64_t credit;          // batches we may still send it
+    int64_t sent_since_sync; // batches sent since the last SYNC: its answer's window already covers them
+    bool credit_known;       // it has granted credit to this broker
+    bool routable;           // added and not draining
+    bool unreachable;        // unrouted because a send to it failed: its answer to SYNC routes it again
+    bool resync;             // unrouted by a failed send: what it holds from us is redelivered when it answers
+    bool drain_pending;      // drain asked; marker waits for closing front doors
+    bool marker_pending;     // marker could not be delivered yet (not connected); retried
+    int64_t deleted_at_ms;   // droverd said it is gone (0: not yet)
+    int64_t next_sync_ms;    // when to send SYNC again while it has granted no credit
+    int64_t next_marker_ms;  // when to retry an undelivered DRAIN marker
 } drv_instance_t;
 
 typedef struct drv_instances_t drv_instances_t;
@@ -48,8 +49,8 @@ void drv_instance_unroute(drv_instance_t *inst);
 //  send, and no credit from it since.
 bool drv_instance_wants_sync(const drv_instance_t *inst, int64_t now_ms);
 //  A CREDIT message: `reset` (a new process: its window is `count`),
-//  `synced` (the answer to our SYNC: `in_flight` batches already use the
-//  window) or else `count` batches exported and returned as credit.
+//  `synced` (the answer to our SYNC: `in_flight` batches, sent since the
+//  SYNC, already use the window) or else `count` batches returned as credit.
 void drv_instance_credit(drv_instance_t *inst, int64_t count, bool reset, bool synced, int64_t in_flight);
 //  True when it can take a batch of this pipeline's receiver node now.
 bool drv_instance_serves(const drv_instance_t *inst, const char *pipeline, const char *node);

@@ -30,7 +30,8 @@ typedef struct {
     int64_t heartbeat_ms;  // heartbeat period from the spec message
     int64_t credit_window; // batches the broker may send ahead
     int64_t next_heartbeat_ms;
-    int64_t credit_owed; // batches settled and not yet re-credited
+    int64_t credit_owed; // batches taken into the DAG and not yet re-credited
+    int64_t acked_owed;  // batches settled and not yet acknowledged
     int64_t *unsettled;  // inputs (drv_dag_input) of batches taken and not yet settled, oldest first
     size_t unsettled_count;
     size_t unsettled_size;
@@ -77,11 +78,17 @@ static void s_send_simple(worker_t *self, drv_msg_type_t type)
     drv_msg_clear(&msg);
 }
 
-static void s_send_credit(worker_t *self, int64_t n, bool reset, bool synced)
+//  Credit (batches the broker may send) and acknowledgements (batches
+//  settled) travel apart: a batch is credited back once the DAG took it,
+//  so an exporter holding records in its queue does not stop the broker
+//  from feeding the others; it is acknowledged once settled
+//  (schemas/control.md, `credit`).
+static void s_send_credit(worker_t *self, int64_t n, int64_t acked, bool reset, bool synced)
 {
     drv_msg_t msg;
     drv_msg_init(&msg, DRV_MSG_CREDIT);
     drv_msg_set_int(&msg, DRV_F_N, n);
+    drv_msg_set_int(&msg, DRV_F_ACKED, acked);
     drv_msg_set_bool(&msg, DRV_F_RESET, reset);
     if (synced) {
         drv_msg_set_bool(&msg, DRV_F_SYNCED, true);
@@ -248,9 +255,9 @@ static void s_unsettled_push(worker_t *self, int64_t input)
     self->unsettled[self->unsettled_count++] = input;
 }
 
-//  Credit is also the acknowledgement: every batch whose records are
-//  exported (settled) is returned, in order, draining or not, so the broker
-//  never redelivers what was done and never forgets what was not.
+//  Every batch whose records are exported (settled) is acknowledged, in
+//  order, draining or not, so the broker never redelivers what was done and
+//  never forgets what was not; with it goes the credit of the batches taken.
 static void s_settle(worker_t *self)
 {
     int64_t settled = drv_dag_settle(self->dag);
@@ -261,14 +268,12 @@ static void s_settle(worker_t *self)
     if (done > 0) {
         memmove(self->unsettled, self->unsettled + done, (self->unsettled_count - done) * sizeof *self->unsettled);
         self->unsettled_count -= done;
-        self->credit_owed += (int64_t)done;
+        self->acked_owed += (int64_t)done;
     }
-    if (self->data && self->credit_owed > 0) {
-        s_send_credit(self, self->credit_owed, false, false);
+    if (self->data && (self->credit_owed > 0 || self->acked_owed > 0)) {
+        s_send_credit(self, self->credit_owed, self->acked_owed, false, false);
         self->credit_owed = 0;
-    }
-    if ((int64_t)self->unsettled_count >= self->credit_window) {
-        drv_dag_flush(self->dag); // the broker can send nothing more until these settle
+        self->acked_owed = 0;
     }
 }
 
@@ -305,6 +310,7 @@ static void s_handle_data(worker_t *self)
                 }
             }
             s_unsettled_push(self, drv_dag_input(self->dag)); // junk too: it settles at once
+            self->credit_owed++;                              // taken: the broker may send another
         } else if (msg.type == DRV_MSG_DRAIN) {
             self->drain_requested = true;
             self->marker_seen = true;
@@ -322,7 +328,8 @@ static void s_handle_data(worker_t *self)
                          self->unsettled_count);
                 self->unsettled_count = 0;
             }
-            s_send_credit(self, self->credit_window, true, true);
+            self->credit_owed = 0; // the window below counts what is taken from now on
+            s_send_credit(self, self->credit_window, 0, true, true);
         }
         drv_msg_clear(&msg);
         zmsg_destroy(&zmsg);
@@ -333,7 +340,7 @@ static void s_handle_data(worker_t *self)
 static int s_loop(worker_t *self)
 {
     if (self->has_zmq) {
-        s_send_credit(self, self->credit_window, true, false);
+        s_send_credit(self, self->credit_window, 0, true, false);
     }
     s_send_simple(self, DRV_MSG_READY);
     drv_info("ready instance=%s", self->instance);

@@ -42,6 +42,7 @@ static const field_def_t s_fields[DRV_F_COUNT] = {
     INT(heartbeat_ms), INT(credit_window), INT(n),        INT(records_in), INT(records_out),
     INT(errors),       INT(batches),       BOOL(ok),      BOOL(reset),     JSON(spec),
     JSON(receivers),   BOOL(synced),       JSON(nodes),   STR(buffer_dir), JSON(buffer),
+    INT(acked),
 };
 
 #define B(f) (1u << (f))
@@ -73,7 +74,7 @@ static const type_def_t s_types[DRV_MSG_TYPE_COUNT] = {
     {"instance_drain", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), 0},
     {"instance_del", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), 0},
     {"bound", B(DRV_F_PIPELINE) | B(DRV_F_NODE) | B(DRV_F_ENDPOINT) | B(DRV_F_OK), B(DRV_F_REASON)},
-    {"credit", B(DRV_F_N) | B(DRV_F_RESET), B(DRV_F_SYNCED)},
+    {"credit", B(DRV_F_N) | B(DRV_F_RESET), B(DRV_F_SYNCED) | B(DRV_F_ACKED)},
     {"batch", B(DRV_F_NODE), 0},
     {"sync", 0, 0},
     {"tap", B(DRV_F_NODES) | B(DRV_F_N), 0},

@@ -159,10 +159,11 @@ static bool s_of_kind(const drv_pipeline_t *p, const char *node, const char *pre
 //  One of the per-node counters (drover/drv_node_counters.h), summed over the
 //  instances of each generation: a line per pipeline, generation and node
 //  (of kind prefix; NULL: every node).
-static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, const char *type, const char *prefix,
-                          const char *help, drv_node_counter_t which)
+//  The lines of one per-node counter; label: one more label ("" or
+//  ",reason=\"x\"") when several counters share the name.
+static void s_node_lines(text_t *t, const pipelines_t *ps, const char *name, const char *prefix, const char *label,
+                         drv_node_counter_t which)
 {
-    s_header(t, name, type, help);
     for (size_t k = 0; k < ps->count; k++) {
         drv_pipeline_t *p = ps->all[k];
         json_t *sums = json_object(); // "generation/node" -> sum
@@ -185,11 +186,18 @@ static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, co
         json_object_foreach(sums, key, sum)
         {
             const char *slash = strchr(key, '/');
-            s_printf(t, "%s{group=\"%s\",pipeline=\"%s\",node=\"%s\",generation=\"%.*s\"} %lld\n", name, p->group,
-                     p->name, slash + 1, (int)(slash - key), key, (long long)json_integer_value(sum));
+            s_printf(t, "%s{group=\"%s\",pipeline=\"%s\",node=\"%s\",generation=\"%.*s\"%s} %lld\n", name, p->group,
+                     p->name, slash + 1, (int)(slash - key), key, label, (long long)json_integer_value(sum));
         }
         json_decref(sums);
     }
+}
+
+static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, const char *type, const char *prefix,
+                          const char *help, drv_node_counter_t which)
+{
+    s_header(t, name, type, help);
+    s_node_lines(t, ps, name, prefix, "", which);
 }
 
 static void s_print(void *arg, const char *fmt, ...)
@@ -282,12 +290,19 @@ char *drv_metrics_render(drv_engine_t *engine)
     s_node_metric(&t, &ps, "drover_exporter_retries_total", "counter", "exporter:",
                   "Attempts the exporter made again after a failure (a batch posted again, a held write retried).",
                   DRV_NC_RETRIES);
-    s_node_metric(&t, &ps, "drover_exporter_dropped_records_total", "counter", "exporter:",
-                  "Records the exporter gave up on (an answer that retrying cannot help, retry.max_elapsed_secs "
-                  "passed, a record it cannot encode).",
-                  DRV_NC_DROPPED);
+    s_header(&t, "drover_exporter_dropped_records_total", "counter",
+             "Records the exporter dropped: given up (no reason label: an answer that retrying cannot help, "
+             "retry.max_elapsed_secs passed, a record it cannot encode), or reason queue_full (its queue was "
+             "full, queue.when_full: drop_oldest).");
+    s_node_lines(&t, &ps, "drover_exporter_dropped_records_total", "exporter:", "", DRV_NC_DROPPED); // as before
+    s_node_lines(&t, &ps, "drover_exporter_dropped_records_total", "exporter:", ",reason=\"queue_full\"",
+                 DRV_NC_QUEUE_DROPPED);
     s_node_metric(&t, &ps, "drover_exporter_backlog_records", "gauge",
                   "exporter:", "Records the exporter holds, not delivered yet.", DRV_NC_BACKLOG);
+    s_node_metric(&t, &ps, "drover_exporter_queue_records", "gauge",
+                  "exporter:", "Records in the exporter's queue, not delivered yet (the backlog).", DRV_NC_BACKLOG);
+    s_node_metric(&t, &ps, "drover_exporter_queue_bytes", "gauge",
+                  "exporter:", "Bytes the exporter's queue holds (queue.max_bytes bounds it).", DRV_NC_QUEUE_BYTES);
     s_node_histogram(&t, &ps, "drover_receiver_request_duration_seconds", "receiver:",
                      "HTTP and gRPC requests of the receiver, from their head to their answer (with ack: once "
                      "exported).");

@@ -107,6 +107,11 @@ json_t *drv_status_nodes(const json_t *heartbeat_nodes)
                                              "backlog_records", drv_node_counter(c, DRV_NC_BACKLOG), "failing_secs",
                                              (double)drv_node_counter(c, DRV_NC_FAILING_MS) / 1000.0, "last_error",
                                              error && error[0] ? error : NULL));
+            json_object_set_new(counts, "queue",
+                                json_pack("{s:I, s:I, s:f, s:I}", "bytes", drv_node_counter(c, DRV_NC_QUEUE_BYTES),
+                                          "records", drv_node_counter(c, DRV_NC_BACKLOG), "oldest_age_secs",
+                                          (double)drv_node_counter(c, DRV_NC_QUEUE_AGE_MS) / 1000.0, "dropped_records",
+                                          drv_node_counter(c, DRV_NC_QUEUE_DROPPED)));
         }
         json_object_set_new(nodes, node, counts);
     }

@@ -22,7 +22,7 @@ class Request:
 
 
 class Capture:
-    def __init__(self, plan=(), certfile=None, keyfile=None):
+    def __init__(self, plan=(), certfile=None, keyfile=None, port=0):
         self.plan = list(plan)          # (status, headers dict, body bytes) answers, in order
         self.requests = []              # every request, answered or not, in arrival order
         self.accepted = []              # the requests answered 2xx
@@ -58,7 +58,7 @@ class Capture:
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         if certfile:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -346,10 +346,13 @@ class StalledExporter(EngineTest):
         nobody, http_port = free_port(), free_port()  # a PUSH with no peer: every send would block
         engine, admin = self.start({"pipeline": {"cores": {"count": 1}, "nodes": {
             "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{http_port}"}, "to": ["stuck", "ok"]},
-            "stuck": {"type": "exporter:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{nobody}", "hwm": 1}},
+            "stuck": {"type": "exporter:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{nobody}", "hwm": 1,
+                                                        "queue": {"max_bytes": 1024}}},
             "ok": {"type": "exporter:null"}}}})
         answers = []
-        for i in range(40):
+        for i in range(400):  # a 1 KiB queue of ~10-byte records: pushed back within a few hundred
+            if answers and answers[-1][0] == 429:
+                break
             conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=3)
             conn.request("POST", "/", body=f'{{"n":{i}}}\n', headers={"Content-Type": "application/x-ndjson"})
             resp = conn.getresponse()

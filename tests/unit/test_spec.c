@@ -172,7 +172,16 @@ static void test_a_mistake_is_said_once_with_what_was_meant(void **state)
         "{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"config\":{\"rat\":5},\"to\":[\"out\"]}," NULLOUT "}}",
         "nodes.in.config.rat", "(did you mean rate? it takes: rate, count, record)");
     s_expect_only("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:null\",\"config\":{\"x\":1}}}}",
-                  "nodes.out.config.x", "unknown config key \"x\" for exporter:null (it takes no config)");
+                  "nodes.out.config.x", "unknown config key \"x\" for exporter:null (it takes: queue)");
+    //  Every exporter's queue (worker/export/drv_queue.h).
+    s_expect_only("{\"nodes\":{" GEN
+                  ",\"out\":{\"type\":\"exporter:null\",\"config\":{\"queue\":{\"max_bytes\":10}}}}}",
+                  "nodes.out", "config.queue.max_bytes: must be an integer from 1024 to 17179869184");
+    s_expect_only("{\"nodes\":{" GEN
+                  ",\"out\":{\"type\":\"exporter:null\",\"config\":{\"queue\":{\"when_full\":\"drop\"}}}}}",
+                  "nodes.out", "config.queue.when_full: must be block or drop_oldest");
+    s_expect_only("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:null\",\"config\":{\"queue\":{\"size\":1}}}}}",
+                  "nodes.out", "config.queue.size: unknown key (max_bytes, when_full)");
 }
 
 static void test_defaults_are_filled_and_hash_ignores_key_order(void **state)

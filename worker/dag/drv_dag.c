@@ -216,6 +216,13 @@ static json_t *s_counters(drv_node_t *node, int64_t now)
         at[DRV_NC_LAST_ERROR] =
             json_string(failing > 0 || behind == 0 ? node->last_error : "backlogged: receivers push back");
         at[DRV_NC_FAILURE_AGE_MS] = json_integer(node->last_failure_ms ? now - node->last_failure_ms : -1);
+        int64_t queued = 0, oldest = 0;
+        if (node->kind->queue) {
+            node->kind->queue(node, &queued, &oldest);
+        }
+        at[DRV_NC_QUEUE_BYTES] = json_integer(queued);
+        at[DRV_NC_QUEUE_AGE_MS] = json_integer(oldest ? now - oldest : 0);
+        at[DRV_NC_QUEUE_DROPPED] = json_integer(node->queue_dropped);
         count = DRV_EXPORTER_COUNTERS;
     }
     json_t *counters = json_array();

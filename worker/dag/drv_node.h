@@ -58,6 +58,9 @@ typedef struct drv_node_kind_t {
     bool (*backlogged)(drv_node_t *node);
     //  Exporters: the records held, not delivered yet. NULL: 0.
     int64_t (*backlog)(drv_node_t *node);
+    //  Exporters: what their queue holds (worker/export/drv_queue.h): its
+    //  bytes, and when the oldest of it was taken (mono ms; 0: nothing). NULL: empty.
+    void (*queue)(drv_node_t *node, int64_t *bytes, int64_t *oldest_ms);
     //  Upstream waits for what the node holds (the broker's credit is all
     //  spent): finish it now rather than when its batch would close. NULL:
     //  nothing to do.
@@ -97,6 +100,7 @@ struct drv_node_t {
     //  Exporters: how delivery goes, for the heartbeat (drv_dag_node_counters)
     //  and the pipeline's exporter_failing condition.
     int64_t retries;             // attempts made again after a failure
+    int64_t queue_dropped;       // records dropped because its queue was full (when_full: drop_oldest)
     int64_t failing_since_ms;    // mono ms of the first failure since the last delivery (0: delivering)
     int64_t last_failure_ms;     // mono ms of the last failed attempt (0: none)
     int64_t backlogged_since_ms; // mono ms it was first seen backlogged (0: not backlogged)

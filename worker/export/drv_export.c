@@ -46,6 +46,7 @@ drv_export_t *drv_export_new(drv_node_t *node, const json_t *config, const drv_e
         drv_export_destroy(&self);
         return NULL;
     }
+    drv_queue_init(&self->queue, node, config, DRV_EXPORT_QUEUE_BYTES);
     return self;
 }
 
@@ -83,6 +84,31 @@ void drv_export_destroy(drv_export_t **self_p)
 
 //  ---------------------------------------------------------------- batches
 
+static size_t s_lane_bytes(const drv_export_t *self)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < DRV_EXPORT_LANES; i++) {
+        bytes += self->lanes[i].bytes;
+    }
+    return bytes;
+}
+
+//  queue.when_full: drop_oldest: past max_bytes, the oldest batches not
+//  being posted go (counted); their input is then settled.
+static void s_make_room(drv_export_t *self)
+{
+    batch_t *batch = self->head;
+    while (batch && drv_queue_over(&self->queue, (int64_t)(self->queued_bytes + s_lane_bytes(self)))) {
+        batch_t *next = batch->next;
+        if (!batch->easy) {
+            drv_queue_dropped(&self->queue, self->node, batch->records);
+            drv_export_unlink(self, batch);
+            drv_export_batch_free(self, batch);
+        }
+        batch = next;
+    }
+}
+
 //  Encodes the lane's open batch into a closed one at the queue's end; a
 //  batch that cannot be encoded is dropped and counted.
 void drv_export_close(drv_export_t *self, int lane_index)
@@ -119,6 +145,7 @@ void drv_export_close(drv_export_t *self, int lane_index)
         batch->size = body.len;
         batch->records = lane->count;
         batch->first_input = lane->first_input;
+        batch->taken_ms = lane->opened_ms;
         batch->backoff_ms = self->settings.initial_ms;
         if (self->tail) {
             self->tail->next = batch;
@@ -126,11 +153,13 @@ void drv_export_close(drv_export_t *self, int lane_index)
             self->head = batch;
         }
         self->tail = batch;
-        self->queued++;
+        self->queued_bytes += batch->size;
+        self->batches++;
     }
     msgpack_zone_clear(&lane->zone);
     lane->count = 0;
     lane->bytes = 0;
+    s_make_room(self);
 }
 
 void drv_export_record(drv_export_t *self, int lane_index, const msgpack_object *record)
@@ -178,7 +207,8 @@ void drv_export_unlink(drv_export_t *self, batch_t *batch)
         if (self->tail == batch) {
             self->tail = previous;
         }
-        self->queued--;
+        self->queued_bytes -= batch->size;
+        self->batches--;
     }
 }
 
@@ -229,9 +259,12 @@ int64_t drv_export_node_timeout_ms(drv_node_t *node)
             due = due < 0 || closes < due ? closes : due;
         }
     }
-    for (batch_t *batch = self->head; batch && self->in_flight < DRV_EXPORT_IN_FLIGHT; batch = batch->next) {
+    for (batch_t *batch = self->head; batch && self->in_flight < drv_export_in_flight(self); batch = batch->next) {
         if (!batch->easy) {
             due = due < 0 || batch->next_attempt_ms < due ? batch->next_attempt_ms : due;
+        }
+        if (batch->failing) {
+            break; // the ones behind it wait for it (drv_export_run)
         }
     }
     return due < 0 ? -1 : due <= now ? 0 : due - now;
@@ -273,7 +306,8 @@ int64_t drv_export_node_holding(drv_node_t *node)
 bool drv_export_node_backlogged(drv_node_t *node)
 {
     drv_export_t *self = s_of(node);
-    return self && self->queued >= DRV_EXPORT_QUEUE_BATCHES;
+    return self &&
+           drv_queue_full(&self->queue, (int64_t)(self->queued_bytes + s_lane_bytes(self)), (int64_t)self->batches);
 }
 
 int64_t drv_export_node_backlog(drv_node_t *node)
@@ -287,4 +321,21 @@ int64_t drv_export_node_backlog(drv_node_t *node)
         records += (int64_t)batch->records;
     }
     return records;
+}
+
+void drv_export_node_queue(drv_node_t *node, int64_t *bytes, int64_t *oldest_ms)
+{
+    drv_export_t *self = s_of(node);
+    *bytes = self ? (int64_t)(self->queued_bytes + s_lane_bytes(self)) : 0;
+    *oldest_ms = 0;
+    for (int i = 0; self && i < DRV_EXPORT_LANES; i++) {
+        if (self->lanes[i].count > 0 && (!*oldest_ms || self->lanes[i].opened_ms < *oldest_ms)) {
+            *oldest_ms = self->lanes[i].opened_ms;
+        }
+    }
+    for (batch_t *batch = self ? self->head : NULL; batch; batch = batch->next) {
+        if (!*oldest_ms || batch->taken_ms < *oldest_ms) {
+            *oldest_ms = batch->taken_ms;
+        }
+    }
 }

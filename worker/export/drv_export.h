@@ -15,8 +15,10 @@
     retry.max_elapsed_secs after its first attempt (0: never) is dropped.
     Any other answer but a 2xx drops the batch at once. Dropped records
     count in the node's errors and the reason is logged (every 5 s at
-    most). Once DRV_EXPORT_QUEUE_BATCHES batches wait, the node is
-    backlogged: receivers push back until they are posted. */
+    most). What waits is the exporter's queue (drv_queue.h): DRV_EXPORT_QUEUE_BYTES
+    of closed batches' bodies and open batches' records unless `queue`
+    says otherwise; full, it blocks (receivers push back until some are
+    posted) or drops its oldest waiting batch. */
 #ifndef DRV_EXPORT_H
 #define DRV_EXPORT_H
 
@@ -31,7 +33,7 @@
 #include <stdint.h>
 
 #define DRV_EXPORT_IN_FLIGHT 4
-#define DRV_EXPORT_QUEUE_BATCHES 16
+#define DRV_EXPORT_QUEUE_BYTES (16 * 1024 * 1024) // queue.max_bytes when not given
 #define DRV_EXPORT_LANES 3
 #define DRV_EXPORT_RETRY_AFTER_MAX_MS (300 * 1000) // a backend's Retry-After is honoured up to this
 
@@ -75,11 +77,12 @@ void drv_export_node_flush(drv_node_t *node);
 int64_t drv_export_node_holding(drv_node_t *node);
 bool drv_export_node_backlogged(drv_node_t *node);
 int64_t drv_export_node_backlog(drv_node_t *node);
+void drv_export_node_queue(drv_node_t *node, int64_t *bytes, int64_t *oldest_ms);
 
 //  The hooks above, for a kind's drv_node_kind_t.
 #define DRV_EXPORT_NODE_HOOKS                                                                                          \
     .fd = drv_export_node_fd, .readable = drv_export_node_readable, .timeout_ms = drv_export_node_timeout_ms,          \
     .drain = drv_export_node_drain, .flush = drv_export_node_flush, .holding = drv_export_node_holding,                \
-    .backlogged = drv_export_node_backlogged, .backlog = drv_export_node_backlog
+    .backlogged = drv_export_node_backlogged, .backlog = drv_export_node_backlog, .queue = drv_export_node_queue
 
 #endif

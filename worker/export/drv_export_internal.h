@@ -5,6 +5,7 @@
 
 #include "drv_export.h"
 #include "drv_export_config.h"
+#include "drv_queue.h"
 
 #include "drover/drv_curl_loop.h"
 
@@ -19,6 +20,7 @@ typedef struct batch_t {
     size_t size;
     size_t records;
     int64_t first_input;      // oldest input it holds
+    int64_t taken_ms;         // mono: when its first record was taken
     int64_t first_attempt_ms; // 0 before its first attempt
     int64_t next_attempt_ms;
     int64_t backoff_ms;
@@ -49,15 +51,27 @@ struct drv_export_t {
     drv_export_format_t format;
     lane_t lanes[DRV_EXPORT_LANES];
     batch_t *head, *tail; // closed batches, oldest first, posted or waiting
-    size_t queued;
+    size_t queued_bytes;  // their bodies
+    size_t batches;       // and how many
+    drv_queue_t queue;    // how much may wait, and what happens then
     size_t in_flight;
     drv_curl_loop_t curl; // libcurl's multi on the loop
     bool draining;
     bool flushing; // close open batches at once (drv_export_node_flush)
+    //  An attempt failed and the queue has not been empty since: one post
+    //  at a time, oldest first, so the backlog reaches a backend that comes
+    //  back in order (docs/operations.md, "Exporter queues").
+    bool catching_up;
     unsigned seed; // jitter
 };
 
 //  drv_export.c
+//  How many batches may be posted at once now: DRV_EXPORT_IN_FLIGHT, or 1
+//  while catching up.
+static inline size_t drv_export_in_flight(const drv_export_t *self)
+{
+    return self->catching_up ? 1 : DRV_EXPORT_IN_FLIGHT;
+}
 void drv_export_close(drv_export_t *self, int lane);
 void drv_export_unlink(drv_export_t *self, batch_t *batch);
 void drv_export_batch_free(drv_export_t *self, batch_t *batch);

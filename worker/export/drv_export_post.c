@@ -113,6 +113,7 @@ static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why, i
     }
     drv_node_export_warn(self->node, batch->records, why); // a retry, not an error: logged every 5 s
     batch->failing = true;
+    self->catching_up = true;
     drv_node_count_retry(self->node);
     int64_t wait = batch->backoff_ms * (80 + rand_r(&self->seed) % 41) / 100; // ±20%
     if (retry_after_ms > 0) {
@@ -205,9 +206,16 @@ void drv_export_run(drv_export_t *self)
         }
     }
     self->flushing = false;
-    for (batch_t *batch = self->head; batch && self->in_flight < DRV_EXPORT_IN_FLIGHT; batch = batch->next) {
+    self->catching_up &= self->head != NULL;
+    for (batch_t *batch = self->head; batch && self->in_flight < drv_export_in_flight(self); batch = batch->next) {
         if (!batch->easy && batch->next_attempt_ms <= now) {
             s_post(self, batch);
+        }
+        if (batch->failing) {
+            //  A batch being retried goes first and alone: the ones behind it
+            //  wait, so a backend that comes back gets the backlog in order
+            //  (docs/operations.md, "Exporter queues").
+            break;
         }
     }
 }

@@ -16,6 +16,7 @@ typedef struct held_t held_t;
 struct held_t {
     held_t *next;
     int64_t input;
+    int64_t taken_ms; // mono: when it was taken
     size_t records;
     size_t len, done;
     bool failing; // an attempt to hand it on failed: it is being retried
@@ -24,16 +25,19 @@ struct held_t {
 
 struct drv_hold_t {
     drv_hold_config_t config;
+    drv_queue_t queue;     // how much may be held, and what happens then
     held_t *head, *tail;   // oldest first
     size_t bytes, batches; // what is held
     int timer_fd;
     int64_t backoff_ms;
 };
 
-drv_hold_t *drv_hold_new(const drv_hold_config_t *config, char *err, size_t errlen)
+drv_hold_t *drv_hold_new(drv_node_t *node, const drv_hold_config_t *config, char *err, size_t errlen)
 {
     drv_hold_t *self = calloc(1, sizeof *self);
     self->config = *config;
+    self->config.config = NULL; // read now, not kept
+    drv_queue_init(&self->queue, node, config->config, config->queue_bytes);
     self->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (self->timer_fd < 0) {
         snprintf(err, errlen, "timerfd_create: %s", strerror(errno));
@@ -122,6 +126,29 @@ static void s_flush(drv_hold_t *self, drv_node_t *node)
     self->backoff_ms = self->config.first_ms;
 }
 
+//  queue.when_full: drop_oldest: past max_bytes, the oldest held batches go
+//  (counted), but not the head once partly handed on (its rest must follow).
+static void s_make_room(drv_hold_t *self, drv_node_t *node)
+{
+    held_t **link = &self->head, *previous = NULL;
+    while (*link && drv_queue_over(&self->queue, (int64_t)self->bytes)) {
+        held_t *h = *link;
+        if (h->done > 0 || h == self->tail) {
+            previous = h;
+            link = &h->next; // the newest stays: it is what was just taken
+            continue;
+        }
+        drv_queue_dropped(&self->queue, node, h->records);
+        self->bytes -= h->len;
+        self->batches--;
+        *link = h->next;
+        if (self->tail == h) {
+            self->tail = previous;
+        }
+        free(h);
+    }
+}
+
 void drv_hold_put(drv_hold_t *self, drv_node_t *node, size_t n, const char *data, size_t len)
 {
     size_t done = 0;
@@ -145,13 +172,14 @@ void drv_hold_put(drv_hold_t *self, drv_node_t *node, size_t n, const char *data
         drv_node_count_gave_up(node, n);
         return;
     }
-    *h = (held_t){.input = drv_node_input(node), .records = n, .len = len - done};
+    *h = (held_t){.input = drv_node_input(node), .taken_ms = drv_time_mono_ms(), .records = n, .len = len - done};
     memcpy(h->data, data + done, h->len);
     self->bytes += h->len;
     self->batches++;
     if (self->tail) {
         self->tail->next = h; // behind what is held: tried when its turn comes
         self->tail = h;
+        s_make_room(self, node);
         return;
     }
     self->head = self->tail = h;
@@ -200,6 +228,12 @@ int64_t drv_hold_node_backlog(drv_node_t *node)
 bool drv_hold_node_backlogged(drv_node_t *node)
 {
     drv_hold_t *self = s_of(node);
-    return self && ((self->config.backlog_bytes && self->bytes > self->config.backlog_bytes) ||
-                    (self->config.backlog_batches && self->batches > self->config.backlog_batches));
+    return self && drv_queue_full(&self->queue, (int64_t)self->bytes, (int64_t)self->batches);
+}
+
+void drv_hold_node_queue(drv_node_t *node, int64_t *bytes, int64_t *oldest_ms)
+{
+    drv_hold_t *self = s_of(node);
+    *bytes = self ? (int64_t)self->bytes : 0;
+    *oldest_ms = self && self->head ? self->head->taken_ms : 0;
 }

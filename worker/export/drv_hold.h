@@ -9,6 +9,7 @@
 #define DRV_HOLD_H
 
 #include "drv_node.h"
+#include "drv_queue.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,14 +25,14 @@ typedef struct {
     void *arg;
     int64_t first_ms, max_ms; // the retry backoff
     bool waits_are_errors;    // a batch that has to wait counts its records as errors (once)
-    size_t backlog_bytes;     // held past this many bytes (0: no such bound) ...
-    size_t backlog_batches;   // ... or this many batches (0: none): backlogged, receivers push back
+    const json_t *config;     // the node's normalized config: its `queue` (drv_queue.h)
+    int64_t queue_bytes;      // queue.max_bytes when not given
 } drv_hold_config_t;
 
 typedef struct drv_hold_t drv_hold_t;
 
-//  NULL with the reason in err (no timer).
-drv_hold_t *drv_hold_new(const drv_hold_config_t *config, char *err, size_t errlen);
+//  For node (its queue: drv_queue.h); NULL with the reason in err (no timer).
+drv_hold_t *drv_hold_new(drv_node_t *node, const drv_hold_config_t *config, char *err, size_t errlen);
 //  Frees what is held: it was never settled, so upstream still has it.
 void drv_hold_destroy(drv_hold_t **self_p);
 
@@ -40,13 +41,14 @@ void drv_hold_destroy(drv_hold_t **self_p);
 void drv_hold_put(drv_hold_t *self, drv_node_t *node, size_t n, const char *data, size_t len);
 //  The node hooks of an exporter whose state starts with its drv_hold_t *
 //  (exporter:file, exporter:zmq): the timer while something is held (-1:
-//  none); the retry when it fired; the oldest input held (-1: none); held
-//  past the config's backlog bounds.
+//  none); the retry when it fired; the oldest input held (-1: none); its
+//  queue full (when_full: block); what its queue holds.
 int drv_hold_node_fd(drv_node_t *node);
 int drv_hold_node_readable(drv_node_t *node);
 int64_t drv_hold_node_holding(drv_node_t *node);
 bool drv_hold_node_backlogged(drv_node_t *node);
 //  The records held (walks the held batches: at most the backlog bounds).
 int64_t drv_hold_node_backlog(drv_node_t *node);
+void drv_hold_node_queue(drv_node_t *node, int64_t *bytes, int64_t *oldest_ms);
 
 #endif

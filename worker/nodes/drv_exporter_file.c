@@ -8,7 +8,7 @@
     full disk) is held, in order, and retried on a timer (10 ms doubling to
     500 ms), like the HTTP exporters hold what their backend has not taken.
     Held batches are not settled, so nothing is acknowledged upstream until
-    it is in the file; past DRV_FILE_HOLD_BYTES held the exporter is
+    it is in the file; past its queue (DRV_FILE_QUEUE_BYTES unless `queue` says) the exporter is
     backlogged and the receivers push back. Never a dropped batch, and the
     other branches of the DAG, the receivers and the heartbeats go on. */
 #include "drv_hold.h"
@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DRV_FILE_HOLD_BYTES (8 * 1024 * 1024) // held past this: backlogged
+#define DRV_FILE_QUEUE_BYTES (8 * 1024 * 1024) // queue.max_bytes when not given
 
 typedef struct {
     drv_hold_t *hold; // first: what the file did not take yet (drv_hold's hooks find it there)
@@ -180,8 +180,9 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
                               .first_ms = 10,
                               .max_ms = 500,
                               .waits_are_errors = true,
-                              .backlog_bytes = DRV_FILE_HOLD_BYTES};
-    self->hold = drv_hold_new(&hold, why, sizeof why);
+                              .config = config,
+                              .queue_bytes = DRV_FILE_QUEUE_BYTES};
+    self->hold = drv_hold_new(node, &hold, why, sizeof why);
     if (!self->hold) {
         snprintf(err, errlen, "node %s: %s", node->id, why);
         return -1;
@@ -249,5 +250,6 @@ const drv_node_kind_t drv_exporter_file = {
     .holding = drv_hold_node_holding,
     .backlogged = drv_hold_node_backlogged,
     .backlog = drv_hold_node_backlog,
+    .queue = drv_hold_node_queue,
     .destroy = s_destroy,
 };

@@ -3,7 +3,7 @@
     socket. It never blocks the instance's loop: when the socket's queue is
     full (hwm batches for a slow or absent downstream), the batch is held,
     in order with the ones after it, and retried on a timer (1 ms doubling
-    to 100 ms). Held batches are not settled; past HELD_BATCHES held the
+    to 100 ms). Held batches are not settled; past its queue (QUEUE_BYTES unless `queue` says) the
     exporter is backlogged and the receivers push back. */
 #include "drv_hold.h"
 #include "drv_node.h"
@@ -13,7 +13,7 @@
 
 #include <czmq.h>
 
-#define HELD_BATCHES 16 // held past this: backlogged
+#define QUEUE_BYTES (16 * 1024 * 1024) // queue.max_bytes when not given
 
 typedef struct {
     drv_hold_t *hold; // first: batches the socket did not take yet (drv_hold's hooks find it there)
@@ -50,9 +50,10 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
                               .first_ms = 1,
                               .max_ms = 100,
                               .waits_are_errors = false,
-                              .backlog_batches = HELD_BATCHES};
+                              .config = config,
+                              .queue_bytes = QUEUE_BYTES};
     char why[200];
-    self->hold = drv_hold_new(&hold, why, sizeof why);
+    self->hold = drv_hold_new(node, &hold, why, sizeof why);
     if (!self->hold) {
         snprintf(err, errlen, "node %s: %s", node->id, why);
         return -1;
@@ -104,5 +105,6 @@ const drv_node_kind_t drv_exporter_zmq = {
     .holding = drv_hold_node_holding,
     .backlogged = drv_hold_node_backlogged,
     .backlog = drv_hold_node_backlog,
+    .queue = drv_hold_node_queue,
     .destroy = s_destroy,
 };

@@ -168,6 +168,7 @@ static void s_check_headers(drv_spec_check_t *check, const char *node_path, cons
 
 void drv_export_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
 {
+    drv_queue_check(check, node_path, config);
     const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
     if (endpoint && strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0) {
         drv_spec_check_problem(check, node_path, "config.endpoint: must be an http:// or https:// URL");

@@ -23,5 +23,7 @@ const drv_node_schema_t drv_schema_exporter_file = {
               .kind = DRV_KEY_CHOICE,
               .fallback = "\"ndjson\"",
               .choices = "ndjson msgpack",
-              .doc = "ndjson (one JSON object a line) or msgpack"}},
+              .doc = "ndjson (one JSON object a line) or msgpack"},
+             DRV_QUEUE_KEY},
+    .check = drv_queue_check,
 };

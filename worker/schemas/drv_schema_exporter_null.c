@@ -10,5 +10,7 @@ const drv_node_schema_t drv_schema_exporter_null = {
     .name = "exporter:null",
     .role = DRV_ROLE_EXPORTER,
     .doc = "Takes every record and keeps none: counts them as exported.",
+    .keys = {DRV_QUEUE_KEY},
     .example = "{type: exporter:null}",
+    .check = drv_queue_check,
 };

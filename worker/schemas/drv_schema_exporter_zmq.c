@@ -25,5 +25,7 @@ const drv_node_schema_t drv_schema_exporter_zmq = {
               .kind = DRV_KEY_NONNEG_INT,
               .fallback = "100",
               .maximum = DRV_LIMIT_HWM,
-              .doc = "batches queued for a slow or absent consumer"}},
+              .doc = "batches queued for a slow or absent consumer"},
+             DRV_QUEUE_KEY},
+    .check = drv_queue_check,
 };

@@ -37,6 +37,19 @@ extern const char *const drv_condition_ops[7];
 void drv_condition_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *when,
                          bool keys_checked);
 
+//  ---- every exporter's queue (drv_schema_queue.c)
+#define DRV_QUEUE_MIN_BYTES 1024LL
+#define DRV_QUEUE_MAX_BYTES (16LL * 1024 * 1024 * 1024)
+#define DRV_QUEUE_KEY                                                                                                  \
+    {                                                                                                                  \
+        .key = "queue", .kind = DRV_KEY_OBJECT,                                                                        \
+        .doc = "{max_bytes, when_full: block or drop_oldest}: what it may hold of what it has not delivered while "    \
+               "the other exporters go on (max_bytes: 8 MiB for a file, 16 MiB for the others); full, it blocks "      \
+               "(the pipeline pushes back) or drops its oldest records, counted"                                       \
+    }
+//  The rules of config.queue (absent: the kind's defaults, not in the normalized spec).
+void drv_queue_check(drv_spec_check_t *check, const char *node_path, const json_t *config);
+
 //  ---- the batching exporters' keys (drv_schema_export.c)
 #define DRV_EXPORT_URL_MAX 2048 // an endpoint with the longest signal path
 //  The config keys both exporters take, for their schemas: compression,
@@ -68,10 +81,12 @@ void drv_condition_check(drv_spec_check_t *check, const char *node_path, const c
          .fallback = "{}",                                                                                             \
          .doc = "{ca_file: PATH, insecure_skip_verify: false}: the CA that signs the backend's certificate, or no "    \
                 "check"},                                                                                              \
-    {                                                                                                                  \
-        .key = "timeout_ms", .kind = DRV_KEY_NONNEG_INT, .fallback = "30000", .maximum = 3600000,                      \
-        .doc = "how long one post may take before it is retried"                                                       \
-    }
+        {.key = "timeout_ms",                                                                                          \
+         .kind = DRV_KEY_NONNEG_INT,                                                                                   \
+         .fallback = "30000",                                                                                          \
+         .maximum = 3600000,                                                                                           \
+         .doc = "how long one post may take before it is retried"},                                                    \
+        DRV_QUEUE_KEY
 
 //  batch's and retry's keys: their bounds, and the defaults the normalized
 //  config shows (an instance reads them through the same tables).

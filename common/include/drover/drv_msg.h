@@ -62,6 +62,7 @@ typedef enum {
     DRV_F_NODES,
     DRV_F_BUFFER_DIR,
     DRV_F_BUFFER,
+    DRV_F_ACKED,
     DRV_F_COUNT
 } drv_msg_field_t;
 
@@ -88,6 +89,7 @@ typedef struct {
     bool ok;
     bool reset;
     bool synced;       // credit answering a SYNC: everything sent before the SYNC is acknowledged
+    int64_t acked;     // CREDIT: batches settled (acknowledged), when present; n is then credit alone
     json_t *spec;      // the normalized PipelineSpec (owned)
     json_t *receivers; // [{node, endpoint}] (owned)
     json_t *nodes;     // per-node counters {"node": [in, out, dropped, errors]}; TAP: [node, ...];

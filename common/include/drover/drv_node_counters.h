@@ -22,6 +22,9 @@ typedef enum {
     DRV_NC_FAILING_MS,                  // how long nothing was delivered since an attempt failed, or it was backlogged
     DRV_NC_LAST_ERROR,                  // the last failure's text ("" when none)
     DRV_NC_FAILURE_AGE_MS,              // how long ago the last attempt failed (-1: never)
+    DRV_NC_QUEUE_BYTES,                 // what its queue holds (DRV_NC_BACKLOG: its records)
+    DRV_NC_QUEUE_AGE_MS,                // how long ago the oldest of it was taken (0: empty)
+    DRV_NC_QUEUE_DROPPED,               // records dropped because the queue was full (when_full: drop_oldest)
     DRV_EXPORTER_COUNTERS,
 } drv_node_counter_t;
 

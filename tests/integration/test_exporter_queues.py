@@ -1,0 +1,110 @@
+"""Branches that never wait for each other (issue 37): an exporter whose
+backend is down holds what it cannot deliver in its own queue while the
+other exporters of the pipeline go on; revived, its backend gets the whole
+backlog in order; with when_full: drop_oldest a small queue never pushes
+back and counts what it drops. Memory buffers, over HTTP and the broker."""
+
+import json
+import os
+import re
+import unittest
+
+from capture import Capture
+from harness import EngineTest, Producer, curl_post, free_port, ndjson, read_ndjson, wait_until
+
+BATCH = {"max_records": 50, "max_delay_ms": 20}
+RETRY = {"initial_ms": 50, "max_ms": 200, "max_elapsed_secs": 0}
+
+
+class Queues(EngineTest):
+    def setUp(self):
+        self.start_admin_engine(engine_extra="  heartbeat_interval_ms: 100\n")
+        self.out = self.engine.out_dir
+        self.dead = free_port()  # nothing listens: connections are refused until revive()
+
+    def revive(self):
+        capture = Capture(port=self.dead)
+        self.addCleanup(capture.close)
+        return capture
+
+    def put(self, receiver, queue=None):
+        http = {"endpoint": f"http://127.0.0.1:{self.dead}/in", "batch": BATCH, "retry": RETRY}
+        if queue:
+            http["queue"] = queue
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {**receiver, "to": ["file", "http"]},
+            "file": {"type": "exporter:file", "config": {"path": f"{self.out}/fan.ndjson"}},
+            "http": {"type": "exporter:http", "config": http}}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body=spec, timeout=30)
+        self.assertEqual(status, 200, body)
+
+    def filed(self):
+        return read_ndjson(os.path.join(self.out, "fan.ndjson"))
+
+    def queue(self):
+        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/fan/status")[1]
+        return status["instances"][0]["nodes"]["http"]["queue"]
+
+    def delivered(self, capture):
+        return [json.loads(line) for body in capture.bodies() for line in body.decode().splitlines() if line]
+
+    def post_all(self, port, requests, per_request):
+        for r in range(requests):
+            records = [{"i": r * per_request + k} for k in range(per_request)]
+            status, body, _, _ = curl_post(port, "/", ndjson(records), "application/x-ndjson")
+            self.assertEqual(status, 200, f"request {r} answered {status}: {body[:200]}")
+
+    def test_a_dead_backend_beside_a_file_over_http_stops_nothing_and_gets_its_backlog_in_order(self):
+        port = free_port()
+        self.put({"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}}, {"max_bytes": 8 << 20})
+        self.post_all(port, 300, 20)  # 6,000 records; the dead exporter alone once held 16 batches before 429s
+        wait_until(lambda: len(self.filed()) >= 6000, 5, "every record in the file beside the dead backend")
+        self.assertEqual(sorted(r["i"] for r in self.filed()), list(range(6000)))
+        queued = wait_until(lambda: (lambda q: q if q["records"] >= 6000 - 50 else None)(self.queue()), 5,
+                            "the dead exporter's queue holding the backlog")
+        self.assertGreater(queued["bytes"], 0)
+        self.assertEqual(queued["dropped_records"], 0)
+        capture = self.revive()
+        got = wait_until(lambda: (lambda d: d if len(d) >= 6000 else None)(self.delivered(capture)), 20,
+                         "the revived backend's backlog")
+        self.assertEqual([r["i"] for r in got], list(range(6000)), "the whole backlog, in order, once")
+        wait_until(lambda: self.queue()["records"] == 0 and self.queue()["bytes"] == 0, 5, "the queue empty")
+
+    def test_a_dead_backend_beside_a_file_over_the_broker_stops_nothing(self):
+        port = free_port()
+        self.put({"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{port}"}}, {"max_bytes": 8 << 20})
+        producer = Producer(f"tcp://127.0.0.1:{port}")
+        self.addCleanup(producer.close)
+        for b in range(1000):  # 10,000 records: the broker's credit once stopped at the dead exporter's 16 batches
+            producer.send([{"i": b * 10 + k} for k in range(10)])
+        wait_until(lambda: len(self.filed()) >= 10000, 10, "every record in the file beside the dead backend")
+        self.assertEqual(sorted(r["i"] for r in self.filed()), list(range(10000)))
+        capture = self.revive()
+        got = wait_until(lambda: (lambda d: d if len(d) >= 10000 else None)(self.delivered(capture)), 30,
+                         "the revived backend's backlog")
+        self.assertEqual(sorted(r["i"] for r in got), list(range(10000)), "the whole backlog, once")
+
+    def test_drop_oldest_never_pushes_back_and_counts_what_it_drops(self):
+        port = free_port()
+        self.put({"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}},
+                 {"max_bytes": 4096, "when_full": "drop_oldest"})
+        self.post_all(port, 200, 20)  # 4,000 records, far more than 4 KiB of queue
+        wait_until(lambda: len(self.filed()) >= 4000, 5, "every record in the file")
+        queue = wait_until(lambda: (lambda q: q if q["dropped_records"] > 0 else None)(self.queue()), 5,
+                           "drops counted")
+        self.assertLessEqual(queue["bytes"], 4096 + 2048, queue)  # one batch may be on its way out
+        text = self.admin.http("GET", "/metrics")[1]
+        found = re.search(r'^drover_exporter_dropped_records_total\{group="default",pipeline="fan",node="http",'
+                          r'generation="1",reason="queue_full"\} (\d+)$', text, re.M)
+        self.assertTrue(found and int(found.group(1)) > 0, "the drops in /metrics")
+        self.engine.wait_log(r"exporter queue full: oldest records dropped node=http")
+        capture = self.revive()
+        wait_until(lambda: len(self.delivered(capture)) + self.queue()["dropped_records"] == 4000, 20,
+                   "each record either delivered or counted as dropped")
+        got = [r["i"] for r in self.delivered(capture)]
+        self.assertEqual(got[-1], 3999, "the newest kept")
+        self.assertEqual(got, sorted(got), "what was kept, in order")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,38 @@
+/*  drv_queue — see drv_queue.h. */
+#include "drv_queue.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <string.h>
+
+void drv_queue_init(drv_queue_t *self, drv_node_t *node, const json_t *config, int64_t fallback_bytes)
+{
+    json_t *queue = json_object_get(config, "queue");
+    json_t *max = json_object_get(queue, "max_bytes");
+    const char *when_full = json_string_value(json_object_get(queue, "when_full"));
+    *self = (drv_queue_t){.max_bytes = json_is_integer(max) ? json_integer_value(max) : fallback_bytes,
+                          .max_batches = !queue && drv_node_buffered(node) ? DRV_QUEUE_BUFFERED_BATCHES : 0,
+                          .drop_oldest = when_full && !strcmp(when_full, "drop_oldest")};
+}
+
+bool drv_queue_full(const drv_queue_t *self, int64_t bytes, int64_t batches)
+{
+    return !self->drop_oldest && (bytes >= self->max_bytes || (self->max_batches && batches >= self->max_batches));
+}
+
+bool drv_queue_over(const drv_queue_t *self, int64_t bytes)
+{
+    return self->drop_oldest && bytes > self->max_bytes;
+}
+
+void drv_queue_dropped(drv_queue_t *self, drv_node_t *node, size_t records)
+{
+    node->queue_dropped += (int64_t)records;
+    int64_t now = drv_time_mono_ms();
+    if (now >= self->next_log_ms) {
+        drv_warn("exporter queue full: oldest records dropped node=%s records=%zu dropped_total=%lld max_bytes=%lld",
+                 node->id, records, (long long)node->queue_dropped, (long long)self->max_bytes);
+        self->next_log_ms = now + 1000;
+    }
+}
