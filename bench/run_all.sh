@@ -86,6 +86,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/ack_latency.py 5; else $PY bench/ack_latency.py 200; fi
     echo
+    echo "## B22 a healthy branch beside a dead one"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/branches.py 0.5 --smoke; else $PY bench/branches.py 5; fi
+    echo
     echo "## B8 scale (many pipelines, many replaces)"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scale.py 5 2 1; else $PY bench/scale.py 200 40 60; fi
