@@ -106,6 +106,13 @@ bool drv_instance_wants_sync(const drv_instance_t *inst, int64_t now_ms)
 
 void drv_instance_credit(drv_instance_t *inst, int64_t count, bool reset, bool synced, int64_t in_flight)
 {
+    if (!reset && !inst->credit_known) {
+        //  Sent before it read our SYNC (to the broker before us, queued in
+        //  its socket while it reconnected, or before a failed send): its
+        //  answer states the window; until then it stays unknown, and
+        //  SYNCed. (Credit taken from it would stall at whatever it said.)
+        return;
+    }
     if (synced) {
         //  Behind the acks for everything sent before the SYNC: what is
         //  unacked now went out after it and uses the window already.

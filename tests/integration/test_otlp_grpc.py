@@ -381,10 +381,10 @@ class OtlpGrpc(OtlpGrpcBase):
     def test_backpressure_is_resource_exhausted_with_retry_info(self):
         nobody = free_port()  # a PUSH with no peer holds as much as it may at once
         self.put(nodes={"stuck": {"type": "exporter:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{nobody}",
-                                                                      "hwm": 1}}})
+                                                                      "hwm": 1, "queue": {"max_bytes": 1024}}}})
         channel = self.channel()
         codes = []
-        for i in range(40):
+        for i in range(400):  # a 1 KiB queue of one-record batches: full within a few dozen
             try:
                 grpc_otlp.export(channel, "logs", grpc_otlp.log_request(f"p{i}", 1))
                 codes.append("OK")

@@ -14,6 +14,9 @@ static void test_credit_reset_synced_and_returned(void **state)
     drv_instances_t *table = drv_instances_new();
     drv_instance_t *inst = drv_instances_get(table, "i1");
     assert_false(inst->credit_known);
+    drv_instance_credit(inst, 3, false, false, 0); // credit meant for the broker before us
+    assert_false(inst->credit_known);
+    assert_int_equal(inst->credit, 0);
     drv_instance_credit(inst, 8, true, false, 0); // a new process: its window
     assert_int_equal(inst->credit, 8);
     assert_true(inst->credit_known);
