@@ -22,10 +22,29 @@ BIN = os.environ.get("DROVER_BIN", os.path.join(os.path.dirname(__file__), "../.
 DROVERD = os.path.abspath(os.path.join(BIN, "droverd"))
 
 
+_PORTS_GIVEN = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free for TCP and UDP on 127.0.0.1, below the kernel's ephemeral
+    range (32768 and up), so no outgoing connection of a test running beside
+    takes it before the engine binds it (bind(0) picks from that range and
+    raced with them); each test process draws from its own slice of
+    20000-32767, and never twice the same."""
+    slice_start = 20000 + (os.getpid() % 32) * 399
+    for attempt in range(2000):
+        port = slice_start + (attempt * 11 + os.getpid()) % 399 if attempt < 399 else 20000 + attempt * 13 % 12767
+        if port in _PORTS_GIVEN:
+            continue
+        try:
+            with socket.socket() as tcp, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+                tcp.bind(("127.0.0.1", port))
+                udp.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        _PORTS_GIVEN.add(port)
+        return port
+    raise AssertionError("no free port below the ephemeral range")
 
 
 def curl_post(port, path, data, ctype, *extra):

@@ -334,6 +334,10 @@ class Incident(ConsoleBase):
                     and int(waiting[0].get_attribute("data-backlog")) > 0
                     and errors.get_attribute("data-errors") == "0" and "bad" not in (errors.get_attribute("class") or ""))
         self.wait_card("default:z", "retries and a backlog, no errors", waiting_not_lost)
+        # The branch lags: its node says how much its queue holds (issue 37).
+        self.wait_card("default:z", "the exporter's node lagging", lambda c: (lambda g: int(
+            g.get_attribute("data-lagging") or 0) > 0 and "lagging" in g.text)(c.find_element(By.CSS_SELECTOR,
+                                                                                           'g[data-node="out"]')))
         self.shot("9-exporter-failing.png")
 
     def test_history_with_what_each_rollout_changed_and_a_live_tap(self):

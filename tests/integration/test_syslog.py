@@ -16,10 +16,7 @@ import unittest
 from harness import Admin, Engine, EngineTest, children_of, cmdline, engine_yaml, free_port, read_ndjson, wait_until
 
 
-def udp_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+udp_port = free_port  # free for UDP as well
 
 
 def logger(port, *args):
