@@ -2,7 +2,8 @@
 backend is down holds what it cannot deliver in its own queue while the
 other exporters of the pipeline go on; revived, its backend gets the whole
 backlog in order; with when_full: drop_oldest a small queue never pushes
-back and counts what it drops. Memory buffers, over HTTP and the broker."""
+back and counts what it drops. Memory buffers, over HTTP and the broker, in
+a fan-out and behind processor:route."""
 
 import json
 import os
@@ -83,6 +84,31 @@ class Queues(EngineTest):
         got = wait_until(lambda: (lambda d: d if len(d) >= 10000 else None)(self.delivered(capture)), 30,
                          "the revived backend's backlog")
         self.assertEqual(sorted(r["i"] for r in got), list(range(10000)), "the whole backlog, once")
+
+    def test_route_branches_alike_a_dead_route_stops_nothing_of_the_others(self):
+        port = free_port()
+        http = {"endpoint": f"http://127.0.0.1:{self.dead}/in", "batch": BATCH, "retry": RETRY,
+                "queue": {"max_bytes": 8 << 20}}
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["r"]},
+            "r": {"type": "processor:route", "config": {
+                "routes": [{"when": {"field": "team", "op": "eq", "value": "a"}, "to": ["file"]},
+                           {"when": {"field": "team", "op": "eq", "value": "b"}, "to": ["http"]}]}},
+            "file": {"type": "exporter:file", "config": {"path": f"{self.out}/fan.ndjson"}},
+            "http": {"type": "exporter:http", "config": http}}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body=spec, timeout=30)
+        self.assertEqual(status, 200, body)
+        for r in range(200):  # 2,000 records to each team; team b's backend is down
+            records = [{"i": r * 10 + k, "team": team} for k in range(10) for team in ("a", "b")]
+            status, body, _, _ = curl_post(port, "/", ndjson(records), "application/x-ndjson")
+            self.assertEqual(status, 200, f"request {r} answered {status}: {body[:200]}")
+        wait_until(lambda: len(self.filed()) >= 2000, 5, "team a's every record beside team b's dead backend")
+        self.assertEqual(sorted(r["i"] for r in self.filed()), list(range(2000)))
+        self.assertEqual({r["team"] for r in self.filed()}, {"a"})
+        capture = self.revive()
+        got = wait_until(lambda: (lambda d: d if len(d) >= 2000 else None)(self.delivered(capture)), 20,
+                         "team b's backlog")
+        self.assertEqual([r["i"] for r in got], list(range(2000)), "team b's records, in order, once")
 
     def test_drop_oldest_never_pushes_back_and_counts_what_it_drops(self):
         port = free_port()
