@@ -58,7 +58,9 @@ class Reload(EngineTest):
                                                         "default/added@1#0", "default/api-made@1#0"},
                    10, "the file's changes applied")
         self.assertEqual(engine.instances()["default/keep@1#0"], keep_pid, "an unchanged pipeline is a noop")
-        self.assertEqual(admin.http("GET", "/api/v1/groups/default/pipelines/drop")[0], 404)
+        # Its instance's exit and its shutdown's end (which forgets it) are one loop turn apart.
+        wait_until(lambda: admin.http("GET", "/api/v1/groups/default/pipelines/drop")[0] == 404, 10,
+                   "the dropped pipeline forgotten")
         # The old instance's exit and the rollout's end are one loop turn apart.
         history = wait_until(lambda: (lambda h: h if h[0]["state"] != "running" else None)(
             admin.http("GET", "/api/v1/groups/default/pipelines/change/rollouts")[1]), 10, "the rollout's end")
