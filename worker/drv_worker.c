@@ -32,8 +32,12 @@ typedef struct {
     int64_t next_heartbeat_ms;
     int64_t credit_owed; // batches taken into the DAG and not yet re-credited
     int64_t acked_owed;  // batches settled and not yet acknowledged
-    int64_t *unsettled;  // inputs (drv_dag_input) of batches taken and not yet settled, oldest first
-    size_t unsettled_count;
+    //  Inputs (drv_dag_input) of batches taken and not yet settled, oldest
+    //  first, in unsettled[unsettled_head .. unsettled_tail): an exporter's
+    //  queue may hold many, and they settle from the front.
+    int64_t *unsettled;
+    size_t unsettled_head;
+    size_t unsettled_tail;
     size_t unsettled_size;
     int64_t batches;              // batches taken from the broker
     int64_t rejected;             // producer messages refused as junk
@@ -243,16 +247,23 @@ static void s_handle_control(worker_t *self)
 
 static void s_unsettled_push(worker_t *self, int64_t input)
 {
-    if (self->unsettled_count == self->unsettled_size) {
+    if (self->unsettled_tail == self->unsettled_size && self->unsettled_head > 0) {
+        //  The settled front makes room: moved once per its length, not per settle.
+        size_t live = self->unsettled_tail - self->unsettled_head;
+        memmove(self->unsettled, self->unsettled + self->unsettled_head, live * sizeof *self->unsettled);
+        self->unsettled_head = 0;
+        self->unsettled_tail = live;
+    }
+    if (self->unsettled_tail == self->unsettled_size) {
         size_t size = self->unsettled_size ? self->unsettled_size * 2 : 64;
         int64_t *grown = realloc(self->unsettled, size * sizeof *grown);
         if (!grown) {
-            abort(); // a few bytes per batch in flight, bounded by the credit window
+            abort(); // 8 bytes per batch held, bounded by the exporters' queues
         }
         self->unsettled = grown;
         self->unsettled_size = size;
     }
-    self->unsettled[self->unsettled_count++] = input;
+    self->unsettled[self->unsettled_tail++] = input;
 }
 
 //  Every batch whose records are exported (settled) is acknowledged, in
@@ -261,14 +272,13 @@ static void s_unsettled_push(worker_t *self, int64_t input)
 static void s_settle(worker_t *self)
 {
     int64_t settled = drv_dag_settle(self->dag);
-    size_t done = 0;
-    while (done < self->unsettled_count && self->unsettled[done] <= settled) {
-        done++;
+    size_t head = self->unsettled_head;
+    while (self->unsettled_head < self->unsettled_tail && self->unsettled[self->unsettled_head] <= settled) {
+        self->unsettled_head++;
     }
-    if (done > 0) {
-        memmove(self->unsettled, self->unsettled + done, (self->unsettled_count - done) * sizeof *self->unsettled);
-        self->unsettled_count -= done;
-        self->acked_owed += (int64_t)done;
+    self->acked_owed += (int64_t)(self->unsettled_head - head);
+    if (self->unsettled_head == self->unsettled_tail) {
+        self->unsettled_head = self->unsettled_tail = 0;
     }
     if (self->data && (self->credit_owed > 0 || self->acked_owed > 0)) {
         s_send_credit(self, self->credit_owed, self->acked_owed, false, false);
@@ -323,10 +333,10 @@ static void s_handle_data(worker_t *self)
             //  gone, or from this one before a send to us failed (it
             //  redelivers those): nobody is left to acknowledge them to.
             s_settle(self);
-            if (self->unsettled_count > 0) {
+            if (self->unsettled_tail > self->unsettled_head) {
                 drv_info("batches of the previous broker still exporting instance=%s batches=%zu", self->instance,
-                         self->unsettled_count);
-                self->unsettled_count = 0;
+                         self->unsettled_tail - self->unsettled_head);
+                self->unsettled_head = self->unsettled_tail = 0;
             }
             self->credit_owed = 0; // the window below counts what is taken from now on
             s_send_credit(self, self->credit_window, 0, true, true);
