@@ -155,6 +155,7 @@ void drv_export_close(drv_export_t *self, int lane_index)
         self->tail = batch;
         self->queued_bytes += batch->size;
         self->batches++;
+        self->lane_batches[lane_index]++;
     }
     msgpack_zone_clear(&lane->zone);
     lane->count = 0;
@@ -209,6 +210,7 @@ void drv_export_unlink(drv_export_t *self, batch_t *batch)
         }
         self->queued_bytes -= batch->size;
         self->batches--;
+        self->lane_batches[batch->lane]--;
     }
 }
 
@@ -295,10 +297,18 @@ int64_t drv_export_node_holding(drv_node_t *node)
             oldest = self->lanes[i].first_input;
         }
     }
-    for (batch_t *batch = self ? self->head : NULL; batch; batch = batch->next) {
-        if (oldest < 0 || batch->first_input < oldest) {
+    //  Each lane's batches are in the list in the order they closed: the
+    //  first of each lane is its oldest, so the walk stops once it met
+    //  every lane that has any (a backlog of thousands is not walked).
+    unsigned seen = 0, wanted = 0;
+    for (int i = 0; self && i < DRV_EXPORT_LANES; i++) {
+        wanted |= self->lane_batches[i] > 0 ? 1u << i : 0;
+    }
+    for (batch_t *batch = self ? self->head : NULL; batch && seen != wanted; batch = batch->next) {
+        if (!(seen & (1u << batch->lane)) && (oldest < 0 || batch->first_input < oldest)) {
             oldest = batch->first_input;
         }
+        seen |= 1u << batch->lane;
     }
     return oldest;
 }

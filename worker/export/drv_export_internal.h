@@ -50,10 +50,11 @@ struct drv_export_t {
     drv_export_settings_t settings;
     drv_export_format_t format;
     lane_t lanes[DRV_EXPORT_LANES];
-    batch_t *head, *tail; // closed batches, oldest first, posted or waiting
-    size_t queued_bytes;  // their bodies
-    size_t batches;       // and how many
-    drv_queue_t queue;    // how much may wait, and what happens then
+    batch_t *head, *tail;                  // closed batches, oldest first, posted or waiting
+    size_t queued_bytes;                   // their bodies
+    size_t batches;                        // and how many
+    size_t lane_batches[DRV_EXPORT_LANES]; // of each lane
+    drv_queue_t queue;                     // how much may wait, and what happens then
     size_t in_flight;
     drv_curl_loop_t curl; // libcurl's multi on the loop
     bool draining;
