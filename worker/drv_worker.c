@@ -7,6 +7,7 @@
 #include "drv_dag.h"
 #include "drv_nodes.h"
 #include "drv_tap.h"
+#include "drv_unsettled.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_msg_send.h"
@@ -30,15 +31,9 @@ typedef struct {
     int64_t heartbeat_ms;  // heartbeat period from the spec message
     int64_t credit_window; // batches the broker may send ahead
     int64_t next_heartbeat_ms;
-    int64_t credit_owed; // batches taken into the DAG and not yet re-credited
-    int64_t acked_owed;  // batches settled and not yet acknowledged
-    //  Inputs (drv_dag_input) of batches taken and not yet settled, oldest
-    //  first, in unsettled[unsettled_head .. unsettled_tail): an exporter's
-    //  queue may hold many, and they settle from the front.
-    int64_t *unsettled;
-    size_t unsettled_head;
-    size_t unsettled_tail;
-    size_t unsettled_size;
+    int64_t credit_owed;          // batches taken into the DAG and not yet re-credited
+    int64_t acked_owed;           // batches settled and not yet acknowledged
+    drv_unsettled_t unsettled;    // the broker's batches taken and not yet settled
     int64_t batches;              // batches taken from the broker
     int64_t rejected;             // producer messages refused as junk
     int64_t next_rejected_log_ms; // mono: refusals are logged at most once a second
@@ -245,41 +240,12 @@ static void s_handle_control(worker_t *self)
     }
 }
 
-static void s_unsettled_push(worker_t *self, int64_t input)
-{
-    if (self->unsettled_tail == self->unsettled_size && self->unsettled_head > 0) {
-        //  The settled front makes room: moved once per its length, not per settle.
-        size_t live = self->unsettled_tail - self->unsettled_head;
-        memmove(self->unsettled, self->unsettled + self->unsettled_head, live * sizeof *self->unsettled);
-        self->unsettled_head = 0;
-        self->unsettled_tail = live;
-    }
-    if (self->unsettled_tail == self->unsettled_size) {
-        size_t size = self->unsettled_size ? self->unsettled_size * 2 : 64;
-        int64_t *grown = realloc(self->unsettled, size * sizeof *grown);
-        if (!grown) {
-            abort(); // 8 bytes per batch held, bounded by the exporters' queues
-        }
-        self->unsettled = grown;
-        self->unsettled_size = size;
-    }
-    self->unsettled[self->unsettled_tail++] = input;
-}
-
 //  Every batch whose records are exported (settled) is acknowledged, in
 //  order, draining or not, so the broker never redelivers what was done and
 //  never forgets what was not; with it goes the credit of the batches taken.
 static void s_settle(worker_t *self)
 {
-    int64_t settled = drv_dag_settle(self->dag);
-    size_t head = self->unsettled_head;
-    while (self->unsettled_head < self->unsettled_tail && self->unsettled[self->unsettled_head] <= settled) {
-        self->unsettled_head++;
-    }
-    self->acked_owed += (int64_t)(self->unsettled_head - head);
-    if (self->unsettled_head == self->unsettled_tail) {
-        self->unsettled_head = self->unsettled_tail = 0;
-    }
+    self->acked_owed += (int64_t)drv_unsettled_settle(&self->unsettled, drv_dag_settle(self->dag));
     if (self->data && (self->credit_owed > 0 || self->acked_owed > 0)) {
         s_send_credit(self, self->credit_owed, self->acked_owed, false, false);
         self->credit_owed = 0;
@@ -319,8 +285,8 @@ static void s_handle_data(worker_t *self)
                     self->next_rejected_log_ms = now + 1000;
                 }
             }
-            s_unsettled_push(self, drv_dag_input(self->dag)); // junk too: it settles at once
-            self->credit_owed++;                              // taken: the broker may send another
+            drv_unsettled_push(&self->unsettled, drv_dag_input(self->dag)); // junk too: it settles at once
+            self->credit_owed++;                                            // taken: the broker may send another
         } else if (msg.type == DRV_MSG_DRAIN) {
             self->drain_requested = true;
             self->marker_seen = true;
@@ -333,10 +299,10 @@ static void s_handle_data(worker_t *self)
             //  gone, or from this one before a send to us failed (it
             //  redelivers those): nobody is left to acknowledge them to.
             s_settle(self);
-            if (self->unsettled_tail > self->unsettled_head) {
+            if (drv_unsettled_count(&self->unsettled) > 0) {
                 drv_info("batches of the previous broker still exporting instance=%s batches=%zu", self->instance,
-                         self->unsettled_tail - self->unsettled_head);
-                self->unsettled_head = self->unsettled_tail = 0;
+                         drv_unsettled_count(&self->unsettled));
+                drv_unsettled_forget(&self->unsettled);
             }
             self->credit_owed = 0; // the window below counts what is taken from now on
             s_send_credit(self, self->credit_window, 0, true, true);
@@ -498,6 +464,6 @@ done:
     zsock_destroy(&self.data);
     zsock_destroy(&self.control);
     free(self.instance);
-    free(self.unsettled);
+    drv_unsettled_free(&self.unsettled);
     return rc;
 }
