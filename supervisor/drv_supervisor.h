@@ -5,7 +5,7 @@
 
 #include "drover/drv_config.h"
 
-//  Exit codes of droverd (contract section 1).
+//  Exit codes of droverd (docs/operations.md, Running).
 #define DRV_EXIT_OK 0
 #define DRV_EXIT_CONFIG 100
 #define DRV_EXIT_SYSTEM 111

@@ -75,7 +75,7 @@ static const msgpack_object *s_duplicate_key(const msgpack_object_map *map, msgp
 
 //  A duplicate key anywhere in value (maps inside maps and arrays too):
 //  readers disagree on which of two values counts, so processors and
-//  exporters must never see one (contract 6.1).
+//  exporters must never see one (docs/security.md).
 static const msgpack_object *s_find_duplicate(const msgpack_object *value, msgpack_zone *zone)
 {
     if (value->type == MSGPACK_OBJECT_MAP) {

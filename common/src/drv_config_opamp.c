@@ -1,4 +1,4 @@
-/*  drv_config_opamp — engine.opamp (contract 7.3): where droverd's OpAMP
+/*  drv_config_opamp — engine.opamp (docs/operations.md, OpAMP): where droverd's OpAMP
     agent reports to, checked when the file is read, with its defaults
     filled in (drv_config.h says what the result holds). */
 #include "drv_config_internal.h"

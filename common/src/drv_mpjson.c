@@ -1,5 +1,5 @@
 /*  drv_mpjson — jansson values to and from msgpack.
-    What comes in must be what a JSON document could hold (contract 6.1):
+    What comes in must be what a JSON document could hold (docs/security.md):
     strings valid UTF-8 without NUL, string keys, no duplicate keys; `bin`
     and extension types are refused with the path of the field. Depth is
     bounded so that a hostile frame cannot exhaust the stack. */

@@ -1,4 +1,4 @@
-/*  drv_spec_buffer — policies.buffer (contract 7.1): where a pipeline's
+/*  drv_spec_buffer — policies.buffer (docs/operations.md, disk buffers): where a pipeline's
     accepted input waits until every exporter has settled it. `memory` (the
     default) keeps it in the instances; `disk` writes it to a write-ahead
     log under engine.buffer_dir first. */

@@ -1,4 +1,4 @@
-/*  drv_admin — the admin API, once, for both transports (contract section 4).
+/*  drv_admin — the admin API, once, for both transports (docs/operations.md, the admin API).
     A transport turns what it received into a drv_admin_request_t and gives it
     to drv_admin_dispatch; the router answers through request->reply exactly
     once — now, or later for requests that wait (rollouts), without ever

@@ -1,4 +1,4 @@
-/*  drv_admin_live — the routes that go on as things happen (contract 6.3):
+/*  drv_admin_live — the routes that go on as things happen (docs/operations.md, seeing it live):
     GET /api/v1/events (Server-Sent Events), a pipeline's tap (SSE or
     NDJSON over HTTP; over zmq one answer with what was collected), and the
     web console, GET /ui. */

@@ -1,7 +1,7 @@
 /*  drv_admin_request — an admin request and its response as every layer
     sees them: transports make requests, the router answers them, and
     operations keep them waiting (wait=true) until they end. Errors have the
-    contract's shape: {error: {kind, message}}. */
+    shape docs/operations.md gives: {error: {kind, message}}. */
 #ifndef DRV_ADMIN_REQUEST_H
 #define DRV_ADMIN_REQUEST_H
 
@@ -41,7 +41,7 @@ struct drv_admin_request_t {
 //  Frees a request's path, query, body and the request itself.
 void drv_admin_request_free(drv_admin_request_t *request);
 
-//  An error response in the contract's shape (the message is made valid
+//  An error response in the shape docs/operations.md gives (the message is made valid
 //  UTF-8: it may quote what a client sent).
 void drv_admin_error(drv_admin_response_t *response, int status, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

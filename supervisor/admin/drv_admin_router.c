@@ -4,7 +4,7 @@
     method and pattern match answers (drv_admin_routes.c). A path that some
     row matches with another method gets 405 with Allow listing the methods
     that would do; one no row matches gets 404. Mutating methods need the
-    token first (401), on any path. Errors follow the contract:
+    token first (401), on any path. Errors follow docs/operations.md:
     {error: {kind, message, details?}}. */
 #include "drv_admin.h"
 #include "drv_admin_routes.h"

@@ -1,4 +1,4 @@
-/*  drv_admin_routes — what each admin route answers (contract section 4):
+/*  drv_admin_routes — what each admin route answers (docs/operations.md, the admin API):
     one handler per {method, pattern} row of the router's table
     (drv_admin_router.c). args are the pattern's {captures}, in order. A
     handler returns true when it kept the request to answer later (a waiting

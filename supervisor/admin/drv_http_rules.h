@@ -1,4 +1,4 @@
-/*  drv_http_rules — who may ask what of the HTTP admin (contract 6.1), as a
+/*  drv_http_rules — who may ask what of the HTTP admin (docs/security.md), as a
     pure function of a request's method, path and headers, decided before
     its body is read. Kept apart from libmicrohttpd so that it is tested on
     its own (tests/unit/test_http_rules.c). */
@@ -34,7 +34,7 @@ typedef struct {
 
 typedef struct {
     int status;       // 0: go on and read the body
-    const char *kind; // error kind of the contract
+    const char *kind; // error kind (docs/operations.md, the admin API)
     char message[300];
 } drv_http_verdict_t;
 

@@ -40,7 +40,7 @@ typedef struct drv_engine_t drv_engine_t;
 //  A PipelineStatus condition, Kubernetes style.
 typedef struct {
     bool status;
-    char reason[48];   // machine-readable: CamelCase, but exporter_failing as contract 7.4 names it
+    char reason[48];   // machine-readable: CamelCase, but exporter_failing as docs/operations.md names it
     char message[640]; // for humans
     int64_t since;     // wall ms of the last change of status
 } drv_condition_t;

@@ -1,5 +1,5 @@
-/*  drv_export_health — whether a pipeline's exporters deliver (contract
-    7.4): each heartbeat says, per exporter, how long nothing was delivered
+/*  drv_export_health — whether a pipeline's exporters deliver
+    (docs/operations.md, PipelineStatus): each heartbeat says, per exporter, how long nothing was delivered
     since an attempt failed (or how long it has been backlogged) and the
     last error. A pipeline one of whose exporters has failed for
     policies.health.exporter_failing_secs is degraded with reason

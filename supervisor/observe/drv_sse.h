@@ -1,4 +1,4 @@
-/*  drv_sse — the event stream as Server-Sent Events (contract 6.3): every
+/*  drv_sse — the event stream as Server-Sent Events (docs/operations.md, seeing it live): every
     event published goes, in order, to each client whose topic prefixes
     match, as `id`, `event: <topic>`, `data: <JSON>`. A client whose queue is
     full (engine.limits.stream_queue_bytes) loses events (counted in drover_sse_events_dropped_total, and told

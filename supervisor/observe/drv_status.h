@@ -23,7 +23,7 @@ typedef struct {
 } drv_totals_t;
 drv_totals_t drv_status_totals(const drv_pipeline_t *pipeline);
 
-//  The pipeline's buffer (policies.buffer, contract 7.1), over its live
+//  The pipeline's buffer (policies.buffer, docs/operations.md, disk buffers), over its live
 //  instances' last heartbeats; the counters add what ended processes counted.
 typedef struct {
     bool disk;

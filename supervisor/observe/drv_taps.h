@@ -1,4 +1,4 @@
-/*  drv_taps — live taps (contract 6.3): a sample of the records leaving a
+/*  drv_taps — live taps (docs/operations.md, seeing it live): a sample of the records leaving a
     node, as they flow. A tap belongs to the pipeline, not to an instance:
     every instance of every generation that has the node samples it, so a
     tap opened before a replace shows the new generation's records after it.

@@ -1,4 +1,4 @@
-/*  drv_opamp — droverd as an OpAMP agent (contract 7.3; the OpAMP
+/*  drv_opamp — droverd as an OpAMP agent (docs/operations.md, OpAMP; the OpAMP
     specification, plain HTTP transport): it POSTs an AgentToServer
     (protobuf) to engine.opamp.endpoint and reads the ServerToAgent that
     answers. The first message is a full report (description,

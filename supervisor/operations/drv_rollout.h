@@ -9,7 +9,7 @@
 #include "drv_op_end.h"
 #include "drv_planner.h"
 
-#define DRV_ROLLOUT_HISTORY 32         // rollouts kept per pipeline, as the contract asks
+#define DRV_ROLLOUT_HISTORY 32         // rollouts kept per pipeline (docs/operations.md, RolloutStatus)
 #define DRV_ROLLOUT_HISTORY_ENTRIES 64 // entries of one rollout's history kept (the newest)
 #define DRV_ROLLOUT_SPECS_KEPT 8       // succeeded rollouts per pipeline whose spec a rollback may go back to
 

@@ -1,7 +1,7 @@
 /*  An OTLP/HTTP metrics body as receiver:otlp meets it: the first byte's
     bit 0 says JSON (else protobuf). Whatever
     the bytes, the request is refused with a reason or becomes one record
-    per data point (contract 7.2) that, packed, decodes through drv_batch
+    per data point (docs/operations.md, OTLP) that, packed, decodes through drv_batch
     (every key checked unique at every depth, nesting bounded) as a batch of
     exactly the count returned; what protobuf-c allocates for an accepted
     request is never more than drv_pbcheck estimated. Those records then go

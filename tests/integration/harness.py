@@ -339,7 +339,7 @@ class Admin:
         if self.token and "Authorization" not in all_headers:
             all_headers["Authorization"] = f"Bearer {self.token}"
         if method not in ("GET", "HEAD") and "Content-Type" not in all_headers:
-            all_headers["Content-Type"] = "application/json"  # contract 6.1: else 415
+            all_headers["Content-Type"] = "application/json"  # docs/security.md: else 415
         data = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
         conn.request(method, path, body=data, headers=all_headers)
         resp = conn.getresponse()

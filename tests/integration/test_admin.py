@@ -108,7 +108,7 @@ class AdminPlane(EngineTest):
                 hs, hbody, _ = self.admin.http(method, path, body=body)
                 self.assertEqual(zs, hs)
                 self.assertEqual(stable(zbody), stable(hbody))
-        # the contract's shapes
+        # the documented shapes
         status, body, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/ingest/status")
         for key in ("group", "pipeline", "generation", "spec_hash", "phase", "desired_cores", "ready_instances",
                     "conditions", "instances", "rollout", "shutdown"):
@@ -273,7 +273,7 @@ class AdminPlane(EngineTest):
         status, body, _ = self.admin.http("PUT", "/api/v1/groups/x", raw_body="{not json")
         self.assertEqual((status, body["error"]["kind"]), (400, "invalid_request"))
         # A body declared too large is refused from its head, before a byte
-        # of it is read (contract 6.1) ...
+        # of it is read (docs/security.md) ...
         with socket.create_connection(("127.0.0.1", self.http_port), timeout=5) as s:
             s.sendall(b"PUT /api/v1/groups/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                       b"Content-Length: 1200001\r\n\r\n")

@@ -247,7 +247,8 @@ class DataPlane(EngineTest):
                 break
         self.assertTrue(blocked, f"producer never felt back-pressure after {sent} messages")
         # What can be in flight: the producer's HWM, kernel socket buffers, the
-        # front door's HWM (100) and one credit window (4). Far below 20000.
+        # front door's HWM (100), one credit window and the exporter's 1 MiB
+        # queue (about 10 messages). Far below 20000.
         self.assertLess(sent, 400)
         pull = ctx.socket(zmq.PULL)
         pull.bind(f"tcp://127.0.0.1:{down}")
@@ -278,7 +279,8 @@ groups:
             to: [out]
           out:
             type: exporter:zmq
-            config: { endpoint: "tcp://127.0.0.1:DOWN", socket: push }
+            # a small queue: what it holds before pushing back is the test's subject
+            config: { endpoint: "tcp://127.0.0.1:DOWN", socket: push, queue: { max_bytes: 1048576 } }
 """
 
 

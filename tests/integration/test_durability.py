@@ -1,4 +1,4 @@
-"""Durable pipelines (contract 7.1, issue 25) through the real binaries:
+"""Durable pipelines (docs/operations.md, disk buffers, issue 25) through the real binaries:
 with policies.buffer type disk, what receiver:otlp answered 200 is in the
 write-ahead log first, so that SIGKILLing droverd together with every child
 (its PID namespace dies with it, as a container does) loses none of it: the

@@ -176,8 +176,9 @@ class SlowConsumer(EngineTest):
         slow.bind(f"tcp://127.0.0.1:{down}")
         spec = {"pipeline": {"nodes": {
             "in": {"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{port}"}, "to": ["out"]},
+            # a queue of 1 MiB: what the exporter may hold is its own to bound (issue 37); past it, push back
             "out": {"type": "exporter:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{down}", "socket": "push",
-                                                       "hwm": 10}}}}}
+                                                       "hwm": 10, "queue": {"max_bytes": 1 << 20}}}}}}
         self.assertEqual(admin.http("PUT", "/api/v1/groups/default/pipelines/slow", body=spec)[0], 200)
         engine.wait_log(r"instance connected instance=default/slow@1#0")
         worker = engine.instances()["default/slow@1#0"]

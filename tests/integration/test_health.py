@@ -1,11 +1,11 @@
-"""What a pipeline's status says when it is not fine (contract 7.4), through
+"""What a pipeline's status says when it is not fine (docs/operations.md, PipelineStatus), through
 the real binaries: an exporter whose backend fails every attempt turns its
 pipeline degraded (reason exporter_failing, naming the node and its last
 error) within policies.health.exporter_failing_secs, while /readyz stays
 200, and healthy again once the backend answers; the exporter's retries,
 backlog and last error show per node and in /metrics; a create that failed
 leaves a pipeline every condition of which says why, not a healthy-looking
-one. /metrics has the histograms and exporter figures contract 7.4 lists,
+one. /metrics has the histograms and exporter figures docs/operations.md lists,
 answers HEAD, and passes promtool (Debian's prometheus package)."""
 
 import re

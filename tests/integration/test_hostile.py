@@ -1,4 +1,4 @@
-"""The hostile-input suite (issue 10, contract 6.1): what a local attacker,
+"""The hostile-input suite (issue 10, docs/security.md): what a local attacker,
 a careless script or a producer sending junk can do to droverd through its
 files, its run_dir and its data plane. Each test names the finding it
 covers; each failed before its fix. The admin side is in

@@ -1,4 +1,4 @@
-"""The hostile-input suite, admin side (issue 10, contract 6.1): what a web
+"""The hostile-input suite, admin side (issue 10, docs/security.md): what a web
 page in the operator's browser, a local client of the zmq admin socket or a
 flood of slow HTTP clients can do to droverd, and droverd stopping with
 requests held. Each test names the finding it covers; each failed before its

@@ -158,7 +158,8 @@ class HttpExporter(EngineTest):
                  self.http_source(port, False))
         statuses = []
         for n in range(100):
-            status, body, _, head = curl_post(port, "/", b'{"n": %d}' % n, "application/x-ndjson")
+            status, body, _, head = curl_post(port, "/", b'{"n": %d, "pad": "%s"}' % (n, b"x" * 100),
+                                              "application/x-ndjson")
             statuses.append(status)
             if status != 200:
                 break
@@ -166,8 +167,8 @@ class HttpExporter(EngineTest):
         self.assertIn("exporters are behind", body.decode())
         self.assertRegex(head, r"(?i)retry-after: 1")
         accepted = statuses.count(200)
-        # bounded: the posts in flight and a queue of 1 KiB (bodies of a record each), never more
-        self.assertLessEqual(accepted, 4 + 1024 // 20 + 1)
+        # bounded: the posts in flight and a queue of 1 KiB (a record of over 100 bytes a batch), never more
+        self.assertLessEqual(accepted, 4 + 1024 // 100 + 1)
         capture.gate.set()
         wait_until(lambda: len(capture.bodies()) == accepted, 15, f"the {accepted} accepted records delivered")
         self.assertEqual(sorted(ndjson(b)[0]["n"] for b in capture.bodies()), list(range(accepted)))
@@ -197,12 +198,12 @@ class HttpExporter(EngineTest):
         capture, port = self.capture(), free_port()
         capture.gate.clear()
         self.put("p", {"endpoint": capture.url("/in"), "batch": {"max_records": 10, "max_delay_ms": 0},
-                       "queue": {"max_bytes": 4096}},
+                       "queue": {"max_bytes": 16384}},
                  {"type": "receiver:syslog", "config": {"endpoint": f"tcp://127.0.0.1:{port}"}})
         sender = socket.create_connection(("127.0.0.1", port))
         total = 20000
         lines = [b"<13>1 2026-11-23T10:00:00Z h app - - - message %d\n" % n for n in range(total)]
-        sender.sendall(b"".join(lines[:300]))  # 30 batches: 4 posted and held, the rest past a 4 KiB queue
+        sender.sendall(b"".join(lines[:300]))  # 30 batches: 4 posted and held, the rest in a 16 KiB queue (about 40 bytes a record)
         wait_until(lambda: len(capture.requests) == 4, 10, "4 posts held by the backend")
         wait_until(lambda: self.records_in("p") >= 300, 10, "the first 300 messages taken")
         sender.setblocking(False)

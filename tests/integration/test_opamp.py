@@ -1,4 +1,4 @@
-"""droverd as an OpAMP agent (contract 7.3, issue 27), through the real
+"""droverd as an OpAMP agent (docs/operations.md, OpAMP, issue 27), through the real
 binaries against an OpAMP server over plain HTTP (opamp_server.py:
 python3-protobuf decoding and encoding the specification's messages): the
 first report is whole (description, capabilities, health tree, effective

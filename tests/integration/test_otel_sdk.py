@@ -2,7 +2,7 @@
 tests/otel-js with its lock file, installed here by npm ci) sends logs,
 spans and metrics to receiver:otlp over OTLP/HTTP in both encodings,
 protobuf and JSON, and over OTLP/gRPC; every attribute, id and timestamp
-arrives as contracts 6.2 and 7.2 map them. A @grpc/grpc-js server loading
+arrives as docs/operations.md maps them. A @grpc/grpc-js server loading
 drover's OTLP definitions receives what exporter:otlp sends over gRPC,
 equal to what came in, and its refusals are retried."""
 

@@ -60,7 +60,7 @@ class OtlpExporter(EngineTest):
                    "logs and traces posted")
         by_path = {r.path: r for r in self.capture.accepted}
         logs = by_path["/v1/logs"]
-        self.assertRegex(logs.headers.get("User-Agent", ""), r"^drover/\d+\.\d+\.\d+$")  # contract 7.4
+        self.assertRegex(logs.headers.get("User-Agent", ""), r"^drover/\d+\.\d+\.\d+$")  # docs/operations.md
         self.assertEqual((logs.headers["Content-Type"], logs.headers["Content-Encoding"]),
                          ("application/x-protobuf", "gzip"))
         self.assertEqual(protoc("decode", LOGS_REQ, LOGS_FILE, logs.body),

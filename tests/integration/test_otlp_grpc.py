@@ -1,4 +1,4 @@
-"""receiver:otlp over gRPC (grpc_endpoint, contract 7.2), driven by gRPC's
+"""receiver:otlp over gRPC (grpc_endpoint, docs/operations.md, OTLP), driven by gRPC's
 own C core (Debian's python3-grpcio): logs, spans and metrics sent over
 gRPC become the same records as the same request over OTLP/HTTP; gzip'd
 messages are read; refusals carry the gRPC status OTLP names (and

@@ -1,4 +1,4 @@
-"""exporter:otlp with protocol: grpc (contract 7.2), against a server
+"""exporter:otlp with protocol: grpc (docs/operations.md, OTLP), against a server
 nobody here wrote: gRPC's own C core (Debian's python3-grpcio) serving the
 three OTLP services. What drover sends decodes equal to the request that
 came in (logs, spans, every metric type); drover → drover over gRPC is

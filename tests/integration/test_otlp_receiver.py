@@ -1,7 +1,7 @@
 """receiver:otlp through the real binaries: curl posts the OTLP/JSON
 examples of the specification, protoc (protobuf-compiler) encodes
 requests from text against our definitions, and every attribute, id and
-timestamp arrives as contract 6.2 maps it; the answers are the
+timestamp arrives as docs/operations.md maps it; the answers are the
 Export…ServiceResponse in the request's encoding (protoc decodes the
 protobuf ones); bad requests get 400/413/415 and export nothing."""
 
@@ -111,7 +111,7 @@ class OtlpReceiver(EngineTest):
         self.assertEqual(status, 404)
 
     def check_metric_records(self, points):
-        """The records of otlp/metrics.txt (or .json): one per data point, as contract 7.2 maps them."""
+        """The records of otlp/metrics.txt (or .json): one per data point, as docs/operations.md maps them."""
         self.assertEqual(len(points), 6)
         common = {"signal": "metric", "resource": {"service.name": "meters"},
                   "resource_schema_url": "https://opentelemetry.io/schemas/1.21.0",

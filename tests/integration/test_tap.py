@@ -1,4 +1,4 @@
-"""Live taps through the real binaries (contract 6.3): the sampled records
+"""Live taps through the real binaries (docs/operations.md, seeing it live): the sampled records
 are the node's output, at about 100 records/s, up to the limit; a tap
 follows the pipeline through a replace; NDJSON and SSE over HTTP, and
 droverctl tap over zmq; an unknown node is a 400 naming the nodes."""

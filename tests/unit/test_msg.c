@@ -252,7 +252,7 @@ static void test_mpjson_round_trip_and_depth_limit(void **state)
     assert_null(drv_mpjson_decode(deep, sizeof deep, err, sizeof err));
 }
 
-//  What a spec over zmq may hold is what JSON can (contract 6.1): each
+//  What a spec over zmq may hold is what JSON can (docs/security.md): each
 //  refusal names the field.
 static void test_mpjson_refuses_what_json_cannot_hold(void **state)
 {

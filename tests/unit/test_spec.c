@@ -1,4 +1,4 @@
-/*  PipelineSpec validation: every invalid case of contract section 3 is
+/*  PipelineSpec validation: every invalid case of schemas/pipeline_spec.md is
     reported with its path; defaults are filled; the hash ignores key order. */
 #include <setjmp.h>
 #include <stdarg.h>

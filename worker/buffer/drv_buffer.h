@@ -1,5 +1,5 @@
 /*  drv_buffer — an instance's disk buffer (policies.buffer type: disk,
-    contract 7.1): its write-ahead log (drv_wal) used as the queue in front
+    docs/operations.md, disk buffers): its write-ahead log (drv_wal) used as the queue in front
     of the pipeline. Every input a receiver takes is appended before it is
     acknowledged; the pipeline reads the log in order (an input is fed at
     once when nothing waits before it and the pipeline can take it); the

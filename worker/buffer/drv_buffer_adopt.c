@@ -1,4 +1,4 @@
-/*  drv_buffer_adopt — logs left behind are taken over (contract 7.1): an
+/*  drv_buffer_adopt — logs left behind are taken over (docs/operations.md, disk buffers): an
     instance that drained too slowly on a core a resize removed, a
     generation killed in the middle of a replace, an instance crash-looping
     on a core. Every SCAN_MS an instance looks at its pipeline's slots:

@@ -1,5 +1,5 @@
 /*  drv_dag_buffered — the DAG's side of a disk buffer (drv_buffer.h,
-    contract 7.1): what receivers take goes into the log first, numbered
+    docs/operations.md, disk buffers): what receivers take goes into the log first, numbered
     by it; it runs through the nodes at once when nothing waits before it
     and the exporters can take it, else it waits in the log and
     drv_dag_pump feeds it later, oldest first. A generated batch is not

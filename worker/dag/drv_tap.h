@@ -1,4 +1,4 @@
-/*  drv_tap — samples of the records leaving tapped nodes (contract 6.3).
+/*  drv_tap — samples of the records leaving tapped nodes (docs/operations.md, seeing it live).
     droverd says which nodes (a `tap` control message); what leaves them is
     sampled, at most per_sec records per second and node, rendered as JSON
     and sent back in `tapped` messages. A node nobody taps costs one check

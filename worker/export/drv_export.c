@@ -143,6 +143,7 @@ void drv_export_close(drv_export_t *self, int lane_index)
         batch->lane = lane_index;
         batch->body = body.data;
         batch->size = body.len;
+        batch->packed = lane->bytes;
         batch->records = lane->count;
         batch->first_input = lane->first_input;
         batch->taken_ms = lane->opened_ms;
@@ -153,7 +154,7 @@ void drv_export_close(drv_export_t *self, int lane_index)
             self->head = batch;
         }
         self->tail = batch;
-        self->queued_bytes += batch->size;
+        self->queued_bytes += batch->packed;
         self->batches++;
         self->lane_batches[lane_index]++;
     }
@@ -208,7 +209,7 @@ void drv_export_unlink(drv_export_t *self, batch_t *batch)
         if (self->tail == batch) {
             self->tail = previous;
         }
-        self->queued_bytes -= batch->size;
+        self->queued_bytes -= batch->packed;
         self->batches--;
         self->lane_batches[batch->lane]--;
     }

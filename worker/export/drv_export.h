@@ -16,7 +16,7 @@
     Any other answer but a 2xx drops the batch at once. Dropped records
     count in the node's errors and the reason is logged (every 5 s at
     most). What waits is the exporter's queue (drv_queue.h): DRV_EXPORT_QUEUE_BYTES
-    of closed batches' bodies and open batches' records unless `queue`
+    of records (packed, waiting in closed and open batches) unless `queue`
     says otherwise; full, it blocks (receivers push back until some are
     posted) or drops its oldest waiting batch. */
 #ifndef DRV_EXPORT_H
@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #define DRV_EXPORT_IN_FLIGHT 4
-#define DRV_EXPORT_QUEUE_BYTES (16 * 1024 * 1024) // queue.max_bytes when not given
+#define DRV_EXPORT_QUEUE_BYTES (64 * 1024 * 1024) // queue.max_bytes when not given
 #define DRV_EXPORT_LANES 3
 #define DRV_EXPORT_RETRY_AFTER_MAX_MS (300 * 1000) // a backend's Retry-After is honoured up to this
 

@@ -18,6 +18,7 @@ typedef struct batch_t {
     int lane;
     char *body;
     size_t size;
+    size_t packed; // its records' bytes, packed, as they were taken (queue.max_bytes counts these)
     size_t records;
     int64_t first_input;      // oldest input it holds
     int64_t taken_ms;         // mono: when its first record was taken
@@ -51,7 +52,7 @@ struct drv_export_t {
     drv_export_format_t format;
     lane_t lanes[DRV_EXPORT_LANES];
     batch_t *head, *tail;                  // closed batches, oldest first, posted or waiting
-    size_t queued_bytes;                   // their bodies
+    size_t queued_bytes;                   // their records, packed (what queue.max_bytes counts)
     size_t batches;                        // and how many
     size_t lane_batches[DRV_EXPORT_LANES]; // of each lane
     drv_queue_t queue;                     // how much may wait, and what happens then

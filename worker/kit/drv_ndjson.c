@@ -1,7 +1,7 @@
 /*  drv_ndjson — msgpack objects to JSON text.
     Map keys that are not strings are written as their JSON text in quotes, so
     every line stays a JSON object. Non-finite floats become null. Strings
-    are written as strictly valid UTF-8 (contract 6.1); binary as base64. */
+    are written as strictly valid UTF-8 (docs/security.md); binary as base64. */
 #include "drv_ndjson.h"
 
 #include "drover/drv_utf8.h"

@@ -1,4 +1,4 @@
-/*  drv_ndjson — one msgpack record as one line of JSON (contract section 3:
+/*  drv_ndjson — one msgpack record as one line of JSON (schemas/pipeline_spec.md:
     binary values, and strings that are not UTF-8, become base64 strings). */
 #ifndef DRV_NDJSON_H
 #define DRV_NDJSON_H

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DRV_FILE_QUEUE_BYTES (8 * 1024 * 1024) // queue.max_bytes when not given
+#define DRV_FILE_QUEUE_BYTES (64 * 1024 * 1024) // queue.max_bytes when not given
 
 typedef struct {
     drv_hold_t *hold; // first: what the file did not take yet (drv_hold's hooks find it there)

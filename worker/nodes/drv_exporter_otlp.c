@@ -1,7 +1,7 @@
 /*  exporter:otlp — OTLP/HTTP to a collector or backend: records with
     `signal: span` are posted to {endpoint}/v1/traces, `signal: metric` to
-    {endpoint}/v1/metrics (data points grouped back into metrics: contract
-    7.2), every other record to {endpoint}/v1/logs (contract 6.2's mapping
+    {endpoint}/v1/metrics (data points grouped back into metrics:
+    docs/operations.md, OTLP), every other record to {endpoint}/v1/logs (docs/operations.md's mapping
     back, drv_otlp_build.h), grouped by resource and scope, as protobuf or
     OTLP/JSON, gzip'd unless compression says none. A record whose signal names something else, or a metric
     record without a known type, has no OTLP form here: it is dropped and
@@ -9,7 +9,7 @@
     drv_export's (drv_export.h).
 
     protocol: grpc sends the same requests as unary calls of the OTLP/gRPC
-    services (contract 7.2): endpoint is host:port (h2c), http://host:port
+    services (docs/operations.md, OTLP): endpoint is host:port (h2c), http://host:port
     or https://host:port (TLS, ALPN h2); always protobuf. */
 #include "drv_export.h"
 #include "drv_node.h"

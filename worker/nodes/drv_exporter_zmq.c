@@ -13,7 +13,7 @@
 
 #include <czmq.h>
 
-#define QUEUE_BYTES (16 * 1024 * 1024) // queue.max_bytes when not given
+#define QUEUE_BYTES (64 * 1024 * 1024) // queue.max_bytes when not given
 
 typedef struct {
     drv_hold_t *hold; // first: batches the socket did not take yet (drv_hold's hooks find it there)

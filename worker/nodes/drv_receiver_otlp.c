@@ -1,6 +1,6 @@
 /*  receiver:otlp — OTLP/HTTP: POST /v1/logs, /v1/traces and /v1/metrics,
     protobuf or JSON, gzip'd or not; one record per LogRecord, Span or data
-    point (contract 6.2's and 7.2's mappings, drv_otlp_records.c,
+    point (docs/operations.md's mappings, drv_otlp_records.c,
     drv_otlp_metrics.c). Answered as the OTLP/HTTP specification
     says: 200 with an Export…ServiceResponse in the request's encoding,
     whose partial_success counts the records refused (a duplicate key) and
@@ -10,7 +10,7 @@
     in the request's encoding (JSON when it had none we take). As with receiver:http, records are
     exported before the answer.
 
-    With grpc_endpoint, OTLP/gRPC too (contract 7.2): the unary Export of
+    With grpc_endpoint, OTLP/gRPC too (docs/operations.md, OTLP): the unary Export of
     the three collector services on a second socket droverd bound, served
     by drv_grpc_server beside the HTTP server; the node polls both through
     one epoll descriptor of its own. The same decode, the same records;

@@ -6,7 +6,7 @@
 
         protobuf bytes <-> structs   protobuf-c
         OTLP/JSON text <-> structs   drv_otlp_json.c
-        structs        <-> records   drv_otlp_records.c  (contract 6.2's mapping) */
+        structs        <-> records   drv_otlp_records.c  (docs/operations.md's mapping) */
 #ifndef DRV_OTLP_H
 #define DRV_OTLP_H
 

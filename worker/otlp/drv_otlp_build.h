@@ -1,5 +1,5 @@
 /*  drv_otlp_build — records back into an OTLP export request, the reverse of
-    drv_otlp_records (contract 6.2's mapping), for exporter:otlp. Records of
+    drv_otlp_records (docs/operations.md's mapping), for exporter:otlp. Records of
     one resource (attributes and schema URL) and scope are grouped back
     under one ResourceLogs/ResourceSpans and ScopeLogs/ScopeSpans, so a
     log → OTLP → log round trip gives the same records.

@@ -1,5 +1,5 @@
 /*  drv_otlp_build_metrics — metric records back into OTLP (the reverse of
-    drv_otlp_metrics.c, contract 7.2): a Metric from the record of its first
+    drv_otlp_metrics.c, docs/operations.md, OTLP): a Metric from the record of its first
     point, and each record as a point of its type. Values of another type
     than the mapping says are left at their defaults; a key the mapping does
     not name is not carried (a metric point has no free attributes). */

@@ -1,5 +1,5 @@
-/*  drv_otlp_metrics — an OTLP metrics request as records, by contract
-    7.2's mapping: one record per data point, carrying its metric's name,
+/*  drv_otlp_metrics — an OTLP metrics request as records, by the
+    mapping in docs/operations.md (OTLP): one record per data point, carrying its metric's name,
     description, unit, type, temporality and metadata, and its resource and
     scope. A value that is absent (a histogram's optional sum, min and max)
     has no key in the record, so that a record made back into OTLP is the

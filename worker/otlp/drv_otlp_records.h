@@ -1,4 +1,4 @@
-/*  drv_otlp_records — OTLP requests as records, by contract 6.2's mapping:
+/*  drv_otlp_records — OTLP requests as records, by docs/operations.md's mapping:
     one record per LogRecord or Span, carrying its resource and scope; and
     7.2's for metrics (drv_otlp_metrics.c): one record per data point. */
 #ifndef DRV_OTLP_RECORDS_H

@@ -1,5 +1,5 @@
 /*  drv_syslog — one syslog message (a UDP datagram, or a line or an
-    octet-counted frame of a TCP stream) into a record, as contract 6.2 says:
+    octet-counted frame of a TCP stream) into a record, as docs/operations.md says:
 
       {facility, severity, timestamp, hostname, app_name, procid, msgid,
        structured_data: {id: {param: value}}, message, format}

@@ -1,4 +1,4 @@
-/*  drv_wal — one instance's write-ahead log of its inputs (contract 7.1,
+/*  drv_wal — one instance's write-ahead log of its inputs (docs/operations.md, disk buffers,
     issue 25), kept as a queue: what a receiver took is appended (and
     numbered) before it is acknowledged, made durable by drv_wal_sync
     (fdatasync, once for everything appended since), read back in order

@@ -1,4 +1,4 @@
-/*  drv_config — the engine configuration file (contract section 2): YAML in,
+/*  drv_config — the engine configuration file (docs/operations.md, Configuration): YAML in,
     validated settings and normalized PipelineSpecs out. */
 #ifndef DRV_CONFIG_H
 #define DRV_CONFIG_H
@@ -13,23 +13,23 @@
 #define DRV_CONFIG_MAX_BYTES (16 * 1024 * 1024) // a larger config file is refused
 
 typedef struct {
-    char *path;                      // the file this came from
-    char *run_dir;                   // ipc sockets live here; created 0700
-    char *admin_zmq;                 // admin ROUTER endpoint
-    char *admin_events;              // events PUB endpoint
-    char *admin_http;                // host:port, or "" for no HTTP
-    char *http_token_file;           // NULL: no bearer token required
-    bool admin_insecure;             // allow tcp without CURVE / public HTTP without token
-    char *curve_server_secret_file;  // zcert secret file of the admin sockets, or NULL
-    char *curve_clients_dir;         // directory of client public certs allowed in
-    int shutdown_timeout_secs;       // SIGTERM: drain within this, then SIGKILL
-    int heartbeat_interval_ms;       // workers heartbeat this often; 3 missed = unhealthy
-    int credit_window;               // batches the broker may have in flight per instance
-    char *state_file;                // where applied specs are kept across restarts, or NULL
-    char *buffer_dir;                // disk buffers (policies.buffer type: disk) live under it (contract 7.1)
-    bool watch_config;               // reload when the file changes (inotify), as SIGHUP does
-    int max_pipelines;               // engine.limits: pipelines across all groups
-    int max_message_bytes;           // engine.limits: one producer message at a front door
+    char *path;                     // the file this came from
+    char *run_dir;                  // ipc sockets live here; created 0700
+    char *admin_zmq;                // admin ROUTER endpoint
+    char *admin_events;             // events PUB endpoint
+    char *admin_http;               // host:port, or "" for no HTTP
+    char *http_token_file;          // NULL: no bearer token required
+    bool admin_insecure;            // allow tcp without CURVE / public HTTP without token
+    char *curve_server_secret_file; // zcert secret file of the admin sockets, or NULL
+    char *curve_clients_dir;        // directory of client public certs allowed in
+    int shutdown_timeout_secs;      // SIGTERM: drain within this, then SIGKILL
+    int heartbeat_interval_ms;      // workers heartbeat this often; 3 missed = unhealthy
+    int credit_window;              // batches the broker may have in flight per instance
+    char *state_file;               // where applied specs are kept across restarts, or NULL
+    char *buffer_dir;      // disk buffers (policies.buffer type: disk) live under it (docs/operations.md, disk buffers)
+    bool watch_config;     // reload when the file changes (inotify), as SIGHUP does
+    int max_pipelines;     // engine.limits: pipelines across all groups
+    int max_message_bytes; // engine.limits: one producer message at a front door
     int64_t front_door_buffer_bytes; // engine.limits: what one front door buffers, all producers
     int64_t stream_queue_bytes;      // engine.limits: unread bytes one event-stream or tap client may have queued
     char **data_dirs;                // engine.data_dirs (absolute), or NULL: files anywhere

@@ -1,4 +1,4 @@
-/*  drv_listen — the listening sockets of network receivers (contract 6.2):
+/*  drv_listen — the listening sockets of network receivers (docs/operations.md):
     droverd binds each endpoint once per pipeline and every instance inherits
     it; an instance finds its copy by the address it is bound to. */
 #ifndef DRV_LISTEN_H

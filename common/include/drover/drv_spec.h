@@ -12,7 +12,7 @@
 #include <stdbool.h>
 
 //  What a spec is judged against besides itself: the CPUs it may use and
-//  where its files and ipc:// sockets may be (contract 6.1).
+//  where its files and ipc:// sockets may be (docs/security.md).
 typedef struct {
     const drv_cpus_t *cpus;
     const char *const *data_dirs; // absolute directories; NULL: anywhere
