@@ -38,7 +38,7 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
                                "without a path (the service names the path)");
     }
     if (grpc && json_object_get(config, "encoding") &&
-        strcmp(json_string_value(json_object_get(config, "encoding")), "protobuf") != 0) {
+        strcmp(json_string_value(json_object_get(config, "encoding")) ?: "", "protobuf") != 0) {
         drv_spec_check_problem(check, node_path, "config.encoding: OTLP/gRPC is protobuf only");
     }
 }

@@ -17,8 +17,8 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
     json_t *s;
     json_array_foreach(signals, i, s)
     {
-        if (strcmp(json_string_value(s), "logs") != 0 && strcmp(json_string_value(s), "traces") != 0 &&
-            strcmp(json_string_value(s), "metrics") != 0) {
+        const char *name = json_string_value(s); // not a string: the list's own check said so
+        if (name && strcmp(name, "logs") != 0 && strcmp(name, "traces") != 0 && strcmp(name, "metrics") != 0) {
             drv_spec_check_problem(check, node_path, "config.signals[%zu]: must be logs, traces or metrics", i);
         }
     }
