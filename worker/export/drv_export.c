@@ -55,6 +55,10 @@ void drv_export_batch_free(drv_export_t *self, batch_t *batch)
     if (batch->easy) {
         drv_export_finish(self, batch);
     }
+    if (batch->zone_ready) {
+        msgpack_zone_destroy(&batch->zone);
+    }
+    free(batch->taken);
     free(batch->body);
     free(batch);
 }
@@ -109,8 +113,8 @@ static void s_make_room(drv_export_t *self)
     }
 }
 
-//  Encodes the lane's open batch into a closed one at the queue's end; a
-//  batch that cannot be encoded is dropped and counted.
+//  Closes the lane's open batch: its records (their zone) go to a batch
+//  at the queue's end, encoded when first posted.
 void drv_export_close(drv_export_t *self, int lane_index)
 {
     lane_t *lane = &self->lanes[lane_index];
@@ -118,50 +122,68 @@ void drv_export_close(drv_export_t *self, int lane_index)
         return;
     }
     batch_t *batch = calloc(1, sizeof *batch);
+    if (!batch || !msgpack_zone_init(&batch->zone, 64 * 1024)) {
+        drv_node_export_error(self->node, lane->count, "out of memory closing a batch");
+        drv_node_count_gave_up(self->node, lane->count);
+        free(batch);
+        msgpack_zone_clear(&lane->zone);
+        lane->count = lane->bytes = 0;
+        return;
+    }
+    batch->zone_ready = true;
+    msgpack_zone_swap(&batch->zone, &lane->zone); // the lane goes on in the fresh one
+    batch->taken = lane->records;
+    lane->records = NULL;
+    lane->cap = 0;
+    batch->lane = lane_index;
+    batch->packed = lane->bytes;
+    batch->records = lane->count;
+    batch->first_input = lane->first_input;
+    batch->taken_ms = lane->opened_ms;
+    batch->backoff_ms = self->settings.initial_ms;
+    if (self->tail) {
+        self->tail->next = batch;
+    } else {
+        self->head = batch;
+    }
+    self->tail = batch;
+    self->queued_bytes += batch->packed;
+    self->batches++;
+    self->lane_batches[lane_index]++;
+    lane->count = 0;
+    lane->bytes = 0;
+    s_make_room(self);
+}
+
+int drv_export_encode(drv_export_t *self, batch_t *batch, char *err, size_t errlen)
+{
     drv_buf_t body = {0};
-    char err[200] = "out of memory";
-    int rc = batch
-                 ? self->format.encode(self->format.arg, lane_index, lane->records, lane->count, &body, err, sizeof err)
-                 : -1;
+    int rc = self->format.encode(self->format.arg, batch->lane, batch->taken, batch->records, &body, err, errlen);
     if (rc == 0 && self->settings.gzip) {
         char *zipped = NULL;
         size_t zipped_size = 0;
         rc = drv_gzip_deflate(body.data, body.len, &zipped, &zipped_size);
         drv_buf_free(&body);
         body = (drv_buf_t){.data = zipped, .len = zipped_size, .capacity = zipped_size};
+        if (rc != 0) {
+            snprintf(err, errlen, "out of memory compressing a batch");
+        }
     }
     if (rc == 0 && self->format.grpc) {
         rc = drv_export_grpc_frame(&body.data, &body.len, self->settings.gzip);
         body.capacity = body.len;
     }
+    msgpack_zone_destroy(&batch->zone);
+    batch->zone_ready = false;
+    free(batch->taken);
+    batch->taken = NULL;
     if (rc != 0) {
-        drv_node_export_error(self->node, lane->count, err);
-        drv_node_count_gave_up(self->node, lane->count);
         drv_buf_free(&body);
-        free(batch);
-    } else {
-        batch->lane = lane_index;
-        batch->body = body.data;
-        batch->size = body.len;
-        batch->packed = lane->bytes;
-        batch->records = lane->count;
-        batch->first_input = lane->first_input;
-        batch->taken_ms = lane->opened_ms;
-        batch->backoff_ms = self->settings.initial_ms;
-        if (self->tail) {
-            self->tail->next = batch;
-        } else {
-            self->head = batch;
-        }
-        self->tail = batch;
-        self->queued_bytes += batch->packed;
-        self->batches++;
-        self->lane_batches[lane_index]++;
+        return -1;
     }
-    msgpack_zone_clear(&lane->zone);
-    lane->count = 0;
-    lane->bytes = 0;
-    s_make_room(self);
+    batch->body = body.data;
+    batch->size = body.len;
+    return 0;
 }
 
 void drv_export_record(drv_export_t *self, int lane_index, const msgpack_object *record)

@@ -207,7 +207,14 @@ void drv_export_run(drv_export_t *self)
     }
     self->flushing = false;
     self->catching_up &= self->head != NULL;
-    for (batch_t *batch = self->head; batch && self->in_flight < drv_export_in_flight(self); batch = batch->next) {
+    for (batch_t *batch = self->head, *next; batch && self->in_flight < drv_export_in_flight(self); batch = next) {
+        next = batch->next;
+        char err[200] = "out of memory";
+        if (!batch->body && !batch->easy && batch->next_attempt_ms <= now &&
+            drv_export_encode(self, batch, err, sizeof err) != 0) {
+            s_drop(self, batch, err); // it cannot be encoded: dropped and counted
+            continue;
+        }
         if (!batch->easy && batch->next_attempt_ms <= now) {
             s_post(self, batch);
         }
