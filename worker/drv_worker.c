@@ -389,8 +389,7 @@ static int s_loop(worker_t *self)
             drv_dag_drain(self->dag);
             self->receivers_draining = true;
         }
-        if (self->drain_requested && (!self->has_zmq || self->marker_seen) &&
-            drv_dag_fds(self->dag, fds, fd_nodes, MAX_SOCKETS) == 0 && drv_dag_buffer_empty(self->dag)) {
+        if (self->drain_requested && (!self->has_zmq || self->marker_seen) && drv_dag_drained(self->dag)) {
             //  Everything the broker sent us came before its marker and has been
             //  exported (exporters finishing later keep a descriptor until they
             //  hold nothing); nothing is left in flight.

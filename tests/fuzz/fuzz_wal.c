@@ -79,6 +79,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     FUZZ_ASSERT(rc == 0);
+    //  Read again from the start by a second reader (an exporter behind): in order, never past what is there.
+    drv_wal_reader_t *reader = drv_wal_reader_open(wal, 1);
+    int64_t previous = 0;
+    while ((rc = drv_wal_reader_next(reader, &entry, err, sizeof err)) == 1) {
+        FUZZ_ASSERT(entry.number > previous && entry.len <= size);
+        previous = entry.number;
+    }
+    FUZZ_ASSERT(rc == 0);
+    drv_wal_reader_close(&reader);
+    int64_t skipped;
+    FUZZ_ASSERT(drv_wal_fit_from(wal, 1, 64, &skipped) >= 1 && skipped >= 0);
+    FUZZ_ASSERT(drv_wal_bytes_from(wal, 1) >= 0);
     FUZZ_ASSERT(drv_wal_bytes(wal) >= 0);
     int64_t last = drv_wal_last(wal);
     uint8_t more[40] = {0};

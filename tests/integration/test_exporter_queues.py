@@ -8,10 +8,14 @@ a fan-out and behind processor:route."""
 import json
 import os
 import re
+import shutil
+import signal
+import tempfile
 import unittest
 
 from capture import Capture
-from harness import EngineTest, Producer, curl_post, free_port, ndjson, read_ndjson, wait_until
+from harness import (Admin, EngineTest, Producer, curl_post, engine_yaml, free_port, ndjson, read_ndjson,
+                     wait_until)
 
 BATCH = {"max_records": 50, "max_delay_ms": 20}
 RETRY = {"initial_ms": 50, "max_ms": 200, "max_elapsed_secs": 0}
@@ -28,14 +32,23 @@ class Queues(EngineTest):
         self.addCleanup(capture.close)
         return capture
 
-    def put(self, receiver, queue=None):
+    policies = None  # a disk buffer in DiskQueues
+
+    def fan(self, receiver, queue=None):
+        """A receiver fanned out to a file and to an HTTP backend that is down."""
         http = {"endpoint": f"http://127.0.0.1:{self.dead}/in", "batch": BATCH, "retry": RETRY}
         if queue:
             http["queue"] = queue
-        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+        spec = {"cores": {"count": 1}, "nodes": {
             "in": {**receiver, "to": ["file", "http"]},
             "file": {"type": "exporter:file", "config": {"path": f"{self.out}/fan.ndjson"}},
-            "http": {"type": "exporter:http", "config": http}}}}
+            "http": {"type": "exporter:http", "config": http}}}
+        if self.policies:
+            spec["policies"] = self.policies
+        return spec
+
+    def put(self, receiver, queue=None):
+        spec = {"pipeline": self.fan(receiver, queue)}
         status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body=spec, timeout=30)
         self.assertEqual(status, 200, body)
 
@@ -96,6 +109,8 @@ class Queues(EngineTest):
                            {"when": {"field": "team", "op": "eq", "value": "b"}, "to": ["http"]}]}},
             "file": {"type": "exporter:file", "config": {"path": f"{self.out}/fan.ndjson"}},
             "http": {"type": "exporter:http", "config": http}}}}
+        if self.policies:
+            spec["pipeline"]["policies"] = self.policies
         status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body=spec, timeout=30)
         self.assertEqual(status, 200, body)
         for r in range(200):  # 2,000 records to each team; team b's backend is down
@@ -130,6 +145,85 @@ class Queues(EngineTest):
         got = [r["i"] for r in self.delivered(capture)]
         self.assertEqual(got[-1], 3999, "the newest kept")
         self.assertEqual(got, sorted(got), "what was kept, in order")
+
+
+class DiskQueues(Queues):
+    """The same with a disk buffer: the log holds the backlog, written once;
+    the exporter behind reads it again from its own position."""
+
+    policies = {"buffer": {"type": "disk", "max_bytes": 256 << 20, "sync": "none"}}
+
+    def positions(self):
+        path = os.path.join(self.engine.run_dir, "buffer", "default", "fan", "0.0", "positions")
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    def test_a_kill_of_everything_mid_backlog_loses_nothing_and_rewrites_nothing(self):
+        port = free_port()
+        self.engine.stop()  # one whose config has the pipeline, so that it comes back after the kill
+        self.out = tempfile.mkdtemp(prefix="drv-fan-")
+        self.addCleanup(shutil.rmtree, self.out, True)
+        spec = self.fan({"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}})
+        self.start_engine(engine_yaml(json.dumps({"fan": spec}), "  heartbeat_interval_ms: 100\n")
+                          .replace("HTTP", str(self.http_port)))
+        self.admin = Admin(self.engine, self.http_port)
+        self.admin.wait_ready(20)
+        self.post_all(port, 300, 10)  # 3,000 records, inputs 1..300 of the log
+        wait_until(lambda: len(self.filed()) >= 3000, 5, "every record in the file beside the dead backend")
+        #  Where each exporter stands is saved now and then: the file's at the last input.
+        wait_until(lambda: self.positions().get("file", 0) >= 300, 5, "the file exporter's position saved")
+        self.assertLess(self.positions().get("http", 0), 300, "the dead exporter's position behind")
+        self.engine.signal(signal.SIGKILL)  # droverd is PID 1 of its namespace: every child goes with it
+        self.engine.wait_exit(10)
+        self.engine.log.close()
+        capture = self.revive()
+        self.engine.start()
+        self.admin.wait_ready(20)
+        got = wait_until(lambda: (lambda d: d if len(d) >= 3000 else None)(self.delivered(capture)), 20,
+                         "the revived backend's whole backlog after the kill")
+        self.assertEqual(sorted(r["i"] for r in got), list(range(3000)), "nothing lost, nothing twice")
+        wait_until(lambda: self.positions().get("http", 0) >= 300, 10, "the revived exporter's position saved")
+        self.assertEqual(sorted(r["i"] for r in self.filed()), list(range(3000)),
+                         "the file beside it not written again")
+
+    def changed_while_behind(self, change, cores=1):
+        """3,000 records in with the backend down, the pipeline changed by
+        change(spec), then the backend revived: it gets every record once,
+        and the file beside it has each once (the next generation takes the
+        log over with where each exporter stood)."""
+        port = free_port()
+        spec = self.fan({"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}})
+        spec["cores"] = {"count": cores}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body={"pipeline": spec},
+                                          timeout=30)
+        self.assertEqual(status, 200, body)
+        self.post_all(port, 300, 10)
+        wait_until(lambda: len(self.filed()) >= 3000, 5, "every record in the file beside the dead backend")
+        change(spec)
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body={"pipeline": spec},
+                                          timeout=60)
+        self.assertEqual(status, 200, body)
+        capture = self.revive()
+        got = wait_until(lambda: (lambda d: d if len(d) >= 3000 else None)(self.delivered(capture)), 30,
+                         "the revived backend's whole backlog after the change")
+        self.assertEqual(sorted(r["i"] for r in got), list(range(3000)), "nothing lost, nothing twice")
+        self.post_all(port, 10, 10)  # and the new generation goes on
+        wait_until(lambda: len(self.filed()) >= 3100, 5, "the new generation's records in the file")
+        self.assertEqual(sorted(r["i"] for r in self.filed()), sorted(list(range(3000)) + list(range(100))),
+                         "the file beside it not written again")
+
+    def test_a_replace_while_one_branch_is_behind_hands_its_position_over(self):
+        def change(spec):
+            spec["nodes"]["http"]["config"]["retry"] = {**RETRY, "initial_ms": 60}
+        self.changed_while_behind(change)
+
+    def test_a_resize_while_one_branch_is_behind_hands_its_position_over(self):
+        def change(spec):
+            spec["cores"] = {"count": 1}
+        self.changed_while_behind(change, cores=2)
 
 
 if __name__ == "__main__":

@@ -383,10 +383,61 @@ static void test_an_empty_newest_segment_left_by_a_crash_does_not_block_appends(
     drv_wal_close(&wal);
 }
 
+//  An exporter behind reads again what the log's own reading passed
+//  (drv_wal_reader.c): from any number, across segments, while more is
+//  appended; what is ahead of a position is counted in bytes and records.
+static void test_a_second_reader_reads_again_from_its_own_position(void **state)
+{
+    (void)state;
+    drv_wal_t *wal = s_open(100); // a few entries per segment
+    for (int64_t i = 1; i <= 20; i++) {
+        s_append(wal, i, true);
+    }
+    int64_t entry_bytes = 28 + (int64_t)strlen("input 10"); // header and payload, inputs 10..20
+    int64_t total = drv_wal_bytes(wal);
+    assert_int_equal(drv_wal_bytes_from(wal, 1), total);
+    assert_int_equal(drv_wal_bytes_from(wal, 21), 0);
+    assert_int_equal(drv_wal_bytes_from(wal, 10), 11 * entry_bytes);
+    int64_t records = 0;
+    for (int64_t i = 7; i < 12; i++) {
+        records += i % 7;
+    }
+    assert_int_equal(drv_wal_records_between(wal, 7, 12), records);
+    drv_wal_reader_t *reader = drv_wal_reader_open(wal, 7);
+    drv_wal_entry_t entry;
+    char err[300];
+    for (int64_t want = 7; want <= 20; want++) {
+        assert_int_equal(drv_wal_reader_next(reader, &entry, err, sizeof err), 1);
+        assert_int_equal(entry.number, want);
+        assert_int_equal(entry.time_ms, 1000 + want);
+    }
+    assert_int_equal(drv_wal_reader_next(reader, &entry, err, sizeof err), 0);
+    s_append(wal, 21, true); // more comes: the reader goes on there
+    assert_int_equal(drv_wal_reader_next(reader, &entry, err, sizeof err), 1);
+    assert_int_equal(entry.number, 21);
+    drv_wal_reader_close(&reader);
+    //  The oldest inputs such that what is ahead fits: 3 entries' bytes from 12 on.
+    int64_t skipped = 0;
+    assert_int_equal(drv_wal_fit_from(wal, 12, 3 * entry_bytes, &skipped), 19);
+    records = 0;
+    for (int64_t i = 12; i < 19; i++) {
+        records += i % 7;
+    }
+    assert_int_equal(skipped, records);
+    //  Settled segments go under a reader: it goes on from the oldest left.
+    reader = drv_wal_reader_open(wal, 2);
+    drv_wal_settled(wal, 15);
+    assert_int_equal(drv_wal_reader_next(reader, &entry, err, sizeof err), 1);
+    assert_true(entry.number > 2 && entry.number <= 16);
+    drv_wal_reader_close(&reader);
+    drv_wal_close(&wal);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32c_is_castagnoli),
+        cmocka_unit_test_setup_teardown(test_a_second_reader_reads_again_from_its_own_position, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_unread_inputs_come_back_in_order_across_segments, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_it_is_a_queue_and_what_was_fed_at_once_is_not_read, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_settled_segments_are_deleted, s_setup, s_teardown),

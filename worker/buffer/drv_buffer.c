@@ -267,24 +267,14 @@ int drv_buffer_next(drv_buffer_t *self, drv_buffer_input_t *input, char *err, si
         if (rc <= 0) {
             return rc;
         }
-        const unsigned char *data = entry.data;
-        size_t idlen = entry.len > 0 ? data[0] : 0;
-        if (entry.len < 2 + idlen) {
+        if (!drv_buffer_input_of(&entry, self->node, input)) {
             continue; // checked but not ours: cannot happen short of a bug; skipped
         }
         if (entry.number <= self->found_last) {
             self->replayed += entry.records; // counted in records at open
         }
         s_fed(self, entry.number, entry.time_ms, entry.records);
-        memcpy(self->node, data + 1, idlen);
-        self->node[idlen] = 0;
-        *input = (drv_buffer_input_t){.node = self->node,
-                                      .form = data[1 + idlen],
-                                      .data = data + 2 + idlen,
-                                      .size = entry.len - 2 - idlen,
-                                      .records = entry.records,
-                                      .number = entry.number,
-                                      .replayed = entry.number <= self->found_last};
+        input->replayed = entry.number <= self->found_last;
         return 1;
     }
 }

@@ -18,7 +18,11 @@
     then the input: records packed as msgpack (DRV_BUFFER_RECORDS), or the
     bytes the receiver took, which its kind reads back itself
     (DRV_BUFFER_RAW: an OTLP request as it came, decoded again on replay:
-    no packing on the way in, fewer bytes on disk). */
+    no packing on the way in, fewer bytes on disk). The form's high bit
+    (DRV_BUFFER_HAD) says a list follows it, of the exporters that had
+    already settled the input when it was taken over from a log left behind
+    (u8 count, then each id as u8 length and its bytes): they are not fed
+    it again (drv_buffer_adopt.c, drv_buffer_positions.c). */
 #ifndef DRV_BUFFER_H
 #define DRV_BUFFER_H
 
@@ -53,7 +57,7 @@ typedef struct {
 
 #define DRV_BUFFER_FULL 0 // drv_buffer_append: nothing appended, push back
 
-enum { DRV_BUFFER_RECORDS = 0, DRV_BUFFER_RAW = 1 };
+enum { DRV_BUFFER_RECORDS = 0, DRV_BUFFER_RAW = 1, DRV_BUFFER_HAD = 0x80 };
 
 //  An input, as appended and as read back.
 typedef struct {
@@ -64,8 +68,11 @@ typedef struct {
     const void *data; // read back: its bytes (valid until the next read)
     size_t size;
     uint32_t records;
-    int64_t number; // read back: its number
-    bool replayed;  // read back: an earlier instance took it (it was in the log at open)
+    int64_t number;     // read back: its number
+    int64_t time_ms;    // read back: when it was appended (wall ms)
+    const uint8_t *had; // read back: the exporters that had it already (DRV_BUFFER_HAD's list), or NULL
+    size_t had_size;
+    bool replayed; // read back: an earlier instance took it (it was in the log at open)
 } drv_buffer_input_t;
 
 //  policies.buffer of a normalized spec: true when type is disk, policy
@@ -110,5 +117,33 @@ int drv_buffer_fd(const drv_buffer_t *self);
 int64_t drv_buffer_timeout_ms(const drv_buffer_t *self, int64_t now_ms);
 
 void drv_buffer_stats(drv_buffer_t *self, drv_buffer_stats_t *stats);
+
+//  Each exporter's own position (drv_buffer_positions.c). A reader reads
+//  again, from input from on, what drv_buffer_next already passed: an
+//  exporter catching up. next: 1 with *input (valid until the next call),
+//  0 when none is left, -1 with err.
+typedef struct drv_buffer_reader_t drv_buffer_reader_t;
+drv_buffer_reader_t *drv_buffer_reader_open(drv_buffer_t *self, int64_t from);
+int drv_buffer_reader_next(drv_buffer_reader_t *reader, drv_buffer_input_t *input, char *err, size_t errlen);
+void drv_buffer_reader_close(drv_buffer_reader_t **reader_p);
+//  Bytes the log holds from input number on: what an exporter standing
+//  there has ahead of it.
+int64_t drv_buffer_bytes_from(drv_buffer_t *self, int64_t number);
+//  The first input of the segment after the one holding number, and the
+//  records of the inputs from one number up to (not including) another.
+int64_t drv_buffer_segment_after(const drv_buffer_t *self, int64_t number);
+int64_t drv_buffer_records_between(drv_buffer_t *self, int64_t from, int64_t to);
+//  The oldest input from from on such that what the log holds from it on
+//  takes at most max_bytes, with the records of the inputs passed over.
+int64_t drv_buffer_fit_from(drv_buffer_t *self, int64_t from, int64_t max_bytes, int64_t *records_skipped);
+//  True when the buffer's when_full is drop_oldest.
+bool drv_buffer_drops_oldest(const drv_buffer_t *self);
+//  True when exporter id is in an input's list of those that had it already.
+bool drv_buffer_had(const drv_buffer_input_t *input, const char *id);
+//  Where each exporter stands, {id: settled up to}, kept in the slot's
+//  `positions` file (replaced whole): save is 0, or -1 with err; load
+//  gives {} when there is none or it is unreadable (said in the log).
+int drv_buffer_positions_save(drv_buffer_t *self, const json_t *positions, char *err, size_t errlen);
+json_t *drv_buffer_positions_load(drv_buffer_t *self);
 
 #endif

@@ -9,7 +9,8 @@
     Taking over copies the log's entries into this instance's own log, a
     slice per loop turn, behind what waits there; the old log is deleted
     once the copies are synced (a crash in between reads some twice: at
-    least once). */
+    least once). Each copy lists the exporters that had settled it there
+    (the slot's positions file), so that they are not given it again. */
 #include "drv_buffer_internal.h"
 
 #include "drover/drv_log.h"
@@ -64,6 +65,7 @@ static void s_adopt(drv_buffer_t *self, const char *dir, int lock_fd)
     self->adopted = wal;
     self->adopted_lock = lock_fd;
     self->adopted_records = 0;
+    self->adopted_positions = drv_buffer_positions_at(drv_wal_dir_fd(wal), dir);
     snprintf(self->adopted_dir, sizeof self->adopted_dir, "%s", dir);
 }
 
@@ -157,8 +159,7 @@ static void s_copy(drv_buffer_t *self)
         if (rc == 0) {
             break;
         }
-        if (drv_wal_append(self->wal, entry.time_ms, entry.records, entry.data, entry.len, false, err, sizeof err) <
-            0) {
+        if (drv_buffer_append_had(self->wal, &entry, self->adopted_positions, err, sizeof err) < 0) {
             drv_warn("disk buffer cannot take over more dir=%s reason=\"%s\"", self->adopted_dir, err);
             return; // the entry is read again from its log by whoever takes it next
         }
@@ -176,10 +177,9 @@ static void s_copy(drv_buffer_t *self)
     self->durable = drv_wal_last(self->wal);
     self->dirty_since_ms = -1;
     drv_wal_settled(self->adopted, drv_wal_last(self->adopted)); // every segment: all of it is copied
+    drv_buffer_positions_forget(drv_wal_dir_fd(self->adopted));
     drv_info("disk buffer taken over dir=%s records=%lld", self->adopted_dir, (long long)self->adopted_records);
-    drv_wal_close(&self->adopted);
-    close(self->adopted_lock);
-    self->adopted_lock = -1;
+    drv_buffer_adopt_abandon(self);
 }
 
 void drv_buffer_adopt_tick(drv_buffer_t *self, int64_t now_ms)
@@ -199,4 +199,6 @@ void drv_buffer_adopt_abandon(drv_buffer_t *self)
         close(self->adopted_lock);
         self->adopted_lock = -1;
     }
+    json_decref(self->adopted_positions);
+    self->adopted_positions = NULL;
 }

@@ -51,9 +51,23 @@ struct drv_buffer_t {
     int adopted_lock;
     char adopted_dir[4096];
     int64_t adopted_records;
+    json_t *adopted_positions;   // where its exporters stood, {id: settled up to}
     drv_buffer_syncer_t *syncer; // sync: batch's thread (drv_buffer_sync.c), or NULL
 };
 
+//  An entry read back as an input (its receiver's id copied into node,
+//  256 bytes): false when it is not one of ours.
+bool drv_buffer_input_of(const drv_wal_entry_t *entry, char *node, drv_buffer_input_t *input);
+//  The exporters' positions saved in the slot whose directory is open as
+//  dir_fd ({} when none or unreadable, said in the log).
+json_t *drv_buffer_positions_at(int dir_fd, const char *dir);
+//  Deletes them (the log they were positions in is gone).
+void drv_buffer_positions_forget(int dir_fd);
+//  Appends an entry taken over from a log left behind, listing in it the
+//  exporters whose position there (positions, {id: settled up to}) says
+//  they had it already. Its number, or -1 with err.
+int64_t drv_buffer_append_had(drv_wal_t *wal, const drv_wal_entry_t *entry, const json_t *positions, char *err,
+                              size_t errlen);
 //  mkdir -p, 0700. 0, or -1 with err.
 int drv_buffer_mkdirs(const char *path, char *err, size_t errlen);
 //  Opens dir/lock and takes it without waiting: the descriptor, or

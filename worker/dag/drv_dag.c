@@ -79,6 +79,7 @@ static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, con
     msgpack_zone_init(&self->spec_zone, 4096);
     msgpack_zone_init(&self->batch_zone, 64 * 1024);
     msgpack_sbuffer_init(&self->packing);
+    self->rerun_for = -1;
     if (!problems && drv_dag_buffer_open(self, spec, err, errlen) != 0) {
         drv_dag_destroy(&self);
         return NULL;
@@ -129,6 +130,7 @@ static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, con
             return NULL;
         }
     }
+    drv_dag_positions_open(self);
     return self;
 }
 
@@ -138,9 +140,16 @@ void drv_dag_destroy(drv_dag_t **self_p)
         return;
     }
     drv_dag_t *self = *self_p;
+    if (self->positions) { // built whole: where each exporter stands, saved for whoever reads the log next
+        self->positions_due_ms = 0;
+        drv_dag_positions_tick(self, drv_time_mono_ms());
+    }
     for (size_t i = 0; i < self->count; i++) {
+        drv_buffer_reader_close(&self->nodes[i].catch_up);
         s_node_destroy(&self->nodes[i]);
     }
+    json_decref(self->positions);
+    self->positions = NULL;
     free(self->nodes);
     char *buffer;
     while ((buffer = zlist_pop(self->spec_buffers))) {
@@ -192,7 +201,7 @@ void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *recor
 //  failed (-1: never), so that droverd can tell an exporter that keeps
 //  failing from one that failed once and has had nothing to send since.
 //  A node's counters, by the names of drover/drv_node_counters.h.
-static json_t *s_counters(drv_node_t *node, int64_t now)
+static json_t *s_counters(drv_dag_t *self, drv_node_t *node, int64_t now)
 {
     json_t *at[DRV_EXPORTER_COUNTERS] = {
         [DRV_NC_IN] = json_integer(node->in),
@@ -210,16 +219,24 @@ static json_t *s_counters(drv_node_t *node, int64_t now)
         }
         int64_t failing = node->failing_since_ms ? now - node->failing_since_ms : 0;
         int64_t behind = node->backlogged_since_ms ? now - node->backlogged_since_ms : 0;
-        at[DRV_NC_RETRIES] = json_integer(node->retries);
-        at[DRV_NC_BACKLOG] = json_integer(node->kind->backlog ? node->kind->backlog(node) : 0);
-        at[DRV_NC_FAILING_MS] = json_integer(failing > behind ? failing : behind);
-        at[DRV_NC_LAST_ERROR] =
-            json_string(failing > 0 || behind == 0 ? node->last_error : "backlogged: receivers push back");
-        at[DRV_NC_FAILURE_AGE_MS] = json_integer(node->last_failure_ms ? now - node->last_failure_ms : -1);
+        int64_t backlog = node->kind->backlog ? node->kind->backlog(node) : 0;
         int64_t queued = 0, oldest = 0;
         if (node->kind->queue) {
             node->kind->queue(node, &queued, &oldest);
         }
+        if (node->lag_next > 0) { // behind in a disk buffer's log: what it has not read again is queued too
+            queued += drv_buffer_bytes_from(self->buffer, node->lag_next);
+            backlog += node->lag_records;
+            int64_t since = node->lag_oldest_ms ? now - (drv_time_wall_ms() - node->lag_oldest_ms) : 0;
+            oldest = since && (!oldest || since < oldest) ? since : oldest;
+        }
+        at[DRV_NC_RETRIES] = json_integer(node->retries);
+        at[DRV_NC_BACKLOG] = json_integer(backlog);
+        at[DRV_NC_FAILING_MS] = json_integer(failing > behind ? failing : behind);
+        const char *why = node->lag_next ? "behind the others: reads the disk buffer again from its position"
+                                         : "backlogged: receivers push back";
+        at[DRV_NC_LAST_ERROR] = json_string(failing > 0 || behind == 0 ? node->last_error : why);
+        at[DRV_NC_FAILURE_AGE_MS] = json_integer(node->last_failure_ms ? now - node->last_failure_ms : -1);
         at[DRV_NC_QUEUE_BYTES] = json_integer(queued);
         at[DRV_NC_QUEUE_AGE_MS] = json_integer(oldest ? now - oldest : 0);
         at[DRV_NC_QUEUE_DROPPED] = json_integer(node->queue_dropped);
@@ -240,7 +257,7 @@ json_t *drv_dag_node_counters(drv_dag_t *self)
     json_t *nodes = json_object();
     int64_t now = drv_time_mono_ms();
     for (size_t i = 0; i < self->count; i++) {
-        json_object_set_new(nodes, self->nodes[i].id, s_counters(&self->nodes[i], now));
+        json_object_set_new(nodes, self->nodes[i].id, s_counters(self, &self->nodes[i], now));
     }
     return nodes;
 }
@@ -290,8 +307,10 @@ int64_t drv_dag_settle(drv_dag_t *self)
             settled = oldest - 1;
         }
     }
+    settled = drv_dag_positions_settled(self, settled);
     int64_t durable = settled;
     if (self->buffer) {
+        drv_dag_positions_tick(self, drv_time_mono_ms());
         char err[300];
         if (drv_buffer_sync_if_due(self->buffer, drv_time_mono_ms(), err, sizeof err) != 0) {
             drv_warn("disk buffer sync failed dir=%s reason=\"%s\"", drv_buffer_dir(self->buffer), err);
@@ -315,13 +334,31 @@ int64_t drv_dag_settle(drv_dag_t *self)
 
 //  ---------------------------------------------------------------- network receivers
 
+//  The descriptor to poll for node, or -1.
+static int s_fd(drv_node_t *node, bool backlogged)
+{
+    return node->kind->fd && !(backlogged && node->kind->pauses_when_backlogged) ? node->kind->fd(node) : -1;
+}
+
+bool drv_dag_drained(drv_dag_t *self)
+{
+    bool backlogged = drv_dag_backlogged(self);
+    for (size_t i = 0; i < self->count; i++) {
+        //  An exporter behind leaves what it holds to the log: whoever takes the slot over.
+        if (!self->nodes[i].lag_next && s_fd(&self->nodes[i], backlogged) >= 0) {
+            return false;
+        }
+    }
+    return drv_dag_buffer_empty(self);
+}
+
 size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t *nodes, size_t max)
 {
     size_t n = 0;
     bool backlogged = drv_dag_backlogged(self);
     for (size_t i = 0; i < self->count && n < max; i++) {
         drv_node_t *node = &self->nodes[i];
-        int fd = node->kind->fd && !(backlogged && node->kind->pauses_when_backlogged) ? node->kind->fd(node) : -1;
+        int fd = s_fd(node, backlogged);
         if (fd >= 0) {
             fds[n] = fd;
             nodes[n++] = i;
@@ -353,6 +390,9 @@ int64_t drv_dag_timeout_ms(drv_dag_t *self)
         soonest = drv_buffer_unread(self->buffer) && !drv_dag_exporters_backlogged(self)
                       ? 0
                       : drv_buffer_timeout_ms(self->buffer, drv_time_mono_ms());
+        for (size_t i = 0; i < self->count && soonest != 0; i++) {
+            soonest = drv_dag_lagging_may_read(&self->nodes[i]) ? 0 : soonest; // catching up
+        }
     }
     for (size_t i = 0; i < self->count; i++) {
         drv_node_t *node = &self->nodes[i];
@@ -388,7 +428,9 @@ int drv_dag_generate(drv_dag_t *self, int64_t now_us, int64_t *wait_us)
             self->running = ++self->input;
         }
         int64_t wait = -1;
+        self->generating = true;
         emitted += node->kind->generate(node, now_us, &wait);
+        self->generating = false;
         if (wait >= 0 && (*wait_us < 0 || wait < *wait_us)) {
             *wait_us = wait;
         }

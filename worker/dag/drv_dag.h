@@ -58,6 +58,9 @@ size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t *nodes, size_t max);
 //  Node `node` (from drv_dag_fds) is readable or its timeout is due: it
 //  reads and emits. Returns records emitted.
 int drv_dag_readable(drv_dag_t *self, size_t node);
+//  A draining instance may exit: no node but an exporter behind (whose
+//  backlog the log keeps) has a descriptor left, and drv_dag_buffer_empty.
+bool drv_dag_drained(drv_dag_t *self);
 //  Milliseconds until a network receiver has work without input, or -1.
 int64_t drv_dag_timeout_ms(drv_dag_t *self);
 //  The instance drains: network receivers take nothing new and finish what
@@ -79,8 +82,9 @@ int64_t drv_dag_settle(drv_dag_t *self);
 //  With a disk buffer: feeds inputs waiting in its log, oldest first, while
 //  the exporters can take them. Returns inputs fed.
 int drv_dag_pump(drv_dag_t *self);
-//  True when nothing taken is left unsettled in a disk buffer (always
-//  without one): a draining instance may exit.
+//  True when nothing taken is left unsettled in a disk buffer but what
+//  exporters behind the others hold (the log keeps it for them; always
+//  true without one).
 bool drv_dag_buffer_empty(const drv_dag_t *self);
 //  A descriptor to poll for the disk buffer (readable: a sync finished;
 //  drv_dag_settle takes it), or -1.

@@ -64,7 +64,7 @@ bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t
         input.form = DRV_BUFFER_RECORDS;
         input.parts[input.count++] = (struct iovec){(void *)packed, size};
     }
-    bool now = !drv_buffer_unread(self->buffer) && !drv_dag_exporters_backlogged(self);
+    bool now = !drv_buffer_unread(self->buffer) && !drv_dag_detach_laggards(self);
     char err[300];
     int64_t number = drv_buffer_append(self->buffer, &input, now, err, sizeof err);
     if (number <= 0) {
@@ -79,6 +79,7 @@ bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t
     node->in += (int64_t)n;
     if (now) {
         self->running = number;
+        drv_dag_positions_passed(self, (int64_t)n, drv_time_wall_ms());
         drv_node_forward(node, records, n);
     }
     return true;
@@ -104,11 +105,79 @@ static drv_node_t *s_entry_node(drv_dag_t *self, const char *id, bool raw)
     return first;
 }
 
+//  Runs an input read back through the receiver it entered at: its
+//  records, or -1 when nothing can be made of it here (the receiver that
+//  took it is of another kind now).
+static int s_feed(drv_dag_t *self, const drv_buffer_input_t *input, drv_node_t **entry)
+{
+    drv_node_t *node = *entry = s_entry_node(self, input->node, input->form == DRV_BUFFER_RAW);
+    msgpack_zone_clear(&self->batch_zone);
+    int n = -1;
+    self->feeding = input;
+    if (node && input->form == DRV_BUFFER_RAW && node->kind->replay) {
+        n = node->kind->replay(node, input->data, input->size);
+    } else if (node && input->form == DRV_BUFFER_RECORDS) {
+        msgpack_object root;
+        const msgpack_object *records;
+        char err[300];
+        n = drv_batch_decode_checked(input->data, input->size, &self->batch_zone, &root, &records, err, sizeof err);
+        if (n >= 0) {
+            drv_node_forward(node, records, (size_t)n);
+        }
+    }
+    self->feeding = NULL;
+    return n;
+}
+
+//  An exporter that fell behind reads the log again from its position,
+//  fed alone (drv_dag_positions.c), while it can take more; once it
+//  reaches what the others were fed it is fed with them again.
+static int s_catch_up(drv_dag_t *self, int index)
+{
+    drv_node_t *exporter = &self->nodes[index];
+    int64_t fed_to_others = self->running;
+    int fed = 0;
+    if (!exporter->catch_up && !(exporter->catch_up = drv_buffer_reader_open(self->buffer, exporter->lag_next))) {
+        return 0;
+    }
+    while (fed < PUMP_PER_ROUND && drv_dag_lagging_may_read(exporter)) {
+        drv_buffer_input_t input;
+        char err[300];
+        int rc = exporter->lag_next > fed_to_others
+                     ? 0
+                     : drv_buffer_reader_next(exporter->catch_up, &input, err, sizeof err);
+        if (rc < 0) {
+            drv_error("disk buffer unreadable dir=%s reason=\"%s\"", drv_buffer_dir(self->buffer), err);
+            break;
+        }
+        if (rc == 0 || input.number > fed_to_others) {
+            drv_buffer_reader_close(&exporter->catch_up);
+            exporter->lag_next = exporter->lag_records = 0;
+            drv_dag_positions_say(exporter, "exporter caught up: fed with the others again");
+            break;
+        }
+        self->rerun_for = index;
+        self->running = input.number;
+        drv_node_t *entry;
+        s_feed(self, &input, &entry);
+        self->running = fed_to_others;
+        self->rerun_for = -1;
+        exporter->lag_next = input.number + 1;
+        drv_dag_positions_read(exporter, input.records, input.time_ms);
+        fed++;
+    }
+    return fed;
+}
+
 int drv_dag_pump(drv_dag_t *self)
 {
     int fed = 0;
-    while (self->buffer && fed < PUMP_PER_ROUND && drv_buffer_unread(self->buffer) &&
-           !drv_dag_exporters_backlogged(self)) {
+    for (size_t i = 0; self->buffer && i < self->count; i++) {
+        if (drv_dag_lagging_may_read(&self->nodes[i])) {
+            fed += s_catch_up(self, (int)i);
+        }
+    }
+    while (self->buffer && fed < PUMP_PER_ROUND && drv_buffer_unread(self->buffer) && !drv_dag_detach_laggards(self)) {
         drv_buffer_input_t input;
         char err[300];
         int rc = drv_buffer_next(self->buffer, &input, err, sizeof err);
@@ -121,23 +190,11 @@ int drv_dag_pump(drv_dag_t *self)
         }
         self->running = input.number;
         fed++;
-        drv_node_t *node = s_entry_node(self, input.node, input.form == DRV_BUFFER_RAW);
-        msgpack_zone_clear(&self->batch_zone);
-        int n = -1;
-        if (node && input.form == DRV_BUFFER_RAW && node->kind->replay) {
-            n = node->kind->replay(node, input.data, input.size);
-        } else if (node && input.form == DRV_BUFFER_RECORDS) {
-            msgpack_object root;
-            const msgpack_object *records;
-            n = drv_batch_decode_checked(input.data, input.size, &self->batch_zone, &root, &records, err, sizeof err);
-            if (n >= 0) {
-                drv_node_forward(node, records, (size_t)n);
-            }
-        }
+        drv_dag_positions_passed(self, input.records, input.time_ms);
+        drv_node_t *node;
+        int n = s_feed(self, &input, &node);
         if (n < 0) {
-            //  Nothing can be made of it here (the receiver that took it is of
-            //  another kind now): counted, and it settles as it is.
-            self->unowned_errors++;
+            self->unowned_errors++; // counted, and it settles as it is
             continue;
         }
         if (input.replayed) {
@@ -154,7 +211,20 @@ int drv_dag_buffer_fd(const drv_dag_t *self)
 
 bool drv_dag_buffer_empty(const drv_dag_t *self)
 {
-    return !self->buffer || drv_buffer_empty(self->buffer);
+    if (!self->buffer || drv_buffer_empty(self->buffer)) {
+        return true;
+    }
+    //  What is left is held for exporters behind alone: the log keeps it.
+    bool behind = false;
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        if (node->lag_next) {
+            behind = true;
+        } else if (node->kind->holding && node->kind->holding(node) >= 0) {
+            return false;
+        }
+    }
+    return behind && !drv_buffer_unread(self->buffer);
 }
 
 json_t *drv_dag_buffer_stats(drv_dag_t *self)

@@ -74,5 +74,12 @@ bool drv_node_backlogged(const drv_node_t *node)
 
 bool drv_dag_backlogged(drv_dag_t *self)
 {
-    return self->buffer ? drv_buffer_full(self->buffer) : drv_dag_exporters_backlogged(self);
+    if (!self->buffer) {
+        return drv_dag_exporters_backlogged(self);
+    }
+    bool full = drv_buffer_full(self->buffer);
+    for (size_t i = 0; i < self->count && !full; i++) {
+        full = self->nodes[i].log_full; // behind, at its queue's bound, when_full: block
+    }
+    return full;
 }

@@ -30,11 +30,16 @@ struct drv_dag_t {
     //  NULL: inputs are numbered by its log and wait in it, in order, until
     //  the nodes can take them.
     drv_buffer_t *buffer;
-    int64_t told_durable;    // receivers answering once durable were told up to this
-    msgpack_sbuffer packing; // records packed for the log
-    int64_t tap_per_sec;     // samples per second and tapped node (drv_tap.c)
-    json_t *tap_samples;     // [[node, JSON text], ...] not sent yet, or NULL
-    drv_buf_t tap_buf;       // rendering a sample
+    int64_t told_durable;              // receivers answering once durable were told up to this
+    int rerun_for;                     // an exporter catching up is being fed (its index), or -1
+    const drv_buffer_input_t *feeding; // the input read back being run, or NULL
+    bool generating;                   // a generator's batch is being run
+    json_t *positions;                 // each exporter's position as last saved (drv_dag_positions.c)
+    int64_t positions_due_ms;          // mono: when they may be saved next
+    msgpack_sbuffer packing;           // records packed for the log
+    int64_t tap_per_sec;               // samples per second and tapped node (drv_tap.c)
+    json_t *tap_samples;               // [[node, JSON text], ...] not sent yet, or NULL
+    drv_buf_t tap_buf;                 // rendering a sample
 };
 
 //  drv_dag_buffered.c: opening the buffer (0, or -1 with err), taking
@@ -45,8 +50,29 @@ int drv_dag_buffer_open(drv_dag_t *self, const json_t *spec, char *err, size_t e
 //  when packed is given).
 bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t n, const void *packed, size_t size,
                          const struct iovec *raw, int raw_count);
-//  drv_node.c: true while an exporter holds as much as it may (the nodes
-//  take nothing more).
+//  drv_node.c: true while an exporter fed with the others holds as much
+//  as it may (the nodes take nothing more).
 bool drv_dag_exporters_backlogged(drv_dag_t *self);
+
+//  drv_dag_positions.c: each exporter's own position in a disk buffer's
+//  log. open reads where each stood before a restart; detach lets an
+//  exporter that holds as much as it may fall behind while another is
+//  still fed, and returns true while the log's reading must wait all the
+//  same; settled bounds what the log may forget by where the exporters
+//  that fell behind stand; tick enforces their queues' bounds in the log
+//  and saves the positions now and then.
+void drv_dag_positions_open(drv_dag_t *self);
+bool drv_dag_detach_laggards(drv_dag_t *self);
+int64_t drv_dag_positions_settled(drv_dag_t *self, int64_t settled);
+void drv_dag_positions_tick(drv_dag_t *self, int64_t now_ms);
+//  An input of records taken at time_ms (wall) was fed to the exporters
+//  that keep up: those behind have it ahead of them (their queue's figures).
+void drv_dag_positions_passed(drv_dag_t *self, int64_t records, int64_t time_ms);
+//  An exporter behind read again an input (of records, taken at time_ms).
+void drv_dag_positions_read(drv_node_t *node, int64_t records, int64_t time_ms);
+//  Falling behind, catching up: said at most every 5 s per exporter.
+void drv_dag_positions_say(drv_node_t *node, const char *what);
+//  An exporter that fell behind and may take more (it reads again from its position).
+bool drv_dag_lagging_may_read(const drv_node_t *node);
 
 #endif

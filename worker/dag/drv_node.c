@@ -19,9 +19,40 @@ void *drv_node_alloc(drv_node_t *node, size_t size)
     return msgpack_zone_malloc(&node->dag->batch_zone, size ? size : 1);
 }
 
+static bool s_exporter(const drv_node_t *node)
+{
+    return node->kind->schema->role == DRV_ROLE_EXPORTER;
+}
+
+//  Left out of the input being run (drv_dag_positions.c): an exporter that
+//  had it before a restart or in a log taken over, one that fell behind (it
+//  reads on its own), or, while one catches up, every other.
+static bool s_skips(const drv_node_t *node)
+{
+    const drv_dag_t *dag = node->dag;
+    if (!s_exporter(node)) {
+        return false;
+    }
+    bool logged = !dag->generating; // a generated batch is not in the log: nobody had it
+    if ((logged && dag->running <= node->delivered_upto) || (dag->feeding && drv_buffer_had(dag->feeding, node->id))) {
+        return true;
+    }
+    return dag->rerun_for >= 0 ? node != &dag->nodes[dag->rerun_for] : node->lag_next > 0;
+}
+
+//  While an exporter catches up, the nodes before it run again for it:
+//  only the exporter counts what it takes (docs/operations.md, "Exporter queues").
+static bool s_counts(const drv_node_t *node)
+{
+    return node->dag->rerun_for < 0 || s_exporter(node);
+}
+
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 {
-    node->in += (int64_t)n;
+    if (s_skips(node)) {
+        return;
+    }
+    node->in += s_counts(node) ? (int64_t)n : 0;
     if (node->tap == DRV_TAP_INPUT) {
         drv_tap_sample(node, records, n);
     }
@@ -54,7 +85,7 @@ void drv_node_send(drv_node_t *node, int target, const msgpack_object *records, 
 
 void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n)
 {
-    node->out += (int64_t)n;
+    node->out += s_counts(node) ? (int64_t)n : 0;
     if (node->tap == DRV_TAP_OUTPUT) {
         drv_tap_sample(node, records, n);
     }
@@ -65,12 +96,12 @@ void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n)
 
 void drv_node_count_in(drv_node_t *node, size_t n)
 {
-    node->in += (int64_t)n;
+    node->in += s_counts(node) ? (int64_t)n : 0;
 }
 
 void drv_node_count_out(drv_node_t *node, size_t n)
 {
-    node->out += (int64_t)n;
+    node->out += s_counts(node) ? (int64_t)n : 0;
     node->failing_since_ms = 0;
 }
 
@@ -91,12 +122,12 @@ void drv_node_count_gave_up(drv_node_t *node, size_t n)
 
 void drv_node_count_dropped(drv_node_t *node, size_t n)
 {
-    node->dropped += (int64_t)n;
+    node->dropped += s_counts(node) ? (int64_t)n : 0;
 }
 
 void drv_node_record_error(drv_node_t *node, const char *what)
 {
-    node->errors++;
+    node->errors += s_counts(node);
     int64_t now = drv_time_mono_ms();
     if (now - node->last_warn_ms >= 5000) {
         node->last_warn_ms = now;
@@ -164,7 +195,7 @@ bool drv_dag_exporters_backlogged(drv_dag_t *self)
 {
     for (size_t i = 0; i < self->count; i++) {
         drv_node_t *node = &self->nodes[i];
-        if (node->kind->backlogged && node->kind->backlogged(node)) {
+        if (!node->lag_next && node->kind->backlogged && node->kind->backlogged(node)) {
             return true;
         }
     }

@@ -105,6 +105,20 @@ struct drv_node_t {
     int64_t last_failure_ms;     // mono ms of the last failed attempt (0: none)
     int64_t backlogged_since_ms; // mono ms it was first seen backlogged (0: not backlogged)
     char last_error[200];        // why the last attempt failed
+    //  Exporters of a disk-buffered pipeline: their own position in the log
+    //  (drv_dag_positions.c). lag_next: 0 while fed with the others, else
+    //  the next input it reads again on its own (it fell behind);
+    //  delivered_upto: inputs up to it it had settled before a restart
+    //  (never fed to it again); its queue's bound in the log (0: the
+    //  buffer's) and what happens there (drv_queue.h sets them).
+    int64_t lag_next, delivered_upto;
+    int64_t lag_records, lag_oldest_ms; // behind: records of the log not read yet, wall ms of the oldest
+    int64_t lag_told_ms;                // mono: falling behind and catching up are said at most every 5 s
+    int64_t queue_told_ms;              // mono: its drops in the log are said at most once a second
+    struct drv_buffer_reader_t *catch_up;
+    int64_t log_max_bytes;
+    bool log_drop_oldest;
+    bool log_full; // at its bound in the log with when_full: block: the pipeline pushes back
     //  Receivers: each request's time to its answer; exporters: each post's
     //  (drv_node_observe). Reported with the counters once it has any.
     drv_histo_t duration;

@@ -11,9 +11,22 @@ void drv_queue_init(drv_queue_t *self, drv_node_t *node, const json_t *config, i
     json_t *queue = json_object_get(config, "queue");
     json_t *max = json_object_get(queue, "max_bytes");
     const char *when_full = json_string_value(json_object_get(queue, "when_full"));
-    *self = (drv_queue_t){.max_bytes = json_is_integer(max) ? json_integer_value(max) : fallback_bytes,
-                          .max_batches = !queue && drv_node_buffered(node) ? DRV_QUEUE_BUFFERED_BATCHES : 0,
-                          .drop_oldest = when_full && !strcmp(when_full, "drop_oldest")};
+    bool drop_oldest = when_full && !strcmp(when_full, "drop_oldest");
+    int64_t max_bytes = json_is_integer(max) ? json_integer_value(max) : fallback_bytes;
+    if (drv_node_buffered(node)) {
+        //  The log holds the backlog: memory holds a few batches (half the
+        //  queue at most, so that the newest have room in the log) and,
+        //  once they are held, the exporter falls behind
+        //  (drv_dag_positions.c); max_bytes and when_full apply to what it
+        //  holds and what waits for it in the log together.
+        node->log_max_bytes = json_is_integer(max) ? max_bytes : 0;
+        node->log_drop_oldest = drop_oldest;
+        int64_t in_memory = json_is_integer(max) ? max_bytes / 2 : fallback_bytes;
+        *self = (drv_queue_t){.max_bytes = in_memory < fallback_bytes ? in_memory : fallback_bytes,
+                              .max_batches = DRV_QUEUE_BUFFERED_BATCHES};
+        return;
+    }
+    *self = (drv_queue_t){.max_bytes = max_bytes, .drop_oldest = drop_oldest};
 }
 
 bool drv_queue_full(const drv_queue_t *self, int64_t bytes, int64_t batches)

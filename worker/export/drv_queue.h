@@ -21,13 +21,13 @@ typedef struct {
     int64_t next_log_ms; // mono: drops are logged at most once a second
 } drv_queue_t;
 
-//  With a disk buffer the log holds the backlog, not memory: an exporter's
-//  queue not given holds this many batches at most then, as before queues
-//  (docs/operations.md, "Exporter queues").
+//  With a disk buffer the log holds the backlog, not memory: an exporter
+//  holds this many batches at most then (and no more than its max_bytes),
+//  and its queue's max_bytes and when_full apply to how far behind the
+//  others it may fall in the log (docs/operations.md, "Exporter queues").
 #define DRV_QUEUE_BUFFERED_BATCHES 16
 
-//  From the normalized config's `queue` (absent: fallback_bytes, and in a
-//  disk-buffered pipeline DRV_QUEUE_BUFFERED_BATCHES; block).
+//  From the normalized config's `queue` (absent: fallback_bytes; block).
 void drv_queue_init(drv_queue_t *self, drv_node_t *node, const json_t *config, int64_t fallback_bytes);
 //  True when holding bytes in batches leaves the pipeline to push back (block, full).
 bool drv_queue_full(const drv_queue_t *self, int64_t bytes, int64_t batches);

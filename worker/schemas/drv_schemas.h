@@ -44,9 +44,9 @@ void drv_condition_check(drv_spec_check_t *check, const char *node_path, const c
     {                                                                                                                  \
         .key = "queue", .kind = DRV_KEY_OBJECT,                                                                        \
         .doc = "{max_bytes, when_full: block or drop_oldest}: what it may hold of what it has not delivered while "    \
-               "the other exporters go on (max_bytes: 64 MiB of records; 16 batches with a disk buffer); full, it "    \
-               "blocks "                                                                                               \
-               "(the pipeline pushes back) or drops its oldest records, counted"                                       \
+               "the other exporters go on (max_bytes: 64 MiB of records; with a disk buffer, how far behind the "      \
+               "others it may fall in the log, the buffer's max_bytes by default); full, it blocks (the pipeline "     \
+               "pushes back) or drops its oldest records, counted"                                                     \
     }
 //  The rules of config.queue (absent: the kind's defaults, not in the normalized spec).
 void drv_queue_check(drv_spec_check_t *check, const char *node_path, const json_t *config);

@@ -61,7 +61,7 @@ static int s_check_newest(drv_wal_t *self, segment_t *segment, char *err, size_t
     int64_t offset = 0;
     drv_wal_entry_t entry;
     drv_wal_found_t what;
-    while ((what = drv_wal_entry_at(self, fd, offset, segment->bytes, &entry)) == ENTRY_OK) {
+    while ((what = drv_wal_entry_at(&self->buf, fd, offset, segment->bytes, &entry)) == ENTRY_OK) {
         segment->last = entry.number;
         segment->records += entry.records;
         offset += HEADER + (int64_t)entry.len;
@@ -169,6 +169,9 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
 drv_wal_t *drv_wal_open(const char *dir, const char *quarantine_dir, size_t segment_bytes, char *err, size_t errlen)
 {
     drv_wal_t *self = calloc(1, sizeof *self);
+    if (self) {
+        self->offset_of_number = -1;
+    }
     if (!self) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -216,7 +219,7 @@ void drv_wal_close(drv_wal_t **self_p)
         close(self->quarantine_fd);
     }
     free(self->segments);
-    free(self->buf);
+    free(self->buf.data);
     free(self);
 }
 
@@ -469,4 +472,9 @@ drv_wal_damage_t drv_wal_damage(const drv_wal_t *self)
 const char *drv_wal_notes(const drv_wal_t *self)
 {
     return self->notes;
+}
+
+int drv_wal_dir_fd(const drv_wal_t *self)
+{
+    return self->dir_fd;
 }

@@ -98,6 +98,26 @@ bool drv_wal_unread(const drv_wal_t *self);
 //  When the next entry to read was appended (wall ms), or -1 when none is left.
 int64_t drv_wal_unread_since(drv_wal_t *self);
 
+//  A second reading, of what drv_wal_next passed: entries from number from
+//  on, oldest first (drv_wal_reader.c). next: 1 with entry (valid until the
+//  next call), 0 when none is left (more may come), -1 with err.
+typedef struct drv_wal_reader_t drv_wal_reader_t;
+drv_wal_reader_t *drv_wal_reader_open(drv_wal_t *self, int64_t from);
+int drv_wal_reader_next(drv_wal_reader_t *reader, drv_wal_entry_t *entry, char *err, size_t errlen);
+void drv_wal_reader_close(drv_wal_reader_t **reader_p);
+//  Bytes of the entries from input number to the newest.
+int64_t drv_wal_bytes_from(drv_wal_t *self, int64_t number);
+//  The first number of the segment after the one holding number (the next
+//  input's number when that is the newest).
+int64_t drv_wal_segment_after(const drv_wal_t *self, int64_t number);
+//  The oldest input from from on such that the entries from it to the
+//  newest take at most max_bytes, with the records of the inputs passed over.
+int64_t drv_wal_fit_from(drv_wal_t *self, int64_t from, int64_t max_bytes, int64_t *records_skipped);
+//  Records of the inputs numbered from up to (not including) to, from their headers.
+int64_t drv_wal_records_between(drv_wal_t *self, int64_t from, int64_t to);
+//  The log's directory, open (files beside the segments are opened relative to it).
+int drv_wal_dir_fd(const drv_wal_t *self);
+
 //  Every input up to upto is settled (it was read): segments holding
 //  nothing newer are deleted.
 void drv_wal_settled(drv_wal_t *self, int64_t upto);

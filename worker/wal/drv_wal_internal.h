@@ -19,6 +19,12 @@
 #define HEADER 28                     // length, CRC32C, number, time, records
 #define MAX_ENTRY (64u * 1024 * 1024) // larger than any input drover takes: a length past it is damage
 
+//  Where an entry read is kept, one at a time per reader.
+typedef struct {
+    char *data;
+    size_t cap;
+} drv_wal_buf_t;
+
 typedef struct {
     int64_t first, last;           // input numbers it holds (last: the next one's first - 1 until read)
     int64_t bytes;                 // on disk (intact: the newest is checked at open, the others as read)
@@ -47,15 +53,20 @@ struct drv_wal_t {
     size_t read_index;
     int64_t read_offset;
     int read_fd; // segments[read_index], or -1
-    char *buf;
-    size_t buf_cap;
+    drv_wal_buf_t buf;
+    //  drv_wal_bytes_from's last answer: where entry offset_of_number
+    //  starts in the segment whose first is offset_of_segment.
+    int64_t offset_of_number, offset_of_segment, offset_of;
 };
 
 typedef enum { ENTRY_OK, ENTRY_END, ENTRY_TORN, ENTRY_BAD, ENTRY_ERROR } drv_wal_found_t;
 
 //  The entry at offset of fd (size bytes long): read into self->buf
 //  (number, time, records, payload) and checked.
-drv_wal_found_t drv_wal_entry_at(drv_wal_t *self, int fd, int64_t offset, int64_t size, drv_wal_entry_t *entry);
+drv_wal_found_t drv_wal_entry_at(drv_wal_buf_t *buf, int fd, int64_t offset, int64_t size, drv_wal_entry_t *entry);
+//  The header of the entry at offset of fd: its number, length and
+//  records. 1, or 0 (none whole there).
+int drv_wal_header_at(int fd, int64_t offset, int64_t size, int64_t *number, uint32_t *len, uint32_t *records);
 //  Opens a segment in the log's directory with flags (O_RDONLY, O_RDWR):
 //  a regular file only, never through a link, never waiting on a FIFO.
 //  The descriptor, or -1 with errno (EINVAL: it is not a regular file).

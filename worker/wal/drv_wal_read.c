@@ -20,21 +20,33 @@ static uint64_t s_get64(const unsigned char *p)
     return (uint64_t)s_get32(p) | (uint64_t)s_get32(p + 4) << 32;
 }
 
-static int s_grow_buf(drv_wal_t *self, size_t len)
+static int s_grow_buf(drv_wal_buf_t *buf, size_t len)
 {
-    if (len <= self->buf_cap) {
+    if (len <= buf->cap) {
         return 0;
     }
-    char *grown = realloc(self->buf, len);
+    char *grown = realloc(buf->data, len);
     if (!grown) {
         return -1;
     }
-    self->buf = grown;
-    self->buf_cap = len;
+    buf->data = grown;
+    buf->cap = len;
     return 0;
 }
 
-drv_wal_found_t drv_wal_entry_at(drv_wal_t *self, int fd, int64_t offset, int64_t size, drv_wal_entry_t *entry)
+int drv_wal_header_at(int fd, int64_t offset, int64_t size, int64_t *number, uint32_t *len, uint32_t *records)
+{
+    unsigned char head[HEADER];
+    if (size - offset < HEADER || drv_wal_pread(fd, head, HEADER, offset) != 1) {
+        return 0;
+    }
+    *len = s_get32(head);
+    *number = (int64_t)s_get64(head + 8);
+    *records = s_get32(head + 24);
+    return *len <= MAX_ENTRY && size - offset - HEADER >= (int64_t)*len;
+}
+
+drv_wal_found_t drv_wal_entry_at(drv_wal_buf_t *buf, int fd, int64_t offset, int64_t size, drv_wal_entry_t *entry)
 {
     if (offset >= size) {
         return ENTRY_END;
@@ -55,21 +67,21 @@ drv_wal_found_t drv_wal_entry_at(drv_wal_t *self, int fd, int64_t offset, int64_
     if (size - offset - HEADER < (int64_t)len) {
         return ENTRY_TORN;
     }
-    if (s_grow_buf(self, len + HEADER - 8) != 0) {
+    if (s_grow_buf(buf, len + HEADER - 8) != 0) {
         return ENTRY_ERROR;
     }
-    memcpy(self->buf, head + 8, HEADER - 8);
-    rc = len ? drv_wal_pread(fd, self->buf + HEADER - 8, len, offset + HEADER) : 1;
+    memcpy(buf->data, head + 8, HEADER - 8);
+    rc = len ? drv_wal_pread(fd, buf->data + HEADER - 8, len, offset + HEADER) : 1;
     if (rc != 1) {
         return rc == 0 ? ENTRY_TORN : ENTRY_ERROR;
     }
-    if (drv_crc32c(0, self->buf, len + HEADER - 8) != s_get32(head + 4)) {
+    if (drv_crc32c(0, buf->data, len + HEADER - 8) != s_get32(head + 4)) {
         return ENTRY_BAD;
     }
     *entry = (drv_wal_entry_t){.number = (int64_t)s_get64(head + 8),
                                .time_ms = (int64_t)s_get64(head + 16),
                                .records = s_get32(head + 24),
-                               .data = self->buf + HEADER - 8,
+                               .data = buf->data + HEADER - 8,
                                .len = len};
     return ENTRY_OK;
 }
@@ -99,7 +111,7 @@ int drv_wal_next(drv_wal_t *self, drv_wal_entry_t *entry, char *err, size_t errl
                 return -1;
             }
         }
-        drv_wal_found_t what = drv_wal_entry_at(self, self->read_fd, self->read_offset, segment->bytes, entry);
+        drv_wal_found_t what = drv_wal_entry_at(&self->buf, self->read_fd, self->read_offset, segment->bytes, entry);
         if (what == ENTRY_OK) {
             self->read_offset += HEADER + (int64_t)entry->len;
             segment->read_records += entry->records;
