@@ -166,7 +166,7 @@ int drv_bench_otlp_post(const char *url, double seconds, int connections, double
     slot_t *slots = calloc((size_t)connections, sizeof *slots);
     size_t fixed_size;
     uint8_t *fixed = rate > 0 ? NULL : drv_bench_otlp_logs_request(0, records, &fixed_size);
-    long sent = 0, ok = 0, failed = 0;
+    long sent = 0, ok = 0, failed = 0, ok_bytes = 0;
     double start = drv_bench_now(), end = start + seconds;
     int idle = connections, running = 0;
     for (int i = 0; i < connections; i++) {
@@ -202,6 +202,7 @@ int drv_bench_otlp_post(const char *url, double seconds, int connections, double
             bool good = message->data.result == CURLE_OK && status == 200;
             ok += good;
             failed += !good;
+            ok_bytes += good ? (long)slot->size : 0;
             if (out) {
                 fprintf(out, "%.6f %.3f %ld %ld %ld\n", slot->started, (drv_bench_now() - slot->started) * 1000,
                         message->data.result == CURLE_OK ? status : -1, slot->first_seq, connects);
@@ -213,8 +214,8 @@ int drv_bench_otlp_post(const char *url, double seconds, int connections, double
         curl_multi_poll(multi, NULL, 0, rate > 0 ? 1 : 100, NULL);
     }
     double elapsed = drv_bench_now() - start;
-    printf("requests=%ld ok=%ld failed=%ld records=%ld records_per_sec=%.0f\n", sent, ok, failed, ok * records,
-           ok * records / elapsed);
+    printf("requests=%ld ok=%ld failed=%ld records=%ld records_per_sec=%.0f ok_bytes=%ld\n", sent, ok, failed,
+           ok * records, ok * records / elapsed, ok_bytes);
     for (int i = 0; i < connections; i++) {
         curl_easy_cleanup(slots[i].easy);
         if (!fixed) {
