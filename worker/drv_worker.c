@@ -389,6 +389,9 @@ static int s_loop(worker_t *self)
             drv_dag_drain(self->dag);
             self->receivers_draining = true;
         }
+        if (self->drain_requested && (!self->has_zmq || self->marker_seen)) {
+            drv_dag_hand_over(self->dag); // what failing exporters hold goes to the next instance
+        }
         if (self->drain_requested && (!self->has_zmq || self->marker_seen) && drv_dag_drained(self->dag)) {
             //  Everything the broker sent us came before its marker and has been
             //  exported (exporters finishing later keep a descriptor until they

@@ -147,6 +147,42 @@ class Queues(EngineTest):
         self.assertEqual(got, sorted(got), "what was kept, in order")
 
 
+    def changed_while_behind(self, change, cores=1):
+        """3,000 records in with the backend down, the pipeline changed by
+        change(spec), then the backend revived: it gets every record once,
+        and the file beside it has each once (the next generation takes the
+        log over with where each exporter stood)."""
+        port = free_port()
+        spec = self.fan({"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}})
+        spec["cores"] = {"count": cores}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body={"pipeline": spec},
+                                          timeout=30)
+        self.assertEqual(status, 200, body)
+        self.post_all(port, 300, 10)
+        wait_until(lambda: len(self.filed()) >= 3000, 5, "every record in the file beside the dead backend")
+        change(spec)
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body={"pipeline": spec},
+                                          timeout=60)
+        self.assertEqual(status, 200, body)
+        capture = self.revive()
+        got = wait_until(lambda: (lambda d: d if len(d) >= 3000 else None)(self.delivered(capture)), 30,
+                         "the revived backend's whole backlog after the change")
+        self.assertEqual(sorted(r["i"] for r in got), list(range(3000)), "nothing lost, nothing twice")
+        self.post_all(port, 10, 10)  # and the new generation goes on
+        wait_until(lambda: len(self.filed()) >= 3100, 5, "the new generation's records in the file")
+        self.assertEqual(sorted(r["i"] for r in self.filed()), sorted(list(range(3000)) + list(range(100))),
+                         "the file beside it not written again")
+
+    def test_a_replace_while_one_branch_is_behind_hands_its_position_over(self):
+        def change(spec):
+            spec["nodes"]["http"]["config"]["retry"] = {**RETRY, "initial_ms": 60}
+        self.changed_while_behind(change)
+
+    def test_a_resize_while_one_branch_is_behind_hands_its_position_over(self):
+        def change(spec):
+            spec["cores"] = {"count": 1}
+        self.changed_while_behind(change, cores=2)
+
 class DiskQueues(Queues):
     """The same with a disk buffer: the log holds the backlog, written once;
     the exporter behind reads it again from its own position."""
@@ -188,42 +224,6 @@ class DiskQueues(Queues):
         wait_until(lambda: self.positions().get("http", 0) >= 300, 10, "the revived exporter's position saved")
         self.assertEqual(sorted(r["i"] for r in self.filed()), list(range(3000)),
                          "the file beside it not written again")
-
-    def changed_while_behind(self, change, cores=1):
-        """3,000 records in with the backend down, the pipeline changed by
-        change(spec), then the backend revived: it gets every record once,
-        and the file beside it has each once (the next generation takes the
-        log over with where each exporter stood)."""
-        port = free_port()
-        spec = self.fan({"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}})
-        spec["cores"] = {"count": cores}
-        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body={"pipeline": spec},
-                                          timeout=30)
-        self.assertEqual(status, 200, body)
-        self.post_all(port, 300, 10)
-        wait_until(lambda: len(self.filed()) >= 3000, 5, "every record in the file beside the dead backend")
-        change(spec)
-        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body={"pipeline": spec},
-                                          timeout=60)
-        self.assertEqual(status, 200, body)
-        capture = self.revive()
-        got = wait_until(lambda: (lambda d: d if len(d) >= 3000 else None)(self.delivered(capture)), 30,
-                         "the revived backend's whole backlog after the change")
-        self.assertEqual(sorted(r["i"] for r in got), list(range(3000)), "nothing lost, nothing twice")
-        self.post_all(port, 10, 10)  # and the new generation goes on
-        wait_until(lambda: len(self.filed()) >= 3100, 5, "the new generation's records in the file")
-        self.assertEqual(sorted(r["i"] for r in self.filed()), sorted(list(range(3000)) + list(range(100))),
-                         "the file beside it not written again")
-
-    def test_a_replace_while_one_branch_is_behind_hands_its_position_over(self):
-        def change(spec):
-            spec["nodes"]["http"]["config"]["retry"] = {**RETRY, "initial_ms": 60}
-        self.changed_while_behind(change)
-
-    def test_a_resize_while_one_branch_is_behind_hands_its_position_over(self):
-        def change(spec):
-            spec["cores"] = {"count": 1}
-        self.changed_while_behind(change, cores=2)
 
 
 if __name__ == "__main__":

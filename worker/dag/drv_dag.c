@@ -150,6 +150,7 @@ void drv_dag_destroy(drv_dag_t **self_p)
     }
     json_decref(self->positions);
     self->positions = NULL;
+    drv_dag_handover_close(self);
     free(self->nodes);
     char *buffer;
     while ((buffer = zlist_pop(self->spec_buffers))) {
@@ -308,6 +309,7 @@ int64_t drv_dag_settle(drv_dag_t *self)
         }
     }
     settled = drv_dag_positions_settled(self, settled);
+    drv_dag_handover_settled(self, settled);
     int64_t durable = settled;
     if (self->buffer) {
         drv_dag_positions_tick(self, drv_time_mono_ms());
@@ -394,6 +396,8 @@ int64_t drv_dag_timeout_ms(drv_dag_t *self)
             soonest = drv_dag_lagging_may_read(&self->nodes[i]) ? 0 : soonest; // catching up
         }
     }
+    int64_t handover = drv_dag_handover_timeout_ms(self, drv_time_mono_ms());
+    soonest = handover >= 0 && (soonest < 0 || handover < soonest) ? handover : soonest;
     for (size_t i = 0; i < self->count; i++) {
         drv_node_t *node = &self->nodes[i];
         int64_t ms = node->kind->timeout_ms && node->kind->fd(node) >= 0 ? node->kind->timeout_ms(node) : -1;
@@ -406,6 +410,7 @@ int64_t drv_dag_timeout_ms(drv_dag_t *self)
 
 void drv_dag_drain(drv_dag_t *self)
 {
+    self->draining = true;
     for (size_t i = 0; i < self->count; i++) {
         drv_node_t *node = &self->nodes[i];
         if (node->kind->drain) {

@@ -58,6 +58,10 @@ size_t drv_dag_fds(drv_dag_t *self, int *fds, size_t *nodes, size_t max);
 //  Node `node` (from drv_dag_fds) is readable or its timeout is due: it
 //  reads and emits. Returns records emitted.
 int drv_dag_readable(drv_dag_t *self, size_t node);
+//  A draining memory-buffered instance whose exporters that still hold
+//  anything are all failing hands it to the next instance of the pipeline
+//  (drv_dag_handover.c; tried at most every 500 ms), so that it may exit.
+void drv_dag_hand_over(drv_dag_t *self);
 //  A draining instance may exit: no node but an exporter behind (whose
 //  backlog the log keeps) has a descriptor left, and drv_dag_buffer_empty.
 bool drv_dag_drained(drv_dag_t *self);

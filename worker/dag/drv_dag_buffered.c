@@ -171,7 +171,7 @@ static int s_catch_up(drv_dag_t *self, int index)
 
 int drv_dag_pump(drv_dag_t *self)
 {
-    int fed = 0;
+    int fed = drv_dag_handover_feed(self);
     for (size_t i = 0; self->buffer && i < self->count; i++) {
         if (drv_dag_lagging_may_read(&self->nodes[i])) {
             fed += s_catch_up(self, (int)i);

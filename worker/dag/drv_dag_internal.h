@@ -34,12 +34,19 @@ struct drv_dag_t {
     int rerun_for;                     // an exporter catching up is being fed (its index), or -1
     const drv_buffer_input_t *feeding; // the input read back being run, or NULL
     bool generating;                   // a generator's batch is being run
-    json_t *positions;                 // each exporter's position as last saved (drv_dag_positions.c)
-    int64_t positions_due_ms;          // mono: when they may be saved next
-    msgpack_sbuffer packing;           // records packed for the log
-    int64_t tap_per_sec;               // samples per second and tapped node (drv_tap.c)
-    json_t *tap_samples;               // [[node, JSON text], ...] not sent yet, or NULL
-    drv_buf_t tap_buf;                 // rendering a sample
+    bool draining;                     // drv_dag_drain was called
+    //  What drained instances' exporters held, being given to ours (drv_dag_handover.c).
+    struct drv_handover_t *handover;
+    bool handover_read_all;
+    int64_t handover_scan_ms, handover_tried_ms; // mono: the next look for one; the last try to hand over
+    int64_t (*handover_pending)[2];              // [input, handover entry] fed and not settled, oldest first (a ring)
+    size_t handover_pending_head, handover_pending_count, handover_pending_cap;
+    json_t *positions;        // each exporter's position as last saved (drv_dag_positions.c)
+    int64_t positions_due_ms; // mono: when they may be saved next
+    msgpack_sbuffer packing;  // records packed for the log
+    int64_t tap_per_sec;      // samples per second and tapped node (drv_tap.c)
+    json_t *tap_samples;      // [[node, JSON text], ...] not sent yet, or NULL
+    drv_buf_t tap_buf;        // rendering a sample
 };
 
 //  drv_dag_buffered.c: opening the buffer (0, or -1 with err), taking
@@ -53,6 +60,17 @@ bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t
 //  drv_node.c: true while an exporter fed with the others holds as much
 //  as it may (the nodes take nothing more).
 bool drv_dag_exporters_backlogged(drv_dag_t *self);
+
+//  drv_dag_handover.c: a draining memory-buffered instance hands what its
+//  failing exporters hold to the next; every running one takes such over.
+//  hand_over tries (at most every 500 ms) once only failing exporters
+//  hold anything; handover_feed claims and feeds (records fed); settled
+//  lets the handover forget what is settled; timeout_ms says when to look
+//  again (-1: not needed); close lets a claimed one go.
+void drv_dag_handover_close(drv_dag_t *self);
+int drv_dag_handover_feed(drv_dag_t *self);
+void drv_dag_handover_settled(drv_dag_t *self, int64_t settled);
+int64_t drv_dag_handover_timeout_ms(const drv_dag_t *self, int64_t now);
 
 //  drv_dag_positions.c: each exporter's own position in a disk buffer's
 //  log. open reads where each stood before a restart; detach lets an

@@ -83,6 +83,11 @@ void drv_node_send(drv_node_t *node, int target, const msgpack_object *records, 
     s_run(&node->dag->nodes[target], records, n);
 }
 
+void drv_node_deliver(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    s_run(node, records, n);
+}
+
 void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     node->out += s_counts(node) ? (int64_t)n : 0;

@@ -73,6 +73,14 @@ typedef struct drv_node_kind_t {
     //  buffer, and hands them on (drv_node_forward). Returns the records,
     //  or -1 when the bytes are not such an input (counted as an error).
     int (*replay)(drv_node_t *node, const void *data, size_t size);
+    //  Exporters of a memory-buffered instance that drains while they cannot
+    //  deliver (docs/operations.md, "Exporter queues"): forget false hands
+    //  each batch they hold to put, oldest first (records the kind still
+    //  has; put false stops it), and returns the records put, or -1 when
+    //  put failed; forget true then lets all of it go (the next instance
+    //  has it). NULL: nothing is handed over.
+    int64_t (*hand_over)(drv_node_t *node, bool (*put)(void *arg, const msgpack_object *records, size_t n), void *arg,
+                         bool forget);
     //  Frees node->state. NULL: free(node->state).
     void (*destroy)(drv_node_t *node);
     bool fed_by_broker; // receives producer messages from the broker (drv_dag_ingest)
@@ -182,6 +190,9 @@ int drv_node_find(const drv_node_t *node, const char *id);
 extern bool drv_node_probe;
 //  Hands records to one node of the same DAG (by index), as forwarding does.
 void drv_node_send(drv_node_t *node, int target, const msgpack_object *records, size_t n);
+//  Runs records through node itself (an exporter given what another
+//  instance's exporter of its id held).
+void drv_node_deliver(drv_node_t *node, const msgpack_object *records, size_t n);
 //  Hands records on to every node after this one.
 void drv_node_forward(drv_node_t *node, const msgpack_object *records, size_t n);
 //  Records a receiver made itself (the others are counted in as they are

@@ -173,10 +173,6 @@ int drv_export_encode(drv_export_t *self, batch_t *batch, char *err, size_t errl
         rc = drv_export_grpc_frame(&body.data, &body.len, self->settings.gzip);
         body.capacity = body.len;
     }
-    msgpack_zone_destroy(&batch->zone);
-    batch->zone_ready = false;
-    free(batch->taken);
-    batch->taken = NULL;
     if (rc != 0) {
         drv_buf_free(&body);
         return -1;
@@ -371,4 +367,25 @@ void drv_export_node_queue(drv_node_t *node, int64_t *bytes, int64_t *oldest_ms)
             *oldest_ms = batch->taken_ms;
         }
     }
+}
+
+int64_t drv_export_node_hand_over(drv_node_t *node, bool (*put)(void *arg, const msgpack_object *records, size_t n),
+                                  void *arg, bool forget)
+{
+    drv_export_t *self = s_of(node);
+    int64_t records = 0;
+    for (int i = 0; self && i < DRV_EXPORT_LANES; i++) {
+        drv_export_close(self, i); // what is open goes too, as a batch
+    }
+    for (batch_t *batch = self ? self->head : NULL, *next; batch; batch = next) {
+        next = batch->next;
+        if (forget) {
+            drv_export_unlink(self, batch);
+            drv_export_batch_free(self, batch); // a post under way is abandoned: it may arrive twice
+        } else if (batch->taken && !put(arg, batch->taken, batch->records)) {
+            return -1;
+        }
+        records += (int64_t)batch->records;
+    }
+    return records;
 }

@@ -78,11 +78,14 @@ int64_t drv_export_node_holding(drv_node_t *node);
 bool drv_export_node_backlogged(drv_node_t *node);
 int64_t drv_export_node_backlog(drv_node_t *node);
 void drv_export_node_queue(drv_node_t *node, int64_t *bytes, int64_t *oldest_ms);
+int64_t drv_export_node_hand_over(drv_node_t *node, bool (*put)(void *arg, const msgpack_object *records, size_t n),
+                                  void *arg, bool forget);
 
 //  The hooks above, for a kind's drv_node_kind_t.
 #define DRV_EXPORT_NODE_HOOKS                                                                                          \
     .fd = drv_export_node_fd, .readable = drv_export_node_readable, .timeout_ms = drv_export_node_timeout_ms,          \
     .drain = drv_export_node_drain, .flush = drv_export_node_flush, .holding = drv_export_node_holding,                \
-    .backlogged = drv_export_node_backlogged, .backlog = drv_export_node_backlog, .queue = drv_export_node_queue
+    .backlogged = drv_export_node_backlogged, .backlog = drv_export_node_backlog, .queue = drv_export_node_queue,      \
+    .hand_over = drv_export_node_hand_over
 
 #endif

@@ -16,10 +16,11 @@
 typedef struct batch_t {
     struct batch_t *next;
     int lane;
-    //  Its records as taken (the lane's zone, handed over at close) until
-    //  it is first posted; then the body they encode to, kept for retries:
-    //  a batch that waits behind a dead backend is never encoded
-    //  (drv_export_encode).
+    //  Its records as taken (the lane's zone, handed over at close), and
+    //  once it is first posted the body they encode to, kept for retries: a
+    //  batch that waits behind a dead backend is never encoded
+    //  (drv_export_encode). The records stay until it is delivered: a
+    //  draining instance may hand them to the next (drv_export_node_hand_over).
     msgpack_zone zone;
     msgpack_object *taken;
     bool zone_ready;
@@ -83,7 +84,7 @@ static inline size_t drv_export_in_flight(const drv_export_t *self)
 }
 void drv_export_close(drv_export_t *self, int lane);
 //  Encodes a closed batch's records into its body (gzip'd, framed as the
-//  format says) and lets them go. 0, or -1 with err: it cannot be sent.
+//  format says). 0, or -1 with err: it cannot be sent.
 int drv_export_encode(drv_export_t *self, batch_t *batch, char *err, size_t errlen);
 void drv_export_unlink(drv_export_t *self, batch_t *batch);
 void drv_export_batch_free(drv_export_t *self, batch_t *batch);

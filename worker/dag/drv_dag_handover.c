@@ -1,0 +1,233 @@
+/*  drv_dag_handover — a memory-buffered instance that drains while an
+    exporter cannot deliver hands what that exporter holds to the next
+    instance of the pipeline instead of waiting for the drain timeout
+    (docs/operations.md, "Exporter queues"; the log: buffer/drv_handover.h).
+    Handing over: once the exporters that still hold anything are all
+    failing, their batches are written, synced, and let go, so that the
+    instance settles and exits. Taking over: every running instance of the
+    pipeline looks for a handover nobody holds every SCAN_MS and gives its
+    records to its own exporter of the same id (they already went through
+    the processors), oldest first, as that exporter can take them; the
+    handover is deleted once they are settled. Above drv_node.c, below
+    drv_dag_buffered.c. */
+#include "drv_dag_internal.h"
+#include "drv_handover.h"
+
+#include "drover/drv_batch.h"
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCAN_MS 1000
+#define TRY_EVERY_MS 500
+#define FEED_PER_TURN 64
+
+static bool s_exporter(const drv_node_t *node)
+{
+    return node->kind->schema->role == DRV_ROLE_EXPORTER;
+}
+
+//  ---------------------------------------------------------------- handing over
+
+typedef struct {
+    drv_handover_t *log;
+    const char *exporter;
+    msgpack_sbuffer packed;
+    char err[300];
+} put_t;
+
+static bool s_put(void *arg, const msgpack_object *records, size_t n)
+{
+    put_t *put = arg;
+    msgpack_sbuffer_clear(&put->packed);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &put->packed, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, n);
+    for (size_t i = 0; i < n; i++) {
+        msgpack_pack_object(&pk, records[i]);
+    }
+    return drv_handover_put(put->log, put->exporter, put->packed.data, put->packed.size, (uint32_t)n, put->err,
+                            sizeof put->err) == 0;
+}
+
+//  True when what is held is held only by exporters that are failing and can hand it over.
+static bool s_only_failing_hold(drv_dag_t *self)
+{
+    bool any = false;
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        bool holds = node->kind->holding && node->kind->holding(node) >= 0;
+        if (holds && (!s_exporter(node) || !node->failing_since_ms || !node->kind->hand_over)) {
+            return false;
+        }
+        any |= holds;
+    }
+    return any;
+}
+
+void drv_dag_hand_over(drv_dag_t *self)
+{
+    int64_t now = drv_time_mono_ms();
+    if (self->buffer || !self->who.buffer_dir || now < self->handover_tried_ms + TRY_EVERY_MS ||
+        !s_only_failing_hold(self)) {
+        return;
+    }
+    self->handover_tried_ms = now;
+    put_t put = {.err = "out of memory"};
+    put.log = drv_handover_create(self->who.buffer_dir, self->who.group, self->who.pipeline, self->who.core,
+                                  self->who.generation, put.err, sizeof put.err);
+    msgpack_sbuffer_init(&put.packed);
+    int64_t records = 0;
+    for (size_t i = 0; put.log && i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        if (node->kind->hand_over && node->kind->holding(node) >= 0) {
+            put.exporter = node->id;
+            int64_t n = node->kind->hand_over(node, s_put, &put, false);
+            records = n < 0 || records < 0 ? -1 : records + n;
+        }
+    }
+    msgpack_sbuffer_destroy(&put.packed);
+    if (!put.log || records < 0 || drv_handover_close(&put.log, true, put.err, sizeof put.err) != 0) {
+        if (put.log) {
+            drv_handover_close(&put.log, false, put.err, sizeof put.err);
+        }
+        drv_warn("drain: what exporters behind hold not handed over reason=\"%s\": waiting for them", put.err);
+        return;
+    }
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        if (node->kind->hand_over && node->kind->holding(node) >= 0) {
+            node->kind->hand_over(node, s_put, NULL, true);
+            drv_info("drain: exporter behind handed its queue to the next instance node=%s", node->id);
+        }
+    }
+    drv_info("drain: handed over records=%lld", (long long)records);
+}
+
+//  ---------------------------------------------------------------- taking over
+
+static drv_node_t *s_exporter_named(drv_dag_t *self, const char *id)
+{
+    for (size_t i = 0; i < self->count; i++) {
+        if (s_exporter(&self->nodes[i]) && !strcmp(self->nodes[i].id, id)) {
+            return &self->nodes[i];
+        }
+    }
+    return NULL;
+}
+
+static bool s_any_backlogged(drv_dag_t *self)
+{
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        if (node->kind->hand_over && node->kind->backlogged && node->kind->backlogged(node)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void s_pending_push(drv_dag_t *self, int64_t input, int64_t entry)
+{
+    if (self->handover_pending_count == self->handover_pending_cap) {
+        size_t cap = self->handover_pending_cap ? self->handover_pending_cap * 2 : 64;
+        int64_t(*grown)[2] = malloc(cap * sizeof *grown);
+        if (!grown) {
+            abort(); // two numbers per handed-over batch, bounded by the exporter's queue
+        }
+        for (size_t i = 0; i < self->handover_pending_count; i++) {
+            memcpy(grown[i], self->handover_pending[(self->handover_pending_head + i) % self->handover_pending_cap],
+                   sizeof grown[i]);
+        }
+        free(self->handover_pending);
+        self->handover_pending = grown;
+        self->handover_pending_cap = cap;
+        self->handover_pending_head = 0;
+    }
+    size_t at = (self->handover_pending_head + self->handover_pending_count++) % self->handover_pending_cap;
+    self->handover_pending[at][0] = input;
+    self->handover_pending[at][1] = entry;
+}
+
+int drv_dag_handover_feed(drv_dag_t *self)
+{
+    int64_t now = drv_time_mono_ms();
+    if (self->buffer || !self->who.buffer_dir || self->draining) {
+        return 0;
+    }
+    if (!self->handover && now >= self->handover_scan_ms) {
+        self->handover_scan_ms = now + SCAN_MS;
+        if ((self->handover = drv_handover_claim(self->who.buffer_dir, self->who.group, self->who.pipeline))) {
+            self->handover_read_all = false;
+            drv_info("taking over what a drained instance's exporters held dir=%s", drv_handover_dir(self->handover));
+        }
+    }
+    int fed = 0;
+    while (self->handover && !self->handover_read_all && fed < FEED_PER_TURN && !s_any_backlogged(self)) {
+        drv_buffer_input_t input;
+        char err[300];
+        int rc = drv_handover_next(self->handover, &input, err, sizeof err);
+        if (rc <= 0) {
+            if (rc < 0) {
+                drv_warn("handover unreadable dir=%s reason=\"%s\": the rest is left to the next instance",
+                         drv_handover_dir(self->handover), err);
+            }
+            self->handover_read_all = true;
+            break;
+        }
+        msgpack_zone_clear(&self->batch_zone);
+        msgpack_object root;
+        const msgpack_object *records;
+        int n = drv_batch_decode_checked(input.data, input.size, &self->batch_zone, &root, &records, err, sizeof err);
+        drv_node_t *exporter = s_exporter_named(self, input.node);
+        self->running = ++self->input;
+        if (n >= 0 && exporter) {
+            drv_node_deliver(exporter, records, (size_t)n);
+        } else {
+            self->unowned_errors++; // the pipeline has no such exporter any more: counted, and it settles as it is
+            drv_warn("handed-over records for no exporter of this pipeline node=%s records=%u", input.node,
+                     input.records);
+        }
+        s_pending_push(self, self->input, input.number);
+        fed++;
+    }
+    return fed;
+}
+
+void drv_dag_handover_settled(drv_dag_t *self, int64_t settled)
+{
+    int64_t entry = -1;
+    while (self->handover_pending_count > 0 && self->handover_pending[self->handover_pending_head][0] <= settled) {
+        entry = self->handover_pending[self->handover_pending_head][1];
+        self->handover_pending_head = (self->handover_pending_head + 1) % self->handover_pending_cap;
+        self->handover_pending_count--;
+    }
+    if (self->handover && entry >= 0) {
+        drv_handover_settled(self->handover, entry);
+    }
+    if (self->handover && self->handover_read_all && self->handover_pending_count == 0) {
+        drv_info("handed-over records delivered dir=%s", drv_handover_dir(self->handover));
+        drv_handover_finish(&self->handover);
+    }
+}
+
+int64_t drv_dag_handover_timeout_ms(const drv_dag_t *self, int64_t now)
+{
+    if (self->buffer || !self->who.buffer_dir || self->draining) {
+        return -1;
+    }
+    if (self->handover && !self->handover_read_all) {
+        return 0;
+    }
+    return self->handover ? -1 : (self->handover_scan_ms > now ? self->handover_scan_ms - now : 0);
+}
+
+void drv_dag_handover_close(drv_dag_t *self)
+{
+    drv_handover_release(&self->handover);
+    free(self->handover_pending);
+    self->handover_pending = NULL;
+}
