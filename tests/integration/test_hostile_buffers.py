@@ -29,22 +29,22 @@ class HostileBuffers(EngineTest):
     def tearDown(self):
         subprocess.run(["rm", "-rf", self.victim_dir])
 
-    def config(self, engine_extra=""):
-        pipelines = """
+    def config(self, engine_extra="", buffer="disk"):
+        pipelines = f"""
       durable:
-        cores: {count: 1}
+        cores: {{count: 1}}
         nodes:
-          in: {type: "receiver:generator", config: {rate: 200, record: {msg: tick}}, to: [out]}
-          out: {type: "exporter:file", config: {path: "{OUT}/durable.ndjson"}}
+          in: {{type: "receiver:generator", config: {{rate: 200, record: {{msg: tick}}}}, to: [out]}}
+          out: {{type: "exporter:file", config: {{path: "{{OUT}}/durable.ndjson"}}}}
         policies:
-          buffer: {type: disk}
+          buffer: {{type: {buffer}}}
 """
         return engine_yaml(pipelines, engine_extra).replace("HTTP", str(self.http_port))
 
-    def prepared(self, engine_extra=""):
+    def prepared(self, engine_extra="", buffer="disk"):
         """An engine, configured but not started, whose run_dir exists, and
         the path of its pipeline's first slot (created)."""
-        self.engine = Engine(self.config(engine_extra))
+        self.engine = Engine(self.config(engine_extra, buffer))
         self.addCleanup(self._dump_and_cleanup)
         os.makedirs(self.engine.run_dir, mode=0o700)
         buffer_dir = os.path.join(self.engine.run_dir, "buffer")
@@ -74,6 +74,19 @@ class HostileBuffers(EngineTest):
         self.assertTrue(os.path.islink(moved), os.listdir(self.quarantine()))
         self.assertFalse(os.path.lexists(os.path.join(slot, SEGMENT)))
         self.assertRegex(self.engine.log_text(), rf"{SEGMENT} is a symbolic link: moved to quarantine as odd-{SEGMENT}")
+
+    def test_a_link_planted_as_a_handover_is_passed_over_never_followed(self):
+        #  A memory pipeline's instances look for what drained instances
+        #  handed over (handover.*) beside the slots: a link there is refused.
+        slot = self.prepared(buffer="memory")
+        planted = os.path.join(os.path.dirname(slot), "handover.0.1.1.0")
+        os.symlink(self.victim_dir, planted)
+        self.engine.start()
+        self.flowing()
+        self.engine.wait_log(r"handover passed over: .*handover\.0\.1\.1\.0")
+        self.assert_victim_untouched()
+        self.assertEqual(os.listdir(self.victim_dir), ["victim"], "nothing made or removed through the link")
+        self.assertTrue(os.path.islink(planted))
 
     def test_the_quarantine_copy_never_follows_a_link_planted_under_its_name(self):
         slot = self.prepared()

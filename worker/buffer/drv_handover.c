@@ -29,10 +29,16 @@ static void s_pipeline_dir(const char *root, const char *group, const char *pipe
     snprintf(out, size, "%s/%s/%s", root, group && *group ? group : "_", pipeline);
 }
 
-//  Deletes a handover directory's files (segments, lock) and itself.
+//  Deletes a handover directory's files (segments, lock) and itself; never
+//  through a link (docs/security.md).
 static void s_remove(const char *dir)
 {
-    DIR *d = opendir(dir);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (fd >= 0 && !d) {
+        close(fd);
+        return;
+    }
     struct dirent *e;
     while (d && (e = readdir(d))) {
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
@@ -114,9 +120,14 @@ drv_handover_t *drv_handover_claim(const char *root, const char *group, const ch
         }
         char dir[4500], err[400];
         snprintf(dir, sizeof dir, "%s/%s", base, e->d_name);
-        int lock_fd = drv_buffer_lock(dir, NULL, 0);
+        int lock_fd = drv_buffer_lock(dir, err, sizeof err);
+        static int64_t s_refused_told_ms; // said at most once a minute per process
+        if (lock_fd == DRV_BUFFER_LOCK_REFUSED && drv_time_mono_ms() - s_refused_told_ms >= 60000) {
+            s_refused_told_ms = drv_time_mono_ms();
+            drv_warn("handover passed over: %s", err);
+        }
         if (lock_fd < 0) {
-            continue; // claimed by another, or not what it should be
+            continue; // claimed by another, or not what it should be (a link is never followed)
         }
         self = calloc(1, sizeof *self);
         if (self) {
