@@ -6,14 +6,14 @@ second branch to an exporter:http whose backend is down (its queue large
 enough not to fill in the window) against the same pipeline without that
 branch, in the same run, interleaved. Goal: >= 0.9.
 
-The same with a disk buffer (the log is every exporter's queue,
-docs/operations.md "Positions in a disk buffer"): OTLP/HTTP under
-drover-bench otlp-post (8 connections, 100 logs a request) into
-receiver:otlp fanned out to exporter:null, alone, beside one exporter:http
-whose backend is down, and beside two: the healthy branch's records/s
-against alone (goal >= 0.9), and the bytes the log holds at the end of the
-window against the request bytes accepted in it (goal <= 1.2 whatever the
-number of exporters).
+Then OTLP/HTTP under drover-bench otlp-post (8 connections, 100 logs a
+request) into receiver:otlp fanned out to exporter:null, alone and beside
+one exporter:http whose backend is down, with a memory buffer; and with a
+disk buffer (the log is every exporter's queue, docs/operations.md
+"Positions in a disk buffer") alone, beside one and beside two: the
+healthy branch's records/s against alone (goal >= 0.9), and the bytes the
+log holds at the end of the window against the request bytes accepted in
+it (goal <= 1.2 whatever the number of exporters).
 
 Usage: bench/branches.py [SECONDS] [--smoke]   (default a 5 s window, best of 3)"""
 
@@ -65,9 +65,10 @@ def rate(dead, seconds):
         engine.cleanup()
 
 
-def disk_rate(dead, seconds):
+def otlp_rate(dead, seconds, disk=True):
     """The healthy exporter:null's records/s with dead exporters beside it
-    in a disk-buffered pipeline, and the log's bytes against those accepted."""
+    (their queue 2 GiB without a disk buffer: it does not fill in the
+    window), and the log's bytes against those accepted (disk)."""
     port, otlp = free_port(), free_port()
     nodes = {"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{otlp}"},
                     "to": ["null"] + [f"dead{k}" for k in range(dead)]},
@@ -76,8 +77,11 @@ def disk_rate(dead, seconds):
         nodes[f"dead{k}"] = {"type": "exporter:http", "config": {
             "endpoint": f"http://127.0.0.1:{free_port()}/in",
             "retry": {"initial_ms": 100, "max_ms": 1000, "max_elapsed_secs": 0}}}
-    spec = {"pipeline": {"cores": {"count": 1}, "nodes": nodes,
-                         "policies": {"buffer": {"type": "disk", "max_bytes": 8 << 30, "sync": "batch"}}}}
+        if not disk:
+            nodes[f"dead{k}"]["config"]["queue"] = {"max_bytes": 2 << 30}
+    spec = {"pipeline": {"cores": {"count": 1}, "nodes": nodes}}
+    if disk:
+        spec["pipeline"]["policies"] = {"buffer": {"type": "disk", "max_bytes": 8 << 30, "sync": "batch"}}
     engine = Engine(engine_yaml(engine_extra="  heartbeat_interval_ms: 100\n").replace("HTTP", str(port))).start()
     try:
         admin = Admin(engine, port)
@@ -101,7 +105,7 @@ def disk_rate(dead, seconds):
         last, t1 = out(), time.monotonic()
         text, _ = load.communicate(timeout=seconds + 20)
         accepted = int(re.search(r"ok_bytes=(\d+)", text).group(1))
-        held = status_now().get("buffer", {}).get("bytes", 0)
+        held = status_now().get("buffer", {}).get("bytes") or 0
         return (last - first) / (t1 - t0), held / accepted if accepted else 0
     finally:
         engine.stop()
@@ -126,22 +130,29 @@ def main():
     print(f"B22 healthy branch beside a dead sibling / alone = {ratio:.2f} "
           f"(goal >= 0.9: {'met' if ratio >= 0.9 else 'missed'})")
     print()
-    runs = {0: (0.0, 0.0), 1: (0.0, 0.0), 2: (0.0, 0.0)}
+    runs = {(False, 0): (0.0, 0.0), (False, 1): (0.0, 0.0), (True, 0): (0.0, 0.0), (True, 1): (0.0, 0.0),
+            (True, 2): (0.0, 0.0)}
     for _ in range(rounds):
-        for dead in runs:
-            got = disk_rate(dead, seconds)
-            runs[dead] = got if got[0] > runs[dead][0] else runs[dead]
-    print("| disk buffer, OTLP/HTTP in (8 connections) | exporter:null's records/s | log bytes / bytes accepted |")
+        for disk, dead in runs:
+            got = otlp_rate(dead, seconds, disk)
+            runs[disk, dead] = got if got[0] > runs[disk, dead][0] else runs[disk, dead]
+    print("| OTLP/HTTP in (8 connections) | exporter:null's records/s | log bytes / bytes accepted |")
     print("| --- | ---: | ---: |")
-    for dead, (value, held) in runs.items():
-        print(f"| beside {dead} dead exporter:http | {value:,.0f} | {held:.2f} |")
+    for (disk, dead), (value, held) in runs.items():
+        print(f"| {'disk' if disk else 'memory'} buffer, beside {dead} dead exporter:http | {value:,.0f} | "
+              f"{f'{held:.2f}' if disk else ''} |")
     print()
-    alone_disk = runs[0][0]
+    alone = runs[False, 0][0]
+    r = runs[False, 1][0] / alone if alone else 0
+    print(f"B22 OTLP, memory: healthy branch beside a dead sibling / alone = {r:.2f} "
+          f"(goal >= 0.9: {'met' if r >= 0.9 else 'missed'})")
+    alone = runs[True, 0][0]
     for dead in (1, 2):
-        r = runs[dead][0] / alone_disk if alone_disk else 0
-        print(f"B22 disk: healthy branch beside {dead} dead / alone = {r:.2f} "
-              f"(goal >= 0.9: {'met' if r >= 0.9 else 'missed'}); log bytes / accepted = {runs[dead][1]:.2f} "
-              f"(goal <= 1.2: {'met' if 0 < runs[dead][1] <= 1.2 else 'missed'})")
+        r = runs[True, dead][0] / alone if alone else 0
+        held = runs[True, dead][1]
+        print(f"B22 OTLP, disk: healthy branch beside {dead} dead / alone = {r:.2f} "
+              f"(goal >= 0.9: {'met' if r >= 0.9 else 'missed'}); log bytes / accepted = {held:.2f} "
+              f"(goal <= 1.2: {'met' if 0 < held <= 1.2 else 'missed'})")
 
 
 if __name__ == "__main__":
