@@ -379,13 +379,13 @@ int64_t drv_export_node_hand_over(drv_node_t *node, bool (*put)(void *arg, const
     }
     for (batch_t *batch = self ? self->head : NULL, *next; batch; batch = next) {
         next = batch->next;
+        records += (int64_t)batch->records;
         if (forget) {
             drv_export_unlink(self, batch);
             drv_export_batch_free(self, batch); // a post under way is abandoned: it may arrive twice
         } else if (batch->taken && !put(arg, batch->taken, batch->records)) {
             return -1;
         }
-        records += (int64_t)batch->records;
     }
     return records;
 }
