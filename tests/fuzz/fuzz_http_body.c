@@ -2,7 +2,7 @@
     (else one JSON document), bit 1 gzip'd (inflated first, at most 1 MiB).
     Whatever the bytes, a body is taken whole as records (built as objects)
     that, packed, decode as a batch of exactly the count returned, or is
-    refused with a reason (one nesting deeper than records may, too). */
+    refused with a reason (a record nesting deeper than DRV_RECORD_MAX_DEPTH, too). */
 #include "fuzz.h"
 
 #include "drv_gzip.h"

@@ -104,7 +104,10 @@ class HttpReceiver(EngineTest):
             (b'{"n": 1, "n": 2}', "application/json", 400, "duplicate"),
             (b'"just a string"', "application/json", 400, "object"),
             (b'{"a": ' + b'[' * 40 + b']' * 40 + b'}', "application/json", 400,
-             "document 0: nested deeper than 32 levels"),
+             "document 0: nested deeper than 31 levels"),
+            #  32 levels: a record then could not be packed in a batch (a disk buffer's log, the broker)
+            (b'{"a": ' + b'[' * 31 + b']' * 31 + b'}', "application/json", 400,
+             "document 0: nested deeper than 31 levels"),
             (msgpack.packb([{"n": 1}, 5]), "application/msgpack", 400, "batch item 1 is not a map"),
             (b"\xc1\xc1", "application/msgpack", 400, "msgpack"),
             (b'{"n": 1}', "text/plain", 415, "Content-Type must be one of"),

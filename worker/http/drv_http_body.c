@@ -18,9 +18,9 @@ static int s_record(const json_t *value, msgpack_zone *zone, msgpack_object *rec
         snprintf(err, errlen, "%s %zu: a record must be a JSON object", what, at);
         return -1;
     }
-    int rc = drv_mpjson_object(value, zone, DRV_MPCHECK_MAX_DEPTH, record);
+    int rc = drv_mpjson_object(value, zone, DRV_RECORD_MAX_DEPTH, record);
     if (rc == -2) {
-        snprintf(err, errlen, "%s %zu: nested deeper than %d levels", what, at, DRV_MPCHECK_MAX_DEPTH);
+        snprintf(err, errlen, "%s %zu: nested deeper than %d levels", what, at, DRV_RECORD_MAX_DEPTH);
     } else if (rc != 0) {
         snprintf(err, errlen, "%s %zu: out of memory", what, at);
     }

@@ -9,6 +9,9 @@
 #include <stddef.h>
 
 #define DRV_MPCHECK_MAX_DEPTH 32 // msgpack-c's own unpacker nests no deeper
+//  A record a receiver builds from JSON nests one level less: packed in a
+//  batch (the broker, a disk buffer's log) it sits inside the batch's array.
+#define DRV_RECORD_MAX_DEPTH (DRV_MPCHECK_MAX_DEPTH - 1)
 
 //  Returns 0 when data is exactly one complete msgpack value whose containers
 //  fit in the bytes present; -1 with the reason in err otherwise.
