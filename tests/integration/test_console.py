@@ -364,8 +364,12 @@ class Incident(ConsoleBase):
         self.admin.http("PUT", "/api/v1/groups/default/pipelines/lua", body=lua("2"))
         self.wait_card("default:lua", "generation 2", lambda c: c.get_attribute("data-generation") == "2")
         self.click("default:lua", "history")
+        script_diff = '.changes li[data-path="nodes.step.config.script"] pre.diff span'
+        #  The history is fetched when the panel opens: wait for it, then read it.
+        self.wait_card("default:lua", "the script's line diff",
+                       lambda c: len(c.find_elements(By.CSS_SELECTOR, script_diff)) >= 6)
         diff = self.read("default:lua", lambda c: [x.get_attribute("textContent").rstrip("\n") for x in c.find_elements(
-            By.CSS_SELECTOR, '.changes li[data-path="nodes.step.config.script"] pre.diff span')])
+            By.CSS_SELECTOR, script_diff)])
         self.assertEqual(diff, ["@@ -1,4 +1,4 @@", " function process(r)", "-  r.step = 1", "+  r.step = 2", "   return r", " end"])
         # The tap: records as they leave each node, with the token.
         self.driver.find_element(By.ID, "token").send_keys(TOKEN)
