@@ -51,13 +51,7 @@ bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t
         }
     } else {
         if (!packed) {
-            msgpack_sbuffer_clear(&self->packing);
-            msgpack_packer pk;
-            msgpack_packer_init(&pk, &self->packing, msgpack_sbuffer_write);
-            msgpack_pack_array(&pk, n);
-            for (size_t i = 0; i < n; i++) {
-                msgpack_pack_object(&pk, records[i]);
-            }
+            drv_dag_pack_records(&self->packing, records, n);
             packed = self->packing.data;
             size = self->packing.size;
         }

@@ -42,13 +42,7 @@ typedef struct {
 static bool s_put(void *arg, const msgpack_object *records, size_t n)
 {
     put_t *put = arg;
-    msgpack_sbuffer_clear(&put->packed);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &put->packed, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, n);
-    for (size_t i = 0; i < n; i++) {
-        msgpack_pack_object(&pk, records[i]);
-    }
+    drv_dag_pack_records(&put->packed, records, n);
     return drv_handover_put(put->log, put->exporter, put->packed.data, put->packed.size, (uint32_t)n, put->err,
                             sizeof put->err) == 0;
 }

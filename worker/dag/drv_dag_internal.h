@@ -57,6 +57,8 @@ int drv_dag_buffer_open(drv_dag_t *self, const json_t *spec, char *err, size_t e
 //  when packed is given).
 bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t n, const void *packed, size_t size,
                          const struct iovec *raw, int raw_count);
+//  drv_node.c: records packed as a batch (a msgpack array) into out, cleared first.
+void drv_dag_pack_records(msgpack_sbuffer *out, const msgpack_object *records, size_t n);
 //  drv_node.c: true while an exporter fed with the others holds as much
 //  as it may (the nodes take nothing more).
 bool drv_dag_exporters_backlogged(drv_dag_t *self);

@@ -226,3 +226,14 @@ void drv_node_count_refused(drv_node_t *node)
 {
     node->errors++;
 }
+
+void drv_dag_pack_records(msgpack_sbuffer *out, const msgpack_object *records, size_t n)
+{
+    msgpack_sbuffer_clear(out);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, n);
+    for (size_t i = 0; i < n; i++) {
+        msgpack_pack_object(&pk, records[i]);
+    }
+}
