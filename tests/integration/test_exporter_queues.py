@@ -11,6 +11,8 @@ import re
 import shutil
 import signal
 import tempfile
+import threading
+import time
 import unittest
 
 from capture import Capture
@@ -146,6 +148,32 @@ class Queues(EngineTest):
         self.assertEqual(got[-1], 3999, "the newest kept")
         self.assertEqual(got, sorted(got), "what was kept, in order")
 
+
+    def test_an_ack_true_request_is_answered_once_the_branch_behind_delivered_it(self):
+        bulk, port = free_port(), free_port()
+        spec = self.fan({"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}", "ack": True}})
+        spec["nodes"]["bulk"] = {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{bulk}"},
+                                 "to": ["file", "http"]}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body={"pipeline": spec},
+                                          timeout=30)
+        self.assertEqual(status, 200, body)
+        self.post_all(bulk, 300, 10)  # 3,000 records: the dead branch is behind (with a disk buffer, in the log)
+        answers = []
+        sender = threading.Thread(target=lambda: answers.append(
+            (curl_post(port, "/", ndjson([{"i": 3000}]), "application/x-ndjson"), time.monotonic())))
+        sender.start()
+        self.addCleanup(sender.join, 60)
+        wait_until(lambda: len(self.filed()) >= 3001, 5, "the acknowledged record in the file beside the dead backend")
+        #  The heartbeat after that shows the record waiting for the dead branch
+        #  (a settle would have answered it by then), and only then is the backend revived.
+        wait_until(lambda: self.queue()["records"] >= 3001 - 50, 5, "the record queued for the dead branch")
+        revived_at = time.monotonic()
+        capture = self.revive()
+        wait_until(lambda: answers, 30, "the answer once the revived backend has the record")
+        (status, body, _, _), answered_at = answers[0]
+        self.assertEqual(status, 200, body)
+        self.assertGreater(answered_at, revived_at, "answered before the branch behind delivered it")
+        self.assertIn(3000, [r["i"] for r in self.delivered(capture)])
 
     def changed_while_behind(self, change, cores=1):
         """3,000 records in with the backend down, the pipeline changed by
