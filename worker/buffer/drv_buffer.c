@@ -206,13 +206,9 @@ static bool s_drop_oldest(drv_buffer_t *self)
 
 int64_t drv_buffer_append(drv_buffer_t *self, const drv_buffer_input_t *input, bool feed_now, char *err, size_t errlen)
 {
-    unsigned char head[258];
-    size_t idlen = strlen(input->node) > 255 ? 255 : strlen(input->node);
-    head[0] = (unsigned char)idlen;
-    memcpy(head + 1, input->node, idlen);
-    head[1 + idlen] = input->form;
-    struct iovec pieces[1 + 4] = {{head, 2 + idlen}};
-    size_t len = 2 + idlen;
+    unsigned char head[258]; // the id and the form: no list
+    size_t len = drv_buffer_head(head, input, NULL, 0);
+    struct iovec pieces[1 + 4] = {{head, len}};
     for (int i = 0; i < input->count && i < 4; i++) {
         pieces[1 + i] = input->parts[i];
         len += input->parts[i].iov_len;

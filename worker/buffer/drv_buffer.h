@@ -140,6 +140,12 @@ int64_t drv_buffer_fit_from(drv_buffer_t *self, int64_t from, int64_t max_bytes,
 bool drv_buffer_drops_oldest(const drv_buffer_t *self);
 //  True when exporter id is in an input's list of those that had it already.
 bool drv_buffer_had(const drv_buffer_input_t *input, const char *id);
+//  An entry's head (its payload before the input's bytes) for input
+//  (node, form, and the list it had, if any) with the count exporters of
+//  had added to that list (a list, maybe empty, only when the input has
+//  one or had is given): its length.
+#define DRV_BUFFER_HEAD_MAX (2 + 255 + 1 + 255 * 256)
+size_t drv_buffer_head(unsigned char *head, const drv_buffer_input_t *input, const char *const *had, size_t count);
 //  Where each exporter stands, {id: settled up to}, kept in the slot's
 //  `positions` file (replaced whole): save is 0, or -1 with err; load
 //  gives {} when there is none or it is unreadable (said in the log).

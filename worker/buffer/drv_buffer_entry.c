@@ -51,3 +51,36 @@ bool drv_buffer_had(const drv_buffer_input_t *input, const char *id)
     }
     return false;
 }
+
+size_t drv_buffer_head(unsigned char *head, const drv_buffer_input_t *input, const char *const *had, size_t count)
+{
+    size_t idlen = strlen(input->node) > 255 ? 255 : strlen(input->node), at = 0;
+    head[at++] = (unsigned char)idlen;
+    memcpy(head + at, input->node, idlen);
+    at += idlen;
+    if (!input->had && !had) {
+        head[at++] = input->form;
+        return at;
+    }
+    //  The list: those the input says had it already, then those given.
+    head[at++] = input->form | DRV_BUFFER_HAD;
+    size_t count_at = at++, listed = 0;
+    for (size_t k = 1, i = 0; input->had && i < input->had[0] && k < input->had_size && listed < 255; i++) {
+        size_t n = input->had[k];
+        memcpy(head + at, input->had + k, 1 + n);
+        at += 1 + n;
+        k += 1 + n;
+        listed++;
+    }
+    for (size_t i = 0; i < count && listed < 255; i++) {
+        size_t n = strlen(had[i]);
+        if (n < 256 && !drv_buffer_had(input, had[i])) {
+            head[at++] = (unsigned char)n;
+            memcpy(head + at, had[i], n);
+            at += n;
+            listed++;
+        }
+    }
+    head[count_at] = (unsigned char)listed;
+    return at;
+}

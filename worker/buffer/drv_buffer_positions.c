@@ -177,30 +177,8 @@ int64_t drv_buffer_append_had(drv_wal_t *wal, const drv_wal_entry_t *entry, cons
     if (!drv_buffer_input_of(entry, node, &input) || (!count && !input.had)) {
         return drv_wal_append(wal, entry->time_ms, entry->records, entry->data, entry->len, false, err, errlen);
     }
-    //  The head again, with the list: those it had already, and those the log left behind says had it.
-    unsigned char head[2 + 255 + 1 + 255 * 256];
-    size_t idlen = strlen(node), at = 0;
-    head[at++] = (unsigned char)idlen;
-    memcpy(head + at, node, idlen);
-    at += idlen;
-    head[at++] = input.form | DRV_BUFFER_HAD;
-    size_t count_at = at++, listed = 0;
-    for (size_t k = 1, i = 0; input.had && i < input.had[0] && k < input.had_size && listed < 255; i++) {
-        size_t n = input.had[k];
-        memcpy(head + at, input.had + k, 1 + n);
-        at += 1 + n;
-        k += 1 + n;
-        listed++;
-    }
-    for (size_t i = 0; i < count && listed < 255; i++) {
-        if (!drv_buffer_had(&input, ids[i])) {
-            head[at++] = (unsigned char)strlen(ids[i]);
-            memcpy(head + at, ids[i], strlen(ids[i]));
-            at += strlen(ids[i]);
-            listed++;
-        }
-    }
-    head[count_at] = (unsigned char)listed;
+    unsigned char head[DRV_BUFFER_HEAD_MAX];
+    size_t at = drv_buffer_head(head, &input, ids, count);
     struct iovec pieces[2] = {{head, at}, {(void *)input.data, input.size}};
     return drv_wal_appendv(wal, entry->time_ms, entry->records, pieces, 2, false, err, errlen);
 }

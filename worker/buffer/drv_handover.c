@@ -77,16 +77,13 @@ drv_handover_t *drv_handover_create(const char *root, const char *group, const c
     return self;
 }
 
-int drv_handover_put(drv_handover_t *self, const char *exporter, const void *packed, size_t size, uint32_t records,
+int drv_handover_put(drv_handover_t *self, const drv_buffer_input_t *input, const char *const *had, size_t count,
                      char *err, size_t errlen)
 {
-    unsigned char head[258];
-    size_t idlen = strlen(exporter) > 255 ? 255 : strlen(exporter);
-    head[0] = (unsigned char)idlen;
-    memcpy(head + 1, exporter, idlen);
-    head[1 + idlen] = DRV_BUFFER_RECORDS;
-    struct iovec pieces[2] = {{head, 2 + idlen}, {(void *)packed, size}};
-    return drv_wal_appendv(self->wal, drv_time_wall_ms(), records, pieces, 2, false, err, errlen) < 0 ? -1 : 0;
+    unsigned char head[DRV_BUFFER_HEAD_MAX];
+    size_t at = drv_buffer_head(head, input, had, count);
+    struct iovec pieces[2] = {{head, at}, {(void *)input->data, input->size}};
+    return drv_wal_appendv(self->wal, drv_time_wall_ms(), input->records, pieces, 2, false, err, errlen) < 0 ? -1 : 0;
 }
 
 int drv_handover_close(drv_handover_t **self_p, bool commit, char *err, size_t errlen)

@@ -7,8 +7,10 @@
     instance of the pipeline claims it (the flock of its `lock`), gives each
     entry's records to the exporter of that id, and deletes it once all of it
     is settled. A claimer that dies lets it go: the next reads its unsettled
-    segments again (at least once). Entries are drv_buffer.h's: the node is
-    the exporter, the form DRV_BUFFER_RECORDS. */
+    segments again (at least once). Entries are drv_buffer.h's: records an
+    exporter held (the node is the exporter, the form DRV_BUFFER_RECORDS),
+    or inputs the memory log kept for exporters behind (the node is the
+    receiver, with the list of the exporters that had them already). */
 #ifndef DRV_HANDOVER_H
 #define DRV_HANDOVER_H
 
@@ -23,8 +25,11 @@ typedef struct drv_handover_t drv_handover_t;
 //  Writing: a new handover log for core and generation. NULL with err.
 drv_handover_t *drv_handover_create(const char *root, const char *group, const char *pipeline, int core,
                                     int64_t generation, char *err, size_t errlen);
-//  Appends exporter's records (a packed msgpack array). 0, or -1 with err.
-int drv_handover_put(drv_handover_t *self, const char *exporter, const void *packed, size_t size, uint32_t records,
+//  Appends an entry: an exporter's records (node: the exporter, form
+//  DRV_BUFFER_RECORDS, data: a packed msgpack array), or an input kept for
+//  exporters behind (node: its receiver, with the count exporters of had
+//  that had it already: DRV_BUFFER_HAD's list). 0, or -1 with err.
+int drv_handover_put(drv_handover_t *self, const drv_buffer_input_t *input, const char *const *had, size_t count,
                      char *err, size_t errlen);
 //  Syncs it and puts it in place for a claimer (commit, when anything was
 //  put), or deletes it. 0, or -1 with err (it is deleted then). Frees self.

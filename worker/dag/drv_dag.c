@@ -7,6 +7,7 @@
 #include "drv_dag.h"
 #include "drv_dag_internal.h"
 #include "drv_buf.h"
+#include "drv_memory_log.h"
 #include "drv_node.h"
 
 #include "drover/drv_batch.h"
@@ -81,6 +82,11 @@ static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, con
     msgpack_sbuffer_init(&self->packing);
     self->rerun_for = -1;
     if (!problems && drv_dag_buffer_open(self, spec, err, errlen) != 0) {
+        drv_dag_destroy(&self);
+        return NULL;
+    }
+    if (!self->buffer && !(self->memory = drv_memory_log_new())) {
+        snprintf(err, errlen, "out of memory");
         drv_dag_destroy(&self);
         return NULL;
     }
@@ -166,6 +172,7 @@ void drv_dag_destroy(drv_dag_t **self_p)
     free((char *)self->who.pipeline);
     free((char *)self->who.buffer_dir);
     drv_buffer_close(&self->buffer);
+    drv_memory_log_destroy(&self->memory);
     msgpack_sbuffer_destroy(&self->packing);
     free(self);
     *self_p = NULL;
@@ -225,8 +232,8 @@ static json_t *s_counters(drv_dag_t *self, drv_node_t *node, int64_t now)
         if (node->kind->queue) {
             node->kind->queue(node, &queued, &oldest);
         }
-        if (node->lag_next > 0) { // behind in a disk buffer's log: what it has not read again is queued too
-            queued += drv_buffer_bytes_from(self->buffer, node->lag_next);
+        if (node->lag_next > 0) { // behind in the log: what it has not read again is queued too
+            queued += drv_dag_log_bytes_from(self, node->lag_next);
             backlog += node->lag_records;
             int64_t since = node->lag_oldest_ms ? now - (drv_time_wall_ms() - node->lag_oldest_ms) : 0;
             oldest = since && (!oldest || since < oldest) ? since : oldest;
@@ -234,8 +241,9 @@ static json_t *s_counters(drv_dag_t *self, drv_node_t *node, int64_t now)
         at[DRV_NC_RETRIES] = json_integer(node->retries);
         at[DRV_NC_BACKLOG] = json_integer(backlog);
         at[DRV_NC_FAILING_MS] = json_integer(failing > behind ? failing : behind);
-        const char *why = node->lag_next ? "behind the others: reads the disk buffer again from its position"
-                                         : "backlogged: receivers push back";
+        const char *why = !node->lag_next ? "backlogged: receivers push back"
+                          : self->buffer  ? "behind the others: reads the disk buffer again from its position"
+                                          : "behind the others: reads the memory log again from its position";
         at[DRV_NC_LAST_ERROR] = json_string(failing > 0 || behind == 0 ? node->last_error : why);
         at[DRV_NC_FAILURE_AGE_MS] = json_integer(node->last_failure_ms ? now - node->last_failure_ms : -1);
         at[DRV_NC_QUEUE_BYTES] = json_integer(queued);
@@ -311,8 +319,8 @@ int64_t drv_dag_settle(drv_dag_t *self)
     settled = drv_dag_positions_settled(self, settled);
     drv_dag_handover_settled(self, settled);
     int64_t durable = settled;
+    drv_dag_positions_tick(self, drv_time_mono_ms());
     if (self->buffer) {
-        drv_dag_positions_tick(self, drv_time_mono_ms());
         char err[300];
         if (drv_buffer_sync_if_due(self->buffer, drv_time_mono_ms(), err, sizeof err) != 0) {
             drv_warn("disk buffer sync failed dir=%s reason=\"%s\"", drv_buffer_dir(self->buffer), err);
@@ -346,8 +354,11 @@ bool drv_dag_drained(drv_dag_t *self)
 {
     bool backlogged = drv_dag_backlogged(self);
     for (size_t i = 0; i < self->count; i++) {
-        //  An exporter behind leaves what it holds to the log: whoever takes the slot over.
-        if (!self->nodes[i].lag_next && s_fd(&self->nodes[i], backlogged) >= 0) {
+        //  An exporter behind leaves what it holds to a disk buffer's log:
+        //  whoever takes the slot over. The memory log goes with the
+        //  instance: it is read to its end or handed over (drv_dag_handover.c).
+        if ((!self->nodes[i].lag_next && s_fd(&self->nodes[i], backlogged) >= 0) ||
+            (self->memory && self->nodes[i].lag_next)) {
             return false;
         }
     }
@@ -392,9 +403,9 @@ int64_t drv_dag_timeout_ms(drv_dag_t *self)
         soonest = drv_buffer_unread(self->buffer) && !drv_dag_exporters_backlogged(self)
                       ? 0
                       : drv_buffer_timeout_ms(self->buffer, drv_time_mono_ms());
-        for (size_t i = 0; i < self->count && soonest != 0; i++) {
-            soonest = drv_dag_lagging_may_read(&self->nodes[i]) ? 0 : soonest; // catching up
-        }
+    }
+    for (size_t i = 0; i < self->count && soonest != 0; i++) {
+        soonest = drv_dag_lagging_may_read(&self->nodes[i]) ? 0 : soonest; // catching up
     }
     int64_t handover = drv_dag_handover_timeout_ms(self, drv_time_mono_ms());
     soonest = handover >= 0 && (soonest < 0 || handover < soonest) ? handover : soonest;

@@ -43,21 +43,8 @@ bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t
                          const struct iovec *raw, int raw_count)
 {
     drv_dag_t *self = node->dag;
-    drv_buffer_input_t input = {.node = node->id, .records = (uint32_t)n};
-    if (raw) {
-        input.form = DRV_BUFFER_RAW;
-        for (int i = 0; i < raw_count && i < 4; i++) {
-            input.parts[input.count++] = raw[i];
-        }
-    } else {
-        if (!packed) {
-            drv_dag_pack_records(&self->packing, records, n);
-            packed = self->packing.data;
-            size = self->packing.size;
-        }
-        input.form = DRV_BUFFER_RECORDS;
-        input.parts[input.count++] = (struct iovec){(void *)packed, size};
-    }
+    drv_buffer_input_t input;
+    drv_dag_log_input(self, node, &input, records, n, packed, size, raw, raw_count);
     bool now = !drv_buffer_unread(self->buffer) && !drv_dag_detach_laggards(self);
     char err[300];
     int64_t number = drv_buffer_append(self->buffer, &input, now, err, sizeof err);
@@ -79,98 +66,9 @@ bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t
     return true;
 }
 
-//  The receiver an input read back entered at: the node of that id, else
-//  (the spec changed) the first receiver that can read it (any, for
-//  records; one with a replay hook, for a raw input), so that nothing is
-//  dropped.
-static drv_node_t *s_entry_node(drv_dag_t *self, const char *id, bool raw)
-{
-    drv_node_t *first = NULL;
-    for (size_t i = 0; i < self->count; i++) {
-        drv_node_t *node = &self->nodes[i];
-        if (node->kind->schema->role != DRV_ROLE_RECEIVER) {
-            continue;
-        }
-        if (!strcmp(node->id, id)) {
-            return node;
-        }
-        first = first || (raw && !node->kind->replay) ? first : node;
-    }
-    return first;
-}
-
-//  Runs an input read back through the receiver it entered at: its
-//  records, or -1 when nothing can be made of it here (the receiver that
-//  took it is of another kind now).
-static int s_feed(drv_dag_t *self, const drv_buffer_input_t *input, drv_node_t **entry)
-{
-    drv_node_t *node = *entry = s_entry_node(self, input->node, input->form == DRV_BUFFER_RAW);
-    msgpack_zone_clear(&self->batch_zone);
-    int n = -1;
-    self->feeding = input;
-    if (node && input->form == DRV_BUFFER_RAW && node->kind->replay) {
-        n = node->kind->replay(node, input->data, input->size);
-    } else if (node && input->form == DRV_BUFFER_RECORDS) {
-        msgpack_object root;
-        const msgpack_object *records;
-        char err[300];
-        n = drv_batch_decode_checked(input->data, input->size, &self->batch_zone, &root, &records, err, sizeof err);
-        if (n >= 0) {
-            drv_node_forward(node, records, (size_t)n);
-        }
-    }
-    self->feeding = NULL;
-    return n;
-}
-
-//  An exporter that fell behind reads the log again from its position,
-//  fed alone (drv_dag_positions.c), while it can take more; once it
-//  reaches what the others were fed it is fed with them again.
-static int s_catch_up(drv_dag_t *self, int index)
-{
-    drv_node_t *exporter = &self->nodes[index];
-    int64_t fed_to_others = self->running;
-    int fed = 0;
-    if (!exporter->catch_up && !(exporter->catch_up = drv_buffer_reader_open(self->buffer, exporter->lag_next))) {
-        return 0;
-    }
-    while (fed < PUMP_PER_ROUND && drv_dag_lagging_may_read(exporter)) {
-        drv_buffer_input_t input;
-        char err[300];
-        int rc = exporter->lag_next > fed_to_others
-                     ? 0
-                     : drv_buffer_reader_next(exporter->catch_up, &input, err, sizeof err);
-        if (rc < 0) {
-            drv_error("disk buffer unreadable dir=%s reason=\"%s\"", drv_buffer_dir(self->buffer), err);
-            break;
-        }
-        if (rc == 0 || input.number > fed_to_others) {
-            drv_buffer_reader_close(&exporter->catch_up);
-            exporter->lag_next = exporter->lag_records = 0;
-            drv_dag_positions_say(exporter, "exporter caught up: fed with the others again");
-            break;
-        }
-        self->rerun_for = index;
-        self->running = input.number;
-        drv_node_t *entry;
-        s_feed(self, &input, &entry);
-        self->running = fed_to_others;
-        self->rerun_for = -1;
-        exporter->lag_next = input.number + 1;
-        drv_dag_positions_read(exporter, input.records, input.time_ms);
-        fed++;
-    }
-    return fed;
-}
-
 int drv_dag_pump(drv_dag_t *self)
 {
-    int fed = drv_dag_handover_feed(self);
-    for (size_t i = 0; self->buffer && i < self->count; i++) {
-        if (drv_dag_lagging_may_read(&self->nodes[i])) {
-            fed += s_catch_up(self, (int)i);
-        }
-    }
+    int fed = drv_dag_handover_feed(self) + drv_dag_catch_up(self);
     while (self->buffer && fed < PUMP_PER_ROUND && drv_buffer_unread(self->buffer) && !drv_dag_detach_laggards(self)) {
         drv_buffer_input_t input;
         char err[300];
@@ -186,7 +84,7 @@ int drv_dag_pump(drv_dag_t *self)
         fed++;
         drv_dag_positions_passed(self, input.records, input.time_ms);
         drv_node_t *node;
-        int n = s_feed(self, &input, &node);
+        int n = drv_dag_feed(self, &input, &node);
         if (n < 0) {
             self->unowned_errors++; // counted, and it settles as it is
             continue;

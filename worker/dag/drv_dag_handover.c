@@ -3,15 +3,19 @@
     instance of the pipeline instead of waiting for the drain timeout
     (docs/operations.md, "Exporter queues"; the log: buffer/drv_handover.h).
     Handing over: once the exporters that still hold anything are all
-    failing, their batches are written, synced, and let go, so that the
-    instance settles and exits. Taking over: every running instance of the
-    pipeline looks for a handover nobody holds every SCAN_MS and gives its
-    records to its own exporter of the same id (they already went through
-    the processors), oldest first, as that exporter can take them; the
-    handover is deleted once they are settled. Above drv_node.c, below
+    failing, their batches are written, then the inputs the memory log
+    keeps for those behind (each with the exporters that had it), synced,
+    and let go, so that the instance settles and exits. Taking over: every
+    running instance of the pipeline looks for a handover nobody holds
+    every SCAN_MS and gives the batches to its own exporter of the same id
+    (they already went through the processors) and runs the inputs through
+    its receiver for the exporters that had not had them, oldest first, as
+    its exporters can take them; the handover is deleted once they are
+    settled. Above drv_dag_feed.c, below
     drv_dag_buffered.c. */
 #include "drv_dag_internal.h"
 #include "drv_handover.h"
+#include "drv_memory_log.h"
 
 #include "drover/drv_batch.h"
 #include "drover/drv_log.h"
@@ -43,17 +47,48 @@ static bool s_put(void *arg, const msgpack_object *records, size_t n)
 {
     put_t *put = arg;
     drv_dag_pack_records(&put->packed, records, n);
-    return drv_handover_put(put->log, put->exporter, put->packed.data, put->packed.size, (uint32_t)n, put->err,
-                            sizeof put->err) == 0;
+    drv_buffer_input_t input = {.node = put->exporter,
+                                .form = DRV_BUFFER_RECORDS,
+                                .data = put->packed.data,
+                                .size = put->packed.size,
+                                .records = (uint32_t)n};
+    return drv_handover_put(put->log, &input, NULL, 0, put->err, sizeof put->err) == 0;
 }
 
-//  True when what is held is held only by exporters that are failing and can hand it over.
+//  The inputs the memory log keeps for the exporters behind, from the
+//  furthest behind on, each with the exporters that had it already.
+static bool s_put_kept(drv_dag_t *self, put_t *put)
+{
+    int64_t from = INT64_MAX;
+    for (size_t i = 0; i < self->count; i++) {
+        from = self->nodes[i].lag_next > 0 && self->nodes[i].lag_next < from ? self->nodes[i].lag_next : from;
+    }
+    drv_buffer_input_t input;
+    while (self->memory && from < INT64_MAX && drv_memory_log_read(self->memory, from, &input) == 1) {
+        const char *had[255];
+        size_t count = 0;
+        for (size_t i = 0; i < self->count && count < 255; i++) {
+            drv_node_t *node = &self->nodes[i];
+            if (s_exporter(node) && !(node->lag_next > 0 && node->lag_next <= input.number)) {
+                had[count++] = node->id;
+            }
+        }
+        if (drv_handover_put(put->log, &input, had, count, put->err, sizeof put->err) != 0) {
+            return false;
+        }
+        from = input.number + 1;
+    }
+    return true;
+}
+
+//  True when what is held is held only by exporters that are failing and
+//  can hand it over (with what the memory log keeps for them when behind).
 static bool s_only_failing_hold(drv_dag_t *self)
 {
     bool any = false;
     for (size_t i = 0; i < self->count; i++) {
         drv_node_t *node = &self->nodes[i];
-        bool holds = node->kind->holding && node->kind->holding(node) >= 0;
+        bool holds = (node->kind->holding && node->kind->holding(node) >= 0) || node->lag_next > 0;
         if (holds && (!s_exporter(node) || !node->failing_since_ms || !node->kind->hand_over)) {
             return false;
         }
@@ -83,6 +118,7 @@ void drv_dag_hand_over(drv_dag_t *self)
             records = n < 0 || records < 0 ? -1 : records + n;
         }
     }
+    records = put.log && records >= 0 && s_put_kept(self, &put) ? records : -1;
     msgpack_sbuffer_destroy(&put.packed);
     if (!put.log || records < 0 || drv_handover_close(&put.log, true, put.err, sizeof put.err) != 0) {
         if (put.log) {
@@ -93,12 +129,18 @@ void drv_dag_hand_over(drv_dag_t *self)
     }
     for (size_t i = 0; i < self->count; i++) {
         drv_node_t *node = &self->nodes[i];
-        if (node->kind->hand_over && node->kind->holding(node) >= 0) {
+        if (node->kind->hand_over && (node->kind->holding(node) >= 0 || node->lag_next > 0)) {
             node->kind->hand_over(node, s_put, NULL, true);
+            node->lag_next = node->lag_records = 0; // what the log kept for it went too
             drv_info("drain: exporter behind handed its queue to the next instance node=%s", node->id);
         }
     }
-    drv_info("drain: handed over records=%lld", (long long)records);
+    int64_t kept_bytes = 0, kept_records = 0;
+    if (self->memory) {
+        drv_memory_log_size(self->memory, &kept_bytes, &kept_records);
+        drv_memory_log_forget(self->memory, INT64_MAX);
+    }
+    drv_info("drain: handed over records=%lld inputs_kept_records=%lld", (long long)records, (long long)kept_records);
 }
 
 //  ---------------------------------------------------------------- taking over
@@ -113,11 +155,13 @@ static drv_node_t *s_exporter_named(drv_dag_t *self, const char *id)
     return NULL;
 }
 
+//  True while an exporter holds as much as it may, or is behind (reading
+//  the log again: what is handed over would pass it by).
 static bool s_any_backlogged(drv_dag_t *self)
 {
     for (size_t i = 0; i < self->count; i++) {
         drv_node_t *node = &self->nodes[i];
-        if (node->kind->hand_over && node->kind->backlogged && node->kind->backlogged(node)) {
+        if (node->lag_next > 0 || (node->kind->hand_over && node->kind->backlogged && node->kind->backlogged(node))) {
             return true;
         }
     }
@@ -172,12 +216,24 @@ int drv_dag_handover_feed(drv_dag_t *self)
             self->handover_read_all = true;
             break;
         }
+        self->running = ++self->input;
+        if (input.had) { // an input kept for exporters behind: run for those that had not had it
+            drv_node_t *entry;
+            int n = drv_dag_feed(self, &input, &entry);
+            if (n >= 0) {
+                entry->in += n;
+            } else {
+                self->unowned_errors++; // counted, and it settles as it is
+            }
+            s_pending_push(self, self->input, input.number);
+            fed++;
+            continue;
+        }
         msgpack_zone_clear(&self->batch_zone);
         msgpack_object root;
         const msgpack_object *records;
         int n = drv_batch_decode_checked(input.data, input.size, &self->batch_zone, &root, &records, err, sizeof err);
         drv_node_t *exporter = s_exporter_named(self, input.node);
-        self->running = ++self->input;
         if (n >= 0 && exporter) {
             drv_node_deliver(exporter, records, (size_t)n);
         } else {

@@ -6,8 +6,26 @@
 #include "drv_dag_internal.h"
 
 #include "drover/drv_batch.h"
+#include "drover/drv_time.h"
 
 #include <stdio.h>
+
+//  Without a disk buffer: records node took run through the nodes at once
+//  as the next input, kept in the memory log first while an exporter is
+//  behind (false, nothing run: it cannot be kept).
+static bool s_run_now(drv_node_t *node, const msgpack_object *records, size_t n, const void *packed, size_t size,
+                      const struct iovec *raw, int raw_count)
+{
+    drv_dag_t *self = node->dag;
+    if (!drv_dag_memory_keep(self, node, self->input + 1, records, n, packed, size, raw, raw_count)) {
+        return false;
+    }
+    self->running = ++self->input;
+    node->in += (int64_t)n;
+    drv_dag_positions_passed(self, (int64_t)n, drv_time_wall_ms());
+    drv_node_forward(node, records, n);
+    return true;
+}
 
 //  Records packed as a message (a map or an array of maps) into the batch
 //  zone, counted in and handed on from node; -1 (an error) when they are not.
@@ -28,9 +46,10 @@ static int s_decode_forward(drv_node_t *node, const void *data, size_t size, cha
         }
         return n;
     }
-    self->running = ++self->input;
-    node->in += n;
-    drv_node_forward(node, records, (size_t)n);
+    if (!s_run_now(node, records, (size_t)n, data, size, NULL, 0)) {
+        snprintf(err, errlen, "out of memory keeping the input for an exporter behind");
+        return DRV_NODE_FULL;
+    }
     return n;
 }
 
@@ -52,10 +71,7 @@ bool drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size
     if (self->buffer) {
         return drv_dag_buffer_take(node, records, n, NULL, 0, NULL, 0);
     }
-    self->running = ++self->input;
-    node->in += n;
-    drv_node_forward(node, records, n);
-    return true;
+    return s_run_now(node, records, n, NULL, 0, NULL, 0);
 }
 
 bool drv_node_emit_input(drv_node_t *node, const struct iovec *raw, int raw_count, const msgpack_object *records,
@@ -64,7 +80,21 @@ bool drv_node_emit_input(drv_node_t *node, const struct iovec *raw, int raw_coun
     if (node->dag->buffer) {
         return drv_dag_buffer_take(node, records, n, NULL, 0, raw, raw_count);
     }
-    return drv_node_emit_objects(node, records, n);
+    return s_run_now(node, records, n, NULL, 0, raw, raw_count);
+}
+
+void drv_node_emit_generated(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    drv_dag_t *self = node->dag;
+    drv_node_count_in(node, n);
+    if (!self->buffer) { // kept for exporters behind like any input (drv_dag_generate numbered it)
+        if (!drv_dag_memory_keep(self, node, self->running, records, n, NULL, 0, NULL, 0)) {
+            drv_node_record_error(node, "out of memory keeping generated records for an exporter behind");
+            return;
+        }
+        drv_dag_positions_passed(self, (int64_t)n, drv_time_wall_ms());
+    }
+    drv_node_forward(node, records, n);
 }
 
 bool drv_node_backlogged(const drv_node_t *node)
@@ -74,10 +104,7 @@ bool drv_node_backlogged(const drv_node_t *node)
 
 bool drv_dag_backlogged(drv_dag_t *self)
 {
-    if (!self->buffer) {
-        return drv_dag_exporters_backlogged(self);
-    }
-    bool full = drv_buffer_full(self->buffer);
+    bool full = self->buffer ? drv_buffer_full(self->buffer) : drv_dag_detach_laggards(self);
     for (size_t i = 0; i < self->count && !full; i++) {
         full = self->nodes[i].log_full; // behind, at its queue's bound, when_full: block
     }

@@ -30,6 +30,9 @@ struct drv_dag_t {
     //  NULL: inputs are numbered by its log and wait in it, in order, until
     //  the nodes can take them.
     drv_buffer_t *buffer;
+    //  Without one, the memory log (drv_memory_log.h): the inputs kept
+    //  while an exporter is behind the others (drv_dag_positions.c).
+    struct drv_memory_log_t *memory;
     int64_t told_durable;              // receivers answering once durable were told up to this
     int rerun_for;                     // an exporter catching up is being fed (its index), or -1
     const drv_buffer_input_t *feeding; // the input read back being run, or NULL
@@ -49,6 +52,11 @@ struct drv_dag_t {
     drv_buf_t tap_buf;        // rendering a sample
 };
 
+//  drv_dag_feed.c: an input read back run through the receiver it entered
+//  at (*entry, or NULL): its records, or -1 when nothing can be made of it
+//  here (the receiver that took it is of another kind now).
+int drv_dag_feed(drv_dag_t *self, const drv_buffer_input_t *input, drv_node_t **entry);
+
 //  drv_dag_buffered.c: opening the buffer (0, or -1 with err), taking
 //  records into it (false: full, nothing taken), feeding what waits.
 int drv_dag_buffer_open(drv_dag_t *self, const json_t *spec, char *err, size_t errlen);
@@ -59,6 +67,11 @@ bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t
                          const struct iovec *raw, int raw_count);
 //  drv_node.c: records packed as a batch (a msgpack array) into out, cleared first.
 void drv_dag_pack_records(msgpack_sbuffer *out, const msgpack_object *records, size_t n);
+//  drv_node.c: what node took as an entry of a log (raw: the receiver's
+//  own input, DRV_BUFFER_RAW; else its records as DRV_BUFFER_RECORDS,
+//  packed into self->packing unless packed is given).
+void drv_dag_log_input(drv_dag_t *self, drv_node_t *node, drv_buffer_input_t *input, const msgpack_object *records,
+                       size_t n, const void *packed, size_t size, const struct iovec *raw, int raw_count);
 //  drv_node.c: true while an exporter fed with the others holds as much
 //  as it may (the nodes take nothing more).
 bool drv_dag_exporters_backlogged(drv_dag_t *self);
@@ -74,17 +87,31 @@ int drv_dag_handover_feed(drv_dag_t *self);
 void drv_dag_handover_settled(drv_dag_t *self, int64_t settled);
 int64_t drv_dag_handover_timeout_ms(const drv_dag_t *self, int64_t now);
 
-//  drv_dag_positions.c: each exporter's own position in a disk buffer's
-//  log. open reads where each stood before a restart; detach lets an
-//  exporter that holds as much as it may fall behind while another is
-//  still fed, and returns true while the log's reading must wait all the
-//  same; settled bounds what the log may forget by where the exporters
-//  that fell behind stand; tick enforces their queues' bounds in the log
-//  and saves the positions now and then.
+//  drv_dag_positions.c: each exporter's own position in the log (a disk
+//  buffer's, or the memory log). open reads where each stood before a
+//  restart; detach lets an exporter that holds as much as it may fall
+//  behind (with a disk buffer: while another is still fed), and returns
+//  true while the nodes must take nothing all the same; settled bounds
+//  what the pipeline settled by where the exporters that fell behind
+//  stand; tick enforces their queues' bounds in the log, lets the memory
+//  log forget what nobody behind needs, and saves a disk buffer's
+//  positions now and then; catch_up feeds those behind that may take more
+//  (inputs fed).
 void drv_dag_positions_open(drv_dag_t *self);
 bool drv_dag_detach_laggards(drv_dag_t *self);
 int64_t drv_dag_positions_settled(drv_dag_t *self, int64_t settled);
 void drv_dag_positions_tick(drv_dag_t *self, int64_t now_ms);
+int drv_dag_catch_up(drv_dag_t *self);
+//  True when an exporter is behind (its position in the log is its own).
+bool drv_dag_any_behind(const drv_dag_t *self);
+//  Bytes the log holds from input number on (what one standing there has ahead of it).
+int64_t drv_dag_log_bytes_from(drv_dag_t *self, int64_t number);
+//  Without a disk buffer: an input about to run as number kept in the
+//  memory log while an exporter is behind (raw, or its records, packed
+//  already when packed is given). false when it cannot be kept (out of
+//  memory): it must not run.
+bool drv_dag_memory_keep(drv_dag_t *self, drv_node_t *node, int64_t number, const msgpack_object *records, size_t n,
+                         const void *packed, size_t size, const struct iovec *raw, int raw_count);
 //  An input of records taken at time_ms (wall) was fed to the exporters
 //  that keep up: those behind have it ahead of them (their queue's figures).
 void drv_dag_positions_passed(drv_dag_t *self, int64_t records, int64_t time_ms);

@@ -222,6 +222,11 @@ bool drv_node_buffered(const drv_node_t *node)
     return node->dag->buffer != NULL;
 }
 
+bool drv_node_logged(const drv_node_t *node)
+{
+    return node->dag->buffer || node->dag->memory;
+}
+
 void drv_node_count_refused(drv_node_t *node)
 {
     node->errors++;
@@ -236,4 +241,24 @@ void drv_dag_pack_records(msgpack_sbuffer *out, const msgpack_object *records, s
     for (size_t i = 0; i < n; i++) {
         msgpack_pack_object(&pk, records[i]);
     }
+}
+
+void drv_dag_log_input(drv_dag_t *self, drv_node_t *node, drv_buffer_input_t *input, const msgpack_object *records,
+                       size_t n, const void *packed, size_t size, const struct iovec *raw, int raw_count)
+{
+    *input = (drv_buffer_input_t){.node = node->id, .records = (uint32_t)n};
+    if (raw) {
+        input->form = DRV_BUFFER_RAW;
+        for (int i = 0; i < raw_count && i < 4; i++) {
+            input->parts[input->count++] = raw[i];
+        }
+        return;
+    }
+    if (!packed) {
+        drv_dag_pack_records(&self->packing, records, n);
+        packed = self->packing.data;
+        size = self->packing.size;
+    }
+    input->form = DRV_BUFFER_RECORDS;
+    input->parts[input->count++] = (struct iovec){(void *)packed, size};
 }

@@ -113,8 +113,8 @@ struct drv_node_t {
     int64_t last_failure_ms;     // mono ms of the last failed attempt (0: none)
     int64_t backlogged_since_ms; // mono ms it was first seen backlogged (0: not backlogged)
     char last_error[200];        // why the last attempt failed
-    //  Exporters of a disk-buffered pipeline: their own position in the log
-    //  (drv_dag_positions.c). lag_next: 0 while fed with the others, else
+    //  Exporters: their own position in the log, a disk buffer's or the
+    //  memory log (drv_dag_positions.c). lag_next: 0 while fed with the others, else
     //  the next input it reads again on its own (it fell behind);
     //  delivered_upto: inputs up to it it had settled before a restart
     //  (never fed to it again); its queue's bound in the log (0: the
@@ -147,7 +147,8 @@ void *drv_node_alloc(drv_node_t *node, size_t size);
 //  one map): decoded into the batch zone (cleared first), counted in and
 //  handed on. Returns the records, or -1 with the reason in err when the
 //  bytes are not records (counted as an error; nothing is handed on), or
-//  DRV_NODE_FULL when a disk buffer is full (nothing taken: push back).
+//  DRV_NODE_FULL when a disk buffer is full or an exporter behind cannot
+//  be kept the input (nothing taken: push back).
 int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *err, size_t errlen);
 #define DRV_NODE_FULL (-2)
 //  Records a receiver built itself as objects, never packed: the batch
@@ -155,7 +156,8 @@ int drv_node_emit_packed(drv_node_t *node, const void *data, size_t size, char *
 //  hands them on. The receiver answers for them being records (maps whose
 //  keys are unique at every depth, nested no deeper than DRV_MPCHECK_MAX_DEPTH);
 //  what they point to must live until emit_objects returns. False when a
-//  disk buffer is full: nothing was taken, push back.
+//  disk buffer is full, or the input cannot be kept for an exporter behind
+//  (out of memory): nothing was taken, push back.
 msgpack_zone *drv_node_batch_zone(drv_node_t *node);
 bool drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size_t n);
 //  The same for a receiver with a replay hook: with a disk buffer, what it
@@ -163,6 +165,10 @@ bool drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size
 //  makes the records again from it when it is read back.
 bool drv_node_emit_input(drv_node_t *node, const struct iovec *raw, int raw_count, const msgpack_object *records,
                          size_t n);
+//  A generator's batch (drv_dag_generate runs it as an input of its own
+//  without a disk buffer, as part of the last input fed with one): counted
+//  in and handed on, kept for exporters behind first without a disk buffer.
+void drv_node_emit_generated(drv_node_t *node, const msgpack_object *records, size_t n);
 //  Records a processor did not hand on (a filter's misses, nil from a
 //  script, matching no route).
 void drv_node_count_dropped(drv_node_t *node, size_t n);
@@ -181,6 +187,9 @@ int64_t drv_node_taken(const drv_node_t *node);
 //  True when the instance has a disk buffer: receivers answer once their
 //  input is durable (ack: false) or exported (ack: true).
 bool drv_node_buffered(const drv_node_t *node);
+//  True when exporters may fall behind in a log (a disk buffer's, or the
+//  memory log): their queue holds a few batches, the log the rest (drv_queue.h).
+bool drv_node_logged(const drv_node_t *node);
 //  True while an exporter of the instance is backlogged: receivers push back.
 bool drv_node_backlogged(const drv_node_t *node);
 //  The index of the node called id in the same DAG, or -1.

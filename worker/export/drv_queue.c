@@ -13,13 +13,15 @@ void drv_queue_init(drv_queue_t *self, drv_node_t *node, const json_t *config, i
     const char *when_full = json_string_value(json_object_get(queue, "when_full"));
     bool drop_oldest = when_full && !strcmp(when_full, "drop_oldest");
     int64_t max_bytes = json_is_integer(max) ? json_integer_value(max) : fallback_bytes;
-    if (drv_node_buffered(node)) {
-        //  The log holds the backlog: memory holds a few batches (half the
-        //  queue at most, so that the newest have room in the log) and,
+    if (drv_node_logged(node)) {
+        //  The log holds the backlog: the queue holds a few batches (half
+        //  its bytes at most, so that the newest have room in the log) and,
         //  once they are held, the exporter falls behind
         //  (drv_dag_positions.c); max_bytes and when_full apply to what it
-        //  holds and what waits for it in the log together.
-        node->log_max_bytes = json_is_integer(max) ? max_bytes : 0;
+        //  holds and what waits for it in the log together. A disk
+        //  buffer's log is bounded by the buffer when max_bytes is not
+        //  given; the memory log always by max_bytes.
+        node->log_max_bytes = json_is_integer(max) || !drv_node_buffered(node) ? max_bytes : 0;
         node->log_drop_oldest = drop_oldest;
         int64_t in_memory = json_is_integer(max) ? max_bytes / 2 : fallback_bytes;
         *self = (drv_queue_t){.max_bytes = in_memory < fallback_bytes ? in_memory : fallback_bytes,

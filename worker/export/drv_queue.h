@@ -21,10 +21,11 @@ typedef struct {
     int64_t next_log_ms; // mono: drops are logged at most once a second
 } drv_queue_t;
 
-//  With a disk buffer the log holds the backlog, not memory: an exporter
-//  holds this many batches at most then (and no more than its max_bytes),
-//  and its queue's max_bytes and when_full apply to how far behind the
-//  others it may fall in the log (docs/operations.md, "Exporter queues").
+//  The log holds the backlog (a disk buffer's, or the memory log where
+//  inputs are kept once, as they came): an exporter holds this many
+//  batches at most (and no more than half its max_bytes), and its queue's
+//  max_bytes and when_full apply to how far behind the others it may fall
+//  in the log (docs/operations.md, "Exporter queues").
 #define DRV_QUEUE_BUFFERED_BATCHES 16
 
 //  From the normalized config's `queue` (absent: fallback_bytes; block).

@@ -62,8 +62,7 @@ static void s_emit(drv_node_t *node, generator_t *self, size_t n)
         records[i].via.map.ptr = kv;
         records[i].via.map.size = (uint32_t)count;
     }
-    drv_node_count_in(node, n);
-    drv_node_forward(node, records, n);
+    drv_node_emit_generated(node, records, n);
 }
 
 static int s_generate(drv_node_t *node, int64_t now_us, int64_t *wait_us)
