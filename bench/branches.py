@@ -2,7 +2,7 @@
 """B22: a healthy branch beside a dead one (issue 37). One core, a generator
 as fast as it goes, fanned out to exporter:file; the figure is the file's
 records/s (its node's records_out over a window, from /status) with a
-second branch to an exporter:http whose backend is down (its queue large
+second branch to an exporter:http whose backend is down (its queue, 8 GiB, large
 enough not to fill in the window) against the same pipeline without that
 branch, in the same run, interleaved. Goal: >= 0.9.
 
@@ -36,7 +36,7 @@ def spec(out, dead_port):
         nodes["http"] = {"type": "exporter:http", "config": {
             "endpoint": f"http://127.0.0.1:{dead_port}/in", "retry": {"initial_ms": 100, "max_ms": 1000,
                                                                       "max_elapsed_secs": 0},
-            "queue": {"max_bytes": 2 << 30}}}
+            "queue": {"max_bytes": 8 << 30}}}
     return {"pipeline": {"cores": {"count": 1}, "nodes": nodes}}
 
 
@@ -78,7 +78,7 @@ def otlp_rate(dead, seconds, disk=True):
             "endpoint": f"http://127.0.0.1:{free_port()}/in",
             "retry": {"initial_ms": 100, "max_ms": 1000, "max_elapsed_secs": 0}}}
         if not disk:
-            nodes[f"dead{k}"]["config"]["queue"] = {"max_bytes": 2 << 30}
+            nodes[f"dead{k}"]["config"]["queue"] = {"max_bytes": 8 << 30}
     spec = {"pipeline": {"cores": {"count": 1}, "nodes": nodes}}
     if disk:
         spec["pipeline"]["policies"] = {"buffer": {"type": "disk", "max_bytes": 8 << 30, "sync": "batch"}}

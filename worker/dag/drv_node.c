@@ -19,6 +19,11 @@ void *drv_node_alloc(drv_node_t *node, size_t size)
     return msgpack_zone_malloc(&node->dag->batch_zone, size ? size : 1);
 }
 
+msgpack_zone *drv_node_zone(drv_node_t *node)
+{
+    return &node->dag->batch_zone;
+}
+
 static bool s_exporter(const drv_node_t *node)
 {
     return node->kind->schema->role == DRV_ROLE_EXPORTER;

@@ -143,6 +143,9 @@ enum { DRV_TAP_OFF = 0, DRV_TAP_OUTPUT, DRV_TAP_INPUT };
 
 //  Memory that lives until the end of the current batch.
 void *drv_node_alloc(drv_node_t *node, size_t size);
+//  The zone drv_node_alloc takes from, as it is (processors building
+//  records with msgpack's or drv_mpjson's helpers).
+msgpack_zone *drv_node_zone(drv_node_t *node);
 //  Records a receiver made itself, packed as a msgpack array of maps (or
 //  one map): decoded into the batch zone (cleared first), counted in and
 //  handed on. Returns the records, or -1 with the reason in err when the

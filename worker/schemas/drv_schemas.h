@@ -15,7 +15,7 @@
 extern const drv_node_schema_t drv_schema_receiver_zmq, drv_schema_receiver_generator, drv_schema_receiver_syslog,
     drv_schema_receiver_http, drv_schema_receiver_otlp, drv_schema_processor_filter, drv_schema_processor_transform,
     drv_schema_processor_route, drv_schema_processor_lua, drv_schema_exporter_file, drv_schema_exporter_zmq,
-    drv_schema_exporter_null, drv_schema_exporter_http, drv_schema_exporter_otlp;
+    drv_schema_exporter_null, drv_schema_exporter_http, drv_schema_exporter_otlp, drv_schema_processor_parse;
 
 //  Registers every kind's schema with the spec validator (drv_spec_set_kinds).
 //  Every program that validates specs calls it once at start.
@@ -36,6 +36,12 @@ extern const char *const drv_condition_ops[7];
 //  node's schema checked field and op).
 void drv_condition_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *when,
                          bool keys_checked);
+
+//  ---- processor:parse's pattern (drv_schema_processor_parse.c)
+//  pattern compiled with PCRE2 (UTF; bytes that are not UTF-8 never match
+//  a character): a pcre2_code * the caller frees with pcre2_code_free, or
+//  NULL with why in err (it does not compile, or names no group).
+void *drv_parse_compile(const char *pattern, char *err, size_t errlen);
 
 //  ---- every exporter's queue (drv_schema_queue.c)
 #define DRV_QUEUE_MIN_BYTES 1024LL

@@ -1,0 +1,112 @@
+"""processor:parse through the real binaries (issue 38): a field parsed by
+a regex's named groups, as JSON and as logfmt, into attributes or the top
+level; what cannot be parsed is counted in errors and passed on or dropped;
+a pattern that backtracks without end (`^(a+)+$` against a long line) fails
+that record only, counted, while the instance goes on serving; a pattern
+that does not compile, or names no group, is a 422 naming it."""
+
+import glob
+import unittest
+
+from harness import EngineTest, curl_post, free_port, ndjson, read_ndjson, wait_until
+
+
+class Parse(EngineTest):
+    def setUp(self):
+        self.start_admin_engine(engine_extra="  heartbeat_interval_ms: 100\n")
+        self.port = free_port()
+
+    def put(self, config):
+        nodes = {"in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["p"]},
+                 "p": {"type": "processor:parse", "config": config, "to": ["out"]},
+                 "out": {"type": "exporter:file", "config": {"path": f"{self.engine.out_dir}/out.ndjson"}}}
+        return self.admin.http("PUT", "/api/v1/groups/default/pipelines/p",
+                               body={"pipeline": {"cores": {"count": 1}, "nodes": nodes}}, timeout=30)
+
+    def send(self, records):
+        status, body, _, _ = curl_post(self.port, "/", ndjson(records), "application/x-ndjson")
+        self.assertEqual(status, 200, body)
+
+    def out(self, count):
+        return wait_until(lambda: (lambda rows: rows if len(rows) >= count else None)(
+            [r for path in glob.glob(f"{self.engine.out_dir}/out.ndjson") for r in read_ndjson(path)]), 10,
+            f"{count} records out")
+
+    def counters(self, want_errors):
+        return wait_until(lambda: (lambda n: n if n.get("errors", 0) >= want_errors else None)(
+            ((self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1].get("instances") or [{}])[0]
+             .get("nodes") or {}).get("p", {})), 10,
+            f"{want_errors} errors counted")
+
+    def test_regex_named_groups_into_attributes_and_a_line_that_does_not_match_passes_counted(self):
+        status, body, _ = self.put({"format": "regex",
+                                    "pattern": r"^(?<method>[A-Z]+) (?<path>\S+) (?<status>\d+)(?: (?<took>\S+))?$"})
+        self.assertEqual(status, 200, body)
+        self.send([{"n": 0, "body": "GET /a 200 3ms", "attributes": {"host": "x", "path": "old"}},
+                   {"n": 1, "body": "POST /b 500"},
+                   {"n": 2, "body": "not a request line"},
+                   {"n": 3, "body": 42}])
+        rows = sorted(self.out(4), key=lambda r: r["n"])
+        self.assertEqual(rows[0]["attributes"], {"host": "x", "path": "/a", "method": "GET", "status": "200",
+                                                 "took": "3ms"})
+        self.assertEqual(rows[0]["body"], "GET /a 200 3ms", "keep_original: true")
+        self.assertEqual(rows[1]["attributes"], {"method": "POST", "path": "/b", "status": "500"},
+                         "an optional group that did not take part is not set")
+        self.assertEqual(rows[2], {"n": 2, "body": "not a request line"}, "on_error pass: as it was")
+        self.assertEqual(rows[3], {"n": 3, "body": 42})
+        self.assertEqual(self.counters(2)["errors"], 2)
+        self.engine.wait_log(r"record failed node=p reason=\"regex: no match")
+
+    def test_json_into_the_top_level_without_the_original_and_bad_json_dropped(self):
+        status, body, _ = self.put({"format": "json", "field": "message", "into": "root", "keep_original": False,
+                                    "on_error": "drop"})
+        self.assertEqual(status, 200, body)
+        self.send([{"n": 0, "message": '{"level": "warn", "n": 10, "ctx": {"user": "u", "ids": [1, 2]}}'},
+                   {"n": 1, "message": "{not json"},
+                   {"n": 2, "message": "[1, 2]"},
+                   {"n": 3, "message": '{"fine": true}'}])
+        rows = self.out(2)
+        self.assertEqual(sorted(rows, key=lambda r: r["n"]),
+                         [{"n": 3, "fine": True}, {"n": 10, "level": "warn", "ctx": {"user": "u", "ids": [1, 2]}}],
+                         "a parsed field replaces one of the same name; message removed; the bad two dropped")
+        node = self.counters(2)
+        self.assertEqual((node["errors"], node["records_dropped"]), (2, 2))
+
+    def test_logfmt_pairs_quoted_values_and_bare_keys_merge_into_attributes(self):
+        status, body, _ = self.put({"format": "logfmt"})
+        self.assertEqual(status, 200, body)
+        self.send([{"body": 'level=info msg="hello \\"world\\"" took=3ms empty= debug', "attributes": {"x": 1}},
+                   {"body": 'msg="never ends'}])
+        rows = self.out(2)
+        parsed = [r for r in rows if "attributes" in r and "level" in r["attributes"]]
+        self.assertEqual(parsed[0]["attributes"], {"x": 1, "level": "info", "msg": 'hello "world"', "took": "3ms",
+                                                   "empty": "", "debug": True})
+        self.counters(1)
+        self.engine.wait_log(r"logfmt: the quoted value of .msg. does not end")
+
+    def test_a_catastrophic_regex_fails_its_record_and_the_instance_keeps_serving(self):
+        status, body, _ = self.put({"format": "regex", "pattern": r"^(?<all>(a+)+)$"})
+        self.assertEqual(status, 200, body)
+        evil = "a" * 5000 + "b"
+        for round_ in range(3):
+            self.send([{"n": round_ * 2, "body": evil}, {"n": round_ * 2 + 1, "body": "aaaa"}])
+        rows = sorted(self.out(6), key=lambda r: r["n"])
+        self.assertEqual([r.get("attributes", {}).get("all") for r in rows], [None, "aaaa"] * 3)
+        self.assertEqual(self.counters(3)["errors"], 3)
+        self.engine.wait_log(r"regex: the match limit was reached")
+
+    def test_a_pattern_that_does_not_compile_or_names_nothing_is_refused_with_the_spec(self):
+        status, body, _ = self.put({"format": "regex", "pattern": "(?<open>abc"})
+        self.assertEqual(status, 422, body)
+        self.assertIn("nodes.p.config.pattern", str(body))
+        self.assertIn("does not compile at offset", str(body))
+        status, body, _ = self.put({"format": "regex", "pattern": "(abc)"})
+        self.assertEqual(status, 422, body)
+        self.assertIn("has no named group", str(body))
+        status, body, _ = self.put({"format": "json", "pattern": "x"})
+        self.assertEqual(status, 422, body)
+        self.assertIn("only with format regex", str(body))
+
+
+if __name__ == "__main__":
+    unittest.main()
