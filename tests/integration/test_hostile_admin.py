@@ -308,6 +308,10 @@ class Shutdown(EngineTest):
         for i in range(20):
             producer.send({"i": i})
         producer.close()
+        #  In the instance before any shutdown: else the drain has nothing to wait for.
+        wait_until(lambda: ((self.admin.http("GET", "/api/v1/groups/default/pipelines/slow/status")[1]
+                             .get("instances") or [{}])[0].get("nodes") or {}).get("out", {}).get("records_in", 0) > 0,
+                   10, "records held by the exporter towards nobody")
         return engine
 
     def wait_in_thread(self, path):
