@@ -1,4 +1,4 @@
-/*  drv_file — reading a whole file of bounded size. */
+/*  drv_file — reading a whole file of bounded size, writing one, making directories. */
 #include "drover/drv_file.h"
 
 #include <errno.h>
@@ -95,4 +95,24 @@ int drv_file_write_all(int fd, const void *data, size_t len)
         done += (size_t)n;
     }
     return 0;
+}
+
+int drv_file_mkdirs(const char *path, char *err, size_t errlen)
+{
+    char partial[4096];
+    snprintf(partial, sizeof partial, "%s", path);
+    for (char *p = partial + 1;; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(partial, 0700) != 0 && errno != EEXIST) {
+                snprintf(err, errlen, "cannot create %s: %s", partial, strerror(errno));
+                return -1;
+            }
+            *p = c;
+            if (!c) {
+                return 0;
+            }
+        }
+    }
 }

@@ -1,6 +1,7 @@
 /*  drv_buffer — see drv_buffer.h. */
 #include "drv_buffer_internal.h"
 
+#include "drover/drv_file.h"
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
 
@@ -47,7 +48,7 @@ static int s_take_slot(drv_buffer_t *self, char *err, size_t errlen)
     char refused[600] = "";
     for (int k = 0; k < MAX_SLOTS; k++) {
         snprintf(self->dir, sizeof self->dir, "%s/%d.%d", self->pipeline_dir, self->core, k);
-        if (drv_buffer_mkdirs(self->dir, err, errlen) != 0) {
+        if (drv_file_mkdirs(self->dir, err, errlen) != 0) {
             return -1;
         }
         self->lock_fd = drv_buffer_lock(self->dir, err, errlen);
@@ -103,7 +104,7 @@ drv_buffer_t *drv_buffer_open(const char *root, const char *group, const char *p
     segment = segment > SEGMENT_BYTES_MAX   ? SEGMENT_BYTES_MAX
               : segment < SEGMENT_BYTES_MIN ? SEGMENT_BYTES_MIN
                                             : segment;
-    if (drv_buffer_mkdirs(quarantine, err, errlen) != 0) { // damage is then cut and counted, not kept
+    if (drv_file_mkdirs(quarantine, err, errlen) != 0) { // damage is then cut and counted, not kept
         drv_warn("disk buffer: quarantine unavailable dir=%s reason=\"%s\"", quarantine, err);
     }
     if (!(self->wal = drv_wal_open(self->dir, quarantine, (size_t)segment, err, errlen))) {

@@ -13,6 +13,7 @@
     (the slot's positions file), so that they are not given it again. */
 #include "drv_buffer_internal.h"
 
+#include "drover/drv_file.h"
 #include "drover/drv_log.h"
 
 #include <dirent.h>
@@ -49,7 +50,7 @@ static void s_adopt(drv_buffer_t *self, const char *dir, int lock_fd)
 {
     char quarantine[4200], err[400];
     drv_buffer_quarantine_of(self, dir, quarantine, sizeof quarantine);
-    drv_wal_t *wal = drv_buffer_mkdirs(quarantine, err, sizeof err) == 0
+    drv_wal_t *wal = drv_file_mkdirs(quarantine, err, sizeof err) == 0
                          ? drv_wal_open(dir, quarantine, 1 << 20, err, sizeof err)
                          : NULL;
     if (!wal) {

@@ -68,8 +68,6 @@ void drv_buffer_positions_forget(int dir_fd);
 //  they had it already. Its number, or -1 with err.
 int64_t drv_buffer_append_had(drv_wal_t *wal, const drv_wal_entry_t *entry, const json_t *positions, char *err,
                               size_t errlen);
-//  mkdir -p, 0700. 0, or -1 with err.
-int drv_buffer_mkdirs(const char *path, char *err, size_t errlen);
 //  Opens dir/lock and takes it without waiting: the descriptor, or
 //  DRV_BUFFER_LOCK_HELD (another holds it) or DRV_BUFFER_LOCK_REFUSED (the
 //  slot or its lock is not what it should be, or cannot be opened: why in

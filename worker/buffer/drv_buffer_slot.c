@@ -11,26 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int drv_buffer_mkdirs(const char *path, char *err, size_t errlen)
-{
-    char partial[4096];
-    snprintf(partial, sizeof partial, "%s", path);
-    for (char *p = partial + 1;; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(partial, 0700) != 0 && errno != EEXIST) {
-                snprintf(err, errlen, "cannot create %s: %s", partial, strerror(errno));
-                return -1;
-            }
-            *p = c;
-            if (!c) {
-                return 0;
-            }
-        }
-    }
-}
-
 int drv_buffer_lock(const char *dir, char *err, size_t errlen)
 {
     if (err) {

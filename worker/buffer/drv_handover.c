@@ -2,6 +2,7 @@
 #include "drv_handover.h"
 #include "drv_buffer_internal.h"
 
+#include "drover/drv_file.h"
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
 
@@ -68,7 +69,7 @@ drv_handover_t *drv_handover_create(const char *root, const char *group, const c
     snprintf(self->final, sizeof self->final, "%s/" PREFIX "%d.%lld.%d.%u", base, core, (long long)generation,
              (int)getpid(), s_seq++);
     s_remove(self->dir); // one an earlier process of this pid left half-written
-    if (drv_buffer_mkdirs(self->dir, err, errlen) != 0 ||
+    if (drv_file_mkdirs(self->dir, err, errlen) != 0 ||
         !(self->wal = drv_wal_open(self->dir, self->dir, SEGMENT_BYTES, err, errlen))) {
         s_remove(self->dir);
         free(self);

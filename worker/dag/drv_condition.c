@@ -15,7 +15,7 @@ int drv_condition_init(drv_condition_t *self, drv_node_t *node, const json_t *wh
         }
     }
     json_t *value = json_object_get(when, "value");
-    return drv_node_string_object(node, json_string_value(json_object_get(when, "field")), &self->field) ||
+    return drv_node_path(node, json_string_value(json_object_get(when, "field")), &self->field) ||
                    (value && drv_node_object(node, value, &self->value))
                ? -1
                : 0;
@@ -67,8 +67,8 @@ static bool s_compare(const msgpack_object *a, const msgpack_object *b, int *cmp
 
 bool drv_condition_matches(const drv_condition_t *self, const msgpack_object *record)
 {
-    int index = drv_record_find(record->via.map.ptr, record->via.map.size, &self->field);
-    if (index < 0) {
+    const msgpack_object *found = drv_record_path_get(record, &self->field);
+    if (!found) {
         return false; // a record without the field matches no op
     }
     if (self->op == DRV_OP_EXISTS) {
@@ -76,7 +76,7 @@ bool drv_condition_matches(const drv_condition_t *self, const msgpack_object *re
     }
     int cmp = 0;
     bool ordered = false;
-    bool comparable = s_compare(&record->via.map.ptr[index].val, &self->value, &cmp, &ordered);
+    bool comparable = s_compare(found, &self->value, &cmp, &ordered);
     switch (self->op) {
     case DRV_OP_EQ:
         return comparable && cmp == 0;

@@ -16,7 +16,7 @@
 typedef enum { DRV_OP_EQ, DRV_OP_NE, DRV_OP_LT, DRV_OP_LE, DRV_OP_GT, DRV_OP_GE, DRV_OP_EXISTS } drv_op_t;
 
 typedef struct {
-    msgpack_object field;
+    drv_record_path_t field; // a top-level name, or a path into maps (docs/operations.md, "Record paths")
     drv_op_t op;
     msgpack_object value;
 } drv_condition_t;

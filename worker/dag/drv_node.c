@@ -24,6 +24,22 @@ msgpack_zone *drv_node_zone(drv_node_t *node)
     return &node->dag->batch_zone;
 }
 
+int drv_node_path(drv_node_t *node, const char *text, drv_record_path_t *out)
+{
+    drv_path_t path;
+    char err[200];
+    *out = (drv_record_path_t){0};
+    if (!text || drv_path_parse(text, &path, err, sizeof err) != 0) {
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < path.depth && rc == 0; i++) {
+        rc = drv_node_string_object(node, path.keys[i], &out->keys[out->depth++]);
+    }
+    drv_path_free(&path);
+    return rc;
+}
+
 static bool s_exporter(const drv_node_t *node)
 {
     return node->kind->schema->role == DRV_ROLE_EXPORTER;

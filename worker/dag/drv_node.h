@@ -12,6 +12,7 @@
 #define DRV_NODE_H
 
 #include "drv_buf.h"
+#include "drv_record_path.h"
 #include "drv_dag.h"
 
 #include "drover/drv_histo.h"
@@ -146,6 +147,9 @@ void *drv_node_alloc(drv_node_t *node, size_t size);
 //  The zone drv_node_alloc takes from, as it is (processors building
 //  records with msgpack's or drv_mpjson's helpers).
 msgpack_zone *drv_node_zone(drv_node_t *node);
+//  A record path (drover/drv_path.h) as msgpack keys living as long as
+//  the DAG (its config values): 0, or -1 (not a path; the schema said so).
+int drv_node_path(drv_node_t *node, const char *text, drv_record_path_t *out);
 //  Records a receiver made itself, packed as a msgpack array of maps (or
 //  one map): decoded into the batch zone (cleared first), counted in and
 //  handed on. Returns the records, or -1 with the reason in err when the

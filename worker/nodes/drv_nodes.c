@@ -14,6 +14,8 @@ extern const drv_node_kind_t drv_processor_transform;
 extern const drv_node_kind_t drv_processor_route;
 extern const drv_node_kind_t drv_processor_lua;
 extern const drv_node_kind_t drv_processor_parse;
+extern const drv_node_kind_t drv_receiver_file;
+extern const drv_node_kind_t drv_receiver_journald;
 extern const drv_node_kind_t drv_exporter_file;
 extern const drv_node_kind_t drv_exporter_zmq;
 extern const drv_node_kind_t drv_exporter_null;
@@ -24,6 +26,7 @@ static const drv_node_kind_t *const s_kinds[] = {
     &drv_receiver_zmq,  &drv_receiver_generator, &drv_processor_filter, &drv_processor_transform, &drv_exporter_file,
     &drv_exporter_zmq,  &drv_exporter_null,      &drv_receiver_syslog,  &drv_receiver_http,       &drv_receiver_otlp,
     &drv_exporter_http, &drv_exporter_otlp,      &drv_processor_route,  &drv_processor_lua,       &drv_processor_parse,
+    &drv_receiver_file, &drv_receiver_journald,
 };
 
 #define KIND_COUNT (sizeof s_kinds / sizeof s_kinds[0])

@@ -1,9 +1,13 @@
-/*  processor:transform — set, rename, delete, applied in that order. A
-    record is never changed in place: the new map is built in the batch
-    zone, so a node that fans out hands each next node the same input. */
+/*  processor:transform — set, rename, delete, applied in that order, each
+    naming a top-level field or a path into maps (docs/operations.md,
+    "Record paths": attributes["http.method"]). A record is never changed
+    in place: the new map is built in the batch zone, so a node that fans
+    out hands each next node the same input. When every name is a
+    top-level field, the record's map is copied once for all of them. */
 #include "drv_node.h"
 #include "drv_schemas.h"
 #include "drv_record.h"
+#include "drv_record_path.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +24,18 @@ typedef struct {
     size_t rename_count;
     msgpack_object *deletes;
     size_t delete_count;
+    //  The same as paths (set: the values above), used when any is one.
+    bool paths;
+    drv_record_path_t *set_paths, *rename_from, *rename_to, *delete_paths;
 } transform_t;
+
+//  A name of the config as a path, and whether it goes into maps.
+static int s_path(drv_node_t *node, const char *name, drv_record_path_t *out, bool *paths)
+{
+    int rc = drv_node_path(node, name, out);
+    *paths = *paths || out->depth > 1;
+    return rc;
+}
 
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
 {
@@ -32,27 +47,35 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     self->set = calloc(json_object_size(set) + 1, sizeof *self->set);
     self->renames = calloc(json_object_size(rename) + 1, sizeof *self->renames);
     self->deletes = calloc(json_array_size(del) + 1, sizeof *self->deletes);
+    self->set_paths = calloc(json_object_size(set) + 1, sizeof *self->set_paths);
+    self->rename_from = calloc(json_object_size(rename) + 1, sizeof *self->rename_from);
+    self->rename_to = calloc(json_object_size(rename) + 1, sizeof *self->rename_to);
+    self->delete_paths = calloc(json_array_size(del) + 1, sizeof *self->delete_paths);
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)set, key, value)
     {
-        msgpack_object_kv *kv = &self->set[self->set_count++];
-        if (drv_node_string_object(node, key, &kv->key) || drv_node_object(node, value, &kv->val)) {
+        msgpack_object_kv *kv = &self->set[self->set_count];
+        if (drv_node_string_object(node, key, &kv->key) || drv_node_object(node, value, &kv->val) ||
+            s_path(node, key, &self->set_paths[self->set_count++], &self->paths)) {
             goto failed;
         }
     }
     json_object_foreach((json_t *)rename, key, value)
     {
-        rename_t *r = &self->renames[self->rename_count++];
+        rename_t *r = &self->renames[self->rename_count];
         if (drv_node_string_object(node, key, &r->from) ||
-            drv_node_string_object(node, json_string_value(value), &r->to)) {
+            drv_node_string_object(node, json_string_value(value), &r->to) ||
+            s_path(node, key, &self->rename_from[self->rename_count], &self->paths) ||
+            s_path(node, json_string_value(value), &self->rename_to[self->rename_count++], &self->paths)) {
             goto failed;
         }
     }
     size_t index;
     json_array_foreach(del, index, value)
     {
-        if (drv_node_string_object(node, json_string_value(value), &self->deletes[self->delete_count++])) {
+        if (drv_node_string_object(node, json_string_value(value), &self->deletes[self->delete_count]) ||
+            s_path(node, json_string_value(value), &self->delete_paths[self->delete_count++], &self->paths)) {
             goto failed;
         }
     }
@@ -69,6 +92,10 @@ static void s_destroy(drv_node_t *node)
         free(self->set);
         free(self->renames);
         free(self->deletes);
+        free(self->set_paths);
+        free(self->rename_from);
+        free(self->rename_to);
+        free(self->delete_paths);
         free(self);
     }
 }
@@ -113,11 +140,33 @@ static msgpack_object s_transform(drv_node_t *node, const transform_t *self, con
     return out;
 }
 
+//  The same through paths: each step builds again what it changes.
+static msgpack_object s_transform_paths(drv_node_t *node, const transform_t *self, const msgpack_object *record)
+{
+    msgpack_zone *zone = drv_node_zone(node);
+    msgpack_object out = *record;
+    for (size_t i = 0; i < self->set_count; i++) {
+        drv_record_path_set(zone, &out, &self->set_paths[i], &self->set[i].val);
+    }
+    for (size_t i = 0; i < self->rename_count; i++) {
+        const msgpack_object *found = drv_record_path_get(&out, &self->rename_from[i]);
+        msgpack_object value = found ? *found : (msgpack_object){0};
+        if (found && drv_record_path_delete(zone, &out, &self->rename_from[i])) {
+            drv_record_path_set(zone, &out, &self->rename_to[i], &value);
+        }
+    }
+    for (size_t i = 0; i < self->delete_count; i++) {
+        drv_record_path_delete(zone, &out, &self->delete_paths[i]);
+    }
+    return out;
+}
+
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 {
+    const transform_t *self = node->state;
     msgpack_object *out = drv_node_alloc(node, (n ? n : 1) * sizeof *out);
     for (size_t i = 0; i < n; i++) {
-        out[i] = s_transform(node, node->state, &records[i]);
+        out[i] = self->paths ? s_transform_paths(node, self, &records[i]) : s_transform(node, self, &records[i]);
     }
     drv_node_forward(node, out, n);
 }

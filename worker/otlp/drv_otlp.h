@@ -80,4 +80,9 @@ int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv
                     size_t errlen);
 void drv_otlp_request_free(drv_otlp_request_t *request);
 
+//  A syslog severity (0 emerg to 7 debug; past 7: debug) as OpenTelemetry's
+//  syslog mapping gives it: its SeverityNumber, and its name in *name
+//  (drv_otlp_syslog.c).
+int drv_otlp_syslog_severity(unsigned severity, const char **name);
+
 #endif

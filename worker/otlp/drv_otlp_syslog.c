@@ -102,13 +102,20 @@ void drv_otlp_syslog_fill(build_t *b, const msgpack_object *record, otlp_log_t *
     const msgpack_object *severity = drv_otlp_get(record, "severity");
     if (log->severity_number == 0 && severity && severity->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
         severity->via.u64 <= 7) {
-        static const int numbers[] = {21, 19, 18, 17, 13, 10, 9, 5};
-        static const char *names[] = {"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"};
-        log->severity_number = numbers[severity->via.u64];
+        const char *name;
+        log->severity_number = drv_otlp_syslog_severity((unsigned)severity->via.u64, &name);
         if (!log->severity_text || !log->severity_text[0]) {
-            msgpack_object text = {.type = MSGPACK_OBJECT_STR,
-                                   .via.str = {(uint32_t)strlen(names[severity->via.u64]), names[severity->via.u64]}};
+            msgpack_object text = {.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)strlen(name), name}};
             log->severity_text = drv_otlp_string_of(b, &text);
         }
     }
+}
+
+int drv_otlp_syslog_severity(unsigned severity, const char **name)
+{
+    static const int numbers[] = {21, 19, 18, 17, 13, 10, 9, 5};
+    static const char *names[] = {"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"};
+    severity = severity > 7 ? 7 : severity;
+    *name = names[severity];
+    return numbers[severity];
 }

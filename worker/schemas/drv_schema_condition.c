@@ -2,6 +2,8 @@
     processor:route test records by. */
 #include "drv_schemas.h"
 
+#include "drover/drv_path.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +40,17 @@ void drv_condition_check(drv_spec_check_t *check, const char *node_path, const c
         if (!known) {
             snprintf(at, sizeof at, "%s.op", where);
             drv_spec_check_problem(check, at, "required: one of %s", DRV_CONDITION_OPS);
+        }
+    }
+    drv_path_t parsed;
+    char why[200];
+    if (json_is_string(field) && json_string_length(field) > 0) { // a top-level name, or a path into maps
+        if (drv_path_parse(json_string_value(field), &parsed, why, sizeof why) != 0) {
+            char at[340];
+            snprintf(at, sizeof at, "%s.field", where);
+            drv_spec_check_problem(check, at, "not a path: %s", why);
+        } else {
+            drv_path_free(&parsed);
         }
     }
     bool needs_value = !(json_is_string(op) && strcmp(json_string_value(op), "exists") == 0);

@@ -15,7 +15,8 @@
 extern const drv_node_schema_t drv_schema_receiver_zmq, drv_schema_receiver_generator, drv_schema_receiver_syslog,
     drv_schema_receiver_http, drv_schema_receiver_otlp, drv_schema_processor_filter, drv_schema_processor_transform,
     drv_schema_processor_route, drv_schema_processor_lua, drv_schema_exporter_file, drv_schema_exporter_zmq,
-    drv_schema_exporter_null, drv_schema_exporter_http, drv_schema_exporter_otlp, drv_schema_processor_parse;
+    drv_schema_exporter_null, drv_schema_exporter_http, drv_schema_exporter_otlp, drv_schema_processor_parse,
+    drv_schema_receiver_file, drv_schema_receiver_journald;
 
 //  Registers every kind's schema with the spec validator (drv_spec_set_kinds).
 //  Every program that validates specs calls it once at start.

@@ -16,6 +16,9 @@ char *drv_file_read(const char *path, size_t max, size_t *size, char *err, size_
 //  non-blocking, then closed); -1 with "PATH: why" in err.
 int drv_file_check_readable(const char *path, char *err, size_t errlen);
 
+//  mkdir -p, each directory made 0700. 0, or -1 with "cannot create DIR: why" in err.
+int drv_file_mkdirs(const char *path, char *err, size_t errlen);
+
 //  Writes all len bytes of data to fd, retrying short writes and EINTR.
 //  Returns 0, or -1 with errno set (ENOSPC when a write wrote nothing).
 int drv_file_write_all(int fd, const void *data, size_t len);

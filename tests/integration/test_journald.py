@@ -1,0 +1,97 @@
+"""receiver:journald through the real binaries (issue 38), against a
+journal systemd's own systemd-journal-remote writes from export format:
+MESSAGE, PRIORITY and the realtime mapped, the other fields attributes;
+units and matches; the cursor kept across a SIGKILL of droverd and every
+child, so that nothing is read twice or lost."""
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import unittest
+
+from harness import Admin, EngineTest, engine_yaml, free_port, read_ndjson, wait_until
+
+JOURNAL_REMOTE = next((p for p in ("/lib/systemd/systemd-journal-remote", "/usr/lib/systemd/systemd-journal-remote")
+                       if os.path.exists(p)), None)
+BOOT = "0123456789abcdef0123456789abcdef"
+
+
+def export(entries):
+    """Journal export format: one block of FIELD=value lines per entry."""
+    out = []
+    for n, fields in entries:
+        out.append(f"__REALTIME_TIMESTAMP={1795687200000000 + n}\n__MONOTONIC_TIMESTAMP={1000 + n}\n_BOOT_ID={BOOT}\n")
+        out.append("".join(f"{k}={v}\n" for k, v in fields.items()) + "\n")
+    return "".join(out).encode()
+
+
+@unittest.skipUnless(JOURNAL_REMOTE, "systemd-journal-remote is not installed (scripts/install-deps.sh test)")
+class Journald(EngineTest):
+    def setUp(self):
+        self.http_port = free_port()
+        self.journals = tempfile.mkdtemp(prefix="drover-journal-")
+        self.addCleanup(shutil.rmtree, self.journals, True)
+        self.written = 0
+
+    def write(self, entries):
+        """Appends entries to the journal file, as systemd-journal-remote writes it."""
+        done = subprocess.run([JOURNAL_REMOTE, f"--output={self.journals}/remote.journal", "--split-mode=none", "-"],
+                              input=export(entries), capture_output=True, timeout=30)
+        self.assertEqual(done.returncode, 0, done.stderr)
+
+    def start(self, config):
+        pipelines = f"""
+      journal:
+        cores: {{count: 2}}
+        nodes:
+          in: {{type: "receiver:journald", config: {config}, to: [out]}}
+          out: {{type: "exporter:file", config: {{path: "{{OUT}}/out-{{core}}.ndjson"}}}}
+"""
+        engine = self.start_engine(engine_yaml(pipelines, "  heartbeat_interval_ms: 100\n")
+                                   .replace("HTTP", str(self.http_port)))
+        Admin(engine, self.http_port).wait_ready(20)
+        return engine
+
+    def out(self):
+        rows = []
+        for path in glob.glob(os.path.join(self.engine.out_dir, "out-*.ndjson")):
+            rows += read_ndjson(path)
+        return rows
+
+    def entry(self, n, unit="shop.service", priority=3):
+        return n, {"MESSAGE": f"message {n}", "PRIORITY": priority, "_SYSTEMD_UNIT": unit, "_PID": 40 + n,
+                   "_COMM": "shop", "_HOSTNAME": "node-1", "SYSLOG_IDENTIFIER": "shop"}
+
+    def test_fields_mapped_and_the_cursor_kept_across_a_kill(self):
+        self.write([self.entry(0), self.entry(1, unit="other.service"), self.entry(2, priority=6)])
+        engine = self.start(f'{{directory: "{self.journals}", units: [shop.service], start_at: beginning}}')
+        rows = wait_until(lambda: (lambda o: o if len(o) >= 2 else None)(self.out()), 15, "2 entries of shop.service")
+        first = next(r for r in rows if r["body"] == "message 0")
+        self.assertEqual(first["severity_number"], 17)
+        self.assertEqual(first["severity_text"], "err")
+        self.assertEqual(first["time_unix_nano"], 1795687200000000000)
+        self.assertEqual(first["attributes"]["_SYSTEMD_UNIT"], "shop.service")
+        self.assertEqual(first["attributes"]["_PID"], "40")
+        self.assertEqual(first["attributes"]["SYSLOG_IDENTIFIER"], "shop")
+        self.assertNotIn("MESSAGE", first["attributes"])
+        self.assertEqual(sorted(r["body"] for r in rows), ["message 0", "message 2"], "other.service not matched")
+        self.assertEqual(len([p for p in glob.glob(os.path.join(self.engine.out_dir, "out-*.ndjson"))
+                              if os.path.getsize(p)]), 1, "one instance of the two reads")
+        cursor = os.path.join(engine.run_dir, "buffer", "default", "journal", "checkpoints", "journald.in.json")
+        wait_until(lambda: os.path.exists(cursor), 5, "the cursor saved")
+        engine.signal(signal.SIGKILL)  # droverd and every child
+        engine.wait_exit(10)
+        self.write([self.entry(3), self.entry(4)])
+        engine.log.close()
+        engine.start()
+        Admin(engine, self.http_port).wait_ready(20)
+        rows = wait_until(lambda: (lambda o: o if len(o) >= 4 else None)(self.out()), 15, "the 2 entries written while down")
+        self.assertEqual(sorted(r["body"] for r in rows), ["message 0", "message 2", "message 3", "message 4"],
+                         "each once: read on from the cursor")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,244 @@
+/*  receiver:file — follows files (docs/operations.md, "Reading files"):
+    worker/tail/ finds and reads them, this file makes records of their
+    lines and keeps checkpoints honest. Lines are peeked at, grouped into
+    records (a CRI or docker partial line joins the next; with multiline,
+    lines join the message the last line matching start_pattern began),
+    and emitted as one input per file and turn; only then are they taken.
+    Each input is remembered with the file and where it ends, and when the
+    pipeline settles it (exported, or durable in a disk buffer) the file's
+    checkpoint may say so. A message still open at a file's end waits for
+    more (max_wait_ms), its lines not taken. */
+#include "drv_checkpoint.h"
+#include "drv_file_lines.h"
+#include "drv_node.h"
+#include "drv_ring.h"
+#include "drv_schemas.h"
+#include "drv_tail.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LINES_PER_INPUT DRV_FILE_LINES_MAX
+#define INPUTS_PER_TURN 32
+#define SAVE_EVERY_MS 200
+
+//  What the receiver keeps of a file (drv_tail_file_t.user).
+typedef struct {
+    bool kube_ok;
+    drv_kube_path_t kube;
+    int64_t peeked_end; // where the last peek ended
+    int64_t grew_ms;    // mono: when that moved (an open message waits max_wait_ms from there)
+} file_state_t;
+
+typedef struct {
+    drv_tail_file_t *file;
+    uint32_t epoch;
+    int64_t end, input;
+} pending_t;
+
+typedef struct {
+    drv_file_lines_t *making; // lines into records
+    int64_t poll_ms, next_scan_ms, next_save_ms;
+    drv_tail_t *tail;
+    drv_ring_t pending; // pending_t: inputs not settled, oldest first
+    drv_tail_line_t lines[LINES_PER_INPUT];
+    size_t turn;   // the file a turn starts with (each gets its share)
+    bool more;     // a file had more than a turn took
+    bool draining; // reads nothing more
+    char checkpoint_dir[4096];
+} file_rx_t;
+
+static void s_forget(void *user)
+{
+    free(user);
+}
+
+static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
+{
+    file_rx_t *self = calloc(1, sizeof *self);
+    node->state = self;
+    if (!self) {
+        snprintf(err, errlen, "node %s: out of memory", node->id);
+        return -1;
+    }
+    const drv_dag_identity_t *who = drv_node_identity(node);
+    if (!who->buffer_dir) {
+        snprintf(err, errlen, "node %s: receiver:file keeps its checkpoints under engine.buffer_dir: set it", node->id);
+        return -1;
+    }
+    drv_ring_init(&self->pending, sizeof(pending_t));
+    self->poll_ms = json_integer_value(json_object_get(config, "poll_interval_ms"));
+    char why[400];
+    if (!(self->making = drv_file_lines_new(config, why, sizeof why))) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        return -1;
+    }
+    if (drv_checkpoint_dir(who->buffer_dir, who->group, who->pipeline, self->checkpoint_dir,
+                           sizeof self->checkpoint_dir, why, sizeof why) != 0) {
+        snprintf(err, errlen, "node %s: checkpoints: %s", node->id, why);
+        return -1;
+    }
+    const char *start_at = json_string_value(json_object_get(config, "start_at"));
+    drv_tail_config_t tail = {.include = json_object_get(config, "include"),
+                              .exclude = json_object_get(config, "exclude"),
+                              .start_at_beginning = start_at && !strcmp(start_at, "beginning"),
+                              .max_line_bytes = (size_t)json_integer_value(json_object_get(config, "max_line_bytes")),
+                              .generation = who->generation,
+                              .core = who->core,
+                              .checkpoint_dir = self->checkpoint_dir};
+    self->tail = drv_tail_new(&tail, s_forget, why, sizeof why);
+    if (!self->tail) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        return -1;
+    }
+    return 0;
+}
+
+static void s_destroy(drv_node_t *node)
+{
+    file_rx_t *self = node->state;
+    if (!self) {
+        return;
+    }
+    drv_tail_destroy(&self->tail); // saves what is settled
+    drv_file_lines_destroy(&self->making);
+    drv_ring_fini(&self->pending);
+    free(self);
+}
+
+//  ---------------------------------------------------------------- reading
+
+//  One input of file's lines, when it has whole records: 1 emitted, 0
+//  nothing to emit, -1 the pipeline took nothing (push back).
+static int s_read_file(drv_node_t *node, file_rx_t *self, drv_tail_file_t *file, int64_t now)
+{
+    if (!file->user) {
+        file_state_t *state = calloc(1, sizeof *state);
+        if (!state) {
+            return 0;
+        }
+        state->kube_ok = drv_kube_path(file->path, &state->kube); // used with kubernetes: true
+        file->user = state;
+    }
+    file_state_t *state = file->user;
+    msgpack_zone_clear(drv_node_zone(node));
+    size_t lines = drv_tail_peek(self->tail, file, self->lines, LINES_PER_INPUT);
+    if (lines == 0) {
+        return 0;
+    }
+    int64_t peeked = self->lines[lines - 1].end;
+    if (peeked != state->peeked_end) {
+        state->peeked_end = peeked;
+        state->grew_ms = now;
+    }
+    //  What is open at the end is whole when nothing more can come, or after
+    //  max_wait_ms without more, or when it fills a whole input.
+    bool waited = file->at_end && now - state->grew_ms >= drv_file_lines_wait_ms(self->making);
+    bool all = lines == LINES_PER_INPUT || waited || (file->gone && file->at_end);
+    msgpack_object *records = drv_node_alloc(node, lines * sizeof *records);
+    int64_t end;
+    size_t n = drv_file_lines_records(self->making, node, file, state->kube_ok ? &state->kube : NULL, self->lines,
+                                      lines, all, records, &end);
+    int rc = 0;
+    if (n > 0) {
+        if (!drv_node_emit_objects(node, records, n)) {
+            rc = -1;
+        } else {
+            pending_t p = {.file = file, .epoch = file->epoch, .end = end, .input = drv_node_taken(node)};
+            if (!drv_ring_push(&self->pending, &p)) {
+                abort(); // one per input not settled: bounded by what the pipeline takes
+            }
+            file->unsettled++;
+            drv_tail_take(self->tail, file, end);
+            rc = 1;
+            self->more |= lines == LINES_PER_INPUT;
+        }
+    }
+    drv_file_lines_done(self->making);
+    return rc;
+}
+
+static int s_readable(drv_node_t *node)
+{
+    file_rx_t *self = node->state;
+    drv_tail_events(self->tail);
+    int64_t now = drv_time_mono_ms();
+    if (now >= self->next_scan_ms && !self->draining) {
+        drv_tail_scan(self->tail, now);
+        self->next_scan_ms = now + self->poll_ms;
+    }
+    self->more = false;
+    size_t count;
+    drv_tail_file_t **files = drv_tail_files(self->tail, &count);
+    int inputs = 0;
+    for (size_t k = 0; k < count && !self->draining && inputs < INPUTS_PER_TURN; k++) {
+        drv_tail_file_t *file = files[(self->turn + k) % count];
+        if (drv_node_backlogged(node)) {
+            break;
+        }
+        int rc = s_read_file(node, self, file, now);
+        if (rc < 0) {
+            break;
+        }
+        inputs += rc;
+    }
+    self->turn++;
+    if (now >= self->next_save_ms || self->draining) {
+        drv_tail_save(self->tail, now);
+        self->next_save_ms = now + SAVE_EVERY_MS;
+    }
+    return inputs;
+}
+
+static int s_fd(drv_node_t *node)
+{
+    file_rx_t *self = node->state;
+    return self->draining ? -1 : drv_tail_fd(self->tail);
+}
+
+static int64_t s_timeout_ms(drv_node_t *node)
+{
+    file_rx_t *self = node->state;
+    if (self->draining) {
+        return -1;
+    }
+    if (self->more && !drv_node_backlogged(node)) {
+        return 0;
+    }
+    int64_t now = drv_time_mono_ms(), due = self->next_scan_ms;
+    due = self->next_save_ms < due ? self->next_save_ms : due;
+    return due <= now ? 0 : due - now;
+}
+
+static void s_settled(drv_node_t *node, int64_t upto)
+{
+    file_rx_t *self = node->state;
+    pending_t *p;
+    while ((p = drv_ring_front(&self->pending)) && p->input <= upto) {
+        drv_tail_settled(self->tail, p->file, p->epoch, p->end);
+        p->file->unsettled--;
+        drv_ring_pop(&self->pending);
+    }
+}
+
+static void s_drain(drv_node_t *node)
+{
+    file_rx_t *self = node->state;
+    self->draining = true; // what was taken settles; the checkpoints are saved when the instance ends
+}
+
+const drv_node_kind_t drv_receiver_file = {
+    .schema = &drv_schema_receiver_file,
+    .init = s_init,
+    .destroy = s_destroy,
+    .fd = s_fd,
+    .readable = s_readable,
+    .timeout_ms = s_timeout_ms,
+    .settled = s_settled,
+    .drain = s_drain,
+    .pauses_when_backlogged = true,
+};

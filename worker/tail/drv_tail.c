@@ -1,0 +1,317 @@
+/*  drv_tail — see the header. This file: the files followed, and reading
+    them; drv_tail_scan.c finds them. */
+#include "drv_tail_internal.h"
+
+#include "drv_wal.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define READ_BYTES (64 * 1024)
+
+drv_tail_t *drv_tail_new(const drv_tail_config_t *config, void (*forget)(void *user), char *err, size_t errlen)
+{
+    drv_tail_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    self->config = *config;
+    self->config.include = json_incref((json_t *)config->include);
+    self->config.exclude = json_incref((json_t *)config->exclude);
+    snprintf(self->dir, sizeof self->dir, "%s", config->checkpoint_dir);
+    self->config.checkpoint_dir = self->dir;
+    self->forget = forget;
+    self->started_before = drv_checkpoint_started(self->dir);
+    self->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    self->member_fd = -1;
+    drv_tail_watch(self);
+    return self;
+}
+
+int drv_tail_save_file(drv_tail_t *self, file_t *file)
+{
+    drv_checkpoint_t checkpoint = {.dev = file->pub.dev,
+                                   .ino = file->pub.ino,
+                                   .fingerprint_bytes = file->fp_bytes,
+                                   .fingerprint = file->fp,
+                                   .offset = file->settled};
+    snprintf(checkpoint.path, sizeof checkpoint.path, "%s", file->path);
+    char err[300];
+    if (drv_checkpoint_save(self->dir, &checkpoint, err, sizeof err) != 0) {
+        drv_warn("checkpoint not saved path=%s reason=\"%s\"", file->path, err);
+        return -1;
+    }
+    file->saved = file->settled;
+    file->dirty = false;
+    return 0;
+}
+
+static void s_free(drv_tail_t *self, file_t *file)
+{
+    if (self->forget && file->pub.user) {
+        self->forget(file->pub.user);
+    }
+    if (file->fd >= 0) {
+        close(file->fd);
+    }
+    if (file->lock_fd >= 0) {
+        close(file->lock_fd);
+    }
+    free(file->buf);
+    free(file);
+}
+
+void drv_tail_destroy(drv_tail_t **self_p)
+{
+    drv_tail_t *self = *self_p;
+    if (!self) {
+        return;
+    }
+    for (size_t i = 0; i < self->count; i++) {
+        if (self->files[i]->dirty) {
+            drv_tail_save_file(self, self->files[i]);
+        }
+        s_free(self, self->files[i]);
+    }
+    free(self->files);
+    free(self->views);
+    if (self->inotify_fd >= 0) {
+        close(self->inotify_fd);
+    }
+    if (self->member_fd >= 0) {
+        close(self->member_fd);
+    }
+    json_decref((json_t *)self->config.include);
+    json_decref((json_t *)self->config.exclude);
+    free(self);
+    *self_p = NULL;
+}
+
+drv_tail_file_t **drv_tail_files(drv_tail_t *self, size_t *n)
+{
+    if (self->views_cap < self->count) {
+        free(self->views);
+        self->views = malloc(self->count * sizeof *self->views);
+        self->views_cap = self->views ? self->count : 0;
+    }
+    *n = self->views ? self->count : 0;
+    for (size_t i = 0; i < *n; i++) {
+        self->views[i] = &self->files[i]->pub;
+    }
+    return self->views;
+}
+
+//  ---------------------------------------------------------------- identity
+
+uint32_t drv_tail_fingerprint(int fd, size_t *bytes)
+{
+    char head[DRV_TAIL_FINGERPRINT_BYTES];
+    ssize_t got = pread(fd, head, *bytes ? *bytes : sizeof head, 0);
+    *bytes = got > 0 ? (size_t)got : 0;
+    return drv_crc32c(0, head, *bytes);
+}
+
+//  The file is read again from its start: it was cut shorter than what was
+//  read (copytruncate), or its first bytes are not what they were.
+static void s_restart(file_t *file, const char *why)
+{
+    drv_info("file read again from its start path=%s reason=\"%s\"", file->path, why);
+    file->pub.epoch++;
+    file->pub.offset = file->settled = 0;
+    file->pub.at_end = false;
+    file->len = 0;
+    file->skipping = false;
+    file->dirty = true;
+    size_t bytes = 0;
+    file->fp = drv_tail_fingerprint(file->fd, &bytes);
+    file->fp_bytes = (uint32_t)bytes;
+}
+
+void drv_tail_check(file_t *file)
+{
+    struct stat st;
+    if (fstat(file->fd, &st) != 0) {
+        return;
+    }
+    if (st.st_nlink == 0 && !file->pub.gone) {
+        file->pub.gone = true; // deleted: read to its end
+    }
+    if ((int64_t)st.st_size < file->pub.offset + (int64_t)file->len) {
+        char why[200];
+        snprintf(why, sizeof why, "it is shorter (%lld bytes) than what was read (%lld)", (long long)st.st_size,
+                 (long long)(file->pub.offset + (int64_t)file->len));
+        s_restart(file, why);
+        return;
+    }
+    size_t bytes = file->fp_bytes;
+    uint32_t fp = drv_tail_fingerprint(file->fd, &bytes);
+    if (bytes == file->fp_bytes && fp != file->fp) {
+        s_restart(file, "its first bytes changed");
+    } else if (file->fp_bytes < DRV_TAIL_FINGERPRINT_BYTES && (int64_t)st.st_size > (int64_t)file->fp_bytes) {
+        bytes = 0; // it grew: the fingerprint covers more of it
+        file->fp = drv_tail_fingerprint(file->fd, &bytes);
+        file->fp_bytes = (uint32_t)bytes;
+        file->dirty = true;
+    }
+}
+
+//  ---------------------------------------------------------------- reading
+
+//  Reads more after what the buffer holds: bytes read (0: at its end).
+static size_t s_fill(drv_tail_t *self, file_t *file)
+{
+    size_t limit = self->config.max_line_bytes + READ_BYTES;
+    if (file->cap - file->len < READ_BYTES && file->cap < limit) {
+        size_t cap = file->cap ? file->cap * 2 : READ_BYTES * 2;
+        cap = cap > limit ? limit : cap;
+        char *grown = realloc(file->buf, cap);
+        if (!grown) {
+            return 0;
+        }
+        file->buf = grown;
+        file->cap = cap;
+    }
+    if (file->cap == file->len) {
+        return 0;
+    }
+    ssize_t got = pread(file->fd, file->buf + file->len, file->cap - file->len, file->pub.offset + (off_t)file->len);
+    if (got < 0) {
+        drv_warn("file read failed path=%s reason=\"%s\"", file->path, strerror(errno));
+        got = 0;
+    }
+    file->len += (size_t)got;
+    file->pub.at_end = got == 0;
+    return (size_t)got;
+}
+
+//  Drops what remains of a line that was cut, up to its newline.
+static void s_skip(drv_tail_t *self, file_t *file)
+{
+    while (file->skipping) {
+        char *nl = memchr(file->buf, '\n', file->len);
+        size_t drop = nl ? (size_t)(nl - file->buf) + 1 : file->len;
+        drv_tail_take(self, &file->pub, file->pub.offset + (int64_t)drop);
+        file->skipping = !nl;
+        if (file->skipping && s_fill(self, file) == 0) {
+            return;
+        }
+    }
+}
+
+size_t drv_tail_peek(drv_tail_t *self, drv_tail_file_t *view, drv_tail_line_t *lines, size_t max)
+{
+    file_t *file = (file_t *)view;
+    size_t max_line = self->config.max_line_bytes;
+    if (file->releasing) {
+        return 0;
+    }
+    s_skip(self, file);
+    if (file->skipping) {
+        return 0;
+    }
+    file->skip_after = false;
+    size_t n = 0, at = 0;
+    while (n < max) {
+        char *nl = memchr(file->buf + at, '\n', file->len - at);
+        size_t rest = file->len - at;
+        if (nl) {
+            size_t len = (size_t)(nl - (file->buf + at));
+            lines[n++] = (drv_tail_line_t){.data = file->buf + at,
+                                           .len = len > max_line ? max_line : len,
+                                           .end = file->pub.offset + (int64_t)(at + len + 1),
+                                           .cut = len > max_line};
+            self->cut += len > max_line;
+            at += len + 1;
+            continue;
+        }
+        if (rest >= max_line) { // no newline in max_line_bytes: cut here, the rest dropped up to its newline
+            lines[n++] = (drv_tail_line_t){
+                .data = file->buf + at, .len = max_line, .end = file->pub.offset + (int64_t)file->len, .cut = true};
+            self->cut++;
+            file->skip_after = true;
+            break;
+        }
+        //  Nothing whole is left: read more, but not under lines given (they
+        //  point into the buffer; whether the file has more is looked up).
+        if (n > 0) {
+            struct stat st;
+            file->pub.at_end = fstat(file->fd, &st) == 0 && st.st_size <= file->pub.offset + (off_t)file->len;
+            break;
+        }
+        if (s_fill(self, file) > 0) {
+            continue;
+        }
+        bool last = file->pub.gone && drv_time_mono_ms() - file->gone_since_ms >= DRV_TAIL_ROTATE_WAIT_MS;
+        if (rest > 0 && last) { // a file gone ends with a line without its newline
+            lines[n++] =
+                (drv_tail_line_t){.data = file->buf + at, .len = rest, .end = file->pub.offset + (int64_t)file->len};
+        }
+        break;
+    }
+    return n;
+}
+
+void drv_tail_take(drv_tail_t *self, drv_tail_file_t *view, int64_t end)
+{
+    (void)self;
+    file_t *file = (file_t *)view;
+    size_t taken = (size_t)(end - file->pub.offset);
+    taken = taken > file->len ? file->len : taken;
+    memmove(file->buf, file->buf + taken, file->len - taken);
+    file->len -= taken;
+    file->pub.offset += (int64_t)taken;
+    if (file->skip_after && file->len == 0) {
+        file->skip_after = false;
+        file->skipping = true; // the rest of the cut line, when it comes
+    }
+}
+
+void drv_tail_settled(drv_tail_t *self, drv_tail_file_t *view, uint32_t epoch, int64_t end)
+{
+    (void)self;
+    file_t *file = (file_t *)view;
+    if (epoch == file->pub.epoch && end > file->settled) {
+        file->settled = end;
+        file->dirty = true;
+    }
+}
+
+void drv_tail_save(drv_tail_t *self, int64_t now_ms)
+{
+    for (size_t i = 0; i < self->count;) {
+        file_t *file = self->files[i];
+        bool done = file->pub.gone && file->pub.at_end && file->len == 0 && file->pub.unsettled == 0 &&
+                    now_ms - file->gone_since_ms >= DRV_TAIL_ROTATE_WAIT_MS;
+        bool handed = file->releasing && file->pub.unsettled == 0;
+        if (done || handed) {
+            if (done) {
+                drv_info("file read to its end and let go path=%s", file->path);
+                drv_checkpoint_forget(self->dir, file->pub.dev, file->pub.ino);
+            } else {
+                drv_tail_save_file(self, file);
+                drv_info("file let go to another instance path=%s offset=%lld", file->path, (long long)file->settled);
+            }
+            s_free(self, file);
+            self->files[i] = self->files[--self->count];
+            continue;
+        }
+        if (file->dirty) {
+            drv_tail_save_file(self, file);
+        }
+        i++;
+    }
+}
+
+int64_t drv_tail_cut_lines(const drv_tail_t *self)
+{
+    return self->cut;
+}

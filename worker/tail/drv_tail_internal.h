@@ -1,0 +1,54 @@
+/*  drv_tail_internal — what drv_tail.c (the files followed, reading them)
+    and drv_tail_scan.c (finding them) share. */
+#ifndef DRV_TAIL_INTERNAL_H
+#define DRV_TAIL_INTERNAL_H
+
+#include "drv_checkpoint.h"
+#include "drv_tail.h"
+
+#define DRV_TAIL_FINGERPRINT_BYTES 1024 // a file is known by this many of its first bytes (fewer while shorter)
+#define DRV_TAIL_ROTATE_WAIT_MS                                                                                        \
+    1000 // a file gone is let go this long after, at its end (a writer may not have moved on)
+
+typedef struct {
+    drv_tail_file_t pub; // first: the receiver's view
+    char path[4096];
+    int fd, lock_fd;
+    char *buf; // what was read from pub.offset on, not taken
+    size_t len, cap;
+    bool skipping, skip_after; // dropping the rest of a cut line; to, once the cut line is taken
+    int64_t settled, saved;    // what the checkpoint may say, and says
+    bool dirty;
+    uint32_t fp, fp_bytes; // the fingerprint: CRC32C of the first fp_bytes
+    bool seen;             // found by the last scan
+    bool releasing;        // another instance's now: read no more, let go once settled
+    int64_t gone_since_ms; // mono
+} file_t;
+
+struct drv_tail_t {
+    drv_tail_config_t config;
+    char dir[4096];
+    void (*forget)(void *user);
+    file_t **files;
+    size_t count, cap;
+    drv_tail_file_t **views; // drv_tail_files
+    size_t views_cap;
+    bool scanned, started_before;
+    int64_t cut;
+    int inotify_fd;
+    int member_fd;     // this instance's membership (drv_checkpoint_join), or -1
+    int rank, members; // its place among the newest generation's instances (members 0: it reads nothing new)
+};
+
+//  drv_tail.c: the CRC32C of a file's first *bytes (0: as many as there
+//  are, up to DRV_TAIL_FINGERPRINT_BYTES), *bytes set to those read.
+uint32_t drv_tail_fingerprint(int fd, size_t *bytes);
+//  The file's checkpoint saved now (what is settled): 0, or -1 (said in the log).
+int drv_tail_save_file(drv_tail_t *self, file_t *file);
+//  A followed file looked at again: deleted (gone), cut shorter or its
+//  first bytes changed (read again from its start).
+void drv_tail_check(file_t *file);
+//  drv_tail_scan.c: watches the globs' directories (inotify).
+void drv_tail_watch(drv_tail_t *self);
+
+#endif

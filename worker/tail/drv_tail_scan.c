@@ -1,0 +1,296 @@
+/*  drv_tail_scan — finding the files to follow (drv_tail.h): the include
+    globs less the exclude ones, regular files only, a link only when its
+    glob names it or it points into its own directory; the files this
+    instance owns (its identity hashed over the instances) and whose lock
+    it gets; the files it follows that no glob finds any more (gone); and,
+    the first time, the files checkpoints name that were renamed away while
+    nobody read them, found again in their directory by their identity. */
+#include "drv_tail_internal.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <glob.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static bool s_wild(const char *text)
+{
+    return strpbrk(text, "*?[") != NULL;
+}
+
+//  The directory part of a path (a copy in out).
+static void s_dirname(const char *path, char *out, size_t len)
+{
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", path);
+    snprintf(out, len, "%s", dirname(copy));
+}
+
+void drv_tail_watch(drv_tail_t *self)
+{
+    size_t i;
+    json_t *glob_;
+    json_array_foreach((json_t *)self->config.include, i, glob_)
+    {
+        char dir[4096];
+        s_dirname(json_string_value(glob_), dir, sizeof dir);
+        if (self->inotify_fd >= 0 && !s_wild(dir)) {
+            inotify_add_watch(self->inotify_fd, dir,
+                              IN_CREATE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE);
+        }
+    }
+}
+
+int drv_tail_fd(const drv_tail_t *self)
+{
+    return self->inotify_fd;
+}
+
+void drv_tail_events(drv_tail_t *self)
+{
+    char events[4096];
+    while (self->inotify_fd >= 0 && read(self->inotify_fd, events, sizeof events) > 0) {
+    }
+}
+
+//  This instance's files: each file's identity hashed over the newest
+//  generation's instances.
+static bool s_mine(const drv_tail_t *self, uint64_t dev, uint64_t ino)
+{
+    uint64_t h = (dev * 0x9E3779B97F4A7C15ull) ^ (ino * 0xC2B2AE3D27D4EB4Full);
+    h ^= h >> 29;
+    return self->members > 0 && (self->members == 1 || (int)(h % (uint64_t)self->members) == self->rank);
+}
+
+//  Which instances read: joins when it has not yet, then its place among them.
+static void s_members(drv_tail_t *self)
+{
+    if (self->member_fd < 0) {
+        self->member_fd = drv_checkpoint_join(self->dir, self->config.generation, self->config.core);
+    }
+    if (self->member_fd < 0 ||
+        !drv_checkpoint_rank(self->dir, self->config.generation, self->config.core, &self->rank, &self->members)) {
+        self->members = 0; // not (yet) one of the newest generation's: nothing new is read
+    }
+}
+
+static bool s_excluded(const drv_tail_t *self, const char *path)
+{
+    size_t i;
+    json_t *glob_;
+    json_array_foreach((json_t *)self->config.exclude, i, glob_)
+    {
+        if (fnmatch(json_string_value(glob_), path, FNM_PATHNAME) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+//  A link is followed when its glob names it, or when it points to a
+//  file in its own directory: never out of the globs' directories.
+static bool s_link_allowed(const char *pattern, const char *path)
+{
+    if (!s_wild(pattern)) {
+        return true;
+    }
+    char target[PATH_MAX], here[4096], there[4096], real_here[PATH_MAX];
+    if (!realpath(path, target)) {
+        return false;
+    }
+    s_dirname(path, here, sizeof here);
+    s_dirname(target, there, sizeof there);
+    return realpath(here, real_here) && !strcmp(real_here, there);
+}
+
+static file_t *s_known(drv_tail_t *self, uint64_t dev, uint64_t ino)
+{
+    for (size_t i = 0; i < self->count; i++) {
+        if (self->files[i]->pub.dev == dev && self->files[i]->pub.ino == ino) {
+            return self->files[i];
+        }
+    }
+    return NULL;
+}
+
+//  Starts following path (st: its stat) when its lock is ours: from its
+//  checkpoint when the file is the one it names, else from its start (or
+//  its end, at the pipeline's first start with start_at end). gone: no
+//  glob finds it (renamed away while nobody read it).
+static void s_follow(drv_tail_t *self, const char *path, const struct stat *st, bool gone)
+{
+    uint64_t dev = (uint64_t)st->st_dev, ino = (uint64_t)st->st_ino;
+    int lock = drv_checkpoint_lock(self->dir, dev, ino);
+    if (lock < 0) {
+        return; // another instance follows it (a draining generation, another core's): tried again next scan
+    }
+    struct stat now;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0 || fstat(fd, &now) != 0 || (uint64_t)now.st_dev != dev || (uint64_t)now.st_ino != ino ||
+        !S_ISREG(now.st_mode)) {
+        if (fd >= 0) {
+            close(fd);
+        } else if (errno != ENOENT) {
+            drv_warn("file not readable path=%s reason=\"%s\"", path, strerror(errno));
+        }
+        close(lock);
+        return;
+    }
+    if (self->count == self->cap) {
+        size_t cap = self->cap ? self->cap * 2 : 16;
+        file_t **grown = realloc(self->files, cap * sizeof *grown);
+        if (!grown) {
+            close(fd);
+            close(lock);
+            return;
+        }
+        self->files = grown;
+        self->cap = cap;
+    }
+    file_t *file = calloc(1, sizeof *file);
+    if (!file) {
+        close(fd);
+        close(lock);
+        return;
+    }
+    *file = (file_t){.pub = {.dev = dev, .ino = ino, .gone = gone}, .fd = fd, .lock_fd = lock, .seen = true};
+    snprintf(file->path, sizeof file->path, "%s", path);
+    file->pub.path = file->path;
+    const char *slash = strrchr(file->path, '/');
+    file->pub.name = slash ? slash + 1 : file->path;
+    file->gone_since_ms = gone ? drv_time_mono_ms() : 0;
+    drv_checkpoint_t checkpoint;
+    size_t bytes = 0;
+    file->fp = drv_tail_fingerprint(fd, &bytes);
+    file->fp_bytes = (uint32_t)bytes;
+    const char *from = "its start";
+    if (drv_checkpoint_load(self->dir, dev, ino, &checkpoint)) {
+        size_t before = checkpoint.fingerprint_bytes;
+        uint32_t fp = drv_tail_fingerprint(fd, &before);
+        if (before == checkpoint.fingerprint_bytes && fp == checkpoint.fingerprint &&
+            checkpoint.offset <= (int64_t)now.st_size) {
+            file->pub.offset = checkpoint.offset;
+            from = "its checkpoint";
+        }
+    } else if (!self->started_before && !self->scanned && !self->config.start_at_beginning) {
+        file->pub.offset = (int64_t)now.st_size;
+        from = "its end (start_at: end)";
+    }
+    file->settled = file->saved = file->pub.offset;
+    file->dirty = true;
+    self->files[self->count++] = file;
+    drv_tail_save_file(self, file); // at once: renamed away before the next save, it is found again by it
+    drv_info("following file path=%s from=\"%s\" offset=%lld", path, from, (long long)file->pub.offset);
+}
+
+//  A checkpoint of a file no glob found: followed where it is in its
+//  directory (renamed away while nobody read it), else forgotten.
+static bool s_renamed_away(void *arg, const drv_checkpoint_t *checkpoint)
+{
+    drv_tail_t *self = arg;
+    if (s_known(self, checkpoint->dev, checkpoint->ino) || !s_mine(self, checkpoint->dev, checkpoint->ino)) {
+        return true;
+    }
+    char dir[4096];
+    s_dirname(checkpoint->path, dir, sizeof dir);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    bool found = false;
+    while (d && !found && (e = readdir(d))) {
+        char path[4400];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_dev == checkpoint->dev &&
+            (uint64_t)st.st_ino == checkpoint->ino) {
+            found = true;
+            s_follow(self, path, &st, true);
+        }
+    }
+    if (d) {
+        closedir(d);
+    }
+    int lock = found ? -1 : drv_checkpoint_lock(self->dir, checkpoint->dev, checkpoint->ino);
+    if (lock >= 0) { // gone while nobody read it: what was not read of it is lost, and said
+        drv_warn("file gone while nobody read it path=%s offset=%lld", checkpoint->path, (long long)checkpoint->offset);
+        drv_checkpoint_forget(self->dir, checkpoint->dev, checkpoint->ino);
+        close(lock);
+    }
+    return true;
+}
+
+static void s_found(drv_tail_t *self, const char *pattern, const char *path)
+{
+    struct stat st;
+    if (s_excluded(self, path) || lstat(path, &st) != 0) {
+        return;
+    }
+    if (S_ISLNK(st.st_mode) && (!s_link_allowed(pattern, path) || stat(path, &st) != 0)) {
+        return;
+    }
+    if (!S_ISREG(st.st_mode) || !s_mine(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
+        return;
+    }
+    file_t *file = s_known(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+    if (!file) {
+        s_follow(self, path, &st, false);
+        return;
+    }
+    file->seen = true;
+    if (strcmp(file->path, path) != 0) {
+        snprintf(file->path, sizeof file->path, "%s", path); // renamed to a name a glob finds
+        const char *slash = strrchr(file->path, '/');
+        file->pub.name = slash ? slash + 1 : file->path;
+        file->dirty = true;
+    }
+}
+
+void drv_tail_scan(drv_tail_t *self, int64_t now_ms)
+{
+    s_members(self);
+    for (size_t i = 0; i < self->count; i++) {
+        self->files[i]->seen = false;
+    }
+    size_t i;
+    json_t *pattern;
+    json_array_foreach((json_t *)self->config.include, i, pattern)
+    {
+        glob_t found = {0};
+        if (glob(json_string_value(pattern), GLOB_NOSORT, NULL, &found) == 0) {
+            for (size_t k = 0; k < found.gl_pathc; k++) {
+                s_found(self, json_string_value(pattern), found.gl_pathv[k]);
+            }
+        }
+        globfree(&found);
+    }
+    for (size_t k = 0; k < self->count; k++) {
+        file_t *file = self->files[k];
+        if (!file->releasing && !file->pub.gone && !s_mine(self, file->pub.dev, file->pub.ino)) {
+            file->releasing = true; // another instance's now (a core added): let go once settled
+        }
+        if (!file->seen && !file->pub.gone) {
+            file->pub.gone = true; // renamed away or deleted: read to its end
+        }
+        drv_tail_check(file);
+        if (file->pub.gone && !file->gone_since_ms) {
+            file->gone_since_ms = now_ms;
+        }
+    }
+    if (!self->scanned && self->members > 0) { // a scan as one of the readers
+        drv_checkpoint_each(self->dir, s_renamed_away, self);
+        self->scanned = true;
+        if (!self->started_before) {
+            drv_checkpoint_mark_started(self->dir);
+        }
+    }
+}
