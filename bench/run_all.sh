@@ -90,6 +90,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/branches.py 0.5 --smoke; else $PY bench/branches.py 5; fi
     echo
+    echo "## B23 reading a file (against rsyslog imfile), B24 CRI lines with kubernetes"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/files.py 2000 --smoke; else $PY bench/files.py 300000; fi
+    echo
     echo "## B8 scale (many pipelines, many replaces)"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scale.py 5 2 1; else $PY bench/scale.py 200 40 60; fi

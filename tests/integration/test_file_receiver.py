@@ -158,6 +158,21 @@ class FileReceiver(EngineTest):
         self.assertEqual(joined["attributes"]["log.iostream"], "stderr")
         self.assertNotIn("time_unix_nano", rows["not a cri line"])
 
+    def test_partial_lines_stay_joined_across_inputs_of_a_thousand_lines(self):
+        log = os.path.join(self.logdir(), "0.log")
+        self.start({"include": [log], "format": "cri", "start_at": "beginning"})
+        lines = [f"2026-11-26T10:00:00Z stdout {'P' if n % 10 == 9 and n < 2999 else 'F'} piece-{n};" for n in range(3000)]
+        self.append(log, lines)
+        wanted = []
+        for n in range(3000):
+            if n % 10 == 0 and n > 0 and (n - 1) % 10 == 9:
+                wanted[-1] += f"piece-{n};"  # the partial line before goes on in this one
+            else:
+                wanted.append(f"piece-{n};")
+        got = wait_until(lambda: (lambda b: b if len(b) >= len(wanted) else None)(self.bodies()), 15,
+                         f"{len(wanted)} records")
+        self.assertEqual(sorted(got), sorted(wanted), "every partial line joined to the next, whichever input it was in")
+
     def test_the_docker_json_file_format_joins_partial_lines(self):
         docker = os.path.join(self.logdir(), "docker.json")
         self.start({"include": [docker], "format": "docker", "start_at": "beginning"})

@@ -136,13 +136,16 @@ static int s_read_file(drv_node_t *node, file_rx_t *self, drv_tail_file_t *file,
         state->grew_ms = now;
     }
     //  What is open at the end is whole when nothing more can come, or after
-    //  max_wait_ms without more, or when it fills a whole input.
+    //  max_wait_ms without more, or when it alone fills a whole input.
     bool waited = file->at_end && now - state->grew_ms >= drv_file_lines_wait_ms(self->making);
-    bool all = lines == LINES_PER_INPUT || waited || (file->gone && file->at_end);
+    bool all = waited || (file->gone && file->at_end);
     msgpack_object *records = drv_node_alloc(node, lines * sizeof *records);
     int64_t end;
-    size_t n = drv_file_lines_records(self->making, node, file, state->kube_ok ? &state->kube : NULL, self->lines,
-                                      lines, all, records, &end);
+    const drv_kube_path_t *kube = state->kube_ok ? &state->kube : NULL;
+    size_t n = drv_file_lines_records(self->making, node, file, kube, self->lines, lines, all, records, &end);
+    if (n == 0 && lines == LINES_PER_INPUT && !all) { // one message fills a whole input: it is whole
+        n = drv_file_lines_records(self->making, node, file, kube, self->lines, lines, true, records, &end);
+    }
     int rc = 0;
     if (n > 0) {
         if (!drv_node_emit_objects(node, records, n)) {
@@ -155,7 +158,7 @@ static int s_read_file(drv_node_t *node, file_rx_t *self, drv_tail_file_t *file,
             file->unsettled++;
             drv_tail_take(self->tail, file, end);
             rc = 1;
-            self->more |= lines == LINES_PER_INPUT;
+            self->more |= lines == LINES_PER_INPUT || !file->at_end; // more to read at once
         }
     }
     drv_file_lines_done(self->making);

@@ -219,6 +219,8 @@ size_t drv_tail_peek(drv_tail_t *self, drv_tail_file_t *view, drv_tail_line_t *l
         return 0;
     }
     file->skip_after = false;
+    while (file->len < READ_BYTES && s_fill(self, file) > 0) { // an input's worth of lines when there are
+    }
     size_t n = 0, at = 0;
     while (n < max) {
         char *nl = memchr(file->buf + at, '\n', file->len - at);
