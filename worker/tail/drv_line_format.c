@@ -27,8 +27,8 @@ int64_t drv_rfc3339_ns(const char *t, size_t len)
     }
     int64_t year = s_digits(t, 4), month = s_digits(t + 5, 2), day = s_digits(t + 8, 2), hour = s_digits(t + 11, 2),
             minute = s_digits(t + 14, 2), second = s_digits(t + 17, 2);
-    if (year < 1970 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 ||
-        minute > 59 || second < 0 || second > 60) {
+    if (year < 1970 || year > 2261 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
+        minute < 0 || minute > 59 || second < 0 || second > 60) {
         return -1;
     }
     size_t at = 19;
@@ -67,8 +67,8 @@ int64_t drv_rfc3339_ns(const char *t, size_t len)
                     .tm_hour = (int)hour,
                     .tm_min = (int)minute,
                     .tm_sec = (int)second};
-    time_t secs = timegm(&tm);
-    return ((int64_t)secs - offset) * 1000000000 + nanos;
+    int64_t secs = (int64_t)timegm(&tm) - offset; // nanoseconds since 1970 fit in 63 bits until 2262
+    return secs < 0 ? -1 : secs * 1000000000 + nanos;
 }
 
 bool drv_cri_parse(const char *line, size_t len, drv_cri_line_t *out)
