@@ -165,7 +165,9 @@ int drv_memory_log_append(drv_memory_log_t *self, int64_t number, const drv_buff
                        .size = size};
     size_t at = 0;
     for (int i = 0; i < input->count; i++) {
-        memcpy(entry->data + at, input->parts[i].iov_base, input->parts[i].iov_len);
+        if (input->parts[i].iov_len) { // an empty part may have no base
+            memcpy(entry->data + at, input->parts[i].iov_base, input->parts[i].iov_len);
+        }
         at += input->parts[i].iov_len;
     }
     entry->node = (char *)entry->data + size;

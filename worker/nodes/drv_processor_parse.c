@@ -185,7 +185,9 @@ static msgpack_object_kv *s_merge(drv_node_t *node, const msgpack_object_kv *bas
                                   const msgpack_object_kv *add, size_t added, size_t *count)
 {
     msgpack_object_kv *kv = drv_node_alloc(node, (n + added ? n + added : 1) * sizeof *kv);
-    memcpy(kv, base, n * sizeof *kv);
+    if (n) { // base is NULL when there is none
+        memcpy(kv, base, n * sizeof *kv);
+    }
     for (size_t i = 0; i < added; i++) {
         int index = drv_record_find(kv, n, &add[i].key);
         if (index >= 0) {
