@@ -197,13 +197,13 @@ static size_t s_fill(drv_tail_t *self, file_t *file)
 static void s_skip(drv_tail_t *self, file_t *file)
 {
     while (file->skipping) {
+        if (file->len == 0 && s_fill(self, file) == 0) {
+            return; // the rest has not come yet
+        }
         char *nl = memchr(file->buf, '\n', file->len);
         size_t drop = nl ? (size_t)(nl - file->buf) + 1 : file->len;
         drv_tail_take(self, &file->pub, file->pub.offset + (int64_t)drop);
         file->skipping = !nl;
-        if (file->skipping && s_fill(self, file) == 0) {
-            return;
-        }
     }
 }
 
@@ -220,6 +220,9 @@ size_t drv_tail_peek(drv_tail_t *self, drv_tail_file_t *view, drv_tail_line_t *l
     }
     file->skip_after = false;
     while (file->len < READ_BYTES && s_fill(self, file) > 0) { // an input's worth of lines when there are
+    }
+    if (!file->buf) {
+        return 0; // out of memory for a buffer: tried again later
     }
     size_t n = 0, at = 0;
     while (n < max) {
@@ -268,12 +271,19 @@ void drv_tail_take(drv_tail_t *self, drv_tail_file_t *view, int64_t end)
     file_t *file = (file_t *)view;
     size_t taken = (size_t)(end - file->pub.offset);
     taken = taken > file->len ? file->len : taken;
-    memmove(file->buf, file->buf + taken, file->len - taken);
+    if (file->len > taken) {
+        memmove(file->buf, file->buf + taken, file->len - taken);
+    }
     file->len -= taken;
     file->pub.offset += (int64_t)taken;
     if (file->skip_after && file->len == 0) {
         file->skip_after = false;
         file->skipping = true; // the rest of the cut line, when it comes
+    }
+    if (file->len == 0 && file->pub.at_end) { // all taken and nothing more for now: a quiet file holds no buffer
+        free(file->buf);
+        file->buf = NULL;
+        file->cap = 0;
     }
 }
 
