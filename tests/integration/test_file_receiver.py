@@ -173,6 +173,19 @@ class FileReceiver(EngineTest):
                          f"{len(wanted)} records")
         self.assertEqual(sorted(got), sorted(wanted), "every partial line joined to the next, whichever input it was in")
 
+    def test_a_line_longer_than_max_line_bytes_is_cut_and_counted(self):
+        log = os.path.join(self.logdir(), "long.log")
+        self.start({"include": [log], "start_at": "beginning", "max_line_bytes": 100})
+        #  One longer than a read (the rest dropped over several) and one in a read.
+        self.append(log, ["short", "y" * 250 + "end", "after", "z" * 300000 + "tail", "next"])
+        rows = wait_until(lambda: (lambda b: b if len(b) >= 5 else None)(self.bodies()), 15, "5 records")
+        self.assertEqual(rows, ["short", "y" * 100, "after", "z" * 100, "next"],
+                         "cut at 100 bytes, the rest up to its newline dropped")
+        wait_until(lambda: ((self.admin.http("GET", "/api/v1/groups/default/pipelines/files/status")[1]
+                             .get("instances") or [{}])[0].get("nodes") or {}).get("in", {}).get("errors") == 2,
+                   10, "the two cut lines counted")
+        self.engine.wait_log(r"a line longer than max_line_bytes was cut there")
+
     def test_the_docker_json_file_format_joins_partial_lines(self):
         docker = os.path.join(self.logdir(), "docker.json")
         self.start({"include": [docker], "format": "docker", "start_at": "beginning"})

@@ -156,6 +156,11 @@ static int s_read_file(drv_node_t *node, file_rx_t *self, drv_tail_file_t *file,
                 abort(); // one per input not settled: bounded by what the pipeline takes
             }
             file->unsettled++;
+            for (size_t i = 0; i < lines && self->lines[i].end <= end; i++) {
+                if (self->lines[i].cut) { // counted once taken: a line read again is not counted twice
+                    drv_node_record_error(node, "a line longer than max_line_bytes was cut there");
+                }
+            }
             drv_tail_take(self->tail, file, end);
             rc = 1;
             self->more |= lines == LINES_PER_INPUT || !file->at_end; // more to read at once
