@@ -267,6 +267,53 @@ class FileReceiver(EngineTest):
         self.assertEqual(len(set().union(*cores.values())), 2, "both cores read files after the resize")
         self.assertTrue(all(len(where) == 1 for where in cores.values()), f"a file read by one instance: {cores}")
 
+    def test_a_resize_while_the_backend_is_slow_hands_files_over_at_their_checkpoints(self):
+        """The instance that had a file moved to the added core lets it go only
+        once what it read is settled, its checkpoint saved: however long the
+        backend takes, the new reader starts there (nothing twice)."""
+        logs = self.logdir()
+        capture = Capture()
+        self.addCleanup(capture.close)
+        written = []
+
+        def write(count):
+            for k in range(count):
+                n = len(written)
+                self.append(os.path.join(logs, f"app-{n % 16}.log"), [f"line-{n}"])
+                written.append(f"line-{n}")
+
+        def spec(cores):
+            return {"pipeline": {"cores": {"count": cores}, "nodes": {
+                "in": {"type": "receiver:file", "config": {"include": [f"{logs}/*.log"], "start_at": "beginning"},
+                       "to": ["out"]},
+                "out": {"type": "exporter:http", "config": {
+                    "endpoint": capture.url(), "batch": {"max_records": 50, "max_delay_ms": 20},
+                    "retry": {"initial_ms": 50, "max_ms": 200, "max_elapsed_secs": 0}}}}}}
+
+        def delivered():
+            return [json.loads(line)["body"] for body in capture.bodies() for line in body.decode().splitlines() if line]
+        self.start_engine(engine_yaml(engine_extra="  heartbeat_interval_ms: 100\n").replace("HTTP", str(self.http_port)))
+        self.admin = Admin(self.engine, self.http_port)
+        self.admin.wait_ready(20)
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/files", body=spec(1), timeout=60)
+        self.assertEqual(status, 200, body)
+        write(100)
+        wait_until(lambda: set(written) <= set(delivered()), 15, "the first lines delivered")
+        capture.gate.clear()  # the backend stalls: what is read next is not settled
+        write(100)
+        wait_until(lambda: ((self.admin.http("GET", "/api/v1/groups/default/pipelines/files/status")[1]
+                             .get("instances") or [{}])[0].get("nodes") or {}).get("in", {}).get("records_in", 0) >= 200,
+                   10, "the next lines read, not settled")
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/files", body=spec(2), timeout=60)
+        self.assertEqual(status, 200, body)
+        self.engine.wait_log(r"worker\[default/files@1#1\]: ready", 10)
+        time.sleep(1.5)  # the backend stays down past the time a file gone is let go: part of the scenario
+        capture.gate.set()
+        write(100)
+        got = wait_until(lambda: (lambda d: d if set(written) <= set(d) else None)(delivered()), 30, "every line")
+        self.assertEqual(len(got), len(set(got)), "nothing read twice across the hand-over")
+        self.assertIn("file let go to another instance", self.engine.log_text())
+
     def test_a_file_grown_by_a_gigabyte_behind_a_stalled_backend_keeps_memory_flat(self):
         """Reading pauses while the pipeline pushes back: the instance's RSS
         stays within a bound whatever the file's size, and reading resumes

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MARKER "started"
@@ -198,7 +200,12 @@ bool drv_checkpoint_rank(const char *dir, int64_t generation, int core, int *ran
         if (!self_) {
             int probe = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
             if (probe >= 0 && flock(probe, LOCK_EX | LOCK_NB) == 0) { // nobody holds it: gone
-                unlink(path);
+                //  Removed only when old: a fresh one may be an instance
+                //  between making its lock and taking it.
+                struct stat st;
+                if (fstat(probe, &st) == 0 && st.st_mtime < time(NULL) - 60) {
+                    unlink(path);
+                }
                 close(probe);
                 continue;
             }

@@ -238,12 +238,16 @@ static void s_found(drv_tail_t *self, const char *pattern, const char *path)
     if (S_ISLNK(st.st_mode) && (!s_link_allowed(pattern, path) || stat(path, &st) != 0)) {
         return;
     }
-    if (!S_ISREG(st.st_mode) || !s_mine(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
+    if (!S_ISREG(st.st_mode)) {
         return;
     }
+    //  A file followed is seen whoever's it is now (one no longer this
+    //  instance's is let go, not taken for gone); a new one only if it is ours.
     file_t *file = s_known(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
     if (!file) {
-        s_follow(self, path, &st, false);
+        if (s_mine(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
+            s_follow(self, path, &st, false);
+        }
         return;
     }
     file->seen = true;
