@@ -80,6 +80,7 @@ static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, con
     msgpack_zone_init(&self->spec_zone, 4096);
     msgpack_zone_init(&self->batch_zone, 64 * 1024);
     msgpack_sbuffer_init(&self->packing);
+    drv_ring_init(&self->handover_pending, 2 * sizeof(int64_t));
     self->rerun_for = -1;
     if (!problems && drv_dag_buffer_open(self, spec, err, errlen) != 0) {
         drv_dag_destroy(&self);

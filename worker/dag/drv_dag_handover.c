@@ -170,24 +170,10 @@ static bool s_any_backlogged(drv_dag_t *self)
 
 static void s_pending_push(drv_dag_t *self, int64_t input, int64_t entry)
 {
-    if (self->handover_pending_count == self->handover_pending_cap) {
-        size_t cap = self->handover_pending_cap ? self->handover_pending_cap * 2 : 64;
-        int64_t(*grown)[2] = malloc(cap * sizeof *grown);
-        if (!grown) {
-            abort(); // two numbers per handed-over batch, bounded by the exporter's queue
-        }
-        for (size_t i = 0; i < self->handover_pending_count; i++) {
-            memcpy(grown[i], self->handover_pending[(self->handover_pending_head + i) % self->handover_pending_cap],
-                   sizeof grown[i]);
-        }
-        free(self->handover_pending);
-        self->handover_pending = grown;
-        self->handover_pending_cap = cap;
-        self->handover_pending_head = 0;
+    int64_t pair[2] = {input, entry};
+    if (!drv_ring_push(&self->handover_pending, pair)) {
+        abort(); // two numbers per handed-over batch, bounded by the exporter's queue
     }
-    size_t at = (self->handover_pending_head + self->handover_pending_count++) % self->handover_pending_cap;
-    self->handover_pending[at][0] = input;
-    self->handover_pending[at][1] = entry;
 }
 
 int drv_dag_handover_feed(drv_dag_t *self)
@@ -249,16 +235,15 @@ int drv_dag_handover_feed(drv_dag_t *self)
 
 void drv_dag_handover_settled(drv_dag_t *self, int64_t settled)
 {
-    int64_t entry = -1;
-    while (self->handover_pending_count > 0 && self->handover_pending[self->handover_pending_head][0] <= settled) {
-        entry = self->handover_pending[self->handover_pending_head][1];
-        self->handover_pending_head = (self->handover_pending_head + 1) % self->handover_pending_cap;
-        self->handover_pending_count--;
+    int64_t entry = -1, *pair;
+    while ((pair = drv_ring_front(&self->handover_pending)) && pair[0] <= settled) {
+        entry = pair[1];
+        drv_ring_pop(&self->handover_pending);
     }
     if (self->handover && entry >= 0) {
         drv_handover_settled(self->handover, entry);
     }
-    if (self->handover && self->handover_read_all && self->handover_pending_count == 0) {
+    if (self->handover && self->handover_read_all && self->handover_pending.count == 0) {
         drv_info("handed-over records delivered dir=%s", drv_handover_dir(self->handover));
         drv_handover_finish(&self->handover);
     }
@@ -278,6 +263,5 @@ int64_t drv_dag_handover_timeout_ms(const drv_dag_t *self, int64_t now)
 void drv_dag_handover_close(drv_dag_t *self)
 {
     drv_handover_release(&self->handover);
-    free(self->handover_pending);
-    self->handover_pending = NULL;
+    drv_ring_fini(&self->handover_pending);
 }

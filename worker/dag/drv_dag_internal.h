@@ -10,6 +10,7 @@
 #include "drv_buffer.h"
 #include "drv_dag.h"
 #include "drv_node.h"
+#include "drv_ring.h"
 
 #include <czmq.h>
 #include <msgpack.h>
@@ -42,14 +43,13 @@ struct drv_dag_t {
     struct drv_handover_t *handover;
     bool handover_read_all;
     int64_t handover_scan_ms, handover_tried_ms; // mono: the next look for one; the last try to hand over
-    int64_t (*handover_pending)[2];              // [input, handover entry] fed and not settled, oldest first (a ring)
-    size_t handover_pending_head, handover_pending_count, handover_pending_cap;
-    json_t *positions;        // each exporter's position as last saved (drv_dag_positions.c)
-    int64_t positions_due_ms; // mono: when they may be saved next
-    msgpack_sbuffer packing;  // records packed for the log
-    int64_t tap_per_sec;      // samples per second and tapped node (drv_tap.c)
-    json_t *tap_samples;      // [[node, JSON text], ...] not sent yet, or NULL
-    drv_buf_t tap_buf;        // rendering a sample
+    drv_ring_t handover_pending; // int64_t[2]: [input, handover entry] fed and not settled, oldest first
+    json_t *positions;           // each exporter's position as last saved (drv_dag_positions.c)
+    int64_t positions_due_ms;    // mono: when they may be saved next
+    msgpack_sbuffer packing;     // records packed for the log
+    int64_t tap_per_sec;         // samples per second and tapped node (drv_tap.c)
+    json_t *tap_samples;         // [[node, JSON text], ...] not sent yet, or NULL
+    drv_buf_t tap_buf;           // rendering a sample
 };
 
 //  drv_dag_feed.c: an input read back run through the receiver it entered
