@@ -173,8 +173,10 @@ static int s_read_file(drv_node_t *node, file_rx_t *self, drv_tail_file_t *file,
 static int s_readable(drv_node_t *node)
 {
     file_rx_t *self = node->state;
-    drv_tail_events(self->tail);
     int64_t now = drv_time_mono_ms();
+    if (drv_tail_events(self->tail)) {
+        self->next_scan_ms = now; // a file appeared: found now, not at the next poll
+    }
     if (now >= self->next_scan_ms && !self->draining) {
         drv_tail_scan(self->tail, now);
         self->next_scan_ms = now + self->poll_ms;

@@ -50,7 +50,6 @@ int drv_tail_save_file(drv_tail_t *self, file_t *file)
         drv_warn("checkpoint not saved path=%s reason=\"%s\"", file->path, err);
         return -1;
     }
-    file->saved = file->settled;
     file->dirty = false;
     return 0;
 }

@@ -79,9 +79,10 @@ void drv_tail_settled(drv_tail_t *self, drv_tail_file_t *file, uint32_t epoch, i
 //  read to their end whose inputs are all settled. now_ms: mono.
 void drv_tail_save(drv_tail_t *self, int64_t now_ms);
 //  A descriptor readable when something changed in the globs'
-//  directories (inotify), or -1; events drains it.
+//  directories or those of the files followed (inotify), or -1; events
+//  drains it: true when a file appeared there (a scan is due).
 int drv_tail_fd(const drv_tail_t *self);
-void drv_tail_events(drv_tail_t *self);
+bool drv_tail_events(drv_tail_t *self);
 //  The lines cut because they were longer than max_line_bytes.
 int64_t drv_tail_cut_lines(const drv_tail_t *self);
 

@@ -17,7 +17,7 @@ typedef struct {
     char *buf; // what was read from pub.offset on, not taken
     size_t len, cap;
     bool skipping, skip_after; // dropping the rest of a cut line; to, once the cut line is taken
-    int64_t settled, saved;    // what the checkpoint may say, and says
+    int64_t settled;           // what the checkpoint may say
     bool dirty;
     uint32_t fp, fp_bytes; // the fingerprint: CRC32C of the first fp_bytes
     bool seen;             // found by the last scan

@@ -37,17 +37,28 @@ static void s_dirname(const char *path, char *out, size_t len)
     snprintf(out, len, "%s", dirname(copy));
 }
 
+#define WATCHED (IN_CREATE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE)
+
 void drv_tail_watch(drv_tail_t *self)
 {
     size_t i;
     json_t *glob_;
     json_array_foreach((json_t *)self->config.include, i, glob_)
     {
+        //  The deepest directory of the glob without a wildcard: a file,
+        //  or a directory on the way to one (a new pod's), appears there.
         char dir[4096];
         s_dirname(json_string_value(glob_), dir, sizeof dir);
-        if (self->inotify_fd >= 0 && !s_wild(dir)) {
-            inotify_add_watch(self->inotify_fd, dir,
-                              IN_CREATE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE);
+        char *wild = strpbrk(dir, "*?[");
+        if (wild) {
+            *wild = 0;
+            char *slash = strrchr(dir, '/');
+            if (slash) {
+                slash[slash == dir] = 0; // "/" stays itself
+            }
+        }
+        if (self->inotify_fd >= 0 && dir[0]) {
+            inotify_add_watch(self->inotify_fd, dir, WATCHED);
         }
     }
 }
@@ -57,11 +68,19 @@ int drv_tail_fd(const drv_tail_t *self)
     return self->inotify_fd;
 }
 
-void drv_tail_events(drv_tail_t *self)
+bool drv_tail_events(drv_tail_t *self)
 {
-    char events[4096];
-    while (self->inotify_fd >= 0 && read(self->inotify_fd, events, sizeof events) > 0) {
+    char events[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    bool appeared = false;
+    ssize_t got;
+    while (self->inotify_fd >= 0 && (got = read(self->inotify_fd, events, sizeof events)) > 0) {
+        for (char *at = events; at < events + got;) {
+            const struct inotify_event *e = (const struct inotify_event *)at;
+            appeared |= (e->mask & (IN_CREATE | IN_MOVED_TO | IN_Q_OVERFLOW)) != 0;
+            at += sizeof *e + e->len;
+        }
     }
+    return appeared;
 }
 
 //  This instance's files: each file's identity hashed over the newest
@@ -187,9 +206,14 @@ static void s_follow(drv_tail_t *self, const char *path, const struct stat *st, 
         file->pub.offset = (int64_t)now.st_size;
         from = "its end (start_at: end)";
     }
-    file->settled = file->saved = file->pub.offset;
+    file->settled = file->pub.offset;
     file->dirty = true;
     self->files[self->count++] = file;
+    char dir[4096];
+    s_dirname(path, dir, sizeof dir);
+    if (self->inotify_fd >= 0) { // its directory too (a glob's may have wildcards): a new neighbour wakes a scan
+        inotify_add_watch(self->inotify_fd, dir, WATCHED);
+    }
     drv_tail_save_file(self, file); // at once: renamed away before the next save, it is found again by it
     drv_info("following file path=%s from=\"%s\" offset=%lld", path, from, (long long)file->pub.offset);
 }
