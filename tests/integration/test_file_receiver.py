@@ -4,8 +4,11 @@ end skips what a file held at the pipeline's first start; a log rotated by
 rename twice (once while droverd and every child are SIGKILLed and down)
 and by copytruncate once, lines written throughout, loses no line and
 repeats few; the CRI layout with partial lines and kubernetes: true, the
-docker json-file format, ndjson and multiline messages; three replaces and
-a resize while a file grows lose nothing."""
+docker json-file format, ndjson and multiline messages; lines cut at
+max_line_bytes; a new file found by inotify before any poll; three
+replaces, a resize and a rollback while files grow, and a resize while the
+backend is down, lose nothing and repeat nothing; a 1 GiB file behind a
+stalled backend keeps memory flat."""
 
 import glob
 import json
@@ -173,6 +176,14 @@ class FileReceiver(EngineTest):
                          f"{len(wanted)} records")
         self.assertEqual(sorted(got), sorted(wanted), "every partial line joined to the next, whichever input it was in")
 
+    def test_inotify_finds_a_new_file_without_waiting_for_the_poll(self):
+        logs = self.logdir()
+        self.start({"include": [f"{logs}/*.log"], "poll_interval_ms": 60000})  # a poll that never comes in the test
+        started = os.path.join(self.engine.run_dir, "buffer", "default", "files", "checkpoints", "started")
+        wait_until(lambda: os.path.exists(started), 10, "the first scan done")
+        self.append(os.path.join(logs, "new.log"), ["first", "second"])
+        self.wait_bodies(["first", "second"], 10)
+
     def test_a_line_longer_than_max_line_bytes_is_cut_and_counted(self):
         log = os.path.join(self.logdir(), "long.log")
         self.start({"include": [log], "start_at": "beginning", "max_line_bytes": 100})
@@ -221,7 +232,7 @@ class FileReceiver(EngineTest):
                           "2026-11-26 Exception in thread main\n\tat a.b(C.java:1)\n\tat d.e(F.java:2)",
                           "2026-11-26 last one, alone"])
 
-    def test_three_replaces_and_a_resize_while_a_file_grows_lose_nothing(self):
+    def test_three_replaces_a_resize_and_a_rollback_while_files_grow_lose_nothing(self):
         logs = self.logdir()
         written = []
 
@@ -266,6 +277,13 @@ class FileReceiver(EngineTest):
                     cores.setdefault(r["attributes"]["log.file.name"], set()).add(path)
         self.assertEqual(len(set().union(*cores.values())), 2, "both cores read files after the resize")
         self.assertTrue(all(len(where) == 1 for where in cores.values()), f"a file read by one instance: {cores}")
+        #  And a rollback (the spec before, as a new generation on one core) goes on from the checkpoints.
+        status, body, _ = self.admin.http("POST", "/api/v1/groups/default/pipelines/files/rollback", timeout=60)
+        self.assertEqual(status, 200, body)
+        write(100)
+        self.wait_bodies(written, 30)
+        bodies = self.bodies()
+        self.assertEqual(len(bodies), len(set(bodies)), "nothing read twice across the rollback")
 
     def test_a_resize_while_the_backend_is_slow_hands_files_over_at_their_checkpoints(self):
         """The instance that had a file moved to the added core lets it go only
