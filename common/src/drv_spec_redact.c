@@ -32,6 +32,18 @@ static char *s_url_without_password(const char *url)
     return out;
 }
 
+//  True when word is one of the space-separated words of list.
+static bool s_word_of(const char *list, const char *word)
+{
+    size_t len = strlen(word);
+    for (const char *at = strstr(list, word); at; at = strstr(at + 1, word)) {
+        if ((at == list || at[-1] == ' ') && (at[len] == ' ' || at[len] == 0)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void s_redact_config(const drv_node_schema_t *schema, json_t *config)
 {
     const char *key;
@@ -50,6 +62,9 @@ static void s_redact_config(const drv_node_schema_t *schema, json_t *config)
                 json_t *item;
                 json_object_foreach(value, name, item)
                 {
+                    if (def->secret_fields && !s_word_of(def->secret_fields, name)) {
+                        continue; // sasl.mechanism and sasl.username are no secret
+                    }
                     if (!drv_secret_is_ref(json_string_value(item))) { // a reference is no secret
                         json_object_set_new(value, name, json_string(DRV_SPEC_REDACTED));
                     }

@@ -46,14 +46,18 @@ drv_export_t *drv_export_new(drv_node_t *node, const json_t *config, const drv_e
         drv_export_destroy(&self);
         return NULL;
     }
+    self->settings.gzip &= !format->sender; // a sender's kind compresses as its protocol does
     drv_queue_init(&self->queue, node, config, DRV_EXPORT_QUEUE_BYTES);
     return self;
 }
 
 void drv_export_batch_free(drv_export_t *self, batch_t *batch)
 {
-    if (batch->easy) {
+    if (batch->sending) {
         drv_export_finish(self, batch);
+    }
+    if (batch->sent) {
+        self->format.sender->forget(self->format.arg, batch->sent);
     }
     if (batch->zone_ready) {
         msgpack_zone_destroy(&batch->zone);
@@ -104,7 +108,7 @@ static void s_make_room(drv_export_t *self)
     batch_t *batch = self->head;
     while (batch && drv_queue_over(&self->queue, (int64_t)(self->queued_bytes + s_lane_bytes(self)))) {
         batch_t *next = batch->next;
-        if (!batch->easy) {
+        if (!batch->sending) {
             drv_queue_dropped(&self->queue, self->node, batch->records);
             drv_export_unlink(self, batch);
             drv_export_batch_free(self, batch);
@@ -233,6 +237,11 @@ void drv_export_unlink(drv_export_t *self, batch_t *batch)
     }
 }
 
+int drv_export_batch_lane(const batch_t *batch)
+{
+    return batch->lane;
+}
+
 //  ---------------------------------------------------------------- node hooks
 
 static drv_export_t *s_of(drv_node_t *node)
@@ -253,7 +262,10 @@ static bool s_holds_nothing(const drv_export_t *self)
 int drv_export_node_fd(drv_node_t *node)
 {
     drv_export_t *self = s_of(node);
-    return !self || (self->draining && s_holds_nothing(self)) ? -1 : self->curl.epoll_fd;
+    if (!self || (self->draining && s_holds_nothing(self))) {
+        return -1;
+    }
+    return self->format.sender ? self->format.sender->fd(self->format.arg) : self->curl.epoll_fd;
 }
 
 int drv_export_node_readable(drv_node_t *node)
@@ -272,7 +284,7 @@ int64_t drv_export_node_timeout_ms(drv_node_t *node)
         return -1;
     }
     int64_t now = drv_time_mono_ms();
-    int64_t due = self->curl.due_ms;
+    int64_t due = self->format.sender ? -1 : self->curl.due_ms;
     for (int i = 0; i < DRV_EXPORT_LANES; i++) {
         if (self->lanes[i].count > 0) {
             int64_t closes =
@@ -281,7 +293,7 @@ int64_t drv_export_node_timeout_ms(drv_node_t *node)
         }
     }
     for (batch_t *batch = self->head; batch && self->in_flight < drv_export_in_flight(self); batch = batch->next) {
-        if (!batch->easy) {
+        if (!batch->sending) {
             due = due < 0 || batch->next_attempt_ms < due ? batch->next_attempt_ms : due;
         }
         if (batch->failing) {

@@ -38,6 +38,10 @@
 #define DRV_EXPORT_RETRY_AFTER_MAX_MS (300 * 1000) // a backend's Retry-After is honoured up to this
 
 typedef struct drv_export_t drv_export_t;
+typedef struct batch_t drv_export_batch_t;
+
+//  What became of one attempt to send a batch.
+typedef enum { DRV_EXPORT_DONE, DRV_EXPORT_RETRY, DRV_EXPORT_DROP } drv_export_verdict_t;
 
 //  Encodes one batch of count records (maps, the exporter's own copies)
 //  into body (empty when called), once. Returns 0, or -1 with the reason in
@@ -50,12 +54,33 @@ typedef struct {
     const char *content_type;
 } drv_export_lane_t;
 
+//  A kind that sends batches itself rather than posting them over HTTP
+//  (exporter:kafka): batching, the queue, retries and settling stay
+//  drv_export's; sending is the kind's, on the same loop.
+typedef struct {
+    //  Starts sending a closed batch's body (encoded once, kept for
+    //  retries); *state is the kind's own for this batch (NULL at its first
+    //  attempt), kept across attempts. What came of it is told with
+    //  drv_export_sent, from run. 0, or -1 with the reason in err: the
+    //  attempt failed at once (tried again after backoff).
+    int (*send)(void *arg, drv_export_batch_t *batch, void **state, const char *body, size_t size, char *err,
+                size_t errlen);
+    //  The batch goes (delivered, dropped, handed over or the exporter
+    //  ends): its state is the kind's to free, once nothing refers to it.
+    void (*forget)(void *arg, void *state);
+    //  The descriptor the worker polls, and what to do when it is readable.
+    int (*fd)(void *arg);
+    void (*run)(void *arg);
+    size_t in_flight; // batches sent at a time (0: DRV_EXPORT_IN_FLIGHT)
+} drv_export_sender_t;
+
 typedef struct {
     drv_export_lane_t lanes[DRV_EXPORT_LANES]; // batches of one lane go to one URL
     size_t lane_count;
     bool grpc; // each batch is a unary gRPC call of the lane's URL (drv_export_grpc.c)
     drv_export_encode_fn *encode;
     void *arg;
+    const drv_export_sender_t *sender; // NULL: posted over HTTP with libcurl
 } drv_export_format_t;
 
 //  Sets an exporter up from its normalized config. NULL with the reason in
@@ -67,6 +92,15 @@ void drv_export_destroy(drv_export_t **self_p);
 //  Takes one record (held by the batch zone) into the lane's open batch,
 //  which remembers the input it came from.
 void drv_export_record(drv_export_t *self, int lane, const msgpack_object *record);
+
+//  A sender's attempt ended (drv_export_sender_t): verdict and why (for
+//  the log) decide the batch's fate as an HTTP answer's would; secs is
+//  how long it took.
+void drv_export_sent(drv_export_t *self, drv_export_batch_t *batch, drv_export_verdict_t verdict, const char *why,
+                     double secs);
+
+//  The lane a batch is of.
+int drv_export_batch_lane(const drv_export_batch_t *batch);
 
 //  Node hooks; node->state starts with a drv_export_t *.
 int drv_export_node_fd(drv_node_t *node);

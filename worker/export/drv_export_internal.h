@@ -34,6 +34,8 @@ typedef struct batch_t {
     int64_t next_attempt_ms;
     int64_t backoff_ms;
     bool failing;               // an attempt failed: it is being retried
+    bool sending;               // an attempt is under way (posted, or with the sender)
+    void *sent;                 // the sender's state for it (drv_export_sender_t)
     CURL *easy;                 // while posted
     struct curl_slist *headers; // the easy handle's
     char response[RESPONSE_KEPT + 1];
@@ -80,7 +82,8 @@ struct drv_export_t {
 //  while catching up.
 static inline size_t drv_export_in_flight(const drv_export_t *self)
 {
-    return self->catching_up ? 1 : DRV_EXPORT_IN_FLIGHT;
+    const drv_export_sender_t *sender = self->format.sender;
+    return self->catching_up ? 1 : sender && sender->in_flight ? sender->in_flight : DRV_EXPORT_IN_FLIGHT;
 }
 void drv_export_close(drv_export_t *self, int lane);
 //  Encodes a closed batch's records into its body (gzip'd, framed as the
@@ -90,14 +93,14 @@ void drv_export_unlink(drv_export_t *self, batch_t *batch);
 void drv_export_batch_free(drv_export_t *self, batch_t *batch);
 
 //  drv_export_post.c
-//  Takes the posted batch out of curl.
+//  Ends the batch's attempt: takes it out of curl, or forgets the
+//  sender's state when it goes.
 void drv_export_finish(drv_export_t *self, batch_t *batch);
 //  Hands curl what is ready, collects what finished, closes the batches
 //  that are due and posts the ones waiting.
 void drv_export_run(drv_export_t *self);
 
 //  drv_export_grpc.c
-typedef enum { DRV_EXPORT_DONE, DRV_EXPORT_RETRY, DRV_EXPORT_DROP } drv_export_verdict_t;
 //  Puts the gRPC message prefix in front of body.
 int drv_export_grpc_frame(char **body, size_t *size, bool compressed);
 //  Makes the easy handle a gRPC call of url; returns headers with the gRPC ones added.

@@ -25,16 +25,41 @@ static size_t s_on_response(char *data, size_t size, size_t count, void *arg)
 
 void drv_export_finish(drv_export_t *self, batch_t *batch)
 {
-    curl_multi_remove_handle(self->curl.multi, batch->easy);
-    curl_easy_cleanup(batch->easy);
-    batch->easy = NULL;
-    curl_slist_free_all(batch->headers);
-    batch->headers = NULL;
+    if (batch->easy) {
+        curl_multi_remove_handle(self->curl.multi, batch->easy);
+        curl_easy_cleanup(batch->easy);
+        batch->easy = NULL;
+        curl_slist_free_all(batch->headers);
+        batch->headers = NULL;
+    }
+    batch->sending = false;
     self->in_flight--;
+}
+
+static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why, int64_t retry_after_ms);
+
+//  A kind that sends its batches itself (drv_export_sender_t).
+static void s_send(drv_export_t *self, batch_t *batch)
+{
+    char err[300] = "";
+    if (batch->first_attempt_ms == 0) {
+        batch->first_attempt_ms = drv_time_mono_ms();
+    }
+    batch->sending = true;
+    self->in_flight++;
+    if (self->format.sender->send(self->format.arg, batch, &batch->sent, batch->body, batch->size, err, sizeof err) !=
+        0) {
+        drv_export_finish(self, batch);
+        s_retry_later(self, batch, err, 0);
+    }
 }
 
 static void s_post(drv_export_t *self, batch_t *batch)
 {
+    if (self->format.sender) {
+        s_send(self, batch);
+        return;
+    }
     const drv_export_settings_t *settings = &self->settings;
     CURL *easy = curl_easy_init();
     struct curl_slist *headers = NULL;
@@ -79,6 +104,7 @@ static void s_post(drv_export_t *self, batch_t *batch)
     batch->response_len = 0;
     batch->response[0] = 0;
     batch->easy = easy;
+    batch->sending = true;
     if (batch->first_attempt_ms == 0) {
         batch->first_attempt_ms = drv_time_mono_ms();
     }
@@ -129,6 +155,31 @@ static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why, i
     batch->backoff_ms = batch->backoff_ms * 2 > settings->max_ms ? settings->max_ms : batch->backoff_ms * 2;
 }
 
+//  What an attempt's verdict means for its batch.
+static void s_settle(drv_export_t *self, batch_t *batch, drv_export_verdict_t verdict, const char *why,
+                     int64_t retry_after_ms)
+{
+    if (verdict == DRV_EXPORT_RETRY) {
+        s_retry_later(self, batch, why, retry_after_ms);
+    } else if (verdict == DRV_EXPORT_DROP) {
+        s_drop(self, batch, why);
+    } else {
+        if (batch->failing) {
+            drv_info("export recovered node=%s records=%zu", self->node->id, batch->records);
+        }
+        drv_node_count_out(self->node, batch->records);
+        drv_export_unlink(self, batch);
+        drv_export_batch_free(self, batch);
+    }
+}
+
+void drv_export_sent(drv_export_t *self, batch_t *batch, drv_export_verdict_t verdict, const char *why, double secs)
+{
+    drv_node_observe(self->node, secs);
+    drv_export_finish(self, batch);
+    s_settle(self, batch, verdict, why, 0);
+}
+
 //  What became of a posted batch.
 static void s_done(drv_export_t *self, batch_t *batch, CURLcode result)
 {
@@ -152,23 +203,11 @@ static void s_done(drv_export_t *self, batch_t *batch, CURLcode result)
         char grpc_why[RESPONSE_KEPT + 100];
         drv_export_verdict_t verdict = drv_export_grpc_verdict(batch, status, grpc_why, sizeof grpc_why, &retry_ms);
         snprintf(why, sizeof why, "%s %s", self->format.lanes[batch->lane].url, grpc_why);
-        if (verdict == DRV_EXPORT_RETRY) {
-            s_retry_later(self, batch, why, retry_ms);
-            return;
-        }
-        if (verdict == DRV_EXPORT_DROP) {
-            s_drop(self, batch, why);
-            return;
-        }
-        status = 200;
+        s_settle(self, batch, verdict, why, retry_ms);
+        return;
     }
     if (status >= 200 && status < 300) {
-        if (batch->failing) {
-            drv_info("export recovered node=%s records=%zu", self->node->id, batch->records);
-        }
-        drv_node_count_out(self->node, batch->records);
-        drv_export_unlink(self, batch);
-        drv_export_batch_free(self, batch);
+        s_settle(self, batch, DRV_EXPORT_DONE, NULL, 0);
         return;
     }
     for (char *c = batch->response; *c; c++) {
@@ -176,21 +215,22 @@ static void s_done(drv_export_t *self, batch_t *batch, CURLcode result)
     }
     snprintf(why, sizeof why, "%s answered %ld%s%s", self->format.lanes[batch->lane].url, status,
              batch->response_len ? ": " : "", batch->response);
-    if (status == 429 || status == 502 || status == 503 || status == 504) {
-        s_retry_later(self, batch, why, (int64_t)retry_after_secs * 1000);
-    } else {
-        s_drop(self, batch, why);
-    }
+    bool again = status == 429 || status == 502 || status == 503 || status == 504;
+    s_settle(self, batch, again ? DRV_EXPORT_RETRY : DRV_EXPORT_DROP, why, (int64_t)retry_after_secs * 1000);
 }
 
 //  Hands curl what is ready, collects what finished, closes the batches
 //  that are due and posts the ones waiting.
 void drv_export_run(drv_export_t *self)
 {
-    drv_curl_loop_run(&self->curl);
+    if (self->format.sender) {
+        self->format.sender->run(self->format.arg);
+    } else {
+        drv_curl_loop_run(&self->curl);
+    }
     CURLMsg *message;
     int left;
-    while ((message = curl_multi_info_read(self->curl.multi, &left))) {
+    while (!self->format.sender && (message = curl_multi_info_read(self->curl.multi, &left))) {
         if (message->msg == CURLMSG_DONE) {
             batch_t *batch = NULL;
             curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&batch);
@@ -210,12 +250,12 @@ void drv_export_run(drv_export_t *self)
     for (batch_t *batch = self->head, *next; batch && self->in_flight < drv_export_in_flight(self); batch = next) {
         next = batch->next;
         char err[200] = "out of memory";
-        if (!batch->body && !batch->easy && batch->next_attempt_ms <= now &&
+        if (!batch->body && !batch->sending && batch->next_attempt_ms <= now &&
             drv_export_encode(self, batch, err, sizeof err) != 0) {
             s_drop(self, batch, err); // it cannot be encoded: dropped and counted
             continue;
         }
-        if (!batch->easy && batch->next_attempt_ms <= now) {
+        if (!batch->sending && batch->next_attempt_ms <= now) {
             s_post(self, batch);
         }
         if (batch->failing) {

@@ -92,33 +92,15 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     return self->export ? 0 : -1;
 }
 
-static bool s_is(const msgpack_object *o, const char *text)
-{
-    return o->via.str.size == strlen(text) && !memcmp(o->via.str.ptr, text, o->via.str.size);
-}
-
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     otlp_out_t *self = node->state;
     for (size_t i = 0; i < n; i++) {
-        const msgpack_object *signal = NULL;
-        for (uint32_t k = 0; k < records[i].via.map.size; k++) {
-            const msgpack_object *key = &records[i].via.map.ptr[k].key;
-            if (key->type == MSGPACK_OBJECT_STR && s_is(key, "signal")) {
-                signal = &records[i].via.map.ptr[k].val;
-            }
-        }
-        if (signal && signal->type == MSGPACK_OBJECT_STR && s_is(signal, "span")) {
-            drv_export_record(self->export, 1, &records[i]);
-        } else if (signal && signal->type == MSGPACK_OBJECT_STR && s_is(signal, "metric") &&
-                   drv_otlp_metric_type_known(&records[i])) {
-            drv_export_record(self->export, 2, &records[i]);
-        } else if (!signal || signal->type != MSGPACK_OBJECT_STR || s_is(signal, "log")) {
-            drv_export_record(self->export, 0, &records[i]);
+        char why[200];
+        int lane = drv_otlp_signal_of(&records[i], why, sizeof why);
+        if (lane >= 0) {
+            drv_export_record(self->export, lane, &records[i]);
         } else {
-            char why[200];
-            snprintf(why, sizeof why, "signal '%.*s' has no OTLP form here (log, span, or metric of a known type)",
-                     (int)(signal->via.str.size > 64 ? 64 : signal->via.str.size), signal->via.str.ptr);
             drv_node_export_error(node, 1, why);
             drv_node_count_gave_up(node, 1);
         }

@@ -33,5 +33,9 @@ void drv_otlp_built_free(drv_otlp_built_t *built);
 //  True when a metric record's type is one OTLP has (gauge, sum, histogram,
 //  exponential_histogram, summary): only those are built into metrics.
 bool drv_otlp_metric_type_known(const msgpack_object *record);
+//  The request a record goes into by its `signal`: span, metric of a known
+//  type, log or none; -1 with why when it has no OTLP form here (another
+//  signal, or a metric of no type OTLP has).
+int drv_otlp_signal_of(const msgpack_object *record, char *why, size_t whylen);
 
 #endif

@@ -5,6 +5,7 @@
     not name is not carried (a metric point has no free attributes). */
 #include "drv_otlp_build_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static bool s_number(const msgpack_object *o)
@@ -160,6 +161,23 @@ drv_otlp_metric_kind_t drv_otlp_metric_kind(const msgpack_object *record)
 bool drv_otlp_metric_type_known(const msgpack_object *record)
 {
     return drv_otlp_metric_kind(record) != DRV_METRIC_NONE;
+}
+
+int drv_otlp_signal_of(const msgpack_object *record, char *why, size_t whylen)
+{
+    const msgpack_object *signal = drv_otlp_get(record, "signal");
+    if (!signal || signal->type != MSGPACK_OBJECT_STR || s_is(signal, "log")) {
+        return DRV_OTLP_LOGS;
+    }
+    if (s_is(signal, "span")) {
+        return DRV_OTLP_TRACES;
+    }
+    if (s_is(signal, "metric") && drv_otlp_metric_type_known(record)) {
+        return DRV_OTLP_METRICS;
+    }
+    snprintf(why, whylen, "signal '%.*s' has no OTLP form here (log, span, or metric of a known type)",
+             (int)(signal->via.str.size > 64 ? 64 : signal->via.str.size), signal->via.str.ptr);
+    return -1;
 }
 
 otlp_metric_t *drv_otlp_build_metric(build_t *b, const msgpack_object *record, size_t points)

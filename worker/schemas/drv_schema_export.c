@@ -95,7 +95,7 @@ static bool s_ca_file_allowed(const drv_spec_check_t *check, const char *path)
     return false;
 }
 
-static void s_check_tls(drv_spec_check_t *check, const char *node_path, const json_t *tls)
+void drv_tls_check(drv_spec_check_t *check, const char *node_path, const json_t *tls)
 {
     const char *key;
     json_t *value;
@@ -184,7 +184,7 @@ void drv_export_check(drv_spec_check_t *check, const char *node_path, const json
     if (json_is_integer(initial) && json_is_integer(max) && json_integer_value(max) < json_integer_value(initial)) {
         drv_spec_check_problem(check, node_path, "config.retry.max_ms: must be at least initial_ms");
     }
-    s_check_tls(check, node_path, json_object_get(config, "tls"));
+    drv_tls_check(check, node_path, json_object_get(config, "tls"));
     s_check_headers(check, node_path, json_object_get(config, "headers"));
     json_t *timeout = json_object_get(config, "timeout_ms");
     if (timeout && json_integer_value(timeout) < 100) {

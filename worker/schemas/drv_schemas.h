@@ -16,7 +16,7 @@ extern const drv_node_schema_t drv_schema_receiver_zmq, drv_schema_receiver_gene
     drv_schema_receiver_http, drv_schema_receiver_otlp, drv_schema_processor_filter, drv_schema_processor_transform,
     drv_schema_processor_route, drv_schema_processor_lua, drv_schema_exporter_file, drv_schema_exporter_zmq,
     drv_schema_exporter_null, drv_schema_exporter_http, drv_schema_exporter_otlp, drv_schema_processor_parse,
-    drv_schema_receiver_file, drv_schema_receiver_journald;
+    drv_schema_receiver_file, drv_schema_receiver_journald, drv_schema_receiver_kafka, drv_schema_exporter_kafka;
 
 //  Registers every kind's schema with the spec validator (drv_spec_set_kinds).
 //  Every program that validates specs calls it once at start.
@@ -108,8 +108,34 @@ extern const drv_export_bound_t drv_export_batch_keys[];
 extern const drv_export_bound_t drv_export_retry_keys[];
 //  The rules of those keys and of endpoint (an http:// or https:// URL).
 void drv_export_check(drv_spec_check_t *check, const char *node_path, const json_t *config);
+//  The rules of a client's tls: {ca_file, insecure_skip_verify}.
+void drv_tls_check(drv_spec_check_t *check, const char *node_path, const json_t *tls);
 //  Fills the normalized config's batch, retry and tls with their defaults,
 //  so that what GET shows is what an instance uses (a kind's `complete`).
 void drv_export_complete(drv_spec_check_t *check, const char *node_path, json_t *normalized);
+
+//  ---- the Kafka kinds' keys (drv_schema_kafka.c)
+#define DRV_KAFKA_FORMATS "otlp_proto otlp_json ndjson msgpack"
+#define DRV_KAFKA_KEYS                                                                                                 \
+    {.key = "brokers",                                                                                                 \
+     .kind = DRV_KEY_STRING_LIST,                                                                                      \
+     .required = true,                                                                                                 \
+     .doc = "[\"host:port\", ...]: where the cluster is first reached"},                                               \
+        {.key = "format",                                                                                              \
+         .kind = DRV_KEY_CHOICE,                                                                                       \
+         .fallback = "\"otlp_proto\"",                                                                                 \
+         .choices = DRV_KAFKA_FORMATS,                                                                                 \
+         .doc = "a message is an OTLP Export...Request (otlp_proto: protobuf, as the OpenTelemetry Collector "         \
+                "writes it; otlp_json), or one record (ndjson: a JSON object; msgpack: a map)"},                       \
+        {.key = "tls",                                                                                                 \
+         .kind = DRV_KEY_OBJECT,                                                                                       \
+         .doc = "{ca_file: PATH, insecure_skip_verify: false}: TLS to the brokers (not given: plaintext)"},            \
+    {                                                                                                                  \
+        .key = "sasl", .kind = DRV_KEY_OBJECT, .secret = true, .secret_fields = "password",                            \
+        .doc = "{mechanism: PLAIN|SCRAM-SHA-256|SCRAM-SHA-512, username, password}: password may be "                  \
+               "${file:PATH} or ${env:NAME}, shown only to token holders"                                              \
+    }
+//  The rules of brokers, tls and sasl.
+void drv_kafka_check(drv_spec_check_t *check, const char *node_path, const json_t *config);
 
 #endif

@@ -29,12 +29,13 @@ typedef struct {
     const char *key;
     drv_key_kind_t kind;
     bool required;
-    const char *fallback; // JSON text of the default, or NULL for none
-    const char *choices;  // for DRV_KEY_CHOICE: space-separated
-    int64_t maximum;      // for DRV_KEY_NONNEG_INT: the largest value (0: INT64_MAX)
-    bool secret;          // its value (a map's: each value) is shown only to readers holding
-                          // the admin token (drv_spec_redact; docs/security.md)
-    const char *doc;      // what it is for, one sentence (droverctl explain, docs/nodes.md)
+    const char *fallback;      // JSON text of the default, or NULL for none
+    const char *choices;       // for DRV_KEY_CHOICE: space-separated
+    int64_t maximum;           // for DRV_KEY_NONNEG_INT: the largest value (0: INT64_MAX)
+    bool secret;               // its value (a map's: each value) is shown only to readers holding
+                               // the admin token (drv_spec_redact; docs/security.md)
+    const char *secret_fields; // for a secret map: only these of its keys (space-separated; NULL: every one)
+    const char *doc;           // what it is for, one sentence (droverctl explain, docs/nodes.md)
 } drv_config_key_t;
 
 #define DRV_NODE_MAX_KEYS 12

@@ -1,0 +1,496 @@
+/*  exporter:kafka — records to a Kafka topic (docs/operations.md, "Kafka"):
+    librdkafka's idempotent producer (acks=all) on the instance's loop.
+    Batching, the queue, retries and settling are drv_export's
+    (drv_export.h); this file encodes a batch into messages and sends them
+    (a drv_export_sender_t). A batch is done when the delivery report of
+    each of its messages says written; a message librdkafka gave up on
+    (timeout_ms) makes the batch fail, and the next attempt sends again
+    only the messages not written. A broker that is down is the backlog
+    of any backend: the batches wait in the queue, and with a disk buffer
+    in the log, never blocking the other exporters.
+
+    A batch's body holds its messages one after the other, each as a
+    32-bit key length (0xffffffff: no key), the key, a 32-bit value
+    length and the value. */
+#include "drv_export.h"
+#include "drv_kafka.h"
+#include "drv_ndjson.h"
+#include "drv_node.h"
+#include "drv_otlp_build.h"
+#include "drv_otlp_json.h"
+#include "drv_schemas.h"
+
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_KEY 0xffffffffu
+#define BATCHES_SENT 16 // batches with librdkafka at a time
+
+typedef enum { FORMAT_OTLP_PROTO, FORMAT_OTLP_JSON, FORMAT_NDJSON, FORMAT_MSGPACK } format_t;
+
+typedef struct kafka_out_t kafka_out_t;
+typedef struct sent_t sent_t;
+
+typedef struct {
+    sent_t *sent;
+    uint32_t index;
+} message_ref_t;
+
+//  A batch with the producer: which of its messages are written, and how
+//  many of this attempt's are not reported yet.
+struct sent_t {
+    kafka_out_t *owner;
+    drv_export_batch_t *batch; // NULL once drv_export let it go (freed when the last report is in)
+    sent_t *next, *prev;       // every state (freed at the end)
+    uint32_t messages, outstanding;
+    uint8_t *written;
+    message_ref_t *refs;
+    int64_t started_us;
+    char why[300]; // why this attempt failed ("" while none did)
+};
+
+struct kafka_out_t {
+    drv_export_t *export; // first: drv_export's hooks find it there
+    drv_node_t *node;
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *topics[DRV_EXPORT_LANES];
+    drv_kafka_wake_t wake;
+    format_t format;
+    bool keyed;
+    drv_record_path_t key;
+    sent_t *states;
+};
+
+//  ---------------------------------------------------------------- encoding
+
+static int s_put_u32(drv_buf_t *body, uint32_t value)
+{
+    return drv_buf_append(body, &value, sizeof value);
+}
+
+//  The key of a record as text: a string as it is, a number in decimal;
+//  anything else (or nothing there) is no key.
+static int s_put_key(kafka_out_t *self, drv_buf_t *body, const msgpack_object *record)
+{
+    const msgpack_object *value = self->keyed ? drv_record_path_get(record, &self->key) : NULL;
+    char number[32];
+    const char *text = NULL;
+    size_t len = 0;
+    if (value && (value->type == MSGPACK_OBJECT_STR || value->type == MSGPACK_OBJECT_BIN)) {
+        text = value->via.str.ptr;
+        len = value->via.str.size;
+    } else if (value && value->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        len = (size_t)snprintf(number, sizeof number, "%llu", (unsigned long long)value->via.u64);
+        text = number;
+    } else if (value && value->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+        len = (size_t)snprintf(number, sizeof number, "%lld", (long long)value->via.i64);
+        text = number;
+    }
+    if (!text) {
+        return s_put_u32(body, NO_KEY);
+    }
+    return s_put_u32(body, (uint32_t)len) || drv_buf_append(body, text, len);
+}
+
+//  One OTLP request of count records as a message's value.
+static int s_put_otlp(kafka_out_t *self, int lane, const msgpack_object *records, size_t count, drv_buf_t *body)
+{
+    drv_otlp_built_t built;
+    if (drv_otlp_build(&built, (drv_otlp_signal_t)lane, records, count) != 0) {
+        return -1;
+    }
+    size_t at = body->len;
+    int rc = s_put_u32(body, 0);
+    if (rc == 0 && self->format == FORMAT_OTLP_JSON) {
+        rc = drv_otlp_json_write(&built.request, body);
+    } else if (rc == 0) {
+        size_t packed = protobuf_c_message_get_packed_size(built.request.message);
+        rc = drv_buf_reserve(body, packed);
+        if (rc == 0) {
+            body->len += protobuf_c_message_pack(built.request.message, (uint8_t *)body->data + body->len);
+        }
+    }
+    drv_otlp_built_free(&built);
+    if (rc == 0) {
+        uint32_t size = (uint32_t)(body->len - at - sizeof(uint32_t));
+        memcpy(body->data + at, &size, sizeof size);
+    }
+    return rc;
+}
+
+//  One record as a message's value: a JSON object, or a msgpack map.
+static int s_put_record(kafka_out_t *self, const msgpack_object *record, drv_buf_t *body)
+{
+    size_t at = body->len;
+    int rc = s_put_u32(body, 0);
+    if (rc == 0 && self->format == FORMAT_NDJSON) {
+        rc = drv_ndjson_append(body, record);
+        body->len -= rc == 0; // the line's newline is not the record's
+    } else if (rc == 0) {
+        msgpack_packer packer;
+        msgpack_packer_init(&packer, body, drv_buf_msgpack_write);
+        rc = msgpack_pack_object(&packer, *record);
+    }
+    if (rc == 0) {
+        uint32_t size = (uint32_t)(body->len - at - sizeof(uint32_t));
+        memcpy(body->data + at, &size, sizeof size);
+    }
+    return rc;
+}
+
+static int s_encode(void *arg, int lane, const msgpack_object *records, size_t count, drv_buf_t *body, char *err,
+                    size_t errlen)
+{
+    kafka_out_t *self = arg;
+    int rc = 0;
+    bool otlp = self->format == FORMAT_OTLP_PROTO || self->format == FORMAT_OTLP_JSON;
+    if (otlp && !self->keyed) {
+        rc = s_put_u32(body, NO_KEY) || s_put_otlp(self, lane, records, count, body);
+    }
+    for (size_t i = 0; rc == 0 && (self->keyed || !otlp) && i < count; i++) {
+        rc = s_put_key(self, body, &records[i]);
+        rc = rc ? rc : otlp ? s_put_otlp(self, lane, &records[i], 1, body) : s_put_record(self, &records[i], body);
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "out of memory encoding");
+    }
+    return rc;
+}
+
+//  ---------------------------------------------------------------- sending
+
+static void s_state_free(kafka_out_t *self, sent_t *sent)
+{
+    if (sent->prev) {
+        sent->prev->next = sent->next;
+    } else {
+        self->states = sent->next;
+    }
+    if (sent->next) {
+        sent->next->prev = sent->prev;
+    }
+    free(sent->written);
+    free(sent->refs);
+    free(sent);
+}
+
+//  The messages of a body, in order: each one's key and value.
+typedef struct {
+    const char *at, *end;
+} reading_t;
+
+static bool s_next_message(reading_t *r, const void **key, size_t *key_len, const void **value, size_t *value_len)
+{
+    uint32_t len;
+    if (r->end - r->at < (ptrdiff_t)sizeof len) {
+        return false;
+    }
+    memcpy(&len, r->at, sizeof len);
+    r->at += sizeof len;
+    *key = len == NO_KEY ? NULL : r->at;
+    *key_len = len == NO_KEY ? 0 : len;
+    r->at += *key_len;
+    memcpy(&len, r->at, sizeof len);
+    r->at += sizeof len;
+    *value = r->at;
+    *value_len = len;
+    r->at += len;
+    return true;
+}
+
+static sent_t *s_state_new(kafka_out_t *self, drv_export_batch_t *batch, const char *body, size_t size)
+{
+    uint32_t messages = 0;
+    reading_t r = {body, body + size};
+    const void *key, *value;
+    size_t key_len, value_len;
+    while (s_next_message(&r, &key, &key_len, &value, &value_len)) {
+        messages++;
+    }
+    sent_t *sent = calloc(1, sizeof *sent);
+    if (sent) {
+        sent->written = calloc(messages ? messages : 1, 1);
+        sent->refs = calloc(messages ? messages : 1, sizeof *sent->refs);
+    }
+    if (!sent || !sent->written || !sent->refs) {
+        if (sent) {
+            free(sent->written);
+            free(sent->refs);
+            free(sent);
+        }
+        return NULL;
+    }
+    sent->owner = self;
+    sent->batch = batch;
+    sent->messages = messages;
+    sent->next = self->states;
+    if (self->states) {
+        self->states->prev = sent;
+    }
+    self->states = sent;
+    return sent;
+}
+
+static int s_send(void *arg, drv_export_batch_t *batch, void **state, const char *body, size_t size, char *err,
+                  size_t errlen)
+{
+    kafka_out_t *self = arg;
+    sent_t *sent = *state ? *state : s_state_new(self, batch, body, size);
+    if (!sent) {
+        snprintf(err, errlen, "out of memory sending a batch");
+        return -1;
+    }
+    *state = sent;
+    sent->why[0] = 0;
+    sent->started_us = drv_time_mono_us();
+    rd_kafka_topic_t *topic = self->topics[drv_export_batch_lane(batch)];
+    reading_t r = {body, body + size};
+    const void *key, *value;
+    size_t key_len, value_len;
+    for (uint32_t i = 0; s_next_message(&r, &key, &key_len, &value, &value_len); i++) {
+        if (sent->written[i]) {
+            continue; // written by an attempt before
+        }
+        sent->refs[i] = (message_ref_t){sent, i};
+        rd_kafka_resp_err_t rc =
+            rd_kafka_producev(self->rk, RD_KAFKA_V_RKT(topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_VALUE((void *)value, value_len), RD_KAFKA_V_KEY(key, key_len),
+                              RD_KAFKA_V_OPAQUE(&sent->refs[i]), RD_KAFKA_V_END);
+        if (rc != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            snprintf(sent->why, sizeof sent->why, "topic %s: %s", rd_kafka_topic_name(topic), rd_kafka_err2str(rc));
+            break; // the rest waits for the next attempt
+        }
+        sent->outstanding++;
+    }
+    if (sent->outstanding == 0) {
+        snprintf(err, errlen, "%s", sent->why[0] ? sent->why : "nothing to send");
+        return -1;
+    }
+    return 0;
+}
+
+static void s_forget(void *arg, void *state)
+{
+    kafka_out_t *self = arg;
+    sent_t *sent = state;
+    sent->batch = NULL;
+    if (sent->outstanding == 0) {
+        s_state_free(self, sent);
+    }
+}
+
+//  A message's delivery report (rd_kafka_poll, on the loop).
+static void s_delivered(rd_kafka_t *rk, const rd_kafka_message_t *message, void *opaque)
+{
+    (void)rk;
+    kafka_out_t *self = opaque;
+    message_ref_t *ref = message->_private;
+    sent_t *sent = ref->sent;
+    if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        sent->written[ref->index] = 1;
+    } else {
+        snprintf(sent->why, sizeof sent->why, "topic %s: %s", rd_kafka_topic_name(message->rkt),
+                 rd_kafka_err2str(message->err));
+    }
+    if (--sent->outstanding > 0) {
+        return;
+    }
+    if (!sent->batch) {
+        s_state_free(self, sent); // let go while with the producer
+        return;
+    }
+    uint32_t written = 0;
+    for (uint32_t i = 0; i < sent->messages; i++) {
+        written += sent->written[i];
+    }
+    double secs = (double)(drv_time_mono_us() - sent->started_us) / 1e6;
+    drv_export_verdict_t verdict = written == sent->messages ? DRV_EXPORT_DONE : DRV_EXPORT_RETRY;
+    drv_export_sent(self->export, sent->batch, verdict, sent->why, secs);
+}
+
+//  Errors of the client as a whole (no broker reachable, a fatal one of
+//  the idempotent producer): said, and the node counts as failing until
+//  a batch is written again.
+static void s_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    kafka_out_t *self = opaque;
+    char why[400];
+    snprintf(why, sizeof why, "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        char fatal[300];
+        rd_kafka_fatal_error(rk, fatal, sizeof fatal);
+        snprintf(why, sizeof why, "fatal: %s", fatal);
+    }
+    drv_node_export_warn(self->node, 0, why);
+}
+
+static int s_fd(void *arg)
+{
+    kafka_out_t *self = arg;
+    return self->wake.fds[0];
+}
+
+static void s_serve(void *arg)
+{
+    kafka_out_t *self = arg;
+    drv_kafka_wake_clear(&self->wake);
+    for (int i = 0; i < 64 && rd_kafka_poll(self->rk, 0) > 0; i++) {
+    }
+}
+
+static const drv_export_sender_t s_sender = {
+    .send = s_send, .forget = s_forget, .fd = s_fd, .run = s_serve, .in_flight = BATCHES_SENT};
+
+//  ---------------------------------------------------------------- the node
+
+static const char *const s_signals[DRV_EXPORT_LANES] = {"logs", "traces", "metrics"};
+
+//  topic with {signal} as lane's signal.
+static int s_topic_name(const char *topic, int lane, char *out, size_t outlen)
+{
+    size_t used = 0;
+    for (const char *c = topic; *c; c++) {
+        const char *piece = c;
+        size_t len = 1;
+        if (!strncmp(c, "{signal}", 8)) {
+            piece = s_signals[lane];
+            len = strlen(piece);
+            c += 7;
+        }
+        if (used + len >= outlen) {
+            return -1;
+        }
+        memcpy(out + used, piece, len);
+        used += len;
+    }
+    out[used] = 0;
+    return 0;
+}
+
+static int s_producer(kafka_out_t *self, drv_node_t *node, const json_t *config, char *err, size_t errlen)
+{
+    char why[600], timeout[32];
+    rd_kafka_conf_t *conf = drv_kafka_conf(config, why, sizeof why);
+    snprintf(timeout, sizeof timeout, "%lld", (long long)json_integer_value(json_object_get(config, "timeout_ms")));
+    int rc = conf ? 0 : -1;
+    rc = rc ? rc : drv_kafka_set(conf, "enable.idempotence", "true", why, sizeof why);
+    rc = rc ? rc : drv_kafka_set(conf, "acks", "all", why, sizeof why);
+    rc = rc ? rc
+            : drv_kafka_set(conf, "compression.codec", json_string_value(json_object_get(config, "compression")), why,
+                            sizeof why);
+    rc = rc ? rc : drv_kafka_set(conf, "message.timeout.ms", timeout, why, sizeof why);
+    rc = rc ? rc : drv_kafka_set(conf, "linger.ms", "5", why, sizeof why);
+    if (rc != 0) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        if (conf) {
+            rd_kafka_conf_destroy(conf);
+        }
+        return -1;
+    }
+    rd_kafka_conf_set_dr_msg_cb(conf, s_delivered);
+    rd_kafka_conf_set_error_cb(conf, s_error);
+    rd_kafka_conf_set_opaque(conf, self);
+    self->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+    if (!self->rk) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        return -1;
+    }
+    rd_kafka_set_log_queue(self->rk, NULL); // its log lines on the main queue, written by the loop
+    if (drv_kafka_wake_init(&self->wake, rd_kafka_queue_get_main(self->rk), why, sizeof why) != 0) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
+        return -1;
+    }
+    const char *topic = json_string_value(json_object_get(config, "topic"));
+    for (int lane = 0; lane < DRV_EXPORT_LANES; lane++) {
+        char name[512];
+        if (s_topic_name(topic, lane, name, sizeof name) != 0 ||
+            !(self->topics[lane] = rd_kafka_topic_new(self->rk, name, NULL))) {
+            snprintf(err, errlen, "node %s: topic %s: %s", node->id, name, rd_kafka_err2str(rd_kafka_last_error()));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
+{
+    kafka_out_t *self = calloc(1, sizeof *self);
+    node->state = self;
+    if (!self) {
+        snprintf(err, errlen, "node %s: out of memory", node->id);
+        return -1;
+    }
+    self->node = node;
+    self->wake.fds[0] = self->wake.fds[1] = -1;
+    const char *format = json_string_value(json_object_get(config, "format"));
+    self->format = !strcmp(format, "otlp_json") ? FORMAT_OTLP_JSON
+                   : !strcmp(format, "ndjson")  ? FORMAT_NDJSON
+                   : !strcmp(format, "msgpack") ? FORMAT_MSGPACK
+                                                : FORMAT_OTLP_PROTO;
+    const char *key = json_string_value(json_object_get(config, "key"));
+    self->keyed = key && drv_node_path(node, key, &self->key) == 0;
+    if (drv_node_probe) {
+        return 0; // a probe connects to nothing
+    }
+    if (s_producer(self, node, config, err, errlen) != 0) {
+        return -1;
+    }
+    drv_export_format_t exporting = {
+        .lane_count = DRV_EXPORT_LANES, .encode = s_encode, .arg = self, .sender = &s_sender};
+    self->export = drv_export_new(node, config, &exporting, err, errlen);
+    return self->export ? 0 : -1;
+}
+
+static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
+{
+    kafka_out_t *self = node->state;
+    bool otlp = self->format == FORMAT_OTLP_PROTO || self->format == FORMAT_OTLP_JSON;
+    for (size_t i = 0; i < n; i++) {
+        char why[200];
+        int lane = drv_otlp_signal_of(&records[i], why, sizeof why);
+        if (lane >= 0 || !otlp) {
+            drv_export_record(self->export, lane >= 0 ? lane : 0, &records[i]);
+        } else {
+            drv_node_export_error(node, 1, why);
+            drv_node_count_gave_up(node, 1);
+        }
+    }
+}
+
+static void s_destroy(drv_node_t *node)
+{
+    kafka_out_t *self = node->state;
+    if (!self) {
+        return;
+    }
+    drv_export_destroy(&self->export); // every batch forgotten: what librdkafka holds is abandoned
+    if (self->rk) {
+        rd_kafka_purge(self->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_flush(self->rk, 1000); // the reports of what was purged, freeing their states
+    }
+    for (int lane = 0; lane < DRV_EXPORT_LANES; lane++) {
+        if (self->topics[lane]) {
+            rd_kafka_topic_destroy(self->topics[lane]);
+        }
+    }
+    drv_kafka_wake_fini(&self->wake);
+    if (self->rk) {
+        rd_kafka_destroy(self->rk);
+    }
+    while (self->states) {
+        s_state_free(self, self->states);
+    }
+    free(self);
+}
+
+const drv_node_kind_t drv_exporter_kafka = {
+    .schema = &drv_schema_exporter_kafka,
+    .init = s_init,
+    .run = s_run,
+    DRV_EXPORT_NODE_HOOKS,
+    .destroy = s_destroy,
+};

@@ -1,0 +1,58 @@
+/*  receiver:kafka's schema (worker/nodes/drv_receiver_kafka.c is its code): what its
+    config takes, checked when a spec is validated. droverd and droverctl
+    link the schemas, not the kinds. */
+#include "drv_schemas.h"
+
+#include "drover/drv_node_schema.h"
+
+#include <string.h>
+
+static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
+{
+    drv_kafka_check(check, node_path, config);
+    json_t *topics = json_object_get(config, "topics");
+    if (topics && json_array_size(topics) == 0) {
+        drv_spec_check_problem(check, node_path, "config.topics: at least one topic");
+    }
+    size_t i;
+    json_t *topic;
+    json_array_foreach(topics, i, topic)
+    {
+        const char *name = json_string_value(topic);
+        bool ok = name && name[0] && strlen(name) <= 249;
+        for (const char *c = name; ok && *c; c++) {
+            ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("._-", *c);
+        }
+        if (!ok) {
+            drv_spec_check_problem(check, node_path,
+                                   "config.topics[%zu]: letters, digits, '.', '_' and '-', at most 249", i);
+        }
+    }
+    const char *group = json_string_value(json_object_get(config, "group_id"));
+    if (group && strlen(group) > 255) {
+        drv_spec_check_problem(check, node_path, "config.group_id: at most 255 bytes");
+    }
+}
+
+const drv_node_schema_t drv_schema_receiver_kafka = {
+    .name = "receiver:kafka",
+    .role = DRV_ROLE_RECEIVER,
+    .doc = "Consumes topics as a member of a Kafka consumer group (librdkafka, cooperative rebalancing): a "
+           "partition's offset is committed only once what was read before it is settled (exported, or durable "
+           "in a disk buffer), so a crash reads again what was not, and nothing is lost. Under backpressure "
+           "fetching pauses; on several cores the partitions spread over the instances.",
+    .example = "{type: receiver:kafka, config: {brokers: [\"127.0.0.1:9092\"], topics: [otlp_logs], "
+               "group_id: drover}, to: [out]}",
+    .keys = {DRV_KAFKA_KEYS,
+             {.key = "topics", .kind = DRV_KEY_STRING_LIST, .required = true, .doc = "the topics consumed"},
+             {.key = "group_id",
+              .kind = DRV_KEY_STRING,
+              .required = true,
+              .doc = "the consumer group: its committed offsets are where reading starts again"},
+             {.key = "start_at",
+              .kind = DRV_KEY_CHOICE,
+              .fallback = "\"earliest\"",
+              .choices = "earliest latest",
+              .doc = "where a partition the group never committed starts"}},
+    .check = s_check,
+};
