@@ -85,6 +85,53 @@ class Kafka(EngineTest):
         self.assertEqual(request.resource_logs[0].resource.attributes[0].key, "service.name")
         self.assertEqual(logs[3].attributes[0].value.int_value, 3)
 
+    def test_brokers_down_under_load_and_a_kill_of_everything_lose_no_acknowledged_record(self):
+        cluster = self.cluster(1, [("durable", 2)])
+        port = free_port()
+        engine = self.start({"in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"},
+                                    "to": ["k"]},
+                             "k": {"type": "exporter:kafka",
+                                   "config": {"brokers": cluster.brokers, "topic": "durable", "format": "ndjson",
+                                              "timeout_ms": 1000, "batch": {"max_records": 100},
+                                              "retry": {"initial_ms": 50, "max_ms": 300, "max_elapsed_secs": 0}}}},
+                            policies={"buffer": {"type": "disk", "max_bytes": 256 << 20, "sync": "none"}})
+        acknowledged, sent = [], [0]
+        stop = threading.Event()
+
+        def load():
+            while not stop.is_set():
+                records = [{"i": sent[0] + k} for k in range(50)]
+                sent[0] += 50
+                try:
+                    if self.post(port, records) == 200:
+                        acknowledged.extend(r["i"] for r in records)
+                except Exception:  # the engine killed under a request: not acknowledged
+                    pass
+
+        loader = threading.Thread(target=load)
+        loader.start()
+        self.addCleanup(loader.join)
+        self.addCleanup(stop.set)
+        wait_until(lambda: len(acknowledged) >= 2000, 20, "2,000 records acknowledged")
+        cluster.down()
+        count = len(acknowledged)
+        wait_until(lambda: len(acknowledged) >= count + 3000, 20, "3,000 more acknowledged with the brokers down")
+        wait_until(lambda: self.node("k").get("failing_since") or self.node("k").get("last_error"), 10,
+                   "the exporter said failing")
+        engine.signal(signal.SIGKILL)  # droverd is PID 1 of its namespace: every child goes with it
+        engine.wait_exit(10)
+        stop.set()
+        loader.join()
+        engine.log.close()
+        cluster.up()
+        engine.start()
+        self.admin.wait_ready(20)
+        wanted = set(acknowledged)
+        got = wait_until(lambda: (lambda m: m if wanted <= {json.loads(v)["i"] for _, _, _, v in m} else None)(
+            consume(cluster.bootstrap, "durable")), 40, f"all {len(wanted)} acknowledged records on the topic")
+        values = [json.loads(v)["i"] for _, _, _, v in got]
+        self.assertLessEqual(len(values) - len(set(values)), 2000, "few written twice")
+
 
 if __name__ == "__main__":
     unittest.main()
