@@ -426,5 +426,5 @@ class EngineTest(unittest.TestCase):
         self.engine.stop()
         if failed or os.environ.get("DROVER_TEST_VERBOSE"):
             print("---- droverd log ----")
-            print(self.engine.log_text()[-20000:])
+            print(self.engine.log_text()[-int(os.environ.get("DROVER_TEST_LOG_BYTES", "20000")):])
         shutil.rmtree(self.engine.dir, ignore_errors=True)

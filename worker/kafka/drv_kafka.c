@@ -90,6 +90,9 @@ rd_kafka_conf_t *drv_kafka_conf(const json_t *config, char *err, size_t errlen)
     //  Log lines wait on the main queue and are written by the loop.
     rc = rc ? rc : drv_kafka_set(conf, "log.queue", "true", err, errlen);
     rc = rc ? rc : drv_kafka_set(conf, "client.id", "drover/" DROVER_VERSION, err, errlen);
+    if (rc == 0 && getenv("DROVER_KAFKA_DEBUG")) {
+        rc = drv_kafka_set(conf, "debug", getenv("DROVER_KAFKA_DEBUG"), err, errlen);
+    }
     if (rc != 0) {
         rd_kafka_conf_destroy(conf);
         return NULL;

@@ -53,6 +53,11 @@ const drv_node_schema_t drv_schema_receiver_kafka = {
               .kind = DRV_KEY_CHOICE,
               .fallback = "\"earliest\"",
               .choices = "earliest latest",
-              .doc = "where a partition the group never committed starts"}},
+              .doc = "where a partition the group never committed starts"},
+             {.key = "signal",
+              .kind = DRV_KEY_CHOICE,
+              .fallback = "\"logs\"",
+              .choices = "logs traces metrics",
+              .doc = "otlp_proto and otlp_json: the Export...Request its messages are (a topic holds one signal)"}},
     .check = s_check,
 };
