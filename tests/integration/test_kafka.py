@@ -6,6 +6,7 @@ ExportLogsServiceRequest with protobuf's own classes; brokers down under
 load with a disk buffer, droverd and every child SIGKILLed, brokers back:
 every acknowledged record is on the topic."""
 
+import collections
 import glob
 import json
 import os
@@ -190,10 +191,15 @@ class Kafka(EngineTest):
         rows = self.filed()
         self.assertEqual({r["i"] for r in rows}, set(range(total)), "none lost")
         twice = len(rows) - total
-        self.assertLessEqual(twice, 3000, "few read twice (what was not committed when killed)")
+        #  Read again: only what the kill left uncommitted, of the 10,000
+        #  produced before the group settled after it (the dead member holds
+        #  its partitions until its session times out, and the rebalance
+        #  that follows can take the assignment from under the reader);
+        #  the two replaces read nothing twice.
+        counts = collections.Counter(r["i"] for r in rows)
+        again = sorted(i for i, n in counts.items() if n > 1)
+        self.assertTrue(all(i < 10000 for i in again), again[-10:])
         self.assertEqual({r["gen"] for r in rows}, {1, 2, 3})
-        #  Each message was read by one generation, but for what was not
-        #  committed at the kill.
         engine.stop()  # a clean stop: the group commits what was settled as it leaves
         left = subprocess.run(["kcat", "-b", cluster.bootstrap, "-G", "drover", "-X", "auto.offset.reset=earliest",
                                "-e", "-q", "-f", "%p %o\\n", "in"], capture_output=True, timeout=60)

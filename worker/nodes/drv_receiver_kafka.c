@@ -2,23 +2,20 @@
     "Kafka"): librdkafka's consumer on the instance's loop, with
     cooperative rebalancing. Messages polled in a turn become one input
     (drv_kafka_messages.c makes their records by format); the input is
-    remembered with, for each partition it read, the offset after its last
-    message, and only when the pipeline settles the input (exported, or
-    durable in a disk buffer) is that offset stored for librdkafka's commit
-    (enable.auto.offset.store is off). So a crash, or a partition moving to
-    another member, reads again exactly what was not settled.
+    remembered by the group (drv_kafka_group.h), whose offsets are
+    committed only once the pipeline settled it (exported, or durable in a
+    disk buffer). So a crash, or a partition moving to another member,
+    reads again exactly what was not settled.
 
     Under backpressure every partition is paused (librdkafka fetches
     nothing more, and its queue is bounded), and polling goes on so that
-    the group is served. A partition the group takes away is let go once
-    what was read of it is settled (its unassign is deferred, at most
-    REVOKE_WAIT_MS), so the next owner starts where this one stopped. A
-    draining instance reads nothing more, waits (at most CLOSE_WAIT_MS)
-    for what it read to settle, then leaves the group with a last commit. */
+    the group is served. A draining instance reads nothing more, waits (at
+    most CLOSE_WAIT_MS) for what it read to settle and be committed, then
+    leaves the group. */
 #include "drv_kafka.h"
+#include "drv_kafka_group.h"
 #include "drv_kafka_messages.h"
 #include "drv_node.h"
-#include "drv_ring.h"
 #include "drv_schemas.h"
 
 #include "drover/drv_log.h"
@@ -28,295 +25,18 @@
 #include <string.h>
 
 #define INPUTS_PER_TURN 8
-#define REVOKE_WAIT_MS 5000
 #define CLOSE_WAIT_MS 15000
-#define PAUSED_CHECK_MS 20  // backpressure is looked at again this often
-#define COMMIT_EVERY_MS 100 // what settled is committed at most this often (and librdkafka's own every second)
-#define COMMIT_RETRY_MS 100 // a commit the group refused (a rebalance under way) is tried again after this
-
-typedef struct {
-    char *topic;
-    int32_t partition;
-    uint32_t epoch;    // bumped at each assignment: inputs of an earlier one store nothing
-    bool assigned;     // ours now
-    bool revoking;     // the group took it: read no more, let go once settled
-    int64_t unsettled; // inputs holding its messages, not settled (this epoch)
-    int64_t next;      // the offset after its last message taken (-1: none yet)
-    int64_t high;      // the broker's high watermark, last seen (-1: not known)
-} part_t;
-
-typedef struct {
-    uint32_t part, epoch;
-    int64_t next, input;
-} pending_t;
+#define PAUSED_CHECK_MS 20 // backpressure is looked at again this often
 
 typedef struct {
     drv_node_t *node;
     rd_kafka_t *rk;
     drv_kafka_wake_t wake;
-    drv_kafka_messages_t *messages;
-    part_t *parts;
-    size_t part_count;
-    drv_ring_t pending;                        // pending_t, oldest input first
-    rd_kafka_topic_partition_list_t *revoking; // an unassign deferred until settled
-    int64_t revoke_deadline_ms;
-    bool paused; // every partition, for backpressure or the drain
+    drv_kafka_messages_t *messages; // the input being made
+    drv_kafka_group_t *group;
     bool draining, closing, closed;
     int64_t drain_deadline_ms;
-    //  Offsets stored since the start (stored) and up to which a commit
-    //  succeeded (committed); one commit at a time.
-    uint64_t stored, committing_upto, committed;
-    bool committing;
-    int64_t commit_due_ms; // mono: the next commit may start then
 } kafka_rx_t;
-
-static void s_revoke_if_done(kafka_rx_t *self);
-
-//  ---------------------------------------------------------------- committing
-
-//  What is stored is committed now, unless a commit is under way or one
-//  ended less than COMMIT_EVERY_MS ago: with librdkafka's own every
-//  second, a crash reads again at most what settled in the last 200 ms,
-//  and a draining instance leaves nothing uncommitted.
-static void s_commit(kafka_rx_t *self, int64_t now)
-{
-    if (self->committing || self->committed == self->stored || now < self->commit_due_ms || self->closing) {
-        return;
-    }
-    self->committing = true;
-    self->committing_upto = self->stored;
-    rd_kafka_resp_err_t err = rd_kafka_commit(self->rk, NULL, 1);
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        self->committing = false;
-        self->commit_due_ms = now + COMMIT_RETRY_MS;
-    }
-}
-
-static void s_committed(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets, void *opaque)
-{
-    (void)rk;
-    (void)offsets;
-    kafka_rx_t *self = opaque;
-    if (!self->committing) {
-        return; // librdkafka's own
-    }
-    self->committing = false;
-    int64_t now = drv_time_mono_ms();
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET) {
-        self->committed = self->committing_upto;
-        self->commit_due_ms = now + COMMIT_EVERY_MS;
-        s_revoke_if_done(self);
-    } else {
-        //  REBALANCE_IN_PROGRESS while the group takes a new member in (the
-        //  next generation, a core added): tried again once it settled.
-        drv_debug("kafka commit failed node=%s reason=\"%s\"", self->node->id, rd_kafka_err2str(err));
-        self->commit_due_ms = now + COMMIT_RETRY_MS;
-    }
-}
-
-//  ---------------------------------------------------------------- partitions
-
-static part_t *s_part(kafka_rx_t *self, const char *topic, int32_t partition)
-{
-    for (size_t i = 0; i < self->part_count; i++) {
-        if (self->parts[i].partition == partition && !strcmp(self->parts[i].topic, topic)) {
-            return &self->parts[i];
-        }
-    }
-    part_t *grown = realloc(self->parts, (self->part_count + 1) * sizeof *grown);
-    char *name = strdup(topic);
-    if (!grown || !name) {
-        free(name);
-        if (grown) {
-            self->parts = grown;
-        }
-        return NULL;
-    }
-    self->parts = grown;
-    self->parts[self->part_count] = (part_t){.topic = name, .partition = partition, .next = -1, .high = -1};
-    return &self->parts[self->part_count++];
-}
-
-static void s_log_list(const char *what, const kafka_rx_t *self, const rd_kafka_topic_partition_list_t *list)
-{
-    char text[600] = "";
-    size_t used = 0;
-    for (int i = 0; i < list->cnt && used < sizeof text - 1; i++) {
-        int n = snprintf(text + used, sizeof text - used, "%s%s/%d", i ? "," : "", list->elems[i].topic,
-                         list->elems[i].partition);
-        used += n > 0 ? (size_t)n : 0;
-    }
-    drv_info("kafka partitions %s node=%s partitions=%s", what, self->node->id, text);
-}
-
-//  Pauses or resumes every partition assigned.
-static void s_pause_all(kafka_rx_t *self, bool pause)
-{
-    rd_kafka_topic_partition_list_t *assigned = NULL;
-    if (rd_kafka_assignment(self->rk, &assigned) == RD_KAFKA_RESP_ERR_NO_ERROR && assigned) {
-        if (pause) {
-            rd_kafka_pause_partitions(self->rk, assigned);
-        } else {
-            //  Only those still ours to read: a revoked one stays paused.
-            rd_kafka_topic_partition_list_t *readable = rd_kafka_topic_partition_list_new(assigned->cnt);
-            for (int i = 0; i < assigned->cnt; i++) {
-                part_t *part = s_part(self, assigned->elems[i].topic, assigned->elems[i].partition);
-                if (part && !part->revoking) {
-                    rd_kafka_topic_partition_list_add(readable, part->topic, part->partition);
-                }
-            }
-            rd_kafka_resume_partitions(self->rk, readable);
-            rd_kafka_topic_partition_list_destroy(readable);
-        }
-        rd_kafka_topic_partition_list_destroy(assigned);
-    }
-    self->paused = pause;
-}
-
-static bool s_cooperative(kafka_rx_t *self)
-{
-    return !strcmp(rd_kafka_rebalance_protocol(self->rk), "COOPERATIVE");
-}
-
-//  The deferred unassign, now: what was settled of the revoked partitions
-//  is stored, and librdkafka commits it as it lets them go.
-static void s_finish_revoke(kafka_rx_t *self)
-{
-    if (!self->revoking) {
-        return;
-    }
-    for (int i = 0; i < self->revoking->cnt; i++) {
-        part_t *part = s_part(self, self->revoking->elems[i].topic, self->revoking->elems[i].partition);
-        if (part) {
-            part->assigned = part->revoking = false;
-            part->epoch++; // its inputs still unsettled store nothing: the next owner reads them again
-            part->unsettled = 0;
-        }
-    }
-    rd_kafka_error_t *error = s_cooperative(self) ? rd_kafka_incremental_unassign(self->rk, self->revoking) : NULL;
-    if (!s_cooperative(self)) {
-        rd_kafka_assign(self->rk, NULL);
-    }
-    if (error) {
-        drv_warn("kafka unassign failed node=%s reason=\"%s\"", self->node->id, rd_kafka_error_string(error));
-        rd_kafka_error_destroy(error);
-    }
-    s_log_list("let go", self, self->revoking);
-    rd_kafka_topic_partition_list_destroy(self->revoking);
-    self->revoking = NULL;
-}
-
-static bool s_revoked_settled(kafka_rx_t *self)
-{
-    for (int i = 0; self->revoking && i < self->revoking->cnt; i++) {
-        part_t *part = s_part(self, self->revoking->elems[i].topic, self->revoking->elems[i].partition);
-        if (part && part->unsettled > 0) {
-            return false;
-        }
-    }
-    return true;
-}
-
-//  A deferred unassign goes once what was read of the revoked partitions
-//  is settled and committed: the group's next owner starts right after it.
-static void s_revoke_if_done(kafka_rx_t *self)
-{
-    if (!self->revoking || !s_revoked_settled(self)) {
-        return;
-    }
-    if (self->committing || self->committed != self->stored) {
-        s_commit(self, drv_time_mono_ms());
-        return;
-    }
-    s_finish_revoke(self);
-}
-
-static void s_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *list, void *opaque)
-{
-    kafka_rx_t *self = opaque;
-    bool cooperative = s_cooperative(self);
-    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-        s_finish_revoke(self); // one still waiting goes first: the group has moved on
-        for (int i = 0; i < list->cnt; i++) {
-            part_t *part = s_part(self, list->elems[i].topic, list->elems[i].partition);
-            if (part) {
-                part->assigned = true;
-                part->revoking = false;
-                part->epoch++;
-                part->unsettled = 0;
-                part->next = -1;
-            }
-        }
-        rd_kafka_error_t *error = cooperative ? rd_kafka_incremental_assign(rk, list) : NULL;
-        if (!cooperative) {
-            rd_kafka_assign(rk, list);
-        }
-        if (error) {
-            drv_warn("kafka assign failed node=%s reason=\"%s\"", self->node->id, rd_kafka_error_string(error));
-            rd_kafka_error_destroy(error);
-        }
-        if (self->paused || self->closing) {
-            rd_kafka_pause_partitions(rk, list);
-        } else {
-            rd_kafka_resume_partitions(rk, list); // a pause from an earlier assignment does not stay
-        }
-        s_log_list("assigned", self, list);
-    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
-        s_finish_revoke(self);
-        self->revoking = rd_kafka_topic_partition_list_copy(list);
-        self->revoke_deadline_ms = drv_time_mono_ms() + REVOKE_WAIT_MS;
-        for (int i = 0; i < list->cnt; i++) {
-            part_t *part = s_part(self, list->elems[i].topic, list->elems[i].partition);
-            if (part) {
-                part->revoking = true;
-            }
-        }
-        rd_kafka_pause_partitions(rk, list); // nothing more is read of them
-        if (!cooperative || self->closing || rd_kafka_assignment_lost(rk)) {
-            s_finish_revoke(self);
-        } else {
-            self->commit_due_ms = drv_time_mono_ms(); // what settled is committed now, the group waiting
-            s_revoke_if_done(self);
-        }
-    } else {
-        drv_warn("kafka rebalance failed node=%s reason=\"%s\"", self->node->id, rd_kafka_err2str(err));
-        s_finish_revoke(self);
-        rd_kafka_assign(rk, NULL);
-    }
-}
-
-//  ---------------------------------------------------------------- settling
-
-static void s_settled(drv_node_t *node, int64_t upto)
-{
-    kafka_rx_t *self = node->state;
-    if (!self->rk || self->closed) {
-        return;
-    }
-    rd_kafka_topic_partition_list_t *store = NULL;
-    pending_t *p;
-    while ((p = drv_ring_front(&self->pending)) && p->input <= upto) {
-        part_t *part = &self->parts[p->part];
-        if (p->epoch == part->epoch && part->assigned) {
-            part->unsettled--;
-            store = store ? store : rd_kafka_topic_partition_list_new(4);
-            rd_kafka_topic_partition_t *at = rd_kafka_topic_partition_list_find(store, part->topic, part->partition);
-            at = at ? at : rd_kafka_topic_partition_list_add(store, part->topic, part->partition);
-            at->offset = p->next; // inputs settle in order: the last is the furthest
-        }
-        drv_ring_pop(&self->pending);
-    }
-    if (store) {
-        rd_kafka_resp_err_t err = rd_kafka_offsets_store(self->rk, store);
-        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            drv_debug("kafka offsets not stored node=%s reason=\"%s\"", node->id, rd_kafka_err2str(err));
-        }
-        rd_kafka_topic_partition_list_destroy(store);
-        self->stored++;
-        s_commit(self, drv_time_mono_ms());
-    }
-    s_revoke_if_done(self);
-}
 
 //  ---------------------------------------------------------------- reading
 
@@ -349,22 +69,13 @@ static bool s_emit(kafka_rx_t *self)
     int64_t input = drv_node_taken(node);
     for (size_t i = 0; i < count; i++) {
         const rd_kafka_message_t *message = drv_kafka_messages_at(self->messages, i);
-        part_t *part = s_part(self, rd_kafka_topic_name(message->rkt), message->partition);
-        if (!part) {
-            continue;
-        }
-        part->next = message->offset + 1;
         bool last = true;
         for (size_t k = i + 1; k < count && last; k++) {
             const rd_kafka_message_t *later = drv_kafka_messages_at(self->messages, k);
             last = later->partition != message->partition || later->rkt != message->rkt;
         }
         if (last) {
-            pending_t p = {(uint32_t)(part - self->parts), part->epoch, part->next, input};
-            if (!drv_ring_push(&self->pending, &p)) {
-                abort(); // one per partition of an input not settled: bounded by what the pipeline takes
-            }
-            part->unsettled++;
+            drv_kafka_group_taken(self->group, message, input);
         }
     }
     drv_kafka_messages_clear(self->messages);
@@ -385,8 +96,7 @@ static void s_take(kafka_rx_t *self, rd_kafka_message_t *message)
         rd_kafka_message_destroy(message);
         return;
     }
-    part_t *part = s_part(self, rd_kafka_topic_name(message->rkt), message->partition);
-    if (!part || !part->assigned || part->revoking) {
+    if (!drv_kafka_group_reads(self->group, message)) {
         rd_kafka_message_destroy(message);
         return;
     }
@@ -399,8 +109,8 @@ static void s_close(kafka_rx_t *self)
         return;
     }
     self->closing = true;
-    s_finish_revoke(self);
-    drv_info("kafka leaving the group node=%s unsettled_inputs=%zu", self->node->id, self->pending.count);
+    drv_kafka_group_closing(self->group);
+    drv_info("kafka leaving the group node=%s unsettled=%zu", self->node->id, drv_kafka_group_unsettled(self->group));
     rd_kafka_error_t *error = rd_kafka_consumer_close_queue(self->rk, self->wake.queue);
     if (error) {
         drv_warn("kafka close failed node=%s reason=\"%s\"", self->node->id, rd_kafka_error_string(error));
@@ -423,8 +133,8 @@ static int s_readable(drv_node_t *node)
         return 0;
     }
     bool hold_back = self->draining || drv_node_backlogged(node);
-    if (hold_back != self->paused) {
-        s_pause_all(self, hold_back);
+    if (hold_back != drv_kafka_group_paused(self->group)) {
+        drv_kafka_group_pause(self->group, hold_back);
     }
     int inputs = 0;
     //  An input the pipeline pushed back goes first.
@@ -446,8 +156,8 @@ static int s_readable(drv_node_t *node)
         hold_back = drv_node_backlogged(node);
     }
     if (hold_back) {
-        if (!self->paused) {
-            s_pause_all(self, true);
+        if (!drv_kafka_group_paused(self->group)) {
+            drv_kafka_group_pause(self->group, true);
         }
         rd_kafka_message_t *message;
         //  Served all the same: rebalances and errors come through here.
@@ -455,18 +165,22 @@ static int s_readable(drv_node_t *node)
             s_take(self, message);
         }
     }
-    if (self->revoking && now >= self->revoke_deadline_ms) {
-        s_finish_revoke(self); // what is not settled by now is read again by the next owner
-    }
-    s_commit(self, now);
+    drv_kafka_group_tick(self->group, now);
     //  Draining: once what was read is settled and committed (or the wait
     //  is over), the group is left.
-    bool settled = drv_kafka_messages_count(self->messages) == 0 && self->pending.count == 0;
-    bool committed = !self->committing && self->committed == self->stored;
-    if (self->draining && ((settled && committed) || now >= self->drain_deadline_ms)) {
+    bool settled = drv_kafka_messages_count(self->messages) == 0 && drv_kafka_group_unsettled(self->group) == 0;
+    if (self->draining && ((settled && drv_kafka_group_committed(self->group)) || now >= self->drain_deadline_ms)) {
         s_close(self);
     }
     return inputs;
+}
+
+static void s_settled(drv_node_t *node, int64_t upto)
+{
+    kafka_rx_t *self = node->state;
+    if (self->rk && !self->closed) {
+        drv_kafka_group_settled(self->group, upto);
+    }
 }
 
 static int s_fd(drv_node_t *node)
@@ -482,14 +196,12 @@ static int64_t s_timeout_ms(drv_node_t *node)
         return -1;
     }
     int64_t now = drv_time_mono_ms(), due = -1;
-    if (self->paused || drv_kafka_messages_count(self->messages) > 0) {
+    if (drv_kafka_group_paused(self->group) || drv_kafka_messages_count(self->messages) > 0) {
         due = now + PAUSED_CHECK_MS; // backpressure looked at again
     }
-    if (!self->committing && self->committed != self->stored && (due < 0 || self->commit_due_ms < due)) {
-        due = self->commit_due_ms; // what settled, committed
-    }
-    if (self->revoking && (due < 0 || self->revoke_deadline_ms < due)) {
-        due = self->revoke_deadline_ms;
+    int64_t group = drv_kafka_group_due_ms(self->group); // a commit, a revoked partition let go
+    if (group >= 0 && (due < 0 || group < due)) {
+        due = group;
     }
     if (self->draining && !self->closing && (due < 0 || self->drain_deadline_ms < due)) {
         due = self->drain_deadline_ms;
@@ -502,9 +214,9 @@ static void s_drain(drv_node_t *node)
     kafka_rx_t *self = node->state;
     if (self->rk && !self->draining) {
         self->draining = true;
-        self->commit_due_ms = drv_time_mono_ms();
         self->drain_deadline_ms = drv_time_mono_ms() + CLOSE_WAIT_MS;
-        s_pause_all(self, true);
+        drv_kafka_group_pause(self->group, true);
+        drv_kafka_group_commit_now(self->group);
     }
 }
 
@@ -541,15 +253,18 @@ static int s_consumer(kafka_rx_t *self, drv_node_t *node, const json_t *config, 
         }
         return -1;
     }
-    rd_kafka_conf_set_rebalance_cb(conf, s_rebalance);
-    rd_kafka_conf_set_offset_commit_cb(conf, s_committed);
-    rd_kafka_conf_set_opaque(conf, self);
+    if (!(self->group = drv_kafka_group_new(node->id, conf))) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(err, errlen, "node %s: out of memory", node->id);
+        return -1;
+    }
     self->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why);
     if (!self->rk) {
         rd_kafka_conf_destroy(conf);
         snprintf(err, errlen, "node %s: %s", node->id, why);
         return -1;
     }
+    drv_kafka_group_attach(self->group, self->rk);
     rd_kafka_poll_set_consumer(self->rk); // one queue: messages, rebalances, errors and log lines
     rd_kafka_set_log_queue(self->rk, NULL);
     if (drv_kafka_wake_init(&self->wake, rd_kafka_queue_get_consumer(self->rk), why, sizeof why) != 0) {
@@ -583,7 +298,6 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     }
     self->node = node;
     self->wake.fds[0] = self->wake.fds[1] = -1;
-    drv_ring_init(&self->pending, sizeof(pending_t));
     self->messages = drv_kafka_messages_new(json_string_value(json_object_get(config, "format")),
                                             json_string_value(json_object_get(config, "signal")));
     if (!self->messages) {
@@ -614,18 +328,11 @@ static void s_destroy(drv_node_t *node)
         self->closed = rd_kafka_consumer_closed(self->rk);
     }
     drv_kafka_messages_destroy(&self->messages);
-    if (self->revoking) {
-        rd_kafka_topic_partition_list_destroy(self->revoking);
-    }
     drv_kafka_wake_fini(&self->wake);
     if (self->rk) {
         rd_kafka_destroy_flags(self->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
     }
-    for (size_t i = 0; i < self->part_count; i++) {
-        free(self->parts[i].topic);
-    }
-    free(self->parts);
-    drv_ring_fini(&self->pending);
+    drv_kafka_group_destroy(&self->group);
     free(self);
 }
 

@@ -1,0 +1,57 @@
+/*  drv_kafka_group — receiver:kafka's membership of its consumer group
+    (docs/operations.md, "Kafka"): which partitions are its own, where its
+    settled reading stands in each, and the commits. An input taken is
+    remembered, for each partition it read, with the offset after its last
+    message; when the pipeline settles the input, that offset is stored
+    (enable.auto.offset.store is off) and committed, one commit at a time
+    and at most every 100 ms, beside librdkafka's own every second.
+
+    Rebalances are cooperative: a partition the group takes away is paused
+    and let go (its unassign deferred) once what was read of it is settled
+    and committed, or after REVOKE_WAIT_MS: its next owner starts where
+    this one stopped, and reads again only what did not settle. A commit
+    the group refuses while a rebalance is under way is tried again. */
+#ifndef DRV_KAFKA_GROUP_H
+#define DRV_KAFKA_GROUP_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct drv_kafka_group_t drv_kafka_group_t;
+
+//  Sets conf's rebalance and commit callbacks (and its opaque) to the
+//  group's. node names it in the log. NULL when out of memory.
+drv_kafka_group_t *drv_kafka_group_new(const char *node, rd_kafka_conf_t *conf);
+//  The consumer made from that conf.
+void drv_kafka_group_attach(drv_kafka_group_t *self, rd_kafka_t *rk);
+void drv_kafka_group_destroy(drv_kafka_group_t **self_p);
+
+//  True when message's partition is ours to read (assigned, not revoked).
+bool drv_kafka_group_reads(drv_kafka_group_t *self, const rd_kafka_message_t *message);
+//  An input was taken: last is the last message it holds of a partition.
+void drv_kafka_group_taken(drv_kafka_group_t *self, const rd_kafka_message_t *last, int64_t input);
+//  Every input up to upto settled: their offsets stored, and committed.
+void drv_kafka_group_settled(drv_kafka_group_t *self, int64_t upto);
+//  Partition reads of inputs not settled yet.
+size_t drv_kafka_group_unsettled(const drv_kafka_group_t *self);
+
+//  Pauses (backpressure, a drain) or resumes every partition assigned.
+void drv_kafka_group_pause(drv_kafka_group_t *self, bool pause);
+bool drv_kafka_group_paused(const drv_kafka_group_t *self);
+
+//  Starts a commit that is due, lets a revoked partition go whose wait
+//  is over. due_ms: when next (mono ms, -1: nothing to do).
+void drv_kafka_group_tick(drv_kafka_group_t *self, int64_t now);
+int64_t drv_kafka_group_due_ms(const drv_kafka_group_t *self);
+//  Commits what is stored now (a drain), and whether all of it is.
+void drv_kafka_group_commit_now(drv_kafka_group_t *self);
+bool drv_kafka_group_committed(const drv_kafka_group_t *self);
+
+//  The consumer leaves the group: a deferred unassign goes now, and what
+//  is revoked from here on goes at once.
+void drv_kafka_group_closing(drv_kafka_group_t *self);
+void drv_kafka_group_let_go(drv_kafka_group_t *self);
+
+#endif
