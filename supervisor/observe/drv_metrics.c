@@ -200,6 +200,37 @@ static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, co
     s_node_lines(t, ps, name, prefix, "", which);
 }
 
+//  receiver:kafka's partitions (drv_node_counters_details): the lag of
+//  each, from the instance that reads it.
+static void s_kafka_lag(text_t *t, const pipelines_t *ps)
+{
+    s_header(t, "drover_kafka_consumer_lag", "gauge",
+             "Messages of a partition receiver:kafka reads that are not committed yet: the log's end, as last "
+             "fetched, less the group's committed offset.");
+    for (size_t k = 0; k < ps->count; k++) {
+        drv_pipeline_t *p = ps->all[k];
+        for (drv_instance_t *i = zlistx_first(p->instances); i; i = zlistx_next(p->instances)) {
+            const char *node, *name;
+            json_t *counters, *partition;
+            json_object_foreach(i->nodes, node, counters)
+            {
+                json_object_foreach(json_object_get(drv_node_counters_details(counters), "partitions"), name, partition)
+                {
+                    const char *slash = strrchr(name, '/');
+                    json_t *lag = json_object_get(partition, "lag");
+                    if (slash && json_is_integer(lag)) {
+                        s_printf(t,
+                                 "drover_kafka_consumer_lag{group=\"%s\",pipeline=\"%s\",node=\"%s\","
+                                 "generation=\"%lld\",topic=\"%.*s\",partition=\"%s\"} %lld\n",
+                                 p->group, p->name, node, (long long)i->generation, (int)(slash - name), name,
+                                 slash + 1, (long long)json_integer_value(lag));
+                    }
+                }
+            }
+        }
+    }
+}
+
 static void s_print(void *arg, const char *fmt, ...)
 {
     text_t *t = arg;
@@ -310,6 +341,7 @@ char *drv_metrics_render(drv_engine_t *engine)
                      "Each attempt of the exporter to hand a batch on, from start to end: a post "
                      "(exporter:http, exporter:otlp, until the answer), a write (exporter:file), a send "
                      "(exporter:zmq).");
+    s_kafka_lag(&t, &ps);
     s_pipeline_metric(&t, &ps, "drover_pipeline_desired_cores", "gauge", "Cores the pipeline should run on.",
                       s_desired);
     s_pipeline_metric(&t, &ps, "drover_pipeline_ready_instances", "gauge", "Ready instances of the pipeline.", s_ready);

@@ -113,6 +113,10 @@ json_t *drv_status_nodes(const json_t *heartbeat_nodes)
                                           (double)drv_node_counter(c, DRV_NC_QUEUE_AGE_MS) / 1000.0, "dropped_records",
                                           drv_node_counter(c, DRV_NC_QUEUE_DROPPED)));
         }
+        json_t *details = drv_node_counters_details(c);
+        if (details) {
+            json_object_update_missing(counts, details);
+        }
         json_object_set_new(nodes, node, counts);
     }
     return nodes;

@@ -53,11 +53,14 @@ class MockCluster:
                 self.proc.wait()
 
 
-def produce(bootstrap, topic, lines, key=None):
-    """kcat -P: each line a message (its key before the first tab with key=True)."""
+def produce(bootstrap, topic, lines, key=None, partition=None):
+    """kcat -P: each line a message (its key before the first tab with
+    key=True), into one partition or spread by kcat's partitioner."""
     args = ["kcat", "-b", bootstrap, "-P", "-t", topic, "-X", "enable.idempotence=true"]
     if key:
         args += ["-K", "\t"]
+    if partition is not None:
+        args += ["-p", str(partition)]
     data = "".join(line + "\n" for line in lines).encode()
     subprocess.run(args, input=data, check=True, capture_output=True, timeout=60)
 

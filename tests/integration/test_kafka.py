@@ -10,6 +10,7 @@ import collections
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -17,6 +18,7 @@ import unittest
 
 from grpc_otlp import WHY_NOT, pb
 from harness import Admin, EngineTest, curl_post, engine_yaml, free_port, ndjson, read_ndjson, wait_until
+from capture import Capture
 from kafka import MockCluster, consume, produce, wait_messages
 
 
@@ -29,8 +31,8 @@ class Kafka(EngineTest):
         self.addCleanup(cluster.stop)
         return cluster
 
-    def start(self, nodes, engine_extra="", policies=None):
-        spec = {"cores": {"count": 1}, "nodes": nodes}
+    def start(self, nodes, engine_extra="", policies=None, cores=1):
+        spec = {"cores": {"count": cores}, "nodes": nodes}
         if policies:
             spec["policies"] = policies
         pipelines = "\n      kafka: " + json.dumps(spec) + "\n"
@@ -140,6 +142,56 @@ class Kafka(EngineTest):
         for path in glob.glob(os.path.join(self.engine.out_dir, "out-*.ndjson")):
             rows += read_ndjson(path)
         return rows
+
+    def test_on_two_cores_every_partition_is_read_by_one_instance(self):
+        cluster = self.cluster(1, [("in", 4)])
+        self.start(self.consumer(cluster), cores=2)
+        for core in (0, 1):
+            self.engine.wait_log(rf"worker\[default/kafka@1#{core}\]: kafka partitions assigned", 20)
+        self.engine.wait_log(r"(?m)kafka partitions assigned node=in partitions=in/\d,in/\d$", 20, count=2)
+        for p in range(4):
+            produce(cluster.bootstrap, "in", [json.dumps({"i": p * 1000 + k, "p": p}) for k in range(1000)],
+                    partition=p)
+        wait_until(lambda: len(self.filed()) >= 4000, 20, "4,000 records filed")
+        self.assertEqual(sorted(r["i"] for r in self.filed()), list(range(4000)))
+        readers = collections.defaultdict(set)
+        for path in glob.glob(os.path.join(self.engine.out_dir, "out-*.ndjson")):
+            for r in read_ndjson(path):
+                readers[r["p"]].add(path)
+        self.assertTrue(all(len(files) == 1 for files in readers.values()), readers)
+        self.assertEqual(len(set().union(*readers.values())), 2, "both instances read")
+
+    def test_behind_a_dead_backend_fetching_pauses_and_the_lag_shows(self):
+        cluster = self.cluster(1, [("in", 2)])
+        dead = free_port()
+        nodes = self.consumer(cluster)
+        nodes["out"] = {"type": "exporter:http",
+                        "config": {"endpoint": f"http://127.0.0.1:{dead}/in", "batch": {"max_records": 100},
+                                   "retry": {"initial_ms": 50, "max_ms": 200, "max_elapsed_secs": 0},
+                                   "queue": {"max_bytes": 65536}}}
+        for p in range(2):  # there before the first fetch: its answers tell each partition's end
+            produce(cluster.bootstrap, "in", [json.dumps({"i": p * 10000 + k}) for k in range(10000)], partition=p)
+        self.start(nodes)
+        #  The backend down: the exporter's queue fills, the pipeline pushes
+        #  back, and the consumer pauses its partitions: it stops reading.
+        wait_until(lambda: self.node("in").get("partitions") and
+                   all(p["paused"] for p in self.node("in")["partitions"].values()), 20, "every partition paused")
+        stopped = self.node("in")["records_in"]
+        self.assertLess(stopped, 20000, "fetching paused behind the dead backend")
+        parts = self.node("in")["partitions"]
+        self.assertEqual(sorted(parts), ["in/0", "in/1"])
+        self.assertEqual(sum(p["lag"] for p in parts.values()), 20000, "nothing committed while nothing settled")
+        metrics = subprocess.run(["curl", "-sS", f"http://127.0.0.1:{self.http_port}/metrics"], capture_output=True,
+                                 text=True, timeout=10).stdout
+        lags = re.findall(r'drover_kafka_consumer_lag\{[^}]*topic="in",partition="(\d)"\} (\d+)', metrics)
+        self.assertEqual(sum(int(lag) for _, lag in lags), 20000, metrics[-2000:])
+        capture = Capture(port=dead)  # the backend back: everything delivered, everything committed
+        self.addCleanup(capture.close)
+        delivered = lambda: [json.loads(line)["i"] for body in capture.bodies() for line in body.decode().splitlines()
+                             if line]
+        wait_until(lambda: set(delivered()) >= set(range(20000)), 30, "all 20,000 delivered")
+        wait_until(lambda: all(p["lag"] == 0 for p in self.node("in")["partitions"].values()), 10, "the lag at 0")
+        self.assertLess(stopped, self.node("in")["records_in"], "reading went on once the backend answered")
 
     def consumer(self, cluster, cores=1, **extra):
         config = {"brokers": cluster.brokers, "topics": ["in"], "group_id": "drover", "format": "ndjson", **extra}

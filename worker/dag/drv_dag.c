@@ -256,6 +256,10 @@ static json_t *s_counters(drv_dag_t *self, drv_node_t *node, int64_t now)
     for (size_t i = 0; i < count; i++) {
         json_array_append_new(counters, at[i]);
     }
+    json_t *details = node->kind->details ? node->kind->details(node) : NULL;
+    if (details) {
+        json_array_append_new(counters, details);
+    }
     if (node->duration.count > 0) {
         json_array_append_new(counters, drv_histo_json(&node->duration));
     }

@@ -82,6 +82,11 @@ typedef struct drv_node_kind_t {
     //  has it). NULL: nothing is handed over.
     int64_t (*hand_over)(drv_node_t *node, bool (*put)(void *arg, const msgpack_object *records, size_t n), void *arg,
                          bool forget);
+    //  What the node tells of itself beyond its counters, for the status
+    //  and /metrics (drover/drv_node_counters.h): a new JSON object whose
+    //  keys join the node's status (receiver:kafka: its partitions, their
+    //  offsets and lag), or NULL. NULL: nothing.
+    json_t *(*details)(drv_node_t *node);
     //  Frees node->state. NULL: free(node->state).
     void (*destroy)(drv_node_t *node);
     bool fed_by_broker; // receives producer messages from the broker (drv_dag_ingest)

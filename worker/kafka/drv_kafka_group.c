@@ -16,12 +16,14 @@
 typedef struct {
     char *topic;
     int32_t partition;
-    uint32_t epoch;    // bumped at each assignment: inputs of an earlier one store nothing
-    bool assigned;     // ours now
-    bool revoking;     // the group took it: read no more, let go once settled
-    int64_t unsettled; // inputs holding its messages, not settled (this epoch)
-    int64_t next;      // the offset after its last message taken (-1: none yet)
-    int64_t high;      // the broker's high watermark, last seen (-1: not known)
+    uint32_t epoch;     // bumped at each assignment: inputs of an earlier one store nothing
+    bool assigned;      // ours now
+    bool revoking;      // the group took it: read no more, let go once settled
+    int64_t unsettled;  // inputs holding its messages, not settled (this epoch)
+    int64_t next;       // the offset after its last message taken (-1: none yet)
+    int64_t stored;     // the offset stored for commit, settled (-1: none)
+    int64_t committing; // what the commit under way holds of it
+    int64_t committed;  // what a commit of ours said is committed (-1: none yet)
 } part_t;
 
 typedef struct {
@@ -61,6 +63,9 @@ static void s_commit(drv_kafka_group_t *self, int64_t now)
     }
     self->committing = true;
     self->committing_upto = self->stored;
+    for (size_t i = 0; i < self->part_count; i++) {
+        self->parts[i].committing = self->parts[i].stored;
+    }
     rd_kafka_resp_err_t err = rd_kafka_commit(self->rk, NULL, 1);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         self->committing = false;
@@ -80,6 +85,9 @@ static void s_committed(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_
     int64_t now = drv_time_mono_ms();
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET) {
         self->committed = self->committing_upto;
+        for (size_t i = 0; i < self->part_count; i++) {
+            self->parts[i].committed = self->parts[i].committing;
+        }
         self->commit_due_ms = now + COMMIT_EVERY_MS;
         s_revoke_if_done(self);
     } else {
@@ -109,7 +117,8 @@ static part_t *s_part(drv_kafka_group_t *self, const char *topic, int32_t partit
         return NULL;
     }
     self->parts = grown;
-    self->parts[self->part_count] = (part_t){.topic = name, .partition = partition, .next = -1, .high = -1};
+    self->parts[self->part_count] =
+        (part_t){.topic = name, .partition = partition, .next = -1, .stored = -1, .committed = -1};
     return &self->parts[self->part_count++];
 }
 
@@ -220,7 +229,7 @@ static void s_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_
                 part->revoking = false;
                 part->epoch++;
                 part->unsettled = 0;
-                part->next = -1;
+                part->next = part->stored = part->committing = part->committed = -1;
             }
         }
         rd_kafka_error_t *error = cooperative ? rd_kafka_incremental_assign(rk, list) : NULL;
@@ -275,6 +284,7 @@ void drv_kafka_group_settled(drv_kafka_group_t *self, int64_t upto)
             rd_kafka_topic_partition_t *at = rd_kafka_topic_partition_list_find(store, part->topic, part->partition);
             at = at ? at : rd_kafka_topic_partition_list_add(store, part->topic, part->partition);
             at->offset = p->next; // inputs settle in order: the last is the furthest
+            part->stored = p->next;
         }
         drv_ring_pop(&self->pending);
     }
@@ -393,4 +403,26 @@ void drv_kafka_group_closing(drv_kafka_group_t *self)
 {
     self->closing = true;
     drv_kafka_group_let_go(self);
+}
+
+json_t *drv_kafka_group_details(drv_kafka_group_t *self)
+{
+    json_t *partitions = json_object();
+    for (size_t i = 0; self->rk && i < self->part_count; i++) {
+        part_t *part = &self->parts[i];
+        if (!part->assigned) {
+            continue;
+        }
+        int64_t low = -1, high = -1;
+        rd_kafka_get_watermark_offsets(self->rk, part->topic, part->partition, &low, &high); // cached: no request
+        int64_t at = part->committed >= 0 ? part->committed : low; // none committed: the whole log is behind
+        json_t *one = json_pack("{s:I, s:I, s:b}", "read_offset", (json_int_t)part->next, "committed_offset",
+                                (json_int_t)part->committed, "paused", self->paused || part->revoking);
+        //  Lag as kafka-consumer-groups shows it: the log's end less what is committed.
+        json_object_set_new(one, "lag", high >= 0 && at >= 0 ? json_integer(high - at) : json_null());
+        char name[300];
+        snprintf(name, sizeof name, "%s/%d", part->topic, part->partition);
+        json_object_set_new(partitions, name, one);
+    }
+    return json_pack("{s:o}", "partitions", partitions);
 }

@@ -14,6 +14,7 @@
 #ifndef DRV_KAFKA_GROUP_H
 #define DRV_KAFKA_GROUP_H
 
+#include <jansson.h>
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -53,5 +54,11 @@ bool drv_kafka_group_committed(const drv_kafka_group_t *self);
 //  is revoked from here on goes at once.
 void drv_kafka_group_closing(drv_kafka_group_t *self);
 void drv_kafka_group_let_go(drv_kafka_group_t *self);
+
+//  {"partitions": {"TOPIC/N": {read_offset, committed_offset, lag, paused}}} of
+//  the partitions it reads: lag is the log's end, as last fetched, less
+//  the offset committed (null while not known). For the status and
+//  drover_kafka_consumer_lag (docs/operations.md, "Kafka").
+json_t *drv_kafka_group_details(drv_kafka_group_t *self);
 
 #endif

@@ -183,6 +183,12 @@ static void s_settled(drv_node_t *node, int64_t upto)
     }
 }
 
+static json_t *s_details(drv_node_t *node)
+{
+    kafka_rx_t *self = node->state;
+    return self->group ? drv_kafka_group_details(self->group) : NULL;
+}
+
 static int s_fd(drv_node_t *node)
 {
     kafka_rx_t *self = node->state;
@@ -344,5 +350,6 @@ const drv_node_kind_t drv_receiver_kafka = {
     .readable = s_readable,
     .timeout_ms = s_timeout_ms,
     .settled = s_settled,
+    .details = s_details,
     .drain = s_drain,
 };

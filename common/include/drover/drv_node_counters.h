@@ -2,7 +2,8 @@
     schemas/control.md): an array whose positions are named here, written
     by the worker (worker/dag/drv_dag.c) and read by droverd by these names
     only. Every node has the first DRV_NODE_COUNTERS; an exporter goes on
-    to DRV_EXPORTER_COUNTERS; a node that timed its work ends with its
+    to DRV_EXPORTER_COUNTERS; a node that tells more of itself (receiver:kafka's
+    partitions) adds an object; a node that timed its work ends with its
     histogram (drv_histo_json), after whichever it has. */
 #ifndef DRV_NODE_COUNTERS_H
 #define DRV_NODE_COUNTERS_H
@@ -38,6 +39,18 @@ static inline json_int_t drv_node_counter(const json_t *counters, drv_node_count
 static inline bool drv_node_counters_exporter(const json_t *counters)
 {
     return json_array_size(counters) >= DRV_EXPORTER_COUNTERS;
+}
+
+//  What the node tells of itself beyond its counters (an object whose keys
+//  join its status: "partitions" of receiver:kafka), or NULL.
+static inline json_t *drv_node_counters_details(const json_t *counters)
+{
+    for (size_t i = DRV_NODE_COUNTERS; i < json_array_size(counters); i++) {
+        if (json_is_object(json_array_get(counters, i))) {
+            return json_array_get(counters, i);
+        }
+    }
+    return NULL;
 }
 
 //  The node's histogram, or NULL when it timed nothing.
