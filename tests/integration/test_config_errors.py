@@ -35,9 +35,9 @@ CASES = [
     pipelines:
       p:
         nodes:
-          in: { type: receiver:kafka, to: [out] }
+          in: { type: receiver:pigeon, to: [out] }
           out: { type: exporter:null }
-""", 6, 'nodes.in.type: unknown node type "receiver:kafka"'),
+""", 6, 'nodes.in.type: unknown node type "receiver:pigeon"'),
     ("dangling to", """groups:
   default:
     pipelines:

@@ -1,18 +1,27 @@
 """receiver:kafka and exporter:kafka through the real binaries (issue 39),
 against librdkafka's own mock cluster (tests/helpers/kafka_mock.c) with
 Debian's kcat as the client nobody here wrote: 20,000 records posted over
-HTTP reach a topic, read back by kcat; an otlp_proto message decodes as an
-ExportLogsServiceRequest with protobuf's own classes; brokers down under
-load with a disk buffer, droverd and every child SIGKILLed, brokers back:
-every acknowledged record is on the topic."""
+HTTP reach a topic, read back by kcat, keyed by a record field; an
+otlp_proto message decodes as an ExportLogsServiceRequest with protobuf's
+own classes; brokers down under load with a disk buffer, droverd and every
+child SIGKILLed, brokers back: every acknowledged record is on the topic;
+20,000 messages produced by kcat consumed through a SIGKILL of everything
+and two replaces: none lost, read again only what the kill left
+uncommitted, nothing uncommitted after a clean stop (kcat -G says so); on
+two cores every partition is read by one instance; behind a dead backend
+every partition pauses and the lag shows in the status and /metrics; junk
+messages are counted and skipped; wrong specs are 422s naming what is
+wrong, and sasl.password is shown only to token holders."""
 
 import collections
 import glob
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import unittest
 
@@ -192,6 +201,61 @@ class Kafka(EngineTest):
         wait_until(lambda: set(delivered()) >= set(range(20000)), 30, "all 20,000 delivered")
         wait_until(lambda: all(p["lag"] == 0 for p in self.node("in")["partitions"].values()), 10, "the lag at 0")
         self.assertLess(stopped, self.node("in")["records_in"], "reading went on once the backend answered")
+
+    def test_wrong_specs_are_422s_and_the_sasl_password_is_shown_only_to_token_holders(self):
+        token = "kafka-admin-token"
+        token_file = os.path.join(self.tmp(), "token")
+        with open(token_file, "w") as f:
+            f.write(token + "\n")
+        engine = self.start_engine("engine:\n  run_dir: {RUN}\n"
+                                   f'  admin: {{ http: "127.0.0.1:{self.http_port}", http_token_file: {token_file} }}\n'
+                                   "groups: {}\n")
+        admin = Admin(engine, self.http_port, token=token)
+        admin.wait_ready()
+        bad = {"pipeline": {"nodes": {
+            "in": {"type": "receiver:kafka", "config": {"brokers": ["nohost"], "topics": ["a b"], "group_id": "g",
+                                                        "sasl": {"mechanism": "MD5", "username": "u"}},
+                   "to": ["out"]},
+            "out": {"type": "exporter:kafka", "config": {"brokers": [], "topic": "x/{signal}", "key": "attributes[x",
+                                                         "compression": "brotli"}}}}}
+        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/k", body=bad)
+        self.assertEqual(status, 422, body)
+        problems = {d["path"]: d["message"] for d in body["error"]["details"]}
+        for path in ("nodes.in", "nodes.out", "nodes.out.config.compression"):
+            self.assertIn(path, problems, problems)
+        text = json.dumps(body)
+        for said in ("brokers[0]: must be host:port", "topics[0]", "sasl.mechanism", "sasl.password: required",
+                     "config.brokers: at least one", "config.topic", "config.key"):
+            self.assertIn(said, text)
+        cluster = self.cluster(1, [("t", 1)])
+        good = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "g": {"type": "receiver:generator", "config": {"rate": 1}, "to": ["out"]},
+            "out": {"type": "exporter:kafka", "config": {
+                "brokers": cluster.brokers, "topic": "t",
+                "sasl": {"mechanism": "PLAIN", "username": "drover", "password": "Sup3rS3cret"}}}}}}
+        self.assertEqual(admin.http("PUT", "/api/v1/groups/default/pipelines/k", body=good)[0], 200)
+        status, body, _ = Admin(engine, self.http_port).http("GET", "/api/v1/groups/default/pipelines/k")
+        self.assertEqual(status, 200, body)
+        sasl = body["spec"]["nodes"]["out"]["config"]["sasl"]
+        self.assertEqual(sasl, {"mechanism": "PLAIN", "username": "drover", "password": "(redacted)"})
+        self.assertNotIn("Sup3rS3cret", json.dumps(body))
+        self.assertEqual(admin.http("GET", "/api/v1/groups/default/pipelines/k")[1]["spec"]["nodes"]["out"]["config"]
+                         ["sasl"]["password"], "Sup3rS3cret")
+
+    def test_junk_messages_are_counted_and_skipped(self):
+        cluster = self.cluster(1, [("in", 1)])
+        produce(cluster.bootstrap, "in", ['{"i": 0}', "not json", '[1, 2]', '{"i": 1}'], partition=0)
+        nodes = self.consumer(cluster)
+        self.start(nodes)
+        wait_until(lambda: len(self.filed()) >= 2, 20, "the two records filed")
+        self.assertEqual(sorted(r["i"] for r in self.filed()), [0, 1])
+        wait_until(lambda: self.node("in").get("errors") == 2, 5, "two messages counted as errors")
+        self.engine.wait_log(r"in \[0\] at offset 1: ", 5)  # the first one named
+
+    def tmp(self):
+        path = tempfile.mkdtemp(prefix="drv-kafka-")
+        self.addCleanup(shutil.rmtree, path, True)
+        return path
 
     def consumer(self, cluster, cores=1, **extra):
         config = {"brokers": cluster.brokers, "topics": ["in"], "group_id": "drover", "format": "ndjson", **extra}

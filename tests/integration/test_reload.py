@@ -68,7 +68,7 @@ class Reload(EngineTest):
         # an invalid file: nothing changes, and it says why, in the log and as an event
         sub = admin.subscribe("config.")
         with open(engine.config_path, "a") as f:
-            f.write("      broken: { nodes: { g: { type: receiver:kafka } } }\n")
+            f.write("      broken: { nodes: { g: { type: receiver:pigeon } } }\n")
         before = engine.instances()
         engine.signal(signal.SIGHUP)
         engine.wait_log(r"reload refused, nothing changed: .*drover.yaml:\d+: groups.default.pipelines.broken")

@@ -314,7 +314,7 @@ class Rollouts(EngineTest):
 
     def test_invalid_spec_422_with_every_problem_and_malformed_body_400(self):
         bad = gen_spec(self.out)
-        bad["pipeline"]["nodes"]["g"]["type"] = "receiver:kafka"
+        bad["pipeline"]["nodes"]["g"]["type"] = "receiver:pigeon"
         bad["pipeline"]["nodes"]["out"]["config"]["speed"] = 1
         status, body, _ = self.put("p", bad)
         self.assertEqual((status, body["error"]["kind"]), (422, "invalid_request"))

@@ -73,7 +73,7 @@ static void test_invalid_specs_name_path_and_reason(void **state)
                      "\"keep\":{\"type\":\"processor:filter\",\"config\":{\"field\":\"level\",\"op\":\"gte\",\"value\":"
                      "3},\"to\":[\"out\"]}," NULLOUT "}}",
                      "nodes.keep.config.op", "unknown op \"gte\"");
-    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:kafka\"}}}", "nodes.out.type",
+    s_expect_problem("{\"nodes\":{" GEN ",\"out\":{\"type\":\"exporter:pigeon\"}}}", "nodes.out.type",
                      "unknown node type");
     s_expect_problem("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"to\":[\"x\"]}," NULLOUT "}}", "nodes.in.to",
                      "dangling: no node \"x\"");

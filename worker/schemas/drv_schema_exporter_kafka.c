@@ -62,7 +62,7 @@ const drv_node_schema_t drv_schema_exporter_kafka = {
              {.key = "key",
               .kind = DRV_KEY_STRING,
               .doc = "a record field (a path: attributes[\"k\"]) whose value keys each message; not given: none "
-                     "(partitions taken in turn)"},
+                     "(librdkafka's partitioner spreads them)"},
              {.key = "compression",
               .kind = DRV_KEY_CHOICE,
               .fallback = "\"lz4\"",
