@@ -94,6 +94,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/files.py 2000 --smoke; else $PY bench/files.py 300000; fi
     echo
+    echo "## B25 exporter:kafka against kcat -P, B26 receiver:kafka against kcat -C"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/kafka.py 2000 --smoke; else $PY bench/kafka.py; fi
+    echo
     echo "## B8 scale (many pipelines, many replaces)"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scale.py 5 2 1; else $PY bench/scale.py 200 40 60; fi

@@ -28,7 +28,7 @@ import unittest
 from grpc_otlp import WHY_NOT, pb
 from harness import Admin, EngineTest, curl_post, engine_yaml, free_port, ndjson, read_ndjson, wait_until
 from capture import Capture
-from kafka import MockCluster, consume, produce, wait_messages
+from kafka_cluster import MockCluster, consume, produce, wait_messages
 
 
 class Kafka(EngineTest):

@@ -35,15 +35,6 @@ int drv_buf_append(drv_buf_t *buf, const void *data, size_t size)
     return 0;
 }
 
-int drv_buf_putc(drv_buf_t *buf, char c)
-{
-    if (buf->len == buf->capacity && drv_buf_reserve(buf, 1) != 0) {
-        return -1;
-    }
-    buf->data[buf->len++] = c;
-    return 0;
-}
-
 void drv_buf_reset(drv_buf_t *buf)
 {
     buf->len = 0;

@@ -13,7 +13,15 @@ typedef struct {
 
 int drv_buf_reserve(drv_buf_t *buf, size_t extra);
 int drv_buf_append(drv_buf_t *buf, const void *data, size_t size);
-int drv_buf_putc(drv_buf_t *buf, char c);
+//  One byte (inline: JSON writers put many).
+static inline int drv_buf_putc(drv_buf_t *buf, char c)
+{
+    if (buf->len == buf->capacity && drv_buf_reserve(buf, 1) != 0) {
+        return -1;
+    }
+    buf->data[buf->len++] = c;
+    return 0;
+}
 void drv_buf_reset(drv_buf_t *buf);
 void drv_buf_free(drv_buf_t *buf);
 

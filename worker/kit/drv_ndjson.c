@@ -26,6 +26,13 @@ static int s_base64(drv_buf_t *out, const void *data, size_t size)
     return rc;
 }
 
+//  The bytes a string holds as they are: printable ASCII but " and \.
+static const bool s_plain[256] = {
+    [' ' ... '!'] = true,
+    ['#' ... '['] = true,
+    [']' ... '~'] = true,
+};
+
 //  Strictly valid UTF-8 out, whatever came in: each ill-formed subpart
 //  (surrogates, overlongs, past U+10FFFF, truncated) becomes U+FFFD.
 static int s_string(drv_buf_t *out, const char *s, size_t len)
@@ -36,6 +43,18 @@ static int s_string(drv_buf_t *out, const char *s, size_t len)
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < len) {
+        //  A run of what needs no escaping goes in at once.
+        size_t run = i;
+        while (run < len && s_plain[p[run]]) {
+            run++;
+        }
+        if (run > i) {
+            if (drv_buf_append(out, s + i, run - i) != 0) {
+                return -1;
+            }
+            i = run;
+            continue;
+        }
         unsigned char c = p[i];
         if (c >= 0x80) {
             size_t bad = 1;
@@ -66,6 +85,22 @@ static int s_string(drv_buf_t *out, const char *s, size_t len)
 }
 
 static int s_value(drv_buf_t *out, const msgpack_object *obj);
+
+//  An integer in decimal, without printf's machinery.
+static int s_decimal(drv_buf_t *out, uint64_t magnitude, bool negative)
+{
+    char text[24];
+    char *at = text + sizeof text;
+    do {
+        *--at = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude);
+    if (negative) {
+        *--at = '-';
+    }
+    return drv_buf_append(out, at, (size_t)(text + sizeof text - at));
+}
+
 static bool s_keys_distinct_as_text(const msgpack_object_map *map);
 static int s_map_renaming(drv_buf_t *out, const msgpack_object_map *map);
 
@@ -137,11 +172,10 @@ static int s_value(drv_buf_t *out, const msgpack_object *obj)
     case MSGPACK_OBJECT_BOOLEAN:
         return obj->via.boolean ? drv_buf_append(out, "true", 4) : drv_buf_append(out, "false", 5);
     case MSGPACK_OBJECT_POSITIVE_INTEGER:
-        n = snprintf(num, sizeof num, "%llu", (unsigned long long)obj->via.u64);
-        return drv_buf_append(out, num, (size_t)n);
+        return s_decimal(out, obj->via.u64, false);
     case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        n = snprintf(num, sizeof num, "%lld", (long long)obj->via.i64);
-        return drv_buf_append(out, num, (size_t)n);
+        //  Its magnitude as unsigned: -INT64_MIN does not fit an int64_t.
+        return s_decimal(out, 0 - (uint64_t)obj->via.i64, true);
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64:
         if (!isfinite(obj->via.f64)) {

@@ -50,6 +50,10 @@ struct sent_t {
     message_ref_t *refs;
     int64_t started_us;
     char why[300]; // why this attempt failed ("" while none did)
+    //  The body, copied once: librdkafka reads its messages where they
+    //  are, and the batch may go (a drain hands it over) before it did.
+    char *body;
+    size_t size;
 };
 
 struct kafka_out_t {
@@ -62,6 +66,8 @@ struct kafka_out_t {
     bool keyed;
     drv_record_path_t key;
     sent_t *states;
+    rd_kafka_message_t *scratch; // a batch's messages as librdkafka takes them
+    size_t scratch_cap;
 };
 
 //  ---------------------------------------------------------------- encoding
@@ -174,6 +180,7 @@ static void s_state_free(kafka_out_t *self, sent_t *sent)
     }
     free(sent->written);
     free(sent->refs);
+    free(sent->body);
     free(sent);
 }
 
@@ -214,15 +221,19 @@ static sent_t *s_state_new(kafka_out_t *self, drv_export_batch_t *batch, const c
     if (sent) {
         sent->written = calloc(messages ? messages : 1, 1);
         sent->refs = calloc(messages ? messages : 1, sizeof *sent->refs);
+        sent->body = malloc(size ? size : 1);
     }
-    if (!sent || !sent->written || !sent->refs) {
+    if (!sent || !sent->written || !sent->refs || !sent->body) {
         if (sent) {
             free(sent->written);
             free(sent->refs);
+            free(sent->body);
             free(sent);
         }
         return NULL;
     }
+    memcpy(sent->body, body, size);
+    sent->size = size;
     sent->owner = self;
     sent->batch = batch;
     sent->messages = messages;
@@ -247,7 +258,19 @@ static int s_send(void *arg, drv_export_batch_t *batch, void **state, const char
     sent->why[0] = 0;
     sent->started_us = drv_time_mono_us();
     rd_kafka_topic_t *topic = self->topics[drv_export_batch_lane(batch)];
-    reading_t r = {body, body + size};
+    if (sent->messages > self->scratch_cap) {
+        rd_kafka_message_t *grown = realloc(self->scratch, sent->messages * sizeof *grown);
+        if (!grown) {
+            snprintf(err, errlen, "out of memory sending a batch");
+            return -1;
+        }
+        self->scratch = grown;
+        self->scratch_cap = sent->messages;
+    }
+    //  The messages not written yet, given to librdkafka at once: it reads
+    //  its clocks and locks the topic once for all of them.
+    int count = 0;
+    reading_t r = {sent->body, sent->body + sent->size};
     const void *key, *value;
     size_t key_len, value_len;
     for (uint32_t i = 0; s_next_message(&r, &key, &key_len, &value, &value_len); i++) {
@@ -255,15 +278,20 @@ static int s_send(void *arg, drv_export_batch_t *batch, void **state, const char
             continue; // written by an attempt before
         }
         sent->refs[i] = (message_ref_t){sent, i};
-        rd_kafka_resp_err_t rc =
-            rd_kafka_producev(self->rk, RD_KAFKA_V_RKT(topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                              RD_KAFKA_V_VALUE((void *)value, value_len), RD_KAFKA_V_KEY(key, key_len),
-                              RD_KAFKA_V_OPAQUE(&sent->refs[i]), RD_KAFKA_V_END);
-        if (rc != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            snprintf(sent->why, sizeof sent->why, "topic %s: %s", rd_kafka_topic_name(topic), rd_kafka_err2str(rc));
-            break; // the rest waits for the next attempt
+        self->scratch[count++] = (rd_kafka_message_t){.payload = (void *)value,
+                                                      .len = value_len,
+                                                      .key = (void *)key,
+                                                      .key_len = key_len,
+                                                      ._private = &sent->refs[i]};
+    }
+    rd_kafka_produce_batch(topic, RD_KAFKA_PARTITION_UA, 0, self->scratch, count); // not copied: sent->body lives on
+    for (int k = 0; k < count; k++) {
+        if (self->scratch[k].err != RD_KAFKA_RESP_ERR_NO_ERROR) { // it waits for the next attempt
+            snprintf(sent->why, sizeof sent->why, "topic %s: %s", rd_kafka_topic_name(topic),
+                     rd_kafka_err2str(self->scratch[k].err));
+        } else {
+            sent->outstanding++;
         }
-        sent->outstanding++;
     }
     if (sent->outstanding == 0) {
         snprintf(err, errlen, "%s", sent->why[0] ? sent->why : "nothing to send");
@@ -337,7 +365,7 @@ static void s_serve(void *arg)
 {
     kafka_out_t *self = arg;
     drv_kafka_wake_clear(&self->wake);
-    for (int i = 0; i < 64 && rd_kafka_poll(self->rk, 0) > 0; i++) {
+    while (rd_kafka_poll(self->rk, 0) > 0) { // each serves what is queued: the queue is empty after
     }
 }
 
@@ -484,6 +512,7 @@ static void s_destroy(drv_node_t *node)
     while (self->states) {
         s_state_free(self, self->states);
     }
+    free(self->scratch);
     free(self);
 }
 

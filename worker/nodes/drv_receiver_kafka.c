@@ -35,6 +35,7 @@ typedef struct {
     drv_kafka_messages_t *messages; // the input being made
     drv_kafka_group_t *group;
     bool draining, closing, closed;
+    bool more; // a turn ended with messages left: the queue wakes the pipe only when it was empty
     int64_t drain_deadline_ms;
 } kafka_rx_t;
 
@@ -155,6 +156,7 @@ static int s_readable(drv_node_t *node)
         inputs++;
         hold_back = drv_node_backlogged(node);
     }
+    self->more = inputs == INPUTS_PER_TURN && !hold_back;
     if (hold_back) {
         if (!drv_kafka_group_paused(self->group)) {
             drv_kafka_group_pause(self->group, true);
@@ -202,6 +204,9 @@ static int64_t s_timeout_ms(drv_node_t *node)
         return -1;
     }
     int64_t now = drv_time_mono_ms(), due = -1;
+    if (self->more) {
+        return 0;
+    }
     if (drv_kafka_group_paused(self->group) || drv_kafka_messages_count(self->messages) > 0) {
         due = now + PAUSED_CHECK_MS; // backpressure looked at again
     }
@@ -242,10 +247,13 @@ static int s_consumer(kafka_rx_t *self, drv_node_t *node, const json_t *config, 
     rc = rc ? rc
             : drv_kafka_set(conf, "auto.offset.reset", json_string_value(json_object_get(config, "start_at")), why,
                             sizeof why);
-    //  What librdkafka fetches ahead is bounded: memory stays flat behind a
-    //  pipeline that pushes back.
-    rc = rc ? rc : drv_kafka_set(conf, "queued.max.messages.kbytes", "16384", why, sizeof why);
-    rc = rc ? rc : drv_kafka_set(conf, "queued.min.messages", "10000", why, sizeof why);
+    //  What librdkafka fetches ahead is bounded by its bytes (64 MiB, its
+    //  default), not its count: librdkafka 2.0 looks at a partition that hit
+    //  either bound again only a second later, and a count of small
+    //  messages is reached long before the bytes. Behind a pipeline that
+    //  pushes back the partitions are paused, which lets that go.
+    rc = rc ? rc : drv_kafka_set(conf, "queued.max.messages.kbytes", "65536", why, sizeof why);
+    rc = rc ? rc : drv_kafka_set(conf, "queued.min.messages", "1000000", why, sizeof why);
     rc = rc ? rc : drv_kafka_set(conf, "fetch.wait.max.ms", "100", why, sizeof why);
     //  A member that died (SIGKILL, a lost node) holds its partitions until
     //  the coordinator stops hearing from it: 6 s, the least a broker takes
