@@ -2,22 +2,18 @@
     librdkafka's idempotent producer (acks=all) on the instance's loop.
     Batching, the queue, retries and settling are drv_export's
     (drv_export.h); this file encodes a batch into messages and sends them
-    (a drv_export_sender_t). A batch is done when the delivery report of
-    each of its messages says written; a message librdkafka gave up on
-    (timeout_ms) makes the batch fail, and the next attempt sends again
-    only the messages not written. A broker that is down is the backlog
-    of any backend: the batches wait in the queue, and with a disk buffer
-    in the log, never blocking the other exporters.
-
-    A batch's body holds its messages one after the other, each as a
-    32-bit key length (0xffffffff: no key), the key, a 32-bit value
-    length and the value. */
+    (a drv_export_sender_t; drv_kafka_body.c makes the messages). A batch
+    is done when the delivery report of each of its messages says
+    written; a message librdkafka gave up on (timeout_ms) makes the batch
+    fail, and the next attempt sends again only the messages not written.
+    A broker that is down is the backlog of any backend: the batches wait
+    in the queue, and with a disk buffer in the log, never blocking the
+    other exporters. */
 #include "drv_export.h"
 #include "drv_kafka.h"
-#include "drv_ndjson.h"
+#include "drv_kafka_body.h"
 #include "drv_node.h"
 #include "drv_otlp_build.h"
-#include "drv_otlp_json.h"
 #include "drv_schemas.h"
 
 #include "drover/drv_log.h"
@@ -26,10 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NO_KEY 0xffffffffu
 #define BATCHES_SENT 16 // batches with librdkafka at a time
-
-typedef enum { FORMAT_OTLP_PROTO, FORMAT_OTLP_JSON, FORMAT_NDJSON, FORMAT_MSGPACK } format_t;
 
 typedef struct kafka_out_t kafka_out_t;
 typedef struct sent_t sent_t;
@@ -62,7 +55,7 @@ struct kafka_out_t {
     rd_kafka_t *rk;
     rd_kafka_topic_t *topics[DRV_EXPORT_LANES];
     drv_kafka_wake_t wake;
-    format_t format;
+    drv_kafka_format_t format;
     bool keyed;
     drv_record_path_t key;
     sent_t *states;
@@ -70,100 +63,15 @@ struct kafka_out_t {
     size_t scratch_cap;
 };
 
-//  ---------------------------------------------------------------- encoding
-
-static int s_put_u32(drv_buf_t *body, uint32_t value)
-{
-    return drv_buf_append(body, &value, sizeof value);
-}
-
-//  The key of a record as text: a string as it is, a number in decimal;
-//  anything else (or nothing there) is no key.
-static int s_put_key(kafka_out_t *self, drv_buf_t *body, const msgpack_object *record)
-{
-    const msgpack_object *value = self->keyed ? drv_record_path_get(record, &self->key) : NULL;
-    char number[32];
-    const char *text = NULL;
-    size_t len = 0;
-    if (value && (value->type == MSGPACK_OBJECT_STR || value->type == MSGPACK_OBJECT_BIN)) {
-        text = value->via.str.ptr;
-        len = value->via.str.size;
-    } else if (value && value->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        len = (size_t)snprintf(number, sizeof number, "%llu", (unsigned long long)value->via.u64);
-        text = number;
-    } else if (value && value->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-        len = (size_t)snprintf(number, sizeof number, "%lld", (long long)value->via.i64);
-        text = number;
-    }
-    if (!text) {
-        return s_put_u32(body, NO_KEY);
-    }
-    return s_put_u32(body, (uint32_t)len) || drv_buf_append(body, text, len);
-}
-
-//  One OTLP request of count records as a message's value.
-static int s_put_otlp(kafka_out_t *self, int lane, const msgpack_object *records, size_t count, drv_buf_t *body)
-{
-    drv_otlp_built_t built;
-    if (drv_otlp_build(&built, (drv_otlp_signal_t)lane, records, count) != 0) {
-        return -1;
-    }
-    size_t at = body->len;
-    int rc = s_put_u32(body, 0);
-    if (rc == 0 && self->format == FORMAT_OTLP_JSON) {
-        rc = drv_otlp_json_write(&built.request, body);
-    } else if (rc == 0) {
-        size_t packed = protobuf_c_message_get_packed_size(built.request.message);
-        rc = drv_buf_reserve(body, packed);
-        if (rc == 0) {
-            body->len += protobuf_c_message_pack(built.request.message, (uint8_t *)body->data + body->len);
-        }
-    }
-    drv_otlp_built_free(&built);
-    if (rc == 0) {
-        uint32_t size = (uint32_t)(body->len - at - sizeof(uint32_t));
-        memcpy(body->data + at, &size, sizeof size);
-    }
-    return rc;
-}
-
-//  One record as a message's value: a JSON object, or a msgpack map.
-static int s_put_record(kafka_out_t *self, const msgpack_object *record, drv_buf_t *body)
-{
-    size_t at = body->len;
-    int rc = s_put_u32(body, 0);
-    if (rc == 0 && self->format == FORMAT_NDJSON) {
-        rc = drv_ndjson_append(body, record);
-        body->len -= rc == 0; // the line's newline is not the record's
-    } else if (rc == 0) {
-        msgpack_packer packer;
-        msgpack_packer_init(&packer, body, drv_buf_msgpack_write);
-        rc = msgpack_pack_object(&packer, *record);
-    }
-    if (rc == 0) {
-        uint32_t size = (uint32_t)(body->len - at - sizeof(uint32_t));
-        memcpy(body->data + at, &size, sizeof size);
-    }
-    return rc;
-}
-
 static int s_encode(void *arg, int lane, const msgpack_object *records, size_t count, drv_buf_t *body, char *err,
                     size_t errlen)
 {
     kafka_out_t *self = arg;
-    int rc = 0;
-    bool otlp = self->format == FORMAT_OTLP_PROTO || self->format == FORMAT_OTLP_JSON;
-    if (otlp && !self->keyed) {
-        rc = s_put_u32(body, NO_KEY) || s_put_otlp(self, lane, records, count, body);
-    }
-    for (size_t i = 0; rc == 0 && (self->keyed || !otlp) && i < count; i++) {
-        rc = s_put_key(self, body, &records[i]);
-        rc = rc ? rc : otlp ? s_put_otlp(self, lane, &records[i], 1, body) : s_put_record(self, &records[i], body);
-    }
-    if (rc != 0) {
+    if (drv_kafka_body_write(self->format, self->keyed ? &self->key : NULL, lane, records, count, body) != 0) {
         snprintf(err, errlen, "out of memory encoding");
+        return -1;
     }
-    return rc;
+    return 0;
 }
 
 //  ---------------------------------------------------------------- sending
@@ -184,37 +92,12 @@ static void s_state_free(kafka_out_t *self, sent_t *sent)
     free(sent);
 }
 
-//  The messages of a body, in order: each one's key and value.
-typedef struct {
-    const char *at, *end;
-} reading_t;
-
-static bool s_next_message(reading_t *r, const void **key, size_t *key_len, const void **value, size_t *value_len)
-{
-    uint32_t len;
-    if (r->end - r->at < (ptrdiff_t)sizeof len) {
-        return false;
-    }
-    memcpy(&len, r->at, sizeof len);
-    r->at += sizeof len;
-    *key = len == NO_KEY ? NULL : r->at;
-    *key_len = len == NO_KEY ? 0 : len;
-    r->at += *key_len;
-    memcpy(&len, r->at, sizeof len);
-    r->at += sizeof len;
-    *value = r->at;
-    *value_len = len;
-    r->at += len;
-    return true;
-}
-
 static sent_t *s_state_new(kafka_out_t *self, drv_export_batch_t *batch, const char *body, size_t size)
 {
     uint32_t messages = 0;
-    reading_t r = {body, body + size};
-    const void *key, *value;
-    size_t key_len, value_len;
-    while (s_next_message(&r, &key, &key_len, &value, &value_len)) {
+    drv_kafka_reading_t r = {body, body + size};
+    drv_kafka_message_t message;
+    while (drv_kafka_body_next(&r, &message)) {
         messages++;
     }
     sent_t *sent = calloc(1, sizeof *sent);
@@ -270,18 +153,17 @@ static int s_send(void *arg, drv_export_batch_t *batch, void **state, const char
     //  The messages not written yet, given to librdkafka at once: it reads
     //  its clocks and locks the topic once for all of them.
     int count = 0;
-    reading_t r = {sent->body, sent->body + sent->size};
-    const void *key, *value;
-    size_t key_len, value_len;
-    for (uint32_t i = 0; s_next_message(&r, &key, &key_len, &value, &value_len); i++) {
+    drv_kafka_reading_t r = {sent->body, sent->body + sent->size};
+    drv_kafka_message_t message;
+    for (uint32_t i = 0; drv_kafka_body_next(&r, &message); i++) {
         if (sent->written[i]) {
             continue; // written by an attempt before
         }
         sent->refs[i] = (message_ref_t){sent, i};
-        self->scratch[count++] = (rd_kafka_message_t){.payload = (void *)value,
-                                                      .len = value_len,
-                                                      .key = (void *)key,
-                                                      .key_len = key_len,
+        self->scratch[count++] = (rd_kafka_message_t){.payload = (void *)message.value,
+                                                      .len = message.value_len,
+                                                      .key = (void *)message.key,
+                                                      .key_len = message.key_len,
                                                       ._private = &sent->refs[i]};
     }
     rd_kafka_produce_batch(topic, RD_KAFKA_PARTITION_UA, 0, self->scratch, count); // not copied: sent->body lives on
@@ -455,10 +337,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     self->node = node;
     self->wake.fds[0] = self->wake.fds[1] = -1;
     const char *format = json_string_value(json_object_get(config, "format"));
-    self->format = !strcmp(format, "otlp_json") ? FORMAT_OTLP_JSON
-                   : !strcmp(format, "ndjson")  ? FORMAT_NDJSON
-                   : !strcmp(format, "msgpack") ? FORMAT_MSGPACK
-                                                : FORMAT_OTLP_PROTO;
+    self->format = drv_kafka_format(format);
     const char *key = json_string_value(json_object_get(config, "key"));
     self->keyed = key && drv_node_path(node, key, &self->key) == 0;
     if (drv_node_probe) {
@@ -476,7 +355,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     kafka_out_t *self = node->state;
-    bool otlp = self->format == FORMAT_OTLP_PROTO || self->format == FORMAT_OTLP_JSON;
+    bool otlp = self->format == DRV_KAFKA_OTLP_PROTO || self->format == DRV_KAFKA_OTLP_JSON;
     for (size_t i = 0; i < n; i++) {
         char why[200];
         int lane = drv_otlp_signal_of(&records[i], why, sizeof why);

@@ -1,0 +1,43 @@
+/*  drv_kafka_body — what exporter:kafka makes of a batch (docs/operations.md,
+    "Kafka"): its messages, encoded once by format and kept for retries.
+    otlp_proto and otlp_json make one OTLP Export...Request of the batch
+    (with a key, one per record, keyed by it); ndjson one JSON object per
+    record, msgpack one map. A body holds its messages one after the other,
+    each as a 32-bit key length (0xffffffff: no key), the key, a 32-bit
+    value length and the value. */
+#ifndef DRV_KAFKA_BODY_H
+#define DRV_KAFKA_BODY_H
+
+#include "drv_buf.h"
+#include "drv_record_path.h"
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum { DRV_KAFKA_OTLP_PROTO, DRV_KAFKA_OTLP_JSON, DRV_KAFKA_NDJSON, DRV_KAFKA_MSGPACK } drv_kafka_format_t;
+
+//  A format by its config name.
+drv_kafka_format_t drv_kafka_format(const char *name);
+
+//  Appends count records of lane (the OTLP signal) as messages to body;
+//  key: the record path that keys each (NULL: none). 0, or -1 out of memory.
+int drv_kafka_body_write(drv_kafka_format_t format, const drv_record_path_t *key, int lane,
+                         const msgpack_object *records, size_t count, drv_buf_t *body);
+
+//  A body's messages in order.
+typedef struct {
+    const char *at, *end;
+} drv_kafka_reading_t;
+
+typedef struct {
+    const void *key; // NULL: none
+    size_t key_len;
+    const void *value;
+    size_t value_len;
+} drv_kafka_message_t;
+
+//  The next message (pointing into the body), or false at its end.
+bool drv_kafka_body_next(drv_kafka_reading_t *r, drv_kafka_message_t *message);
+
+#endif
