@@ -114,6 +114,9 @@ class FileReceiver(EngineTest):
         #  Settled reading is saved within 200 ms: what is delivered by then
         #  is not read again after the kill; the 20 lines after may be.
         wait_until(lambda: self.checkpoint(app) == os.path.getsize(app), 5, "app.log's checkpoint at its end")
+        #  And the rotated one's at its end too, or let go (read to its end).
+        wait_until(lambda: self.checkpoint(app + ".1") in (None, os.path.getsize(app + ".1")), 5,
+                   "app.log.1's checkpoint at its end")
         write(20)
         engine.signal(signal.SIGKILL)  # droverd and every child
         engine.wait_exit(10)

@@ -55,6 +55,30 @@ class Kafka(EngineTest):
         status, body, _, _ = curl_post(port, "/", ndjson(records), "application/x-ndjson")
         return status
 
+    def node(self, name):
+        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/kafka/status")[1]
+        return status["instances"][0]["nodes"].get(name, {})
+
+    def filed(self):
+        rows = []
+        for path in glob.glob(os.path.join(self.engine.out_dir, "out-*.ndjson")):
+            rows += read_ndjson(path)
+        return rows
+
+    def tmp(self):
+        path = tempfile.mkdtemp(prefix="drv-kafka-")
+        self.addCleanup(shutil.rmtree, path, True)
+        return path
+
+    def consumer(self, cluster, cores=1, **extra):
+        config = {"brokers": cluster.brokers, "topics": ["in"], "group_id": "drover", "format": "ndjson", **extra}
+        return {"in": {"type": "receiver:kafka", "config": config, "to": ["out"]},
+                "out": {"type": "exporter:file", "config": {"path": "{OUT}/out-{core}.ndjson"}}}
+
+
+class KafkaOut(Kafka):
+    """exporter:kafka, and the specs of both kinds."""
+
     def test_records_over_http_reach_the_topic_read_back_by_kcat(self):
         cluster = self.cluster(1, [("lines", 4)])
         port = free_port()
@@ -74,10 +98,6 @@ class Kafka(EngineTest):
             partitions.setdefault(key, set()).add(partition)
         self.assertTrue(all(len(p) == 1 for p in partitions.values()), partitions)
         wait_until(lambda: self.node("k").get("records_out") == 20000, 5, "the exporter's records_out at 20,000")
-
-    def node(self, name):
-        status = self.admin.http("GET", "/api/v1/groups/default/pipelines/kafka/status")[1]
-        return status["instances"][0]["nodes"].get(name, {})
 
     @unittest.skipIf(WHY_NOT, WHY_NOT)
     def test_an_otlp_proto_message_is_an_export_logs_service_request(self):
@@ -146,11 +166,49 @@ class Kafka(EngineTest):
         values = [json.loads(v)["i"] for _, _, _, v in got]
         self.assertLessEqual(len(values) - len(set(values)), 2000, "few written twice")
 
-    def filed(self):
-        rows = []
-        for path in glob.glob(os.path.join(self.engine.out_dir, "out-*.ndjson")):
-            rows += read_ndjson(path)
-        return rows
+    def test_wrong_specs_are_422s_and_the_sasl_password_is_shown_only_to_token_holders(self):
+        token = "kafka-admin-token"
+        token_file = os.path.join(self.tmp(), "token")
+        with open(token_file, "w") as f:
+            f.write(token + "\n")
+        engine = self.start_engine("engine:\n  run_dir: {RUN}\n"
+                                   f'  admin: {{ http: "127.0.0.1:{self.http_port}", http_token_file: {token_file} }}\n'
+                                   "groups: {}\n")
+        admin = Admin(engine, self.http_port, token=token)
+        admin.wait_ready()
+        bad = {"pipeline": {"nodes": {
+            "in": {"type": "receiver:kafka", "config": {"brokers": ["nohost"], "topics": ["a b"], "group_id": "g",
+                                                        "sasl": {"mechanism": "MD5", "username": "u"}},
+                   "to": ["out"]},
+            "out": {"type": "exporter:kafka", "config": {"brokers": [], "topic": "x/{signal}", "key": "attributes[x",
+                                                         "compression": "brotli"}}}}}
+        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/k", body=bad)
+        self.assertEqual(status, 422, body)
+        problems = {d["path"]: d["message"] for d in body["error"]["details"]}
+        for path in ("nodes.in", "nodes.out", "nodes.out.config.compression"):
+            self.assertIn(path, problems, problems)
+        text = json.dumps(body)
+        for said in ("brokers[0]: must be host:port", "topics[0]", "sasl.mechanism", "sasl.password: required",
+                     "config.brokers: at least one", "config.topic", "config.key"):
+            self.assertIn(said, text)
+        cluster = self.cluster(1, [("t", 1)])
+        good = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "g": {"type": "receiver:generator", "config": {"rate": 1}, "to": ["out"]},
+            "out": {"type": "exporter:kafka", "config": {
+                "brokers": cluster.brokers, "topic": "t",
+                "sasl": {"mechanism": "PLAIN", "username": "drover", "password": "Sup3rS3cret"}}}}}}
+        self.assertEqual(admin.http("PUT", "/api/v1/groups/default/pipelines/k", body=good)[0], 200)
+        status, body, _ = Admin(engine, self.http_port).http("GET", "/api/v1/groups/default/pipelines/k")
+        self.assertEqual(status, 200, body)
+        sasl = body["spec"]["nodes"]["out"]["config"]["sasl"]
+        self.assertEqual(sasl, {"mechanism": "PLAIN", "username": "drover", "password": "(redacted)"})
+        self.assertNotIn("Sup3rS3cret", json.dumps(body))
+        self.assertEqual(admin.http("GET", "/api/v1/groups/default/pipelines/k")[1]["spec"]["nodes"]["out"]["config"]
+                         ["sasl"]["password"], "Sup3rS3cret")
+
+
+class KafkaIn(Kafka):
+    """receiver:kafka."""
 
     def test_on_two_cores_every_partition_is_read_by_one_instance(self):
         cluster = self.cluster(1, [("in", 4)])
@@ -202,46 +260,6 @@ class Kafka(EngineTest):
         wait_until(lambda: all(p["lag"] == 0 for p in self.node("in")["partitions"].values()), 10, "the lag at 0")
         self.assertLess(stopped, self.node("in")["records_in"], "reading went on once the backend answered")
 
-    def test_wrong_specs_are_422s_and_the_sasl_password_is_shown_only_to_token_holders(self):
-        token = "kafka-admin-token"
-        token_file = os.path.join(self.tmp(), "token")
-        with open(token_file, "w") as f:
-            f.write(token + "\n")
-        engine = self.start_engine("engine:\n  run_dir: {RUN}\n"
-                                   f'  admin: {{ http: "127.0.0.1:{self.http_port}", http_token_file: {token_file} }}\n'
-                                   "groups: {}\n")
-        admin = Admin(engine, self.http_port, token=token)
-        admin.wait_ready()
-        bad = {"pipeline": {"nodes": {
-            "in": {"type": "receiver:kafka", "config": {"brokers": ["nohost"], "topics": ["a b"], "group_id": "g",
-                                                        "sasl": {"mechanism": "MD5", "username": "u"}},
-                   "to": ["out"]},
-            "out": {"type": "exporter:kafka", "config": {"brokers": [], "topic": "x/{signal}", "key": "attributes[x",
-                                                         "compression": "brotli"}}}}}
-        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/k", body=bad)
-        self.assertEqual(status, 422, body)
-        problems = {d["path"]: d["message"] for d in body["error"]["details"]}
-        for path in ("nodes.in", "nodes.out", "nodes.out.config.compression"):
-            self.assertIn(path, problems, problems)
-        text = json.dumps(body)
-        for said in ("brokers[0]: must be host:port", "topics[0]", "sasl.mechanism", "sasl.password: required",
-                     "config.brokers: at least one", "config.topic", "config.key"):
-            self.assertIn(said, text)
-        cluster = self.cluster(1, [("t", 1)])
-        good = {"pipeline": {"cores": {"count": 1}, "nodes": {
-            "g": {"type": "receiver:generator", "config": {"rate": 1}, "to": ["out"]},
-            "out": {"type": "exporter:kafka", "config": {
-                "brokers": cluster.brokers, "topic": "t",
-                "sasl": {"mechanism": "PLAIN", "username": "drover", "password": "Sup3rS3cret"}}}}}}
-        self.assertEqual(admin.http("PUT", "/api/v1/groups/default/pipelines/k", body=good)[0], 200)
-        status, body, _ = Admin(engine, self.http_port).http("GET", "/api/v1/groups/default/pipelines/k")
-        self.assertEqual(status, 200, body)
-        sasl = body["spec"]["nodes"]["out"]["config"]["sasl"]
-        self.assertEqual(sasl, {"mechanism": "PLAIN", "username": "drover", "password": "(redacted)"})
-        self.assertNotIn("Sup3rS3cret", json.dumps(body))
-        self.assertEqual(admin.http("GET", "/api/v1/groups/default/pipelines/k")[1]["spec"]["nodes"]["out"]["config"]
-                         ["sasl"]["password"], "Sup3rS3cret")
-
     def test_junk_messages_are_counted_and_skipped(self):
         cluster = self.cluster(1, [("in", 1)])
         produce(cluster.bootstrap, "in", ['{"i": 0}', "not json", '[1, 2]', '{"i": 1}'], partition=0)
@@ -251,16 +269,6 @@ class Kafka(EngineTest):
         self.assertEqual(sorted(r["i"] for r in self.filed()), [0, 1])
         wait_until(lambda: self.node("in").get("errors") == 2, 5, "two messages counted as errors")
         self.engine.wait_log(r"in \[0\] at offset 1: ", 5)  # the first one named
-
-    def tmp(self):
-        path = tempfile.mkdtemp(prefix="drv-kafka-")
-        self.addCleanup(shutil.rmtree, path, True)
-        return path
-
-    def consumer(self, cluster, cores=1, **extra):
-        config = {"brokers": cluster.brokers, "topics": ["in"], "group_id": "drover", "format": "ndjson", **extra}
-        return {"in": {"type": "receiver:kafka", "config": config, "to": ["out"]},
-                "out": {"type": "exporter:file", "config": {"path": "{OUT}/out-{core}.ndjson"}}}
 
     def test_messages_produced_by_kcat_are_consumed(self):
         cluster = self.cluster(1, [("in", 4)])

@@ -256,10 +256,15 @@ static int s_consumer(kafka_rx_t *self, drv_node_t *node, const json_t *config, 
     rc = rc ? rc : drv_kafka_set(conf, "queued.min.messages", "1000000", why, sizeof why);
     rc = rc ? rc : drv_kafka_set(conf, "fetch.wait.max.ms", "100", why, sizeof why);
     //  A member that died (SIGKILL, a lost node) holds its partitions until
-    //  the coordinator stops hearing from it: 6 s, the least a broker takes
-    //  by default (group.min.session.timeout.ms).
-    rc = rc ? rc : drv_kafka_set(conf, "session.timeout.ms", "6000", why, sizeof why);
-    rc = rc ? rc : drv_kafka_set(conf, "heartbeat.interval.ms", "1000", why, sizeof why);
+    //  the coordinator stops hearing from it: session_timeout_ms, 6 s by
+    //  default, the least a broker takes by default
+    //  (group.min.session.timeout.ms); heartbeats go a sixth of it apart.
+    json_int_t session = json_integer_value(json_object_get(config, "session_timeout_ms"));
+    char session_ms[32], heartbeat_ms[32];
+    snprintf(session_ms, sizeof session_ms, "%lld", (long long)session);
+    snprintf(heartbeat_ms, sizeof heartbeat_ms, "%lld", (long long)(session / 6 > 100 ? session / 6 : 100));
+    rc = rc ? rc : drv_kafka_set(conf, "session.timeout.ms", session_ms, why, sizeof why);
+    rc = rc ? rc : drv_kafka_set(conf, "heartbeat.interval.ms", heartbeat_ms, why, sizeof why);
     if (rc != 0) {
         snprintf(err, errlen, "node %s: %s", node->id, why);
         if (conf) {

@@ -28,6 +28,10 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
                                    "config.topics[%zu]: letters, digits, '.', '_' and '-', at most 249", i);
         }
     }
+    json_t *session = json_object_get(config, "session_timeout_ms");
+    if (session && json_integer_value(session) < 1000) {
+        drv_spec_check_problem(check, node_path, "config.session_timeout_ms: at least 1000");
+    }
     const char *group = json_string_value(json_object_get(config, "group_id"));
     if (group && strlen(group) > 255) {
         drv_spec_check_problem(check, node_path, "config.group_id: at most 255 bytes");
@@ -54,6 +58,12 @@ const drv_node_schema_t drv_schema_receiver_kafka = {
               .fallback = "\"earliest\"",
               .choices = "earliest latest",
               .doc = "where a partition the group never committed starts"},
+             {.key = "session_timeout_ms",
+              .kind = DRV_KEY_NONNEG_INT,
+              .fallback = "6000",
+              .maximum = 3600000,
+              .doc = "how long the group waits for a member that stopped answering before its partitions go to "
+                     "others (brokers take 6000 and up by default: group.min.session.timeout.ms)"},
              {.key = "signal",
               .kind = DRV_KEY_CHOICE,
               .fallback = "\"logs\"",
