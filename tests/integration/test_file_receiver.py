@@ -5,7 +5,8 @@ rename twice (once while droverd and every child are SIGKILLed and down)
 and by copytruncate once, lines written throughout, loses no line and
 repeats few; the CRI layout with partial lines and kubernetes: true, the
 docker json-file format, ndjson and multiline messages; lines cut at
-max_line_bytes; a new file found by inotify before any poll; three
+max_line_bytes; a new file found by inotify before any poll; a file
+followed while empty keeps its checkpoint across a kill; three
 replaces, a resize and a rollback while files grow, and a resize while the
 backend is down, lose nothing and repeat nothing; a 1 GiB file behind a
 stalled backend keeps memory flat."""
@@ -136,6 +137,30 @@ class FileReceiver(EngineTest):
         self.assertEqual(set(bodies), set(written), "every line, and nothing else")
         twice = len(bodies) - len(set(bodies))
         self.assertLessEqual(twice, 20, "at most what was unsettled at the kill is read twice")
+
+    def test_a_file_followed_while_empty_keeps_its_checkpoint_across_a_kill(self):
+        #  Its fingerprint was taken of no bytes; the checkpoint saved once it
+        #  grew must name it by its first bytes, or a restart takes it for
+        #  another file and reads it again from its start. No scan comes
+        #  between (poll_interval_ms: a minute): only the save can.
+        logs = self.logdir()
+        app = os.path.join(logs, "app.log")
+        open(app, "w").close()
+        engine = self.start({"include": [app], "start_at": "beginning", "poll_interval_ms": 60000})
+        engine.wait_log(r"following file path=.*app.log from=\"its start\"")
+        lines = [f"line-{n}" for n in range(50)]
+        self.append(app, lines)
+        self.wait_bodies(lines)
+        wait_until(lambda: self.checkpoint(app) == os.path.getsize(app), 5, "app.log's checkpoint at its end")
+        engine.signal(signal.SIGKILL)  # droverd and every child
+        engine.wait_exit(10)
+        engine.log.close()
+        self.append(app, ["line-50"])
+        engine.start()
+        Admin(engine, self.http_port).wait_ready(20)
+        self.wait_bodies(lines + ["line-50"])
+        engine.wait_log(r"following file path=.*app.log from=\"its checkpoint\"", 5)
+        self.assertEqual(sorted(self.bodies()), sorted(lines + ["line-50"]), "nothing read twice")
 
     def test_cri_partial_lines_joined_with_the_pod_from_the_kubelet_layout(self):
         pods = os.path.join(self.logdir(), "pods")

@@ -37,8 +37,32 @@ drv_tail_t *drv_tail_new(const drv_tail_config_t *config, void (*forget)(void *u
     return self;
 }
 
+//  A fingerprint taken of fewer bytes than it may cover (the file was
+//  short, or empty, when first seen) covers more once the file grew: a
+//  checkpoint saved must name the file by as much of it as it can, or a
+//  restart could not tell it is the same. False when the bytes it did
+//  cover are not what they were (cut and written again).
+static bool s_fingerprint_grown(file_t *file, int64_t size)
+{
+    size_t bytes = file->fp_bytes;
+    if (bytes > 0 && drv_tail_fingerprint(file->fd, &bytes) != file->fp && bytes == file->fp_bytes) {
+        return false;
+    }
+    if (file->fp_bytes < DRV_TAIL_FINGERPRINT_BYTES && size > (int64_t)file->fp_bytes) {
+        bytes = 0;
+        file->fp = drv_tail_fingerprint(file->fd, &bytes);
+        file->fp_bytes = (uint32_t)bytes;
+        file->dirty = true;
+    }
+    return true;
+}
+
 int drv_tail_save_file(drv_tail_t *self, file_t *file)
 {
+    struct stat st;
+    if (fstat(file->fd, &st) == 0) {
+        s_fingerprint_grown(file, (int64_t)st.st_size); // changed bytes: drv_tail_check reads it again
+    }
     drv_checkpoint_t checkpoint = {.dev = file->pub.dev,
                                    .ino = file->pub.ino,
                                    .fingerprint_bytes = file->fp_bytes,
@@ -151,15 +175,8 @@ void drv_tail_check(file_t *file)
         s_restart(file, why);
         return;
     }
-    size_t bytes = file->fp_bytes;
-    uint32_t fp = drv_tail_fingerprint(file->fd, &bytes);
-    if (bytes == file->fp_bytes && fp != file->fp) {
+    if (!s_fingerprint_grown(file, (int64_t)st.st_size)) {
         s_restart(file, "its first bytes changed");
-    } else if (file->fp_bytes < DRV_TAIL_FINGERPRINT_BYTES && (int64_t)st.st_size > (int64_t)file->fp_bytes) {
-        bytes = 0; // it grew: the fingerprint covers more of it
-        file->fp = drv_tail_fingerprint(file->fd, &bytes);
-        file->fp_bytes = (uint32_t)bytes;
-        file->dirty = true;
     }
 }
 

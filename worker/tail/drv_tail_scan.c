@@ -195,8 +195,10 @@ static void s_follow(drv_tail_t *self, const char *path, const struct stat *st, 
     file->fp_bytes = (uint32_t)bytes;
     const char *from = "its start";
     if (drv_checkpoint_load(self->dir, dev, ino, &checkpoint)) {
+        //  A fingerprint of no bytes (the file was empty when it was taken)
+        //  tells nothing either way: the offset alone must fit.
         size_t before = checkpoint.fingerprint_bytes;
-        uint32_t fp = drv_tail_fingerprint(fd, &before);
+        uint32_t fp = before ? drv_tail_fingerprint(fd, &before) : checkpoint.fingerprint;
         if (before == checkpoint.fingerprint_bytes && fp == checkpoint.fingerprint &&
             checkpoint.offset <= (int64_t)now.st_size) {
             file->pub.offset = checkpoint.offset;
