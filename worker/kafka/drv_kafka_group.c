@@ -45,6 +45,11 @@ struct drv_kafka_group_t {
     //  succeeded (committed); one commit at a time.
     uint64_t stored, committing_upto, committed;
     bool committing;
+    //  The group refused a commit: a rebalance is under way. Nothing more
+    //  is read until a commit lands or the group says who reads what: read
+    //  meanwhile, it would be read again if the rebalance takes the
+    //  partition from under us uncommitted.
+    bool refused;
     int64_t commit_due_ms; // mono: the next commit may start then
 };
 
@@ -94,6 +99,7 @@ static void s_committed(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_
         //  REBALANCE_IN_PROGRESS while the group takes a new member in (the
         //  next generation, a core added): tried again once it settled.
         drv_debug("kafka commit failed node=%s reason=\"%s\"", self->node, rd_kafka_err2str(err));
+        self->refused |= err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS;
         self->commit_due_ms = now + COMMIT_RETRY_MS;
     }
 }
@@ -220,6 +226,7 @@ static void s_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_
 {
     drv_kafka_group_t *self = opaque;
     bool cooperative = s_cooperative(self);
+    self->refused = false; // the group said who reads what: a commit may land again
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         drv_kafka_group_let_go(self); // one still waiting goes first: the group has moved on
         for (int i = 0; i < list->cnt; i++) {
@@ -361,6 +368,11 @@ void drv_kafka_group_taken(drv_kafka_group_t *self, const rd_kafka_message_t *la
 size_t drv_kafka_group_unsettled(const drv_kafka_group_t *self)
 {
     return self->pending.count;
+}
+
+bool drv_kafka_group_rebalancing(const drv_kafka_group_t *self)
+{
+    return self->refused;
 }
 
 bool drv_kafka_group_paused(const drv_kafka_group_t *self)

@@ -38,7 +38,12 @@ void drv_kafka_group_settled(drv_kafka_group_t *self, int64_t upto);
 //  Partition reads of inputs not settled yet.
 size_t drv_kafka_group_unsettled(const drv_kafka_group_t *self);
 
-//  Pauses (backpressure, a drain) or resumes every partition assigned.
+//  True while the group refuses commits (a rebalance under way): the
+//  receiver reads nothing more until a commit lands or the group assigns,
+//  so a partition taken from under it is read again only as far as it had
+//  read before the rebalance began.
+bool drv_kafka_group_rebalancing(const drv_kafka_group_t *self);
+//  Pauses (backpressure, a drain, a rebalance) or resumes every partition assigned.
 void drv_kafka_group_pause(drv_kafka_group_t *self, bool pause);
 bool drv_kafka_group_paused(const drv_kafka_group_t *self);
 

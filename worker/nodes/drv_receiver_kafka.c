@@ -133,7 +133,7 @@ static int s_readable(drv_node_t *node)
         self->closed = rd_kafka_consumer_closed(self->rk);
         return 0;
     }
-    bool hold_back = self->draining || drv_node_backlogged(node);
+    bool hold_back = self->draining || drv_node_backlogged(node) || drv_kafka_group_rebalancing(self->group);
     if (hold_back != drv_kafka_group_paused(self->group)) {
         drv_kafka_group_pause(self->group, hold_back);
     }
@@ -154,7 +154,7 @@ static int s_readable(drv_node_t *node)
             break;
         }
         inputs++;
-        hold_back = drv_node_backlogged(node);
+        hold_back = drv_node_backlogged(node) || drv_kafka_group_rebalancing(self->group);
     }
     self->more = inputs == INPUTS_PER_TURN && !hold_back;
     if (hold_back) {
