@@ -1,7 +1,8 @@
 """receiver:kafka and exporter:kafka through the real binaries (issue 39),
 against librdkafka's own mock cluster (tests/helpers/kafka_mock.c) with
 Debian's kcat as the client nobody here wrote: 20,000 records posted over
-HTTP reach a topic, read back by kcat, keyed by a record field; an
+HTTP reach a topic, read back by kcat, keyed by a record field; with a
+key each OTLP request holds one key's records; an
 otlp_proto message decodes as an ExportLogsServiceRequest with protobuf's
 own classes; brokers down under load with a disk buffer, droverd and every
 child SIGKILLed, brokers back: every acknowledged record is on the topic;
@@ -118,6 +119,27 @@ class KafkaOut(Kafka):
         self.assertEqual([lr.body.string_value for lr in logs], [f"hello {k}" for k in range(10)])
         self.assertEqual(request.resource_logs[0].resource.attributes[0].key, "service.name")
         self.assertEqual(logs[3].attributes[0].value.int_value, 3)
+
+    @unittest.skipIf(WHY_NOT, WHY_NOT)
+    def test_with_a_key_each_otlp_request_holds_one_keys_records(self):
+        cluster = self.cluster(1, [("keyed", 4)])
+        port = free_port()
+        self.start({"in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["k"]},
+                    "k": {"type": "exporter:kafka",
+                          "config": {"brokers": cluster.brokers, "topic": "keyed", "key": 'resource["service.name"]',
+                                     "batch": {"max_records": 10}}}})
+        records = [{"body": f"hello {k}", "resource": {"service.name": "ab"[k % 2]}} for k in range(10)]
+        self.assertEqual(self.post(port, records), 200)
+        messages = wait_messages(cluster.bootstrap, "keyed", 2)
+        self.assertEqual(len(messages), 2)
+        bodies = {}
+        for _, _, key, value in messages:
+            request = pb().logs_service.ExportLogsServiceRequest()
+            request.ParseFromString(value)
+            bodies[key.decode()] = [lr.body.string_value for rl in request.resource_logs for sl in rl.scope_logs
+                                    for lr in sl.log_records]
+        self.assertEqual(bodies, {"a": [f"hello {k}" for k in range(0, 10, 2)],
+                                  "b": [f"hello {k}" for k in range(1, 10, 2)]})
 
     def test_brokers_down_under_load_and_a_kill_of_everything_lose_no_acknowledged_record(self):
         cluster = self.cluster(1, [("durable", 2)])

@@ -5,6 +5,7 @@
 #include "drv_otlp_json.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NO_KEY 0xffffffffu
@@ -22,28 +23,44 @@ static int s_put_u32(drv_buf_t *body, uint32_t value)
     return drv_buf_append(body, &value, sizeof value);
 }
 
-//  The key of a record as text: a string as it is, a number in decimal;
-//  anything else (or nothing there) is no key.
-static int s_put_key(const drv_record_path_t *key, drv_buf_t *body, const msgpack_object *record)
+//  The key of a record as text: a string as it is, a number in decimal
+//  (into number); anything else (or nothing there) is no key (NULL).
+static const char *s_key_text(const drv_record_path_t *key, const msgpack_object *record, char number[32], size_t *len)
 {
     const msgpack_object *value = key ? drv_record_path_get(record, key) : NULL;
-    char number[32];
-    const char *text = NULL;
-    size_t len = 0;
+    *len = 0;
     if (value && (value->type == MSGPACK_OBJECT_STR || value->type == MSGPACK_OBJECT_BIN)) {
-        text = value->via.str.ptr;
-        len = value->via.str.size;
-    } else if (value && value->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        len = (size_t)snprintf(number, sizeof number, "%llu", (unsigned long long)value->via.u64);
-        text = number;
-    } else if (value && value->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-        len = (size_t)snprintf(number, sizeof number, "%lld", (long long)value->via.i64);
-        text = number;
+        *len = value->via.str.size;
+        return value->via.str.ptr;
     }
+    if (value && value->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        *len = (size_t)snprintf(number, 32, "%llu", (unsigned long long)value->via.u64);
+        return number;
+    }
+    if (value && value->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+        *len = (size_t)snprintf(number, 32, "%lld", (long long)value->via.i64);
+        return number;
+    }
+    return NULL;
+}
+
+static int s_put_key(const drv_record_path_t *key, drv_buf_t *body, const msgpack_object *record)
+{
+    char number[32];
+    size_t len;
+    const char *text = s_key_text(key, record, number, &len);
     if (!text) {
         return s_put_u32(body, NO_KEY);
     }
     return s_put_u32(body, (uint32_t)len) || drv_buf_append(body, text, len);
+}
+
+static bool s_same_key(const drv_record_path_t *key, const msgpack_object *a, const msgpack_object *b)
+{
+    char number_a[32], number_b[32];
+    size_t len_a, len_b;
+    const char *text_a = s_key_text(key, a, number_a, &len_a), *text_b = s_key_text(key, b, number_b, &len_b);
+    return (!text_a && !text_b) || (text_a && text_b && len_a == len_b && !memcmp(text_a, text_b, len_a));
 }
 
 //  One OTLP request of count records as a message's value.
@@ -92,17 +109,43 @@ static int s_put_record(drv_kafka_format_t format, const msgpack_object *record,
     return rc;
 }
 
+//  The OTLP formats with a key: one request per key, its records in the
+//  order they came, the keys in the order each first came.
+static int s_put_otlp_keyed(drv_kafka_format_t format, const drv_record_path_t *key, int lane,
+                            const msgpack_object *records, size_t count, drv_buf_t *body)
+{
+    msgpack_object *group = malloc((count ? count : 1) * sizeof *group);
+    bool *taken = calloc(count ? count : 1, sizeof *taken);
+    int rc = group && taken ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        if (taken[i]) {
+            continue;
+        }
+        size_t n = 0;
+        for (size_t k = i; k < count; k++) {
+            if (!taken[k] && s_same_key(key, &records[i], &records[k])) {
+                group[n++] = records[k];
+                taken[k] = true;
+            }
+        }
+        rc = s_put_key(key, body, &records[i]) || s_put_otlp(format, lane, group, n, body);
+    }
+    free(group);
+    free(taken);
+    return rc;
+}
+
 int drv_kafka_body_write(drv_kafka_format_t format, const drv_record_path_t *key, int lane,
                          const msgpack_object *records, size_t count, drv_buf_t *body)
 {
-    int rc = 0;
     bool otlp = format == DRV_KAFKA_OTLP_PROTO || format == DRV_KAFKA_OTLP_JSON;
-    if (otlp && !key) {
-        rc = s_put_u32(body, NO_KEY) || s_put_otlp(format, lane, records, count, body);
+    if (otlp) {
+        return key ? s_put_otlp_keyed(format, key, lane, records, count, body)
+                   : s_put_u32(body, NO_KEY) || s_put_otlp(format, lane, records, count, body);
     }
-    for (size_t i = 0; rc == 0 && (key || !otlp) && i < count; i++) {
-        rc = s_put_key(key, body, &records[i]);
-        rc = rc ? rc : otlp ? s_put_otlp(format, lane, &records[i], 1, body) : s_put_record(format, &records[i], body);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        rc = s_put_key(key, body, &records[i]) || s_put_record(format, &records[i], body);
     }
     return rc;
 }

@@ -1,7 +1,7 @@
 /*  drv_kafka_body — what exporter:kafka makes of a batch (docs/operations.md,
     "Kafka"): its messages, encoded once by format and kept for retries.
     otlp_proto and otlp_json make one OTLP Export...Request of the batch
-    (with a key, one per record, keyed by it); ndjson one JSON object per
+    (with a key, one per key, of the records that have it); ndjson one JSON object per
     record, msgpack one map. A body holds its messages one after the other,
     each as a 32-bit key length (0xffffffff: no key), the key, a 32-bit
     value length and the value. */

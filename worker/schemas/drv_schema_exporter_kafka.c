@@ -51,7 +51,7 @@ const drv_node_schema_t drv_schema_exporter_kafka = {
     .role = DRV_ROLE_EXPORTER,
     .doc = "Writes records to a Kafka topic with librdkafka's idempotent producer (acks=all): a batch settles "
            "when the brokers said every message of it is written; a broker down is a backlog like any backend's. "
-           "otlp_proto and otlp_json write one Export...Request per batch (per record with key), ndjson and "
+           "otlp_proto and otlp_json write one Export...Request per batch (with key, one per key), ndjson and "
            "msgpack one message per record.",
     .example = "{type: exporter:kafka, config: {brokers: [\"127.0.0.1:9092\"], topic: \"otlp_{signal}\"}}",
     .keys = {DRV_KAFKA_KEYS,
