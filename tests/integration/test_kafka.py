@@ -80,13 +80,16 @@ class Kafka(EngineTest):
 class KafkaOut(Kafka):
     """exporter:kafka, and the specs of both kinds."""
 
-    def test_records_over_http_reach_the_topic_read_back_by_kcat(self):
-        cluster = self.cluster(1, [("lines", 4)])
+    def http_into_kafka(self, cluster, **config):
+        """receiver:http into exporter:kafka with config: the receiver's port."""
         port = free_port()
         self.start({"in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["k"]},
-                    "k": {"type": "exporter:kafka",
-                          "config": {"brokers": cluster.brokers, "topic": "lines", "format": "ndjson",
-                                     "key": "user"}}})
+                    "k": {"type": "exporter:kafka", "config": {"brokers": cluster.brokers, **config}}})
+        return port
+
+    def test_records_over_http_reach_the_topic_read_back_by_kcat(self):
+        cluster = self.cluster(1, [("lines", 4)])
+        port = self.http_into_kafka(cluster, topic="lines", format="ndjson", key="user")
         for r in range(100):
             self.assertEqual(self.post(port, [{"i": r * 200 + k, "user": f"u{k % 7}"} for k in range(200)]), 200)
         messages = wait_messages(cluster.bootstrap, "lines", 20000)
@@ -103,11 +106,7 @@ class KafkaOut(Kafka):
     @unittest.skipIf(WHY_NOT, WHY_NOT)
     def test_an_otlp_proto_message_is_an_export_logs_service_request(self):
         cluster = self.cluster(1, [("otlp_logs", 1)])
-        port = free_port()
-        self.start({"in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["k"]},
-                    "k": {"type": "exporter:kafka",
-                          "config": {"brokers": cluster.brokers, "topic": "otlp_{signal}",
-                                     "batch": {"max_records": 10}}}})
+        port = self.http_into_kafka(cluster, topic="otlp_{signal}", batch={"max_records": 10})
         records = [{"body": f"hello {k}", "severity_text": "INFO", "resource": {"service.name": "shop"},
                     "attributes": {"k": k}} for k in range(10)]
         self.assertEqual(self.post(port, records), 200)
@@ -123,11 +122,7 @@ class KafkaOut(Kafka):
     @unittest.skipIf(WHY_NOT, WHY_NOT)
     def test_with_a_key_each_otlp_request_holds_one_keys_records(self):
         cluster = self.cluster(1, [("keyed", 4)])
-        port = free_port()
-        self.start({"in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["k"]},
-                    "k": {"type": "exporter:kafka",
-                          "config": {"brokers": cluster.brokers, "topic": "keyed", "key": 'resource["service.name"]',
-                                     "batch": {"max_records": 10}}}})
+        port = self.http_into_kafka(cluster, topic="keyed", key='resource["service.name"]', batch={"max_records": 10})
         records = [{"body": f"hello {k}", "resource": {"service.name": "ab"[k % 2]}} for k in range(10)]
         self.assertEqual(self.post(port, records), 200)
         messages = wait_messages(cluster.bootstrap, "keyed", 2)
