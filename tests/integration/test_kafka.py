@@ -9,7 +9,11 @@ child SIGKILLed, brokers back: every acknowledged record is on the topic;
 20,000 messages produced by kcat consumed through a SIGKILL of everything
 and two replaces: none lost, read again only what the kill left
 uncommitted, nothing uncommitted after a clean stop (kcat -G says so); on
-two cores every partition is read by one instance; behind a dead backend
+two cores every partition is read by one instance, and a resize while
+messages flow loses none and spreads the partitions; every format and
+three codecs round trip through exporter:kafka into receiver:kafka, an
+OTLP request built by protobuf's own classes and put on a topic by kcat
+is read, and start_at: latest skips what was there; behind a dead backend
 every partition pauses and the lag shows in the status and /metrics; junk
 messages are counted and skipped; wrong specs are 422s naming what is
 wrong, and sasl.password is shown only to token holders."""
@@ -226,6 +230,67 @@ class KafkaOut(Kafka):
 
 class KafkaIn(Kafka):
     """receiver:kafka."""
+
+    @unittest.skipIf(WHY_NOT, WHY_NOT)
+    def test_every_format_round_trips_and_a_request_made_elsewhere_is_read(self):
+        cluster = self.cluster(1, [("p", 1), ("j", 1), ("m", 1)])
+        #  An ExportLogsServiceRequest built by protobuf's own classes, put on
+        #  the topic whole by kcat (a file named is one message), as the
+        #  OpenTelemetry Collector's Kafka exporter writes one.
+        request = pb().logs_service.ExportLogsServiceRequest()
+        logs = request.resource_logs.add()
+        service = logs.resource.attributes.add()
+        service.key, service.value.string_value = "service.name", "collector"
+        record = logs.scope_logs.add().log_records.add()
+        record.body.string_value = "from a collector"
+        attribute = record.attributes.add()
+        attribute.key, attribute.value.int_value = "k", 99
+        made = os.path.join(self.tmp(), "request.bin")
+        with open(made, "wb") as f:
+            f.write(request.SerializeToString())
+        subprocess.run(["kcat", "-b", cluster.bootstrap, "-P", "-t", "p", made], check=True, timeout=30)
+        nodes = {"out": {"type": "exporter:file", "config": {"path": "{OUT}/out-{core}.ndjson"}}}
+        readers = {"p": ("p", "otlp_proto", "earliest"), "j": ("j", "otlp_json", "earliest"),
+                   "m": ("m", "msgpack", "earliest"), "late": ("p", "otlp_proto", "latest")}
+        for via, (topic, format_, start_at) in readers.items():
+            nodes[f"r{via}"] = {"type": "receiver:kafka", "to": [f"t{via}"],
+                                "config": {"brokers": cluster.brokers, "topics": [topic], "group_id": f"g{via}",
+                                           "format": format_, "start_at": start_at}}
+            nodes[f"t{via}"] = {"type": "processor:transform", "config": {"set": {"via": via}}, "to": ["out"]}
+        self.start(nodes)
+        self.engine.wait_log(r"kafka partitions assigned", 20, count=4)
+        #  latest is the partition's end when its reader first fetches: once
+        #  a fetch told it the end (its lag is known), what comes next is read.
+        wait_until(lambda: (self.node("rlate").get("partitions") or {}).get("p/0", {}).get("lag") is not None, 10,
+                   "the latest reader fetching")
+        port = free_port()
+        writers = {"http": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"},
+                            "to": ["kp", "kj", "km"]}}
+        for topic, format_, compression in (("p", "otlp_proto", "gzip"), ("j", "otlp_json", "zstd"),
+                                            ("m", "msgpack", "snappy")):
+            writers[f"k{topic}"] = {"type": "exporter:kafka",
+                                    "config": {"brokers": cluster.brokers, "topic": topic, "format": format_,
+                                               "compression": compression, "batch": {"max_delay_ms": 10}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/w",
+                                          body={"pipeline": {"cores": {"count": 1}, "nodes": writers}}, timeout=30)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(self.post(port, [{"body": f"r{k}", "resource": {"service.name": "shop"},
+                                           "attributes": {"k": k}} for k in range(10)]), 200)
+
+        def by_via():
+            got = collections.defaultdict(list)
+            for r in self.filed():
+                got[r["via"]].append(r)
+            return got
+        got = wait_until(lambda: (lambda g: g if [len(g[v]) for v in ("p", "j", "m", "late")] == [11, 10, 10, 10]
+                                  else None)(by_via()), 20, "every reader's records")
+        for via in ("p", "j", "m", "late"):
+            mine = [r for r in got[via] if r["body"] != "from a collector"]
+            self.assertEqual([(r["body"], r["attributes"]["k"], r["resource"]["service.name"]) for r in mine],
+                             [(f"r{k}", k, "shop") for k in range(10)], via)
+        collector = [r for r in got["p"] if r["body"] == "from a collector"]
+        self.assertEqual([(r["attributes"]["k"], r["resource"]["service.name"]) for r in collector], [(99, "collector")])
+        self.assertFalse([r for r in got["late"] if r["body"] == "from a collector"], "start_at: latest skips it")
 
     def test_on_two_cores_every_partition_is_read_by_one_instance(self):
         cluster = self.cluster(1, [("in", 4)])

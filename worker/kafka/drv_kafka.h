@@ -15,9 +15,8 @@
 #include <stddef.h>
 
 //  A client's configuration: brokers, tls and sasl from config, its log
-//  lines kept for the loop (drv_kafka_log). what names the node in its log
-//  lines. NULL with the reason in err (a secret that cannot be read, a
-//  setting librdkafka refuses).
+//  lines kept for the loop (drv_kafka_log). NULL with the reason in err (a
+//  secret that cannot be read, a setting librdkafka refuses).
 rd_kafka_conf_t *drv_kafka_conf(const json_t *config, char *err, size_t errlen);
 //  Sets a configuration property; -1 with librdkafka's reason in err.
 int drv_kafka_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *err, size_t errlen);

@@ -35,7 +35,6 @@ typedef struct {
 //  A batch with the producer: which of its messages are written, and how
 //  many of this attempt's are not reported yet.
 struct sent_t {
-    kafka_out_t *owner;
     drv_export_batch_t *batch; // NULL once drv_export let it go (freed when the last report is in)
     sent_t *next, *prev;       // every state (freed at the end)
     uint32_t messages, outstanding;
@@ -117,7 +116,6 @@ static sent_t *s_state_new(kafka_out_t *self, drv_export_batch_t *batch, const c
     }
     memcpy(sent->body, body, size);
     sent->size = size;
-    sent->owner = self;
     sent->batch = batch;
     sent->messages = messages;
     sent->next = self->states;
@@ -221,9 +219,11 @@ static void s_delivered(rd_kafka_t *rk, const rd_kafka_message_t *message, void 
     drv_export_sent(self->export, sent->batch, verdict, sent->why, secs);
 }
 
-//  Errors of the client as a whole (no broker reachable, a fatal one of
-//  the idempotent producer): said, and the node counts as failing until
-//  a batch is written again.
+//  Errors of the client as a whole. Those that stop every write (no
+//  broker reachable, TLS or SASL refused, a fatal one of the idempotent
+//  producer) are said, and the node counts as failing until a batch is
+//  written again; a single connection lost (a broker closing an idle one)
+//  is librdkafka's to mend, and only said when debugging.
 static void s_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
     kafka_out_t *self = opaque;
@@ -234,7 +234,16 @@ static void s_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
         rd_kafka_fatal_error(rk, fatal, sizeof fatal);
         snprintf(why, sizeof why, "fatal: %s", fatal);
     }
-    drv_node_export_warn(self->node, 0, why);
+    bool stops = err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || err == RD_KAFKA_RESP_ERR__FATAL ||
+                 err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL ||
+                 err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED ||
+                 err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+                 err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    if (stops) {
+        drv_node_export_warn(self->node, 0, why);
+    } else {
+        drv_debug("kafka node=%s %s", self->node->id, why);
+    }
 }
 
 static int s_fd(void *arg)
