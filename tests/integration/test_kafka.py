@@ -445,7 +445,11 @@ class KafkaIn(Kafka):
         #  the two replaces read nothing twice.
         counts = collections.Counter(r["i"] for r in rows)
         again = sorted(i for i, n in counts.items() if n > 1)
-        self.assertTrue(all(i < 10000 for i in again), again[-10:])
+        #  Unless the group took partitions away uncommitted, which it
+        #  says: librdkafka's mock cluster fails a rejoining member's
+        #  SyncGroup when its rebalance runs late (under ASan it does).
+        if not re.search(r"kafka@[23]#0\]: kafka partitions lost uncommitted", self.engine.log_text()):
+            self.assertTrue(all(i < 10000 for i in again), again[-10:])
         self.assertEqual({r["gen"] for r in rows}, {1, 2, 3})
         engine.stop()  # a clean stop: the group commits what was settled as it leaves
         left = subprocess.run(["kcat", "-b", cluster.bootstrap, "-G", "drover", "-X", "auto.offset.reset=earliest",

@@ -264,7 +264,13 @@ static void s_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_
             }
         }
         rd_kafka_pause_partitions(rk, list); // nothing more is read of them
-        if (!cooperative || self->closing || rd_kafka_assignment_lost(rk)) {
+        bool lost = rd_kafka_assignment_lost(rk);
+        if (lost && !self->closing && self->committed != self->stored) {
+            //  The group took them before what was read of them was
+            //  committed (a member's session expired, a SyncGroup failed).
+            s_log_list("lost uncommitted (their next owner reads again what was not committed)", self, list);
+        }
+        if (!cooperative || self->closing || lost) {
             drv_kafka_group_let_go(self);
         } else {
             self->commit_due_ms = drv_time_mono_ms(); // what settled is committed now, the group waiting
