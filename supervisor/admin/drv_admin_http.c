@@ -24,6 +24,7 @@
 #include <microhttpd.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 
 #define BODY_BUDGET (16 * 1024 * 1024) // request bodies buffered at once, all clients
@@ -118,10 +119,18 @@ static void s_on_head(void *arg, drv_httpd_req_t *req)
         return;
     }
     //  Nothing is reserved from Content-Length: the budget is charged as
-    //  bytes arrive. A body that cannot fit in what is left now is refused at once.
+    //  bytes arrive. A body that cannot fit in what is left now is refused:
+    //  at once when the client waits for our go-ahead (Expect: 100-continue);
+    //  otherwise it is discarded as it arrives and refused when it ends, so
+    //  a client still sending is never reset before it reads the answer.
     if (head.content_length > 0 &&
         !drv_conn_policy_body_fits(drv_httpd_policy(engine->http->httpd), (size_t)head.content_length)) {
-        drv_admin_http_refuse(req, 503, "unavailable", "too many request bodies in flight; retry", 1);
+        const char *expect = drv_httpd_header(req, MHD_HTTP_HEADER_EXPECT);
+        if (expect && strcasecmp(expect, "100-continue") == 0) {
+            drv_admin_http_refuse(req, 503, "unavailable", "too many request bodies in flight; retry", 1);
+        } else {
+            drv_httpd_body(req)->over_budget = true;
+        }
     }
 }
 

@@ -20,6 +20,15 @@ from harness import (SLOW, Admin, EngineTest, Producer, engine_yaml, free_port, 
 from hostile import SANITIZED, TOKEN, gen_spec, raw_http, rss_kb
 
 
+def put_group(port, length, body=b"", expect=False):
+    """A connection that sent PUT /api/v1/groups/x declaring `length` bytes,
+    then `body` (what of it the test wants sent now)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"PUT /api/v1/groups/x HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n%s\r\n" % (length, b"Expect: 100-continue\r\n" if expect else b"") + body)
+    return s
+
+
 class HttpAdmin(EngineTest):
     """Host, Origin, Content-Type and token rules; bodies; slow clients."""
 
@@ -89,10 +98,7 @@ class HttpAdmin(EngineTest):
         socks = []
         try:
             for _ in range(200):
-                s = socket.create_connection(("127.0.0.1", self.http_port), timeout=5)
-                s.sendall(b"PUT /api/v1/groups/x HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                          b"Content-Length: 1048000\r\n\r\n" + b"[" * 60000)
-                socks.append(s)
+                socks.append(put_group(self.http_port, 1048000, b"[" * 60000))
             for s in socks:
                 self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 401"))
         finally:
@@ -111,10 +117,7 @@ class HttpAdmin(EngineTest):
             # 18, and part of one more); the bodies past it are discarded as
             # they arrive and answered 503 once they end.
             for _ in range(64):
-                s = socket.create_connection(("127.0.0.1", self.http_port), timeout=5)
-                s.sendall(b"PUT /api/v1/groups/x HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                          b"Content-Length: 1000000\r\n\r\n" + b" " * 900000)
-                socks.append(s)
+                socks.append(put_group(self.http_port, 1000000, b" " * 900000))
             peak = rss_kb(self.engine.pid)
             for s in socks:
                 s.sendall(b" " * 100000)  # the bodies end: every request is answered
@@ -136,6 +139,41 @@ class HttpAdmin(EngineTest):
         if not SANITIZED:
             self.assertLess(peak - before, 40 * 1024, f"RSS grew {peak - before} kB")
             wait_until(lambda: rss_kb(self.engine.pid) - before < 12 * 1024, 10, "memory given back")
+
+    def test_a_client_expecting_100_continue_is_refused_before_it_sends(self):
+        self.start()
+        socks = []
+        try:
+            # 17 bodies of 1,000,000 bytes, one byte short of their end, fill
+            # the 16 MiB body budget once droverd has read them.
+            for _ in range(17):
+                socks.append(put_group(self.http_port, 1000000, b" " * 999999))
+
+            def refused_at_once():
+                # curl's way with a large body: the head, then wait for the go-ahead.
+                with put_group(self.http_port, 1000000, expect=True) as s:
+                    answer = s.recv(4096)
+                    self.assertRegex(answer, rb"^HTTP/1.1 (100|503)", answer[:200])
+                    if answer.startswith(b"HTTP/1.1 100"):
+                        return False  # the budget is not full yet: go ahead was given
+                    self.assertIn(b"Retry-After: 1", answer)
+                    return True
+
+            wait_until(refused_at_once, 10, "a 503 before the body is sent")
+            # A client that does not wait is let send its whole body (discarded
+            # as it arrives), then answered: it is never reset mid-send.
+            with put_group(self.http_port, 1000000, b" " * 500000) as s:
+                # A round trip on another connection: droverd has read our head.
+                self.assertEqual(self.admin.http("GET", "/livez")[0], 200)
+                s.sendall(b" " * 500000)
+                self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 503"))
+            for s in socks:
+                s.sendall(b" ")  # the held bodies end; each is answered
+            for s in socks:
+                self.assertRegex(s.recv(4096)[:12], rb"HTTP/1.1 (400|503)")
+        finally:
+            for s in socks:
+                s.close()
 
     def test_slow_clients_cannot_starve_the_probes(self):
         self.start()
