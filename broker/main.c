@@ -5,15 +5,21 @@
 
 #include "drover/drv_limits.h"
 #include "drover/drv_log.h"
+#include "drover/drv_version.h"
 
 #include <czmq.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char *argv[])
 {
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        printf("drover-broker %s\n", drv_version()); // what an upgrade checks first (docs/operations.md)
+        return 0;
+    }
     const char *control = NULL;
     const char *data = NULL;
     drv_broker_options_t options = {DRV_LIMIT_MESSAGE_DEFAULT, DRV_LIMIT_FRONT_DOOR_DEFAULT, 1000};

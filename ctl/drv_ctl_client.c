@@ -3,6 +3,7 @@
 #include "drv_ctl_client.h"
 
 #include "drover/drv_mpjson.h"
+#include "drover/drv_version.h"
 
 #include <curl/curl.h>
 #include <string.h>
@@ -86,7 +87,9 @@ static CURL *s_easy(const drv_ctl_options_t *options, const char *path, json_t *
     }
     curl_easy_setopt(easy, CURLOPT_URL, *url);
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(easy, CURLOPT_USERAGENT, "droverctl/" DROVER_VERSION);
+    char agent[64];
+    snprintf(agent, sizeof agent, "droverctl/%s", drv_version());
+    curl_easy_setopt(easy, CURLOPT_USERAGENT, agent); // copied
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     return easy;
 }

@@ -6,6 +6,7 @@
 #include "drv_ctl_table.h"
 
 #include "drover/drv_yaml.h"
+#include "drover/drv_version.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -208,7 +209,7 @@ static int s_version(drv_ctl_t *ctl, int argc, char **argv)
     (void)argc;
     (void)argv;
     json_t *body;
-    printf("droverctl %s\n", DROVER_VERSION);
+    printf("droverctl %s\n", drv_version());
     int rc = drv_ctl_call(ctl, "GET", "/api/v1/engine", NULL, NULL, &body);
     if (rc) {
         return rc;

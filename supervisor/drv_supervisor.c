@@ -11,6 +11,7 @@
     already accepted), drain every instance, stop the broker last; SIGKILL
     whatever is left at shutdown_timeout_secs. */
 #include "drv_supervisor.h"
+#include "drv_preflight.h"
 #include "drv_admin.h"
 #include "drv_engine.h"
 #include "drv_reload.h"
@@ -37,6 +38,8 @@
 #include "drv_admin_waiters.h"
 #include "drv_admin_http.h"
 #include "drv_opamp.h"
+#include "drv_upgrade.h"
+#include "drv_handoff.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_msg.h"
@@ -51,106 +54,6 @@
 
 #define FINAL_REAP_MS 3000
 
-//  run_dir holds the control and admin sockets: whoever can write into it
-//  can put a socket of theirs where droverd's should be. buffer_dir holds
-//  the disk buffers: whoever can write into it can plant a link or a FIFO
-//  where a segment should be. So each must be a directory of ours that
-//  nobody else may write to (docs/security.md); what names it (run_dir,
-//  buffer_dir) is said in the problem. create: made if missing (else only
-//  checked when it is there). Returns 0, or -1 with it in why.
-static int s_make_private_dir(const char *what, const char *path, bool create, char *why, size_t whylen)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
-    struct stat there;
-    if (!create && lstat(buf, &there) != 0 && errno == ENOENT) {
-        return 0; // checked if it is there; made (0700) by whoever first needs it
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-                snprintf(why, whylen, "cannot create %s: %s", buf, strerror(errno));
-                return -1;
-            }
-            *p = '/';
-        }
-    }
-    if (mkdir(buf, 0700) == 0) {
-        return 0;
-    }
-    if (errno != EEXIST) {
-        snprintf(why, whylen, "cannot create %s %s: %s", what, buf, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (lstat(buf, &st) != 0) {
-        snprintf(why, whylen, "cannot inspect %s %s: %s", what, buf, strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(why, whylen, "%s %s exists and is not a directory (a symlink is refused too)", what, buf);
-        return -1;
-    }
-    if (st.st_uid != geteuid()) {
-        snprintf(why, whylen, "%s %s is owned by uid %u, not by droverd's uid %u", what, buf, (unsigned)st.st_uid,
-                 (unsigned)geteuid());
-        return -1;
-    }
-    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(why, whylen, "%s %s is writable by %s (mode %03o); it must not be", what, buf,
-                 (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 0777));
-        return -1;
-    }
-    return chmod(buf, 0700) == 0 ? 0
-                                 : (snprintf(why, whylen, "cannot chmod %s %s: %s", what, buf, strerror(errno)), -1);
-}
-
-//  The bearer token for mutating HTTP requests: the file's first line, at
-//  least 16 characters. A copy in *token, or -1 with the problem in why.
-static int s_read_token(const char *path, char **token, char *why, size_t whylen)
-{
-    FILE *file = fopen(path, "r");
-    char line[1024] = "";
-    if (!file || !fgets(line, sizeof line, file)) {
-        snprintf(why, whylen, "engine.admin.http_token_file: cannot read %s: %s", path,
-                 file ? "empty" : strerror(errno));
-        if (file) {
-            fclose(file);
-        }
-        return -1;
-    }
-    fclose(file);
-    line[strcspn(line, "\r\n")] = 0;
-    if (strlen(line) < 16) {
-        snprintf(why, whylen, "engine.admin.http_token_file: token in %s is shorter than 16 characters", path);
-        return -1;
-    }
-    if (token) {
-        *token = strdup(line);
-    }
-    return 0;
-}
-
-int drv_supervisor_check(const drv_config_t *config, char *why, size_t whylen)
-{
-    //  What a start would stop at before serving, in the order it meets
-    //  them; nothing is created (a missing run_dir is made at start).
-    if (s_make_private_dir("run_dir", config->run_dir, false, why, whylen) != 0 ||
-        (config->buffer_dir && s_make_private_dir("engine.buffer_dir", config->buffer_dir, false, why, whylen) != 0)) {
-        return DRV_EXIT_CONFIG; // --check says "this configuration will not start" with one code
-    }
-    if (config->http_token_file && s_read_token(config->http_token_file, NULL, why, whylen) != 0) {
-        return DRV_EXIT_CONFIG;
-    }
-    if (config->curve_server_secret_file && access(config->curve_server_secret_file, R_OK) != 0) {
-        snprintf(why, whylen, "engine.admin.curve: cannot read %s: %s", config->curve_server_secret_file,
-                 strerror(errno));
-        return DRV_EXIT_CONFIG;
-    }
-    return DRV_EXIT_OK;
-}
-
 static void s_reap(drv_engine_t *engine)
 {
     int status;
@@ -164,7 +67,7 @@ static void s_reap(drv_engine_t *engine)
             drv_zygote_on_exit(engine, status);
             continue;
         }
-        if (drv_probe_runs_on_exit(engine, pid, status)) {
+        if (drv_probe_runs_on_exit(engine, pid, status) || drv_upgrade_on_exit(engine, pid, status)) {
             continue;
         }
         drv_instance_t *inst = drv_registry_by_pid(engine, pid);
@@ -221,6 +124,13 @@ static void s_on_signal(drv_engine_t *engine, int sig)
             engine->done = true;
         }
         break;
+    case SIGUSR2: {
+        char why[600];
+        if (drv_upgrade_request(engine, "SIGUSR2", why, sizeof why) != 0) {
+            drv_warn("SIGUSR2: upgrade refused: %s", why);
+        }
+        break;
+    }
     case SIGHUP:
         if (engine->shutting_down) {
             drv_warn("SIGHUP ignored: shutting down");
@@ -309,12 +219,20 @@ static void s_final_reap(drv_engine_t *engine)
     s_kill_everything(engine);
 }
 
-int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir, int signal_fd)
+int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *exe, char **argv, int signal_fd,
+                       json_t *handoff)
 {
-    drv_engine_t engine = {.config = config, .signal_fd = signal_fd};
+    drv_engine_t engine = {.config = config, .signal_fd = signal_fd, .argv = argv, .handoff = handoff};
     engine.cpus = *cpus;
     engine.spec_env = drv_config_spec_env(config, &engine.cpus);
-    engine.bin_dir = strdup(bin_dir);
+    engine.exe_path = strdup(exe);
+    engine.bin_dir = strdup(exe);
+    char *slash = strrchr(engine.bin_dir, '/');
+    if (slash) {
+        *slash = 0;
+    }
+    engine.http_listen_fd = handoff ? drv_handoff_http_fd(handoff) : -1;
+    engine.upgrade = drv_upgrade_new();
     engine.instance_listener = drv_operations_on_instance;
     engine.timers = drv_timers_new();
     drv_sse_init(&engine);
@@ -322,9 +240,9 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     drv_registry_group(&engine, "default", true); // the default group always exists
     int rc = DRV_EXIT_OK;
     char why[1200];
-    if (s_make_private_dir("run_dir", config->run_dir, true, why, sizeof why) != 0 ||
+    if (drv_preflight_private_dir("run_dir", config->run_dir, true, why, sizeof why) != 0 ||
         (config->buffer_dir &&
-         s_make_private_dir("engine.buffer_dir", config->buffer_dir, false, why, sizeof why) != 0)) {
+         drv_preflight_private_dir("engine.buffer_dir", config->buffer_dir, false, why, sizeof why) != 0)) {
         fprintf(stderr, "droverd: %s\n", why);
         rc = DRV_EXIT_SYSTEM;
         goto done;
@@ -346,7 +264,8 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         goto done;
     }
     chmod(engine.control_endpoint + strlen("ipc://"), 0600);
-    if (config->http_token_file && s_read_token(config->http_token_file, &engine.http_token, why, sizeof why) != 0) {
+    if (config->http_token_file &&
+        drv_preflight_token(config->http_token_file, &engine.http_token, why, sizeof why) != 0) {
         fprintf(stderr, "droverd: %s\n", why);
         rc = DRV_EXIT_CONFIG;
         goto done;
@@ -375,10 +294,14 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     engine.notify = drv_notify_new();
     engine.state = drv_state_saver_new();
     engine.broker = drv_broker_link_new();
-    drv_broker_start(&engine);
     engine.zygote = drv_zygote_link_new();
     drv_zygote_start(&engine);
-    drv_restore_start_pipelines(&engine);
+    if (engine.handoff) {
+        drv_upgrade_resume(&engine); // adopts the broker, the pipelines and their instances
+    } else {
+        drv_broker_start(&engine);
+        drv_restore_start_pipelines(&engine);
+    }
     drv_config_watch_t *watch = config->watch_config ? drv_config_watch_new(&engine) : NULL;
     drv_events_publish(&engine, "config.loaded", NULL, NULL, json_pack("{s:s}", "path", config->path));
 
@@ -387,6 +310,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         int64_t wait = s_min_wait(drv_lifecycle_tick(&engine), drv_broker_tick(&engine));
         wait = s_min_wait(wait, drv_operations_tick(&engine));
         wait = s_min_wait(wait, drv_admin_waiters_tick(&engine));
+        wait = s_min_wait(wait, drv_upgrade_tick(&engine));
         if (engine.shutting_down) {
             int64_t now = drv_time_mono_ms();
             if (now >= engine.shutdown_deadline_ms) {
@@ -419,15 +343,16 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         wait = s_min_wait(wait, http_wait);
         int64_t http_due = http_wait >= 0 ? drv_time_mono_ms() + http_wait : -1;
         zsock_t *zap = drv_admin_zap_socket(engine.zap);
-        zmq_pollitem_t items[7 + DRV_PROBE_MAX] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
+        zmq_pollitem_t items[8 + DRV_PROBE_MAX] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
                                                    {NULL, signal_fd, ZMQ_POLLIN, 0},
                                                    {zsock_resolve(engine.admin), 0, ZMQ_POLLIN, 0},
                                                    {NULL, watch ? drv_config_watch_fd(watch) : -1, ZMQ_POLLIN, 0},
                                                    {NULL, drv_admin_http_fd(&engine), ZMQ_POLLIN, 0},
                                                    {zap ? zsock_resolve(zap) : NULL, -1, ZMQ_POLLIN, 0},
-                                                   {NULL, drv_opamp_fd(engine.opamp), ZMQ_POLLIN, 0}};
-        int probes = drv_probe_runs_poll_items(&engine, items + 7);
-        int ready = zmq_poll(items, 7 + probes, wait < 0 ? -1 : (long)wait);
+                                                   {NULL, drv_opamp_fd(engine.opamp), ZMQ_POLLIN, 0},
+                                                   {NULL, drv_upgrade_fd(&engine), ZMQ_POLLIN, 0}};
+        int probes = drv_probe_runs_poll_items(&engine, items + 8);
+        int ready = zmq_poll(items, 8 + probes, wait < 0 ? -1 : (long)wait);
         if (ready < 0 && zmq_errno() != EINTR) {
             drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
             rc = DRV_EXIT_SYSTEM;
@@ -458,7 +383,10 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
             drv_admin_zap_on_readable(engine.zap);
         }
         if (ready > 0 && probes > 0) {
-            drv_probe_runs_on_readable(&engine, items + 7, probes);
+            drv_probe_runs_on_readable(&engine, items + 8, probes);
+        }
+        if (ready > 0 && items[7].revents) { // output, or its end (a hang-up alone when it said nothing)
+            drv_upgrade_on_readable(&engine);
         }
         if (ready > 0 && (items[6].revents & ZMQ_POLLIN)) {
             drv_opamp_tick(engine.opamp); // an answer arrived: read it now (the next turn's tick sends)
@@ -488,6 +416,9 @@ done:
     free(engine.control_endpoint);
     free(engine.data_endpoint);
     free(engine.bin_dir);
+    free(engine.exe_path);
+    drv_upgrade_destroy(&engine.upgrade);
+    json_decref(engine.handoff);
     drv_config_destroy(&config);
     return rc;
 }

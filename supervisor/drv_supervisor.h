@@ -5,19 +5,18 @@
 
 #include "drover/drv_config.h"
 
+#include <jansson.h>
+
 //  Exit codes of droverd (docs/operations.md, Running).
 #define DRV_EXIT_OK 0
 #define DRV_EXIT_CONFIG 100
 #define DRV_EXIT_SYSTEM 111
 
 //  Runs until shut down; takes ownership of config. signal_fd comes from
-//  drv_signals_open(), called before any thread started.
-//  droverd --check: what would stop a start once the config file is
-//  valid (run_dir and buffer_dir's ownership and mode, the token file, the
-//  CURVE key), checked without creating anything. DRV_EXIT_OK, or
-//  DRV_EXIT_CONFIG (100) whatever the problem, with it in why.
-int drv_supervisor_check(const drv_config_t *config, char *why, size_t whylen);
-
-int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir, int signal_fd);
+//  drv_signals_open(), called before any thread started. exe and argv: how it was started (an
+//  upgrade executes them again); handoff: what the droverd before an
+//  upgrade handed over (owned from here), or NULL.
+int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *exe, char **argv, int signal_fd,
+                       json_t *handoff);
 
 #endif

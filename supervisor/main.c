@@ -3,6 +3,8 @@
     configuration error, 111 system failure. */
 #include "drv_signals.h"
 #include "drv_supervisor.h"
+#include "drv_preflight.h"
+#include "drv_handoff.h"
 
 #include "drv_schemas.h"
 
@@ -10,12 +12,14 @@
 #include "drover/drv_config.h"
 #include "drover/drv_cpus.h"
 #include "drover/drv_log.h"
+#include "drover/drv_version.h"
 
 #include <czmq.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void s_usage(FILE *out)
@@ -23,7 +27,67 @@ static void s_usage(FILE *out)
     fprintf(out, "usage: droverd -c FILE [--check] | --version\n"
                  "  -c, --config FILE  engine configuration (YAML)\n"
                  "      --check        validate the configuration and exit\n"
-                 "      --version      print the version and exit\n");
+                 "      --version      print the version and exit\n"
+                 "      --upgrade-check FORMAT\n"
+                 "                     whether this droverd can take over from a running one that hands over\n"
+                 "                     FORMAT (docs/operations.md, Upgrading drover)\n");
+}
+
+//  What `path --version` prints, or "" (its first line).
+static void s_version_of(const char *path, char *out, size_t outlen)
+{
+    out[0] = 0;
+    int fds[2];
+    if (pipe(fds) != 0) {
+        return;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(path, path, "--version", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t n;
+    while (pid > 0 && len + 1 < outlen && (n = read(fds[0], out + len, outlen - len - 1)) > 0) {
+        len += (size_t)n;
+    }
+    out[len] = 0;
+    out[strcspn(out, "\n")] = 0;
+    close(fds[0]);
+    if (pid > 0) {
+        waitpid(pid, NULL, 0);
+    }
+}
+
+//  Run by a droverd about to execute this binary in its place: its config
+//  loads, the worker and broker beside it are this version, and it reads
+//  the handoff format the running one writes. Says "droverd VERSION
+//  handoff=N" and exits 0, or why not on stderr and exits 100.
+static int s_upgrade_check(const char *format, const char *bin_dir)
+{
+    char *end = NULL;
+    long wanted = strtol(format, &end, 10);
+    if (!*format || *end || wanted != DRV_HANDOFF_FORMAT) {
+        fprintf(stderr, "droverd %s reads handoff format %d, not %s\n", drv_version(), DRV_HANDOFF_FORMAT, format);
+        return DRV_EXIT_CONFIG;
+    }
+    const char *programs[] = {"drover-worker", "drover-broker"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[1200], said[200], expected[200];
+        snprintf(path, sizeof path, "%s/%s", bin_dir, programs[i]);
+        snprintf(expected, sizeof expected, "%s %s", programs[i], drv_version());
+        s_version_of(path, said, sizeof said);
+        if (strcmp(said, expected) != 0) {
+            fprintf(stderr, "%s says \"%s\", expected \"%s\": install every binary of one version\n", path,
+                    said[0] ? said : "nothing (it does not run)", expected);
+            return DRV_EXIT_CONFIG;
+        }
+    }
+    printf("droverd %s handoff=%d\n", drv_version(), DRV_HANDOFF_FORMAT);
+    return DRV_EXIT_OK;
 }
 
 int main(int argc, char *argv[])
@@ -33,8 +97,10 @@ int main(int argc, char *argv[])
     int signal_fd = drv_signals_open();
     const char *config_path = NULL;
     int check_only = 0;
+    const char *upgrade_check = NULL;
     static struct option options[] = {{"config", required_argument, 0, 'c'},
                                       {"check", no_argument, 0, 'k'},
+                                      {"upgrade-check", required_argument, 0, 'u'},
                                       {"help", no_argument, 0, 'h'},
                                       {"version", no_argument, 0, 'V'},
                                       {0, 0, 0, 0}};
@@ -44,11 +110,13 @@ int main(int argc, char *argv[])
             config_path = optarg;
         } else if (opt == 'k') {
             check_only = 1;
+        } else if (opt == 'u') {
+            upgrade_check = optarg;
         } else if (opt == 'h') {
             s_usage(stdout);
             return DRV_EXIT_OK;
         } else if (opt == 'V') {
-            printf("droverd %s\n", DROVER_VERSION);
+            printf("droverd %s\n", drv_version());
             return DRV_EXIT_OK;
         } else {
             s_usage(stderr);
@@ -77,6 +145,21 @@ int main(int argc, char *argv[])
         fprintf(stderr, "droverd: %s\n", err);
         return DRV_EXIT_CONFIG;
     }
+    char exe[1024];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) {
+        fprintf(stderr, "droverd: cannot find own executable\n");
+        drv_config_destroy(&config);
+        return DRV_EXIT_SYSTEM;
+    }
+    exe[len] = 0;
+    char bin_dir[1024];
+    snprintf(bin_dir, sizeof bin_dir, "%s", exe);
+    dirname(bin_dir);
+    if (upgrade_check) {
+        drv_config_destroy(&config);
+        return s_upgrade_check(upgrade_check, bin_dir);
+    }
     if (check_only) {
         int rc = drv_supervisor_check(config, err, sizeof err);
         if (rc != DRV_EXIT_OK) {
@@ -87,17 +170,16 @@ int main(int argc, char *argv[])
         drv_config_destroy(&config);
         return rc;
     }
-    char exe[1024];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) {
-        fprintf(stderr, "droverd: cannot find own executable\n");
-        drv_config_destroy(&config);
-        return DRV_EXIT_SYSTEM;
+    //  After an upgrade in place, what the droverd before handed over.
+    json_t *handoff = drv_handoff_take(err, sizeof err);
+    if (err[0] || (handoff && !drv_handoff_understood(handoff, err, sizeof err))) {
+        fprintf(stderr, "droverd: upgrade: %s; starting afresh\n", err); // checked before: not expected
+        json_decref(handoff);
+        handoff = NULL;
     }
-    exe[len] = 0;
     zsys_handler_set(NULL);
     zsys_init();
-    int rc = drv_supervisor_run(config, &cpus, dirname(exe), signal_fd);
+    int rc = drv_supervisor_run(config, &cpus, exe, argv, signal_fd, handoff);
     zsys_shutdown();
     return rc;
 }

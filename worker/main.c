@@ -13,6 +13,7 @@
 
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
+#include "drover/drv_version.h"
 
 #include <czmq.h>
 #include <getopt.h>
@@ -31,6 +32,10 @@ int main(int argc, char *argv[])
     //  dry_run=instantiate: a throwaway instance that builds the spec and says what fails.
     if (argc == 2 && !strcmp(argv[1], "--probe")) {
         return drv_probe_main();
+    }
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        printf("drover-worker %s\n", drv_version()); // what an upgrade checks first (docs/operations.md)
+        return 0;
     }
     if (argc == 2 && !strcmp(argv[1], "--check-script")) {
         return drv_lua_check_stdin();

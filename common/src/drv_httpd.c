@@ -58,7 +58,7 @@ struct drv_httpd_t {
     bool draining;
 };
 
-static void s_resume(drv_httpd_req_t *req)
+void drv_httpd_wake(drv_httpd_req_t *req)
 {
     if (req->suspended) {
         req->suspended = false;
@@ -67,7 +67,7 @@ static void s_resume(drv_httpd_req_t *req)
     }
 }
 
-static void s_suspend(drv_httpd_req_t *req)
+void drv_httpd_park(drv_httpd_req_t *req)
 {
     if (!req->suspended) {
         req->suspended = true;
@@ -105,7 +105,7 @@ void drv_httpd_answer(drv_httpd_req_t *req, unsigned int status, struct MHD_Resp
     req->later = resp;
     req->later_status = status;
     if (!req->in_callback) {
-        s_resume(req); // the next run queues it; in a callback, its caller does
+        drv_httpd_wake(req); // the next run queues it; in a callback, its caller does
     }
 }
 
@@ -115,16 +115,6 @@ void drv_httpd_streaming(drv_httpd_req_t *req)
     if (req->conn) {
         drv_conn_policy_stream(req->httpd->policy, req->conn->policy);
     }
-}
-
-void drv_httpd_park(drv_httpd_req_t *req)
-{
-    s_suspend(req);
-}
-
-void drv_httpd_wake(drv_httpd_req_t *req)
-{
-    s_resume(req);
 }
 
 //  Queues an answer the owner gave, if any.
@@ -201,7 +191,7 @@ static enum MHD_Result s_handler(void *cls, struct MHD_Connection *connection, c
     if (req->answered) {
         return s_answer_given(req);
     }
-    s_suspend(req); // answered later, from the loop
+    drv_httpd_park(req); // answered later, from the loop
     return MHD_YES;
 }
 
@@ -394,7 +384,7 @@ void drv_httpd_destroy(drv_httpd_t **self_p, int64_t flush_ms)
         s_flush(self, flush_ms);
         //  MHD refuses to stop with a connection suspended.
         for (drv_httpd_req_t *req = self->reqs; req; req = req->next) {
-            s_resume(req);
+            drv_httpd_wake(req);
         }
         MHD_stop_daemon(self->daemon);
     } else if (self->listen_fd >= 0) {
@@ -407,6 +397,12 @@ void drv_httpd_destroy(drv_httpd_t **self_p, int64_t flush_ms)
 int drv_httpd_fd(drv_httpd_t *self)
 {
     return self->draining && self->conn_count == 0 ? -1 : self->epoll_fd;
+}
+
+int drv_httpd_listen_fd(drv_httpd_t *self)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    return info ? info->listen_fd : -1;
 }
 
 int64_t drv_httpd_timeout_ms(drv_httpd_t *self)

@@ -222,6 +222,10 @@ int drv_admin_http_start(drv_engine_t *engine, char *err, size_t errlen)
 {
     const char *listen = engine->config->admin_http;
     if (!listen || !listen[0]) {
+        if (engine->http_listen_fd >= 0) {
+            close(engine->http_listen_fd); // handed over by an upgrade; no longer wanted
+            engine->http_listen_fd = -1;
+        }
         return 0; // disabled
     }
     char host[256];
@@ -270,7 +274,22 @@ int drv_admin_http_start(drv_engine_t *engine, char *err, size_t errlen)
         .arg = engine,
     };
     char why[200];
+    //  After an upgrade in place: the socket the droverd before listened on,
+    //  when it is the one the config names (connections wait in its backlog).
+    struct sockaddr_storage had;
+    socklen_t had_len = sizeof had;
+    if (engine->http_listen_fd >= 0 && getsockname(engine->http_listen_fd, (struct sockaddr *)&had, &had_len) == 0 &&
+        had.ss_family == addr->sa_family &&
+        ((struct sockaddr_in *)&had)->sin_port == ((struct sockaddr_in *)addr)->sin_port) {
+        server.listen_fd = engine->http_listen_fd;
+    } else if (engine->http_listen_fd >= 0) {
+        close(engine->http_listen_fd); // the config names another address now
+    }
+    engine->http_listen_fd = -1;
     http->httpd = drv_httpd_new(&server, why, sizeof why);
+    if (http->httpd) {
+        engine->http_listen_fd = drv_httpd_listen_fd(http->httpd);
+    }
     if (!http->httpd) {
         snprintf(err, errlen, "cannot listen for HTTP on %s: %s", listen, why);
         drv_admin_http_stop(engine);

@@ -31,6 +31,8 @@ static const route_t s_routes[] = {
     {"GET", "/metrics", drv_route_metrics},
     {"GET", "/status", drv_route_status},
     {"GET", "/api/v1/engine", drv_route_engine},
+    {"GET", "/api/v1/engine/upgrade", drv_route_upgrade_get},
+    {"POST", "/api/v1/engine/upgrade", drv_route_upgrade_post},
     {"GET", "/api/v1/opamp", drv_route_opamp},
     {"GET", "/api/v1/groups", drv_route_groups},
     {"GET", "/api/v1/groups/{group}", drv_route_group_get},

@@ -7,9 +7,12 @@
 #include "drv_metrics.h"
 #include "drv_rates.h"
 #include "drv_opamp.h"
+#include "drv_upgrade.h"
+#include "drv_broker_link.h"
 
 #include "drover/drv_spec.h"
 #include "drover/drv_time.h"
+#include "drover/drv_version.h"
 
 #include <unistd.h>
 
@@ -126,6 +129,29 @@ static void s_readyz(drv_engine_t *engine, drv_admin_response_t *response)
     s_json(response, ready ? 200 : 503, json_pack("{s:b, s:o}", "ready", ready, "reasons", reasons));
 }
 
+//  Every process of the engine with the version of the binary it runs:
+//  after an upgrade, those still running the old binaries say so.
+static void s_add_instance(drv_engine_t *engine, drv_instance_t *inst, void *arg)
+{
+    if (inst->pid > 0) {
+        json_array_append_new(arg, json_pack("{s:s, s:s, s:i, s:s}", "role", "instance", "id", inst->id, "pid",
+                                             (int)inst->pid, "version",
+                                             inst->adopted ? drv_upgrade_older_version(engine) : drv_version()));
+    }
+}
+
+static json_t *s_processes(drv_engine_t *engine)
+{
+    json_t *list = json_pack("[{s:s, s:i, s:s}]", "role", "droverd", "pid", (int)getpid(), "version", drv_version());
+    if (engine->broker->pid > 0) {
+        json_array_append_new(list,
+                              json_pack("{s:s, s:i, s:s}", "role", "broker", "pid", (int)engine->broker->pid, "version",
+                                        engine->broker->renewing ? drv_upgrade_older_version(engine) : drv_version()));
+    }
+    drv_registry_each_instance(engine, s_add_instance, list);
+    return list;
+}
+
 static void s_engine_info(drv_engine_t *engine, drv_admin_response_t *response)
 {
     drv_config_t *c = engine->config;
@@ -136,10 +162,11 @@ static void s_engine_info(drv_engine_t *engine, drv_admin_response_t *response)
     char started[40];
     drv_time_rfc3339(engine->started_at, started, sizeof started);
     s_json(response, 200,
-           json_pack("{s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:b, s:i}", "version", DROVER_VERSION, "pid",
-                     (int)getpid(), "started_at", started, "config", c->path, "run_dir", c->run_dir, "admin", "zmq",
-                     c->admin_zmq, "events", c->admin_events, "http", c->admin_http, "cpus", cpus, "shutting_down",
-                     engine->shutting_down, "shutdown_timeout_secs", c->shutdown_timeout_secs));
+           json_pack("{s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:b, s:i, s:o, s:o}", "version", drv_version(),
+                     "pid", (int)getpid(), "started_at", started, "config", c->path, "run_dir", c->run_dir, "admin",
+                     "zmq", c->admin_zmq, "events", c->admin_events, "http", c->admin_http, "cpus", cpus,
+                     "shutting_down", engine->shutting_down, "shutdown_timeout_secs", c->shutdown_timeout_secs,
+                     "upgrade", drv_upgrade_json(engine), "processes", s_processes(engine)));
 }
 
 bool drv_route_livez(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
@@ -178,6 +205,28 @@ bool drv_route_engine(drv_engine_t *engine, drv_admin_request_t *request, char *
 {
     (void)request, (void)args;
     s_engine_info(engine, response);
+    return false;
+}
+
+bool drv_route_upgrade_get(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                           drv_admin_response_t *response)
+{
+    (void)request, (void)args;
+    s_json(response, 200, drv_upgrade_json(engine));
+    return false;
+}
+
+bool drv_route_upgrade_post(drv_engine_t *engine, drv_admin_request_t *request, char **args,
+                            drv_admin_response_t *response)
+{
+    (void)request, (void)args;
+    char why[600];
+    if (drv_upgrade_request(engine, request->transport, why, sizeof why) != 0) {
+        drv_admin_error(response, 409, "conflict", "%s", why);
+        return false;
+    }
+    response->location = strdup("/api/v1/engine/upgrade");
+    s_json(response, 202, drv_upgrade_json(engine));
     return false;
 }
 

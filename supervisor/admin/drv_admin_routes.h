@@ -12,6 +12,7 @@ typedef bool(drv_route_fn)(drv_engine_t *engine, drv_admin_request_t *request, c
                            drv_admin_response_t *response);
 
 drv_route_fn drv_route_livez, drv_route_readyz, drv_route_metrics, drv_route_status, drv_route_engine, drv_route_opamp;
+drv_route_fn drv_route_upgrade_get, drv_route_upgrade_post;
 drv_route_fn drv_route_groups, drv_route_group_get, drv_route_group_put, drv_route_group_delete;
 drv_route_fn drv_route_pipelines, drv_route_pipeline_get, drv_route_pipeline_put, drv_route_pipeline_delete;
 drv_route_fn drv_route_pipeline_status, drv_route_rollouts, drv_route_rollout_get, drv_route_shutdown_get;

@@ -73,6 +73,8 @@ struct drv_instance_t {
     json_t *nodes;                           // its per-node counters {"node": [in, out, dropped, errors, ...]}, or NULL
     json_t *buffer;           // its disk buffer's figures from the last heartbeat (schemas/control.md), or NULL
     uint64_t counter_updates; // how many times the counters above were updated
+    bool adopted;             // its process was started by the droverd before an upgrade (older binaries)
+    bool heard;               // it said something since it was adopted (its control connection is back)
     int last_exit_code;       // exit code or 128+signal of the last process
     char detail[256];         // last failure, for status
 };
@@ -142,6 +144,7 @@ typedef struct {
 } drv_listener_t;
 
 typedef struct drv_instance_t drv_instance_t;
+typedef struct drv_upgrade_t drv_upgrade_t;
 
 //  What happened to an instance, told to the operations that wait on it: the
 //  instances layer reports through engine->instance_listener, which the loop
@@ -203,6 +206,13 @@ struct drv_engine_t {
     struct drv_zygote_link_t *zygote; // the worker zygote (instances/drv_zygote_link.c), owned
     struct drv_notify_t *notify;      // service manager notification (observe/drv_notify.c), owned
     struct drv_probe_runs_t *probes;  // instantiate dry runs under way (instances/drv_probe_run.c), owned
+    //  upgrading droverd in place (upgrade/drv_upgrade.c)
+    char *exe_path;                // droverd's executable as started: what an upgrade executes again
+    char **argv;                   // droverd's command line, for the same
+    int http_listen_fd;            // the admin HTTP server's listening socket (-1: none), kept across one
+    json_t *handoff;               // what the droverd before this one handed over, until adopted (or NULL)
+    struct drv_upgrade_t *upgrade; // the upgrade under way or last done (upgrade/drv_upgrade.c), owned
+    bool upgrading;                // one is under way: no pipeline change starts (operations/drv_admission.c)
 };
 
 #endif

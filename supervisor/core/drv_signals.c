@@ -16,6 +16,7 @@ int drv_signals_open(void)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGQUIT);
+    sigaddset(&set, SIGUSR2); // an upgrade in place, as nginx's
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) {
         return -1;
     }

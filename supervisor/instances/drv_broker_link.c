@@ -107,15 +107,38 @@ void drv_broker_start(drv_engine_t *engine)
     drv_events_publish(engine, "broker.started", NULL, NULL, json_pack("{s:i}", "pid", pid));
 }
 
+void drv_broker_adopt(drv_engine_t *engine, pid_t pid)
+{
+    if (pid <= 0) {
+        drv_broker_start(engine);
+        return;
+    }
+    //  Its connection comes back by itself, but it said HELLO to the droverd
+    //  before: it is replaced at once, and the new one gets the whole table.
+    engine->broker->pid = pid;
+    engine->broker->connected = false;
+    engine->broker->renewing = true;
+    engine->broker->started_mono_ms = drv_time_mono_ms();
+    drv_info("broker adopted pid=%d: replacing it with the new binary", pid);
+    kill(pid, SIGTERM);
+}
+
 void drv_broker_on_exit(drv_engine_t *engine, int status)
 {
     int code = drv_spawn_exit_code(status);
     engine->broker->pid = 0;
     engine->broker->connected = false;
+    bool renewing = engine->broker->renewing && !engine->shutting_down;
+    engine->broker->renewing = false;
     drv_events_publish(engine, "broker.exited", NULL, NULL,
                        json_pack("{s:o, s:o, s:b}", "exit_code", code < 128 ? json_integer(code) : json_null(),
                                  "signal", code > 128 ? json_integer(code - 128) : json_null(), "expected",
-                                 engine->shutting_down));
+                                 engine->shutting_down || renewing));
+    if (renewing) {
+        drv_info("broker replaced: the old one exited exit=%d", code);
+        drv_broker_start(engine);
+        return;
+    }
     if (engine->shutting_down) {
         drv_info("broker exited exit=%d", code);
         return;

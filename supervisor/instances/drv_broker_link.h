@@ -10,6 +10,7 @@ typedef struct drv_broker_link_t {
     pid_t pid;             // 0 while not running
     bool connected;        // it said HELLO: messages to it are sent
     bool stopping;         // droverd's shutdown asked it to stop
+    bool renewing;         // an upgrade stopped it: started again at once, from the new binary
     int64_t restart_at_ms; // mono: when to start it again (0: not scheduled)
     int64_t backoff_ms;
     int restarts;            // restarts after it exited
@@ -21,6 +22,9 @@ typedef struct drv_broker_link_t {
 drv_broker_link_t *drv_broker_link_new(void);
 void drv_broker_link_destroy(drv_broker_link_t **self_p);
 void drv_broker_start(drv_engine_t *engine);
+//  After an upgrade: the broker the droverd before started (pid; 0: none)
+//  is stopped and started again from the new binary.
+void drv_broker_adopt(drv_engine_t *engine, pid_t pid);
 //  SIGTERM, last in droverd's shutdown; drv_broker_stopped says when it is gone.
 void drv_broker_stop(drv_engine_t *engine);
 bool drv_broker_stopped(drv_engine_t *engine);

@@ -102,6 +102,20 @@ void drv_lifecycle_start(drv_engine_t *engine, drv_instance_t *inst)
     s_spawn(engine, inst);
 }
 
+void drv_lifecycle_adopt(drv_engine_t *engine, drv_instance_t *inst, pid_t pid, int64_t started_at)
+{
+    int64_t now = drv_time_mono_ms();
+    inst->pid = pid;
+    inst->state = DRV_INST_READY;
+    inst->adopted = true;
+    inst->started_at = started_at;
+    inst->ready_mono_ms = now;
+    inst->last_heartbeat_mono = now; // its heartbeats come once its control connection is back
+    inst->last_heartbeat_at = drv_time_wall_ms();
+    drv_registry_touch(engine, inst->pipeline);
+    s_arm(engine, inst);
+}
+
 static void s_send_spec(drv_engine_t *engine, drv_instance_t *inst)
 {
     drv_msg_t msg;
@@ -196,6 +210,7 @@ static void s_retire_counters(drv_instance_t *inst)
 void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *message)
 {
     drv_msg_t *msg = message;
+    inst->heard = true;
     switch (msg->type) {
     case DRV_MSG_HELLO:
         s_feed(engine, inst, DRV_LIFE_HELLO, (drv_life_input_t){.pid = (pid_t)msg->pid});

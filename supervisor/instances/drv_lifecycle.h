@@ -7,6 +7,9 @@
 #include "drv_engine.h"
 
 void drv_lifecycle_start(drv_engine_t *engine, drv_instance_t *inst);
+//  An instance the droverd before an upgrade started, ready and running as
+//  pid: its heartbeats are awaited as if it had just sent one.
+void drv_lifecycle_adopt(drv_engine_t *engine, drv_instance_t *inst, pid_t pid, int64_t started_at);
 void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *msg);
 //  Tells a running instance which nodes its pipeline's taps sample
 //  (pipeline->tap_nodes; none: stop). Instances are also told when they

@@ -12,6 +12,7 @@
 
 #include "drover/drv_node_counters.h"
 #include "drover/drv_time.h"
+#include "drover/drv_version.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -372,7 +373,7 @@ char *drv_metrics_render(drv_engine_t *engine)
                       s_buffer_corrupt);
     free(ps.all);
     s_header(&t, "drover_build_info", "gauge", "Always 1; its labels say which drover this is.");
-    s_printf(&t, "drover_build_info{version=\"%s\"} 1\n", DROVER_VERSION);
+    s_printf(&t, "drover_build_info{version=\"%s\"} 1\n", drv_version());
     s_header(&t, "drover_rollouts_total", "counter", "Rollouts by action and final state.");
     static const char *actions[] = {"create", "noop", "resize", "replace"};
     static const char *states[] = {"succeeded", "failed", "rollback_failed"};

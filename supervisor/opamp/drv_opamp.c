@@ -8,6 +8,7 @@
 #include "drover/drv_secret.h"
 #include "drover/drv_time.h"
 #include "drover/drv_utf8.h"
+#include "drover/drv_version.h"
 #include "drv_pbcheck.h"
 
 #include <errno.h>
@@ -111,7 +112,9 @@ int drv_opamp_fd(drv_opamp_t *self)
 static struct curl_slist *s_headers(drv_opamp_t *self, char *err, size_t errlen)
 {
     struct curl_slist *list = curl_slist_append(NULL, "Content-Type: application/x-protobuf");
-    list = curl_slist_append(list, "User-Agent: drover/" DROVER_VERSION);
+    char agent[80];
+    snprintf(agent, sizeof agent, "User-Agent: drover/%s", drv_version());
+    list = curl_slist_append(list, agent);
     const char *name;
     json_t *value;
     json_object_foreach(json_object_get(self->config, "headers"), name, value)

@@ -9,6 +9,7 @@
 
 #include "drover/drv_spec.h"
 #include "drover/drv_yaml.h"
+#include "drover/drv_version.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -214,7 +215,7 @@ static Opamp__Proto__AgentDescription *s_description(drv_opamp_report_t *r, cons
     d->non_identifying_attributes = s_alloc(r, 3 * sizeof *d->non_identifying_attributes);
     if (d->identifying_attributes && d->non_identifying_attributes) {
         d->identifying_attributes[d->n_identifying_attributes++] = s_kv(r, "service.name", "drover");
-        d->identifying_attributes[d->n_identifying_attributes++] = s_kv(r, "service.version", DROVER_VERSION);
+        d->identifying_attributes[d->n_identifying_attributes++] = s_kv(r, "service.version", drv_version());
         d->identifying_attributes[d->n_identifying_attributes++] = s_kv(r, "service.instance.id", uid_text);
         d->non_identifying_attributes[d->n_non_identifying_attributes++] = s_kv(r, "host.name", host);
         d->non_identifying_attributes[d->n_non_identifying_attributes++] = s_kv(r, "os.type", "linux");

@@ -77,6 +77,9 @@ int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const js
     }
     if (engine->shutting_down) {
         snprintf(why, whylen, "droverd is shutting down");
+    } else if (engine->upgrading) {
+        snprintf(why, whylen,
+                 "an upgrade of droverd is in progress (GET /api/v1/engine/upgrade); try again when it ends");
     } else if (!pipeline && drv_registry_pipeline_count(engine) >= (size_t)engine->config->max_pipelines) {
         snprintf(why, whylen,
                  "%zu pipelines exist, the most this engine runs (engine.limits.max_pipelines); "

@@ -122,7 +122,7 @@ void drv_plan_make(const json_t *spec, const int *cores, int core_count, const d
         }
         return;
     }
-    bool same = json_equal(spec, observed->spec);
+    bool same = json_equal(spec, observed->spec) && !observed->renew;
     bool same_cores = core_count == observed->core_count;
     for (int i = 0; same_cores && i < core_count; i++) {
         same_cores = cores[i] == observed->cores[i];
@@ -134,7 +134,7 @@ void drv_plan_make(const json_t *spec, const int *cores, int core_count, const d
         plan->target_generation = n;
         return;
     }
-    bool only_cores = s_equal_without_cores(spec, observed->spec);
+    bool only_cores = s_equal_without_cores(spec, observed->spec) && !observed->renew;
     if (only_cores && same_cores) {
         //  {count: 2} became {set: [0, 1]}: a different spec, the same cores.
         plan->action = DRV_ACTION_RESIZE;

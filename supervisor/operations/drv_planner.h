@@ -69,6 +69,8 @@ typedef struct {
                              // rollout's too (0: generation + 1)
     const int *cores;        // cores it serves, ascending
     int core_count;
+    bool renew; // its processes must be replaced even with the same spec (an upgrade: they
+                // run the binaries that were replaced on disk)
 } drv_observed_t;
 
 //  Plans the change from observed to (spec, cores), replacing what plan held. Key order never matters:

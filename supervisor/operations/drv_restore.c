@@ -178,3 +178,11 @@ void drv_restore_start_pipelines(drv_engine_t *engine)
     json_decref(state);
     json_decref(config);
 }
+
+json_t *drv_restore_changed_in_file(drv_engine_t *engine, const json_t *config, const char *group, const char *name)
+{
+    if (!config || s_file_verdict(engine, config, group, name) != FILE_CHANGED) {
+        return NULL;
+    }
+    return json_object_get(json_object_get(engine->config->groups, group), name);
+}

@@ -23,5 +23,9 @@
 
 //  Each pipeline comes up as a supervised create.
 void drv_restore_start_pipelines(drv_engine_t *engine);
+//  The config file's spec of (group, name) when its entry changed since
+//  config (the hashes the state recorded, {g: {p: hash}}) was written, else
+//  NULL (borrowed): what an upgrade applies as a restart would.
+json_t *drv_restore_changed_in_file(drv_engine_t *engine, const json_t *config, const char *group, const char *name);
 
 #endif

@@ -97,6 +97,7 @@ drv_rollout_t *drv_rollout_plan(drv_engine_t *engine, drv_pipeline_t *pipeline, 
         observed.next_generation = pipeline->next_generation;
         observed.cores = pipeline->cores;
         observed.core_count = pipeline->running ? pipeline->core_count : 0;
+        observed.renew = opts->renew;
         self->old_spec = pipeline->running ? json_incref(pipeline->spec) : NULL;
         self->old_generation = pipeline->generation;
         self->old_running = pipeline->running;

@@ -35,10 +35,12 @@ typedef struct {
     bool supervised;
     bool no_canary;   // a rollback: the spec's canary policy is not applied
     bool instantiate; // dry_run=instantiate: the candidate is also built in a throwaway instance
+    bool renew;       // a replace even when the spec is the same (an upgrade's: new binaries)
     //  What asked for it (RolloutStatus `cause`): "apply" (a PUT; NULL),
     //  "rollback" (POST …/rollback, droverctl rollout undo), "config" (the
     //  config file: at start or a reload), "opamp" (a remote config),
-    //  "restart" (droverd started again: the state file's spec).
+    //  "restart" (droverd started again: the state file's spec), "upgrade"
+    //  (droverd upgraded in place: every instance onto the new binaries).
     const char *cause;
 } drv_rollout_opts_t;
 

@@ -25,13 +25,8 @@
 #define RETRY_FIRST_MS 500
 #define RETRY_MAX_MS 30000
 
-int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
+json_t *drv_state_doc(drv_engine_t *engine)
 {
-    const char *path = engine->config->state_file;
-    why[0] = 0;
-    if (!path) {
-        return 0;
-    }
     json_t *groups = json_object();
     for (drv_group_t *g = zhashx_first(engine->groups); g; g = zhashx_next(engine->groups)) {
         json_t *pipelines = json_object();
@@ -86,6 +81,17 @@ int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
     if (engine->opamp_saved) {
         json_object_set(doc, "opamp", engine->opamp_saved);
     }
+    return doc;
+}
+
+int drv_state_save(drv_engine_t *engine, char *why, size_t whylen)
+{
+    const char *path = engine->config->state_file;
+    why[0] = 0;
+    if (!path) {
+        return 0;
+    }
+    json_t *doc = drv_state_doc(engine);
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int rc = -1;
@@ -196,10 +202,22 @@ json_t *drv_state_load(drv_engine_t *engine, json_t **config, char *err, size_t 
     }
     json_error_t jerr;
     json_t *doc = json_load_file(path, 0, &jerr);
-    if (!doc || json_integer_value(json_object_get(doc, "version")) != 1 ||
-        !json_is_object(json_object_get(doc, "groups"))) {
-        snprintf(err, errlen, "%s: %s", path, doc ? "not a version 1 state file" : jerr.text);
-        json_decref(doc);
+    if (!doc) {
+        snprintf(err, errlen, "%s: %s", path, jerr.text);
+        return NULL;
+    }
+    json_t *result = drv_state_parse(engine, doc, path, config, err, errlen);
+    json_decref(doc);
+    return result;
+}
+
+json_t *drv_state_parse(drv_engine_t *engine, const json_t *doc, const char *path, json_t **config, char *err,
+                        size_t errlen)
+{
+    err[0] = 0;
+    *config = NULL;
+    if (json_integer_value(json_object_get(doc, "version")) != 1 || !json_is_object(json_object_get(doc, "groups"))) {
+        snprintf(err, errlen, "%s: not a version 1 state file", path);
         return NULL;
     }
     json_t *result = json_object();
@@ -268,6 +286,5 @@ json_t *drv_state_load(drv_engine_t *engine, json_t **config, char *err, size_t 
             drv_problems_destroy(&problems);
         }
     }
-    json_decref(doc);
     return result;
 }

@@ -34,5 +34,12 @@ int64_t drv_state_tick(drv_engine_t *engine);
 //  file was written, {g: {p: "sha1:..."}} (new reference), or NULL when the
 //  state file predates that record.
 json_t *drv_state_load(drv_engine_t *engine, json_t **config, char *err, size_t errlen);
+//  The same from a document already read (path names it in messages): the
+//  state file's, or the one an upgrade hands over (upgrade/drv_handoff.c).
+json_t *drv_state_parse(drv_engine_t *engine, const json_t *doc, const char *path, json_t **config, char *err,
+                        size_t errlen);
+//  What the state file holds, as a document (new reference): every applied
+//  spec, the config file's hashes, the rollout ids and history, OpAMP's part.
+json_t *drv_state_doc(drv_engine_t *engine);
 
 #endif

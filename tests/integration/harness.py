@@ -199,6 +199,37 @@ def changes_under_load(test, client, change, changes=4, clients=4):
     return sorted(acknowledged)
 
 
+def ndjson_keepalive_client(port, path="/ingest"):
+    """A client for changes_under_load: one keep-alive HTTP connection
+    posting 5 NDJSON records {c, s} at a time; a response saying
+    `Connection: close` (its instance drains) makes it connect again."""
+    import http.client
+    import json
+
+    def client(cid, stop, sent, failed):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        seq = 0
+        while not stop.is_set():
+            body = "".join(json.dumps({"c": cid, "s": seq + i}) + "\n" for i in range(5))
+            try:
+                conn.request("POST", path, body=body, headers={"Content-Type": "application/x-ndjson"})
+                resp = conn.getresponse()
+                text = resp.read()
+                if resp.status != 200:
+                    failed((resp.status, text))
+                    continue
+                if resp.getheader("Connection", "").lower() == "close":
+                    conn.close()  # the instance drains; the next request finds another
+            except (OSError, http.client.HTTPException) as e:
+                failed(repr(e))
+                conn.close()
+                continue
+            sent([(cid, seq + i) for i in range(5)])
+            seq += 5
+        conn.close()
+    return client
+
+
 def every_one_once(test, want, got, what, timeout=20):
     """Waits until got() holds as many as want, then demands it equal want
     (sorted): every acknowledged item arrived, none twice."""
@@ -222,7 +253,8 @@ class Engine:
         self.proc = None
         self.pid = None  # droverd's host pid (PID 1 inside its namespace)
 
-    def start(self, env=None):
+    def start(self, env=None, droverd=None):
+        """droverd: another binary than the build's (an installed copy)."""
         self.log = open(self.log_path, "w")
         full_env = dict(os.environ)
         full_env.setdefault("DROVER_LOG", "info")
@@ -232,7 +264,7 @@ class Engine:
         full_env.setdefault("DROVER_CHECK_STATUS_CACHE", "1")
         full_env.update(env or {})
         self.proc = subprocess.Popen(
-            ["unshare", "--fork", "--pid", "--mount-proc", DROVERD, "-c", self.config_path],
+            ["unshare", "--fork", "--pid", "--mount-proc", droverd or DROVERD, "-c", self.config_path],
             stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
         #  Deadlines, not waits: generous, for a machine busy with a parallel
         #  make test; a droverd that exits at once ends the wait at once.

@@ -7,7 +7,6 @@ request and lose no record."""
 
 import glob
 import gzip
-import http.client
 import json
 import os
 import socket
@@ -17,7 +16,7 @@ import unittest
 import msgpack
 
 from harness import (SLOW, Admin, EngineTest, changes_under_load, curl_post, engine_yaml, every_one_once, free_port,
-                     read_ndjson, wait_until)
+                     ndjson_keepalive_client, read_ndjson, wait_until)
 
 
 def curl(port, path, data, ctype, *extra):
@@ -143,27 +142,7 @@ class HttpReceiver(EngineTest):
     def test_keep_alive_clients_through_replaces_and_a_resize_lose_nothing(self):
         self.put(self.spec(cores=2))
 
-        def client(cid, stop, sent, failed):
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-            seq = 0
-            while not stop.is_set():
-                body = "".join(json.dumps({"c": cid, "s": seq + i}) + "\n" for i in range(5))
-                try:
-                    conn.request("POST", "/ingest", body=body, headers={"Content-Type": "application/x-ndjson"})
-                    resp = conn.getresponse()
-                    text = resp.read()
-                    if resp.status != 200:
-                        failed((resp.status, text))
-                        continue
-                    if resp.getheader("Connection", "").lower() == "close":
-                        conn.close()  # the instance drains; the next request finds another
-                except (OSError, http.client.HTTPException) as e:
-                    failed(repr(e))
-                    conn.close()
-                    continue
-                sent([(cid, seq + i) for i in range(5)])
-                seq += 5
-            conn.close()
+        client = ndjson_keepalive_client(self.port)
 
         def change(n):
             body = self.put(self.spec(tag=f"v{min(n, 2) + 2}", cores=2 if n < 3 else 1), timeout=60)

@@ -69,13 +69,27 @@ static void test_identical_spec_is_noop_whatever_the_key_order(void **state)
         "\"in\":{\"to\":[\"f\"],\"config\":{},\"type\":\"receiver:generator\"}}}",
         0, NULL);
     int cores[] = {0, 1};
-    drv_observed_t running = {true, a, 5, 0, cores, 2};
+    drv_observed_t running = {true, a, 5, 0, cores, 2, false};
     drv_plan_make(b, cores, 2, &running, &s_plan);
     assert_int_equal(s_plan.action, DRV_ACTION_NOOP);
     assert_int_equal(s_plan.count, 0);
     assert_int_equal(s_plan.target_generation, 5);
     json_decref(a);
     json_decref(b);
+}
+
+static void test_renew_replaces_every_core_with_the_same_spec(void **state)
+{
+    (void)state;
+    json_t *spec = s_spec("1");
+    int cores[] = {0, 1};
+    drv_observed_t upgraded = {true, spec, 5, 7, cores, 2, true}; // an upgrade: new binaries, same spec
+    drv_plan_make(spec, cores, 2, &upgraded, &s_plan);
+    assert_int_equal(s_plan.action, DRV_ACTION_REPLACE);
+    assert_int_equal(s_plan.target_generation, 7);
+    assert_string_equal(s_render(&s_plan), "start:0@7 wait_ready:0@7 switch:0@7 drain:0@5 "
+                                           "start:1@7 wait_ready:1@7 switch:1@7 drain:1@5");
+    json_decref(spec);
 }
 
 static void test_resize_touches_only_added_and_removed_cores(void **state)
@@ -86,7 +100,7 @@ static void test_resize_touches_only_added_and_removed_cores(void **state)
     json_object_set_new(new_spec, "cores", json_pack("{s:i}", "count", 3));
     int old_cores[] = {0, 2};
     int new_cores[] = {0, 1, 2};
-    drv_observed_t running = {true, old_spec, 2, 0, old_cores, 2};
+    drv_observed_t running = {true, old_spec, 2, 0, old_cores, 2, false};
     drv_plan_make(new_spec, new_cores, 3, &running, &s_plan);
     assert_int_equal(s_plan.action, DRV_ACTION_RESIZE);
     assert_int_equal(s_plan.target_generation, 2);
@@ -113,7 +127,7 @@ static void test_replace_goes_core_by_core_added_first_removed_last(void **state
     json_t *old_spec = s_spec("1");
     json_t *new_spec = s_spec("2");
     int cores[] = {0, 1};
-    drv_observed_t running = {true, old_spec, 1, 0, cores, 2};
+    drv_observed_t running = {true, old_spec, 1, 0, cores, 2, false};
     drv_plan_make(new_spec, cores, 2, &running, &s_plan);
     assert_int_equal(s_plan.action, DRV_ACTION_REPLACE);
     assert_int_equal(s_plan.target_generation, 2);
@@ -121,7 +135,7 @@ static void test_replace_goes_core_by_core_added_first_removed_last(void **state
     assert_string_equal(s_render(&s_plan), "start:0@2 wait_ready:0@2 switch:0@2 drain:0@1 "
                                            "start:1@2 wait_ready:1@2 switch:1@2 drain:1@1");
     int one[] = {0};
-    drv_observed_t small = {true, old_spec, 1, 0, one, 1};
+    drv_observed_t small = {true, old_spec, 1, 0, one, 1, false};
     drv_plan_make(new_spec, cores, 2, &small, &s_plan);
     assert_string_equal(s_render(&s_plan), "start:1@2 wait_ready:1@2 switch:1@2 "
                                            "start:0@2 wait_ready:0@2 switch:0@2 drain:0@1");
@@ -140,7 +154,7 @@ static void test_canary_switches_its_cores_then_holds(void **state)
     json_t *old_spec = s_spec("1");
     json_t *new_spec = s_spec("2");
     int cores[] = {0, 1, 2};
-    drv_observed_t running = {true, old_spec, 1, 0, cores, 3};
+    drv_observed_t running = {true, old_spec, 1, 0, cores, 3, false};
     drv_plan_make(new_spec, cores, 3, &running, &s_plan);
     drv_plan_canary(&s_plan, cores, 3, &running, 1);
     assert_string_equal(s_render(&s_plan), "start:0@2 wait_ready:0@2 switch:0@2 drain:0@1 hold:-1@2 "
@@ -148,7 +162,7 @@ static void test_canary_switches_its_cores_then_holds(void **state)
                                            "start:2@2 wait_ready:2@2 switch:2@2 drain:2@1");
     //  One core: nothing of the old generation would be left to compare
     //  with, so the canary overlaps it on the same core.
-    drv_observed_t one = {true, old_spec, 1, 0, cores, 1};
+    drv_observed_t one = {true, old_spec, 1, 0, cores, 1, false};
     drv_plan_make(new_spec, cores, 1, &one, &s_plan);
     drv_plan_canary(&s_plan, cores, 1, &one, 1);
     assert_string_equal(s_render(&s_plan), "start:0@2 wait_ready:0@2 switch:0@2 hold:-1@2 drain:0@1");
@@ -179,7 +193,7 @@ static void test_rollback_restores_the_old_generation_from_where_it_stopped(void
     json_t *old_spec = s_spec("1");
     json_t *new_spec = s_spec("2");
     int cores[] = {0, 1};
-    drv_observed_t running = {true, old_spec, 1, 0, cores, 2};
+    drv_observed_t running = {true, old_spec, 1, 0, cores, 2, false};
     drv_plan_make(new_spec, cores, 2, &running, &s_plan);
     //  Failed while waiting for core 0's new instance: only it goes.
     drv_plan_rollback(&s_plan, 1, &running, &s_back);
@@ -198,7 +212,7 @@ static void test_rollback_restores_the_old_generation_from_where_it_stopped(void
     json_t *bigger = s_spec("1");
     json_object_set_new(bigger, "cores", json_pack("{s:i}", "count", 2));
     int one[] = {0};
-    drv_observed_t small = {true, old_spec, 1, 0, one, 1};
+    drv_observed_t small = {true, old_spec, 1, 0, one, 1, false};
     drv_plan_make(bigger, cores, 2, &small, &s_plan);
     assert_int_equal(s_plan.action, DRV_ACTION_RESIZE);
     drv_plan_rollback(&s_plan, 2, &small, &s_back);
@@ -255,7 +269,7 @@ static void test_a_failed_rollouts_number_is_not_reused(void **state)
     (void)state;
     json_t *a = json_pack("{s:i}", "v", 1), *b = json_pack("{s:i}", "v", 2);
     int cores[] = {0};
-    drv_observed_t running = {true, a, 4, 6, cores, 1};
+    drv_observed_t running = {true, a, 4, 6, cores, 1, false};
     drv_plan_t plan = {0};
     drv_plan_make(b, cores, 1, &running, &plan);
     assert_int_equal(plan.target_generation, 6);
@@ -263,7 +277,7 @@ static void test_a_failed_rollouts_number_is_not_reused(void **state)
     drv_observed_t stopped = {.running = false, .generation = 4, .next_generation = 6};
     drv_plan_make(b, cores, 1, &stopped, &plan);
     assert_int_equal(plan.target_generation, 6);
-    drv_observed_t fresh = {true, a, 4, 0, cores, 1}; // nothing recorded: the next one
+    drv_observed_t fresh = {true, a, 4, 0, cores, 1, false}; // nothing recorded: the next one
     drv_plan_make(b, cores, 1, &fresh, &plan);
     assert_int_equal(plan.target_generation, 5);
     drv_plan_clear(&plan);
@@ -278,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_create_brings_up_every_core),
         cmocka_unit_test(test_identical_spec_is_noop_whatever_the_key_order),
         cmocka_unit_test(test_resize_touches_only_added_and_removed_cores),
+        cmocka_unit_test(test_renew_replaces_every_core_with_the_same_spec),
         cmocka_unit_test(test_replace_goes_core_by_core_added_first_removed_last),
         cmocka_unit_test(test_canary_switches_its_cores_then_holds),
         cmocka_unit_test(test_rollback_restores_the_old_generation_from_where_it_stopped),

@@ -5,6 +5,7 @@
 
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
+#include "drover/drv_version.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,9 @@ static void s_post(drv_export_t *self, batch_t *batch)
     curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)batch->size);
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)settings->timeout_ms);
-    curl_easy_setopt(easy, CURLOPT_USERAGENT, "drover/" DROVER_VERSION);
+    char agent[64];
+    snprintf(agent, sizeof agent, "drover/%s", drv_version());
+    curl_easy_setopt(easy, CURLOPT_USERAGENT, agent); // copied
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, s_on_response);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, batch);
     curl_easy_setopt(easy, CURLOPT_PRIVATE, batch);

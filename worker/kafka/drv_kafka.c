@@ -3,6 +3,7 @@
 
 #include "drover/drv_log.h"
 #include "drover/drv_secret.h"
+#include "drover/drv_version.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -89,7 +90,9 @@ rd_kafka_conf_t *drv_kafka_conf(const json_t *config, char *err, size_t errlen)
     }
     //  Log lines wait on the main queue and are written by the loop.
     rc = rc ? rc : drv_kafka_set(conf, "log.queue", "true", err, errlen);
-    rc = rc ? rc : drv_kafka_set(conf, "client.id", "drover/" DROVER_VERSION, err, errlen);
+    char client_id[64];
+    snprintf(client_id, sizeof client_id, "drover/%s", drv_version());
+    rc = rc ? rc : drv_kafka_set(conf, "client.id", client_id, err, errlen);
     if (rc == 0 && getenv("DROVER_KAFKA_DEBUG")) {
         rc = drv_kafka_set(conf, "debug", getenv("DROVER_KAFKA_DEBUG"), err, errlen);
     }

@@ -67,6 +67,8 @@ void drv_httpd_destroy(drv_httpd_t **self_p, int64_t flush_ms);
 
 //  The descriptor to poll for reading; -1 once drained with no connection left.
 int drv_httpd_fd(drv_httpd_t *self);
+//  Its listening socket (-1: none), for handing over across an upgrade in place.
+int drv_httpd_listen_fd(drv_httpd_t *self);
 //  Milliseconds until the server has something to do without input, or -1.
 int64_t drv_httpd_timeout_ms(drv_httpd_t *self);
 //  Does what is ready; the callbacks run here.

@@ -1,0 +1,252 @@
+/*  drv_handoff — see drv_handoff.h. The document:
+      {"format": 1, "version": "0.1.0", "upgrade": {by, from_version, to_version, started_at},
+       "state": <the state file's document (operations/drv_state.c)>,
+       "started_at": ms, "next_shutdown_id": n, "http_fd": fd | -1, "broker": {"pid": n},
+       "pipelines": [{"group", "pipeline", "created_at", "retired": [in, out, errors, replayed, dropped, corrupt],
+                      "listeners": [{"endpoint", "fd"}],
+                      "instances": [{"core", "generation", "pid", "started_at", "restarts"}]}]}
+    Only ready instances are handed over: an upgrade starts when no rollout
+    or shutdown is under way, so any other is a crashed one restarting,
+    which the new droverd's rollout replaces anyway (it is stopped first). */
+#include "drv_handoff.h"
+#include "drv_broker_link.h"
+#include "drv_lifecycle.h"
+#include "drv_registry.h"
+#include "drv_state.h"
+
+#include "drover/drv_file.h"
+#include "drover/drv_log.h"
+#include "drover/drv_time.h"
+#include "drover/drv_version.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MAX_KEPT_FDS 4096
+
+static json_t *s_pipeline(drv_engine_t *engine, drv_pipeline_t *p, int *fds, size_t *nfds)
+{
+    (void)engine;
+    json_t *listeners = json_array();
+    for (drv_listener_t *l = zlistx_first(p->listeners); l; l = zlistx_next(p->listeners)) {
+        json_array_append_new(listeners, json_pack("{s:s, s:i}", "endpoint", l->endpoint, "fd", l->fd));
+        if (*nfds < MAX_KEPT_FDS) {
+            fds[(*nfds)++] = l->fd;
+        }
+    }
+    json_t *instances = json_array();
+    for (drv_instance_t *inst = zlistx_first(p->instances); inst; inst = zlistx_next(p->instances)) {
+        if (inst->state == DRV_INST_READY && inst->pid > 0) {
+            json_array_append_new(instances,
+                                  json_pack("{s:i, s:I, s:i, s:I, s:i}", "core", inst->core, "generation",
+                                            (json_int_t)inst->generation, "pid", (int)inst->pid, "started_at",
+                                            (json_int_t)inst->started_at, "restarts", inst->restarts));
+        } else if (inst->pid > 0) {
+            kill(inst->pid, SIGTERM); // not ready: the new droverd's rollout starts its core afresh
+        }
+    }
+    return json_pack("{s:s, s:s, s:I, s:[I,I,I,I,I,I], s:o, s:o}", "group", p->group, "pipeline", p->name, "created_at",
+                     (json_int_t)p->created_at, "retired", (json_int_t)p->retired_in, (json_int_t)p->retired_out,
+                     (json_int_t)p->retired_errors, (json_int_t)p->retired_replayed, (json_int_t)p->retired_dropped,
+                     (json_int_t)p->retired_corrupt, "listeners", listeners, "instances", instances);
+}
+
+static void s_cloexec(const int *fds, size_t nfds, bool on)
+{
+    for (size_t i = 0; i < nfds; i++) {
+        fcntl(fds[i], F_SETFD, on ? FD_CLOEXEC : 0);
+    }
+}
+
+int drv_handoff_exec(drv_engine_t *engine, const json_t *record, char *why, size_t whylen)
+{
+    static int fds[MAX_KEPT_FDS];
+    size_t nfds = 0;
+    json_t *pipelines = json_array();
+    size_t count = 0;
+    drv_pipeline_t **all = drv_registry_pipelines(engine, &count);
+    for (size_t i = 0; i < count; i++) {
+        json_array_append_new(pipelines, s_pipeline(engine, all[i], fds, &nfds));
+    }
+    free(all);
+    if (engine->http_listen_fd >= 0) {
+        fds[nfds++] = engine->http_listen_fd;
+    }
+    json_t *doc =
+        json_pack("{s:i, s:s, s:O, s:o, s:I, s:I, s:i, s:{s:i}, s:o}", "format", DRV_HANDOFF_FORMAT, "version",
+                  drv_version(), "upgrade", record, "state", drv_state_doc(engine), "started_at",
+                  (json_int_t)engine->started_at, "next_shutdown_id", (json_int_t)engine->next_shutdown_id, "http_fd",
+                  engine->http_listen_fd, "broker", "pid", (int)engine->broker->pid, "pipelines", pipelines);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    int memfd = text ? memfd_create("drover-handoff", 0) : -1; // no MFD_CLOEXEC: the new image reads it
+    if (!text || memfd < 0 || drv_file_write_all(memfd, text, strlen(text)) != 0 || lseek(memfd, 0, SEEK_SET) != 0) {
+        snprintf(why, whylen, "cannot write the handoff: %s", text ? strerror(errno) : "out of memory");
+        free(text);
+        if (memfd >= 0) {
+            close(memfd);
+        }
+        return -1;
+    }
+    free(text);
+    char number[16];
+    snprintf(number, sizeof number, "%d", memfd);
+    setenv(DRV_HANDOFF_ENV, number, 1);
+    s_cloexec(fds, nfds, false);
+    execv(engine->exe_path, engine->argv);
+    int saved = errno;
+    s_cloexec(fds, nfds, true);
+    unsetenv(DRV_HANDOFF_ENV);
+    close(memfd);
+    snprintf(why, whylen, "%s", strerror(saved));
+    return -1;
+}
+
+json_t *drv_handoff_take(char *err, size_t errlen)
+{
+    err[0] = 0;
+    const char *number = getenv(DRV_HANDOFF_ENV);
+    if (!number) {
+        return NULL;
+    }
+    char *end = NULL;
+    long fd = strtol(number, &end, 10);
+    unsetenv(DRV_HANDOFF_ENV); // not for the children
+    if (!*number || *end || fd < 3 || fd > 1 << 20) {
+        snprintf(err, errlen, "%s=%s is not a descriptor", DRV_HANDOFF_ENV, number);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *doc = json_loadfd((int)fd, 0, &jerr);
+    close((int)fd);
+    if (!doc) {
+        snprintf(err, errlen, "the handoff cannot be read: %s", jerr.text);
+    }
+    return doc;
+}
+
+bool drv_handoff_understood(const json_t *doc, char *why, size_t whylen)
+{
+    json_int_t format = json_integer_value(json_object_get(doc, "format"));
+    if (format != DRV_HANDOFF_FORMAT || !json_is_object(json_object_get(doc, "state")) ||
+        !json_is_array(json_object_get(doc, "pipelines"))) {
+        snprintf(why, whylen, "handoff format %lld is not the one this droverd reads (%d)", (long long)format,
+                 DRV_HANDOFF_FORMAT);
+        return false;
+    }
+    return true;
+}
+
+//  An inherited descriptor, if it is open; close-on-exec again.
+static int s_inherited(const json_t *value)
+{
+    int fd = json_is_integer(value) ? (int)json_integer_value(value) : -1;
+    if (fd < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+        return -1;
+    }
+    return fd;
+}
+
+static void s_adopt_pipeline(drv_engine_t *engine, const json_t *restored, const json_t *handed)
+{
+    const char *group = json_string_value(json_object_get(handed, "group"));
+    const char *name = json_string_value(json_object_get(handed, "pipeline"));
+    json_t *entry = json_object_get(json_object_get(restored, group ?: ""), name ?: "");
+    if (!entry) {
+        return; // not in the state (never came up): nothing to adopt
+    }
+    drv_pipeline_t *p = drv_registry_add_pipeline(engine, group, name, json_object_get(entry, "spec"));
+    const char *source = json_string_value(json_object_get(entry, "source")) ?: "";
+    p->source = !strcmp(source, "opamp") ? DRV_SOURCE_OPAMP
+                : !strcmp(source, "api") ? DRV_SOURCE_API
+                                         : DRV_SOURCE_CONFIG;
+    p->generation = json_integer_value(json_object_get(entry, "generation"));
+    p->next_generation = json_integer_value(json_object_get(entry, "next_generation"));
+    p->running = json_is_true(json_object_get(entry, "running"));
+    p->shut_down = !p->running;
+    p->created_at = json_integer_value(json_object_get(handed, "created_at"));
+    json_t *past = json_object_get(entry, "rollouts");
+    p->past_rollouts = json_is_array(past) ? json_deep_copy(past) : NULL;
+    json_t *retired = json_object_get(handed, "retired");
+    int64_t *counts[] = {&p->retired_in,       &p->retired_out,     &p->retired_errors,
+                         &p->retired_replayed, &p->retired_dropped, &p->retired_corrupt};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        *counts[i] = json_integer_value(json_array_get(retired, i));
+    }
+    size_t i;
+    json_t *l;
+    json_array_foreach(json_object_get(handed, "listeners"), i, l)
+    {
+        int fd = s_inherited(json_object_get(l, "fd"));
+        const char *endpoint = json_string_value(json_object_get(l, "endpoint"));
+        if (fd < 0 || !endpoint) {
+            drv_warn("upgrade: pipeline=%s listening socket %s not handed over; the rollout binds it again", p->key,
+                     endpoint ? endpoint : "?");
+            continue;
+        }
+        drv_listener_t *listener = calloc(1, sizeof *listener);
+        snprintf(listener->endpoint, sizeof listener->endpoint, "%s", endpoint);
+        listener->fd = fd;
+        zlistx_add_end(p->listeners, listener);
+    }
+    json_t *inst;
+    json_array_foreach(json_object_get(handed, "instances"), i, inst)
+    {
+        pid_t pid = (pid_t)json_integer_value(json_object_get(inst, "pid"));
+        int core = (int)json_integer_value(json_object_get(inst, "core"));
+        int64_t generation = json_integer_value(json_object_get(inst, "generation"));
+        if (pid <= 0 || generation != p->generation || kill(pid, 0) != 0) {
+            continue; // gone while droverd was being executed: the rollout starts its core
+        }
+        drv_instance_t *adopted = drv_registry_add_instance(engine, p, core, generation, p->spec);
+        adopted->restarts = (int)json_integer_value(json_object_get(inst, "restarts"));
+        drv_lifecycle_adopt(engine, adopted, pid, json_integer_value(json_object_get(inst, "started_at")));
+    }
+}
+
+json_t *drv_handoff_adopt(drv_engine_t *engine)
+{
+    json_t *doc = engine->handoff;
+    engine->handoff = NULL;
+    if (!doc) {
+        return NULL;
+    }
+    char err[600];
+    json_t *config = NULL;
+    json_t *restored = drv_state_parse(engine, json_object_get(doc, "state"), "the handoff", &config, err, sizeof err);
+    if (!restored) {
+        drv_error("upgrade: %s", err); // checked before the execution: not expected
+        restored = json_object();
+    }
+    size_t i;
+    json_t *handed;
+    json_array_foreach(json_object_get(doc, "pipelines"), i, handed)
+    {
+        s_adopt_pipeline(engine, restored, handed);
+    }
+    json_decref(restored);
+    json_int_t started = json_integer_value(json_object_get(doc, "started_at"));
+    engine->started_at = started > 0 ? started : engine->started_at;
+    json_int_t shutdowns = json_integer_value(json_object_get(doc, "next_shutdown_id"));
+    engine->next_shutdown_id = shutdowns > engine->next_shutdown_id ? shutdowns : engine->next_shutdown_id;
+    pid_t broker = (pid_t)json_integer_value(json_object_get(json_object_get(doc, "broker"), "pid"));
+    drv_broker_adopt(engine, broker > 0 && kill(broker, 0) == 0 ? broker : 0);
+    json_t *record = json_is_object(json_object_get(doc, "upgrade")) ? json_deep_copy(json_object_get(doc, "upgrade"))
+                                                                     : json_object();
+    if (config) {
+        json_object_set_new(record, "config", config); // what the file declared when the state was applied
+    }
+    json_decref(doc);
+    return record;
+}
+
+int drv_handoff_http_fd(const json_t *doc)
+{
+    return s_inherited(json_object_get(doc, "http_fd"));
+}
