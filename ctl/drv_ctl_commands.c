@@ -6,7 +6,6 @@
 #include "drv_ctl_table.h"
 
 #include "drover/drv_yaml.h"
-#include "drover/drv_version.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -204,23 +203,6 @@ static int s_call_raw(drv_ctl_t *ctl, int argc, char **argv)
     return rc ? rc : drv_ctl_print_json(ctl, body);
 }
 
-static int s_version(drv_ctl_t *ctl, int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    json_t *body;
-    printf("droverctl %s\n", drv_version());
-    int rc = drv_ctl_call(ctl, "GET", "/api/v1/engine", NULL, NULL, &body);
-    if (rc) {
-        return rc;
-    }
-    printf("droverd   %s (pid %lld, started %s, config %s)\n", drv_ctl_str(body, "version"),
-           (long long)json_integer_value(json_object_get(body, "pid")), drv_ctl_str(body, "started_at"),
-           drv_ctl_str(body, "config"));
-    json_decref(body);
-    return DRV_CTL_OK;
-}
-
 const drv_ctl_command_t drv_ctl_commands[] = {
     {"status", "", "every pipeline: phase, generation, ready cores, counters (-w: every 2 s)", drv_ctl_status, "", 0},
     {"get", "groups | pipelines [GROUP] | [pipeline] GROUP/PIPELINE",
@@ -253,7 +235,9 @@ const drv_ctl_command_t drv_ctl_commands[] = {
      "print a sample of the records leaving a node (default: the receivers), one JSON line each", drv_ctl_tap,
      "--node= --limit= --for=", 1},
     {"call", "METHOD PATH [JSON-BODY]", "any admin route, raw", s_call_raw, "", 3},
-    {"version", "", "client and engine versions", s_version, "", 0},
+    {"version", "", "client, engine and each process's version", drv_ctl_version, "", 0},
+    {"upgrade", "[--no-wait]", "replace droverd and every process with the binaries on disk, while serving",
+     drv_ctl_upgrade, "--no-wait", 0},
     {"opamp", "", "the OpAMP agent: server, connection, the last remote config and what became of it", drv_ctl_opamp,
      "", 0},
     {"completion", "bash", "print the bash completion script: source <(droverctl completion bash)", drv_ctl_completion,

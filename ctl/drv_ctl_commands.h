@@ -65,6 +65,9 @@ extern const drv_ctl_spec_key_t drv_ctl_spec_keys[];
 //  Following the event stream (drv_ctl_events.c).
 int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv);
+//  Upgrading droverd in place, and the versions (drv_ctl_upgrade.c).
+int drv_ctl_upgrade(drv_ctl_t *ctl, int argc, char **argv);
+int drv_ctl_version(drv_ctl_t *ctl, int argc, char **argv);
 //  The OpAMP agent (drv_ctl_opamp.c).
 int drv_ctl_opamp(drv_ctl_t *ctl, int argc, char **argv);
 //  The mutating commands: apply, diff, shutdown and delete (drv_ctl_apply.c),

@@ -26,7 +26,7 @@ METHODS = {"logs": "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
            "metrics": "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"}
 
 try:
-    import grpc  # noqa: F401
+    import grpc
     import google.protobuf  # noqa: F401
     WHY_NOT = None
 except ImportError as e:  # scripts/install-deps.sh installs python3-grpcio and python3-protobuf
@@ -70,6 +70,25 @@ def export(channel, signal, request, timeout=10, **kw):
     call = channel.unary_unary(METHODS[signal], request_serializer=lambda m: m.SerializeToString(),
                                response_deserializer=response_class(signal).FromString)
     return call(request, timeout=timeout, **kw)
+
+
+def logs_client(target, prefix="c", options=None):
+    """A client for harness.changes_under_load: one channel to target (kept
+    alive until a GOAWAY), Export calls of 5 log records whose bodies are
+    "{prefix}{cid}s{seq}-{i}", each acknowledged one reported by body."""
+    def client(cid, stop, sent, failed):
+        channel = grpc.insecure_channel(target, options=options or [])
+        seq = 0
+        while not stop.is_set():
+            try:
+                export(channel, "logs", log_request(f"{prefix}{cid}s{seq}", 5))
+            except grpc.RpcError as e:
+                failed((e.code().name, e.details()))
+                continue
+            sent([f"{prefix}{cid}s{seq}-{i}" for i in range(5)])
+            seq += 1
+        channel.close()
+    return client
 
 
 def retry_delay_ms(error):

@@ -262,21 +262,10 @@ class OtlpGrpc(OtlpGrpcBase):
                             "config": {"path": f"{self.out}/grpc-{{core}}-{{generation}}.ndjson"}}}
         self.put(nodes("v1"), cores=2)
 
-        def client(cid, stop, sent, failed):
-            # One connection, kept alive until a GOAWAY, with keepalive PINGs every 200 ms (answered).
-            channel = grpc.insecure_channel(self.target, options=[
-                ("grpc.keepalive_time_ms", 200), ("grpc.keepalive_timeout_ms", 2000),
-                ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_pings_without_data", 0)])
-            seq = 0
-            while not stop.is_set():
-                try:
-                    grpc_otlp.export(channel, "logs", grpc_otlp.log_request(f"c{cid}s{seq}", 5))
-                except grpc.RpcError as e:
-                    failed((e.code().name, e.details()))
-                    continue
-                sent([f"c{cid}s{seq}-{i}" for i in range(5)])
-                seq += 1
-            channel.close()
+        # One connection each, kept alive until a GOAWAY, with keepalive PINGs every 200 ms (answered).
+        client = grpc_otlp.logs_client(self.target, options=[
+            ("grpc.keepalive_time_ms", 200), ("grpc.keepalive_timeout_ms", 2000),
+            ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_pings_without_data", 0)])
 
         def change(n):
             body = self.put(nodes(f"v{min(n, 2) + 2}"), cores=2 if n < 3 else 1, timeout=60)

@@ -6,15 +6,21 @@ then `droverctl upgrade`, the route or SIGUSR2 replace every process while
 clients send."""
 import glob
 import http.client
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
+import time
 import unittest
 
 from harness import (BIN, Admin, EngineTest, changes_under_load, children_of, cmdline, engine_yaml, every_one_once,
                      free_port, ndjson_keepalive_client, proc_status, read_ndjson, wait_until)
+import grpc_otlp
+from grpc_otlp import WHY_NOT
 
 NEXT = os.path.join(os.path.dirname(os.path.abspath(BIN)), "tests", "next")
 PROGRAMS = ("droverd", "drover-worker", "drover-broker")
@@ -35,7 +41,9 @@ def exe_of(pid):
     return os.readlink(f"/proc/{pid}/exe")
 
 
-class Upgrade(EngineTest):
+class UpgradeBase(EngineTest):
+    """An engine started from an install directory, the next version at hand."""
+
     def setUp(self):
         self.install_dir = tempfile.mkdtemp(prefix="drv-install-")
         self.addCleanup(shutil.rmtree, self.install_dir, ignore_errors=True)
@@ -81,6 +89,19 @@ class Upgrade(EngineTest):
     def processes(self):
         return self.admin.http("GET", "/api/v1/engine")[1]["processes"]
 
+    def ctl(self, *args):
+        env = dict(os.environ, DROVER_ADMIN=f"http://127.0.0.1:{self.http_port}")
+        return subprocess.run([f"{BIN}/droverctl", *args], capture_output=True, text=True, timeout=120, env=env)
+
+    def send_one(self, n):
+        status = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        status.request("POST", "/ingest", body=f'{{"one": {n}}}\n', headers={"Content-Type": "application/x-ndjson"})
+        code = status.getresponse().status
+        status.close()
+        return code
+
+
+class Upgrade(UpgradeBase):
     def test_an_upgrade_under_http_load_keeps_the_pid_and_loses_nothing(self):
         self.put(self.spec())
         pid = self.engine.pid
@@ -109,6 +130,141 @@ class Upgrade(EngineTest):
                              f"{cmdline(host_pid)} runs the file now installed, not a deleted one")
         print(f"upgrade under http load: {len(want)} records in keep-alive requests, pid {pid} kept, "
               f"no request failed, none lost", flush=True)
+
+
+    def test_droverctl_upgrade_follows_it_and_version_shows_every_process(self):
+        self.put(self.spec(cores=1))
+        install(NEXT, self.install_dir)
+        done = self.ctl("upgrade")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn(f"upgraded: droverd {VERSION} -> {VERSION}+next", done.stdout)
+        self.assertRegex(done.stdout, r"default/web  rollout-\d+  succeeded")
+        version = self.ctl("version")
+        self.assertEqual(version.returncode, 0, version.stderr)
+        self.assertIn(f"droverd   {VERSION}+next (pid 1,", version.stdout)
+        self.assertRegex(version.stdout, rf"instance +default/web@2#0 +pid \d+ +{VERSION}\+next")
+        self.assertRegex(version.stdout, rf"broker +- +pid \d+ +{VERSION}\+next")
+        self.assertEqual(self.send_one(1), 200)
+
+    def test_sigusr2_upgrades_and_the_event_says_from_and_to(self):
+        self.put(self.spec(cores=1))
+        install(NEXT, self.install_dir)
+        self.engine.signal(signal.SIGUSR2)
+        done = self.wait_upgraded()
+        self.assertEqual((done["state"], done["by"]), ("succeeded", "SIGUSR2"), done)
+        events = self.ctl("events", "--count", "1", "--for", "10", "-o", "json", "engine.upgraded")
+        self.assertEqual(events.returncode, 0, events.stderr)
+        event = json.loads(events.stdout.splitlines()[0])
+        self.assertEqual((event["topic"], event["from_version"], event["to_version"]),
+                         ("engine.upgraded", VERSION, VERSION + "+next"), event)
+        self.engine.wait_log(r"upgrade: took over pid=1 ")
+
+    def test_a_binary_that_cannot_take_over_is_refused_and_the_engine_serves_on(self):
+        self.put(self.spec(cores=1))
+        pid = self.engine.pid
+        before = {p["pid"] for p in self.processes()}
+        gate = os.path.join(self.install_dir, "go")
+        broken = os.path.join(self.install_dir, ".droverd.new")
+        with open(broken, "w") as f:  # says something unexpected once the test lets it, and fails
+            f.write(f"#!/bin/sh\nwhile [ ! -e {gate} ]; do sleep 0.02; done\necho 'libfoo.so.1: cannot open'\nexit 127\n")
+        os.chmod(broken, 0o755)
+        os.rename(broken, os.path.join(self.install_dir, "droverd"))
+        status, body, _ = self.admin.http("POST", "/api/v1/engine/upgrade", body={})
+        self.assertEqual((status, body["state"]), (202, "checking"), body)
+        # One at a time: a second upgrade is refused while the first is checked.
+        status, body, _ = self.admin.http("POST", "/api/v1/engine/upgrade", body={})
+        self.assertEqual(status, 409, body)
+        self.assertIn("an upgrade is already in progress", body["error"]["message"])
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/web", body=self.spec(cores=2))
+        self.assertEqual(status, 409, body)
+        self.assertIn("an upgrade of droverd is in progress", body["error"]["message"])
+        open(gate, "w").close()
+        done = self.wait_upgraded()
+        self.assertEqual(done["state"], "failed", done)
+        self.assertIn("refused to take over (exit 127): libfoo.so.1: cannot open", done["error"])
+        # Untouched: the same processes, the old version, still serving.
+        self.assertEqual(self.engine.pid, pid)
+        self.assertEqual({p["pid"] for p in self.processes()}, before)
+        self.assertEqual(self.admin.http("GET", "/api/v1/engine")[1]["version"], VERSION)
+        self.assertEqual(self.send_one(2), 200)
+        # A half-installed upgrade (droverd new, the worker old) is refused too, naming the binary.
+        install(NEXT, self.install_dir)
+        shutil.copy2(os.path.join(BIN, "drover-worker"), os.path.join(self.install_dir, "drover-worker"))
+        status, body, _ = self.admin.http("POST", "/api/v1/engine/upgrade", body={})
+        self.assertEqual(status, 202, body)
+        done = self.wait_upgraded()
+        self.assertEqual(done["state"], "failed", done)
+        self.assertIn(f'drover-worker says "drover-worker {VERSION}", expected "drover-worker {VERSION}+next"',
+                      done["error"])
+        self.assertEqual({p["pid"] for p in self.processes()}, before)
+        self.assertEqual(self.send_one(3), 200)
+
+
+@unittest.skipIf(WHY_NOT, WHY_NOT)
+class UpgradeUnderLoad(UpgradeBase):
+    """HTTP on new and kept-alive connections, OTLP/gRPC, syslog over UDP at
+    a steady rate, into a disk buffer, while droverd upgrades."""
+
+    def test_every_kind_of_client_sees_no_failure_and_loses_nothing(self):
+        self.grpc_port, self.udp_port = free_port(), free_port()
+        spec = {"pipeline": {"cores": {"count": 2}, "nodes": {
+            "web": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{self.port}", "path": "/ingest"},
+                    "to": ["out"]},
+            "otlp": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{free_port()}",
+                                                         "grpc_endpoint": f"127.0.0.1:{self.grpc_port}"},
+                     "to": ["out"]},
+            "sys": {"type": "receiver:syslog", "config": {"endpoint": f"udp://127.0.0.1:{self.udp_port}"},
+                    "to": ["out"]},
+            "out": {"type": "exporter:file", "config": {"path": f"{self.out}/up-{{core}}-{{generation}}.ndjson"}}},
+            "policies": {"buffer": {"type": "disk", "sync": "batch", "sync_interval_ms": 20}}}}
+        self.put(spec)
+        http_client = ndjson_keepalive_client(self.port)
+        grpc_client = grpc_otlp.logs_client(f"127.0.0.1:{self.grpc_port}", prefix="g")
+
+        def client(cid, stop, sent, failed):
+            if cid < 2:  # HTTP: acknowledged records as "h{c}-{s}"
+                http_client(cid, stop, lambda items: sent([f"h{c}-{s}" for c, s in items]), failed)
+                return
+            grpc_client(cid, stop, sent, failed)
+
+        datagrams, udp_stop = [0], threading.Event()
+
+        def udp():
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                while not udp_stop.is_set():
+                    s.sendto(f"<13>1 - h load - - - seq={datagrams[0]}".encode(), ("127.0.0.1", self.udp_port))
+                    datagrams[0] += 1
+                    if datagrams[0] % 20 == 0:
+                        time.sleep(0.005)  # a steady producer, not a flood: loopback UDP drops floods
+        sender = threading.Thread(target=udp)
+        sender.start()
+
+        def change(n):
+            install(NEXT, self.install_dir)
+            status, body, _ = self.admin.http("POST", "/api/v1/engine/upgrade", body={})
+            self.assertEqual(status, 202, body)
+            self.assertEqual(self.wait_upgraded()["state"], "succeeded")
+        try:
+            want = changes_under_load(self, client, change, changes=1)
+        finally:
+            udp_stop.set()
+            sender.join()
+
+        def got():
+            keys = []
+            for r in self.records():
+                if "c" in r:
+                    keys.append(f"h{r['c']}-{r['s']}")
+                elif str(r.get("body", "")).startswith("g"):
+                    keys.append(r["body"])
+            return keys
+        every_one_once(self, want, got, "records")
+        seqs = wait_until(lambda: (lambda r: r if len(r) >= datagrams[0] else None)(
+            [int(r["message"].split("=")[1]) for r in self.records() if "message" in r]), 20, "every datagram")
+        self.assertEqual(sorted(seqs), list(range(datagrams[0])), "every datagram once")
+        self.assertEqual({p["version"] for p in self.processes()}, {VERSION + "+next"})
+        print(f"upgrade under load: {len(want)} acknowledged records (HTTP keep-alive, OTLP/gRPC) and "
+              f"{datagrams[0]} datagrams, disk buffer: no request failed, none lost", flush=True)
 
 
 if __name__ == "__main__":
