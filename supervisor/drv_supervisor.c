@@ -236,6 +236,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     engine.instance_listener = drv_operations_on_instance;
     engine.timers = drv_timers_new();
     drv_sse_init(&engine);
+    drv_sse_continue_at(&engine, json_integer_value(json_object_get(handoff, "next_event_id")));
     drv_taps_init(&engine);
     drv_registry_group(&engine, "default", true); // the default group always exists
     int rc = DRV_EXIT_OK;

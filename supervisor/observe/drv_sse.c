@@ -203,6 +203,18 @@ void drv_sse_init(drv_engine_t *engine)
     engine->event_listener = s_on_event;
 }
 
+int64_t drv_sse_next_id(drv_engine_t *engine)
+{
+    return engine->sse ? engine->sse->next_id : 0;
+}
+
+void drv_sse_continue_at(drv_engine_t *engine, int64_t id)
+{
+    if (engine->sse && id > engine->sse->next_id) {
+        engine->sse->next_id = id;
+    }
+}
+
 void drv_sse_add(drv_engine_t *engine, drv_stream_t *stream, const char *topics, int64_t last_event_id)
 {
     client_t *client = calloc(1, sizeof *client);

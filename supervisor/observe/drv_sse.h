@@ -20,6 +20,10 @@
 #include "drv_stream.h"
 
 void drv_sse_init(drv_engine_t *engine);
+//  The id the next event gets; across an upgrade in place the new droverd
+//  goes on from it, so a client's Last-Event-ID keeps its meaning.
+int64_t drv_sse_next_id(drv_engine_t *engine);
+void drv_sse_continue_at(drv_engine_t *engine, int64_t id);
 //  A new client: topics is a comma-separated list of prefixes ("" or NULL:
 //  every topic but the `status` snapshots); last_event_id: what it saw last
 //  (-1: new; it gets every kept event). Takes a reference to stream.

@@ -1,7 +1,7 @@
 /*  drv_handoff — see drv_handoff.h. The document:
       {"format": 1, "version": "0.1.0", "upgrade": {by, from_version, to_version, started_at},
        "state": <the state file's document (operations/drv_state.c)>,
-       "started_at": ms, "next_shutdown_id": n, "http_fd": fd | -1, "broker": {"pid": n},
+       "started_at": ms, "next_shutdown_id": n, "next_event_id": n, "http_fd": fd | -1, "broker": {"pid": n},
        "pipelines": [{"group", "pipeline", "created_at", "retired": [in, out, errors, replayed, dropped, corrupt],
                       "listeners": [{"endpoint", "fd"}],
                       "instances": [{"core", "generation", "pid", "started_at", "restarts"}]}]}
@@ -12,6 +12,7 @@
 #include "drv_broker_link.h"
 #include "drv_lifecycle.h"
 #include "drv_registry.h"
+#include "drv_sse.h"
 #include "drv_state.h"
 
 #include "drover/drv_file.h"
@@ -78,11 +79,11 @@ int drv_handoff_exec(drv_engine_t *engine, const json_t *record, char *why, size
     if (engine->http_listen_fd >= 0) {
         fds[nfds++] = engine->http_listen_fd;
     }
-    json_t *doc =
-        json_pack("{s:i, s:s, s:O, s:o, s:I, s:I, s:i, s:{s:i}, s:o}", "format", DRV_HANDOFF_FORMAT, "version",
-                  drv_version(), "upgrade", record, "state", drv_state_doc(engine), "started_at",
-                  (json_int_t)engine->started_at, "next_shutdown_id", (json_int_t)engine->next_shutdown_id, "http_fd",
-                  engine->http_listen_fd, "broker", "pid", (int)engine->broker->pid, "pipelines", pipelines);
+    json_t *doc = json_pack("{s:i, s:s, s:O, s:o, s:I, s:I, s:I, s:i, s:{s:i}, s:o}", "format", DRV_HANDOFF_FORMAT,
+                            "version", drv_version(), "upgrade", record, "state", drv_state_doc(engine), "started_at",
+                            (json_int_t)engine->started_at, "next_shutdown_id", (json_int_t)engine->next_shutdown_id,
+                            "next_event_id", (json_int_t)drv_sse_next_id(engine), "http_fd", engine->http_listen_fd,
+                            "broker", "pid", (int)engine->broker->pid, "pipelines", pipelines);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
     int memfd = text ? memfd_create("drover-handoff", 0) : -1; // no MFD_CLOEXEC: the new image reads it

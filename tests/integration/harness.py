@@ -325,11 +325,13 @@ class Engine:
 
 
 def read_ndjson(path):
+    """The complete lines of an NDJSON file: one being written may end in
+    part of a line, which is left for the next read."""
     import json
     if not os.path.exists(path):
         return []
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return [json.loads(line) for line in f if line.strip() and line.endswith("\n")]
 
 
 class Admin:

@@ -146,8 +146,14 @@ class Upgrade(UpgradeBase):
         self.assertRegex(version.stdout, rf"broker +- +pid \d+ +{VERSION}\+next")
         self.assertEqual(self.send_one(1), 200)
 
+    def kept_events(self):
+        status, body = self.admin.zmq("GET", "/api/v1/events")[:2]
+        self.assertEqual(status, 200, body)
+        return body["events"]
+
     def test_sigusr2_upgrades_and_the_event_says_from_and_to(self):
         self.put(self.spec(cores=1))
+        last_id = max(e["id"] for e in self.kept_events())
         install(NEXT, self.install_dir)
         self.engine.signal(signal.SIGUSR2)
         done = self.wait_upgraded()
@@ -158,6 +164,10 @@ class Upgrade(UpgradeBase):
         self.assertEqual((event["topic"], event["from_version"], event["to_version"]),
                          ("engine.upgraded", VERSION, VERSION + "+next"), event)
         self.engine.wait_log(r"upgrade: took over pid=1 ")
+        # Event ids go on from where the droverd before stopped: a client's Last-Event-ID keeps its meaning.
+        upgraded = [e for e in self.kept_events() if e["topic"] == "engine.upgraded"]
+        self.assertEqual(len(upgraded), 1)
+        self.assertGreater(upgraded[0]["id"], last_id)
 
     def test_a_binary_that_cannot_take_over_is_refused_and_the_engine_serves_on(self):
         self.put(self.spec(cores=1))
