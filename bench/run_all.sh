@@ -98,6 +98,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then echo "(bench_smoke_kafka runs it beside)"; else $PY bench/kafka.py; fi
     echo
+    echo "## B27 upgrading drover in place under load, against a restart"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/upgrade.py 100 20 --smoke; else $PY bench/upgrade.py 1000 200; fi
+    echo
     echo "## B8 scale (many pipelines, many replaces)"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scale.py 5 2 1; else $PY bench/scale.py 200 40 60; fi

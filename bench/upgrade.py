@@ -15,7 +15,8 @@ Reports, for each: the longest gap between two answered requests (any
 connection), failed requests (refused, reset, non-2xx), records answered
 200 but never exported (lost) or exported twice, and how long it took.
 
-Usage: bench/upgrade.py [RATE] [RECORDS]   (default 1000 requests/s of 200 records: 200,000 records/s)"""
+Usage: bench/upgrade.py [RATE] [RECORDS] [--smoke]
+       (default 1000 requests/s of 200 records: 200,000 records/s; --smoke: 3 s of load instead of 8)"""
 
 import glob
 import os
@@ -40,7 +41,7 @@ def install(source_dir, install_dir):
         os.rename(beside, os.path.join(install_dir, program))
 
 
-def run(kind, rate, records):
+def run(kind, rate, records, seconds):
     install_dir = tempfile.mkdtemp(prefix="drv-b27-")
     install(BIN, install_dir)
     droverd = os.path.join(install_dir, "droverd")
@@ -57,10 +58,9 @@ def run(kind, rate, records):
         admin = Admin(engine, http)
         wait_until(lambda: admin.http("GET", "/readyz", timeout=2)[0] == 200, 30, "the pipeline ready")
         log = os.path.join(engine.dir, "requests.log")
-        seconds = 8.0
         load = subprocess.Popen([BENCH, "otlp-post", f"http://127.0.0.1:{port}/v1/logs", str(seconds), "8",
                                  str(rate), str(records), log], stdout=subprocess.PIPE, text=True)
-        time.sleep(2.0)  # load before the change (a measurement window, not synchronisation)
+        time.sleep(min(2.0, seconds / 3))  # load before the change (a measurement window, not synchronisation)
         began = time.monotonic()
         if kind == "upgrade":
             install(NEXT, install_dir)
@@ -117,8 +117,9 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     rate = float(args[0]) if args else 1000.0
     records = int(args[1]) if len(args) > 1 else 200
-    upgrade = run("upgrade", rate, records)
-    restart = run("restart", rate, records)
+    seconds = 3.0 if "--smoke" in sys.argv else 8.0
+    upgrade = run("upgrade", rate, records, seconds)
+    restart = run("restart", rate, records, seconds)
     print("| figure | upgrade in place | restart | goal |")
     print("| --- | --- | --- | --- |")
     print(f"| B27 load | {rate:.0f} requests/s of {records} records ({rate * records:,.0f} records/s), "

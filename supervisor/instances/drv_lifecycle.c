@@ -133,19 +133,20 @@ static void s_send_spec(drv_engine_t *engine, drv_instance_t *inst)
     drv_msg_clear(&msg);
 }
 
-void drv_lifecycle_tell_taps(drv_engine_t *engine, drv_instance_t *inst)
+bool drv_lifecycle_tell_taps(drv_engine_t *engine, drv_instance_t *inst)
 {
     if (inst->state != DRV_INST_READY && inst->state != DRV_INST_DRAINING) {
-        return; // told when it becomes ready (before, it waits for its spec alone)
+        return false; // told when it becomes ready (before, it waits for its spec alone)
     }
     drv_msg_t msg;
     drv_msg_init(&msg, DRV_MSG_TAP);
     json_t *none = json_array();
     drv_msg_set_json(&msg, DRV_F_NODES, inst->pipeline->tap_nodes ? inst->pipeline->tap_nodes : none);
     drv_msg_set_int(&msg, DRV_F_N, DRV_TAP_SAMPLES_PER_SEC);
-    drv_msg_send(engine->control, inst->id, &msg, true);
+    bool sent = drv_msg_send(engine->control, inst->id, &msg, true) == 0; // ROUTER_MANDATORY: connected
     drv_msg_clear(&msg);
     json_decref(none);
+    return sent;
 }
 
 //  A disk buffer's news, from a heartbeat against the one before: damage

@@ -13,8 +13,9 @@ void drv_lifecycle_adopt(drv_engine_t *engine, drv_instance_t *inst, pid_t pid, 
 void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *msg);
 //  Tells a running instance which nodes its pipeline's taps sample
 //  (pipeline->tap_nodes; none: stop). Instances are also told when they
-//  become ready.
-void drv_lifecycle_tell_taps(drv_engine_t *engine, drv_instance_t *inst);
+//  become ready. Returns whether it could be sent: false while the
+//  instance's control connection is not there (an upgrade asks so).
+bool drv_lifecycle_tell_taps(drv_engine_t *engine, drv_instance_t *inst);
 void drv_lifecycle_on_exit(drv_engine_t *engine, drv_instance_t *inst, int status);
 //  Drain, then SIGTERM at the drain deadline, then SIGKILL.
 void drv_lifecycle_retire(drv_engine_t *engine, drv_instance_t *inst, int64_t drain_timeout_ms);

@@ -10,6 +10,7 @@
     crash or silence leaves the running droverd as it was. */
 #include "drv_upgrade.h"
 #include "drv_handoff.h"
+#include "drv_lifecycle.h"
 #include "drv_events.h"
 #include "drv_notify.h"
 #include "drv_operations.h"
@@ -384,7 +385,8 @@ static void s_follow(drv_engine_t *engine)
     }
 }
 
-//  Whether every adopted instance has spoken since the execution.
+//  Whether every adopted instance's control connection is back: it spoke,
+//  or a message to it could be sent (its taps, which it keeps as they are).
 static bool s_all_heard(drv_engine_t *engine)
 {
     size_t count = 0;
@@ -393,6 +395,7 @@ static bool s_all_heard(drv_engine_t *engine)
     for (size_t i = 0; i < count && heard; i++) {
         zlistx_t *list = pipelines[i]->instances;
         for (drv_instance_t *inst = zlistx_first(list); inst && heard; inst = zlistx_next(list)) {
+            inst->heard = inst->heard || (inst->adopted && inst->pid > 0 && drv_lifecycle_tell_taps(engine, inst));
             heard = !inst->adopted || inst->heard || inst->pid <= 0;
         }
     }
