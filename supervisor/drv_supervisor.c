@@ -46,6 +46,7 @@
 #include "drover/drv_time.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -306,8 +307,14 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     drv_config_watch_t *watch = config->watch_config ? drv_config_watch_new(&engine) : NULL;
     drv_events_publish(&engine, "config.loaded", NULL, NULL, json_pack("{s:s}", "path", config->path));
 
+    bool was_busy = false;
     while (!engine.done) {
         s_drain_control(&engine);
+        bool busy = engine.busy && zlistx_size(engine.busy) > 0;
+        if (was_busy && !busy) {
+            malloc_trim(0); // a burst of rollouts is over: what it freed goes back to the system (B8)
+        }
+        was_busy = busy;
         int64_t wait = s_min_wait(drv_lifecycle_tick(&engine), drv_broker_tick(&engine));
         wait = s_min_wait(wait, drv_operations_tick(&engine));
         wait = s_min_wait(wait, drv_admin_waiters_tick(&engine));

@@ -290,7 +290,7 @@ void drv_admin_rollout_get(drv_engine_t *engine, drv_pipeline_t *pipeline, const
         return;
     }
     response->status = 200;
-    response->json = rollout ? drv_rollout_json(rollout) : json_incref(past);
+    response->json = rollout ? drv_rollout_json(rollout) : past;
 }
 
 void drv_admin_rollout_control(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *id, drv_control_t what,
@@ -363,11 +363,13 @@ bool drv_admin_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *requ
     json_t *target = pipeline->previous_spec;
     if (to) {
         drv_rollout_t *rollout = drv_rollout_find(pipeline, to);
-        if (!rollout && !drv_rollout_find_past(pipeline, to)) {
+        json_t *past = rollout ? NULL : drv_rollout_find_past(pipeline, to);
+        json_decref(past);
+        if (!rollout && !past) {
             drv_admin_error(response, 404, "rollout_not_found", "no rollout \"%s\" on %s", to, pipeline->key);
             return false;
         }
-        target = rollout ? drv_rollout_spec_kept(rollout) : NULL; // a past run's keeps no spec
+        target = rollout ? drv_rollout_spec_kept(rollout) : NULL; // a summary keeps no spec
         if (!target) {
             drv_admin_error(response, 409, "conflict",
                             "%s's spec is not kept: only the newest %d rollouts that succeeded keep theirs", to,

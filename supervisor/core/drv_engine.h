@@ -96,8 +96,9 @@ struct drv_pipeline_t {
     char *spec_hash;
     int64_t generation;       // the active generation (0 before the first create succeeds)
     int64_t next_generation;  // past every generation a rollout ever targeted (a failed one's too): never reused
-    json_t *past_rollouts;    // RolloutStatus of rollouts before droverd's last start (state file), oldest
-                              // first; with rollouts, at most DRV_ROLLOUT_HISTORY together (or NULL)
+    json_t *past_rollouts;    // summaries (compact RolloutStatus text, JSON strings) of rollouts before
+                              // droverd's last start (state file) and of this run's older ones; with
+                              // rollouts, at most DRV_ROLLOUT_HISTORY together (or NULL)
     bool running;             // a generation serves; false before create and after shutdown
     int cores[DRV_MAX_CORES]; // the cores it should run on
     int core_count;

@@ -127,8 +127,7 @@ static void s_restore(drv_engine_t *engine, const json_t *config, const char *gr
     //  Its history goes on where it was (GET .../rollouts lists it after this run's).
     json_t *past = json_object_get(entry, "rollouts");
     if (p && json_is_array(past)) {
-        json_decref(p->past_rollouts);
-        p->past_rollouts = json_deep_copy(past);
+        drv_rollout_set_past(p, past);
     }
 }
 

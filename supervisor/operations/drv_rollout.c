@@ -197,52 +197,6 @@ bool drv_rollout_finished(const drv_rollout_t *rollout)
            rollout->state == DRV_RO_ROLLBACK_FAILED;
 }
 
-json_t *drv_rollout_history(const drv_pipeline_t *pipeline)
-{
-    json_t *list = json_array();
-    for (drv_rollout_t *r = zlistx_last(pipeline->rollouts); r; r = zlistx_prev(pipeline->rollouts)) {
-        json_array_append_new(list, drv_rollout_json(r));
-    }
-    size_t past = json_array_size(pipeline->past_rollouts);
-    for (size_t i = past; i-- > 0 && json_array_size(list) < DRV_ROLLOUT_HISTORY;) {
-        json_array_append(list, json_array_get(pipeline->past_rollouts, i));
-    }
-    return list;
-}
-
-json_t *drv_rollout_find_past(const drv_pipeline_t *pipeline, const char *id)
-{
-    size_t i;
-    json_t *r;
-    json_array_foreach(pipeline->past_rollouts, i, r)
-    {
-        if (!strcmp(json_string_value(json_object_get(r, "rollout_id")) ?: "", id)) {
-            return r;
-        }
-    }
-    return NULL;
-}
-
-json_t *drv_rollout_history_saved(const drv_pipeline_t *pipeline)
-{
-    json_t *all = drv_rollout_history(pipeline), *kept = json_array();
-    for (size_t i = json_array_size(all); i-- > 0;) { // oldest first
-        json_t *r = json_array_get(all, i);
-        const char *state = json_string_value(json_object_get(r, "state")) ?: "";
-        if (strcmp(state, "succeeded") && strcmp(state, "failed") && strcmp(state, "rollback_failed")) {
-            continue; // under way: a restart says what became of it (rollout.interrupted)
-        }
-        json_t *compact = json_deep_copy(r);
-        json_object_del(compact, "plan");
-        json_object_del(compact, "rollback_plan");
-        json_object_del(compact, "cores");
-        json_object_del(compact, "history");
-        json_array_append_new(kept, compact);
-    }
-    json_decref(all);
-    return kept;
-}
-
 bool drv_rollout_aborted(const drv_rollout_t *rollout)
 {
     return rollout->abort_requested;

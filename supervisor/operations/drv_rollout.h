@@ -12,6 +12,9 @@
 #define DRV_ROLLOUT_HISTORY 32         // rollouts kept per pipeline (docs/operations.md, RolloutStatus)
 #define DRV_ROLLOUT_HISTORY_ENTRIES 64 // entries of one rollout's history kept (the newest)
 #define DRV_ROLLOUT_SPECS_KEPT 8       // succeeded rollouts per pipeline whose spec a rollback may go back to
+#define DRV_ROLLOUTS_DETAILED                                                                                          \
+    8 // rollouts per pipeline kept whole (plan, cores, history); older
+      // finished ones are kept as a summary (drv_rollout_compact_history)
 
 typedef enum {
     DRV_RO_PENDING = 0,
@@ -75,12 +78,20 @@ drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id);
 //  The spec a succeeded rollout rolled out, while it is kept (the newest
 //  DRV_ROLLOUT_SPECS_KEPT succeeded ones), else NULL. Borrowed.
 json_t *drv_rollout_spec_kept(const drv_rollout_t *rollout);
-//  The pipeline's rollouts, newest first: those of this run, then those of
-//  runs before it that the state file kept (past_rollouts), at most
-//  DRV_ROLLOUT_HISTORY. New reference.
+//  The pipeline's rollouts, newest first (by number): this run's, whole or
+//  as summaries, and those of runs before it that the state file kept
+//  (past_rollouts), at most DRV_ROLLOUT_HISTORY. New reference.
 json_t *drv_rollout_history(const drv_pipeline_t *pipeline);
-//  A past run's rollout by id (borrowed), or NULL.
+//  A past run's rollout by id, or one of this run's kept as a summary: its
+//  RolloutStatus without plan, cores and history (new reference), or NULL.
 json_t *drv_rollout_find_past(const drv_pipeline_t *pipeline, const char *id);
+//  The pipeline's past rollouts are statuses (a state file's, a handoff's;
+//  kept as compact summaries, at most DRV_ROLLOUT_HISTORY with this run's).
+void drv_rollout_set_past(drv_pipeline_t *pipeline, const json_t *statuses);
+//  Keeps whole only the newest DRV_ROLLOUTS_DETAILED rollouts (and those
+//  under way or keeping a spec for rollback ?to=); the others become
+//  summaries: the history of a pipeline replaced every minute stays small.
+void drv_rollout_compact_history(drv_pipeline_t *pipeline);
 //  What the state file keeps of the finished rollouts (oldest first, at
 //  most DRV_ROLLOUT_HISTORY): their RolloutStatus without plan, cores
 //  and history. New reference.

@@ -327,14 +327,8 @@ void drv_rollout_start(drv_engine_t *engine, drv_pipeline_t *pipeline, drv_rollo
         previous->finished_json = NULL;
     }
     zlistx_add_end(pipeline->rollouts, self);
-    while (zlistx_size(pipeline->rollouts) > DRV_ROLLOUT_HISTORY) {
-        drv_rollout_t *oldest = zlistx_first(pipeline->rollouts);
-        if (oldest == pipeline->active) {
-            break;
-        }
-        zlistx_delete(pipeline->rollouts, zlistx_cursor(pipeline->rollouts));
-    }
     pipeline->active = self;
+    drv_rollout_compact_history(pipeline); // and at most DRV_ROLLOUT_HISTORY kept
     drv_registry_set_busy(engine, pipeline, true);
     if (self->plan.action == DRV_ACTION_CREATE) {
         drv_registry_set_spec(engine, pipeline, self->new_spec); // what status shows meanwhile

@@ -12,6 +12,7 @@
 #include "drv_broker_link.h"
 #include "drv_lifecycle.h"
 #include "drv_registry.h"
+#include "drv_rollout.h"
 #include "drv_sse.h"
 #include "drv_state.h"
 
@@ -173,7 +174,7 @@ static void s_adopt_pipeline(drv_engine_t *engine, const json_t *restored, const
     p->shut_down = !p->running;
     p->created_at = json_integer_value(json_object_get(handed, "created_at"));
     json_t *past = json_object_get(entry, "rollouts");
-    p->past_rollouts = json_is_array(past) ? json_deep_copy(past) : NULL;
+    drv_rollout_set_past(p, past);
     json_t *retired = json_object_get(handed, "retired");
     int64_t *counts[] = {&p->retired_in,       &p->retired_out,     &p->retired_errors,
                          &p->retired_replayed, &p->retired_dropped, &p->retired_corrupt};

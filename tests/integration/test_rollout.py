@@ -386,7 +386,12 @@ class Rollouts(EngineTest):
         self.assertEqual(len(history), 32)
         self.assertEqual([r["rollout_id"] for r in history[:2]], ["rollout-40", "rollout-39"], "newest first")
         self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rollouts/rollout-8")[0], 404)
-        self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rollouts/rollout-9")[0], 200)
+        status, old, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/p/rollouts/rollout-9")
+        self.assertEqual((status, old["state"], old["action"]), (200, "succeeded", "noop"))
+        # The newest 8 are kept whole; older ones as a summary (docs/operations.md, RolloutStatus).
+        self.assertNotIn("plan", old)
+        self.assertIn("plan", history[7])
+        self.assertEqual([r["rollout_id"] for r in history], [f"rollout-{n}" for n in range(40, 8, -1)])
 
     def test_rollback_restores_the_previous_spec_as_a_new_generation(self):
         self.assertEqual(self.put("p", gen_spec(self.out, rate=10))[0], 200)
