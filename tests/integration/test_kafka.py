@@ -447,8 +447,12 @@ class KafkaIn(Kafka):
         again = sorted(i for i, n in counts.items() if n > 1)
         #  Unless the group took partitions away uncommitted, which it
         #  says: librdkafka's mock cluster fails a rejoining member's
-        #  SyncGroup when its rebalance runs late (under ASan it does).
-        if not re.search(r"kafka@[23]#0\]: kafka partitions lost uncommitted", self.engine.log_text()):
+        #  SyncGroup when its rebalance runs late (under ASan it does); or
+        #  a machine too busy to keep heartbeats had droverd kill a member
+        #  (what it read and had not settled is read again, as after the kill).
+        log = self.engine.log_text()
+        if not re.search(r"kafka@[23]#0\]: kafka partitions lost uncommitted|instance unhealthy: .* heartbeats missed",
+                         log):
             self.assertTrue(all(i < 10000 for i in again), again[-10:])
         self.assertEqual({r["gen"] for r in rows}, {1, 2, 3})
         engine.stop()  # a clean stop: the group commits what was settled as it leaves
