@@ -249,11 +249,12 @@ class UpgradeUnderLoad(UpgradeBase):
         sender = threading.Thread(target=udp)
         sender.start()
 
+        pid = self.engine.pid
+
         def change(n):
             install(NEXT, self.install_dir)
-            status, body, _ = self.admin.http("POST", "/api/v1/engine/upgrade", body={})
-            self.assertEqual(status, 202, body)
-            self.assertEqual(self.wait_upgraded()["state"], "succeeded")
+            done = self.ctl("upgrade")  # the operator's way: follows it to its end
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         try:
             want = changes_under_load(self, client, change, changes=1)
         finally:
@@ -273,6 +274,9 @@ class UpgradeUnderLoad(UpgradeBase):
             [int(r["message"].split("=")[1]) for r in self.records() if "message" in r]), 20, "every datagram")
         self.assertEqual(sorted(seqs), list(range(datagrams[0])), "every datagram once")
         self.assertEqual({p["version"] for p in self.processes()}, {VERSION + "+next"})
+        self.assertEqual(self.engine.pid, pid)
+        for host_pid in [pid] + self.live_children():
+            self.assertFalse(exe_of(host_pid).endswith("(deleted)"), f"{cmdline(host_pid)} runs {exe_of(host_pid)}")
         print(f"upgrade under load: {len(want)} acknowledged records (HTTP keep-alive, OTLP/gRPC) and "
               f"{datagrams[0]} datagrams, disk buffer: no request failed, none lost", flush=True)
 
