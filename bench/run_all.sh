@@ -102,6 +102,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/upgrade.py 100 20 --smoke; else $PY bench/upgrade.py 1000 200; fi
     echo
+    echo "## B28 OTLP -> rename an attribute -> OTLP on one core (otap-dataflow's OTLP-ATTR-OTLP)"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/otlp_attr.py 2 --smoke; else $PY bench/otlp_attr.py 6; fi
+    echo
     echo "## B8 scale (many pipelines, many replaces)"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scale.py 5 2 1; else $PY bench/scale.py 200 40 60; fi

@@ -142,6 +142,10 @@ static bool s_in_the_way(drv_engine_t *engine, char *why, size_t whylen)
 static int s_start_check(drv_engine_t *engine, char *why, size_t whylen)
 {
     drv_upgrade_t *self = engine->upgrade;
+    if (self->check_fd >= 0) {
+        close(self->check_fd); // the output of a check killed at its deadline, not read to its end
+        self->check_fd = -1;
+    }
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         snprintf(why, whylen, "pipe: %s", strerror(errno));
