@@ -62,6 +62,9 @@ static void *s_thread(void *arg)
         if (write(syncer->done_fd, &one, sizeof one) < 0) {
             //  Cannot happen short of a bug (the counter cannot overflow here): the loop polls anyway.
         }
+        pthread_mutex_unlock(&syncer->lock);
+        drv_wal_sync_release(&job); // after the answers were let go
+        pthread_mutex_lock(&syncer->lock);
     }
     pthread_mutex_unlock(&syncer->lock);
     return NULL;
@@ -106,6 +109,7 @@ void drv_buffer_syncer_stop(drv_buffer_t *self)
     pthread_join(syncer->thread, NULL);
     if (syncer->queued) { // never taken: its duplicates are closed here
         drv_wal_sync_run(&syncer->job, syncer->err, sizeof syncer->err);
+        drv_wal_sync_release(&syncer->job);
     }
     close(syncer->done_fd);
     pthread_mutex_destroy(&syncer->lock);

@@ -390,6 +390,11 @@ int drv_wal_sync_run(drv_wal_sync_job_t *job, char *err, size_t errlen)
         snprintf(err, errlen, "cannot sync the log's directory: %s", strerror(errno));
         rc = -1;
     }
+    return rc;
+}
+
+void drv_wal_sync_release(drv_wal_sync_job_t *job)
+{
     if (job->fd >= 0) {
         close(job->fd);
     }
@@ -397,7 +402,6 @@ int drv_wal_sync_run(drv_wal_sync_job_t *job, char *err, size_t errlen)
         close(job->dir_fd);
     }
     job->fd = job->dir_fd = -1;
-    return rc;
 }
 
 void drv_wal_sync_failed(drv_wal_t *self)

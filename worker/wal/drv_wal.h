@@ -78,14 +78,19 @@ int drv_wal_sync(drv_wal_t *self, char *err, size_t errlen);
 //  The same in two steps, so that the waiting can happen on another thread
 //  while appends go on: start takes what a sync must cover now (the
 //  descriptors are duplicates: the log may close its own meanwhile) and
-//  counts it clean; run (any thread) syncs and closes them; a run that
-//  failed is handed back to failed, so that the next sync covers it again.
+//  counts it clean; run (any thread) syncs them, release closes them; a
+//  run that failed is handed back to failed, so that the next sync covers
+//  it again.
 typedef struct {
     int fd, dir_fd; // -1: nothing to sync there
     int64_t last;   // inputs up to this one are durable once it ran
 } drv_wal_sync_job_t;
 void drv_wal_sync_start(drv_wal_t *self, drv_wal_sync_job_t *job);
 int drv_wal_sync_run(drv_wal_sync_job_t *job, char *err, size_t errlen);
+//  Closes the job's descriptors, once its outcome was told: the last close
+//  of a segment unlinked meanwhile frees its blocks, which no answer should
+//  wait for (B17).
+void drv_wal_sync_release(drv_wal_sync_job_t *job);
 void drv_wal_sync_failed(drv_wal_t *self);
 //  True while an append has not been synced.
 bool drv_wal_dirty(const drv_wal_t *self);
