@@ -145,6 +145,12 @@ class Upgrade(UpgradeBase):
         self.assertRegex(version.stdout, rf"instance +default/web@2#0 +pid \d+ +{VERSION}\+next")
         self.assertRegex(version.stdout, rf"broker +- +pid \d+ +{VERSION}\+next")
         self.assertEqual(self.send_one(1), 200)
+        # Again, with nothing new on disk: the new droverd hands over to itself as well.
+        again = self.ctl("upgrade")
+        self.assertEqual(again.returncode, 0, again.stdout + again.stderr)
+        self.assertIn(f"upgraded: droverd {VERSION}+next -> {VERSION}+next", again.stdout)
+        self.assertRegex(self.ctl("version").stdout, rf"instance +default/web@3#0 +pid \d+ +{VERSION}\+next")
+        self.assertEqual(self.send_one(2), 200)
 
     def kept_events(self):
         status, body = self.admin.zmq("GET", "/api/v1/events")[:2]
