@@ -220,18 +220,14 @@ static void s_final_reap(drv_engine_t *engine)
     s_kill_everything(engine);
 }
 
-int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *exe, char **argv, int signal_fd,
-                       json_t *handoff)
+int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir, const char *exe, char **argv,
+                       int signal_fd, json_t *handoff)
 {
     drv_engine_t engine = {.config = config, .signal_fd = signal_fd, .argv = argv, .handoff = handoff};
     engine.cpus = *cpus;
     engine.spec_env = drv_config_spec_env(config, &engine.cpus);
     engine.exe_path = strdup(exe);
-    engine.bin_dir = strdup(exe);
-    char *slash = strrchr(engine.bin_dir, '/');
-    if (slash) {
-        *slash = 0;
-    }
+    engine.bin_dir = strdup(bin_dir);
     engine.http_listen_fd = handoff ? drv_handoff_http_fd(handoff) : -1;
     engine.upgrade = drv_upgrade_new();
     engine.instance_listener = drv_operations_on_instance;

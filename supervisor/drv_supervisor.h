@@ -13,10 +13,11 @@
 #define DRV_EXIT_SYSTEM 111
 
 //  Runs until shut down; takes ownership of config. signal_fd comes from
-//  drv_signals_open(), called before any thread started. exe and argv: how it was started (an
+//  drv_signals_open(), called before any thread started. bin_dir: where
+//  drover-worker and drover-broker are (beside droverd's file). exe and argv: how it was started (an
 //  upgrade executes them again); handoff: what the droverd before an
 //  upgrade handed over (owned from here), or NULL.
-int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *exe, char **argv, int signal_fd,
-                       json_t *handoff);
+int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char *bin_dir, const char *exe, char **argv,
+                       int signal_fd, json_t *handoff);
 
 #endif

@@ -170,6 +170,18 @@ int main(int argc, char *argv[])
         drv_config_destroy(&config);
         return rc;
     }
+    //  What an upgrade executes: the path droverd was started as, so that a
+    //  symlink a package moves to a new release is followed anew; a bare
+    //  name (found through PATH) falls back to the file itself.
+    char invoked[1100];
+    char cwd[1024];
+    if (argv[0][0] == '/') {
+        snprintf(invoked, sizeof invoked, "%s", argv[0]);
+    } else if (strchr(argv[0], '/') && getcwd(cwd, sizeof cwd)) {
+        snprintf(invoked, sizeof invoked, "%s/%s", cwd, argv[0]);
+    } else {
+        snprintf(invoked, sizeof invoked, "%s", exe);
+    }
     //  After an upgrade in place, what the droverd before handed over.
     json_t *handoff = drv_handoff_take(err, sizeof err);
     if (err[0] || (handoff && !drv_handoff_understood(handoff, err, sizeof err))) {
@@ -179,7 +191,7 @@ int main(int argc, char *argv[])
     }
     zsys_handler_set(NULL);
     zsys_init();
-    int rc = drv_supervisor_run(config, &cpus, exe, argv, signal_fd, handoff);
+    int rc = drv_supervisor_run(config, &cpus, bin_dir, invoked, argv, signal_fd, handoff);
     zsys_shutdown();
     return rc;
 }

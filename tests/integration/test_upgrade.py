@@ -216,6 +216,40 @@ class Upgrade(UpgradeBase):
         self.assertEqual(self.send_one(3), 200)
 
 
+class UpgradeThroughSymlink(UpgradeBase):
+    """Releases side by side and a `current` symlink moved to the new one
+    (Capistrano's, or /opt/app/current's, layout): the upgrade follows the
+    path droverd was started as, not the file it was."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="drv-releases-")
+        self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
+        for release, source in (("old", BIN), ("new", NEXT)):
+            os.makedirs(os.path.join(self.root, release))
+            install(source, os.path.join(self.root, release))
+        os.symlink(os.path.join(self.root, "old"), os.path.join(self.root, "current"))
+        self.install_dir = os.path.join(self.root, "current")
+        self.http_port, self.port = free_port(), free_port()
+        self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)),
+                          droverd=os.path.join(self.root, "current", "droverd"))
+        self.admin = Admin(self.engine, self.http_port)
+        self.admin.wait_ready()
+        self.out = self.engine.out_dir
+
+    def test_the_symlink_moved_to_a_new_release_is_followed(self):
+        self.put(self.spec(cores=1))
+        beside = os.path.join(self.root, ".current.new")
+        os.symlink(os.path.join(self.root, "new"), beside)
+        os.rename(beside, os.path.join(self.root, "current"))  # as ln -sfn does it: atomically
+        done = self.ctl("upgrade")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertEqual({p["version"] for p in self.processes()}, {VERSION + "+next"})
+        for host_pid in [self.engine.pid] + self.live_children():
+            self.assertTrue(exe_of(host_pid).startswith(os.path.join(self.root, "new") + "/"),
+                            f"{cmdline(host_pid)} runs {exe_of(host_pid)}")
+        self.assertEqual(self.send_one(1), 200)
+
+
 @unittest.skipIf(WHY_NOT, WHY_NOT)
 class UpgradeUnderLoad(UpgradeBase):
     """HTTP on new and kept-alive connections, OTLP/gRPC, syslog over UDP at
