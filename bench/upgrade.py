@@ -19,6 +19,7 @@ Usage: bench/upgrade.py [RATE] [RECORDS] [--smoke]
        (default 1000 requests/s of 200 records: 200,000 records/s; --smoke: 3 s of load instead of 8)"""
 
 import glob
+import http.client
 import os
 import shutil
 import subprocess
@@ -45,7 +46,7 @@ def run(kind, rate, records, seconds):
     install_dir = tempfile.mkdtemp(prefix="drv-b27-")
     install(BIN, install_dir)
     droverd = os.path.join(install_dir, "droverd")
-    http, port = free_port(), free_port()
+    admin_port, port = free_port(), free_port()
     pipelines = f"""
       b27:
         cores: {{count: 2}}
@@ -53,10 +54,16 @@ def run(kind, rate, records, seconds):
           in: {{type: "receiver:otlp", config: {{endpoint: "127.0.0.1:{port}"}}, to: [out]}}
           out: {{type: "exporter:file", config: {{path: "{{OUT}}/b27-{{{{core}}}}-{{{{generation}}}}.ndjson"}}}}
 """
-    engine = Engine(engine_yaml(pipelines).replace("HTTP", str(http))).start(droverd=droverd)
+    engine = Engine(engine_yaml(pipelines).replace("HTTP", str(admin_port))).start(droverd=droverd)
     try:
-        admin = Admin(engine, http)
-        wait_until(lambda: admin.http("GET", "/readyz", timeout=2)[0] == 200, 30, "the pipeline ready")
+        admin = Admin(engine, admin_port)
+
+        def ready():
+            try:
+                return admin.http("GET", "/readyz", timeout=2)[0] == 200
+            except (OSError, http.client.HTTPException):
+                return False  # not listening yet, or going away
+        wait_until(ready, 60, "the pipeline ready", interval=0.02)
         log = os.path.join(engine.dir, "requests.log")
         load = subprocess.Popen([BENCH, "otlp-post", f"http://127.0.0.1:{port}/v1/logs", str(seconds), "8",
                                  str(rate), str(records), log], stdout=subprocess.PIPE, text=True)
@@ -78,12 +85,6 @@ def run(kind, rate, records, seconds):
         else:
             engine.stop()
             engine.start(droverd=droverd)
-
-            def ready():
-                try:
-                    return admin.http("GET", "/readyz", timeout=2)[0] == 200
-                except Exception:
-                    return False
             wait_until(ready, 60, "droverd ready again", interval=0.02)
         took = time.monotonic() - began
         load.communicate(timeout=seconds + 60)
