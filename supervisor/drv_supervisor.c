@@ -55,6 +55,29 @@
 
 #define FINAL_REAP_MS 3000
 
+static void s_on_control(drv_engine_t *engine);
+
+//  A worker that cannot start says why (INIT_FAILED), then exits: its
+//  message can still be on its way through the control socket when the
+//  exit is seen. The reason is what the operator needs (RolloutStatus
+//  failure_reason), so the control socket is read until it came, for at
+//  most a second; it is normally there at once.
+static void s_await_reason(drv_engine_t *engine, drv_instance_t *inst, int status)
+{
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != DRV_EXIT_INIT_FAILED) {
+        return;
+    }
+    int64_t until = drv_time_mono_ms() + 1000;
+    while (!inst->init_failed) {
+        int64_t left = until - drv_time_mono_ms();
+        zmq_pollitem_t item = {zsock_resolve(engine->control), 0, ZMQ_POLLIN, 0};
+        if (left <= 0 || zmq_poll(&item, 1, (long)left) <= 0) {
+            return;
+        }
+        s_on_control(engine);
+    }
+}
+
 static void s_reap(drv_engine_t *engine)
 {
     int status;
@@ -73,6 +96,7 @@ static void s_reap(drv_engine_t *engine)
         }
         drv_instance_t *inst = drv_registry_by_pid(engine, pid);
         if (inst) {
+            s_await_reason(engine, inst, status);
             drv_lifecycle_on_exit(engine, inst, status);
         } else {
             drv_debug("reaped orphan pid=%d exit=%d", pid, drv_spawn_exit_code(status));

@@ -3,13 +3,15 @@
 #ifndef DRV_WORKER_H
 #define DRV_WORKER_H
 
+#include "drover/drv_msg.h"
+
 #include <stdint.h>
 
 //  Exit codes of drover-worker.
-#define DRV_WORKER_EXIT_OK 0           // drained, or stopped on SIGTERM
-#define DRV_WORKER_EXIT_USAGE 100      // bad arguments
-#define DRV_WORKER_EXIT_INIT_FAILED 78 // a node could not start (EX_CONFIG)
-#define DRV_WORKER_EXIT_SYSTEM 111     // lost droverd, or a socket failed
+#define DRV_WORKER_EXIT_OK 0                             // drained, or stopped on SIGTERM
+#define DRV_WORKER_EXIT_USAGE 100                        // bad arguments
+#define DRV_WORKER_EXIT_INIT_FAILED DRV_EXIT_INIT_FAILED // a node could not start (drv_msg.h)
+#define DRV_WORKER_EXIT_SYSTEM 111                       // lost droverd, or a socket failed
 
 //  Runs the instance until it drains or is told to stop; returns an exit code.
 //  main_us: monotonic µs when main() began, for the startup timings logged

@@ -75,6 +75,7 @@ struct drv_instance_t {
     uint64_t counter_updates; // how many times the counters above were updated
     bool adopted;             // its process was started by the droverd before an upgrade (older binaries)
     bool heard;               // it said something since it was adopted (its control connection is back)
+    bool init_failed;         // its current process said INIT_FAILED (its exit follows, with the reason known)
     int last_exit_code;       // exit code or 128+signal of the last process
     char detail[256];         // last failure, for status
 };

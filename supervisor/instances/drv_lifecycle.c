@@ -83,6 +83,7 @@ static void s_spawn(drv_engine_t *engine, drv_instance_t *inst)
     int fds[DRV_ZYGOTE_MAX_FDS];
     size_t nfds = drv_listeners_fds(inst->pipeline, inst->spec, fds, DRV_ZYGOTE_MAX_FDS);
     inst->spawned_mono_us = drv_time_mono_us();
+    inst->init_failed = false;
     pid_t pid = drv_zygote_spawn(engine, inst->id, inst->core, fds, nfds, err, sizeof err);
     if (pid < 0) {
         drv_debug("instance by exec instance=%s reason=\"%s\"", inst->id, err);
@@ -225,6 +226,7 @@ void drv_lifecycle_on_message(drv_engine_t *engine, drv_instance_t *inst, void *
         s_feed(engine, inst, DRV_LIFE_HEARTBEAT, (drv_life_input_t){0});
         break;
     case DRV_MSG_INIT_FAILED:
+        inst->init_failed = true;
         s_feed(engine, inst, DRV_LIFE_INIT_FAILED, (drv_life_input_t){.reason = msg->reason});
         break;
     case DRV_MSG_TAPPED:

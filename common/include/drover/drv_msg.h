@@ -13,11 +13,14 @@
 
 #define DRV_MSG_VERSION 1
 
+//  The exit code of a worker that said INIT_FAILED (EX_CONFIG).
+#define DRV_EXIT_INIT_FAILED 78
+
 typedef enum {
     DRV_MSG_HELLO = 0,      // worker|broker -> droverd: I am up
     DRV_MSG_SPEC,           // droverd -> worker: what to run
     DRV_MSG_READY,          // worker -> droverd: every node initialised
-    DRV_MSG_INIT_FAILED,    // worker -> droverd: a node cannot start (then exits 78)
+    DRV_MSG_INIT_FAILED,    // worker -> droverd: a node cannot start (then exits DRV_EXIT_INIT_FAILED)
     DRV_MSG_HEARTBEAT,      // worker|broker -> droverd: alive, with counters
     DRV_MSG_DRAIN,          // droverd -> worker, or broker -> worker on the data path
     DRV_MSG_DRAINED,        // worker -> droverd: everything received is exported
