@@ -324,14 +324,25 @@ class Engine:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def read_ndjson(path):
+def read_ndjson(path, killed=False):
     """The complete lines of an NDJSON file: one being written may end in
-    part of a line, which is left for the next read."""
+    part of a line, which is left for the next read. killed: a writer was
+    SIGKILLed, and the line it was writing is left cut short on its own
+    (exporter:file goes on from a new line): such lines are skipped."""
     import json
     if not os.path.exists(path):
         return []
+    rows = []
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip() and line.endswith("\n")]
+        for line in f:
+            if not line.strip() or not line.endswith("\n"):
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                if not killed:
+                    raise
+    return rows
 
 
 class Admin:

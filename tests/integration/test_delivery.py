@@ -1,11 +1,12 @@
 """Delivery guarantees through crashes: an instance SIGKILLed under load loses
 nothing — what it never acknowledged goes to another instance."""
 
+import json
 import os
 import signal
 import unittest
 
-from harness import Admin, EngineTest, free_port, read_ndjson, wait_until
+from harness import Admin, EngineTest, free_port, generator_spec, read_ndjson, wait_until
 from test_rollout import ENGINE, Load, zmq_spec
 
 
@@ -41,6 +42,23 @@ class Delivery(EngineTest):
         print(f"sent={load.sent} exported={len(rows)} duplicates={duplicates} "
               f"redelivered={'redelivering' in engine.log_text()}")
 
+
+    def test_a_file_cut_mid_line_by_a_kill_goes_on_from_a_new_line(self):
+        http_port = free_port()
+        engine = self.start_engine(ENGINE.replace("HTTP", str(http_port)))
+        admin = Admin(engine, http_port)
+        admin.wait_ready()
+        path = os.path.join(engine.out_dir, "cut.ndjson")
+        with open(path, "w") as f:
+            f.write('{"whole": 1}\n{"cut": tr')  # what a writer killed mid-write leaves
+        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/g", body=generator_spec(path, rate=100))
+        self.assertEqual(status, 200, body)
+        lines = wait_until(lambda: (lambda ls: ls if len(ls) >= 5 else None)(open(path).read().splitlines()), 10,
+                           "records after the cut line")
+        self.assertEqual(lines[:2], ['{"whole": 1}', '{"cut": tr'], "the cut line stays as it was, on its own")
+        for line in lines[2:-1]:
+            json.loads(line)  # every record after it is whole: none glued to the cut
+        engine.wait_log(r"cut.ndjson ended in the middle of a line \(a writer was killed mid-write\)")
 
     def start_ack_pipeline(self):
         http_port, port = free_port(), free_port()

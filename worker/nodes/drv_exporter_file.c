@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -148,6 +149,34 @@ static int s_probe_output(const char *path, char *why, size_t whylen)
 
 static ssize_t s_write(void *arg, const char *data, size_t len, const char **why);
 
+//  A process killed in the middle of a write leaves a line cut short; the
+//  next one would glue its first record to it. NDJSON goes on from a new
+//  line, so only the cut record (never acknowledged: it comes again) is
+//  lost to a reader (docs/nodes.md).
+static void s_new_line(file_t *self, drv_node_t *node)
+{
+    struct stat st;
+    char last = '\n';
+    if (self->msgpack_format || fstat(self->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+        return;
+    }
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", self->fd); // the file opened, not whatever the path is now
+    int reader = open(link, O_RDONLY | O_CLOEXEC);
+    bool cut = reader >= 0 && pread(reader, &last, 1, st.st_size - 1) == 1 && last != '\n';
+    if (reader >= 0) {
+        close(reader);
+    }
+    if (!cut) {
+        return;
+    }
+    if (write(self->fd, "\n", 1) == 1) {
+        drv_warn("node %s: %s ended in the middle of a line (a writer was killed mid-write): it goes on from a "
+                 "new line",
+                 node->id, self->path);
+    }
+}
+
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
 {
     file_t *self = calloc(1, sizeof *self);
@@ -174,6 +203,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         snprintf(err, errlen, "node %s: cannot open %s: %s", node->id, self->path, why);
         return -1;
     }
+    s_new_line(self, node);
     fcntl(self->fd, F_SETFL, fcntl(self->fd, F_GETFL) | O_NONBLOCK); // opened (a FIFO: its reader is there)
     drv_hold_config_t hold = {.out = s_write,
                               .arg = self,

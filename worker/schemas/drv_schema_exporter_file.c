@@ -11,7 +11,9 @@ const drv_node_schema_t drv_schema_exporter_file = {
     .role = DRV_ROLE_EXPORTER,
     .doc = "Appends records to a file, one batch per write (never interleaved); a write that fails "
            "(full disk) is retried without blocking the instance, the batch held and not "
-           "acknowledged meanwhile.",
+           "acknowledged meanwhile. An NDJSON file that ends in the middle of a line (a writer "
+           "killed mid-write) goes on from a new line: only the cut record, never acknowledged "
+           "and sent again, is left unreadable.",
     .example = "{type: exporter:file, config: {path: "
                "\"/tmp/drover-demo/out-{core}-{generation}.ndjson\"}}",
     .keys = {{.key = "path",
