@@ -148,6 +148,16 @@ typedef struct {
 typedef struct drv_instance_t drv_instance_t;
 typedef struct drv_upgrade_t drv_upgrade_t;
 
+//  Where droverd's upgrade in place stands (upgrade/drv_upgrade.c); while it
+//  is CHECKING or ROLLING no pipeline change starts (operations/drv_admission.c).
+typedef enum {
+    DRV_UPGRADE_NONE = 0,  // never asked for
+    DRV_UPGRADE_CHECKING,  // the new droverd is asked whether it can take over
+    DRV_UPGRADE_ROLLING,   // it took over: pipelines and the broker move onto the new binaries
+    DRV_UPGRADE_SUCCEEDED, // every process runs the new binaries
+    DRV_UPGRADE_FAILED,    // refused, or a pipeline's rollout failed (it runs the old binaries still)
+} drv_upgrade_state_t;
+
 //  What happened to an instance, told to the operations that wait on it: the
 //  instances layer reports through engine->instance_listener, which the loop
 //  points at the operations layer (a lower layer never calls upward).
@@ -209,12 +219,12 @@ struct drv_engine_t {
     struct drv_notify_t *notify;      // service manager notification (observe/drv_notify.c), owned
     struct drv_probe_runs_t *probes;  // instantiate dry runs under way (instances/drv_probe_run.c), owned
     //  upgrading droverd in place (upgrade/drv_upgrade.c)
-    char *exe_path;                // droverd's executable as started: what an upgrade executes again
-    char **argv;                   // droverd's command line, for the same
-    int http_listen_fd;            // the admin HTTP server's listening socket (-1: none), kept across one
-    json_t *handoff;               // what the droverd before this one handed over, until adopted (or NULL)
-    struct drv_upgrade_t *upgrade; // the upgrade under way or last done (upgrade/drv_upgrade.c), owned
-    bool upgrading;                // one is under way: no pipeline change starts (operations/drv_admission.c)
+    char *exe_path;                    // droverd's executable as started: what an upgrade executes again
+    char **argv;                       // droverd's command line, for the same
+    int http_listen_fd;                // the admin HTTP server's listening socket (-1: none), kept across one
+    json_t *handoff;                   // what the droverd before this one handed over, until adopted (or NULL)
+    struct drv_upgrade_t *upgrade;     // the upgrade under way or last done (upgrade/drv_upgrade.c), owned
+    drv_upgrade_state_t upgrade_state; // its state (the record's other fields are the upgrade layer's)
 };
 
 #endif

@@ -4,6 +4,7 @@
     process was reaped; then its answer is judged and its done called. */
 #include "drv_probe_run.h"
 #include "drv_listeners.h"
+#include "drv_spawn.h"
 
 #include "drover/drv_file.h"
 #include "drover/drv_log.h"
@@ -13,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +22,6 @@
 #include <unistd.h>
 
 #define ANSWER_MAX (1024 * 1024)
-
-extern char **environ;
 
 typedef struct {
     pid_t pid;           // 0 once reaped
@@ -64,37 +62,13 @@ static pid_t s_spawn(drv_engine_t *engine, const char *input, int *from_child)
     if (in < 0) {
         return -1;
     }
-    int out[2];
-    if (pipe2(out, O_CLOEXEC) != 0) {
-        close(in);
-        return -1;
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in, STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none); // droverd's blocked signals are its own
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
     char path[1100];
     snprintf(path, sizeof path, "%s/drover-worker", engine->bin_dir);
     char *argv[] = {path, "--probe", NULL};
-    pid_t pid;
-    int rc = posix_spawn(&pid, path, &actions, &attr, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
+    pid_t pid = drv_spawn_piped(path, argv, in, false, from_child);
+    int saved = errno;
     close(in);
-    close(out[1]);
-    if (rc != 0) {
-        close(out[0]);
-        errno = rc;
-        return -1;
-    }
-    fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
-    *from_child = out[0];
+    errno = saved;
     return pid;
 }
 

@@ -7,10 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 typedef struct {
     int stage; // 1 = pinning, 2 = exec
@@ -85,4 +88,40 @@ int drv_spawn_exit_code(int status)
         return 128 + WTERMSIG(status);
     }
     return -1;
+}
+
+pid_t drv_spawn_piped(const char *path, char *const argv[], int stdin_fd, bool with_stderr, int *from_child)
+{
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) != 0) {
+        return -1;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (stdin_fd >= 0) {
+        posix_spawn_file_actions_adddup2(&actions, stdin_fd, STDIN_FILENO);
+    }
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    if (with_stderr) {
+        posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
+    }
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none); // droverd's blocked signals are its own
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    pid_t pid;
+    int rc = posix_spawn(&pid, path, &actions, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    close(out[1]);
+    if (rc != 0) {
+        close(out[0]);
+        errno = rc;
+        return -1;
+    }
+    fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
+    *from_child = out[0];
+    return pid;
 }

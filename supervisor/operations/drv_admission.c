@@ -77,7 +77,7 @@ int drv_admission_check(drv_engine_t *engine, drv_pipeline_t *pipeline, const js
     }
     if (engine->shutting_down) {
         snprintf(why, whylen, "droverd is shutting down");
-    } else if (engine->upgrading) {
+    } else if (engine->upgrade_state == DRV_UPGRADE_CHECKING || engine->upgrade_state == DRV_UPGRADE_ROLLING) {
         snprintf(why, whylen,
                  "an upgrade of droverd is in progress (GET /api/v1/engine/upgrade); try again when it ends");
     } else if (!pipeline && drv_registry_pipeline_count(engine) >= (size_t)engine->config->max_pipelines) {

@@ -17,6 +17,7 @@
 #include "drv_registry.h"
 #include "drv_restore.h"
 #include "drv_rollout.h"
+#include "drv_spawn.h"
 #include "drv_state.h"
 #include "drv_zygote_link.h"
 
@@ -38,7 +39,6 @@
 #define CHECK_OUTPUT_MAX 2048
 
 struct drv_upgrade_t {
-    drv_upgrade_state_t state;
     char by[32];
     char from_version[64];
     char to_version[64];
@@ -55,6 +55,11 @@ struct drv_upgrade_t {
     json_t *pipelines;         // [{group, pipeline, rollout_id, state}]
     json_t *config;            // the config file's hashes when the handed state was applied (or NULL)
 };
+
+static bool s_under_way(const drv_engine_t *engine)
+{
+    return engine->upgrade_state == DRV_UPGRADE_CHECKING || engine->upgrade_state == DRV_UPGRADE_ROLLING;
+}
 
 const char *drv_upgrade_state_name(drv_upgrade_state_t state)
 {
@@ -89,9 +94,8 @@ void drv_upgrade_destroy(drv_upgrade_t **self_p)
 static void s_finish(drv_engine_t *engine, drv_upgrade_state_t state, const char *error)
 {
     drv_upgrade_t *self = engine->upgrade;
-    self->state = state;
+    engine->upgrade_state = state;
     self->finished_at = drv_time_wall_ms();
-    engine->upgrading = false;
     if (error) {
         snprintf(self->error, sizeof self->error, "%s", error);
     }
@@ -117,9 +121,9 @@ static bool s_in_the_way(drv_engine_t *engine, char *why, size_t whylen)
         snprintf(why, whylen, "droverd is shutting down");
         return true;
     }
-    if (engine->upgrading) {
+    if (s_under_way(engine)) {
         snprintf(why, whylen, "an upgrade is already in progress (%s); try again when it ends",
-                 drv_upgrade_state_name(engine->upgrade->state));
+                 drv_upgrade_state_name(engine->upgrade_state));
         return true;
     }
     size_t count = 0;
@@ -146,38 +150,17 @@ static int s_start_check(drv_engine_t *engine, char *why, size_t whylen)
         close(self->check_fd); // the output of a check killed at its deadline, not read to its end
         self->check_fd = -1;
     }
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        snprintf(why, whylen, "pipe: %s", strerror(errno));
-        return -1;
-    }
     char format[16];
     snprintf(format, sizeof format, "%d", DRV_HANDOFF_FORMAT);
     char *argv[] = {engine->exe_path, "--upgrade-check", format, "-c", (char *)engine->config->path, NULL};
-    pid_t pid = fork();
+    int from_child;
+    pid_t pid = drv_spawn_piped(engine->exe_path, argv, -1, true, &from_child);
     if (pid < 0) {
-        snprintf(why, whylen, "fork: %s", strerror(errno));
-        close(fds[0]);
-        close(fds[1]);
+        snprintf(why, whylen, "cannot run the new droverd %s: %s", engine->exe_path, strerror(errno));
         return -1;
     }
-    if (pid == 0) {
-        //  Only what is safe between fork and exec in a threaded process.
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        execv(argv[0], argv);
-        static const char failed[] = "cannot execute the new droverd\n";
-        ssize_t n = write(2, failed, sizeof failed - 1);
-        (void)n;
-        _exit(127);
-    }
-    close(fds[1]);
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
     self->check_pid = pid;
-    self->check_fd = fds[0];
+    self->check_fd = from_child;
     self->check_len = 0;
     self->check_out[0] = 0;
     self->check_status = -1;
@@ -199,15 +182,15 @@ int drv_upgrade_request(drv_engine_t *engine, const char *by, char *why, size_t 
     snprintf(self->from_version, sizeof self->from_version, "%s", drv_version());
     self->started_at = drv_time_wall_ms();
     self->finished_at = 0;
-    if (s_start_check(engine, why, whylen) != 0) {
-        return -1;
-    }
-    self->state = DRV_UPGRADE_CHECKING;
-    engine->upgrading = true;
+    engine->upgrade_state = DRV_UPGRADE_CHECKING;
     drv_info("upgrade asked by=%s exe=%s: checking the new droverd", by, engine->exe_path);
     drv_events_publish(
         engine, "engine.upgrading", NULL, NULL,
         json_pack("{s:s, s:s, s:s}", "by", by, "from_version", self->from_version, "exe", engine->exe_path));
+    char cannot[700];
+    if (s_start_check(engine, cannot, sizeof cannot) != 0) {
+        s_finish(engine, DRV_UPGRADE_FAILED, cannot); // a missing file fails like any other refusal
+    }
     return 0;
 }
 
@@ -410,7 +393,7 @@ static bool s_all_heard(drv_engine_t *engine)
 int64_t drv_upgrade_tick(drv_engine_t *engine)
 {
     drv_upgrade_t *self = engine->upgrade;
-    if (!self || !engine->upgrading) {
+    if (!self || !s_under_way(engine)) {
         return -1;
     }
     if (engine->shutting_down) {
@@ -418,7 +401,7 @@ int64_t drv_upgrade_tick(drv_engine_t *engine)
         return -1;
     }
     int64_t now = drv_time_mono_ms();
-    if (self->state == DRV_UPGRADE_CHECKING) {
+    if (engine->upgrade_state == DRV_UPGRADE_CHECKING) {
         int verdict = s_check_verdict(engine);
         if (verdict == 1) {
             s_execute(engine); // returns only when it failed
@@ -435,7 +418,7 @@ int64_t drv_upgrade_tick(drv_engine_t *engine)
         s_start_rollouts(engine);
     }
     s_follow(engine);
-    return engine->upgrading ? 100 : -1;
+    return s_under_way(engine) ? 100 : -1;
 }
 
 void drv_upgrade_resume(drv_engine_t *engine)
@@ -452,9 +435,8 @@ void drv_upgrade_resume(drv_engine_t *engine)
     self->started_at = json_integer_value(json_object_get(record, "started_at"));
     json_decref(self->config);
     self->config = json_incref(json_object_get(record, "config"));
-    self->state = DRV_UPGRADE_ROLLING;
+    engine->upgrade_state = DRV_UPGRADE_ROLLING;
     self->heard_deadline_ms = drv_time_mono_ms() + HEARD_WAIT_MS;
-    engine->upgrading = true;
     json_decref(record);
     drv_info("upgrade: took over pid=%d from_version=%s to_version=%s", getpid(), self->from_version, self->to_version);
 }
@@ -462,18 +444,20 @@ void drv_upgrade_resume(drv_engine_t *engine)
 json_t *drv_upgrade_json(drv_engine_t *engine)
 {
     drv_upgrade_t *self = engine->upgrade;
-    if (!self || self->state == DRV_UPGRADE_NONE) {
+    if (!self || engine->upgrade_state == DRV_UPGRADE_NONE) {
         return json_pack("{s:s}", "state", "none");
     }
-    return json_pack("{s:s, s:s, s:s, s:s?, s:I, s:o, s:s?, s:O}", "state", drv_upgrade_state_name(self->state), "by",
-                     self->by, "from_version", self->from_version, "to_version",
-                     self->to_version[0] ? self->to_version : NULL, "started_at", (json_int_t)self->started_at,
-                     "finished_at", self->finished_at ? json_integer(self->finished_at) : json_null(), "error",
+    return json_pack("{s:s, s:s, s:s, s:s?, s:I, s:o, s:s?, s:O}", "state",
+                     drv_upgrade_state_name(engine->upgrade_state), "by", self->by, "from_version", self->from_version,
+                     "to_version", self->to_version[0] ? self->to_version : NULL, "started_at",
+                     (json_int_t)self->started_at, "finished_at",
+                     self->finished_at ? json_integer(self->finished_at) : json_null(), "error",
                      self->error[0] ? self->error : NULL, "pipelines", self->pipelines);
 }
 
 const char *drv_upgrade_older_version(drv_engine_t *engine)
 {
     drv_upgrade_t *self = engine->upgrade;
-    return self && self->state >= DRV_UPGRADE_ROLLING && self->from_version[0] ? self->from_version : drv_version();
+    return self && engine->upgrade_state >= DRV_UPGRADE_ROLLING && self->from_version[0] ? self->from_version
+                                                                                         : drv_version();
 }

@@ -7,14 +7,6 @@
 
 #include "drv_engine.h"
 
-typedef enum {
-    DRV_UPGRADE_NONE = 0,  // never asked for
-    DRV_UPGRADE_CHECKING,  // the new droverd is asked whether it can take over
-    DRV_UPGRADE_ROLLING,   // it took over: pipelines and the broker move onto the new binaries
-    DRV_UPGRADE_SUCCEEDED, // every process runs the new binaries
-    DRV_UPGRADE_FAILED,    // refused, or a pipeline's rollout failed (it runs the old binaries still)
-} drv_upgrade_state_t;
-
 drv_upgrade_t *drv_upgrade_new(void);
 void drv_upgrade_destroy(drv_upgrade_t **self_p);
 

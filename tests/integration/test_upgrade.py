@@ -157,6 +157,19 @@ class Upgrade(UpgradeBase):
         self.assertEqual(status, 200, body)
         return body["events"]
 
+    def test_a_pipeline_with_a_canary_policy_is_rolled_through_its_canary(self):
+        spec = self.spec(cores=2)
+        spec["pipeline"]["policies"] = {"rollout": {"canary": {"cores": 1, "hold_secs": 1, "max_error_ratio": 0.5}}}
+        self.put(spec)
+        install(NEXT, self.install_dir)
+        done = self.ctl("upgrade")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        rollout_id = self.upgrade_state()["pipelines"][0]["rollout_id"]
+        status, rollout, _ = self.admin.http("GET", f"/api/v1/groups/default/pipelines/web/rollouts/{rollout_id}")
+        self.assertEqual((status, rollout["cause"], rollout["state"]), (200, "upgrade", "succeeded"), rollout)
+        self.assertEqual(rollout["canary"]["verdict"], "pass", rollout)
+        self.assertIn("hold", [step["op"] for step in rollout["plan"]])
+
     def test_sigusr2_upgrades_and_the_event_says_from_and_to(self):
         self.put(self.spec(cores=1))
         last_id = max(e["id"] for e in self.kept_events())
@@ -214,6 +227,13 @@ class Upgrade(UpgradeBase):
                       done["error"])
         self.assertEqual({p["pid"] for p in self.processes()}, before)
         self.assertEqual(self.send_one(3), 200)
+        # No droverd at the path at all (an uninstall half done): refused at once, saying so.
+        os.unlink(os.path.join(self.install_dir, "droverd"))
+        status, body, _ = self.admin.http("POST", "/api/v1/engine/upgrade", body={})
+        self.assertEqual((status, body["state"]), (202, "failed"), body)
+        self.assertIn("cannot run the new droverd", body["error"])
+        self.assertIn("No such file or directory", body["error"])
+        self.assertEqual(self.send_one(4), 200)
 
 
 class UpgradeThroughSymlink(UpgradeBase):
