@@ -156,6 +156,26 @@ class Lua(EngineTest):
         self.assertEqual(got["tags"], ["x", "lua"])
         self.assertEqual((got["s"], got["t"], got["seen"]), ("héllo", True, True))
 
+    def test_keys_come_back_as_they_went_whatever_the_key_cache_holds(self):
+        # Keys of every length around the key cache's limits (8 bytes read
+        # from each end, 40 the longest cached), keys alike at both ends and
+        # different in the middle (the same slot, told apart by bytes), and
+        # more keys than the cache has slots, over several records.
+        script = "function process(r) r.n = r.n + 1; return r end"
+        self.assertEqual(self.put(self.spec({"script": script}))[0], 200)
+        keys = ["k" * n for n in range(1, 46)]
+        keys += [f"{'a' * 8}{i:04d}{'z' * 8}" for i in range(300)]
+        keys += ["é" * 4, "e\u0301", "x y", "0" * 7 + "1", "1" + "0" * 7]
+        records = []
+        for i in range(6):
+            record = {k: f"{k}:{i}" for k in keys[i::3]}
+            record["n"] = i
+            records.append(record)
+        self.send(records)
+        rows = wait_until(lambda: self.rows() if len(self.rows()) == len(records) else None, 10, "every record")
+        for sent, got in zip(records, sorted(rows, key=lambda r: r["n"])):
+            self.assertEqual(got, dict(sent, n=sent["n"] + 1))
+
     # ------------------------------------------------------------ the sandbox
 
     ESCAPES = {

@@ -10,8 +10,10 @@
 
 #define MAP_ON_STACK 64 // pairs gathered before a map's size is known
 
-//  The registry key of the array metatable: this variable's address.
+//  The registry keys of the array metatable and of the key cache's strings:
+//  these variables' addresses.
 static const char s_array_key = 0;
+static const char s_keys_key = 0;
 
 void drv_lua_record_setup(lua_State *L)
 {
@@ -19,6 +21,8 @@ void drv_lua_record_setup(lua_State *L)
     lua_pushliteral(L, "array");
     lua_setfield(L, -2, "__name");
     lua_rawsetp(L, LUA_REGISTRYINDEX, &s_array_key);
+    lua_createtable(L, DRV_LUA_KEY_SLOTS, 0);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &s_keys_key);
 }
 
 static uint32_t s_slot(const char *text)
@@ -57,6 +61,50 @@ static const msgpack_object *s_recall(const drv_lua_memo_t *memo, const char *te
         }
     }
     return NULL;
+}
+
+//  Where a key's bytes would be in the key cache: a hash of its length and
+//  of at most its first and last 8 bytes (Lua's own hashes every byte, and
+//  then walks its string table: most of what building a table took).
+static uint32_t s_key_slot(const char *bytes, uint32_t len)
+{
+    uint64_t head = 0, tail = 0;
+    if (len >= 8) { // whole words, loaded as such (no store to forward)
+        memcpy(&head, bytes, 8);
+        memcpy(&tail, bytes + len - 8, 8);
+    } else {
+        for (uint32_t i = 0; i < len; i++) {
+            head = head << 8 | (uint8_t)bytes[i];
+        }
+    }
+    uint64_t h = (head ^ (tail * 0x9E3779B97F4A7C15ull) ^ len) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 56) & (DRV_LUA_KEY_SLOTS - 1);
+}
+
+static void s_push(lua_State *L, const msgpack_object *obj, drv_lua_memo_t *memo);
+
+//  Pushes a map's key, from the key cache when the same bytes were a key
+//  before: records repeat their keys, and a cached key costs a hash of 16
+//  bytes, a compare and an array read instead of Lua's interning.
+static void s_push_key(lua_State *L, const msgpack_object *key, drv_lua_memo_t *memo)
+{
+    const char *bytes = key->via.str.ptr;
+    uint32_t len = key->via.str.size;
+    if (!memo || key->type != MSGPACK_OBJECT_STR || len > DRV_LUA_KEY_MAX || len == 0) {
+        s_push(L, key, memo);
+        return;
+    }
+    uint32_t slot = s_key_slot(bytes, len);
+    if (memo->keys[slot].len == len && memcmp(memo->keys[slot].text, bytes, len) == 0) {
+        lua_rawgeti(L, memo->keys_index, (lua_Integer)slot + 1);
+    } else {
+        lua_pushlstring(L, bytes, len);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, memo->keys_index, (lua_Integer)slot + 1); // the cache holds it: its bytes stay put
+        memo->keys[slot].text = lua_tostring(L, -1);
+        memo->keys[slot].len = len;
+    }
+    s_note(L, key, memo);
 }
 
 static void s_push(lua_State *L, const msgpack_object *obj, drv_lua_memo_t *memo)
@@ -102,7 +150,7 @@ static void s_push(lua_State *L, const msgpack_object *obj, drv_lua_memo_t *memo
         luaL_checkstack(L, 4, "record nested too deep");
         lua_createtable(L, 0, (int)obj->via.map.size + 4); // room for a few new keys without a rehash
         for (uint32_t i = 0; i < obj->via.map.size; i++) {
-            s_push(L, &obj->via.map.ptr[i].key, memo);
+            s_push_key(L, &obj->via.map.ptr[i].key, memo);
             s_push(L, &obj->via.map.ptr[i].val, memo);
             lua_rawset(L, -3);
         }
@@ -121,6 +169,15 @@ void drv_lua_push_object(lua_State *L, const msgpack_object *obj, drv_lua_memo_t
             memo->stamp = 1;
         }
         memo->count = 0;
+        if (memo->state != L) { // its cached keys are another state's strings
+            memset(memo->keys, 0, sizeof memo->keys);
+            memo->state = L;
+        }
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &s_keys_key);
+        memo->keys_index = lua_gettop(L);
+        s_push(L, obj, memo);
+        lua_remove(L, memo->keys_index);
+        return;
     }
     s_push(L, obj, memo);
 }

@@ -23,7 +23,12 @@ typedef void *(*drv_lua_alloc_fn)(void *arg, size_t size);
 //  no UTF-8 check, str or bin as it was). A hit is checked byte for byte,
 //  so a string Lua freed and whose address a new one took is never
 //  mistaken for it.
+//  It also caches the keys of the maps it pushed, as Lua strings, so that
+//  the next record's keys are found without Lua interning them again; one
+//  memo serves one Lua state.
 #define DRV_LUA_MEMO_SLOTS 256
+#define DRV_LUA_KEY_SLOTS 256
+#define DRV_LUA_KEY_MAX 40 // bytes: Lua interns strings this short, and only those pay for it
 typedef struct {
     struct {
         const char *text;          // Lua's bytes
@@ -32,6 +37,12 @@ typedef struct {
     } slot[DRV_LUA_MEMO_SLOTS];
     uint32_t stamp;
     uint32_t count;
+    struct {
+        const char *text; // the bytes of a string the state's key cache holds
+        uint32_t len;     // 0: an empty slot
+    } keys[DRV_LUA_KEY_SLOTS];
+    lua_State *state; // whose strings keys[] points at
+    int keys_index;   // the key cache's place on the stack, while pushing
 } drv_lua_memo_t;
 
 //  Makes the array metatable; call once per state, before the first push.
