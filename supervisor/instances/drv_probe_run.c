@@ -4,7 +4,7 @@
     process was reaped; then its answer is judged and its done called. */
 #include "drv_probe_run.h"
 #include "drv_listeners.h"
-#include "drv_spawn.h"
+#include "drv_watched.h"
 
 #include "drover/drv_file.h"
 #include "drover/drv_log.h"
@@ -24,13 +24,7 @@
 #define ANSWER_MAX (1024 * 1024)
 
 typedef struct {
-    pid_t pid;           // 0 once reaped
-    int status;          // its wait status, once reaped
-    int fd;              // its stdout, -1 once closed
-    int64_t deadline_ms; // mono: killed past it
-    bool killed;         // by us, at the deadline
-    char *answer;        // what it wrote so far
-    size_t len;
+    drv_watched_t child; // drover-worker --probe, its answer on its stdout
     char group[64], name[64];
     drv_problems_t *problems; // the listeners' problems, then the probe's
     drv_probe_done_fn *done;
@@ -55,8 +49,8 @@ static int s_memfile(const char *text)
     return fd;
 }
 
-//  Spawns drover-worker --probe reading input, writing to a pipe (*from_child, non-blocking).
-static pid_t s_spawn(drv_engine_t *engine, const char *input, int *from_child)
+//  Starts drover-worker --probe reading input, its answer into child.
+static int s_spawn(drv_engine_t *engine, const char *input, drv_watched_t *child)
 {
     int in = s_memfile(input);
     if (in < 0) {
@@ -65,11 +59,11 @@ static pid_t s_spawn(drv_engine_t *engine, const char *input, int *from_child)
     char path[1100];
     snprintf(path, sizeof path, "%s/drover-worker", engine->bin_dir);
     char *argv[] = {path, "--probe", NULL};
-    pid_t pid = drv_spawn_piped(path, argv, in, false, from_child);
+    int rc = drv_watched_start(child, path, argv, in, false, ANSWER_MAX, DRV_PROBE_TIMEOUT_MS);
     int saved = errno;
     close(in);
     errno = saved;
-    return pid;
+    return rc;
 }
 
 int drv_probe_run_start(drv_engine_t *engine, drv_pipeline_t *pipeline, const char *group, const char *name,
@@ -91,18 +85,14 @@ int drv_probe_run_start(drv_engine_t *engine, drv_pipeline_t *pipeline, const ch
                               (json_int_t)generation, "core", 0);
     char *text = json_dumps(input, JSON_COMPACT);
     json_decref(input);
-    int fd = -1;
-    pid_t pid = text ? s_spawn(engine, text, &fd) : -1;
+    probe_t *probe = calloc(1, sizeof *probe);
+    int rc = text ? s_spawn(engine, text, &probe->child) : -1;
     free(text);
-    if (pid < 0) {
+    if (rc != 0) {
         snprintf(why, whylen, "cannot start a probe instance (%s/drover-worker): %s", engine->bin_dir, strerror(errno));
+        free(probe);
         return -1;
     }
-    probe_t *probe = calloc(1, sizeof *probe);
-    probe->pid = pid;
-    probe->fd = fd;
-    probe->deadline_ms = drv_time_mono_ms() + DRV_PROBE_TIMEOUT_MS;
-    probe->answer = malloc(ANSWER_MAX + 1);
     snprintf(probe->group, sizeof probe->group, "%s", group);
     snprintf(probe->name, sizeof probe->name, "%s", name);
     probe->problems = drv_problems_new();
@@ -117,19 +107,20 @@ int drv_probe_run_start(drv_engine_t *engine, drv_pipeline_t *pipeline, const ch
 static void s_judge(probe_t *probe)
 {
     drv_problems_t *problems = probe->problems;
-    probe->answer[probe->len] = 0;
+    const drv_watched_t *child = &probe->child;
     json_error_t err;
-    json_t *doc = probe->killed ? NULL : json_loadb(probe->answer, probe->len, 0, &err);
+    //  What did not fit is not an answer.
+    json_t *doc = child->killed || child->truncated ? NULL : json_loadb(child->out, child->len, 0, &err);
     json_t *found = json_object_get(doc, "problems");
-    if (probe->killed) {
+    if (child->killed) {
         drv_problems_add(problems, "",
                          "the probe instance did not finish building the pipeline within %d ms (a script's top "
                          "level that does not end? a file that blocks when opened?)",
                          DRV_PROBE_TIMEOUT_MS);
     } else if (!json_is_array(found)) {
         drv_problems_add(problems, "", "the probe instance ended without an answer (%s %d)",
-                         WIFSIGNALED(probe->status) ? "signal" : "exit code",
-                         WIFSIGNALED(probe->status) ? WTERMSIG(probe->status) : WEXITSTATUS(probe->status));
+                         WIFSIGNALED(child->status) ? "signal" : "exit code",
+                         WIFSIGNALED(child->status) ? WTERMSIG(child->status) : WEXITSTATUS(child->status));
     }
     size_t i;
     json_t *problem;
@@ -144,11 +135,8 @@ static void s_judge(probe_t *probe)
 static void s_free(probe_t **probe_p)
 {
     probe_t *probe = *probe_p;
-    if (probe->fd >= 0) {
-        close(probe->fd);
-    }
+    drv_watched_release(&probe->child);
     drv_problems_destroy(&probe->problems);
-    free(probe->answer);
     free(probe);
     *probe_p = NULL;
 }
@@ -157,7 +145,7 @@ static void s_free(probe_t **probe_p)
 static void s_maybe_end(drv_engine_t *engine, int slot)
 {
     probe_t *probe = engine->probes->probe[slot];
-    if (probe->fd >= 0 || probe->pid > 0) {
+    if (!drv_watched_over(&probe->child)) {
         return;
     }
     s_judge(probe);
@@ -176,22 +164,16 @@ int64_t drv_probe_runs_tick(drv_engine_t *engine)
     int64_t now = drv_time_mono_ms(), next = -1;
     for (int i = 0; i < DRV_PROBE_MAX; i++) {
         probe_t *probe = engine->probes->probe[i];
-        if (!probe || probe->pid <= 0 || probe->killed) {
-            continue;
-        }
-        if (now >= probe->deadline_ms) {
+        if (probe && drv_watched_expire(&probe->child, now)) {
             drv_warn("instantiate dry run pipeline=%s:%s: the probe instance did not finish within %d ms; killed",
                      probe->group, probe->name, DRV_PROBE_TIMEOUT_MS);
-            kill(probe->pid, SIGKILL);
-            probe->killed = true;
-            if (probe->fd >= 0) { // a grandchild could hold the pipe open: stop reading it
-                close(probe->fd);
-                probe->fd = -1;
-            }
-            continue;
         }
-        int64_t left = probe->deadline_ms - now;
-        next = next < 0 || left < next ? left : next;
+        if (probe && drv_watched_over(&probe->child)) { // it ended, and a grandchild held its output
+            s_maybe_end(engine, i);
+            probe = engine->probes->probe[i]; // done may have started another
+        }
+        int64_t left = probe ? drv_watched_left_ms(&probe->child, now) : -1;
+        next = left >= 0 && (next < 0 || left < next) ? left : next;
     }
     return next;
 }
@@ -201,8 +183,8 @@ int drv_probe_runs_poll_items(drv_engine_t *engine, zmq_pollitem_t *items)
     int count = 0;
     for (int i = 0; engine->probes && i < DRV_PROBE_MAX; i++) {
         probe_t *probe = engine->probes->probe[i];
-        if (probe && probe->fd >= 0) {
-            items[count++] = (zmq_pollitem_t){NULL, probe->fd, ZMQ_POLLIN, 0};
+        if (probe && probe->child.fd >= 0) {
+            items[count++] = (zmq_pollitem_t){NULL, probe->child.fd, ZMQ_POLLIN, 0};
         }
     }
     return count;
@@ -216,18 +198,11 @@ void drv_probe_runs_on_readable(drv_engine_t *engine, const zmq_pollitem_t *item
         }
         for (int i = 0; engine->probes && i < DRV_PROBE_MAX; i++) {
             probe_t *probe = engine->probes->probe[i];
-            if (!probe || probe->fd != items[k].fd) {
+            if (!probe || probe->child.fd != items[k].fd) {
                 continue;
             }
-            ssize_t n;
-            while ((n = read(probe->fd, probe->answer + probe->len, ANSWER_MAX - probe->len)) > 0) {
-                probe->len += (size_t)n;
-            }
-            if (n == 0 || probe->len == ANSWER_MAX || (errno != EAGAIN && errno != EINTR)) {
-                close(probe->fd); // its end: what did not fit is not an answer
-                probe->fd = -1;
-                s_maybe_end(engine, i);
-            }
+            drv_watched_read(&probe->child);
+            s_maybe_end(engine, i);
             break;
         }
     }
@@ -237,9 +212,7 @@ bool drv_probe_runs_on_exit(drv_engine_t *engine, pid_t pid, int status)
 {
     for (int i = 0; engine->probes && i < DRV_PROBE_MAX; i++) {
         probe_t *probe = engine->probes->probe[i];
-        if (probe && probe->pid == pid) {
-            probe->pid = 0;
-            probe->status = status;
+        if (probe && drv_watched_reaped(&probe->child, pid, status)) {
             s_maybe_end(engine, i);
             return true;
         }
@@ -252,10 +225,7 @@ void drv_probe_runs_stop(drv_engine_t *engine)
     for (int i = 0; engine->probes && i < DRV_PROBE_MAX; i++) {
         probe_t *probe = engine->probes->probe[i];
         if (probe) {
-            if (probe->pid > 0) {
-                kill(probe->pid, SIGKILL); // reaped with droverd's other children
-            }
-            engine->probes->probe[i] = NULL;
+            engine->probes->probe[i] = NULL; // its child is killed and reaped with droverd's other children
             probe->done(engine, probe->arg, NULL);
             s_free(&probe);
         }

@@ -9,6 +9,7 @@
     reads. Only when it says yes does droverd execute it; an answer of no, a
     crash or silence leaves the running droverd as it was. */
 #include "drv_upgrade.h"
+#include "drv_watched.h"
 #include "drv_handoff.h"
 #include "drv_lifecycle.h"
 #include "drv_events.h"
@@ -17,7 +18,6 @@
 #include "drv_registry.h"
 #include "drv_restore.h"
 #include "drv_rollout.h"
-#include "drv_spawn.h"
 #include "drv_state.h"
 #include "drv_zygote_link.h"
 
@@ -44,13 +44,7 @@ struct drv_upgrade_t {
     char to_version[64];
     int64_t started_at, finished_at; // wall ms
     char error[1200];
-    pid_t check_pid;
-    int check_fd;
-    char check_out[CHECK_OUTPUT_MAX + 1];
-    size_t check_len;
-    int check_status; // its exit status once reaped (-1 before)
-    bool check_eof;
-    int64_t check_deadline_ms; // mono
+    drv_watched_t check;       // droverd --upgrade-check, its stdout and stderr
     int64_t heard_deadline_ms; // mono, after the execution (0: the rollouts were started)
     json_t *pipelines;         // [{group, pipeline, rollout_id, state}]
     json_t *config;            // the config file's hashes when the handed state was applied (or NULL)
@@ -73,7 +67,7 @@ drv_upgrade_t *drv_upgrade_new(void)
     if (!self) {
         abort();
     }
-    self->check_fd = -1;
+    self->check.fd = -1;
     self->pipelines = json_array();
     return self;
 }
@@ -81,9 +75,7 @@ drv_upgrade_t *drv_upgrade_new(void)
 void drv_upgrade_destroy(drv_upgrade_t **self_p)
 {
     if (self_p && *self_p) {
-        if ((*self_p)->check_fd >= 0) {
-            close((*self_p)->check_fd);
-        }
+        drv_watched_release(&(*self_p)->check);
         json_decref((*self_p)->pipelines);
         json_decref((*self_p)->config);
         free(*self_p);
@@ -146,26 +138,14 @@ static bool s_in_the_way(drv_engine_t *engine, char *why, size_t whylen)
 static int s_start_check(drv_engine_t *engine, char *why, size_t whylen)
 {
     drv_upgrade_t *self = engine->upgrade;
-    if (self->check_fd >= 0) {
-        close(self->check_fd); // the output of a check killed at its deadline, not read to its end
-        self->check_fd = -1;
-    }
+    drv_watched_release(&self->check); // the last one's
     char format[16];
     snprintf(format, sizeof format, "%d", DRV_HANDOFF_FORMAT);
     char *argv[] = {engine->exe_path, "--upgrade-check", format, "-c", (char *)engine->config->path, NULL};
-    int from_child;
-    pid_t pid = drv_spawn_piped(engine->exe_path, argv, -1, true, &from_child);
-    if (pid < 0) {
+    if (drv_watched_start(&self->check, engine->exe_path, argv, -1, true, CHECK_OUTPUT_MAX, CHECK_TIMEOUT_MS) != 0) {
         snprintf(why, whylen, "cannot run the new droverd %s: %s", engine->exe_path, strerror(errno));
         return -1;
     }
-    self->check_pid = pid;
-    self->check_fd = from_child;
-    self->check_len = 0;
-    self->check_out[0] = 0;
-    self->check_status = -1;
-    self->check_eof = false;
-    self->check_deadline_ms = drv_time_mono_ms() + CHECK_TIMEOUT_MS;
     return 0;
 }
 
@@ -196,44 +176,17 @@ int drv_upgrade_request(drv_engine_t *engine, const char *by, char *why, size_t 
 
 int drv_upgrade_fd(drv_engine_t *engine)
 {
-    return engine->upgrade ? engine->upgrade->check_fd : -1;
+    return engine->upgrade ? engine->upgrade->check.fd : -1;
 }
 
 void drv_upgrade_on_readable(drv_engine_t *engine)
 {
-    drv_upgrade_t *self = engine->upgrade;
-    char chunk[512];
-    for (;;) {
-        ssize_t n = read(self->check_fd, chunk, sizeof chunk);
-        if (n > 0) {
-            size_t room = CHECK_OUTPUT_MAX - self->check_len;
-            size_t take = (size_t)n < room ? (size_t)n : room;
-            memcpy(self->check_out + self->check_len, chunk, take);
-            self->check_len += take;
-            self->check_out[self->check_len] = 0;
-            continue;
-        }
-        if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-            self->check_eof = true;
-            close(self->check_fd);
-            self->check_fd = -1;
-        }
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        return;
-    }
+    drv_watched_read(&engine->upgrade->check);
 }
 
 bool drv_upgrade_on_exit(drv_engine_t *engine, pid_t pid, int status)
 {
-    drv_upgrade_t *self = engine->upgrade;
-    if (!self || pid <= 0 || pid != self->check_pid) {
-        return false;
-    }
-    self->check_pid = 0;
-    self->check_status = status;
-    return true;
+    return engine->upgrade && drv_watched_reaped(&engine->upgrade->check, pid, status);
 }
 
 //  The check's verdict once it ended: 1 yes (to_version set), 0 no (error
@@ -241,35 +194,35 @@ bool drv_upgrade_on_exit(drv_engine_t *engine, pid_t pid, int status)
 static int s_check_verdict(drv_engine_t *engine)
 {
     drv_upgrade_t *self = engine->upgrade;
-    if (self->check_pid > 0 && drv_time_mono_ms() >= self->check_deadline_ms) {
-        kill(self->check_pid, SIGKILL);
+    drv_watched_t *check = &self->check;
+    if (drv_watched_expire(check, drv_time_mono_ms())) {
         snprintf(self->error, sizeof self->error, "the new droverd (%s --upgrade-check) did not answer within %d s",
                  engine->exe_path, CHECK_TIMEOUT_MS / 1000);
         return 0;
     }
-    if (self->check_pid > 0 || !self->check_eof) {
+    if (!drv_watched_over(check)) {
         return -1;
     }
-    char *out = self->check_out;
+    char *out = check->out;
     int format = 0;
     char version[64] = "";
-    if (WIFEXITED(self->check_status) && WEXITSTATUS(self->check_status) == 0 &&
+    if (WIFEXITED(check->status) && WEXITSTATUS(check->status) == 0 &&
         sscanf(out, "droverd %63s handoff=%d", version, &format) == 2 && format == DRV_HANDOFF_FORMAT) {
         snprintf(self->to_version, sizeof self->to_version, "%s", version);
         return 1;
     }
-    while (self->check_len > 0 && (out[self->check_len - 1] == '\n' || out[self->check_len - 1] == ' ')) {
-        out[--self->check_len] = 0;
+    while (check->len > 0 && (out[check->len - 1] == '\n' || out[check->len - 1] == ' ')) {
+        out[--check->len] = 0;
     }
     for (char *c = out; *c; c++) {
         *c = *c == '\n' ? ';' : *c;
     }
-    if (WIFSIGNALED(self->check_status)) {
+    if (WIFSIGNALED(check->status)) {
         snprintf(self->error, sizeof self->error, "the new droverd (%s) was killed by signal %d during its check%s%s",
-                 engine->exe_path, WTERMSIG(self->check_status), out[0] ? ": " : "", out);
+                 engine->exe_path, WTERMSIG(check->status), out[0] ? ": " : "", out);
     } else {
         snprintf(self->error, sizeof self->error, "the new droverd (%s) refused to take over (exit %d): %s",
-                 engine->exe_path, WIFEXITED(self->check_status) ? WEXITSTATUS(self->check_status) : -1,
+                 engine->exe_path, WIFEXITED(check->status) ? WEXITSTATUS(check->status) : -1,
                  out[0] ? out : "it said nothing");
     }
     return 0;
@@ -408,7 +361,7 @@ int64_t drv_upgrade_tick(drv_engine_t *engine)
         } else if (verdict == 0) {
             s_finish(engine, DRV_UPGRADE_FAILED, NULL);
         }
-        return verdict < 0 ? (self->check_deadline_ms > now ? self->check_deadline_ms - now : 0) : -1;
+        return verdict < 0 ? drv_watched_left_ms(&self->check, now) : -1;
     }
     if (self->heard_deadline_ms) {
         if (!s_all_heard(engine) && now < self->heard_deadline_ms) {

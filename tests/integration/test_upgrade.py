@@ -235,6 +235,26 @@ class Upgrade(UpgradeBase):
         self.assertIn("No such file or directory", body["error"])
         self.assertEqual(self.send_one(4), 200)
 
+    def test_a_binary_that_never_answers_is_killed_at_its_deadline(self):
+        # It hangs, and a process it started holds its output open: droverd
+        # kills it at 10 s, stops reading, and the old droverd serves on.
+        self.put(self.spec(cores=1))
+        before = {p["pid"] for p in self.processes()}
+        hung = os.path.join(self.install_dir, ".droverd.new")
+        with open(hung, "w") as f:
+            f.write("#!/bin/sh\necho checking\nsleep 20 &\nexec sleep 20\n")
+        os.chmod(hung, 0o755)
+        os.rename(hung, os.path.join(self.install_dir, "droverd"))
+        started = time.monotonic()
+        status, body, _ = self.admin.http("POST", "/api/v1/engine/upgrade", body={})
+        self.assertEqual((status, body["state"]), (202, "checking"), body)
+        done = self.wait_upgraded(timeout=30)
+        self.assertGreaterEqual(time.monotonic() - started, 9.5, "the check had its full time")
+        self.assertEqual(done["state"], "failed", done)
+        self.assertIn("--upgrade-check) did not answer within 10 s", done["error"])
+        self.assertEqual({p["pid"] for p in self.processes()}, before)
+        self.assertEqual(self.send_one(5), 200)
+
 
 class UpgradeThroughSymlink(UpgradeBase):
     """Releases side by side and a `current` symlink moved to the new one
