@@ -1,7 +1,13 @@
 /*  drv_mpcheck — a non-allocating walk over msgpack bytes.
-    Each container pushes its element count (doubled for maps) on a small
-    stack; every value consumes one slot of its parent. A count larger than the
-    bytes left cannot be honest (each element takes at least one byte). */
+    Every value consumes one of the values left at its level; a container
+    saves that count on a small stack and makes its own element count
+    (doubled for maps) the level's. The count in use stays in a register:
+    every value touches it, and kept on the stack it cost a store and a
+    reload per value. The formats are told apart by branches, not by a
+    table: records repeat their shape, so the branches are predicted and
+    the walk runs ahead of its loads (a table made every value wait for
+    the one before). A count larger than the bytes left cannot be honest
+    (each element takes at least one byte). */
 #include "drover/drv_mpcheck.h"
 
 #include <stdint.h>
@@ -20,10 +26,17 @@ int drv_mpcheck(const void *data, size_t size, char *err, size_t errlen)
 {
     const unsigned char *p = data;
     size_t pos = 0;
-    uint64_t pending[DRV_MPCHECK_MAX_DEPTH + 1];
-    int depth = 1;
-    pending[0] = 1; // the one top-level value
-    while (depth > 0) {
+    uint64_t saved[DRV_MPCHECK_MAX_DEPTH]; // the values left at each enclosing level
+    int depth = 0;                         // containers open
+    uint64_t left = 1;                     // values left at this level: the one top-level value
+    for (;;) {
+        if (left == 0) {
+            if (depth == 0) {
+                break;
+            }
+            left = saved[--depth];
+            continue;
+        }
         if (pos >= size) {
             snprintf(err, errlen, "truncated msgpack (%zu bytes)", size);
             return -1;
@@ -150,21 +163,19 @@ int drv_mpcheck(const void *data, size_t size, char *err, size_t errlen)
             return -1;
         }
         pos += (size_t)skip;
-        pending[depth - 1]--;
+        left--;
         if (children > 0) {
             if (children > size - pos) {
                 snprintf(err, errlen, "container at offset %zu claims %llu items in %zu bytes", pos,
                          (unsigned long long)children, size - pos);
                 return -1;
             }
-            if (depth > DRV_MPCHECK_MAX_DEPTH) {
+            if (depth >= DRV_MPCHECK_MAX_DEPTH) {
                 snprintf(err, errlen, "nested deeper than %d levels", DRV_MPCHECK_MAX_DEPTH);
                 return -1;
             }
-            pending[depth++] = children;
-        }
-        while (depth > 0 && pending[depth - 1] == 0) {
-            depth--;
+            saved[depth++] = left;
+            left = children;
         }
     }
     if (pos != size) {
