@@ -1,5 +1,6 @@
 /*  drv_batch — see drv_batch.h. */
 #include "drover/drv_batch.h"
+#include "drover/drv_keyprint.h"
 #include "drover/drv_mpcheck.h"
 
 #include <stdbool.h>
@@ -34,14 +35,24 @@ static int s_key_order(const void *pa, const void *pb)
     return a->via.str.size ? memcmp(a->via.str.ptr, b->via.str.ptr, a->via.str.size) : 0;
 }
 
-//  The first key that appears twice in map, or NULL.
+//  A string key's print (drv_keyprint); one print for every other key, which
+//  s_key_equal then tells apart.
+static uint64_t s_key_print(const msgpack_object *key)
+{
+    return key->type == MSGPACK_OBJECT_STR ? drv_keyprint(key->via.str.ptr, key->via.str.size) : UINT64_MAX;
+}
+
+//  The first key that appears twice in map, or NULL. A small map compares
+//  every pair of prints, and the bytes only where two prints are equal.
 static const msgpack_object *s_duplicate_key(const msgpack_object_map *map, msgpack_zone *zone)
 {
     uint32_t n = map->size;
     if (n <= PAIRWISE_MAX) {
-        for (uint32_t i = 1; i < n; i++) {
+        uint64_t print[PAIRWISE_MAX];
+        for (uint32_t i = 0; i < n; i++) {
+            print[i] = s_key_print(&map->ptr[i].key);
             for (uint32_t j = 0; j < i; j++) {
-                if (s_key_equal(&map->ptr[i].key, &map->ptr[j].key)) {
+                if (print[i] == print[j] && s_key_equal(&map->ptr[i].key, &map->ptr[j].key)) {
                     return &map->ptr[i].key;
                 }
             }

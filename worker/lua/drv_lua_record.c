@@ -1,6 +1,7 @@
 /*  drv_lua_record — records into Lua tables and back (see the header). */
 #include "drv_lua_record.h"
 
+#include "drover/drv_keyprint.h"
 #include "drover/drv_utf8.h"
 
 #include <lauxlib.h>
@@ -63,22 +64,12 @@ static const msgpack_object *s_recall(const drv_lua_memo_t *memo, const char *te
     return NULL;
 }
 
-//  Where a key's bytes would be in the key cache: a hash of its length and
-//  of at most its first and last 8 bytes (Lua's own hashes every byte, and
-//  then walks its string table: most of what building a table took).
+//  Where a key's bytes would be in the key cache (Lua's own hash reads
+//  every byte, and then walks its string table: most of what building a
+//  table took).
 static uint32_t s_key_slot(const char *bytes, uint32_t len)
 {
-    uint64_t head = 0, tail = 0;
-    if (len >= 8) { // whole words, loaded as such (no store to forward)
-        memcpy(&head, bytes, 8);
-        memcpy(&tail, bytes + len - 8, 8);
-    } else {
-        for (uint32_t i = 0; i < len; i++) {
-            head = head << 8 | (uint8_t)bytes[i];
-        }
-    }
-    uint64_t h = (head ^ (tail * 0x9E3779B97F4A7C15ull) ^ len) * 0x9E3779B97F4A7C15ull;
-    return (uint32_t)(h >> 56) & (DRV_LUA_KEY_SLOTS - 1);
+    return (uint32_t)(drv_keyprint(bytes, len) >> 56) & (DRV_LUA_KEY_SLOTS - 1);
 }
 
 static void s_push(lua_State *L, const msgpack_object *obj, drv_lua_memo_t *memo);
