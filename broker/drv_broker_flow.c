@@ -28,24 +28,61 @@ void drv_broker_send_marker(drv_broker_t *self, drv_instance_t *inst)
     inst->drain_pending = false;
 }
 
-//  Sends one batch to an instance and keeps it in the ledger until
-//  acknowledged. The kept copy shares the payload's bytes, so nothing is
-//  copied. Returns 0, or -1 when the instance is gone (nothing was sent).
+//  Into the instance's data ring (docs/architecture.md, "The data ring"):
+//  1 put there, 0 not now (the ring is full, or a batch sent over the
+//  socket is not taken yet: the ring would overtake it), -1 too large for
+//  the ring (it goes over the socket once the ring is empty).
+static int s_put_ring(drv_broker_t *self, drv_instance_t *inst, drv_route_t *route, zmq_msg_t *payload)
+{
+    if (drv_ring_socket_batches(inst->ring) - inst->socket_base < inst->socket_sent) {
+        return 0;
+    }
+    if (inst->ring_wants_empty && !drv_ring_empty(inst->ring)) {
+        return 0; // a batch too large for it waits (parked) until it is empty, and goes first then
+    }
+    bool wake = false;
+    int rc = drv_ring_put(inst->ring, zframe_data(route->header), zframe_size(route->header), zmq_msg_data(payload),
+                          zmq_msg_size(payload), &wake);
+    if (rc == -1) {
+        inst->ring_wants_empty = !drv_ring_empty(inst->ring);
+        return inst->ring_wants_empty ? 0 : -1;
+    }
+    if (rc == 1 && wake) { // it sleeps in its poll: the doorbell (if it cannot be sent, its next poll looks)
+        drv_msg_t bell;
+        drv_msg_init(&bell, DRV_MSG_RING);
+        drv_msg_send(self->backend, inst->id, &bell, true);
+        drv_msg_clear(&bell);
+    }
+    return rc == 1 ? 1 : 0;
+}
+
+//  Sends one batch to an instance, through its data ring or over the
+//  socket, and keeps it in the ledger until acknowledged. The kept copy
+//  shares the payload's bytes. Returns 0, -1 when the instance is gone, -2
+//  when its ring cannot take it now (nothing was sent either way).
 static int s_send_batch(drv_broker_t *self, drv_instance_t *inst, drv_route_t *route, zmq_msg_t *payload,
                         const drv_pending_t *ack_from)
 {
+    int ring = inst->ring ? s_put_ring(self, inst, route, payload) : -1;
+    if (ring == 0) {
+        inst->ring_blocked = true; // until it takes something and says so
+        return -2;
+    }
     drv_pending_t *pending = drv_pending_new(route, payload, ack_from);
-    void *backend = zsock_resolve(self->backend);
-    int rc = zmq_send(backend, inst->id, strlen(inst->id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    if (rc >= 0) {
-        rc = zmq_send(backend, zframe_data(route->header), zframe_size(route->header), ZMQ_SNDMORE);
-    }
-    if (rc >= 0) {
-        rc = zmq_msg_send(payload, backend, 0);
-    }
-    if (rc < 0) {
-        drv_pending_destroy(&pending);
-        return -1;
+    if (ring == -1) {
+        void *backend = zsock_resolve(self->backend);
+        int rc = zmq_send(backend, inst->id, strlen(inst->id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+        if (rc >= 0) {
+            rc = zmq_send(backend, zframe_data(route->header), zframe_size(route->header), ZMQ_SNDMORE);
+        }
+        if (rc >= 0) {
+            rc = zmq_msg_send(payload, backend, 0);
+        }
+        if (rc < 0) {
+            drv_pending_destroy(&pending);
+            return -1;
+        }
+        inst->socket_sent += inst->ring != NULL;
     }
     drv_ledger_sent(self->ledger, inst->id, &pending);
     inst->credit--;
@@ -68,12 +105,15 @@ bool drv_broker_readable(drv_broker_t *self, const drv_front_door_t *fe)
 static void s_dispatch(drv_broker_t *self, drv_front_door_t *fe, drv_instance_t *inst, zmq_msg_t *payload,
                        const drv_pending_t *ack_from)
 {
-    while (inst && s_send_batch(self, inst, fe->route, payload, ack_from) != 0) {
-        //  It vanished between credit and send: stop routing to it and give
-        //  this same message to the next one.
-        drv_warn("instance unreachable, removed from routing instance=%s reason=\"%s\"", inst->id,
-                 zmq_strerror(zmq_errno()));
-        drv_instance_unroute(inst);
+    int rc;
+    while (inst && (rc = s_send_batch(self, inst, fe->route, payload, ack_from)) != 0) {
+        if (rc == -1) {
+            //  It vanished between credit and send: stop routing to it and
+            //  give this same message to the next one.
+            drv_warn("instance unreachable, removed from routing instance=%s reason=\"%s\"", inst->id,
+                     zmq_strerror(zmq_errno()));
+            drv_instance_unroute(inst);
+        }
         inst = drv_instances_pick(self->instances, fe->pipeline, fe->node);
     }
     if (!inst) {
@@ -142,6 +182,34 @@ static void s_acked(const drv_pending_t *done, void *arg)
     }
 }
 
+//  A credit with reset offers the instance's data ring (or none): mapped
+//  unless it is the one already mapped. A new ring starts with nothing
+//  sent over the socket (a new process, or a broker new to it: it has
+//  taken everything sent before its answer).
+static void s_offer_ring(drv_instance_t *inst, const drv_msg_t *msg)
+{
+    bool offered = drv_msg_has(msg, DRV_F_RING_FD) && drv_msg_has(msg, DRV_F_PID);
+    if (inst->ring && offered && inst->ring_pid == (pid_t)msg->pid && inst->ring_fd == (int)msg->ring_fd) {
+        return;
+    }
+    drv_ring_destroy(&inst->ring);
+    inst->ring_blocked = false;
+    if (!offered) {
+        return;
+    }
+    char err[300];
+    inst->ring = drv_ring_attach((pid_t)msg->pid, (int)msg->ring_fd, err, sizeof err);
+    if (!inst->ring) {
+        drv_warn("data ring not mapped, batches go over the socket instance=%s reason=\"%s\"", inst->id, err);
+        return;
+    }
+    inst->ring_pid = (pid_t)msg->pid;
+    inst->ring_fd = (int)msg->ring_fd;
+    inst->socket_base = drv_ring_socket_batches(inst->ring);
+    inst->socket_sent = 0;
+    drv_info("data ring mapped instance=%s bytes=%zu", inst->id, drv_ring_bytes(inst->ring));
+}
+
 void drv_broker_handle_backend(drv_broker_t *self)
 {
     zmsg_t *zmsg = zmsg_recv(self->backend);
@@ -175,11 +243,19 @@ void drv_broker_handle_backend(drv_broker_t *self)
                 drv_ledger_acked(self->ledger, identity, drv_msg_has(&msg, DRV_F_ACKED) ? msg.acked : msg.n, s_acked,
                                  self);
             }
+            if (msg.reset) {
+                s_offer_ring(inst, &msg);
+            }
+            //  It took something: try its ring again (or, for a batch too
+            //  large for it, once it is empty).
+            inst->ring_wants_empty = inst->ring_wants_empty && inst->ring && !drv_ring_empty(inst->ring);
+            inst->ring_blocked = inst->ring_wants_empty;
             bool known = inst->credit_known;
             drv_instance_credit(inst, msg.n, msg.reset, msg.synced, inst->sent_since_sync);
             if (!known) {
                 drv_info("instance connected instance=%s credit=%lld", inst->id, (long long)inst->credit);
             }
+            drv_broker_redeliver(self); // parked batches before the front doors' next: one may wait for a ring
         }
         drv_msg_clear(&msg);
     } else {
@@ -197,7 +273,11 @@ static int s_redeliver_one(drv_pending_t *pending, void *arg)
     if (!inst) {
         return 0;
     }
-    if (s_send_batch(self, inst, pending->route, &pending->payload, pending) != 0) {
+    int rc = s_send_batch(self, inst, pending->route, &pending->payload, pending);
+    if (rc == -2) {
+        return 0; // its ring is full: the next in line may go elsewhere
+    }
+    if (rc != 0) {
         drv_warn("instance unreachable, removed from routing instance=%s reason=\"%s\"", inst->id,
                  zmq_strerror(zmq_errno()));
         drv_instance_unroute(inst);

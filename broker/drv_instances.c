@@ -19,6 +19,7 @@ static void s_instance_free(void **item)
         free(inst->id);
         free(inst->pipeline);
         json_decref(inst->nodes);
+        drv_ring_destroy(&inst->ring);
         free(inst);
         *item = NULL;
     }
@@ -130,7 +131,7 @@ void drv_instance_credit(drv_instance_t *inst, int64_t count, bool reset, bool s
 
 bool drv_instance_serves(const drv_instance_t *inst, const char *pipeline, const char *node)
 {
-    if (!inst->routable || inst->deleted_at_ms || inst->credit <= 0 || !inst->pipeline ||
+    if (!inst->routable || inst->deleted_at_ms || inst->credit <= 0 || inst->ring_blocked || !inst->pipeline ||
         strcmp(inst->pipeline, pipeline)) {
         return false;
     }

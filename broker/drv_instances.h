@@ -5,9 +5,12 @@
 #ifndef DRV_INSTANCES_H
 #define DRV_INSTANCES_H
 
+#include "drover/drv_ring.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct {
     char *id;                // instance id, also its routing id on the backend
@@ -24,6 +27,13 @@ typedef struct {
     int64_t deleted_at_ms;   // droverd said it is gone (0: not yet)
     int64_t next_sync_ms;    // when to send SYNC again while it has granted no credit
     int64_t next_marker_ms;  // when to retry an undelivered DRAIN marker
+    drv_ring_t *ring;        // its data ring, mapped (NULL: batches go over the socket)
+    pid_t ring_pid;          // the process and descriptor it was offered as
+    int ring_fd;
+    uint64_t socket_base;  // the ring's count of batches taken from the socket, when mapped
+    uint64_t socket_sent;  // batches sent over the socket since (too large for the ring)
+    bool ring_blocked;     // the ring could not take a batch: not picked until its next credit
+    bool ring_wants_empty; // a batch too large for the ring waits for it to empty: nothing else goes in
 } drv_instance_t;
 
 typedef struct drv_instances_t drv_instances_t;

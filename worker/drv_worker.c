@@ -1,13 +1,14 @@
 /*  drv_worker — the instance's event loop.
-    Two sockets: `control` (DEALER to droverd: hello, spec, ready, heartbeats,
-    drained) and `data` (DEALER to the broker: batches in, credit out). The
-    worker only ever asks the broker for as many batches as its credit window,
-    so a slow exporter becomes back-pressure at the broker's front door. */
+    Two links: `control` (DEALER to droverd: hello, spec, ready, heartbeats,
+    drained) and the feed from the broker (drv_feed.c: batches in, credit
+    out). The worker only ever asks the broker for as many batches as its
+    credit window, so a slow exporter becomes back-pressure at the broker's
+    front door. */
 #include "drv_worker.h"
 #include "drv_dag.h"
+#include "drv_feed.h"
 #include "drv_nodes.h"
 #include "drv_tap.h"
-#include "drv_unsettled.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_msg_send.h"
@@ -18,30 +19,22 @@
 #include <string.h>
 
 #define SPEC_WAIT_MS 10000
-#define DATA_BATCHES_PER_ROUND 64
 
 #define TAP_FLUSH_MS 100
 #define MAX_SOCKETS 16 // network receivers one instance polls
 
 typedef struct {
-    zsock_t *control;      // DEALER to droverd
-    zsock_t *data;         // DEALER to the broker, NULL until the spec names it
-    drv_dag_t *dag;        // the pipeline, NULL until built
-    char *instance;        // "{group}/{pipeline}@{generation}#{core}"
-    int64_t heartbeat_ms;  // heartbeat period from the spec message
-    int64_t credit_window; // batches the broker may send ahead
+    zsock_t *control;     // DEALER to droverd
+    drv_feed_t *feed;     // from the broker, NULL until the spec names it (and without receiver:zmq)
+    drv_dag_t *dag;       // the pipeline, NULL until built
+    char *instance;       // "{group}/{pipeline}@{generation}#{core}"
+    int64_t heartbeat_ms; // heartbeat period from the spec message
     int64_t next_heartbeat_ms;
-    int64_t credit_owed;          // batches taken into the DAG and not yet re-credited
-    int64_t acked_owed;           // batches settled and not yet acknowledged
-    drv_unsettled_t unsettled;    // the broker's batches taken and not yet settled
-    int64_t batches;              // batches taken from the broker
-    int64_t rejected;             // producer messages refused as junk
-    int64_t next_rejected_log_ms; // mono: refusals are logged at most once a second
-    bool has_zmq;                 // pipeline has receiver:zmq nodes, so drains come via the broker
-    bool drain_requested;         // droverd or the broker asked us to drain
-    bool receivers_draining;      // network receivers were told to take nothing new
-    bool marker_seen;             // the broker's DRAIN marker arrived after our last batch
-    int64_t next_tap_ms;          // mono ms before which no samples are sent
+    bool has_zmq;            // pipeline has receiver:zmq nodes, so drains come via the broker
+    bool drain_requested;    // droverd or the broker asked us to drain
+    bool receivers_draining; // network receivers were told to take nothing new
+    bool marker_seen;        // the broker's DRAIN marker arrived after our last batch
+    int64_t next_tap_ms;     // mono ms before which no samples are sent
 } worker_t;
 
 static volatile sig_atomic_t s_terminating = 0;
@@ -63,7 +56,7 @@ static void s_send_simple(worker_t *self, drv_msg_type_t type)
         drv_msg_set_int(&msg, DRV_F_RECORDS_IN, in);
         drv_msg_set_int(&msg, DRV_F_RECORDS_OUT, out);
         drv_msg_set_int(&msg, DRV_F_ERRORS, errors);
-        drv_msg_set_int(&msg, DRV_F_BATCHES, self->batches);
+        drv_msg_set_int(&msg, DRV_F_BATCHES, self->feed ? drv_feed_batches(self->feed) : 0);
         json_t *nodes = drv_dag_node_counters(self->dag);
         drv_msg_set_json(&msg, DRV_F_NODES, nodes);
         json_decref(nodes);
@@ -74,25 +67,6 @@ static void s_send_simple(worker_t *self, drv_msg_type_t type)
         }
     }
     drv_msg_send(self->control, NULL, &msg, false);
-    drv_msg_clear(&msg);
-}
-
-//  Credit (batches the broker may send) and acknowledgements (batches
-//  settled) travel apart: a batch is credited back once the DAG took it,
-//  so an exporter holding records in its queue does not stop the broker
-//  from feeding the others; it is acknowledged once settled
-//  (schemas/control.md, `credit`).
-static void s_send_credit(worker_t *self, int64_t n, int64_t acked, bool reset, bool synced)
-{
-    drv_msg_t msg;
-    drv_msg_init(&msg, DRV_MSG_CREDIT);
-    drv_msg_set_int(&msg, DRV_F_N, n);
-    drv_msg_set_int(&msg, DRV_F_ACKED, acked);
-    drv_msg_set_bool(&msg, DRV_F_RESET, reset);
-    if (synced) {
-        drv_msg_set_bool(&msg, DRV_F_SYNCED, true);
-    }
-    drv_msg_send(self->data, NULL, &msg, false);
     drv_msg_clear(&msg);
 }
 
@@ -123,16 +97,6 @@ static void s_heartbeat_if_due(worker_t *self)
         s_send_simple(self, DRV_MSG_HEARTBEAT);
         self->next_heartbeat_ms = now + self->heartbeat_ms;
     }
-}
-
-//  Receives one message from a socket as a zmsg; NULL when nothing is ready.
-static zmsg_t *s_recv_nowait(zsock_t *sock)
-{
-    zmq_pollitem_t item = {zsock_resolve(sock), 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&item, 1, 0) <= 0) {
-        return NULL;
-    }
-    return zmsg_recv(sock);
 }
 
 //  How many instances the pipeline runs (they share its disk buffer's max_bytes).
@@ -180,7 +144,6 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
             continue;
         }
         self->heartbeat_ms = msg.heartbeat_ms > 0 ? msg.heartbeat_ms : 1000;
-        self->credit_window = msg.credit_window > 0 ? msg.credit_window : 16;
         char *sep = strchr(msg.pipeline, ':');
         char group[128];
         snprintf(group, sizeof group, "%.*s", sep ? (int)(sep - msg.pipeline) : 0, msg.pipeline);
@@ -200,13 +163,13 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
         }
         self->has_zmq = drv_dag_has_zmq_receivers(self->dag);
         if (self->has_zmq) {
-            self->data = zsock_new(ZMQ_DEALER);
-            zsock_set_identity(self->data, self->instance);
-            zsock_set_linger(self->data, 2000);      // the last acks must reach the broker
-            zsock_set_rcvhwm(self->data, 0);         // the credit window bounds what is in flight
-            zsock_set_reconnect_ivl(self->data, 10); // the broker may be (re)starting
-            if (zsock_connect(self->data, "%s", msg.data_endpoint) != 0) {
-                drv_error("cannot connect to broker endpoint=%s", msg.data_endpoint);
+            //  DROVER_DATA_RING=off: batches over the socket only (docs/operations.md).
+            const char *ring = getenv("DROVER_DATA_RING");
+            int64_t window = msg.credit_window > 0 ? msg.credit_window : 16;
+            self->feed = drv_feed_new(self->instance, msg.data_endpoint, window, !ring || strcmp(ring, "off") != 0, err,
+                                      sizeof err);
+            if (!self->feed) {
+                drv_error("%s", err);
                 drv_msg_clear(&msg);
                 return DRV_WORKER_EXIT_SYSTEM;
             }
@@ -240,83 +203,24 @@ static void s_handle_control(worker_t *self)
     }
 }
 
-//  Every batch whose records are exported (settled) is acknowledged, in
-//  order, draining or not, so the broker never redelivers what was done and
-//  never forgets what was not; with it goes the credit of the batches taken.
-static void s_settle(worker_t *self)
+//  What the broker sent: 0, or -1 when the instance must stop.
+static int s_take_data(worker_t *self)
 {
-    self->acked_owed += (int64_t)drv_unsettled_settle(&self->unsettled, drv_dag_settle(self->dag));
-    if (self->data && (self->credit_owed > 0 || self->acked_owed > 0)) {
-        s_send_credit(self, self->credit_owed, self->acked_owed, false, false);
-        self->credit_owed = 0;
-        self->acked_owed = 0;
+    bool marker = false;
+    if (drv_feed_take(self->feed, self->dag, &marker) != 0) {
+        return -1;
     }
-}
-
-static void s_handle_data(worker_t *self)
-{
-    for (int round = 0; round < DATA_BATCHES_PER_ROUND; round++) {
-        zmsg_t *zmsg = s_recv_nowait(self->data);
-        if (!zmsg) {
-            break;
-        }
-        zframe_t *header = zmsg_first(zmsg);
-        drv_msg_t msg;
-        char err[200];
-        if (!header || drv_msg_decode(&msg, zframe_data(header), zframe_size(header), err, sizeof err)) {
-            drv_warn("malformed data header from broker");
-            zmsg_destroy(&zmsg);
-            continue;
-        }
-        if (msg.type == DRV_MSG_BATCH) {
-            zframe_t *payload = zmsg_next(zmsg);
-            self->batches++;
-            if (!payload) {
-                drv_warn("batch without payload node=%s", msg.node);
-            } else if (drv_dag_ingest(self->dag, msg.node, zframe_data(payload), zframe_size(payload), err,
-                                      sizeof err) < 0) {
-                //  A producer sending junk must not flood the log: once a
-                //  second at most, with how many were refused meanwhile.
-                self->rejected++;
-                int64_t now = drv_time_mono_ms();
-                if (now >= self->next_rejected_log_ms) {
-                    drv_warn("rejected producer message node=%s bytes=%zu reason=\"%s\" rejected_total=%lld", msg.node,
-                             zframe_size(payload), err, (long long)self->rejected);
-                    self->next_rejected_log_ms = now + 1000;
-                }
-            }
-            drv_unsettled_push(&self->unsettled, drv_dag_input(self->dag)); // junk too: it settles at once
-            self->credit_owed++;                                            // taken: the broker may send another
-        } else if (msg.type == DRV_MSG_DRAIN) {
-            self->drain_requested = true;
-            self->marker_seen = true;
-        } else if (msg.type == DRV_MSG_SYNC) {
-            //  A broker that has not seen our credit (it restarted, or our
-            //  first credit crossed its SYNC). Acknowledge what we exported,
-            //  then state the window: what it sent after the SYNC is still
-            //  in flight to us, and it counts that against the window.
-            //  Batches still being exported came from a broker that is
-            //  gone, or from this one before a send to us failed (it
-            //  redelivers those): nobody is left to acknowledge them to.
-            s_settle(self);
-            if (drv_unsettled_count(&self->unsettled) > 0) {
-                drv_info("batches of the previous broker still exporting instance=%s batches=%zu", self->instance,
-                         drv_unsettled_count(&self->unsettled));
-                drv_unsettled_forget(&self->unsettled);
-            }
-            self->credit_owed = 0; // the window below counts what is taken from now on
-            s_send_credit(self, self->credit_window, 0, true, true);
-        }
-        drv_msg_clear(&msg);
-        zmsg_destroy(&zmsg);
+    if (marker) { // after our last batch: what came is all there is
+        self->drain_requested = true;
+        self->marker_seen = true;
     }
-    s_settle(self);
+    return 0;
 }
 
 static int s_loop(worker_t *self)
 {
-    if (self->has_zmq) {
-        s_send_credit(self, self->credit_window, 0, true, false);
+    if (self->feed) {
+        drv_feed_start(self->feed);
     }
     s_send_simple(self, DRV_MSG_READY);
     drv_info("ready instance=%s", self->instance);
@@ -355,9 +259,13 @@ static int s_loop(worker_t *self)
         if (buffer_fd >= 0) {
             items[count++] = (zmq_pollitem_t){NULL, buffer_fd, ZMQ_POLLIN, 0};
         }
-        bool read_data = self->data && !backlogged;
+        bool read_data = self->feed && !backlogged;
         if (read_data) {
-            items[count++] = (zmq_pollitem_t){zsock_resolve(self->data), 0, ZMQ_POLLIN, 0};
+            items[count++] = (zmq_pollitem_t){drv_feed_socket(self->feed), 0, ZMQ_POLLIN, 0};
+        }
+        bool ring_ready = read_data && !drv_feed_sleep(self->feed); // entries waiting: do not wait
+        if (ring_ready) {
+            timeout = 0;
         }
         int fds[MAX_SOCKETS], first_fd = count;
         size_t fd_nodes[MAX_SOCKETS];
@@ -366,6 +274,9 @@ static int s_loop(worker_t *self)
             items[count++] = (zmq_pollitem_t){NULL, fds[i], ZMQ_POLLIN, 0};
         }
         int rc = zmq_poll(items, count, timeout);
+        if (read_data) {
+            drv_feed_awake(self->feed);
+        }
         if (rc < 0 && zmq_errno() != EINTR) {
             drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
             return DRV_WORKER_EXIT_SYSTEM;
@@ -373,8 +284,8 @@ static int s_loop(worker_t *self)
         if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
             s_handle_control(self);
         }
-        if (read_data && (rc > 0 || self->drain_requested)) {
-            s_handle_data(self);
+        if (read_data && (rc > 0 || self->drain_requested || ring_ready) && s_take_data(self) != 0) {
+            return DRV_WORKER_EXIT_SYSTEM;
         }
         for (size_t i = 0; rc >= 0 && i < nfds; i++) {
             if (rc == 0 || (items[first_fd + i].revents & ZMQ_POLLIN) || drv_dag_due(self->dag, fd_nodes[i])) {
@@ -382,7 +293,13 @@ static int s_loop(worker_t *self)
             }
         }
         drv_dag_pump(self->dag); // a disk buffer's waiting inputs, as the exporters can take them
-        s_settle(self);
+        //  Receivers answering are told what settled (and a disk buffer
+        //  syncs when due) with or without a broker to acknowledge to.
+        if (self->feed) {
+            drv_feed_settle(self->feed, self->dag);
+        } else {
+            drv_dag_settle(self->dag);
+        }
         s_heartbeat_if_due(self);
         s_tap_flush_if_due(self);
         if (self->drain_requested && !self->receivers_draining) {
@@ -396,20 +313,13 @@ static int s_loop(worker_t *self)
             //  Everything the broker sent us came before its marker and has been
             //  exported (exporters finishing later keep a descriptor until they
             //  hold nothing); nothing is left in flight.
-            if (self->data) {
-                s_handle_data(self);
+            if (self->feed) {
+                if (s_take_data(self) != 0) {
+                    return DRV_WORKER_EXIT_SYSTEM;
+                }
                 //  Behind the last ack on the same pipe: the broker may forget
                 //  every batch it sent us.
-                drv_msg_t drained;
-                drv_msg_init(&drained, DRV_MSG_DRAINED);
-                drv_msg_set_str(&drained, DRV_F_INSTANCE, self->instance);
-                int64_t in, out, errors;
-                drv_dag_counters(self->dag, &in, &out, &errors);
-                drv_msg_set_int(&drained, DRV_F_RECORDS_IN, in);
-                drv_msg_set_int(&drained, DRV_F_RECORDS_OUT, out);
-                drv_msg_set_int(&drained, DRV_F_ERRORS, errors);
-                drv_msg_send(self->data, NULL, &drained, false);
-                drv_msg_clear(&drained);
+                drv_feed_drained(self->feed, self->dag);
             }
             s_send_simple(self, DRV_MSG_DRAINED);
             int64_t in, out, errors;
@@ -463,9 +373,8 @@ int drv_worker_run(const char *control_endpoint, const char *instance, int64_t m
     }
 done:
     drv_dag_destroy(&self.dag);
-    zsock_destroy(&self.data);
+    drv_feed_destroy(&self.feed);
     zsock_destroy(&self.control);
     free(self.instance);
-    drv_unsettled_free(&self.unsettled);
     return rc;
 }

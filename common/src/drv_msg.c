@@ -37,12 +37,12 @@ typedef struct {
 
 //  Indexed by drv_msg_field_t.
 static const field_def_t s_fields[DRV_F_COUNT] = {
-    STR(role),         STR(instance),      STR(pipeline), STR(node),       STR(endpoint),
-    STR(reason),       STR(data_endpoint), INT(pid),      INT(generation), INT(core),
-    INT(heartbeat_ms), INT(credit_window), INT(n),        INT(records_in), INT(records_out),
-    INT(errors),       INT(batches),       BOOL(ok),      BOOL(reset),     JSON(spec),
-    JSON(receivers),   BOOL(synced),       JSON(nodes),   STR(buffer_dir), JSON(buffer),
-    INT(acked),
+    STR(role),         STR(instance),      STR(pipeline),   STR(node),       STR(endpoint),
+    STR(reason),       STR(data_endpoint), INT(pid),        INT(generation), INT(core),
+    INT(heartbeat_ms), INT(credit_window), INT(n),          INT(records_in), INT(records_out),
+    INT(errors),       INT(batches),       BOOL(ok),        BOOL(reset),     JSON(spec),
+    JSON(receivers),   BOOL(synced),       JSON(nodes),     STR(buffer_dir), JSON(buffer),
+    INT(acked),        INT(ring_fd),       INT(ring_bytes),
 };
 
 #define B(f) (1u << (f))
@@ -74,11 +74,13 @@ static const type_def_t s_types[DRV_MSG_TYPE_COUNT] = {
     {"instance_drain", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), 0},
     {"instance_del", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), 0},
     {"bound", B(DRV_F_PIPELINE) | B(DRV_F_NODE) | B(DRV_F_ENDPOINT) | B(DRV_F_OK), B(DRV_F_REASON)},
-    {"credit", B(DRV_F_N) | B(DRV_F_RESET), B(DRV_F_SYNCED) | B(DRV_F_ACKED)},
+    {"credit", B(DRV_F_N) | B(DRV_F_RESET),
+     B(DRV_F_SYNCED) | B(DRV_F_ACKED) | B(DRV_F_PID) | B(DRV_F_RING_FD) | B(DRV_F_RING_BYTES)},
     {"batch", B(DRV_F_NODE), 0},
     {"sync", 0, 0},
     {"tap", B(DRV_F_NODES) | B(DRV_F_N), 0},
     {"tapped", B(DRV_F_INSTANCE) | B(DRV_F_NODES), 0},
+    {"ring", 0, 0},
 };
 
 const char *drv_msg_type_name(drv_msg_type_t type)

@@ -35,6 +35,7 @@ typedef enum {
     DRV_MSG_SYNC,           // broker -> worker: reset credit (broker restarted)
     DRV_MSG_TAP,            // droverd -> worker: sample the records leaving these nodes (none: stop)
     DRV_MSG_TAPPED,         // worker -> droverd: sampled records
+    DRV_MSG_RING,           // broker -> worker: the data ring has entries (the doorbell)
     DRV_MSG_TYPE_COUNT
 } drv_msg_type_t;
 
@@ -66,6 +67,8 @@ typedef enum {
     DRV_F_BUFFER_DIR,
     DRV_F_BUFFER,
     DRV_F_ACKED,
+    DRV_F_RING_FD,
+    DRV_F_RING_BYTES,
     DRV_F_COUNT
 } drv_msg_field_t;
 
@@ -91,15 +94,17 @@ typedef struct {
     int64_t batches;
     bool ok;
     bool reset;
-    bool synced;       // credit answering a SYNC: everything sent before the SYNC is acknowledged
-    int64_t acked;     // CREDIT: batches settled (acknowledged), when present; n is then credit alone
-    json_t *spec;      // the normalized PipelineSpec (owned)
-    json_t *receivers; // [{node, endpoint}] (owned)
-    json_t *nodes;     // per-node counters {"node": [in, out, dropped, errors]}; TAP: [node, ...];
-                       // TAPPED: [[node, record as JSON text], ...] (owned)
-    char *buffer_dir;  // SPEC: engine.buffer_dir, where disk buffers live
-    json_t *buffer;    // HEARTBEAT, DRAINED: the disk buffer's {bytes, records, oldest_age_ms,
-                       // replayed, dropped, corrupt_segments, torn_bytes, full} (owned)
+    bool synced;        // credit answering a SYNC: everything sent before the SYNC is acknowledged
+    int64_t acked;      // CREDIT: batches settled (acknowledged), when present; n is then credit alone
+    int64_t ring_fd;    // CREDIT with reset: the worker's data ring, its descriptor in process `pid`
+    int64_t ring_bytes; // ... and its size (drover/drv_ring.h)
+    json_t *spec;       // the normalized PipelineSpec (owned)
+    json_t *receivers;  // [{node, endpoint}] (owned)
+    json_t *nodes;      // per-node counters {"node": [in, out, dropped, errors]}; TAP: [node, ...];
+                        // TAPPED: [[node, record as JSON text], ...] (owned)
+    char *buffer_dir;   // SPEC: engine.buffer_dir, where disk buffers live
+    json_t *buffer;     // HEARTBEAT, DRAINED: the disk buffer's {bytes, records, oldest_age_ms,
+                        // replayed, dropped, corrupt_segments, torn_bytes, full} (owned)
 } drv_msg_t;
 
 //  Starts an empty message of a type; free its contents with drv_msg_clear.
