@@ -148,6 +148,13 @@ static void s_batch(drv_feed_t *self, drv_dag_t *dag, const char *node, const vo
     }
     drv_unsettled_push(&self->unsettled, drv_dag_input(dag)); // junk too: it settles at once
     self->credit_owed++;                                      // taken: the broker may send another
+    if (self->credit_owed >= (self->credit_window + 1) / 2) {
+        //  Half the window taken in one round: the broker would otherwise
+        //  wait for the round's end with nothing to send (the ring empties
+        //  faster than a socket did).
+        s_send_credit(self, self->credit_owed, 0, false, false);
+        self->credit_owed = 0;
+    }
 }
 
 //  A broker that has not seen our credit (it restarted, or our first credit
