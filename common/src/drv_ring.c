@@ -125,6 +125,11 @@ size_t drv_ring_bytes(const drv_ring_t *self)
     return (size_t)self->bytes;
 }
 
+const void *drv_ring_data(const drv_ring_t *self)
+{
+    return self->data;
+}
+
 static void s_put_u32(unsigned char *at, uint32_t value)
 {
     memcpy(at, &value, sizeof value);

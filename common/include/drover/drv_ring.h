@@ -36,6 +36,9 @@ drv_ring_t *drv_ring_attach(pid_t pid, int fd, char *err, size_t errlen);
 void drv_ring_destroy(drv_ring_t **self_p);
 int drv_ring_fd(const drv_ring_t *self);
 size_t drv_ring_bytes(const drv_ring_t *self);
+//  The data's first byte in this process: every entry lies in
+//  [data, data + bytes) (what the fuzz target checks).
+const void *drv_ring_data(const drv_ring_t *self);
 
 //  Producer. Appends header and payload as one entry. 1: published (*wake:
 //  the consumer sleeps, ring its doorbell); 0: no room now; -1: it would
