@@ -165,7 +165,7 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
         if (self->has_zmq) {
             //  DROVER_DATA_RING=off: batches over the socket only (docs/operations.md).
             const char *ring = getenv("DROVER_DATA_RING");
-            int64_t window = msg.credit_window > 0 ? msg.credit_window : 16;
+            int64_t window = msg.credit_window > 0 ? msg.credit_window : 64;
             self->feed = drv_feed_new(self->instance, msg.data_endpoint, window, !ring || strcmp(ring, "off") != 0, err,
                                       sizeof err);
             if (!self->feed) {

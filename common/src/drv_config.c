@@ -201,7 +201,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         s_int_or(engine, "shutdown_timeout_secs", 30, 1, 86400, problems, "engine.shutdown_timeout_secs");
     self->heartbeat_interval_ms =
         s_int_or(engine, "heartbeat_interval_ms", 1000, 10, 3600000, problems, "engine.heartbeat_interval_ms");
-    self->credit_window = s_int_or(engine, "credit_window", 16, 1, 4096, problems, "engine.credit_window");
+    self->credit_window = s_int_or(engine, "credit_window", 64, 1, 4096, problems, "engine.credit_window");
     json_t *limits = json_object_get(engine, "limits");
     if (limits && !json_is_object(limits)) {
         drv_problems_add(problems, "engine.limits",
