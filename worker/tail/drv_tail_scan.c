@@ -285,6 +285,16 @@ static void s_found(drv_tail_t *self, const char *pattern, const char *path)
     }
 }
 
+//  True when the file's path still names it. A file no glob found this
+//  scan is gone only if not: taken for gone, its checkpoint is forgotten
+//  once it is read to its end, and a glob that missed it for one scan (a
+//  directory read that failed) would have it read again from its start.
+static bool s_still_named(const file_t *file)
+{
+    struct stat st;
+    return stat(file->path, &st) == 0 && (uint64_t)st.st_dev == file->pub.dev && (uint64_t)st.st_ino == file->pub.ino;
+}
+
 void drv_tail_scan(drv_tail_t *self, int64_t now_ms)
 {
     s_members(self);
@@ -308,7 +318,7 @@ void drv_tail_scan(drv_tail_t *self, int64_t now_ms)
         if (!file->releasing && !file->pub.gone && !s_mine(self, file->pub.dev, file->pub.ino)) {
             file->releasing = true; // another instance's now (a core added): let go once settled
         }
-        if (!file->seen && !file->pub.gone) {
+        if (!file->seen && !file->pub.gone && !s_still_named(file)) {
             file->pub.gone = true; // renamed away or deleted: read to its end
         }
         drv_tail_check(file);
