@@ -3,7 +3,10 @@ data ring"), through the real binaries: the broker maps the ring each
 instance offers; batches keep the order they were sent in, also when some
 are too large for the ring and cross over the socket between others; an
 instance killed and started again offers a new ring and nothing is lost;
-and with DROVER_DATA_RING=off everything goes over the socket as before."""
+and with DROVER_DATA_RING=off everything goes over the socket as before.
+The ring's own protocol (wrap, full, too large, the doorbell's flag) is
+tests/unit/test_ring.c's: here an idle instance also wakes once a second
+for its handover scan, so a lost doorbell would only slow these tests."""
 
 import os
 import signal
@@ -14,7 +17,8 @@ from harness import EngineTest, Producer, free_port, read_ndjson, wait_until, zm
 BIG = 3 * 1024 * 1024  # over half of the 4 MiB ring: it never fits, it crosses over the socket
 
 
-class DataRing(EngineTest):
+class RingEngine(EngineTest):
+    """droverd with one 1-core pipeline: receiver:zmq -> exporter:file."""
     env = {}
 
     def setUp(self):
@@ -48,6 +52,8 @@ class DataRing(EngineTest):
             seq += 1
         return list(range(first, seq))
 
+
+class DataRing(RingEngine):
     def test_batches_keep_their_order_across_the_ring_and_the_socket(self):
         if not self.env:
             self.engine.wait_log(r"data ring mapped instance=default/p@1#0 bytes=4194304")
