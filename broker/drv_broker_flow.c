@@ -34,7 +34,7 @@ void drv_broker_send_marker(drv_broker_t *self, drv_instance_t *inst)
 //  the ring (it goes over the socket once the ring is empty).
 static int s_put_ring(drv_broker_t *self, drv_instance_t *inst, drv_route_t *route, zmq_msg_t *payload)
 {
-    if (drv_ring_socket_batches(inst->ring) - inst->socket_base < inst->socket_sent) {
+    if (drv_ring_socket_batches(inst->ring) < inst->socket_taken_at) {
         return 0;
     }
     if (inst->ring_wants_empty && !drv_ring_empty(inst->ring)) {
@@ -82,7 +82,7 @@ static int s_send_batch(drv_broker_t *self, drv_instance_t *inst, drv_route_t *r
             drv_pending_destroy(&pending);
             return -1;
         }
-        inst->socket_sent += inst->ring != NULL;
+        inst->socket_taken_at += inst->ring != NULL;
     }
     drv_ledger_sent(self->ledger, inst->id, &pending);
     inst->credit--;
@@ -205,8 +205,7 @@ static void s_offer_ring(drv_instance_t *inst, const drv_msg_t *msg)
     }
     inst->ring_pid = (pid_t)msg->pid;
     inst->ring_fd = (int)msg->ring_fd;
-    inst->socket_base = drv_ring_socket_batches(inst->ring);
-    inst->socket_sent = 0;
+    inst->socket_taken_at = drv_ring_socket_batches(inst->ring);
     drv_info("data ring mapped instance=%s bytes=%zu", inst->id, drv_ring_bytes(inst->ring));
 }
 

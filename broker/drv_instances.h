@@ -30,10 +30,10 @@ typedef struct {
     drv_ring_t *ring;        // its data ring, mapped (NULL: batches go over the socket)
     pid_t ring_pid;          // the process and descriptor it was offered as
     int ring_fd;
-    uint64_t socket_base;  // the ring's count of batches taken from the socket, when mapped
-    uint64_t socket_sent;  // batches sent over the socket since (too large for the ring)
-    bool ring_blocked;     // the ring could not take a batch: not picked until its next credit
-    bool ring_wants_empty; // a batch too large for the ring waits for it to empty: nothing else goes in
+    uint64_t socket_taken_at; // what the ring's count of batches taken from the socket must reach
+                              // before the ring is written again (one more per batch sent over the socket)
+    bool ring_blocked;        // the ring could not take a batch: not picked until its next credit
+    bool ring_wants_empty;    // a batch too large for the ring waits for it to empty: nothing else goes in
 } drv_instance_t;
 
 typedef struct drv_instances_t drv_instances_t;
