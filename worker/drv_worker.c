@@ -165,9 +165,9 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
         if (self->has_zmq) {
             //  DROVER_DATA_RING=off: batches over the socket only (docs/operations.md).
             const char *ring = getenv("DROVER_DATA_RING");
-            int64_t window = msg.credit_window > 0 ? msg.credit_window : 64;
-            self->feed = drv_feed_new(self->instance, msg.data_endpoint, window, !ring || strcmp(ring, "off") != 0, err,
-                                      sizeof err);
+            //  credit_window: required in a spec message, at least 1 (engine.credit_window).
+            self->feed = drv_feed_new(self->instance, msg.data_endpoint, msg.credit_window,
+                                      !ring || strcmp(ring, "off") != 0, err, sizeof err);
             if (!self->feed) {
                 drv_error("%s", err);
                 drv_msg_clear(&msg);
