@@ -276,7 +276,7 @@ class Engine:
         return self
 
     def log_text(self):
-        with open(self.log_path) as f:
+        with open(self.log_path, errors="backslashreplace") as f:  # a logged path may be any bytes
             return f.read()
 
     def wait_log(self, pattern, timeout=10.0, count=1):

@@ -26,7 +26,9 @@ from harness import Admin, EngineTest, engine_yaml, free_port, read_ndjson, wait
 from hostile import SANITIZED, rss_kb
 
 
-class FileReceiver(EngineTest):
+class FileReceiverBase(EngineTest):
+    """A receiver:file pipeline into exporter:file, and what to look at (test_hostile_files.py too)."""
+
     def setUp(self):
         self.http_port = free_port()
         self.logs = None  # set once the engine's directories exist
@@ -80,6 +82,8 @@ class FileReceiver(EngineTest):
         with open(path, "a") as f:
             f.write("".join(line + "\n" for line in lines))
 
+
+class FileReceiver(FileReceiverBase):
     def test_lines_become_records_and_start_at_end_skips_what_was_there(self):
         logs = self.logdir()
         app = os.path.join(logs, "app.log")

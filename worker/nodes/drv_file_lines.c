@@ -22,7 +22,7 @@ typedef struct {
     size_t stream_len;
     json_t *doc; // ndjson: the line's object
     int64_t end;
-    bool starts; // multiline: it matches start_pattern
+    bool open; // closed while its last piece was partial
 } entry_t;
 
 struct drv_file_lines_t {
@@ -32,6 +32,7 @@ struct drv_file_lines_t {
     pcre2_match_data *match;
     pcre2_match_context *context;
     size_t max_lines;
+    size_t max_bytes; // of a message's body (max_line_bytes; 0: no bound)
     int64_t max_wait_ms;
     const drv_tail_line_t *lines; // those being made into records
     const drv_kube_path_t *kube;  // the pod of their file (kubernetes: true), or NULL
@@ -65,6 +66,7 @@ drv_file_lines_t *drv_file_lines_new(const json_t *config, char *err, size_t err
                                                : FORMAT_TEXT;
     self->kubernetes = json_is_true(json_object_get(config, "kubernetes"));
     self->max_wait_ms = 1000;
+    self->max_bytes = (size_t)json_integer_value(json_object_get(config, "max_line_bytes"));
     json_t *multiline = json_object_get(config, "multiline");
     if (!multiline) {
         return self;
@@ -186,18 +188,39 @@ static bool s_entry(drv_node_t *node, drv_file_lines_t *self, const drv_tail_lin
     return !whole;
 }
 
-//  The lines as entries, partial lines joined: how many, and how many lines
-//  they took (*used; the rest begin an entry that is not whole yet).
-static size_t s_entries(drv_node_t *node, drv_file_lines_t *self, size_t lines, bool all, size_t *used)
+static bool s_starts(drv_file_lines_t *self, const entry_t *entry);
+
+//  The rest of a message cut, dropped: the pieces of its last line, then
+//  (multiline) lines up to one that starts a message. How many lines it
+//  took, with made->dropped where they end.
+static size_t s_drop_rest(drv_node_t *node, drv_file_lines_t *self, size_t lines, drv_file_lines_made_t *made)
+{
+    size_t i = 0;
+    for (; i < lines && made->where.dropping; i++) {
+        entry_t piece;
+        bool partial = s_entry(node, self, &self->lines[i], &piece);
+        if (!made->where.in_entry && (!self->start || s_starts(self, &piece))) {
+            made->where.dropping = false;
+            break;
+        }
+        made->where.in_entry = partial;
+        made->dropped = piece.end;
+    }
+    return i;
+}
+
+//  Lines [first, lines) as entries, partial lines joined: how many (the
+//  lines after the last are an entry not whole yet). close: one open at
+//  the end is closed as it is.
+static size_t s_entries(drv_node_t *node, drv_file_lines_t *self, size_t first, size_t lines, bool close)
 {
     size_t n = 0;
     entry_t pieces[DRV_FILE_LINES_MAX];
     size_t count = 0;
-    *used = 0;
-    for (size_t i = 0; i < lines; i++) {
+    for (size_t i = first; i < lines; i++) {
         bool partial = s_entry(node, self, &self->lines[i], &pieces[count]);
         count++;
-        if (partial && !(all && i + 1 == lines)) {
+        if (partial && !(close && i + 1 == lines)) {
             continue;
         }
         entry_t *e = &self->entries[n++];
@@ -206,7 +229,7 @@ static size_t s_entries(drv_node_t *node, drv_file_lines_t *self, size_t lines, 
             e->body = s_join(node, pieces, count, &e->len, "");
         }
         e->end = pieces[count - 1].end;
-        *used = i + 1;
+        e->open = partial;
         count = 0;
     }
     return n;
@@ -262,11 +285,13 @@ static msgpack_object s_resource(drv_node_t *node, const drv_kube_path_t *k)
     return s_map(kv, 5);
 }
 
-//  entries[0..n) (one message: a line, or lines joined by multiline) as a record.
-static void s_record(drv_node_t *node, drv_file_lines_t *self, const drv_tail_file_t *file, const entry_t *entries,
+//  entries[0..n) (one message: a line, or lines joined by multiline) as a
+//  record: true when its body was cut at max_line_bytes.
+static bool s_record(drv_node_t *node, drv_file_lines_t *self, const drv_tail_file_t *file, const entry_t *entries,
                      size_t n, msgpack_object *out)
 {
     const entry_t *first = &entries[0];
+    bool cut = false;
     msgpack_object parsed = {.type = MSGPACK_OBJECT_NIL};
     if (first->doc && drv_mpjson_object(first->doc, drv_node_zone(node), DRV_RECORD_MAX_DEPTH - 1, &parsed) != 0) {
         drv_node_record_error(node, "ndjson: nested too deep: kept as its body");
@@ -288,7 +313,8 @@ static void s_record(drv_node_t *node, drv_file_lines_t *self, const drv_tail_fi
     if (parsed.type != MSGPACK_OBJECT_MAP) {
         size_t len = first->len;
         const char *body = n > 1 ? s_join(node, entries, n, &len, "\n") : first->body;
-        kv[count++] = (msgpack_object_kv){KEY("body"), s_str(body, len)};
+        cut = self->max_bytes && len > self->max_bytes;
+        kv[count++] = (msgpack_object_kv){KEY("body"), s_str(body, cut ? self->max_bytes : len)};
     }
     kv[count++] = (msgpack_object_kv){KEY("attributes"), s_attributes(node, file, first, attributes)};
     if (first->time_ns >= 0) {
@@ -300,6 +326,7 @@ static void s_record(drv_node_t *node, drv_file_lines_t *self, const drv_tail_fi
         kv[count++] = (msgpack_object_kv){KEY("resource"), s_resource(node, self->kube)};
     }
     *out = s_map(kv, count);
+    return cut;
 }
 
 static bool s_starts(drv_file_lines_t *self, const entry_t *entry)
@@ -307,39 +334,42 @@ static bool s_starts(drv_file_lines_t *self, const entry_t *entry)
     return pcre2_match(self->start, (PCRE2_SPTR)entry->body, entry->len, 0, 0, self->match, self->context) >= 0;
 }
 
-//  The entries as records, messages joined by multiline: how many, and in
-//  *end where the last whole one ends (a message still open is left).
-static size_t s_records(drv_node_t *node, drv_file_lines_t *self, const drv_tail_file_t *file, size_t n, bool all,
-                        msgpack_object *records, int64_t *end)
+//  The n entries as records, messages joined by multiline (a message
+//  still open is left unless close says otherwise).
+static void s_records(drv_node_t *node, drv_file_lines_t *self, const drv_tail_file_t *file, size_t n,
+                      drv_file_lines_close_t close, msgpack_object *records, drv_file_lines_made_t *made)
 {
-    size_t count = 0;
-    *end = -1;
-    if (!self->start || self->format == FORMAT_NDJSON) {
-        for (size_t i = 0; i < n; i++) {
-            s_record(node, self, file, &self->entries[i], 1, &records[count++]);
-            *end = self->entries[i].end;
-        }
-        return count;
-    }
+    bool multiline = self->start && self->format != FORMAT_NDJSON;
     size_t from = 0;
     for (size_t i = 1; i <= n; i++) {
-        bool closes = i == n ? all : s_starts(self, &self->entries[i]) || i - from >= self->max_lines;
-        if (closes) {
-            s_record(node, self, file, &self->entries[from], i - from, &records[count++]);
-            *end = self->entries[i - 1].end;
-            from = i;
+        bool closes = !multiline || (i == n ? close != DRV_FILE_LINES_OPEN
+                                            : s_starts(self, &self->entries[i]) || i - from >= self->max_lines);
+        if (!closes) {
+            continue;
         }
+        const entry_t *last = &self->entries[i - 1];
+        bool cut = s_record(node, self, file, &self->entries[from], i - from, &records[made->records++]);
+        if (i == n && close == DRV_FILE_LINES_CUT && (multiline || last->open)) {
+            made->where = (drv_file_lines_file_t){.dropping = true, .in_entry = last->open};
+            cut = true;
+        }
+        made->cut += cut;
+        made->end = last->end;
+        from = i;
     }
-    return count;
 }
 
-size_t drv_file_lines_records(drv_file_lines_t *self, drv_node_t *node, const drv_tail_file_t *file,
-                              const drv_kube_path_t *kube, const drv_tail_line_t *lines, size_t n, bool all,
-                              msgpack_object *records, int64_t *end)
+drv_file_lines_made_t drv_file_lines_records(drv_file_lines_t *self, drv_node_t *node, const drv_tail_file_t *file,
+                                             const drv_file_lines_file_t *where, const drv_kube_path_t *kube,
+                                             const drv_tail_line_t *lines, size_t n, drv_file_lines_close_t close,
+                                             msgpack_object *records)
 {
+    drv_file_lines_made_t made = {.end = -1, .dropped = -1, .where = *where};
     self->lines = lines;
     self->kube = self->kubernetes ? kube : NULL;
-    size_t used;
-    size_t entries = s_entries(node, self, n > DRV_FILE_LINES_MAX ? DRV_FILE_LINES_MAX : n, all, &used);
-    return s_records(node, self, file, entries, all, records, end);
+    n = n > DRV_FILE_LINES_MAX ? DRV_FILE_LINES_MAX : n;
+    size_t first = s_drop_rest(node, self, n, &made);
+    size_t entries = s_entries(node, self, first, n, close != DRV_FILE_LINES_OPEN);
+    s_records(node, self, file, entries, close, records, &made);
+    return made;
 }

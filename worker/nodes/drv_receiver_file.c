@@ -7,7 +7,8 @@
     Each input is remembered with the file and where it ends, and when the
     pipeline settles it (exported, or durable in a disk buffer) the file's
     checkpoint may say so. A message still open at a file's end waits for
-    more (max_wait_ms), its lines not taken. */
+    more (max_wait_ms), its lines not taken; one that outgrows what the
+    file's buffer holds is cut, and the rest of it dropped as it comes. */
 #include "drv_checkpoint.h"
 #include "drv_file_lines.h"
 #include "drv_node.h"
@@ -30,8 +31,10 @@
 typedef struct {
     bool kube_ok;
     drv_kube_path_t kube;
-    int64_t peeked_end; // where the last peek ended
-    int64_t grew_ms;    // mono: when that moved (an open message waits max_wait_ms from there)
+    int64_t peeked_end;          // where the last peek ended
+    int64_t grew_ms;             // mono: when that moved (an open message waits max_wait_ms from there)
+    bool wants_more;             // the last peek held no whole message: the next reads more first
+    drv_file_lines_file_t where; // between messages, or dropping the rest of one cut
 } file_state_t;
 
 typedef struct {
@@ -112,6 +115,24 @@ static void s_destroy(drv_node_t *node)
 
 //  ---------------------------------------------------------------- reading
 
+//  The lines of an input as records; when they hold none and no more can
+//  be peeked (a whole input's lines, or the file's buffer full), what is
+//  open is whole (a message of that many lines) or cut (that many bytes).
+static drv_file_lines_made_t s_make(file_rx_t *self, drv_node_t *node, drv_tail_file_t *file, file_state_t *state,
+                                    size_t lines, drv_file_lines_close_t close, msgpack_object *records)
+{
+    const drv_kube_path_t *kube = state->kube_ok ? &state->kube : NULL;
+    drv_file_lines_made_t made =
+        drv_file_lines_records(self->making, node, file, &state->where, kube, self->lines, lines, close, records);
+    if (made.records == 0 && made.dropped < 0 && close == DRV_FILE_LINES_OPEN &&
+        (file->full || lines == LINES_PER_INPUT)) {
+        close = file->full ? DRV_FILE_LINES_CUT : DRV_FILE_LINES_WHOLE;
+        made =
+            drv_file_lines_records(self->making, node, file, &state->where, kube, self->lines, lines, close, records);
+    }
+    return made;
+}
+
 //  One input of file's lines, when it has whole records: 1 emitted, 0
 //  nothing to emit, -1 the pipeline took nothing (push back).
 static int s_read_file(drv_node_t *node, file_rx_t *self, drv_tail_file_t *file, int64_t now)
@@ -126,7 +147,8 @@ static int s_read_file(drv_node_t *node, file_rx_t *self, drv_tail_file_t *file,
     }
     file_state_t *state = file->user;
     msgpack_zone_clear(drv_node_zone(node));
-    size_t lines = drv_tail_peek(self->tail, file, self->lines, LINES_PER_INPUT);
+    size_t lines = drv_tail_peek(self->tail, file, self->lines, LINES_PER_INPUT, state->wants_more);
+    state->wants_more = false;
     if (lines == 0) {
         return 0;
     }
@@ -136,35 +158,43 @@ static int s_read_file(drv_node_t *node, file_rx_t *self, drv_tail_file_t *file,
         state->grew_ms = now;
     }
     //  What is open at the end is whole when nothing more can come, or after
-    //  max_wait_ms without more, or when it alone fills a whole input.
+    //  max_wait_ms without more.
     bool waited = file->at_end && now - state->grew_ms >= drv_file_lines_wait_ms(self->making);
     bool all = waited || (file->gone && file->at_end);
     msgpack_object *records = drv_node_alloc(node, lines * sizeof *records);
-    int64_t end;
-    const drv_kube_path_t *kube = state->kube_ok ? &state->kube : NULL;
-    size_t n = drv_file_lines_records(self->making, node, file, kube, self->lines, lines, all, records, &end);
-    if (n == 0 && lines == LINES_PER_INPUT && !all) { // one message fills a whole input: it is whole
-        n = drv_file_lines_records(self->making, node, file, kube, self->lines, lines, true, records, &end);
-    }
+    drv_file_lines_made_t made =
+        s_make(self, node, file, state, lines, all ? DRV_FILE_LINES_WHOLE : DRV_FILE_LINES_OPEN, records);
     int rc = 0;
-    if (n > 0) {
-        if (!drv_node_emit_objects(node, records, n)) {
+    if (made.records > 0) {
+        if (!drv_node_emit_objects(node, records, made.records)) {
             rc = -1;
         } else {
-            pending_t p = {.file = file, .epoch = file->epoch, .end = end, .input = drv_node_taken(node)};
+            pending_t p = {.file = file, .epoch = file->epoch, .end = made.end, .input = drv_node_taken(node)};
             if (!drv_ring_push(&self->pending, &p)) {
                 abort(); // one per input not settled: bounded by what the pipeline takes
             }
             file->unsettled++;
-            for (size_t i = 0; i < lines && self->lines[i].end <= end; i++) {
-                if (self->lines[i].cut) { // counted once taken: a line read again is not counted twice
-                    drv_node_record_error(node, "a line longer than max_line_bytes was cut there");
-                }
+            //  Counted once taken: a line read again is not counted twice.
+            for (size_t i = 0; i < lines && self->lines[i].end <= made.end; i++) {
+                made.cut += self->lines[i].cut;
             }
-            drv_tail_take(self->tail, file, end);
+            for (size_t i = 0; i < made.cut; i++) {
+                drv_node_record_error(node, "a line longer than max_line_bytes was cut there");
+            }
+            state->where = made.where;
+            drv_tail_take(self->tail, file, made.end);
             rc = 1;
             self->more |= lines == LINES_PER_INPUT || !file->at_end; // more to read at once
         }
+    } else if (made.dropped >= 0) { // only the rest of a message cut: gone, and read on at once
+        state->where = made.where;
+        drv_tail_drop(self->tail, file, made.dropped);
+        self->more = true;
+    } else if (!all && !file->at_end) { // a message not whole yet, and the file has more: read it
+        state->wants_more = true;
+        self->more = true;
+    } else if (!all && lines > 0 && !file->full) { // or once it grows (the peek looks whether it did)
+        state->wants_more = true;
     }
     drv_file_lines_done(self->making);
     return rc;
@@ -229,8 +259,8 @@ static void s_settled(drv_node_t *node, int64_t upto)
     file_rx_t *self = node->state;
     pending_t *p;
     while ((p = drv_ring_front(&self->pending)) && p->input <= upto) {
-        drv_tail_settled(self->tail, p->file, p->epoch, p->end);
         p->file->unsettled--;
+        drv_tail_settled(self->tail, p->file, p->epoch, p->end);
         drv_ring_pop(&self->pending);
     }
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #define READ_BYTES (64 * 1024)
+#define SKIP_BYTES_PER_PEEK (4 * 1024 * 1024) // of a cut line's rest: the loop gets back to its heartbeats
 
 drv_tail_t *drv_tail_new(const drv_tail_config_t *config, void (*forget)(void *user), char *err, size_t errlen)
 {
@@ -138,7 +139,8 @@ drv_tail_file_t **drv_tail_files(drv_tail_t *self, size_t *n)
 uint32_t drv_tail_fingerprint(int fd, size_t *bytes)
 {
     char head[DRV_TAIL_FINGERPRINT_BYTES];
-    ssize_t got = pread(fd, head, *bytes ? *bytes : sizeof head, 0);
+    size_t want = *bytes && *bytes < sizeof head ? *bytes : sizeof head;
+    ssize_t got = pread(fd, head, want, 0);
     *bytes = got > 0 ? (size_t)got : 0;
     return drv_crc32c(0, head, *bytes);
 }
@@ -149,7 +151,7 @@ static void s_restart(file_t *file, const char *why)
 {
     drv_info("file read again from its start path=%s reason=\"%s\"", file->path, why);
     file->pub.epoch++;
-    file->pub.offset = file->settled = 0;
+    file->pub.offset = file->settled = file->dropped_to = 0;
     file->pub.at_end = false;
     file->len = 0;
     file->skipping = false;
@@ -186,6 +188,7 @@ void drv_tail_check(file_t *file)
 static size_t s_fill(drv_tail_t *self, file_t *file)
 {
     size_t limit = self->config.max_line_bytes + READ_BYTES;
+    file->pub.full = file->len >= limit;
     if (file->cap - file->len < READ_BYTES && file->cap < limit) {
         size_t cap = file->cap ? file->cap * 2 : READ_BYTES * 2;
         cap = cap > limit ? limit : cap;
@@ -206,24 +209,64 @@ static size_t s_fill(drv_tail_t *self, file_t *file)
     }
     file->len += (size_t)got;
     file->pub.at_end = got == 0;
+    file->pub.full = file->len >= limit;
     return (size_t)got;
 }
 
-//  Drops what remains of a line that was cut, up to its newline.
+//  The buffer's first bytes dropped up to end (past the buffer when it is
+//  empty: a hole skipped).
+static void s_advance(file_t *file, int64_t end)
+{
+    size_t gone = (size_t)(end - file->pub.offset);
+    if (gone < file->len) {
+        memmove(file->buf, file->buf + gone, file->len - gone);
+        file->len -= gone;
+    } else {
+        file->len = 0;
+    }
+    file->pub.offset = end;
+    file->pub.full = false;
+}
+
+//  Skipping a cut line's rest, an empty buffer stands before a hole (the
+//  sparse start a writer without O_APPEND leaves after a copytruncate):
+//  its zeros hold no newline, so it is passed without reading it.
+static void s_past_hole(drv_tail_t *self, file_t *file)
+{
+    off_t data = lseek(file->fd, file->pub.offset, SEEK_DATA);
+    if (data < 0 && errno == ENXIO) { // a hole to the end
+        struct stat st;
+        data = fstat(file->fd, &st) == 0 ? st.st_size : -1;
+    }
+    if (data > file->pub.offset) {
+        s_advance(file, data);
+        drv_tail_drop(self, &file->pub, data);
+    }
+}
+
+//  Drops what remains of a line that was cut, up to its newline: at most
+//  SKIP_BYTES_PER_PEEK a call, where the drop is settled as it goes, so that a
+//  newline-less stretch of gigabytes neither stalls the loop nor is read
+//  again from its start after a restart.
 static void s_skip(drv_tail_t *self, file_t *file)
 {
-    while (file->skipping) {
-        if (file->len == 0 && s_fill(self, file) == 0) {
-            return; // the rest has not come yet
+    size_t budget = SKIP_BYTES_PER_PEEK;
+    while (file->skipping && budget > 0) {
+        if (file->len == 0) {
+            s_past_hole(self, file);
+            if (s_fill(self, file) == 0) {
+                return; // the rest has not come yet
+            }
         }
         char *nl = memchr(file->buf, '\n', file->len);
         size_t drop = nl ? (size_t)(nl - file->buf) + 1 : file->len;
-        drv_tail_take(self, &file->pub, file->pub.offset + (int64_t)drop);
+        budget = drop >= budget ? 0 : budget - drop;
+        drv_tail_drop(self, &file->pub, file->pub.offset + (int64_t)drop);
         file->skipping = !nl;
     }
 }
 
-size_t drv_tail_peek(drv_tail_t *self, drv_tail_file_t *view, drv_tail_line_t *lines, size_t max)
+size_t drv_tail_peek(drv_tail_t *self, drv_tail_file_t *view, drv_tail_line_t *lines, size_t max, bool more)
 {
     file_t *file = (file_t *)view;
     size_t max_line = self->config.max_line_bytes;
@@ -236,6 +279,11 @@ size_t drv_tail_peek(drv_tail_t *self, drv_tail_file_t *view, drv_tail_line_t *l
     }
     file->skip_after = false;
     while (file->len < READ_BYTES && s_fill(self, file) > 0) { // an input's worth of lines when there are
+    }
+    //  What was given held no whole message (containerd's 16 KiB pieces of
+    //  a long line, a long stack trace): a read's worth more, up to the
+    //  bound, at which the caller cuts the message.
+    for (size_t had = file->len; more && file->len < had + READ_BYTES && s_fill(self, file) > 0;) {
     }
     if (!file->buf) {
         return 0; // out of memory for a buffer: tried again later
@@ -250,14 +298,12 @@ size_t drv_tail_peek(drv_tail_t *self, drv_tail_file_t *view, drv_tail_line_t *l
                                            .len = len > max_line ? max_line : len,
                                            .end = file->pub.offset + (int64_t)(at + len + 1),
                                            .cut = len > max_line};
-            self->cut += len > max_line;
             at += len + 1;
             continue;
         }
         if (rest >= max_line) { // no newline in max_line_bytes: cut here, the rest dropped up to its newline
             lines[n++] = (drv_tail_line_t){
                 .data = file->buf + at, .len = max_line, .end = file->pub.offset + (int64_t)file->len, .cut = true};
-            self->cut++;
             file->skip_after = true;
             break;
         }
@@ -285,13 +331,8 @@ void drv_tail_take(drv_tail_t *self, drv_tail_file_t *view, int64_t end)
 {
     (void)self;
     file_t *file = (file_t *)view;
-    size_t taken = (size_t)(end - file->pub.offset);
-    taken = taken > file->len ? file->len : taken;
-    if (file->len > taken) {
-        memmove(file->buf, file->buf + taken, file->len - taken);
-    }
-    file->len -= taken;
-    file->pub.offset += (int64_t)taken;
+    int64_t peeked = file->pub.offset + (int64_t)file->len;
+    s_advance(file, end < peeked ? end : peeked);
     if (file->skip_after && file->len == 0) {
         file->skip_after = false;
         file->skipping = true; // the rest of the cut line, when it comes
@@ -303,14 +344,36 @@ void drv_tail_take(drv_tail_t *self, drv_tail_file_t *view, int64_t end)
     }
 }
 
+//  Bytes dropped in no input are settled once every input before them is:
+//  then nothing before them can be read again.
+static void s_settle_dropped(file_t *file)
+{
+    if (file->pub.unsettled == 0 && file->dropped_to > file->settled) {
+        file->settled = file->dropped_to;
+        file->dirty = true;
+    }
+}
+
+void drv_tail_drop(drv_tail_t *self, drv_tail_file_t *view, int64_t end)
+{
+    file_t *file = (file_t *)view;
+    drv_tail_take(self, view, end);
+    file->dropped_to = file->pub.offset;
+    s_settle_dropped(file);
+}
+
 void drv_tail_settled(drv_tail_t *self, drv_tail_file_t *view, uint32_t epoch, int64_t end)
 {
     (void)self;
     file_t *file = (file_t *)view;
-    if (epoch == file->pub.epoch && end > file->settled) {
+    if (epoch != file->pub.epoch) {
+        return;
+    }
+    if (end > file->settled) {
         file->settled = end;
         file->dirty = true;
     }
+    s_settle_dropped(file);
 }
 
 void drv_tail_save(drv_tail_t *self, int64_t now_ms)
@@ -337,9 +400,4 @@ void drv_tail_save(drv_tail_t *self, int64_t now_ms)
         }
         i++;
     }
-}
-
-int64_t drv_tail_cut_lines(const drv_tail_t *self)
-{
-    return self->cut;
 }

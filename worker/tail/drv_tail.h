@@ -41,6 +41,7 @@ typedef struct {
     uint32_t epoch;    // goes up when it is read again from its start (copytruncate)
     int64_t offset;    // of the first byte not taken
     bool at_end;       // the last read found nothing more
+    bool full;         // its buffer is at its bound (max_line_bytes and a read): nothing more is peeked until taken
     bool gone;         // no glob finds it any more, or it was deleted: read to its end, then let go
     int64_t unsettled; // inputs the receiver made of it that are not settled (kept by the receiver)
     void *user;        // the receiver's own state for it (freed by forget)
@@ -68,12 +69,19 @@ void drv_tail_scan(drv_tail_t *self, int64_t now_ms);
 drv_tail_file_t **drv_tail_files(drv_tail_t *self, size_t *n);
 //  Up to max lines of file from its first byte not taken, without taking
 //  them (valid until the next call for that file, or take): how many.
-//  Reads more from the file when its buffer has no whole line left. The
-//  last line of a file gone is given whole though it has no newline.
-size_t drv_tail_peek(drv_tail_t *self, drv_tail_file_t *file, drv_tail_line_t *lines, size_t max);
-//  What was peeked is taken up to end (a line's end).
+//  Reads more from the file when its buffer has no whole line left, and
+//  with more (the lines given last held nothing the caller could use: a
+//  message not yet whole) before giving any, until the buffer is full.
+//  The last line of a file gone is given whole though it has no newline.
+//  What remains of a cut line is dropped a bounded stretch per call.
+size_t drv_tail_peek(drv_tail_t *self, drv_tail_file_t *file, drv_tail_line_t *lines, size_t max, bool more);
+//  What was peeked is taken up to end (a line's end), into an input.
 void drv_tail_take(drv_tail_t *self, drv_tail_file_t *file, int64_t end);
-//  What was taken of file up to end, in epoch, is settled: its checkpoint may say so.
+//  What was peeked is dropped up to end, in no input (the rest of a
+//  message cut): settled as soon as every input taken before it is.
+void drv_tail_drop(drv_tail_t *self, drv_tail_file_t *file, int64_t end);
+//  What was taken of file up to end, in epoch, is settled: its checkpoint
+//  may say so. Called after file->unsettled counts it no more.
 void drv_tail_settled(drv_tail_t *self, drv_tail_file_t *file, uint32_t epoch, int64_t end);
 //  Saves the checkpoints that moved, and lets go of the files gone and
 //  read to their end whose inputs are all settled. now_ms: mono.
@@ -83,7 +91,5 @@ void drv_tail_save(drv_tail_t *self, int64_t now_ms);
 //  drains it: true when a file appeared there (a scan is due).
 int drv_tail_fd(const drv_tail_t *self);
 bool drv_tail_events(drv_tail_t *self);
-//  The lines cut because they were longer than max_line_bytes.
-int64_t drv_tail_cut_lines(const drv_tail_t *self);
 
 #endif

@@ -6,7 +6,7 @@
 #include "drv_checkpoint.h"
 #include "drv_tail.h"
 
-#define DRV_TAIL_FINGERPRINT_BYTES 1024 // a file is known by this many of its first bytes (fewer while shorter)
+#define DRV_TAIL_FINGERPRINT_BYTES DRV_CHECKPOINT_FINGERPRINT_MAX // fewer while the file is shorter
 #define DRV_TAIL_ROTATE_WAIT_MS                                                                                        \
     1000 // a file gone is let go this long after, at its end (a writer may not have moved on)
 
@@ -18,6 +18,7 @@ typedef struct {
     size_t len, cap;
     bool skipping, skip_after; // dropping the rest of a cut line; to, once the cut line is taken
     int64_t settled;           // what the checkpoint may say
+    int64_t dropped_to;        // dropped in no input up to here (drv_tail_drop): settled once no input is unsettled
     bool dirty;
     uint32_t fp, fp_bytes; // the fingerprint: CRC32C of the first fp_bytes
     bool seen;             // found by the last scan
@@ -34,7 +35,6 @@ struct drv_tail_t {
     drv_tail_file_t **views; // drv_tail_files
     size_t views_cap;
     bool scanned, started_before;
-    int64_t cut;
     int inotify_fd;
     int member_fd;     // this instance's membership (drv_checkpoint_join), or -1
     int rank, members; // its place among the newest generation's instances (members 0: it reads nothing new)

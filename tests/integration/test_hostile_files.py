@@ -1,0 +1,171 @@
+"""What receiver:file reads that a hostile or careless writer made (issue 47,
+docs/security.md "What drover reads itself"): a message split into more
+pieces than a read holds (containerd's 16 KiB CRI pieces, docker's json-file
+pieces, a long multiline stack trace) is joined up to max_line_bytes and
+cut there, never wedging the file; a newline-less stretch of gigabytes (the
+hole a copytruncate leaves) is skipped in bounded turns, its end
+checkpointed; a checkpoint with fields out of range is set aside; a file
+whose name is not UTF-8 is checkpointed like any other."""
+
+import glob
+import json
+import os
+import signal
+
+from harness import wait_until
+from test_file_receiver import FileReceiverBase
+
+PIECE = 16 * 1024  # containerd's and docker's split size
+
+
+def cri_pieces(message, stream="stdout"):
+    """A CRI message as the runtime writes it: P pieces of 16 KiB, then F."""
+    parts = [message[i:i + PIECE] for i in range(0, len(message), PIECE)] or [""]
+    return [f"2026-11-26T10:00:00Z {stream} {'F' if k == len(parts) - 1 else 'P'} {part}"
+            for k, part in enumerate(parts)]
+
+
+class HostileFiles(FileReceiverBase):
+    def status(self):
+        return self.admin.http("GET", "/api/v1/groups/default/pipelines/files/status")[1]
+
+    def errors(self):
+        return ((self.status().get("instances") or [{}])[0].get("nodes") or {}).get("in", {}).get("errors")
+
+    def restarts(self):
+        return [i["restarts"] for i in self.status()["instances"]]
+
+    def test_a_cri_message_of_many_pieces_is_joined_then_the_file_goes_on(self):
+        log = os.path.join(self.logdir(), "0.log")
+        long = "".join(chr(ord("a") + n % 26) for n in range(300 * 1024))  # 19 pieces: more than a read holds
+        self.append(log, cri_pieces("first") + cri_pieces(long) + cri_pieces("after"))
+        self.start({"include": [log], "format": "cri", "start_at": "beginning"})
+        bodies = self.wait_bodies(["first", "after"], 20)
+        self.assertEqual(bodies, ["first", long, "after"], "joined whole: under max_line_bytes (1 MiB)")
+        self.append(log, cri_pieces("later"))
+        self.wait_bodies(["later"])
+        self.assertEqual(self.restarts(), [0])
+
+    def test_a_cri_message_over_max_line_bytes_is_cut_and_its_rest_dropped(self):
+        log = os.path.join(self.logdir(), "0.log")
+        long = "x" * (200 * 1024) + "y" * (200 * 1024)
+        self.append(log, cri_pieces("first") + cri_pieces(long) + cri_pieces("after"))
+        self.start({"include": [log], "format": "cri", "start_at": "beginning", "max_line_bytes": 100000})
+        self.wait_bodies(["first", "after"], 20)
+        self.assertEqual(self.bodies(), ["first", "x" * 100000, "after"],
+                         "cut at max_line_bytes; the pieces after dropped up to its F piece")
+        wait_until(lambda: self.errors() == 1, 10, "the cut message counted once")
+        #  The drop is settled: the checkpoint reaches the file's end.
+        wait_until(lambda: self.checkpoint(log) == os.path.getsize(log), 10, "the checkpoint at the file's end")
+
+    def test_a_docker_message_of_many_pieces_is_cut_and_the_file_goes_on(self):
+        log = os.path.join(self.logdir(), "c-json.log")
+        long = "z" * (400 * 1024)
+        pieces = [long[i:i + PIECE] for i in range(0, len(long), PIECE)]
+        lines = [json.dumps({"log": "first\n", "stream": "stdout", "time": "2026-11-26T10:00:00Z"})]
+        lines += [json.dumps({"log": p + ("\n" if k == len(pieces) - 1 else ""), "stream": "stdout",
+                              "time": "2026-11-26T10:00:00Z"}) for k, p in enumerate(pieces)]
+        lines += [json.dumps({"log": "after\n", "stream": "stdout", "time": "2026-11-26T10:00:01Z"})]
+        self.append(log, lines)
+        self.start({"include": [log], "format": "docker", "start_at": "beginning", "max_line_bytes": 100000})
+        self.wait_bodies(["first", "after"], 20)
+        self.assertEqual(self.bodies(), ["first", "z" * 100000, "after"])
+
+    def test_a_stack_trace_longer_than_a_read_is_joined_then_cut_at_max_line_bytes(self):
+        java = os.path.join(self.logdir(), "java.log")
+        frames = [f"\tat com.example.Frame{n}.call(Frame{n}.java:{n}) " + "." * 150 for n in range(600)]  # ~120 KB
+        self.append(java, ["2026-11-26 first", "2026-11-26 Exception in thread main"] + frames +
+                    ["2026-11-26 after"])
+        self.start({"include": [java], "start_at": "beginning",
+                    "multiline": {"start_pattern": "^\\d{4}-", "max_wait_ms": 200}})
+        bodies = wait_until(lambda: (lambda b: b if "2026-11-26 after" in b else None)(self.bodies()), 20,
+                            "the message after the trace")
+        self.assertEqual(bodies[1], "\n".join(["2026-11-26 Exception in thread main"] + frames),
+                         "600 lines joined: fewer than max_lines, more than a read")
+
+    def test_a_stack_trace_over_max_line_bytes_is_cut_and_the_next_message_read(self):
+        java = os.path.join(self.logdir(), "java.log")
+        frames = [f"\tat Frame{n}.call " + "." * 180 for n in range(600)]
+        self.append(java, ["2026-11-26 Exception in thread main"] + frames + ["2026-11-26 after"])
+        self.start({"include": [java], "start_at": "beginning", "max_line_bytes": 5000,
+                    "multiline": {"start_pattern": "^\\d{4}-", "max_wait_ms": 200}})
+        bodies = wait_until(lambda: (lambda b: b if "2026-11-26 after" in b else None)(self.bodies()), 20,
+                            "the message after the trace")
+        whole = "\n".join(["2026-11-26 Exception in thread main"] + frames)
+        self.assertEqual(bodies, [whole[:5000], "2026-11-26 after"], "cut, the trace's other lines dropped")
+        wait_until(lambda: self.errors() == 1, 10, "the cut message counted")
+
+    def test_a_hole_of_gigabytes_is_skipped_in_bounded_turns_and_checkpointed(self):
+        logs = self.logdir()
+        holey, other = os.path.join(logs, "holey.log"), os.path.join(logs, "other.log")
+        self.append(other, ["other-0"])
+        with open(holey, "wb") as f:  # a writer without O_APPEND after a copytruncate: a sparse start
+            f.write(b"first\n")
+            f.seek(6 * 1024 ** 3)
+            f.write(b"rest of the long line\nnext\n")
+        self.start({"include": [f"{logs}/*.log"], "start_at": "beginning", "max_line_bytes": 100})
+        self.wait_bodies(["first", "next", "other-0"], 60)
+        self.assertEqual(self.restarts(), [0], "heartbeats on time through 6 GiB: never killed")
+        wait_until(lambda: self.checkpoint(holey) == os.path.getsize(holey), 10, "the skip checkpointed")
+        self.assertEqual(sorted(self.bodies()), sorted(["first", "\0" * 100, "next", "other-0"]),
+                         "the hole is one line, cut; nothing read twice")
+
+    def test_a_runaway_line_does_not_hold_the_loop(self):
+        logs = self.logdir()
+        runaway = os.path.join(logs, "runaway.log")
+        with open(runaway, "wb") as f:
+            f.write(b"first\n" + b"r" * (512 * 1024 ** 2) + b"\nnext\n")
+        self.start({"include": [f"{logs}/*.log"], "start_at": "beginning", "max_line_bytes": 100})
+        self.wait_bodies(["first", "next"], 60)
+        self.assertEqual(self.restarts(), [0])
+        self.assertEqual(self.bodies(), ["first", "r" * 100, "next"])
+
+    def test_a_checkpoint_out_of_range_is_set_aside_not_trusted(self):
+        log = os.path.join(self.logdir(), "app.log")
+        self.append(log, ["one", "two"])
+        engine = self.start({"include": [log], "start_at": "beginning"})
+        self.wait_bodies(["one", "two"])
+        wait_until(lambda: self.checkpoint(log) == os.path.getsize(log), 10, "the checkpoint at the end")
+        engine.signal(signal.SIGKILL)
+        engine.wait_exit()
+        engine.log.close()
+        st = os.stat(log)
+        path = glob.glob(os.path.join(engine.run_dir, "buffer", "default", "files", "checkpoints",
+                                      f"{st.st_dev:x}-{st.st_ino:x}.json"))[0]
+        with open(path) as f:
+            doc = json.load(f)
+        doc["fingerprint"]["bytes"] = 1 << 20  # more than the 1024 it may be: read into a 1 KiB buffer before
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        self.append(log, ["three"])
+        engine.start()
+        self.admin.wait_ready(20)
+        engine.wait_log(r"checkpoint set aside .*fingerprint\.bytes", 10)
+        self.wait_bodies(["three"])
+        self.assertEqual(self.restarts(), [0])
+        self.assertTrue(os.path.exists(path + ".bad"), "kept beside for whoever looks")
+
+    def test_a_file_whose_name_is_not_utf8_is_checkpointed(self):
+        logs = self.logdir()
+        name = os.path.join(logs.encode(), b"caf\xe9.log")
+        with open(name, "wb") as f:
+            f.write(b"latin-1 named\n")
+        self.start({"include": [f"{logs}/*.log"], "start_at": "beginning"})
+        self.wait_bodies(["latin-1 named"])
+        st = os.stat(name)
+        cp = os.path.join(self.engine.run_dir, "buffer", "default", "files", "checkpoints",
+                          f"{st.st_dev:x}-{st.st_ino:x}.json")
+        def saved():
+            if os.path.exists(cp):
+                with open(cp) as f:
+                    doc = json.load(f)
+                return doc if doc.get("offset") == 14 else None
+            return None
+        doc = wait_until(saved, 10, "its checkpoint saved")
+        self.assertEqual(bytes.fromhex(doc["path_hex"]), name, "its name kept byte for byte")
+        self.assertNotIn("out of memory", self.engine.log_text())
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
