@@ -2,6 +2,8 @@
 #include "drv_checkpoint.h"
 
 #include "drover/drv_file.h"
+#include "drover/drv_log.h"
+#include "drover/drv_utf8.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -79,47 +81,146 @@ int drv_checkpoint_save_name(const char *dir, const char *name, const json_t *do
     return rc;
 }
 
-static bool s_parse(const json_t *doc, drv_checkpoint_t *out)
+//  A path as bytes: "path" when it is UTF-8 (what people read), else
+//  "path_hex" (a file name may be any bytes but / and NUL). false when
+//  neither is there, or the name is not one.
+static bool s_path(const json_t *doc, char *out, size_t len, char *why, size_t whylen)
 {
-    json_t *path = json_object_get(doc, "path"), *fp = json_object_get(doc, "fingerprint");
-    if (!json_is_string(path) || !json_is_object(fp) || !json_is_integer(json_object_get(doc, "offset"))) {
+    json_t *text = json_object_get(doc, "path"), *hex = json_object_get(doc, "path_hex");
+    if (json_is_string(text) && json_string_length(text) < len &&
+        !memchr(json_string_value(text), 0, json_string_length(text))) {
+        memcpy(out, json_string_value(text), json_string_length(text) + 1);
+        return true;
+    }
+    size_t digits = json_is_string(hex) ? json_string_length(hex) : 0;
+    if (!digits || digits % 2 || digits / 2 >= len) {
+        snprintf(why, whylen, "path is not a string of fewer than %zu bytes", len);
         return false;
     }
-    *out = (drv_checkpoint_t){.dev = (uint64_t)json_integer_value(json_object_get(doc, "dev")),
-                              .ino = (uint64_t)json_integer_value(json_object_get(doc, "ino")),
-                              .fingerprint_bytes = (uint32_t)json_integer_value(json_object_get(fp, "bytes")),
-                              .fingerprint = (uint32_t)json_integer_value(json_object_get(fp, "crc32c")),
-                              .offset = json_integer_value(json_object_get(doc, "offset"))};
-    snprintf(out->path, sizeof out->path, "%s", json_string_value(path));
-    return out->offset >= 0;
+    for (size_t i = 0; i < digits / 2; i++) {
+        unsigned byte;
+        if (sscanf(json_string_value(hex) + 2 * i, "%2x", &byte) != 1 || byte == 0) {
+            snprintf(why, whylen, "path_hex is not the hex of a path");
+            return false;
+        }
+        out[i] = (char)byte;
+    }
+    out[digits / 2] = 0;
+    return true;
 }
 
+//  An integer field within [min, max] into *out, else false with why.
+static bool s_field(const json_t *doc, const char *key, const char *name, json_int_t min, json_int_t max,
+                    json_int_t *out, char *why, size_t whylen)
+{
+    json_t *value = json_object_get(doc, key);
+    if (!json_is_integer(value) || json_integer_value(value) < min || json_integer_value(value) > max) {
+        snprintf(why, whylen, "%s is not an integer from %lld to %lld", name, (long long)min, (long long)max);
+        return false;
+    }
+    *out = json_integer_value(value);
+    return true;
+}
+
+//  Every field in range (docs/security.md): a checkpoint is outside input.
+static bool s_parse(const json_t *doc, drv_checkpoint_t *out, char *why, size_t whylen)
+{
+    json_t *fp = json_object_get(doc, "fingerprint");
+    json_int_t dev, ino, bytes, crc, offset;
+    if (!json_is_object(doc) || !json_is_object(fp)) {
+        snprintf(why, whylen, "not an object with a fingerprint");
+        return false;
+    }
+    if (!s_field(doc, "dev", "dev", INT64_MIN, INT64_MAX, &dev, why, whylen) ||
+        !s_field(doc, "ino", "ino", INT64_MIN, INT64_MAX, &ino, why, whylen) ||
+        !s_field(fp, "bytes", "fingerprint.bytes", 0, DRV_CHECKPOINT_FINGERPRINT_MAX, &bytes, why, whylen) ||
+        !s_field(fp, "crc32c", "fingerprint.crc32c", 0, UINT32_MAX, &crc, why, whylen) ||
+        !s_field(doc, "offset", "offset", 0, INT64_MAX, &offset, why, whylen) ||
+        !s_path(doc, out->path, sizeof out->path, why, whylen)) {
+        return false;
+    }
+    out->dev = (uint64_t)dev; // written as signed: a device or inode past 2^63 comes back the same
+    out->ino = (uint64_t)ino;
+    out->fingerprint_bytes = (uint32_t)bytes;
+    out->fingerprint = (uint32_t)crc;
+    out->offset = offset;
+    return true;
+}
+
+bool drv_checkpoint_parse(const char *text, size_t len, drv_checkpoint_t *out, char *why, size_t whylen)
+{
+    json_error_t jerr;
+    json_t *doc = json_loadb(text, len, 0, &jerr);
+    bool ok = doc && s_parse(doc, out, why, whylen);
+    if (!doc) {
+        snprintf(why, whylen, "not JSON: %s", jerr.text);
+    }
+    json_decref(doc);
+    return ok;
+}
+
+//  A checkpoint that is not one is renamed aside (NAME.json.bad, for
+//  whoever looks) and said: the file it names is then read as one without
+//  a checkpoint is.
 static bool s_load_path(const char *file, drv_checkpoint_t *out)
 {
-    json_t *doc = json_load_file(file, 0, NULL);
-    bool ok = doc && s_parse(doc, out);
+    json_error_t jerr;
+    json_t *doc = json_load_file(file, 0, &jerr);
+    char why[200];
+    bool ok = doc && s_parse(doc, out, why, sizeof why);
     json_decref(doc);
+    if (!ok && (doc || access(file, F_OK) == 0)) {
+        if (!doc) {
+            snprintf(why, sizeof why, "not JSON: %s", jerr.text);
+        }
+        char aside[4500];
+        snprintf(aside, sizeof aside, "%s.bad", file);
+        rename(file, aside);
+        drv_warn("checkpoint set aside path=%s reason=\"%s\"", aside, why);
+    }
     return ok;
 }
 
 bool drv_checkpoint_load(const char *dir, uint64_t dev, uint64_t ino, drv_checkpoint_t *out)
 {
-    char name[64];
+    char name[64], path[4400];
     s_file_name(name, sizeof name, dev, ino);
-    json_t *doc = drv_checkpoint_load_name(dir, name);
-    bool ok = doc && s_parse(doc, out) && out->dev == dev && out->ino == ino;
+    snprintf(path, sizeof path, "%s/%s.json", dir, name);
+    return s_load_path(path, out) && out->dev == dev && out->ino == ino;
+}
+
+static json_t *s_doc(const drv_checkpoint_t *checkpoint)
+{
+    json_t *doc =
+        json_pack("{s:I, s:I, s:{s:I, s:I}, s:I}", "dev", (json_int_t)checkpoint->dev, "ino",
+                  (json_int_t)checkpoint->ino, "fingerprint", "bytes", (json_int_t)checkpoint->fingerprint_bytes,
+                  "crc32c", (json_int_t)checkpoint->fingerprint, "offset", (json_int_t)checkpoint->offset);
+    size_t len = strlen(checkpoint->path);
+    if (doc && drv_utf8_valid(checkpoint->path, len, false)) {
+        json_object_set_new(doc, "path", json_stringn(checkpoint->path, len));
+    } else if (doc) { // a name that is not UTF-8 kept byte for byte
+        char hex[2 * sizeof checkpoint->path + 1];
+        for (size_t i = 0; i < len; i++) {
+            snprintf(hex + 2 * i, 3, "%02x", (unsigned char)checkpoint->path[i]);
+        }
+        json_object_set_new(doc, "path_hex", json_stringn(hex, 2 * len));
+    }
+    return doc;
+}
+
+char *drv_checkpoint_text(const drv_checkpoint_t *checkpoint)
+{
+    json_t *doc = s_doc(checkpoint);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
-    return ok;
+    return text;
 }
 
 int drv_checkpoint_save(const char *dir, const drv_checkpoint_t *checkpoint, char *err, size_t errlen)
 {
     char name[64];
     s_file_name(name, sizeof name, checkpoint->dev, checkpoint->ino);
-    json_t *doc =
-        json_pack("{s:s, s:I, s:I, s:{s:I, s:I}, s:I}", "path", checkpoint->path, "dev", (json_int_t)checkpoint->dev,
-                  "ino", (json_int_t)checkpoint->ino, "fingerprint", "bytes", (json_int_t)checkpoint->fingerprint_bytes,
-                  "crc32c", (json_int_t)checkpoint->fingerprint, "offset", (json_int_t)checkpoint->offset);
+    json_t *doc = s_doc(checkpoint);
     int rc = drv_checkpoint_save_name(dir, name, doc, err, errlen);
     json_decref(doc);
     return rc;

@@ -3,7 +3,9 @@
     "Reading files"): one JSON file per followed file, named by its device
     and inode, replaced whole (written beside, then renamed), holding its
     path, the fingerprint of its first bytes and the offset up to which
-    what was read is settled. Beside it a lock file: the instance that
+    what was read is settled (a path that is not UTF-8 as path_hex; a
+    checkpoint with a field out of range is set aside, docs/security.md).
+    Beside it a lock file: the instance that
     follows the file holds its flock, so that one instance at a time reads
     it — across cores, and across generations during a replace (the next
     takes the lock once the draining one has settled and exited).
@@ -16,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#define DRV_CHECKPOINT_FINGERPRINT_MAX 1024 // a file is known by at most this many of its first bytes
 
 typedef struct {
     uint64_t dev, ino;
@@ -33,6 +37,10 @@ int drv_checkpoint_dir(const char *root, const char *group, const char *pipeline
 int drv_checkpoint_lock(const char *dir, uint64_t dev, uint64_t ino);
 //  Reads the file's checkpoint: true with it, false when there is none (or it is unreadable).
 bool drv_checkpoint_load(const char *dir, uint64_t dev, uint64_t ino, drv_checkpoint_t *out);
+//  A checkpoint's text read (every field range-checked): false with why.
+bool drv_checkpoint_parse(const char *text, size_t len, drv_checkpoint_t *out, char *why, size_t whylen);
+//  Its text as saved (caller frees), or NULL when out of memory.
+char *drv_checkpoint_text(const drv_checkpoint_t *checkpoint);
 //  Replaces it: 0, or -1 with err.
 int drv_checkpoint_save(const char *dir, const drv_checkpoint_t *checkpoint, char *err, size_t errlen);
 //  Deletes it and its lock (the file is gone, or was read to its end and is followed no more).
