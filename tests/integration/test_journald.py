@@ -2,7 +2,9 @@
 journal systemd's own systemd-journal-remote writes from export format:
 MESSAGE, PRIORITY and the realtime mapped, the other fields attributes;
 units and matches; the cursor kept across a SIGKILL of droverd and every
-child, so that nothing is read twice or lost."""
+child, so that nothing is read twice or lost; a field repeated in one entry
+(journald's native protocol lets any local user log MESSAGE=a MESSAGE=b)
+becomes an array of its values, a thousand of them included."""
 
 import glob
 import os
@@ -64,6 +66,26 @@ class Journald(EngineTest):
     def entry(self, n, unit="shop.service", priority=3):
         return n, {"MESSAGE": f"message {n}", "PRIORITY": priority, "_SYSTEMD_UNIT": unit, "_PID": 40 + n,
                    "_COMM": "shop", "_HOSTNAME": "node-1", "SYSLOG_IDENTIFIER": "shop"}
+
+    def test_a_field_repeated_in_an_entry_becomes_an_array(self):
+        export_text = (b"__REALTIME_TIMESTAMP=1795687200000000\n__MONOTONIC_TIMESTAMP=1000\n_BOOT_ID=" + BOOT.encode()
+                       + b"\nMESSAGE=a\nMESSAGE=b\nTAG=x\nPRIORITY=4\n\n"
+                       + b"__REALTIME_TIMESTAMP=1795687200000001\n__MONOTONIC_TIMESTAMP=1001\n_BOOT_ID=" + BOOT.encode()
+                       + b"\n" + b"".join(b"MESSAGE=m%d\n" % n for n in range(1000)) + b"\n"
+                       + b"__REALTIME_TIMESTAMP=1795687200000002\n__MONOTONIC_TIMESTAMP=1002\n_BOOT_ID=" + BOOT.encode()
+                       + b"\nMESSAGE=after\n\n")
+        done = subprocess.run([JOURNAL_REMOTE, f"--output={self.journals}/remote.journal", "--split-mode=none", "-"],
+                              input=export_text, capture_output=True, timeout=30)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.start(f'{{directory: "{self.journals}", start_at: beginning}}')
+        rows = wait_until(lambda: (lambda o: o if len(o) >= 3 else None)(self.out()), 15, "3 entries")
+        self.assertEqual(rows[0]["body"], ["a", "b"], "both values, in order")
+        self.assertEqual(rows[0]["attributes"], {"TAG": "x", "_BOOT_ID": BOOT}, "no heap bytes, nothing else")
+        self.assertEqual(rows[0]["severity_text"], "warning")
+        self.assertEqual(rows[1]["body"], [f"m{n}" for n in range(1000)])
+        self.assertEqual(rows[2]["body"], "after")
+        status = Admin(self.engine, self.http_port).http("GET", "/api/v1/groups/default/pipelines/journal/status")[1]
+        self.assertEqual([i["restarts"] for i in status["instances"]], [0, 0])
 
     def test_fields_mapped_and_the_cursor_kept_across_a_kill(self):
         self.write([self.entry(0), self.entry(1, unit="other.service"), self.entry(2, priority=6)])

@@ -1,23 +1,23 @@
 /*  receiver:journald — the systemd journal through libsystemd's sd-journal
     (docs/operations.md, "Reading the journal"): each entry a record, body
     from MESSAGE, severity from PRIORITY (OpenTelemetry's syslog mapping),
-    time_unix_nano from its realtime, its other fields as attributes. One
+    time_unix_nano from its realtime, its other fields as attributes
+    (drv_journal_entry.h). One
     instance reads: whichever holds the checkpoint's lock (the others try
     again every LOCK_EVERY_MS, a draining generation holds it to its end); the
     checkpoint is the cursor of the last entry whose input is settled, so
     a restart, a replace or a resize reads again only the unsettled ones.
     Entries are read as the pipeline takes them (up to ENTRIES_PER_INPUT
-    an input); one the pipeline refused is read again from the cursor of
+    or INPUT_BYTES an input); one the pipeline refused is read again from the cursor of
     the last taken. */
 #include "drv_checkpoint.h"
+#include "drv_journal_entry.h"
 #include "drv_node.h"
-#include "drv_otlp.h"
 #include "drv_ring.h"
 #include "drv_schemas.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
-#include "drover/drv_utf8.h"
 
 #include <systemd/sd-journal.h>
 
@@ -31,6 +31,7 @@
 #define SAVE_EVERY_MS 200
 #define LOCK_EVERY_MS 250
 #define DATA_THRESHOLD (1 << 20) // the largest field read whole
+#define INPUT_BYTES (4 << 20)    // an input closes once its entries' values weigh this much (as Kafka's)
 
 typedef struct {
     int64_t input;
@@ -50,7 +51,9 @@ typedef struct {
     char *settled; // cursor the checkpoint may say
     bool dirty, more, draining;
     int64_t next_lock_ms, next_save_ms;
-    drv_ring_t pending; // pending_t: inputs not settled, oldest first
+    drv_ring_t pending;          // pending_t: inputs not settled, oldest first
+    drv_journal_field_t *fields; // the entry being made into a record
+    size_t fields_cap;
 } journald_t;
 
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
@@ -98,6 +101,7 @@ static void s_destroy(drv_node_t *node)
         free(((pending_t *)drv_ring_at(&self->pending, i))->cursor);
     }
     drv_ring_fini(&self->pending);
+    free(self->fields);
     free(self->taken);
     free(self->settled);
     if (self->journal) {
@@ -193,72 +197,39 @@ static int s_next(journald_t *self)
 
 //  ---------------------------------------------------------------- entries into records
 
-static msgpack_object s_str(drv_node_t *node, const char *text, size_t len)
+//  The entry the journal stands on as a record (drv_journal_entry.h): 0,
+//  or -1 out of memory. *bytes: what its values weigh.
+static int s_record(drv_node_t *node, journald_t *self, msgpack_object *out, size_t *bytes)
 {
-    char *copy = drv_node_alloc(node, len ? len : 1);
-    memcpy(copy, text, len);
-    msgpack_object o = {.type = MSGPACK_OBJECT_STR};
-    o.via.str.ptr = copy;
-    o.via.str.size = (uint32_t)len;
-    return o;
-}
-
-static msgpack_object s_key(const char *text)
-{
-    msgpack_object o = {.type = MSGPACK_OBJECT_STR};
-    o.via.str.ptr = text;
-    o.via.str.size = (uint32_t)strlen(text);
-    return o;
-}
-
-//  The entry the journal stands on as a record.
-static void s_record(drv_node_t *node, journald_t *self, msgpack_object *out)
-{
-    size_t fields = 0;
+    size_t n = 0;
     const void *data;
     size_t len;
     SD_JOURNAL_FOREACH_DATA(self->journal, data, len)
     {
-        fields++;
-    }
-    msgpack_object_kv *attrs = drv_node_alloc(node, (fields ? fields : 1) * sizeof *attrs);
-    msgpack_object_kv *kv = drv_node_alloc(node, 5 * sizeof *kv);
-    size_t n = 0, count = 0;
-    int priority = -1;
-    SD_JOURNAL_FOREACH_DATA(self->journal, data, len)
-    {
-        const char *text = data, *eq = memchr(text, '=', len);
-        if (!eq || !drv_utf8_valid(eq + 1, len - (size_t)(eq - text) - 1, false)) {
-            continue; // binary fields are not carried
+        if (n == self->fields_cap) {
+            size_t cap = self->fields_cap ? self->fields_cap * 2 : 64;
+            drv_journal_field_t *grown = realloc(self->fields, cap * sizeof *grown);
+            if (!grown) {
+                return -1;
+            }
+            self->fields = grown;
+            self->fields_cap = cap;
         }
-        size_t name_len = (size_t)(eq - text), value_len = len - name_len - 1;
-        if (name_len == 7 && !memcmp(text, "MESSAGE", 7)) {
-            kv[count++] = (msgpack_object_kv){s_key("body"), s_str(node, eq + 1, value_len)};
-        } else if (name_len == 8 && !memcmp(text, "PRIORITY", 8) && value_len == 1 && eq[1] >= '0' && eq[1] <= '7') {
-            priority = eq[1] - '0';
-        } else if (n < fields) {
-            attrs[n++] = (msgpack_object_kv){s_str(node, text, name_len), s_str(node, eq + 1, value_len)};
-        }
-    }
-    if (priority >= 0) {
-        const char *name;
-        kv[count].key = s_key("severity_number");
-        kv[count++].val = (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER,
-                                           .via.u64 = (uint64_t)drv_otlp_syslog_severity((unsigned)priority, &name)};
-        kv[count++] = (msgpack_object_kv){s_key("severity_text"), s_key(name)};
+        self->fields[n++] = (drv_journal_field_t){data, len};
     }
     uint64_t usec;
-    if (sd_journal_get_realtime_usec(self->journal, &usec) >= 0) {
-        kv[count].key = s_key("time_unix_nano");
-        kv[count++].val = (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = usec * 1000};
+    if (sd_journal_get_realtime_usec(self->journal, &usec) < 0) {
+        usec = UINT64_MAX;
     }
-    kv[count].key = s_key("attributes");
-    kv[count].val = (msgpack_object){.type = MSGPACK_OBJECT_MAP};
-    kv[count].val.via.map.ptr = attrs;
-    kv[count++].val.via.map.size = (uint32_t)n;
-    *out = (msgpack_object){.type = MSGPACK_OBJECT_MAP};
-    out->via.map.ptr = kv;
-    out->via.map.size = (uint32_t)count;
+    drv_journal_made_t made;
+    if (drv_journal_entry_record(self->fields, n, usec, drv_node_zone(node), out, &made) != 0) {
+        return -1;
+    }
+    if (made.left_out) {
+        drv_node_record_error(node, "a journal entry's fields past 4 MiB were left out");
+    }
+    *bytes = made.bytes;
+    return 0;
 }
 
 //  ---------------------------------------------------------------- reading
@@ -268,10 +239,16 @@ static int s_read(drv_node_t *node, journald_t *self)
 {
     msgpack_zone_clear(drv_node_zone(node));
     msgpack_object *records = drv_node_alloc(node, ENTRIES_PER_INPUT * sizeof *records);
-    size_t n = 0;
+    size_t n = 0, bytes = 0;
     char *cursor = NULL;
-    while (n < ENTRIES_PER_INPUT && s_next(self) > 0) {
-        s_record(node, self, &records[n++]);
+    while (n < ENTRIES_PER_INPUT && bytes < INPUT_BYTES && s_next(self) > 0) {
+        size_t weighs = 0;
+        if (s_record(node, self, &records[n], &weighs) != 0) {
+            drv_node_record_error(node, "out of memory for a journal entry: left out");
+            continue;
+        }
+        n++;
+        bytes += weighs;
     }
     if (n == 0 || sd_journal_get_cursor(self->journal, &cursor) < 0) {
         return 0;
@@ -286,7 +263,7 @@ static int s_read(drv_node_t *node, journald_t *self)
     if (!drv_ring_push(&self->pending, &(pending_t){drv_node_taken(node), cursor})) {
         abort(); // one per input not settled: bounded by what the pipeline takes
     }
-    self->more = n == ENTRIES_PER_INPUT;
+    self->more = n == ENTRIES_PER_INPUT || bytes >= INPUT_BYTES;
     return 1;
 }
 
