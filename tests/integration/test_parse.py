@@ -3,7 +3,9 @@ a regex's named groups, as JSON and as logfmt, into attributes or the top
 level; what cannot be parsed is counted in errors and passed on or dropped;
 a pattern that backtracks without end (`^(a+)+$` against a long line) fails
 that record only, counted, while the instance goes on serving; a pattern
-that does not compile, or names no group, is a 422 naming it."""
+that does not compile, or names no group, is a 422 naming it; a field of a
+hundred thousand keys (issue 47) is refused past max_keys, and merged in
+linear time under it, without the instance missing a heartbeat."""
 
 import glob
 import unittest
@@ -24,8 +26,8 @@ class Parse(EngineTest):
                                body={"pipeline": {"cores": {"count": 1}, "nodes": nodes}}, timeout=30)
 
     def send(self, records):
-        status, body, _, _ = curl_post(self.port, "/", ndjson(records), "application/x-ndjson")
-        self.assertEqual(status, 200, body)
+        status, body, _, head = curl_post(self.port, "/", ndjson(records), "application/x-ndjson")
+        self.assertEqual(status, 200, (body, head))
 
     def out(self, count):
         return wait_until(lambda: (lambda rows: rows if len(rows) >= count else None)(
@@ -71,6 +73,39 @@ class Parse(EngineTest):
                          "a parsed field replaces one of the same name; message removed; the bad two dropped")
         node = self.counters(2)
         self.assertEqual((node["errors"], node["records_dropped"]), (2, 2))
+
+    def restarts(self):
+        return [i["restarts"] for i in self.admin.http("GET", "/api/v1/groups/default/pipelines/p/status")[1]
+                ["instances"]]
+
+    def test_a_hundred_thousand_keys_are_refused_past_max_keys_and_merged_in_linear_time(self):
+        pairs = " ".join(f"k{n}=v{n}" for n in range(100000))  # ~1.3 MB: one request
+        wide = "{" + ",".join(f'"j{n}": {n}' for n in range(100000)) + "}"
+        status, body, _ = self.put({"format": "logfmt"})
+        self.assertEqual(status, 200, body)
+        self.send([{"n": 0, "body": pairs}, {"n": 1, "body": "a=1"}])
+        rows = sorted(self.out(2), key=lambda r: r["n"])
+        self.assertEqual(rows[0], {"n": 0, "body": pairs}, "past max_keys (1000): passed on unparsed")
+        self.assertEqual(rows[1]["attributes"], {"a": "1"})
+        self.assertEqual(self.counters(1)["errors"], 1)
+        self.engine.wait_log(r"logfmt: 100000 keys, more than max_keys \(1000\)")
+        #  Allowed, a hundred thousand keys merge in linear time: three records
+        #  of them (each with keys of its own to replace) within a heartbeat's
+        #  reach: 100 ms, killed after three missed.
+        status, body, _ = self.put({"format": "logfmt", "max_keys": 200000, "field": "line"})
+        self.assertEqual(status, 200, body)
+        attributes = {f"k{n}": "old" for n in range(0, 100000, 2)}
+        for n in range(3):
+            self.send([{"n": n, "line": pairs, "attributes": attributes}])
+        status, body, _ = self.put({"format": "json", "max_keys": 200000, "into": "root", "field": "line"})
+        self.assertEqual(status, 200, body)
+        self.send([{"n": 3, "line": wide}])
+        rows = self.out(6)
+        merged = next(r for r in rows if r.get("n") == 0 and "line" in r)
+        self.assertEqual(len(merged["attributes"]), 100000)
+        self.assertEqual(merged["attributes"]["k2"], "v2", "the parsed value replaces the one there")
+        self.assertEqual(next(r for r in rows if r.get("n") == 3)["j99999"], 99999)
+        self.assertEqual(self.restarts(), [0], "no heartbeat missed")
 
     def test_logfmt_pairs_quoted_values_and_bare_keys_merge_into_attributes(self):
         status, body, _ = self.put({"format": "logfmt"})

@@ -1,7 +1,12 @@
 /*  drv_record — see drv_record.h. */
 #include "drv_record.h"
 
+#include "drover/drv_keyprint.h"
+
+#include <stdint.h>
 #include <string.h>
+
+#define LINEAR_MAX 16 // up to this many pairs, a lookup walks them
 
 bool drv_record_same_key(const msgpack_object *a, const msgpack_object *b)
 {
@@ -23,4 +28,73 @@ void drv_record_remove(msgpack_object_kv *kv, size_t *n, int index)
 {
     memmove(&kv[index], &kv[index + 1], (*n - (size_t)index - 1) * sizeof *kv);
     (*n)--;
+}
+
+//  The slot of key in a table of 2^bits slots holding indexes into kv: its
+//  own, or the empty one where it goes. The print's top bits: its low ones
+//  come from the key's last bytes alone (a product's low bits depend only
+//  on its factors' low bits), and keys alike at the end would pile up.
+static size_t s_slot(const uint32_t *table, unsigned bits, const msgpack_object_kv *kv, const msgpack_object *key)
+{
+    size_t slots = (size_t)1 << bits;
+    size_t at = (size_t)(drv_keyprint(key->via.str.ptr, key->via.str.size) >> (64 - bits));
+    while (table[at] != UINT32_MAX && !drv_record_same_key(&kv[table[at]].key, key)) {
+        at = (at + 1) & (slots - 1);
+    }
+    return at;
+}
+
+msgpack_object_kv *drv_record_merge(msgpack_zone *zone, const msgpack_object_kv *base, size_t n,
+                                    const msgpack_object_kv *add, size_t added, size_t *count)
+{
+    size_t total = n + added;
+    msgpack_object_kv *kv = msgpack_zone_malloc(zone, (total ? total : 1) * sizeof *kv);
+    if (!kv || total > UINT32_MAX / 2) {
+        return NULL;
+    }
+    if (n) {
+        memcpy(kv, base, n * sizeof *kv);
+    }
+    if (total <= LINEAR_MAX) {
+        for (size_t i = 0; i < added; i++) {
+            int index = drv_record_find(kv, n, &add[i].key);
+            if (index >= 0) {
+                kv[index].val = add[i].val;
+            } else {
+                kv[n++] = add[i];
+            }
+        }
+        *count = n;
+        return kv;
+    }
+    unsigned bits = 5;
+    while (((size_t)1 << bits) < 2 * total) {
+        bits++;
+    }
+    size_t slots = (size_t)1 << bits;
+    uint32_t *table = msgpack_zone_malloc(zone, slots * sizeof *table);
+    if (!table) {
+        return NULL;
+    }
+    memset(table, 0xff, slots * sizeof *table);
+    for (size_t i = 0; i < n; i++) { // a record's keys are unique; only string keys can meet add's
+        if (kv[i].key.type == MSGPACK_OBJECT_STR) {
+            table[s_slot(table, bits, kv, &kv[i].key)] = (uint32_t)i;
+        }
+    }
+    for (size_t i = 0; i < added; i++) {
+        if (add[i].key.type != MSGPACK_OBJECT_STR) {
+            kv[n++] = add[i];
+            continue;
+        }
+        size_t at = s_slot(table, bits, kv, &add[i].key);
+        if (table[at] != UINT32_MAX) {
+            kv[table[at]].val = add[i].val;
+        } else {
+            table[at] = (uint32_t)n;
+            kv[n++] = add[i];
+        }
+    }
+    *count = n;
+    return kv;
 }

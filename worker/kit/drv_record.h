@@ -12,6 +12,13 @@
 bool drv_record_same_key(const msgpack_object *a, const msgpack_object *b);
 //  Index of key among n pairs, or -1.
 int drv_record_find(const msgpack_object_kv *kv, size_t n, const msgpack_object *key);
+//  The pairs of a map (base, n of them; NULL when none) with add's after
+//  them, a pair of add replacing the one of the same key (the later of
+//  two in add wins), in zone: the pairs and *count, or NULL when out of
+//  memory. Linear in n + added (a hash of the keys past a few), so that a
+//  record of a hundred thousand keys costs what it weighs.
+msgpack_object_kv *drv_record_merge(msgpack_zone *zone, const msgpack_object_kv *base, size_t n,
+                                    const msgpack_object_kv *add, size_t added, size_t *count);
 //  Removes pair index, keeping the order of the others.
 void drv_record_remove(msgpack_object_kv *kv, size_t *n, int index);
 

@@ -4,8 +4,9 @@
     MATCH_LIMIT steps so that a pattern that backtracks without end fails
     that record, counted, and the instance goes on). The parsed fields go
     into the record's attributes or its top level, a parsed field replacing
-    one of the same name. A record is never changed in place: the new one
-    is built in the batch zone. */
+    one of the same name (merged through a hash: linear in the keys), and
+    a field that parses into more than max_keys is an error. A record is
+    never changed in place: the new one is built in the batch zone. */
 #include "drv_node.h"
 #include "drv_schemas.h"
 #include "drv_logfmt.h"
@@ -30,6 +31,7 @@ typedef struct {
     format_t format;
     msgpack_object field, attributes;
     bool into_root, keep_original, drop_on_error;
+    size_t max_keys;
     pcre2_code *re;
     pcre2_match_data *match;
     pcre2_match_context *context;
@@ -69,6 +71,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     self->into_root = !strcmp(json_string_value(json_object_get(config, "into")), "root");
     self->keep_original = json_is_true(json_object_get(config, "keep_original"));
     self->drop_on_error = !strcmp(json_string_value(json_object_get(config, "on_error")), "drop");
+    self->max_keys = (size_t)json_integer_value(json_object_get(config, "max_keys"));
     self->docs = json_array();
     if (drv_node_string_object(node, json_string_value(json_object_get(config, "field")), &self->field) != 0 ||
         drv_node_string_object(node, "attributes", &self->attributes) != 0) {
@@ -179,27 +182,6 @@ static int s_regex(drv_node_t *node, parse_t *self, const char *text, size_t len
     return 0;
 }
 
-//  pairs added to a map's (base, n of them; its copy in the zone), a
-//  pair replacing one of the same key: the new pairs and their count.
-static msgpack_object_kv *s_merge(drv_node_t *node, const msgpack_object_kv *base, size_t n,
-                                  const msgpack_object_kv *add, size_t added, size_t *count)
-{
-    msgpack_object_kv *kv = drv_node_alloc(node, (n + added ? n + added : 1) * sizeof *kv);
-    if (n) { // base is NULL when there is none
-        memcpy(kv, base, n * sizeof *kv);
-    }
-    for (size_t i = 0; i < added; i++) {
-        int index = drv_record_find(kv, n, &add[i].key);
-        if (index >= 0) {
-            kv[index].val = add[i].val;
-        } else {
-            kv[n++] = add[i];
-        }
-    }
-    *count = n;
-    return kv;
-}
-
 static msgpack_object s_map(msgpack_object_kv *kv, size_t n)
 {
     msgpack_object map = {.type = MSGPACK_OBJECT_MAP};
@@ -232,6 +214,14 @@ static int s_parse(drv_node_t *node, parse_t *self, const msgpack_object *record
     if (rc != 0) {
         return -1;
     }
+    if (count > self->max_keys) {
+        snprintf(why, whylen, "%s: %zu keys, more than max_keys (%zu)",
+                 self->format == FORMAT_JSON     ? "json"
+                 : self->format == FORMAT_LOGFMT ? "logfmt"
+                                                 : "regex",
+                 count, self->max_keys);
+        return -1;
+    }
     size_t n = record->via.map.size;
     msgpack_object_kv *kv = drv_node_alloc(node, (n + 1) * sizeof *kv);
     memcpy(kv, record->via.map.ptr, n * sizeof *kv);
@@ -239,7 +229,11 @@ static int s_parse(drv_node_t *node, parse_t *self, const msgpack_object *record
         drv_record_remove(kv, &n, at);
     }
     if (self->into_root) {
-        kv = s_merge(node, kv, n, parsed, count, &n);
+        kv = drv_record_merge(drv_node_zone(node), kv, n, parsed, count, &n);
+        if (!kv) {
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
         *out = s_map(kv, n);
         return 0;
     }
@@ -250,7 +244,12 @@ static int s_parse(drv_node_t *node, parse_t *self, const msgpack_object *record
     }
     size_t merged;
     msgpack_object_kv *into = attributes >= 0 ? kv[attributes].val.via.map.ptr : NULL;
-    into = s_merge(node, into, attributes >= 0 ? kv[attributes].val.via.map.size : 0, parsed, count, &merged);
+    into = drv_record_merge(drv_node_zone(node), into, attributes >= 0 ? kv[attributes].val.via.map.size : 0, parsed,
+                            count, &merged);
+    if (!into) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
     if (attributes < 0) {
         kv[n].key = self->attributes;
         attributes = (int)n++;

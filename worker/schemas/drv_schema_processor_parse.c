@@ -82,6 +82,12 @@ const drv_node_schema_t drv_schema_processor_parse = {
               .kind = DRV_KEY_BOOL,
               .fallback = "true",
               .doc = "false: the parsed field is removed once parsed"},
+             {.key = "max_keys",
+              .kind = DRV_KEY_NONNEG_INT,
+              .fallback = "1000",
+              .maximum = 1000000,
+              .doc = "a record whose field parses into more keys is not parsed (an error, as on_error says): "
+                     "one line of a hundred thousand pairs cannot take an instance's time"},
              {.key = "on_error",
               .kind = DRV_KEY_CHOICE,
               .fallback = "\"pass\"",
