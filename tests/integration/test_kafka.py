@@ -16,7 +16,9 @@ OTLP request built by protobuf's own classes and put on a topic by kcat
 is read, and start_at: latest skips what was there; behind a dead backend
 every partition pauses and the lag shows in the status and /metrics; junk
 messages are counted and skipped; wrong specs are 422s naming what is
-wrong, and sasl.password is shown only to token holders."""
+wrong, and sasl.password is shown only to token holders; a batch whose
+OTLP request would pass max_message_bytes is split to fit, and a record
+that alone can never fit is given up at once, counted (issue 47)."""
 
 import collections
 import glob
@@ -122,6 +124,36 @@ class KafkaOut(Kafka):
         self.assertEqual([lr.body.string_value for lr in logs], [f"hello {k}" for k in range(10)])
         self.assertEqual(request.resource_logs[0].resource.attributes[0].key, "service.name")
         self.assertEqual(logs[3].attributes[0].value.int_value, 3)
+
+    @unittest.skipIf(WHY_NOT, WHY_NOT)
+    def test_batches_over_max_message_bytes_are_split_and_a_record_too_large_given_up(self):
+        cluster = self.cluster(1, [("otlp_logs", 2)])
+        #  The node agent's defaults: 512 records or 1 MiB a batch, one
+        #  request a batch: 512 records of 2 KB pass librdkafka's 1,000,000.
+        port = self.http_into_kafka(cluster, topic="otlp_{signal}", retry={"max_elapsed_secs": 0})
+        sent = 0
+        for r in range(4):
+            records = [{"body": f"{r * 500 + k:06d} " + "x" * 2000} for k in range(500)]
+            if r == 1:
+                records.insert(250, {"body": "too large " + "y" * 1_200_000})
+            self.assertEqual(self.post(port, records), 200)
+            sent += 500
+
+        def bodies():
+            seen = []
+            for _, _, _, value in consume(cluster.bootstrap, "otlp_logs"):
+                self.assertLessEqual(len(value), 1_000_000)
+                request = pb().logs_service.ExportLogsServiceRequest()
+                request.ParseFromString(value)
+                seen += [lr.body.string_value[:6] for rl in request.resource_logs for sl in rl.scope_logs
+                         for lr in sl.log_records]
+            return seen if len(seen) >= sent else None
+        seen = wait_until(bodies, 30, f"{sent} records on the topic", interval=0.3)
+        self.assertEqual(sorted(seen), [f"{n:06d}" for n in range(sent)], "every record once, the large one not")
+        node = wait_until(lambda: (lambda n: n if n.get("records_out") == sent else None)(self.node("k")), 10,
+                          "records_out counting what was written")
+        self.assertEqual(node.get("errors"), 1, "the record that can never fit: given up at once, counted")
+        self.engine.wait_log(r"export gave up node=k records=1 reason=.*larger than max_message_bytes")
 
     @unittest.skipIf(WHY_NOT, WHY_NOT)
     def test_with_a_key_each_otlp_request_holds_one_keys_records(self):

@@ -61,8 +61,9 @@ typedef struct {
     //  Starts sending a closed batch's body (encoded once, kept for
     //  retries); *state is the kind's own for this batch (NULL at its first
     //  attempt), kept across attempts. What came of it is told with
-    //  drv_export_sent, from run. 0, or -1 with the reason in err: the
-    //  attempt failed at once (tried again after backoff).
+    //  drv_export_sent, from run. 0, 1 when nothing was left to send (the
+    //  batch is done: what it held is written or given up), or -1 with the
+    //  reason in err: the attempt failed at once (tried again after backoff).
     int (*send)(void *arg, drv_export_batch_t *batch, void **state, const char *body, size_t size, char *err,
                 size_t errlen);
     //  The batch goes (delivered, dropped, handed over or the exporter
@@ -98,6 +99,11 @@ void drv_export_record(drv_export_t *self, int lane, const msgpack_object *recor
 //  how long it took.
 void drv_export_sent(drv_export_t *self, drv_export_batch_t *batch, drv_export_verdict_t verdict, const char *why,
                      double secs);
+
+//  Some of a batch's records can never be delivered (a Kafka message over
+//  the size a broker takes): errors and given up now, while the rest of
+//  the batch goes on; its delivery then counts only the rest.
+void drv_export_gave_up(drv_export_t *self, drv_export_batch_t *batch, size_t records, const char *why);
 
 //  The lane a batch is of.
 int drv_export_batch_lane(const drv_export_batch_t *batch);

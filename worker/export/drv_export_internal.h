@@ -28,6 +28,7 @@ typedef struct batch_t {
     size_t size;
     size_t packed; // its records' bytes, packed, as they were taken (queue.max_bytes counts these)
     size_t records;
+    size_t gave_up;           // of them, given up while the rest goes on (drv_export_gave_up)
     int64_t first_input;      // oldest input it holds
     int64_t taken_ms;         // mono: when its first record was taken
     int64_t first_attempt_ms; // 0 before its first attempt

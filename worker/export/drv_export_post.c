@@ -38,6 +38,8 @@ void drv_export_finish(drv_export_t *self, batch_t *batch)
 }
 
 static void s_retry_later(drv_export_t *self, batch_t *batch, const char *why, int64_t retry_after_ms);
+static void s_settle(drv_export_t *self, batch_t *batch, drv_export_verdict_t verdict, const char *why,
+                     int64_t retry_after_ms);
 
 //  A kind that sends its batches itself (drv_export_sender_t).
 static void s_send(drv_export_t *self, batch_t *batch)
@@ -48,9 +50,14 @@ static void s_send(drv_export_t *self, batch_t *batch)
     }
     batch->sending = true;
     self->in_flight++;
-    if (self->format.sender->send(self->format.arg, batch, &batch->sent, batch->body, batch->size, err, sizeof err) !=
-        0) {
+    int rc =
+        self->format.sender->send(self->format.arg, batch, &batch->sent, batch->body, batch->size, err, sizeof err);
+    if (rc != 0) {
         drv_export_finish(self, batch);
+    }
+    if (rc > 0) {
+        s_settle(self, batch, DRV_EXPORT_DONE, NULL, 0); // nothing was left to send
+    } else if (rc < 0) {
         s_retry_later(self, batch, err, 0);
     }
 }
@@ -120,11 +127,12 @@ static void s_post(drv_export_t *self, batch_t *batch)
 //  will be retried are retries, what waits is the backlog).
 static void s_drop(drv_export_t *self, batch_t *batch, const char *why)
 {
-    drv_node_export_error(self->node, batch->records, why);
+    size_t records = batch->records - batch->gave_up;
+    drv_node_export_error(self->node, records, why);
     if (batch->failing) {
-        drv_warn("export gave up node=%s records=%zu reason=\"%s\"", self->node->id, batch->records, why);
+        drv_warn("export gave up node=%s records=%zu reason=\"%s\"", self->node->id, records, why);
     }
-    drv_node_count_gave_up(self->node, batch->records);
+    drv_node_count_gave_up(self->node, records);
     drv_export_unlink(self, batch);
     drv_export_batch_free(self, batch);
 }
@@ -170,10 +178,19 @@ static void s_settle(drv_export_t *self, batch_t *batch, drv_export_verdict_t ve
         if (batch->failing) {
             drv_info("export recovered node=%s records=%zu", self->node->id, batch->records);
         }
-        drv_node_count_out(self->node, batch->records);
+        drv_node_count_out(self->node, batch->records - batch->gave_up);
         drv_export_unlink(self, batch);
         drv_export_batch_free(self, batch);
     }
+}
+
+void drv_export_gave_up(drv_export_t *self, batch_t *batch, size_t records, const char *why)
+{
+    records = records > batch->records - batch->gave_up ? batch->records - batch->gave_up : records;
+    batch->gave_up += records;
+    drv_node_export_error(self->node, records, why);
+    drv_warn("export gave up node=%s records=%zu reason=\"%s\"", self->node->id, records, why);
+    drv_node_count_gave_up(self->node, records);
 }
 
 void drv_export_sent(drv_export_t *self, batch_t *batch, drv_export_verdict_t verdict, const char *why, double secs)

@@ -8,7 +8,9 @@
     fail, and the next attempt sends again only the messages not written.
     A broker that is down is the backlog of any backend: the batches wait
     in the queue, and with a disk buffer in the log, never blocking the
-    other exporters. */
+    other exporters. A message too large to be written (a request split
+    down to one record, docs/operations.md "Kafka") is given up at once,
+    its records counted, and never retried. */
 #include "drv_export.h"
 #include "drv_kafka.h"
 #include "drv_kafka_body.h"
@@ -30,7 +32,10 @@ typedef struct sent_t sent_t;
 typedef struct {
     sent_t *sent;
     uint32_t index;
+    uint32_t records; // how many the message holds
 } message_ref_t;
+
+enum { UNWRITTEN, WRITTEN, GIVEN_UP }; // sent_t.written
 
 //  A batch with the producer: which of its messages are written, and how
 //  many of this attempt's are not reported yet.
@@ -38,7 +43,7 @@ struct sent_t {
     drv_export_batch_t *batch; // NULL once drv_export let it go (freed when the last report is in)
     sent_t *next, *prev;       // every state (freed at the end)
     uint32_t messages, outstanding;
-    uint8_t *written;
+    uint8_t *written; // each message's: UNWRITTEN, WRITTEN, GIVEN_UP
     message_ref_t *refs;
     int64_t started_us;
     char why[300]; // why this attempt failed ("" while none did)
@@ -57,6 +62,7 @@ struct kafka_out_t {
     drv_kafka_format_t format;
     bool keyed;
     drv_record_path_t key;
+    size_t max_message_bytes; // librdkafka's message.max.bytes
     sent_t *states;
     rd_kafka_message_t *scratch; // a batch's messages as librdkafka takes them
     size_t scratch_cap;
@@ -66,7 +72,8 @@ static int s_encode(void *arg, int lane, const msgpack_object *records, size_t c
                     size_t errlen)
 {
     kafka_out_t *self = arg;
-    if (drv_kafka_body_write(self->format, self->keyed ? &self->key : NULL, lane, records, count, body) != 0) {
+    if (drv_kafka_body_write(self->format, self->keyed ? &self->key : NULL, lane, records, count,
+                             self->max_message_bytes, body) != 0) {
         snprintf(err, errlen, "out of memory encoding");
         return -1;
     }
@@ -126,6 +133,22 @@ static sent_t *s_state_new(kafka_out_t *self, drv_export_batch_t *batch, const c
     return sent;
 }
 
+//  A message that can never be written (MSG_SIZE_TOO_LARGE, from librdkafka
+//  or a broker): its records given up at once, not retried.
+static void s_give_up(kafka_out_t *self, const message_ref_t *ref, rd_kafka_topic_t *topic)
+{
+    sent_t *sent = ref->sent;
+    sent->written[ref->index] = GIVEN_UP;
+    if (sent->batch) {
+        char why[400];
+        snprintf(why, sizeof why,
+                 "topic %s: a message of %u records is larger than max_message_bytes (%zu) or the broker's "
+                 "message.max.bytes: never written",
+                 rd_kafka_topic_name(topic), ref->records, self->max_message_bytes);
+        drv_export_gave_up(self->export, sent->batch, ref->records, why);
+    }
+}
+
 static int s_send(void *arg, drv_export_batch_t *batch, void **state, const char *body, size_t size, char *err,
                   size_t errlen)
 {
@@ -154,10 +177,10 @@ static int s_send(void *arg, drv_export_batch_t *batch, void **state, const char
     drv_kafka_reading_t r = {sent->body, sent->body + sent->size};
     drv_kafka_message_t message;
     for (uint32_t i = 0; drv_kafka_body_next(&r, &message); i++) {
-        if (sent->written[i]) {
-            continue; // written by an attempt before
+        if (sent->written[i] != UNWRITTEN) {
+            continue; // written (or given up) by an attempt before
         }
-        sent->refs[i] = (message_ref_t){sent, i};
+        sent->refs[i] = (message_ref_t){sent, i, (uint32_t)message.records};
         self->scratch[count++] = (rd_kafka_message_t){.payload = (void *)message.value,
                                                       .len = message.value_len,
                                                       .key = (void *)message.key,
@@ -165,13 +188,21 @@ static int s_send(void *arg, drv_export_batch_t *batch, void **state, const char
                                                       ._private = &sent->refs[i]};
     }
     rd_kafka_produce_batch(topic, RD_KAFKA_PARTITION_UA, 0, self->scratch, count); // not copied: sent->body lives on
+    bool waits = false;
     for (int k = 0; k < count; k++) {
-        if (self->scratch[k].err != RD_KAFKA_RESP_ERR_NO_ERROR) { // it waits for the next attempt
+        rd_kafka_resp_err_t refused = self->scratch[k].err;
+        if (refused == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+            s_give_up(self, self->scratch[k]._private, topic);
+        } else if (refused != RD_KAFKA_RESP_ERR_NO_ERROR) { // it waits for the next attempt
             snprintf(sent->why, sizeof sent->why, "topic %s: %s", rd_kafka_topic_name(topic),
-                     rd_kafka_err2str(self->scratch[k].err));
+                     rd_kafka_err2str(refused));
+            waits = true;
         } else {
             sent->outstanding++;
         }
+    }
+    if (sent->outstanding == 0 && !waits) {
+        return 1; // every message left was given up
     }
     if (sent->outstanding == 0) {
         snprintf(err, errlen, "%s", sent->why[0] ? sent->why : "nothing to send");
@@ -198,7 +229,9 @@ static void s_delivered(rd_kafka_t *rk, const rd_kafka_message_t *message, void 
     message_ref_t *ref = message->_private;
     sent_t *sent = ref->sent;
     if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        sent->written[ref->index] = 1;
+        sent->written[ref->index] = WRITTEN;
+    } else if (message->err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+        s_give_up(self, ref, message->rkt);
     } else {
         snprintf(sent->why, sizeof sent->why, "topic %s: %s", rd_kafka_topic_name(message->rkt),
                  rd_kafka_err2str(message->err));
@@ -212,7 +245,7 @@ static void s_delivered(rd_kafka_t *rk, const rd_kafka_message_t *message, void 
     }
     uint32_t written = 0;
     for (uint32_t i = 0; i < sent->messages; i++) {
-        written += sent->written[i];
+        written += sent->written[i] != UNWRITTEN;
     }
     double secs = (double)(drv_time_mono_us() - sent->started_us) / 1e6;
     drv_export_verdict_t verdict = written == sent->messages ? DRV_EXPORT_DONE : DRV_EXPORT_RETRY;
@@ -302,6 +335,9 @@ static int s_producer(kafka_out_t *self, drv_node_t *node, const json_t *config,
                             sizeof why);
     rc = rc ? rc : drv_kafka_set(conf, "message.timeout.ms", timeout, why, sizeof why);
     rc = rc ? rc : drv_kafka_set(conf, "linger.ms", "5", why, sizeof why);
+    char max_bytes[32];
+    snprintf(max_bytes, sizeof max_bytes, "%zu", self->max_message_bytes);
+    rc = rc ? rc : drv_kafka_set(conf, "message.max.bytes", max_bytes, why, sizeof why);
     if (rc != 0) {
         snprintf(err, errlen, "node %s: %s", node->id, why);
         if (conf) {
@@ -347,6 +383,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     self->wake.fds[0] = self->wake.fds[1] = -1;
     const char *format = json_string_value(json_object_get(config, "format"));
     self->format = drv_kafka_format(format);
+    self->max_message_bytes = (size_t)json_integer_value(json_object_get(config, "max_message_bytes"));
     const char *key = json_string_value(json_object_get(config, "key"));
     self->keyed = key && drv_node_path(node, key, &self->key) == 0;
     if (drv_node_probe) {

@@ -64,7 +64,8 @@ static bool s_same_key(const drv_record_path_t *key, const msgpack_object *a, co
 }
 
 //  One OTLP request of count records as a message's value.
-static int s_put_otlp(drv_kafka_format_t format, int lane, const msgpack_object *records, size_t count, drv_buf_t *body)
+static int s_put_value(drv_kafka_format_t format, int lane, const msgpack_object *records, size_t count,
+                       drv_buf_t *body)
 {
     drv_otlp_built_t built;
     if (drv_otlp_build(&built, (drv_otlp_signal_t)lane, records, count) != 0) {
@@ -87,6 +88,25 @@ static int s_put_otlp(drv_kafka_format_t format, int lane, const msgpack_object 
         memcpy(body->data + at, &size, sizeof size);
     }
     return rc;
+}
+
+//  One message of an OTLP request of count records (with their key),
+//  split in two while it weighs more than max_bytes and holds more than one.
+static int s_put_otlp(drv_kafka_format_t format, const drv_record_path_t *key, int lane, const msgpack_object *records,
+                      size_t count, size_t max_bytes, drv_buf_t *body)
+{
+    size_t at = body->len;
+    if (s_put_u32(body, (uint32_t)count) || s_put_key(key, body, &records[0]) ||
+        s_put_value(format, lane, records, count, body)) {
+        return -1;
+    }
+    if (count < 2 || body->len - at + DRV_KAFKA_MESSAGE_FRAMING <= max_bytes) {
+        return 0;
+    }
+    body->len = at;
+    size_t half = count / 2;
+    return s_put_otlp(format, key, lane, records, half, max_bytes, body) ||
+           s_put_otlp(format, key, lane, records + half, count - half, max_bytes, body);
 }
 
 //  One record as a message's value: a JSON object, or a msgpack map.
@@ -112,7 +132,7 @@ static int s_put_record(drv_kafka_format_t format, const msgpack_object *record,
 //  The OTLP formats with a key: one request per key, its records in the
 //  order they came, the keys in the order each first came.
 static int s_put_otlp_keyed(drv_kafka_format_t format, const drv_record_path_t *key, int lane,
-                            const msgpack_object *records, size_t count, drv_buf_t *body)
+                            const msgpack_object *records, size_t count, size_t max_bytes, drv_buf_t *body)
 {
     msgpack_object *group = malloc((count ? count : 1) * sizeof *group);
     bool *taken = calloc(count ? count : 1, sizeof *taken);
@@ -128,7 +148,7 @@ static int s_put_otlp_keyed(drv_kafka_format_t format, const drv_record_path_t *
                 taken[k] = true;
             }
         }
-        rc = s_put_key(key, body, &records[i]) || s_put_otlp(format, lane, group, n, body);
+        rc = s_put_otlp(format, key, lane, group, n, max_bytes, body);
     }
     free(group);
     free(taken);
@@ -136,16 +156,16 @@ static int s_put_otlp_keyed(drv_kafka_format_t format, const drv_record_path_t *
 }
 
 int drv_kafka_body_write(drv_kafka_format_t format, const drv_record_path_t *key, int lane,
-                         const msgpack_object *records, size_t count, drv_buf_t *body)
+                         const msgpack_object *records, size_t count, size_t max_bytes, drv_buf_t *body)
 {
     bool otlp = format == DRV_KAFKA_OTLP_PROTO || format == DRV_KAFKA_OTLP_JSON;
-    if (otlp) {
-        return key ? s_put_otlp_keyed(format, key, lane, records, count, body)
-                   : s_put_u32(body, NO_KEY) || s_put_otlp(format, lane, records, count, body);
+    if (otlp && count > 0) {
+        return key ? s_put_otlp_keyed(format, key, lane, records, count, max_bytes, body)
+                   : s_put_otlp(format, NULL, lane, records, count, max_bytes, body);
     }
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < count; i++) {
-        rc = s_put_key(key, body, &records[i]) || s_put_record(format, &records[i], body);
+        rc = s_put_u32(body, 1) || s_put_key(key, body, &records[i]) || s_put_record(format, &records[i], body);
     }
     return rc;
 }
@@ -153,9 +173,12 @@ int drv_kafka_body_write(drv_kafka_format_t format, const drv_record_path_t *key
 bool drv_kafka_body_next(drv_kafka_reading_t *r, drv_kafka_message_t *message)
 {
     uint32_t len;
-    if (r->end - r->at < (ptrdiff_t)sizeof len) {
+    if (r->end - r->at < (ptrdiff_t)(2 * sizeof len)) {
         return false;
     }
+    memcpy(&len, r->at, sizeof len);
+    r->at += sizeof len;
+    message->records = len;
     memcpy(&len, r->at, sizeof len);
     r->at += sizeof len;
     message->key = len == NO_KEY ? NULL : r->at;

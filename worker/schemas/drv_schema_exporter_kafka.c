@@ -36,6 +36,11 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
                                "config.topic: letters, digits, '.', '_' and '-', at most 249, {signal} for "
                                "logs, traces or metrics");
     }
+    json_t *max = json_object_get(config, "max_message_bytes");
+    if (json_is_integer(max) && json_integer_value(max) < 1000) {
+        drv_spec_check_problem(check, node_path,
+                               "config.max_message_bytes: must be at least 1000 (librdkafka's least)");
+    }
     const char *key = json_string_value(json_object_get(config, "key"));
     char why[200];
     drv_path_t parsed;
@@ -63,6 +68,13 @@ const drv_node_schema_t drv_schema_exporter_kafka = {
               .kind = DRV_KEY_STRING,
               .doc = "a record field (a path: attributes[\"k\"]) whose value keys each message; not given: none "
                      "(librdkafka's partitioner spreads them)"},
+             {.key = "max_message_bytes",
+              .kind = DRV_KEY_NONNEG_INT,
+              .fallback = "1000000",
+              .maximum = 1000000000,
+              .doc = "the largest message (librdkafka's message.max.bytes; keep it at or under the topic's "
+                     "max.message.bytes): an OTLP request over it is split, and a record that alone is over it "
+                     "given up at once and counted"},
              {.key = "compression",
               .kind = DRV_KEY_CHOICE,
               .fallback = "\"lz4\"",
