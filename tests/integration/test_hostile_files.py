@@ -73,7 +73,8 @@ class HostileFiles(FileReceiverBase):
 
     def test_a_stack_trace_longer_than_a_read_is_joined_then_cut_at_max_line_bytes(self):
         java = os.path.join(self.logdir(), "java.log")
-        frames = [f"\tat com.example.Frame{n}.call(Frame{n}.java:{n}) " + "." * 150 for n in range(600)]  # ~120 KB
+        #  ~320 KB: more than the first read's 128 KiB, fewer lines than max_lines.
+        frames = [f"\tat com.example.Frame{n}.call(Frame{n}.java:{n}) " + "." * 360 for n in range(800)]
         self.append(java, ["2026-11-26 first", "2026-11-26 Exception in thread main"] + frames +
                     ["2026-11-26 after"])
         self.start({"include": [java], "start_at": "beginning",
@@ -81,7 +82,7 @@ class HostileFiles(FileReceiverBase):
         bodies = wait_until(lambda: (lambda b: b if "2026-11-26 after" in b else None)(self.bodies()), 20,
                             "the message after the trace")
         self.assertEqual(bodies[1], "\n".join(["2026-11-26 Exception in thread main"] + frames),
-                         "600 lines joined: fewer than max_lines, more than a read")
+                         "800 lines joined: fewer than max_lines, more than a read")
 
     def test_a_stack_trace_over_max_line_bytes_is_cut_and_the_next_message_read(self):
         java = os.path.join(self.logdir(), "java.log")
@@ -109,16 +110,6 @@ class HostileFiles(FileReceiverBase):
         wait_until(lambda: self.checkpoint(holey) == os.path.getsize(holey), 10, "the skip checkpointed")
         self.assertEqual(sorted(self.bodies()), sorted(["first", "\0" * 100, "next", "other-0"]),
                          "the hole is one line, cut; nothing read twice")
-
-    def test_a_runaway_line_does_not_hold_the_loop(self):
-        logs = self.logdir()
-        runaway = os.path.join(logs, "runaway.log")
-        with open(runaway, "wb") as f:
-            f.write(b"first\n" + b"r" * (512 * 1024 ** 2) + b"\nnext\n")
-        self.start({"include": [f"{logs}/*.log"], "start_at": "beginning", "max_line_bytes": 100})
-        self.wait_bodies(["first", "next"], 60)
-        self.assertEqual(self.restarts(), [0])
-        self.assertEqual(self.bodies(), ["first", "r" * 100, "next"])
 
     def test_a_checkpoint_out_of_range_is_set_aside_not_trusted(self):
         log = os.path.join(self.logdir(), "app.log")
