@@ -3,14 +3,15 @@ a regex's named groups, as JSON and as logfmt, into attributes or the top
 level; what cannot be parsed is counted in errors and passed on or dropped;
 a pattern that backtracks without end (`^(a+)+$` against a long line) fails
 that record only, counted, while the instance goes on serving; a pattern
-that does not compile, or names no group, is a 422 naming it; a field of a
+that does not compile, or names no group, is a 422 naming it; one the
+interpreter runs (*NO_JIT) is bounded in memory too; a field of a
 hundred thousand keys (issue 47) is refused past max_keys, and merged in
 linear time under it, without the instance missing a heartbeat."""
 
 import glob
 import unittest
 
-from harness import EngineTest, curl_post, free_port, ndjson, read_ndjson, wait_until
+from harness import EngineTest, curl_post, free_port, ndjson, proc_status, read_ndjson, wait_until
 
 
 class Parse(EngineTest):
@@ -106,6 +107,22 @@ class Parse(EngineTest):
         self.assertEqual(merged["attributes"]["k2"], "v2", "the parsed value replaces the one there")
         self.assertEqual(next(r for r in rows if r.get("n") == 3)["j99999"], 99999)
         self.assertEqual(self.restarts(), [0], "no heartbeat missed")
+
+    def test_a_pattern_run_by_the_interpreter_is_bounded_in_memory_too(self):
+        #  (*NO_JIT): no JIT stack to bound it. Against 20 KB this pattern's
+        #  backtracking takes 329 MB in the interpreter; the heap limit fails
+        #  the match at 20 MiB, counted, and the instance goes on.
+        status, body, _ = self.put({"format": "regex",
+                                    "pattern": "(*NO_JIT)^(?<all>(?:" + "(" * 20 + "a|b" + ")" * 20 + ")*)$"})
+        self.assertEqual(status, 200, body)
+        self.send([{"n": 0, "body": "ab" * 10000 + "c"}, {"n": 1, "body": "ab"}])
+        rows = sorted(self.out(2), key=lambda r: r["n"])
+        self.assertEqual(rows[0], {"n": 0, "body": "ab" * 10000 + "c"}, "failed: passed on as it was")
+        self.assertIn("attributes", rows[1], "a match within the bounds")
+        self.engine.wait_log(r"regex: the match needed too much memory")
+        self.assertEqual(self.restarts(), [0])
+        (pid,) = list(self.engine.instances().values())
+        self.assertLess(int(proc_status(pid, "VmHWM").split()[0]), 150 * 1024, "never near the 329 MB")
 
     def test_logfmt_pairs_quoted_values_and_bare_keys_merge_into_attributes(self):
         status, body, _ = self.put({"format": "logfmt"})

@@ -1,11 +1,9 @@
 /*  drv_file_lines — see the header. */
 #include "drv_file_lines.h"
+#include "drv_regex.h"
 
 #include "drover/drv_mpcheck.h"
 #include "drover/drv_mpjson.h"
-
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,14 +77,13 @@ drv_file_lines_t *drv_file_lines_new(const json_t *config, char *err, size_t err
     self->start = pcre2_compile((PCRE2_SPTR)json_string_value(json_object_get(multiline, "start_pattern")),
                                 PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &offset, NULL);
     self->match = self->start ? pcre2_match_data_create_from_pattern(self->start, NULL) : NULL;
-    self->context = pcre2_match_context_create(NULL);
+    self->context = drv_regex_context();
     if (!self->match || !self->context) {
         snprintf(err, errlen, "multiline.start_pattern cannot be compiled");
         drv_file_lines_destroy(&self);
         return NULL;
     }
     pcre2_jit_compile(self->start, PCRE2_JIT_COMPLETE);
-    pcre2_set_match_limit(self->context, 1000000); // as processor:parse's: no pattern stalls an instance
     return self;
 }
 

@@ -1,8 +1,8 @@
 /*  processor:parse — one string field parsed into many (docs/nodes.md):
     JSON (an object), logfmt (kit/drv_logfmt.c) or a regex's named groups
-    (PCRE2, JIT-compiled where the platform has it, every match bounded by
-    MATCH_LIMIT steps so that a pattern that backtracks without end fails
-    that record, counted, and the instance goes on). The parsed fields go
+    (PCRE2, JIT-compiled where the platform has it, every match bounded
+    (drv_regex.h) so that a pattern that backtracks without end fails that
+    record, counted, and the instance goes on). The parsed fields go
     into the record's attributes or its top level, a parsed field replacing
     one of the same name (merged through a hash: linear in the keys), and
     a field that parses into more than max_keys is an error. A record is
@@ -11,18 +11,15 @@
 #include "drv_schemas.h"
 #include "drv_logfmt.h"
 #include "drv_record.h"
+#include "drv_regex.h"
 
 #include "drover/drv_mpcheck.h"
 #include "drover/drv_mpjson.h"
-
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MATCH_LIMIT 1000000          // backtracking steps a match may take (pcre2_set_match_limit)
 #define JIT_STACK_BYTES (512 * 1024) // what a JIT-compiled match may use
 
 typedef enum { FORMAT_JSON, FORMAT_LOGFMT, FORMAT_REGEX } format_t;
@@ -89,13 +86,12 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     }
     pcre2_jit_compile(self->re, PCRE2_JIT_COMPLETE); // where there is no JIT, matches are interpreted
     self->match = pcre2_match_data_create_from_pattern(self->re, NULL);
-    self->context = pcre2_match_context_create(NULL);
+    self->context = drv_regex_context();
     self->jit_stack = pcre2_jit_stack_create(32 * 1024, JIT_STACK_BYTES, NULL);
     if (!self->match || !self->context) {
         snprintf(err, errlen, "node %s: out of memory", node->id);
         return -1;
     }
-    pcre2_set_match_limit(self->context, MATCH_LIMIT);
     if (self->jit_stack) {
         pcre2_jit_stack_assign(self->context, NULL, self->jit_stack);
     }
@@ -160,6 +156,8 @@ static int s_regex(drv_node_t *node, parse_t *self, const char *text, size_t len
         const char *what = rc == PCRE2_ERROR_NOMATCH          ? "no match"
                            : rc == PCRE2_ERROR_MATCHLIMIT     ? "the match limit was reached"
                            : rc == PCRE2_ERROR_JIT_STACKLIMIT ? "the match needed too much stack"
+                           : rc == PCRE2_ERROR_HEAPLIMIT      ? "the match needed too much memory"
+                           : rc == PCRE2_ERROR_DEPTHLIMIT     ? "the match nested too deep"
                                                               : "the match failed";
         snprintf(why, whylen, "regex: %s (%s)", what, (const char *)message);
         return -1;
