@@ -5,12 +5,17 @@ pieces, a long multiline stack trace) is joined up to max_line_bytes and
 cut there, never wedging the file; a newline-less stretch of gigabytes (the
 hole a copytruncate leaves) is skipped in bounded turns, its end
 checkpointed; a checkpoint with fields out of range is set aside; a file
-whose name is not UTF-8 is checkpointed like any other."""
+whose name is not UTF-8 is checkpointed like any other; a directory link
+where a wildcard matches a directory, or a link flipped while it is
+looked at, never exports a file from outside the globs' directories."""
 
 import glob
 import json
 import os
+import shutil
 import signal
+import threading
+import time
 
 from harness import wait_until
 from test_file_receiver import FileReceiverBase
@@ -155,6 +160,53 @@ class HostileFiles(FileReceiverBase):
         doc = wait_until(saved, 10, "its checkpoint saved")
         self.assertEqual(bytes.fromhex(doc["path_hex"]), name, "its name kept byte for byte")
         self.assertNotIn("out of memory", self.engine.log_text())
+
+    def test_a_directory_link_matched_by_a_wildcard_is_not_walked_into(self):
+        logs = self.logdir()
+        pods, outside = os.path.join(logs, "pods"), os.path.join(logs, "outside")
+        os.makedirs(os.path.join(pods, "shop_cart_1", "server"))
+        os.makedirs(os.path.join(outside, "server"))
+        self.append(os.path.join(outside, "server", "0.log"), ["secret"])
+        os.symlink(outside, os.path.join(pods, "evil_pod_2"))  # a directory link where */ matches
+        self.append(os.path.join(pods, "shop_cart_1", "server", "0.log"), ["mine"])
+        self.start({"include": [f"{pods}/*/*/*.log"], "start_at": "beginning", "kubernetes": True})
+        self.wait_bodies(["mine"])
+        self.append(os.path.join(pods, "shop_cart_1", "server", "0.log"), ["mine again"])
+        self.wait_bodies(["mine again"])  # a scan after the one that found both
+        self.assertNotIn("secret", self.bodies())
+
+    def test_a_link_flipped_while_it_is_looked_at_never_exports_a_file_outside(self):
+        logs = self.logdir()
+        outside = logs + "-outside"
+        os.makedirs(outside)
+        self.addCleanup(shutil.rmtree, outside, True)
+        inside = os.path.join(logs, "inside.txt")  # not matched by the glob: only through the link
+        self.append(inside, ["inside"])
+        secret = os.path.join(outside, "secret.log")
+        self.append(secret, ["secret"])
+        link = os.path.join(logs, "flip.log")
+        os.symlink(inside, link)
+        self.start({"include": [f"{logs}/*.log"], "start_at": "beginning", "poll_interval_ms": 10})
+        self.wait_bodies(["inside"])
+        stop = threading.Event()
+
+        def flip():
+            n = 0
+            while not stop.is_set():
+                n += 1
+                os.symlink(secret if n % 2 else inside, link + ".new")
+                os.replace(link + ".new", link)
+        flipper = threading.Thread(target=flip)
+        flipper.start()
+        try:
+            deadline = time.monotonic() + 3  # the old check lost this race in 0.2 to 1.1 s
+            while time.monotonic() < deadline:
+                self.assertNotIn("secret", self.bodies())
+                time.sleep(0.05)  # sampling what was exported while the link flips
+        finally:
+            stop.set()
+            flipper.join()
+        self.assertNotIn("secret", self.bodies())
 
 
 if __name__ == "__main__":

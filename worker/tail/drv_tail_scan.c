@@ -1,6 +1,10 @@
 /*  drv_tail_scan — finding the files to follow (drv_tail.h): the include
     globs less the exclude ones, regular files only, a link only when its
-    glob names it or it points into its own directory; the files this
+    glob names it or it points into its own directory. What decides is
+    where the file opened is (docs/security.md): the directories a glob's
+    wildcards matched must be the ones it was opened in, so neither a
+    directory link that glob(3) walked into nor a link flipped between
+    the checks and the open exports a file from elsewhere. The files this
     instance owns (its identity hashed over the instances) and whose lock
     it gets; the files it follows that no glob finds any more (gone); and,
     the first time, the files checkpoints name that were renamed away while
@@ -39,24 +43,30 @@ static void s_dirname(const char *path, char *out, size_t len)
 
 #define WATCHED (IN_CREATE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE)
 
+//  The deepest directory of a glob without a wildcard (into dir).
+static void s_fixed_dir(const char *pattern, char *dir, size_t len)
+{
+    s_dirname(pattern, dir, len);
+    char *wild = strpbrk(dir, "*?[");
+    if (wild) {
+        *wild = 0;
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            slash[slash == dir] = 0; // "/" stays itself
+        }
+    }
+}
+
 void drv_tail_watch(drv_tail_t *self)
 {
     size_t i;
     json_t *glob_;
     json_array_foreach((json_t *)self->config.include, i, glob_)
     {
-        //  The deepest directory of the glob without a wildcard: a file,
-        //  or a directory on the way to one (a new pod's), appears there.
+        //  A file, or a directory on the way to one (a new pod's), appears
+        //  in the deepest directory without a wildcard.
         char dir[4096];
-        s_dirname(json_string_value(glob_), dir, sizeof dir);
-        char *wild = strpbrk(dir, "*?[");
-        if (wild) {
-            *wild = 0;
-            char *slash = strrchr(dir, '/');
-            if (slash) {
-                slash[slash == dir] = 0; // "/" stays itself
-            }
-        }
+        s_fixed_dir(json_string_value(glob_), dir, sizeof dir);
         if (self->inotify_fd >= 0 && dir[0]) {
             inotify_add_watch(self->inotify_fd, dir, WATCHED);
         }
@@ -117,20 +127,39 @@ static bool s_excluded(const drv_tail_t *self, const char *path)
     return false;
 }
 
-//  A link is followed when its glob names it, or when it points to a
-//  file in its own directory: never out of the globs' directories.
-static bool s_link_allowed(const char *pattern, const char *path)
+//  Where path's file must be once opened: the real directory of the glob's
+//  part without a wildcard, then the directories its wildcards matched, as
+//  they are named (none of them a link). False when that cannot be known.
+static bool s_expected_dir(const char *pattern, const char *path, char *out, size_t len)
 {
-    if (!s_wild(pattern)) {
-        return true;
-    }
-    char target[PATH_MAX], here[4096], there[4096], real_here[PATH_MAX];
-    if (!realpath(path, target)) {
+    char fixed[4096], dir[4096], real[PATH_MAX];
+    s_fixed_dir(pattern, fixed, sizeof fixed);
+    s_dirname(path, dir, sizeof dir);
+    size_t prefix = strlen(fixed);
+    if (strncmp(dir, fixed, prefix) != 0 || !realpath(fixed, real)) {
         return false;
     }
-    s_dirname(path, here, sizeof here);
-    s_dirname(target, there, sizeof there);
-    return realpath(here, real_here) && !strcmp(real_here, there);
+    const char *rest = dir + prefix;
+    bool root = !strcmp(real, "/");
+    return (size_t)snprintf(out, len, "%s%s", root && rest[0] == '/' ? "" : real, rest) < len;
+}
+
+//  True when the file opened as fd is in directory dir (a real path).
+static bool s_opened_in(int fd, const char *dir)
+{
+    char link[64], real[PATH_MAX + 1];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t got = readlink(link, real, sizeof real - 1);
+    if (got <= 0 || (size_t)got >= sizeof real - 1) {
+        return false;
+    }
+    real[got] = 0;
+    char *slash = strrchr(real, '/');
+    if (!slash) {
+        return false;
+    }
+    *slash = 0;
+    return !strcmp(real[0] ? real : "/", dir);
 }
 
 static file_t *s_known(drv_tail_t *self, uint64_t dev, uint64_t ino)
@@ -146,8 +175,11 @@ static file_t *s_known(drv_tail_t *self, uint64_t dev, uint64_t ino)
 //  Starts following path (st: its stat) when its lock is ours: from its
 //  checkpoint when the file is the one it names, else from its start (or
 //  its end, at the pipeline's first start with start_at end). gone: no
-//  glob finds it (renamed away while nobody read it).
-static void s_follow(drv_tail_t *self, const char *path, const struct stat *st, bool gone)
+//  glob finds it (renamed away while nobody read it). in_dir: the real
+//  directory the file must be opened in (NULL: anywhere, a link its glob
+//  names); link: path is a link allowed (else one is not followed).
+static void s_follow(drv_tail_t *self, const char *path, const struct stat *st, bool gone, const char *in_dir,
+                     bool link)
 {
     uint64_t dev = (uint64_t)st->st_dev, ino = (uint64_t)st->st_ino;
     int lock = drv_checkpoint_lock(self->dir, dev, ino);
@@ -155,12 +187,12 @@ static void s_follow(drv_tail_t *self, const char *path, const struct stat *st, 
         return; // another instance follows it (a draining generation, another core's): tried again next scan
     }
     struct stat now;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (link ? 0 : O_NOFOLLOW));
     if (fd < 0 || fstat(fd, &now) != 0 || (uint64_t)now.st_dev != dev || (uint64_t)now.st_ino != ino ||
-        !S_ISREG(now.st_mode)) {
+        !S_ISREG(now.st_mode) || (in_dir && !s_opened_in(fd, in_dir))) {
         if (fd >= 0) {
             close(fd);
-        } else if (errno != ENOENT) {
+        } else if (errno != ENOENT && errno != ELOOP) {
             drv_warn("file not readable path=%s reason=\"%s\"", path, strerror(errno));
         }
         close(lock);
@@ -228,9 +260,9 @@ static bool s_renamed_away(void *arg, const drv_checkpoint_t *checkpoint)
     if (s_known(self, checkpoint->dev, checkpoint->ino) || !s_mine(self, checkpoint->dev, checkpoint->ino)) {
         return true;
     }
-    char dir[4096];
+    char dir[4096], real[PATH_MAX];
     s_dirname(checkpoint->path, dir, sizeof dir);
-    DIR *d = opendir(dir);
+    DIR *d = realpath(dir, real) ? opendir(dir) : NULL;
     struct dirent *e;
     bool found = false;
     while (d && !found && (e = readdir(d))) {
@@ -240,7 +272,7 @@ static bool s_renamed_away(void *arg, const drv_checkpoint_t *checkpoint)
         if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_dev == checkpoint->dev &&
             (uint64_t)st.st_ino == checkpoint->ino) {
             found = true;
-            s_follow(self, path, &st, true);
+            s_follow(self, path, &st, true, real, false);
         }
     }
     if (d) {
@@ -261,19 +293,23 @@ static void s_found(drv_tail_t *self, const char *pattern, const char *path)
     if (s_excluded(self, path) || lstat(path, &st) != 0) {
         return;
     }
-    if (S_ISLNK(st.st_mode) && (!s_link_allowed(pattern, path) || stat(path, &st) != 0)) {
-        return;
-    }
-    if (!S_ISREG(st.st_mode)) {
+    bool link = S_ISLNK(st.st_mode);
+    if ((link && stat(path, &st) != 0) || !S_ISREG(st.st_mode)) {
         return;
     }
     //  A file followed is seen whoever's it is now (one no longer this
     //  instance's is let go, not taken for gone); a new one only if it is ours.
     file_t *file = s_known(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
     if (!file) {
-        if (s_mine(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
-            s_follow(self, path, &st, false);
+        //  A glob that names the file may follow a link anywhere; else the
+        //  file must open in the directories the glob matched (a link, in its own).
+        char in_dir[4096];
+        bool named = !s_wild(pattern);
+        if (!s_mine(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino) ||
+            (!named && !s_expected_dir(pattern, path, in_dir, sizeof in_dir))) {
+            return;
         }
+        s_follow(self, path, &st, false, named ? NULL : in_dir, link);
         return;
     }
     file->seen = true;
