@@ -207,16 +207,20 @@ static int s_readable(drv_node_t *node)
     if (drv_tail_events(self->tail)) {
         self->next_scan_ms = now; // a file appeared: found now, not at the next poll
     }
+    bool short_ = false;
     if (now >= self->next_scan_ms && !self->draining) {
-        drv_tail_scan(self->tail, now);
-        self->next_scan_ms = now + self->poll_ms;
+        short_ = drv_tail_scan(self->tail, now);
+        self->next_scan_ms = short_ ? now : now + self->poll_ms; // stopped short: on at once
     }
-    self->more = false;
+    self->more = short_;
     size_t count;
     drv_tail_file_t **files = drv_tail_files(self->tail, &count);
     int inputs = 0;
     for (size_t k = 0; k < count && !self->draining && inputs < INPUTS_PER_TURN; k++) {
         drv_tail_file_t *file = files[(self->turn + k) % count];
+        if (file->quiet) {
+            continue; // read to its end, nothing heard since
+        }
         if (drv_node_backlogged(node)) {
             break;
         }
@@ -228,8 +232,8 @@ static int s_readable(drv_node_t *node)
     }
     self->turn++;
     if (now >= self->next_save_ms || self->draining) {
-        drv_tail_save(self->tail, now);
-        self->next_save_ms = now + SAVE_EVERY_MS;
+        bool left = drv_tail_save(self->tail, now);
+        self->next_save_ms = left ? now : now + SAVE_EVERY_MS; // more to save: soon, a bounded number a turn
     }
     return inputs;
 }

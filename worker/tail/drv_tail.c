@@ -17,6 +17,8 @@
 
 #define READ_BYTES (64 * 1024)
 #define SKIP_BYTES_PER_PEEK (4 * 1024 * 1024) // of a cut line's rest: the loop gets back to its heartbeats
+#define SAVES_PER_CALL 256                    // checkpoints written by one drv_tail_save, at most
+#define SAVE_BUDGET_US 20000                  // and for at most this long
 
 drv_tail_t *drv_tail_new(const drv_tail_config_t *config, void (*forget)(void *user), char *err, size_t errlen)
 {
@@ -108,6 +110,12 @@ void drv_tail_destroy(drv_tail_t **self_p)
     }
     free(self->files);
     free(self->views);
+    drv_tail_index_fini(&self->index);
+    drv_tail_index_fini(&self->by_path);
+    for (size_t i = 0; i < self->watched_cap; i++) {
+        free(self->watched[i]);
+    }
+    free(self->watched);
     if (self->inotify_fd >= 0) {
         close(self->inotify_fd);
     }
@@ -153,6 +161,7 @@ static void s_restart(file_t *file, const char *why)
     file->pub.epoch++;
     file->pub.offset = file->settled = file->dropped_to = 0;
     file->pub.at_end = false;
+    file->pub.quiet = false;
     file->len = 0;
     file->skipping = false;
     file->dirty = true;
@@ -161,14 +170,27 @@ static void s_restart(file_t *file, const char *why)
     file->fp_bytes = (uint32_t)bytes;
 }
 
-void drv_tail_check(file_t *file)
+void drv_tail_check(file_t *file, const struct stat *seen)
 {
     struct stat st;
-    if (fstat(file->fd, &st) != 0) {
+    if (seen) {
+        st = *seen;
+    } else if (fstat(file->fd, &st) != 0) {
         return;
     }
+    //  Unchanged since the last look (size, times, links): nothing to read
+    //  again, and no first bytes to compare (an idle file costs no read).
+    if (st.st_size == file->checked.st_size && st.st_mtim.tv_sec == file->checked.st_mtim.tv_sec &&
+        st.st_mtim.tv_nsec == file->checked.st_mtim.tv_nsec && st.st_ctim.tv_sec == file->checked.st_ctim.tv_sec &&
+        st.st_ctim.tv_nsec == file->checked.st_ctim.tv_nsec && st.st_nlink == file->checked.st_nlink) {
+        return;
+    }
+    file->checked = st;
     if (st.st_nlink == 0 && !file->pub.gone) {
         file->pub.gone = true; // deleted: read to its end
+    }
+    if (file->pub.gone || (int64_t)st.st_size != file->pub.offset + (int64_t)file->len) {
+        file->pub.quiet = false; // grown (no inotify where it lives), cut, or gone
     }
     if ((int64_t)st.st_size < file->pub.offset + (int64_t)file->len) {
         char why[200];
@@ -324,6 +346,9 @@ size_t drv_tail_peek(drv_tail_t *self, drv_tail_file_t *view, drv_tail_line_t *l
         }
         break;
     }
+    //  Nothing held and nothing more: quiet until an event or a scan says
+    //  it changed (thousands of idle files cost no read each turn).
+    file->pub.quiet = n == 0 && file->len == 0 && file->pub.at_end && !file->pub.gone && !file->skipping;
     return n;
 }
 
@@ -376,8 +401,10 @@ void drv_tail_settled(drv_tail_t *self, drv_tail_file_t *view, uint32_t epoch, i
     s_settle_dropped(file);
 }
 
-void drv_tail_save(drv_tail_t *self, int64_t now_ms)
+bool drv_tail_save(drv_tail_t *self, int64_t now_ms)
 {
+    size_t saves = 0;
+    int64_t began = drv_time_mono_us();
     for (size_t i = 0; i < self->count;) {
         file_t *file = self->files[i];
         bool done = file->pub.gone && file->pub.at_end && file->len == 0 && file->pub.unsettled == 0 &&
@@ -391,13 +418,17 @@ void drv_tail_save(drv_tail_t *self, int64_t now_ms)
                 drv_tail_save_file(self, file);
                 drv_info("file let go to another instance path=%s offset=%lld", file->path, (long long)file->settled);
             }
+            drv_tail_index_remove(&self->index, file->pub.dev, file->pub.ino, file);
+            drv_tail_index_remove(&self->by_path, drv_tail_index_path(file->path), 0, file);
             s_free(self, file);
             self->files[i] = self->files[--self->count];
             continue;
         }
-        if (file->dirty) {
+        if (file->dirty && saves < SAVES_PER_CALL) {
             drv_tail_save_file(self, file);
+            saves = drv_time_mono_us() - began > SAVE_BUDGET_US ? SAVES_PER_CALL : saves + 1;
         }
         i++;
     }
+    return saves == SAVES_PER_CALL;
 }

@@ -42,6 +42,7 @@ typedef struct {
     int64_t offset;    // of the first byte not taken
     bool at_end;       // the last read found nothing more
     bool full;         // its buffer is at its bound (max_line_bytes and a read): nothing more is peeked until taken
+    bool quiet;        // all read and taken, and nothing heard of it since: a peek would find nothing
     bool gone;         // no glob finds it any more, or it was deleted: read to its end, then let go
     int64_t unsettled; // inputs the receiver made of it that are not settled (kept by the receiver)
     void *user;        // the receiver's own state for it (freed by forget)
@@ -63,8 +64,10 @@ drv_tail_t *drv_tail_new(const drv_tail_config_t *config, void (*forget)(void *u
 void drv_tail_destroy(drv_tail_t **self_p);
 
 //  Looks for files: the globs, then (the first time) checkpoints of files
-//  renamed away while nobody read them. now_ms: mono.
-void drv_tail_scan(drv_tail_t *self, int64_t now_ms);
+//  renamed away while nobody read them. now_ms: mono. A scan begins to
+//  follow a bounded number of files: true when it stopped short (scan
+//  again at once).
+bool drv_tail_scan(drv_tail_t *self, int64_t now_ms);
 //  The files followed (for peeking), count in *n.
 drv_tail_file_t **drv_tail_files(drv_tail_t *self, size_t *n);
 //  Up to max lines of file from its first byte not taken, without taking
@@ -83,12 +86,14 @@ void drv_tail_drop(drv_tail_t *self, drv_tail_file_t *file, int64_t end);
 //  What was taken of file up to end, in epoch, is settled: its checkpoint
 //  may say so. Called after file->unsettled counts it no more.
 void drv_tail_settled(drv_tail_t *self, drv_tail_file_t *file, uint32_t epoch, int64_t end);
-//  Saves the checkpoints that moved, and lets go of the files gone and
+//  Saves the checkpoints that moved (a bounded number a call: true when
+//  some are left, save again soon), and lets go of the files gone and
 //  read to their end whose inputs are all settled. now_ms: mono.
-void drv_tail_save(drv_tail_t *self, int64_t now_ms);
+bool drv_tail_save(drv_tail_t *self, int64_t now_ms);
 //  A descriptor readable when something changed in the globs'
 //  directories or those of the files followed (inotify), or -1; events
-//  drains it: true when a file appeared there (a scan is due).
+//  drains it, waking the quiet files written to: true when a file
+//  appeared there (a scan is due).
 int drv_tail_fd(const drv_tail_t *self);
 bool drv_tail_events(drv_tail_t *self);
 

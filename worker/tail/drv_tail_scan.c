@@ -41,6 +41,11 @@ static void s_dirname(const char *path, char *out, size_t len)
     snprintf(out, len, "%s", dirname(copy));
 }
 
+//  What one scan may begin: each file followed is a lock, an open and a
+//  checkpoint written, which on a busy disk take long; the rest waits for
+//  the next scan, at once, the loop's heartbeats between.
+#define FOLLOWS_PER_SCAN 256
+#define FOLLOW_BUDGET_US 20000
 #define WATCHED (IN_CREATE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE)
 
 //  The deepest directory of a glob without a wildcard (into dir).
@@ -67,9 +72,63 @@ void drv_tail_watch(drv_tail_t *self)
         //  in the deepest directory without a wildcard.
         char dir[4096];
         s_fixed_dir(json_string_value(glob_), dir, sizeof dir);
-        if (self->inotify_fd >= 0 && dir[0]) {
-            inotify_add_watch(self->inotify_fd, dir, WATCHED);
+        if (dir[0]) {
+            drv_tail_watch_dir(self, dir);
         }
+    }
+}
+
+int drv_tail_watch_dir(drv_tail_t *self, const char *dir)
+{
+    int wd = self->inotify_fd >= 0 ? inotify_add_watch(self->inotify_fd, dir, WATCHED) : -1;
+    if (wd < 0 || ((size_t)wd < self->watched_cap && self->watched[wd])) {
+        return wd; // not watched, or watched already
+    }
+    if ((size_t)wd >= self->watched_cap) {
+        size_t cap = self->watched_cap ? self->watched_cap : 16;
+        while (cap <= (size_t)wd) {
+            cap *= 2;
+        }
+        char **grown = realloc(self->watched, cap * sizeof *grown);
+        if (!grown) {
+            return -1;
+        }
+        memset(grown + self->watched_cap, 0, (cap - self->watched_cap) * sizeof *grown);
+        self->watched = grown;
+        self->watched_cap = cap;
+    }
+    self->watched[wd] = strdup(dir);
+    return self->watched[wd] ? wd : -1;
+}
+
+//  True while file's directory is watched: an event will name it if it changes.
+static bool s_watched(const drv_tail_t *self, const file_t *file)
+{
+    return file->wd >= 0 && (size_t)file->wd < self->watched_cap && self->watched[file->wd];
+}
+
+//  The file followed under a name an event gave: touched (the next scan
+//  looks at its name again) and, written to, no longer quiet.
+static void s_named(drv_tail_t *self, const struct inotify_event *e)
+{
+    if (e->wd < 0 || (size_t)e->wd >= self->watched_cap || !self->watched[e->wd]) {
+        return;
+    }
+    if (e->mask & IN_IGNORED) { // the directory went: what it held is looked at by name again
+        free(self->watched[e->wd]);
+        self->watched[e->wd] = NULL;
+        self->events_lost = true;
+        return;
+    }
+    if (e->len == 0) {
+        return;
+    }
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", self->watched[e->wd], e->name);
+    file_t *file = drv_tail_index_get(&self->by_path, drv_tail_index_path(path), 0);
+    if (file && !strcmp(file->path, path)) {
+        file->touched = true;
+        file->pub.quiet = false;
     }
 }
 
@@ -87,6 +146,11 @@ bool drv_tail_events(drv_tail_t *self)
         for (char *at = events; at < events + got;) {
             const struct inotify_event *e = (const struct inotify_event *)at;
             appeared |= (e->mask & (IN_CREATE | IN_MOVED_TO | IN_Q_OVERFLOW)) != 0;
+            s_named(self, e);
+            for (size_t i = 0; (e->mask & IN_Q_OVERFLOW) && i < self->count; i++) {
+                self->files[i]->pub.quiet = false; // events lost: any may have been written
+            }
+            self->events_lost |= (e->mask & IN_Q_OVERFLOW) != 0;
             at += sizeof *e + e->len;
         }
     }
@@ -164,12 +228,7 @@ static bool s_opened_in(int fd, const char *dir)
 
 static file_t *s_known(drv_tail_t *self, uint64_t dev, uint64_t ino)
 {
-    for (size_t i = 0; i < self->count; i++) {
-        if (self->files[i]->pub.dev == dev && self->files[i]->pub.ino == ino) {
-            return self->files[i];
-        }
-    }
-    return NULL;
+    return drv_tail_index_get(&self->index, dev, ino);
 }
 
 //  Starts following path (st: its stat) when its lock is ours: from its
@@ -210,12 +269,18 @@ static void s_follow(drv_tail_t *self, const char *path, const struct stat *st, 
         self->cap = cap;
     }
     file_t *file = calloc(1, sizeof *file);
-    if (!file) {
+    if (!file || drv_tail_index_put(&self->index, dev, ino, file) != 0 ||
+        drv_tail_index_put(&self->by_path, drv_tail_index_path(path), 0, file) != 0) {
+        if (file) {
+            drv_tail_index_remove(&self->index, dev, ino, file);
+        }
+        free(file);
         close(fd);
         close(lock);
         return;
     }
-    *file = (file_t){.pub = {.dev = dev, .ino = ino, .gone = gone}, .fd = fd, .lock_fd = lock, .seen = true};
+    self->followed++;
+    *file = (file_t){.pub = {.dev = dev, .ino = ino, .gone = gone}, .fd = fd, .lock_fd = lock, .seen = true, .wd = -1};
     snprintf(file->path, sizeof file->path, "%s", path);
     file->pub.path = file->path;
     const char *slash = strrchr(file->path, '/');
@@ -245,10 +310,9 @@ static void s_follow(drv_tail_t *self, const char *path, const struct stat *st, 
     self->files[self->count++] = file;
     char dir[4096];
     s_dirname(path, dir, sizeof dir);
-    if (self->inotify_fd >= 0) { // its directory too (a glob's may have wildcards): a new neighbour wakes a scan
-        inotify_add_watch(self->inotify_fd, dir, WATCHED);
-    }
-    drv_tail_save_file(self, file); // at once: renamed away before the next save, it is found again by it
+    file->wd =
+        drv_tail_watch_dir(self, dir); // its directory too (a glob's may have wildcards): a new neighbour wakes a scan
+    drv_tail_save_file(self, file);    // at once: renamed away before the next save, it is found again by it
     drv_info("following file path=%s from=\"%s\" offset=%lld", path, from, (long long)file->pub.offset);
 }
 
@@ -289,6 +353,14 @@ static bool s_renamed_away(void *arg, const drv_checkpoint_t *checkpoint)
 
 static void s_found(drv_tail_t *self, const char *pattern, const char *path)
 {
+    //  A file followed under this name, in a watched directory, that no
+    //  event named since: unchanged, its name not looked at again (a scan
+    //  of thousands of idle files is a directory read, not a stat each).
+    file_t *named = drv_tail_index_get(&self->by_path, drv_tail_index_path(path), 0);
+    if (named && !named->touched && !self->events_lost && s_watched(self, named) && !strcmp(named->path, path)) {
+        named->seen = true;
+        return;
+    }
     struct stat st;
     if (s_excluded(self, path) || lstat(path, &st) != 0) {
         return;
@@ -300,6 +372,10 @@ static void s_found(drv_tail_t *self, const char *pattern, const char *path)
     //  A file followed is seen whoever's it is now (one no longer this
     //  instance's is let go, not taken for gone); a new one only if it is ours.
     file_t *file = s_known(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+    if (!file && (self->followed >= FOLLOWS_PER_SCAN || drv_time_mono_us() - self->scan_began_us > FOLLOW_BUDGET_US)) {
+        self->followed = FOLLOWS_PER_SCAN; // the next scan, at once: the loop goes back to its heartbeats between
+        return;
+    }
     if (!file) {
         //  A glob that names the file may follow a link anywhere; else the
         //  file must open in the directories the glob matched (a link, in its own).
@@ -312,9 +388,12 @@ static void s_found(drv_tail_t *self, const char *pattern, const char *path)
         s_follow(self, path, &st, false, named ? NULL : in_dir, link);
         return;
     }
-    file->seen = true;
+    file->seen = file->looked = true;
+    file->seen_st = st;
     if (strcmp(file->path, path) != 0) {
+        drv_tail_index_remove(&self->by_path, drv_tail_index_path(file->path), 0, file);
         snprintf(file->path, sizeof file->path, "%s", path); // renamed to a name a glob finds
+        drv_tail_index_put(&self->by_path, drv_tail_index_path(file->path), 0, file);
         const char *slash = strrchr(file->path, '/');
         file->pub.name = slash ? slash + 1 : file->path;
         file->dirty = true;
@@ -331,11 +410,13 @@ static bool s_still_named(const file_t *file)
     return stat(file->path, &st) == 0 && (uint64_t)st.st_dev == file->pub.dev && (uint64_t)st.st_ino == file->pub.ino;
 }
 
-void drv_tail_scan(drv_tail_t *self, int64_t now_ms)
+bool drv_tail_scan(drv_tail_t *self, int64_t now_ms)
 {
     s_members(self);
+    self->followed = 0;
+    self->scan_began_us = drv_time_mono_us();
     for (size_t i = 0; i < self->count; i++) {
-        self->files[i]->seen = false;
+        self->files[i]->seen = self->files[i]->looked = false;
     }
     size_t i;
     json_t *pattern;
@@ -357,16 +438,22 @@ void drv_tail_scan(drv_tail_t *self, int64_t now_ms)
         if (!file->seen && !file->pub.gone && !s_still_named(file)) {
             file->pub.gone = true; // renamed away or deleted: read to its end
         }
-        drv_tail_check(file);
+        if (!file->seen || file->looked) { // one seen without a look is unchanged
+            drv_tail_check(file, file->looked ? &file->seen_st : NULL);
+        }
+        file->touched = false;
         if (file->pub.gone && !file->gone_since_ms) {
             file->gone_since_ms = now_ms;
         }
     }
-    if (!self->scanned && self->members > 0) { // a scan as one of the readers
+    self->events_lost = false;
+    bool short_ = self->followed >= FOLLOWS_PER_SCAN;
+    if (!self->scanned && self->members > 0 && !short_) { // a whole scan as one of the readers
         drv_checkpoint_each(self->dir, s_renamed_away, self);
         self->scanned = true;
         if (!self->started_before) {
             drv_checkpoint_mark_started(self->dir);
         }
     }
+    return short_;
 }
