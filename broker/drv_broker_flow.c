@@ -43,6 +43,13 @@ static int s_put_ring(drv_broker_t *self, drv_instance_t *inst, drv_route_t *rou
     bool wake = false;
     int rc = drv_ring_put(inst->ring, zframe_data(route->header), zframe_size(route->header), zmq_msg_data(payload),
                           zmq_msg_size(payload), &wake);
+    if (rc == -2) { // the instance wrote what no instance writes: its batches go over the socket from now on
+        drv_error("data ring refused, batches go over the socket instance=%s reason=\"its tail is out of bounds\"",
+                  inst->id);
+        drv_ring_destroy(&inst->ring);
+        inst->ring_wants_empty = false;
+        return -1;
+    }
     if (rc == -1) {
         inst->ring_wants_empty = !drv_ring_empty(inst->ring);
         return inst->ring_wants_empty ? 0 : -1;

@@ -3,7 +3,13 @@
     side's own on its own cache line), then the data. An entry is [header
     length u32][payload length u32][header][payload], padded to 8 bytes; one
     that would not fit before the end leaves a pad marker there and starts
-    again at 0, so every entry lies in one piece. */
+    again at 0, so every entry lies in one piece.
+
+    Each side trusts nothing the other can write (docs/security.md): the
+    producer keeps its own head and checks the consumer's tail against it
+    before every write; the consumer checks the head and every length it
+    reads; and the file is sealed against shrinking (a mapping past a
+    file's end faults), which the producer checks before it maps. */
 #include "drover/drv_ring.h"
 
 #include <errno.h>
@@ -37,8 +43,11 @@ struct drv_ring_t {
     shared_t *shared;
     unsigned char *data;
     uint64_t bytes;
+    uint64_t head;   // the producer: its own count of bytes published (the shared one is the consumer's to read)
     uint64_t taking; // the consumer: bytes of the entry drv_ring_peek gave
 };
+
+#define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 static drv_ring_t *s_map(int fd, uint64_t bytes, bool init, char *err, size_t errlen)
 {
@@ -72,8 +81,8 @@ drv_ring_t *drv_ring_create(size_t bytes, char *err, size_t errlen)
         snprintf(err, errlen, "a data ring is a power of two of at least 4096 bytes, not %zu", bytes);
         return NULL;
     }
-    int fd = memfd_create("drover-data-ring", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, (off_t)(DATA_OFFSET + bytes)) != 0) {
+    int fd = memfd_create("drover-data-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, (off_t)(DATA_OFFSET + bytes)) != 0 || fcntl(fd, F_ADD_SEALS, SEALS) != 0) {
         snprintf(err, errlen, "cannot make the data ring: %s", strerror(errno));
         if (fd >= 0) {
             close(fd);
@@ -94,14 +103,29 @@ drv_ring_t *drv_ring_attach(pid_t pid, int fd, char *err, size_t errlen)
     }
     struct stat st;
     shared_t head;
+    int seals = fcntl(mine, F_GET_SEALS);
     if (fstat(mine, &st) != 0 || st.st_size <= DATA_OFFSET || pread(mine, &head, sizeof head, 0) != sizeof head ||
         head.magic != RING_MAGIC || head.bytes != (uint64_t)st.st_size - DATA_OFFSET ||
-        (head.bytes & (head.bytes - 1)) != 0) {
+        (head.bytes & (head.bytes - 1)) != 0 || head.bytes < 4096) {
         snprintf(err, errlen, "%s is not a data ring", path);
         close(mine);
         return NULL;
     }
-    return s_map(mine, head.bytes, false, err, errlen);
+    if (seals < 0 || (seals & SEALS) != SEALS) {
+        snprintf(err, errlen, "%s is not sealed against a change of size", path);
+        close(mine);
+        return NULL;
+    }
+    drv_ring_t *self = s_map(mine, head.bytes, false, err, errlen);
+    if (self) { // a broker that takes over a ring in use goes on from its head, once
+        self->head = atomic_load_explicit(&self->shared->head, memory_order_acquire);
+        uint64_t tail = atomic_load_explicit(&self->shared->tail, memory_order_acquire);
+        if ((self->head & 7) || self->head - tail > self->bytes) {
+            snprintf(err, errlen, "%s has positions out of bounds", path);
+            drv_ring_destroy(&self);
+        }
+    }
+    return self;
 }
 
 void drv_ring_destroy(drv_ring_t **self_p)
@@ -150,13 +174,16 @@ int drv_ring_put(drv_ring_t *self, const void *header, size_t header_len, const 
     if (need > self->bytes / 2) {
         return -1; // at most half: then it fits whenever the ring is empty, wherever its positions are
     }
-    uint64_t head = atomic_load_explicit(&self->shared->head, memory_order_relaxed);
+    uint64_t head = self->head;
     uint64_t tail = atomic_load_explicit(&self->shared->tail, memory_order_acquire);
     uint64_t used = head - tail;
+    if (used > self->bytes || (tail & 7)) {
+        return -2; // a tail past the head, or misaligned: the consumer is not one
+    }
     uint64_t offset = head & (self->bytes - 1);
     uint64_t contiguous = self->bytes - offset;
     uint64_t total = need > contiguous ? contiguous + need : need;
-    if (used > self->bytes || used + total > self->bytes) {
+    if (used + total > self->bytes) {
         return 0;
     }
     if (need > contiguous) {
@@ -170,7 +197,8 @@ int drv_ring_put(drv_ring_t *self, const void *header, size_t header_len, const 
     if (payload_len) {
         memcpy(at + 8 + header_len, payload, payload_len);
     }
-    atomic_store_explicit(&self->shared->head, head + total, memory_order_seq_cst);
+    self->head = head + total;
+    atomic_store_explicit(&self->shared->head, self->head, memory_order_seq_cst);
     *wake = atomic_load_explicit(&self->shared->sleeping, memory_order_seq_cst) &&
             atomic_exchange_explicit(&self->shared->sleeping, 0, memory_order_seq_cst);
     return 1;
@@ -178,8 +206,7 @@ int drv_ring_put(drv_ring_t *self, const void *header, size_t header_len, const 
 
 bool drv_ring_empty(const drv_ring_t *self)
 {
-    return atomic_load_explicit(&self->shared->head, memory_order_relaxed) ==
-           atomic_load_explicit(&self->shared->tail, memory_order_acquire);
+    return self->head == atomic_load_explicit(&self->shared->tail, memory_order_acquire);
 }
 
 int drv_ring_peek(drv_ring_t *self, const void **header, size_t *header_len, const void **payload, size_t *payload_len)

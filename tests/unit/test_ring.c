@@ -3,7 +3,11 @@
     broker does): entries come out whole and in order across the wrap, a
     full ring refuses and takes again once read, an entry over half the
     ring never fits, the doorbell is asked for exactly when the consumer
-    said it sleeps, and the socket-batch counter is shared. */
+    said it sleeps, and the socket-batch counter is shared. Neither side
+    trusts what the other writes: a head written by the consumer is not
+    the producer's, a tail out of bounds stops the producer (-2), a ring
+    that is not sealed against shrinking, or whose positions lie, is not
+    mapped. */
 #include "drover/drv_ring.h"
 
 #include <setjmp.h>
@@ -12,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -153,6 +158,50 @@ static void test_the_socket_batch_count_is_shared_and_bad_positions_are_refused(
     assert_non_null(strstr(err, "/proc/"));
 }
 
+static void test_the_producer_trusts_no_position_the_consumer_writes(void **state)
+{
+    pair_t *pair = *state;
+    bool wake;
+    assert_int_equal(s_put(pair, 0, 100, &wake), 1);
+    //  A head one byte short of the ring's end, written by the consumer:
+    //  the producer writes where its own head says, within the ring.
+    uint64_t head = BYTES - 1;
+    assert_int_equal(pwrite(drv_ring_fd(pair->consumer), &head, sizeof head, 64), (ssize_t)sizeof head);
+    assert_int_equal(s_put(pair, 1, 100, &wake), 1);
+    head = 2 * 112; // what the two entries took: the consumer reads them whole
+    assert_int_equal(pwrite(drv_ring_fd(pair->consumer), &head, sizeof head, 64), (ssize_t)sizeof head);
+    s_take(pair, 0, 100);
+    s_take(pair, 1, 100);
+    //  A tail past the head: the consumer is not one; the producer stops.
+    uint64_t tail = 5 * BYTES;
+    assert_int_equal(pwrite(drv_ring_fd(pair->consumer), &tail, sizeof tail, 128), (ssize_t)sizeof tail);
+    assert_int_equal(s_put(pair, 2, 100, &wake), -2);
+    tail = 1; // misaligned
+    assert_int_equal(pwrite(drv_ring_fd(pair->consumer), &tail, sizeof tail, 128), (ssize_t)sizeof tail);
+    assert_int_equal(s_put(pair, 2, 100, &wake), -2);
+}
+
+static void test_a_ring_not_sealed_or_whose_positions_lie_is_not_mapped(void **state)
+{
+    (void)state;
+    char err[200];
+    drv_ring_t *consumer = drv_ring_create(BYTES, err, sizeof err);
+    assert_int_not_equal(ftruncate(drv_ring_fd(consumer), 4096), 0); // sealed: it cannot shrink under a mapping
+    uint64_t head = 3;
+    assert_int_equal(pwrite(drv_ring_fd(consumer), &head, sizeof head, 64), (ssize_t)sizeof head);
+    assert_null(drv_ring_attach(getpid(), drv_ring_fd(consumer), err, sizeof err));
+    assert_non_null(strstr(err, "out of bounds"));
+    drv_ring_destroy(&consumer);
+    //  A memory file made like a ring but not sealed.
+    int fd = memfd_create("not-sealed", MFD_CLOEXEC);
+    assert_true(fd >= 0 && ftruncate(fd, 4096 + BYTES) == 0);
+    uint64_t shape[2] = {0x31474e4952565244ull, BYTES};
+    assert_int_equal(pwrite(fd, shape, sizeof shape, 0), (ssize_t)sizeof shape);
+    assert_null(drv_ring_attach(getpid(), fd, err, sizeof err));
+    assert_non_null(strstr(err, "not sealed"));
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +212,8 @@ int main(void)
                                         s_teardown),
         cmocka_unit_test_setup_teardown(test_the_socket_batch_count_is_shared_and_bad_positions_are_refused, s_setup,
                                         s_teardown),
+        cmocka_unit_test_setup_teardown(test_the_producer_trusts_no_position_the_consumer_writes, s_setup, s_teardown),
+        cmocka_unit_test(test_a_ring_not_sealed_or_whose_positions_lie_is_not_mapped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,8 +30,9 @@ typedef struct drv_ring_t drv_ring_t;
 //  maps. NULL with the reason in err.
 drv_ring_t *drv_ring_create(size_t bytes, char *err, size_t errlen);
 //  The producer's side: the ring process `pid` holds as descriptor `fd`,
-//  opened through /proc (the same user's process). NULL with the reason in
-//  err (then the batches go over the socket).
+//  opened through /proc (the same user's process), sealed against a change
+//  of size and with its positions in bounds. NULL with the reason in err
+//  (then the batches go over the socket).
 drv_ring_t *drv_ring_attach(pid_t pid, int fd, char *err, size_t errlen);
 void drv_ring_destroy(drv_ring_t **self_p);
 int drv_ring_fd(const drv_ring_t *self);
@@ -42,7 +43,8 @@ const void *drv_ring_data(const drv_ring_t *self);
 
 //  Producer. Appends header and payload as one entry. 1: published (*wake:
 //  the consumer sleeps, ring its doorbell); 0: no room now; -1: it would
-//  never fit (it goes over the socket).
+//  never fit (it goes over the socket); -2: the consumer's tail is out of
+//  bounds: the ring is not one any more (stop using it).
 int drv_ring_put(drv_ring_t *self, const void *header, size_t header_len, const void *payload, size_t payload_len,
                  bool *wake);
 //  True when every entry published was taken.
