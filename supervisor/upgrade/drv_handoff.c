@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_KEPT_FDS 4096
@@ -59,6 +61,24 @@ static json_t *s_pipeline(drv_engine_t *engine, drv_pipeline_t *p, int *fds, siz
                      (json_int_t)p->retired_corrupt, "listeners", listeners, "instances", instances);
 }
 
+#define HANDOFF_NAME "drover-handoff"
+#define HANDOFF_SEALS (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+#define HANDOFF_MAX_BYTES (256 << 20)
+#define NONCE_BYTES 16
+
+//  A random nonce as hex (32 digits): 0, or -1.
+static int s_nonce(char out[2 * NONCE_BYTES + 1])
+{
+    unsigned char bytes[NONCE_BYTES];
+    if (getrandom(bytes, sizeof bytes, 0) != (ssize_t)sizeof bytes) {
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof bytes; i++) {
+        snprintf(out + 2 * i, 3, "%02x", bytes[i]);
+    }
+    return 0;
+}
+
 static void s_cloexec(const int *fds, size_t nfds, bool on)
 {
     for (size_t i = 0; i < nfds; i++) {
@@ -80,15 +100,24 @@ int drv_handoff_exec(drv_engine_t *engine, const json_t *record, char *why, size
     if (engine->http_listen_fd >= 0) {
         fds[nfds++] = engine->http_listen_fd;
     }
-    json_t *doc = json_pack("{s:i, s:s, s:O, s:o, s:I, s:I, s:I, s:i, s:{s:i}, s:o}", "format", DRV_HANDOFF_FORMAT,
-                            "version", drv_version(), "upgrade", record, "state", drv_state_doc(engine), "started_at",
-                            (json_int_t)engine->started_at, "next_shutdown_id", (json_int_t)engine->next_shutdown_id,
-                            "next_event_id", (json_int_t)drv_sse_next_id(engine), "http_fd", engine->http_listen_fd,
-                            "broker", "pid", (int)engine->broker->pid, "pipelines", pipelines);
+    char nonce[2 * NONCE_BYTES + 1];
+    if (s_nonce(nonce) != 0) {
+        json_decref(pipelines);
+        snprintf(why, whylen, "cannot make the handoff's nonce: %s", strerror(errno));
+        return -1;
+    }
+    json_t *doc =
+        json_pack("{s:i, s:s, s:O, s:o, s:I, s:I, s:I, s:i, s:{s:i}, s:o, s:s, s:i}", "format", DRV_HANDOFF_FORMAT,
+                  "version", drv_version(), "upgrade", record, "state", drv_state_doc(engine), "started_at",
+                  (json_int_t)engine->started_at, "next_shutdown_id", (json_int_t)engine->next_shutdown_id,
+                  "next_event_id", (json_int_t)drv_sse_next_id(engine), "http_fd", engine->http_listen_fd, "broker",
+                  "pid", (int)engine->broker->pid, "pipelines", pipelines, "nonce", nonce, "pid", (int)getpid());
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
-    int memfd = text ? memfd_create("drover-handoff", 0) : -1; // no MFD_CLOEXEC: the new image reads it
-    if (!text || memfd < 0 || drv_file_write_all(memfd, text, strlen(text)) != 0 || lseek(memfd, 0, SEEK_SET) != 0) {
+    //  No MFD_CLOEXEC: the new image reads it; sealed: nothing changes it after.
+    int memfd = text ? memfd_create(HANDOFF_NAME, MFD_ALLOW_SEALING) : -1;
+    if (!text || memfd < 0 || drv_file_write_all(memfd, text, strlen(text)) != 0 || lseek(memfd, 0, SEEK_SET) != 0 ||
+        fcntl(memfd, F_ADD_SEALS, HANDOFF_SEALS) != 0) {
         snprintf(why, whylen, "cannot write the handoff: %s", text ? strerror(errno) : "out of memory");
         free(text);
         if (memfd >= 0) {
@@ -100,35 +129,118 @@ int drv_handoff_exec(drv_engine_t *engine, const json_t *record, char *why, size
     char number[16];
     snprintf(number, sizeof number, "%d", memfd);
     setenv(DRV_HANDOFF_ENV, number, 1);
+    setenv(DRV_HANDOFF_NONCE_ENV, nonce, 1);
     s_cloexec(fds, nfds, false);
     execv(engine->exe_path, engine->argv);
     int saved = errno;
     s_cloexec(fds, nfds, true);
     unsetenv(DRV_HANDOFF_ENV);
+    unsetenv(DRV_HANDOFF_NONCE_ENV);
     close(memfd);
     snprintf(why, whylen, "%s", strerror(saved));
     return -1;
 }
 
+//  True when pid is a child of this process.
+static bool s_child(json_int_t pid)
+{
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+    FILE *f = pid > 0 && pid < INT32_MAX ? fopen(path, "re") : NULL;
+    size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    text[got] = 0;
+    const char *paren = strrchr(text, ')'); // the name may hold anything; the fields follow its last ')'
+    int parent = 0;
+    return paren && sscanf(paren + 1, " %*c %d", &parent) == 1 && parent == getpid();
+}
+
+//  Every process doc names is a child of this droverd.
+static bool s_names_children(const json_t *doc)
+{
+    json_int_t broker = json_integer_value(json_object_get(json_object_get(doc, "broker"), "pid"));
+    if (broker > 0 && !s_child(broker)) { // 0: none was running
+        return false;
+    }
+    size_t i, k;
+    json_t *pipeline, *instance;
+    json_array_foreach(json_object_get(doc, "pipelines"), i, pipeline)
+    {
+        json_array_foreach(json_object_get(pipeline, "instances"), k, instance)
+        {
+            if (!s_child(json_integer_value(json_object_get(instance, "pid")))) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+//  The document in the memory file fd, when it is droverd's own handoff
+//  (see the header; nonce: NULL from a droverd before it): NULL with err
+//  otherwise. Never blocks: what is not a memory file is not read.
+static json_t *s_read(int fd, const char *nonce, char *err, size_t errlen)
+{
+    char link[64], target[128] = "";
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t got = readlink(link, target, sizeof target - 1);
+    target[got > 0 ? got : 0] = 0;
+    struct stat st;
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        strncmp(target, "/memfd:" HANDOFF_NAME " ", 8 + strlen(HANDOFF_NAME)) ||
+        (nonce && (seals < 0 || (seals & HANDOFF_SEALS) != HANDOFF_SEALS))) {
+        snprintf(err, errlen, "descriptor %d is not a handoff droverd wrote (%s)", fd, target[0] ? target : "closed");
+        return NULL;
+    }
+    if (st.st_size <= 0 || st.st_size > HANDOFF_MAX_BYTES) {
+        snprintf(err, errlen, "the handoff is %lld bytes (at most %d)", (long long)st.st_size, HANDOFF_MAX_BYTES);
+        return NULL;
+    }
+    char *text = malloc((size_t)st.st_size);
+    bool read = text && pread(fd, text, (size_t)st.st_size, 0) == st.st_size;
+    json_error_t jerr;
+    json_t *doc = read ? json_loadb(text, (size_t)st.st_size, 0, &jerr) : NULL;
+    free(text);
+    if (!doc) {
+        snprintf(err, errlen, "the handoff cannot be read: %s", read ? jerr.text : strerror(errno));
+        return NULL;
+    }
+    const char *said = json_string_value(json_object_get(doc, "nonce"));
+    bool ours =
+        nonce ? said && !strcmp(said, nonce) && json_integer_value(json_object_get(doc, "pid")) == getpid() : true;
+    if (!ours || !s_names_children(doc)) {
+        snprintf(err, errlen, "the handoff was not written for this droverd (%s)",
+                 ours ? "it names processes that are not its children" : "its nonce or pid differs");
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
 json_t *drv_handoff_take(char *err, size_t errlen)
 {
     err[0] = 0;
-    const char *number = getenv(DRV_HANDOFF_ENV);
-    if (!number) {
+    const char *value = getenv(DRV_HANDOFF_ENV), *said = getenv(DRV_HANDOFF_NONCE_ENV);
+    char number[32] = "", nonce[2 * NONCE_BYTES + 1] = "";
+    snprintf(number, sizeof number, "%s", value ? value : "");
+    snprintf(nonce, sizeof nonce, "%s", said ? said : "");
+    unsetenv(DRV_HANDOFF_ENV); // neither for the children
+    unsetenv(DRV_HANDOFF_NONCE_ENV);
+    if (!value) {
         return NULL;
     }
     char *end = NULL;
     long fd = strtol(number, &end, 10);
-    unsetenv(DRV_HANDOFF_ENV); // not for the children
-    if (!*number || *end || fd < 3 || fd > 1 << 20) {
-        snprintf(err, errlen, "%s=%s is not a descriptor", DRV_HANDOFF_ENV, number);
+    if (!number[0] || *end || fd < 3 || fd > 1 << 20 || (said && strlen(said) != 2 * NONCE_BYTES)) {
+        snprintf(err, errlen, "%s=%.20s is not a descriptor", DRV_HANDOFF_ENV, number);
         return NULL;
     }
-    json_error_t jerr;
-    json_t *doc = json_loadfd((int)fd, 0, &jerr);
-    close((int)fd);
-    if (!doc) {
-        snprintf(err, errlen, "the handoff cannot be read: %s", jerr.text);
+    json_t *doc = s_read((int)fd, said ? nonce : NULL, err, errlen);
+    if (doc) {
+        close((int)fd); // a descriptor that was not a handoff is left as it was
     }
     return doc;
 }

@@ -253,8 +253,9 @@ class Engine:
         self.proc = None
         self.pid = None  # droverd's host pid (PID 1 inside its namespace)
 
-    def start(self, env=None, droverd=None):
-        """droverd: another binary than the build's (an installed copy)."""
+    def start(self, env=None, droverd=None, pass_fds=()):
+        """droverd: another binary than the build's (an installed copy);
+        pass_fds: descriptors it inherits."""
         self.log = open(self.log_path, "w")
         full_env = dict(os.environ)
         full_env.setdefault("DROVER_LOG", "info")
@@ -265,7 +266,7 @@ class Engine:
         full_env.update(env or {})
         self.proc = subprocess.Popen(
             ["unshare", "--fork", "--pid", "--mount-proc", droverd or DROVERD, "-c", self.config_path],
-            stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
+            stdout=self.log, stderr=subprocess.STDOUT, env=full_env, pass_fds=pass_fds)
         #  Deadlines, not waits: generous, for a machine busy with a parallel
         #  make test; a droverd that exits at once ends the wait at once.
         self.pid = wait_until(lambda: next(iter(children_of(self.proc.pid)), None) or

@@ -256,6 +256,40 @@ class Upgrade(UpgradeBase):
         self.assertEqual(self.send_one(5), 200)
 
 
+class StrayHandoff(EngineTest):
+    """A DROVER_UPGRADE_FD that droverd did not write itself (issue 47): a
+    variable inherited from a shell with a pipe behind it, or a memory file
+    shaped like a handoff. droverd says so, starts afresh at once, and
+    signals nobody the document names."""
+
+    def start_with(self, fd, env):
+        self.http_port = free_port()
+        self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)), env=env, pass_fds=(fd,))
+        self.admin = Admin(self.engine, self.http_port)
+        self.admin.wait_ready(20)
+
+    def test_a_pipe_behind_the_variable_neither_hangs_nor_is_trusted(self):
+        read, write = os.pipe()  # never written, never closed while droverd starts: a read would block for ever
+        self.addCleanup(os.close, write)
+        self.addCleanup(os.close, read)
+        self.start_with(read, {"DROVER_UPGRADE_FD": str(read)})
+        self.engine.wait_log(r"droverd: upgrade: descriptor \d+ is not a handoff droverd wrote .*starting afresh")
+
+    def test_a_handoff_shaped_file_naming_processes_not_its_own_is_refused(self):
+        fd = os.memfd_create("drover-handoff", 0)
+        self.addCleanup(os.close, fd)
+        #  It names droverd itself (pid 1 in its namespace) as the broker.
+        os.write(fd, json.dumps({"format": 1, "version": VERSION, "upgrade": {}, "state": {"pipelines": []},
+                                 "started_at": 0, "next_shutdown_id": 1, "next_event_id": 1, "http_fd": -1,
+                                 "broker": {"pid": 1}, "pipelines": []}).encode())
+        os.lseek(fd, 0, os.SEEK_SET)
+        self.start_with(fd, {"DROVER_UPGRADE_FD": str(fd)})
+        self.engine.wait_log(r"names processes that are not its children\); starting afresh")
+        status, _, _ = self.admin.http("GET", "/api/v1/engine")[:3]
+        self.assertEqual(status, 200, "serving, not shut down by a signal it sent itself")
+        self.assertNotIn("shutdown", self.engine.log_text())
+
+
 class UpgradeThroughSymlink(UpgradeBase):
     """Releases side by side and a `current` symlink moved to the new one
     (Capistrano's, or /opt/app/current's, layout): the upgrade follows the
