@@ -3,7 +3,8 @@ msgpack bodies (gzip'd too) become records; bad bodies are refused whole
 with the status that says why and nothing of them is exported; the
 listening socket is droverd's and every instance accepts on it, so
 keep-alive clients posting through replaces and a resize see no failed
-request and lose no record."""
+request and lose no record; with ack: true a request whose records an
+exporter gave up is answered 502, not 200 (issue 47, docs/nodes.md)."""
 
 import glob
 import gzip
@@ -71,6 +72,21 @@ class HttpReceiver(EngineTest):
         print(f"ack: true into exporter:file: p50 {took[10] * 1000:.1f} ms, max {took[-1] * 1000:.1f} ms", flush=True)
         self.assertLess(took[-1], 0.25 * SLOW, "answered once exported")
         self.assertEqual(len(self.records()), 20)
+
+    def test_with_ack_a_request_an_exporter_gave_up_is_answered_502(self):
+        from capture import Capture
+        backend = Capture(plan=[(400, {}, b"bad request, for good")])  # the first batch refused: given up
+        self.addCleanup(backend.close)
+        spec = self.spec(ack=True)
+        spec["pipeline"]["nodes"]["t"]["to"] = ["out", "web"]
+        spec["pipeline"]["nodes"]["web"] = {"type": "exporter:http", "config": {
+            "endpoint": backend.url("/logs"), "format": "ndjson", "batch": {"max_records": 1, "max_delay_ms": 1}}}
+        self.put(spec)
+        status, body, _ = curl(self.port, "/ingest", b'{"n": 0}\n', "application/x-ndjson")
+        self.assertEqual(status, 502, body)
+        self.assertIn("given up by an exporter", body)
+        status, body, _ = curl(self.port, "/ingest", b'{"n": 1}\n', "application/x-ndjson")
+        self.assertEqual((status, json.loads(body)), (200, {"accepted": 1}), "delivered by both: 200")
 
     @unittest.skipUnless(subprocess.run(["which", "curl"], capture_output=True).returncode == 0, "no curl")
     def test_curl_posts_every_body_kind(self):

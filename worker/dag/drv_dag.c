@@ -159,6 +159,7 @@ void drv_dag_destroy(drv_dag_t **self_p)
     self->positions = NULL;
     drv_dag_handover_close(self);
     free(self->nodes);
+    free(self->gave_up);
     char *buffer;
     while ((buffer = zlist_pop(self->spec_buffers))) {
         free(buffer);
@@ -344,6 +345,13 @@ int64_t drv_dag_settle(drv_dag_t *self)
             node->kind->settled(node, durable_is_enough ? self->told_durable : self->settled);
         }
     }
+    size_t kept = 0; // what was given up of inputs now answered is forgotten
+    for (size_t i = 0; i < self->gave_up_count; i++) {
+        if (self->gave_up[i] > self->settled) {
+            self->gave_up[kept++] = self->gave_up[i];
+        }
+    }
+    self->gave_up_count = kept;
     return self->buffer ? self->told_durable : self->settled;
 }
 

@@ -27,6 +27,8 @@ struct drv_dag_t {
     int64_t input;           // the last input taken (drv_node_taken)
     int64_t running;         // the input being run (drv_node_input): the last fed to the nodes
     int64_t settled;         // inputs up to this one are settled, receivers told
+    int64_t *gave_up;        // inputs not settled yet some of whose records an exporter gave up
+    size_t gave_up_count, gave_up_cap;
     //  A disk buffer (policies.buffer type: disk, drv_dag_buffered.c), or
     //  NULL: inputs are numbered by its log and wait in it, in order, until
     //  the nodes can take them.

@@ -233,6 +233,39 @@ int64_t drv_node_input(const drv_node_t *node)
     return node->dag->running;
 }
 
+void drv_node_inputs_gave_up(drv_node_t *node, const int64_t *inputs, size_t n)
+{
+    drv_dag_t *dag = node->dag;
+    for (size_t i = 0; i < n; i++) {
+        if (inputs[i] <= dag->settled || drv_node_input_gave_up(node, inputs[i])) {
+            continue;
+        }
+        if (dag->gave_up_count == dag->gave_up_cap) {
+            size_t cap = dag->gave_up_cap ? dag->gave_up_cap * 2 : 64;
+            int64_t *grown = cap <= DRV_NODE_GAVE_UP_MAX ? realloc(dag->gave_up, cap * sizeof *grown) : NULL;
+            if (!grown) { // the oldest forgotten: bounded whatever the exporters do
+                memmove(dag->gave_up, dag->gave_up + 1, (dag->gave_up_count - 1) * sizeof *dag->gave_up);
+                dag->gave_up_count--;
+            } else {
+                dag->gave_up = grown;
+                dag->gave_up_cap = cap;
+            }
+        }
+        dag->gave_up[dag->gave_up_count++] = inputs[i];
+    }
+}
+
+bool drv_node_input_gave_up(const drv_node_t *node, int64_t input)
+{
+    const drv_dag_t *dag = node->dag;
+    for (size_t i = dag->gave_up_count; i > 0; i--) { // the newest first: a request answered is a recent input
+        if (dag->gave_up[i - 1] == input) {
+            return true;
+        }
+    }
+    return false;
+}
+
 int64_t drv_node_taken(const drv_node_t *node)
 {
     return node->dag->input;

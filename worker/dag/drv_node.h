@@ -193,6 +193,13 @@ void drv_node_count_refused(drv_node_t *node);
 //  read or generated batch, increasing. An exporter that finishes later
 //  remembers it (holding).
 int64_t drv_node_input(const drv_node_t *node);
+//  Inputs some of whose records an exporter gave up (never to be
+//  delivered): a receiver that answers once settled (ack: true) asks
+//  drv_node_input_gave_up and answers those as failed. Kept until settled,
+//  at most DRV_NODE_GAVE_UP_MAX of them (past that the oldest are forgotten).
+#define DRV_NODE_GAVE_UP_MAX 65536
+void drv_node_inputs_gave_up(drv_node_t *node, const int64_t *inputs, size_t n);
+bool drv_node_input_gave_up(const drv_node_t *node, int64_t input);
 //  The last input taken: a receiver that answers once settled (or durable)
 //  remembers it. Without a disk buffer, the input being run.
 int64_t drv_node_taken(const drv_node_t *node);

@@ -64,6 +64,7 @@ void drv_export_batch_free(drv_export_t *self, batch_t *batch)
     }
     free(batch->taken);
     free(batch->body);
+    free(batch->inputs);
     free(batch);
 }
 
@@ -83,6 +84,7 @@ void drv_export_destroy(drv_export_t **self_p)
             msgpack_zone_destroy(&self->lanes[i].zone);
         }
         free(self->lanes[i].records);
+        free(self->lanes[i].inputs);
     }
     drv_curl_loop_fini(&self->curl);
     drv_export_settings_free(&self->settings);
@@ -129,9 +131,10 @@ void drv_export_close(drv_export_t *self, int lane_index)
     if (!batch || !msgpack_zone_init(&batch->zone, 64 * 1024)) {
         drv_node_export_error(self->node, lane->count, "out of memory closing a batch");
         drv_node_count_gave_up(self->node, lane->count);
+        drv_node_inputs_gave_up(self->node, lane->inputs, lane->input_count);
         free(batch);
         msgpack_zone_clear(&lane->zone);
-        lane->count = lane->bytes = 0;
+        lane->count = lane->bytes = lane->input_count = 0;
         return;
     }
     batch->zone_ready = true;
@@ -143,6 +146,10 @@ void drv_export_close(drv_export_t *self, int lane_index)
     batch->packed = lane->bytes;
     batch->records = lane->count;
     batch->first_input = lane->first_input;
+    batch->inputs = lane->inputs;
+    batch->input_count = lane->input_count;
+    lane->inputs = NULL;
+    lane->input_count = lane->input_cap = 0;
     batch->taken_ms = lane->opened_ms;
     batch->backoff_ms = self->settings.initial_ms;
     if (self->tail) {
@@ -210,9 +217,23 @@ void drv_export_record(drv_export_t *self, int lane_index, const msgpack_object 
     if (bytes == 0) {
         drv_node_export_error(self->node, 1, "out of memory taking a record");
         drv_node_count_gave_up(self->node, 1);
+        int64_t input = drv_node_input(self->node);
+        drv_node_inputs_gave_up(self->node, &input, 1);
         return;
     }
     lane->count++;
+    int64_t input = drv_node_input(self->node);
+    if (lane->input_count == 0 || lane->inputs[lane->input_count - 1] != input) {
+        if (lane->input_count == lane->input_cap) {
+            size_t cap = lane->input_cap ? 2 * lane->input_cap : 16;
+            int64_t *grown = realloc(lane->inputs, cap * sizeof *grown);
+            lane->input_cap = grown ? cap : lane->input_cap;
+            lane->inputs = grown ? grown : lane->inputs;
+        }
+        if (lane->input_count < lane->input_cap) {
+            lane->inputs[lane->input_count++] = input;
+        }
+    }
     lane->bytes += bytes;
     if (lane->count >= self->settings.max_records || lane->bytes >= self->settings.max_bytes) {
         drv_export_close(self, lane_index);

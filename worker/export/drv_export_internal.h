@@ -28,8 +28,10 @@ typedef struct batch_t {
     size_t size;
     size_t packed; // its records' bytes, packed, as they were taken (queue.max_bytes counts these)
     size_t records;
-    size_t gave_up;           // of them, given up while the rest goes on (drv_export_gave_up)
-    int64_t first_input;      // oldest input it holds
+    size_t gave_up;      // of them, given up while the rest goes on (drv_export_gave_up)
+    int64_t first_input; // oldest input it holds
+    int64_t *inputs;     // every input it holds records of, in order (told when it is given up)
+    size_t input_count;
     int64_t taken_ms;         // mono: when its first record was taken
     int64_t first_attempt_ms; // 0 before its first attempt
     int64_t next_attempt_ms;
@@ -54,6 +56,8 @@ typedef struct {
     bool zone_ready;
     size_t count;
     int64_t first_input;
+    int64_t *inputs; // the inputs of the records taken, each once
+    size_t input_count, input_cap;
     int64_t opened_ms;
 } lane_t;
 

@@ -133,6 +133,7 @@ static void s_drop(drv_export_t *self, batch_t *batch, const char *why)
         drv_warn("export gave up node=%s records=%zu reason=\"%s\"", self->node->id, records, why);
     }
     drv_node_count_gave_up(self->node, records);
+    drv_node_inputs_gave_up(self->node, batch->inputs, batch->input_count);
     drv_export_unlink(self, batch);
     drv_export_batch_free(self, batch);
 }
@@ -191,6 +192,7 @@ void drv_export_gave_up(drv_export_t *self, batch_t *batch, size_t records, cons
     drv_node_export_error(self->node, records, why);
     drv_warn("export gave up node=%s records=%zu reason=\"%s\"", self->node->id, records, why);
     drv_node_count_gave_up(self->node, records);
+    drv_node_inputs_gave_up(self->node, batch->inputs, batch->input_count); // which of them: not known
 }
 
 void drv_export_sent(drv_export_t *self, batch_t *batch, drv_export_verdict_t verdict, const char *why, double secs)

@@ -103,6 +103,7 @@ static void s_flush(drv_hold_t *self, drv_node_t *node)
         if (took < 0) {
             drv_node_export_error(node, h->records, why); // never to be taken: dropped, its records errors
             drv_node_count_gave_up(node, h->records);
+            drv_node_inputs_gave_up(node, &h->input, 1);
         } else {
             h->done += (size_t)took;
             self->bytes -= (size_t)took;
@@ -158,6 +159,8 @@ void drv_hold_put(drv_hold_t *self, drv_node_t *node, size_t n, const char *data
         if (took < 0) {
             drv_node_export_error(node, n, why);
             drv_node_count_gave_up(node, n);
+            int64_t input = drv_node_input(node);
+            drv_node_inputs_gave_up(node, &input, 1);
             return;
         }
         if ((size_t)took == len) {
@@ -170,6 +173,8 @@ void drv_hold_put(drv_hold_t *self, drv_node_t *node, size_t n, const char *data
     if (!h) {
         drv_node_export_error(node, n, "out of memory holding a batch its output did not take");
         drv_node_count_gave_up(node, n);
+        int64_t input = drv_node_input(node);
+        drv_node_inputs_gave_up(node, &input, 1);
         return;
     }
     *h = (held_t){.input = drv_node_input(node), .taken_ms = drv_time_mono_ms(), .records = n, .len = len - done};

@@ -179,6 +179,12 @@ void drv_grpc_server_settled(drv_grpc_server_t *self, int64_t upto)
         }
         *link = s->next_held;
         s->holding = false;
+        if (self->config.gave_up && self->config.gave_up(self->config.arg, s->input)) {
+            free(s->reply.body); // settled, but not delivered
+            s->reply = (drv_grpc_reply_t){.status = DRV_GRPC_UNAVAILABLE};
+            snprintf(s->reply.message, sizeof s->reply.message,
+                     "records of this call were given up by an exporter (its errors and the log say why)");
+        }
         drv_grpc_call_submit(s);
         s->conn->dirty = true;
     }

@@ -59,9 +59,11 @@ typedef struct {
     const char *key_file;
     drv_grpc_handler_fn *handler;
     //  As drv_http_config_t's: answers held until input(arg) is settled,
-    //  and why the instance takes nothing now (NULL: it takes).
+    //  failed (UNAVAILABLE) when gave_up says an exporter gave some of its
+    //  records up, and why the instance takes nothing now (NULL: it takes).
     bool ack;
     int64_t (*input)(void *arg);
+    bool (*gave_up)(void *arg, int64_t input);
     const char *(*backlogged)(void *arg);
     void (*answered)(void *arg, double secs); // NULL, or told each call's time from its head to its answer
     void *arg;

@@ -16,6 +16,11 @@ static int64_t s_input(void *arg)
     return drv_node_taken(arg);
 }
 
+static bool s_gave_up(void *arg, int64_t input)
+{
+    return drv_node_input_gave_up(arg, input);
+}
+
 static const char *s_backlogged(void *arg)
 {
     if (!drv_node_backlogged(arg)) {
@@ -80,6 +85,7 @@ int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const jso
     server_config->key_file = json_string_value(json_object_get(tls, "key_file"));
     server_config->ack = s_ack(node, config);
     server_config->input = s_input;
+    server_config->gave_up = s_gave_up;
     server_config->backlogged = s_backlogged;
     server_config->answered = s_answered;
     server_config->arg = node;
@@ -125,6 +131,7 @@ int drv_http_node_listen_grpc(drv_node_t *node, drv_grpc_server_t **server, cons
     }
     server_config->ack = s_ack(node, config);
     server_config->input = s_input;
+    server_config->gave_up = s_gave_up;
     server_config->backlogged = s_backlogged;
     server_config->answered = s_answered;
     server_config->arg = node;

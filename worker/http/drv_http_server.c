@@ -253,6 +253,14 @@ void drv_http_server_settled(drv_http_server_t *self, int64_t upto)
         if (r->input <= upto) {
             *link = r->next_held;
             r->holding = false;
+            if (self->config.gave_up && self->config.gave_up(self->config.arg, r->input)) {
+                //  Settled, but not delivered: an exporter gave some of its records up.
+                free(r->held.body);
+                r->held = (drv_http_reply_t){0};
+                s_refuse(self, r, 502, "not_delivered",
+                         "records of this request were given up by an exporter (its errors and the log say why)");
+                continue;
+            }
             s_answer(r, &r->held, NULL);
         } else {
             link = &r->next_held;

@@ -58,9 +58,11 @@ typedef struct {
     drv_http_error_fn *error; // NULL: the {"error": {kind, message}} body
     //  ack: true — a 2xx answer is held back until the input the request
     //  became (input(arg) once the handler returned) is settled
-    //  (drv_http_server_settled): its records are exported.
+    //  (drv_http_server_settled): its records are exported; or 502 when
+    //  gave_up (NULL: never) says an exporter gave some of them up.
     bool ack;
     int64_t (*input)(void *arg);
+    bool (*gave_up)(void *arg, int64_t input);
     //  NULL, or why while the instance takes nothing more (NULL when it
     //  takes): a request is then refused with 429 and Retry-After before
     //  its body is read.

@@ -35,8 +35,8 @@ const drv_node_schema_t drv_schema_receiver_http = {
              {.key = "ack",
               .kind = DRV_KEY_BOOL,
               .fallback = "false",
-              .doc = "true: a request is answered only once its records are exported (with a disk buffer: once "
-                     "durable, whatever this says)"},
+              .doc = "true: a request is answered only once its records are exported: 200, or 502 when an "
+                     "exporter gave some of them up (with a disk buffer and ack false: once durable)"},
              {.key = "max_body_bytes",
               .kind = DRV_KEY_NONNEG_INT,
               .fallback = "4194304",

@@ -70,7 +70,8 @@ const drv_node_schema_t drv_schema_receiver_otlp = {
              {.key = "ack",
               .kind = DRV_KEY_BOOL,
               .fallback = "false",
-              .doc = "true: answered only once exported (with a disk buffer: once durable)"},
+              .doc = "true: answered only once exported: success, or 502 (gRPC UNAVAILABLE) when an exporter gave "
+                     "some of the records up (with a disk buffer and ack false: once durable)"},
              {.key = "max_body_bytes",
               .kind = DRV_KEY_NONNEG_INT,
               .fallback = "4194304",
