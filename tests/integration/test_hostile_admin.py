@@ -332,7 +332,7 @@ class Shutdown(EngineTest):
     def slow_to_drain(self):
         self.http_port = free_port()
         port = free_port()
-        engine = self.start_engine(engine_yaml(engine_extra="  shutdown_timeout_secs: 20\n")
+        engine = self.start_engine(engine_yaml(engine_extra="  shutdown_timeout_secs: 4\n")
                                    .replace("HTTP", str(self.http_port)))
         self.admin = Admin(engine, self.http_port)
         self.admin.wait_ready()
