@@ -33,7 +33,7 @@ class FileReceiverBase(EngineTest):
         self.http_port = free_port()
         self.logs = None  # set once the engine's directories exist
 
-    def start(self, receiver_config, cores=1, extra_nodes=""):
+    def start(self, receiver_config, cores=1, extra_nodes="", heartbeat_ms=100):
         pipelines = f"""
       files:
         cores: {{count: {cores}}}
@@ -41,7 +41,7 @@ class FileReceiverBase(EngineTest):
           in: {{type: "receiver:file", config: {json.dumps(receiver_config)}, to: [out]}}
           out: {{type: "exporter:file", config: {{path: "{{OUT}}/out-{{core}}.ndjson"}}}}
 """
-        engine = self.start_engine(engine_yaml(pipelines, "  heartbeat_interval_ms: 100\n")
+        engine = self.start_engine(engine_yaml(pipelines, f"  heartbeat_interval_ms: {heartbeat_ms}\n")
                                    .replace("HTTP", str(self.http_port)))
         self.admin = Admin(engine, self.http_port)
         self.admin.wait_ready(20)

@@ -46,7 +46,7 @@ class HostileFiles(FileReceiverBase):
         log = os.path.join(self.logdir(), "0.log")
         long = "".join(chr(ord("a") + n % 26) for n in range(300 * 1024))  # 19 pieces: more than a read holds
         self.append(log, cri_pieces("first") + cri_pieces(long) + cri_pieces("after"))
-        self.start({"include": [log], "format": "cri", "start_at": "beginning"})
+        self.start({"include": [log], "format": "cri", "start_at": "beginning"}, heartbeat_ms=1000)
         bodies = self.wait_bodies(["first", "after"], 20)
         self.assertEqual(bodies, ["first", long, "after"], "joined whole: under max_line_bytes (1 MiB)")
         self.append(log, cri_pieces("later"))
@@ -109,11 +109,13 @@ class HostileFiles(FileReceiverBase):
         self.append(other, ["other-0"])
         with open(holey, "wb") as f:  # a writer without O_APPEND after a copytruncate: a sparse start
             f.write(b"first\n")
-            f.seek(6 * 1024 ** 3)
+            f.seek(32 * 1024 ** 3)
             f.write(b"rest of the long line\nnext\n")
-        self.start({"include": [f"{logs}/*.log"], "start_at": "beginning", "max_line_bytes": 100})
+        #  Heartbeats as deployed (1 s, killed after 3 missed): reading 32 GiB
+        #  in one turn, as before, took far longer than that.
+        self.start({"include": [f"{logs}/*.log"], "start_at": "beginning", "max_line_bytes": 100}, heartbeat_ms=1000)
         self.wait_bodies(["first", "next", "other-0"], 60)
-        self.assertEqual(self.restarts(), [0], "heartbeats on time through 6 GiB: never killed")
+        self.assertEqual(self.restarts(), [0], "heartbeats on time through 32 GiB: never killed")
         wait_until(lambda: self.checkpoint(holey) == os.path.getsize(holey), 10, "the skip checkpointed")
         self.assertEqual(sorted(self.bodies()), sorted(["first", "\0" * 100, "next", "other-0"]),
                          "the hole is one line, cut; nothing read twice")
@@ -121,7 +123,7 @@ class HostileFiles(FileReceiverBase):
     def test_a_checkpoint_out_of_range_is_set_aside_not_trusted(self):
         log = os.path.join(self.logdir(), "app.log")
         self.append(log, ["one", "two"])
-        engine = self.start({"include": [log], "start_at": "beginning"})
+        engine = self.start({"include": [log], "start_at": "beginning"}, heartbeat_ms=1000)
         self.wait_bodies(["one", "two"])
         wait_until(lambda: self.checkpoint(log) == os.path.getsize(log), 10, "the checkpoint at the end")
         engine.signal(signal.SIGKILL)
@@ -221,7 +223,8 @@ class HostileFiles(FileReceiverBase):
         for n in range(8000):
             with open(os.path.join(logs, f"app-{n}.log"), "w") as f:
                 f.write(f"line-{n}\n")
-        self.start({"include": [f"{logs}/*.log"], "start_at": "beginning"})
+        #  Heartbeats as deployed (1 s): the quadratic scan took minutes.
+        self.start({"include": [f"{logs}/*.log"], "start_at": "beginning"}, heartbeat_ms=1000)
         self.wait_bodies([f"line-{n}" for n in range(8000)], 120)
         self.assertEqual(self.restarts(), [0], "no heartbeat missed while 8,000 files were found")
         (pid,) = list(self.engine.instances().values())

@@ -236,7 +236,8 @@ void drv_checkpoint_forget(const char *dir, uint64_t dev, uint64_t ino)
     unlink(path);
 }
 
-void drv_checkpoint_each(const char *dir, bool (*fn)(void *arg, const drv_checkpoint_t *checkpoint), void *arg)
+void drv_checkpoint_each(const char *dir, bool (*skip)(void *arg, uint64_t dev, uint64_t ino),
+                         bool (*fn)(void *arg, const drv_checkpoint_t *checkpoint), void *arg)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -244,6 +245,12 @@ void drv_checkpoint_each(const char *dir, bool (*fn)(void *arg, const drv_checkp
         size_t len = strlen(e->d_name);
         if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0 || !strchr(e->d_name, '-') ||
             !strncmp(e->d_name, "journald.", 9)) {
+            continue;
+        }
+        uint64_t dev, ino;
+        int used = 0;
+        if (skip && sscanf(e->d_name, "%" SCNx64 "-%" SCNx64 ".json%n", &dev, &ino, &used) == 2 && !e->d_name[used] &&
+            skip(arg, dev, ino)) {
             continue;
         }
         char path[4400];

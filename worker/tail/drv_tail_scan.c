@@ -316,6 +316,14 @@ static void s_follow(drv_tail_t *self, const char *path, const struct stat *st, 
     drv_info("following file path=%s from=\"%s\" offset=%lld", path, from, (long long)file->pub.offset);
 }
 
+//  A checkpoint named for a file followed already, or not this instance's:
+//  not read.
+static bool s_not_looked_for(void *arg, uint64_t dev, uint64_t ino)
+{
+    drv_tail_t *self = arg;
+    return s_known(self, dev, ino) || !s_mine(self, dev, ino);
+}
+
 //  A checkpoint of a file no glob found: followed where it is in its
 //  directory (renamed away while nobody read it), else forgotten.
 static bool s_renamed_away(void *arg, const drv_checkpoint_t *checkpoint)
@@ -449,7 +457,7 @@ bool drv_tail_scan(drv_tail_t *self, int64_t now_ms)
     self->events_lost = false;
     bool short_ = self->followed >= FOLLOWS_PER_SCAN;
     if (!self->scanned && self->members > 0 && !short_) { // a whole scan as one of the readers
-        drv_checkpoint_each(self->dir, s_renamed_away, self);
+        drv_checkpoint_each(self->dir, s_not_looked_for, s_renamed_away, self);
         self->scanned = true;
         if (!self->started_before) {
             drv_checkpoint_mark_started(self->dir);
