@@ -12,6 +12,7 @@ import glob
 import unittest
 
 from harness import EngineTest, curl_post, free_port, ndjson, proc_status, read_ndjson, wait_until
+from hostile import SANITIZED
 
 
 class Parse(EngineTest):
@@ -126,7 +127,8 @@ class Parse(EngineTest):
         self.engine.wait_log(r"regex: the match needed too much memory")
         self.assertEqual(self.restarts(), [0])
         (pid,) = list(self.engine.instances().values())
-        self.assertLess(int(proc_status(pid, "VmHWM").split()[0]), 150 * 1024, "never near the 329 MB")
+        if not SANITIZED:  # ASan keeps what is freed in quarantine: the peak says nothing
+            self.assertLess(int(proc_status(pid, "VmHWM").split()[0]), 150 * 1024, "never near the 329 MB")
 
     def test_logfmt_pairs_quoted_values_and_bare_keys_merge_into_attributes(self):
         status, body, _ = self.put({"format": "logfmt"})

@@ -98,7 +98,9 @@ int drv_journal_entry_record(const drv_journal_field_t *fields, size_t n, uint64
         made->bytes += value_len;
         kept[count++] = (field_t){text, eq + 1, (uint32_t)name_len, (uint32_t)value_len, i};
     }
-    qsort(kept, count, sizeof *kept, s_by_name);
+    if (count > 1) {
+        qsort(kept, count, sizeof *kept, s_by_name);
+    }
     //  At most body, severity_number, severity_text, time_unix_nano, attributes.
     msgpack_object_kv *kv = msgpack_zone_malloc(zone, 5 * sizeof *kv);
     msgpack_object_kv *attrs = msgpack_zone_malloc(zone, (count ? count : 1) * sizeof *attrs);
