@@ -332,6 +332,15 @@ static bool s_renamed_away(void *arg, const drv_checkpoint_t *checkpoint)
     if (s_known(self, checkpoint->dev, checkpoint->ino) || !s_mine(self, checkpoint->dev, checkpoint->ino)) {
         return true;
     }
+    //  Still where its checkpoint says: not renamed away, only not followed
+    //  yet (its lock held by a generation draining). Taken for gone, it
+    //  would be read to its end, its checkpoint forgotten, and found again
+    //  as a new file: read twice from its start.
+    struct stat now;
+    if (stat(checkpoint->path, &now) == 0 && (uint64_t)now.st_dev == checkpoint->dev &&
+        (uint64_t)now.st_ino == checkpoint->ino) {
+        return true;
+    }
     char dir[4096], real[PATH_MAX];
     s_dirname(checkpoint->path, dir, sizeof dir);
     DIR *d = realpath(dir, real) ? opendir(dir) : NULL;
