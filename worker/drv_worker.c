@@ -217,6 +217,17 @@ static int s_take_data(worker_t *self)
     return 0;
 }
 
+//  Receivers answering are told what settled (and a disk buffer syncs
+//  when due) with or without a broker to acknowledge to.
+static void s_settle(worker_t *self)
+{
+    if (self->feed) {
+        drv_feed_settle(self->feed, self->dag);
+    } else {
+        drv_dag_settle(self->dag);
+    }
+}
+
 static int s_loop(worker_t *self)
 {
     if (self->feed) {
@@ -293,13 +304,7 @@ static int s_loop(worker_t *self)
             }
         }
         drv_dag_pump(self->dag); // a disk buffer's waiting inputs, as the exporters can take them
-        //  Receivers answering are told what settled (and a disk buffer
-        //  syncs when due) with or without a broker to acknowledge to.
-        if (self->feed) {
-            drv_feed_settle(self->feed, self->dag);
-        } else {
-            drv_dag_settle(self->dag);
-        }
+        s_settle(self);
         s_heartbeat_if_due(self);
         s_tap_flush_if_due(self);
         if (self->drain_requested && !self->receivers_draining) {
@@ -308,6 +313,7 @@ static int s_loop(worker_t *self)
         }
         if (self->drain_requested && (!self->has_zmq || self->marker_seen)) {
             drv_dag_hand_over(self->dag); // what failing exporters hold goes to the next instance
+            s_settle(self);               // and is settled: a file's checkpoint says so before it is let go
         }
         if (self->drain_requested && (!self->has_zmq || self->marker_seen) && drv_dag_drained(self->dag)) {
             //  Everything the broker sent us came before its marker and has been
