@@ -2,7 +2,7 @@
     disk where anyone with the buffer directory can write it. Whatever the
     bytes: no crash; what is accepted has every field in range (a
     fingerprint of at most 1024 bytes, an offset not negative, a path that
-    fits); and what is accepted is written again to the same checkpoint,
+    fits, an origin too); and what is accepted is written again to the same checkpoint,
     a path of any bytes included. */
 #include "fuzz.h"
 
@@ -21,11 +21,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FUZZ_ASSERT(read.fingerprint_bytes <= DRV_CHECKPOINT_FINGERPRINT_MAX && read.offset >= 0);
     FUZZ_ASSERT(memchr(read.path, 0, sizeof read.path) != NULL);
+    FUZZ_ASSERT(memchr(read.origin, 0, sizeof read.origin) != NULL);
     char *text = drv_checkpoint_text(&read);
     FUZZ_ASSERT(text && drv_checkpoint_parse(text, strlen(text), &again, why, sizeof why));
     FUZZ_ASSERT(again.dev == read.dev && again.ino == read.ino && again.offset == read.offset &&
                 again.fingerprint == read.fingerprint && again.fingerprint_bytes == read.fingerprint_bytes &&
-                !strcmp(again.path, read.path));
+                !strcmp(again.path, read.path) && !strcmp(again.origin, read.origin));
     free(text);
     return 0;
 }

@@ -142,7 +142,9 @@ static int s_read_file(drv_node_t *node, file_rx_t *self, drv_tail_file_t *file,
         if (!state) {
             return 0;
         }
-        state->kube_ok = drv_kube_path(file->path, &state->kube); // used with kubernetes: true
+        //  Used with kubernetes: true: the pod of the path the file was first
+        //  followed under (a rotation renames it, the pod stays).
+        state->kube_ok = drv_kube_path(file->origin, &state->kube);
         file->user = state;
     }
     file_state_t *state = file->user;

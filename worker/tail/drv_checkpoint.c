@@ -81,12 +81,14 @@ int drv_checkpoint_save_name(const char *dir, const char *name, const json_t *do
     return rc;
 }
 
-//  A path as bytes: "path" when it is UTF-8 (what people read), else
-//  "path_hex" (a file name may be any bytes but / and NUL). false when
+//  A path as bytes: KEY ("path") when it is UTF-8 (what people read), else
+//  KEY_hex (a file name may be any bytes but / and NUL). false when
 //  neither is there, or the name is not one.
-static bool s_path(const json_t *doc, char *out, size_t len, char *why, size_t whylen)
+static bool s_path(const json_t *doc, const char *key, char *out, size_t len, char *why, size_t whylen)
 {
-    json_t *text = json_object_get(doc, "path"), *hex = json_object_get(doc, "path_hex");
+    char hex_key[32];
+    snprintf(hex_key, sizeof hex_key, "%s_hex", key);
+    json_t *text = json_object_get(doc, key), *hex = json_object_get(doc, hex_key);
     if (json_is_string(text) && json_string_length(text) < len &&
         !memchr(json_string_value(text), 0, json_string_length(text))) {
         memcpy(out, json_string_value(text), json_string_length(text) + 1);
@@ -94,13 +96,13 @@ static bool s_path(const json_t *doc, char *out, size_t len, char *why, size_t w
     }
     size_t digits = json_is_string(hex) ? json_string_length(hex) : 0;
     if (!digits || digits % 2 || digits / 2 >= len) {
-        snprintf(why, whylen, "path is not a string of fewer than %zu bytes", len);
+        snprintf(why, whylen, "%s is not a string of fewer than %zu bytes", key, len);
         return false;
     }
     for (size_t i = 0; i < digits / 2; i++) {
         unsigned byte;
         if (sscanf(json_string_value(hex) + 2 * i, "%2x", &byte) != 1 || byte == 0) {
-            snprintf(why, whylen, "path_hex is not the hex of a path");
+            snprintf(why, whylen, "%s is not the hex of a path", hex_key);
             return false;
         }
         out[i] = (char)byte;
@@ -136,9 +138,17 @@ static bool s_parse(const json_t *doc, drv_checkpoint_t *out, char *why, size_t 
         !s_field(fp, "bytes", "fingerprint.bytes", 0, DRV_CHECKPOINT_FINGERPRINT_MAX, &bytes, why, whylen) ||
         !s_field(fp, "crc32c", "fingerprint.crc32c", 0, UINT32_MAX, &crc, why, whylen) ||
         !s_field(doc, "offset", "offset", 0, INT64_MAX, &offset, why, whylen) ||
-        !s_path(doc, out->path, sizeof out->path, why, whylen)) {
+        !s_path(doc, "path", out->path, sizeof out->path, why, whylen)) {
         return false;
     }
+    //  One saved before origin was kept was first followed where it is.
+    bool has_origin = json_object_get(doc, "origin") || json_object_get(doc, "origin_hex");
+    if (!has_origin) {
+        memcpy(out->origin, out->path, sizeof out->origin);
+    } else if (!s_path(doc, "origin", out->origin, sizeof out->origin, why, whylen)) {
+        return false;
+    }
+    out->saved_ns = 0;
     out->dev = (uint64_t)dev; // written as signed: a device or inode past 2^63 comes back the same
     out->ino = (uint64_t)ino;
     out->fingerprint_bytes = (uint32_t)bytes;
@@ -169,6 +179,10 @@ static bool s_load_path(const char *file, drv_checkpoint_t *out)
     char why[200];
     bool ok = doc && s_parse(doc, out, why, sizeof why);
     json_decref(doc);
+    struct stat st;
+    if (ok && stat(file, &st) == 0) {
+        out->saved_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    }
     if (!ok && (doc || access(file, F_OK) == 0)) {
         if (!doc) {
             snprintf(why, sizeof why, "not JSON: %s", jerr.text);
@@ -189,21 +203,34 @@ bool drv_checkpoint_load(const char *dir, uint64_t dev, uint64_t ino, drv_checkp
     return s_load_path(path, out) && out->dev == dev && out->ino == ino;
 }
 
+//  A path put as KEY when it is UTF-8, else as KEY_hex, byte for byte.
+static void s_put_path(json_t *doc, const char *key, const char *path)
+{
+    size_t len = strlen(path);
+    if (!doc) {
+        return;
+    }
+    if (drv_utf8_valid(path, len, false)) {
+        json_object_set_new(doc, key, json_stringn(path, len));
+        return;
+    }
+    char hex[2 * 4096 + 1], hex_key[32];
+    for (size_t i = 0; i < len && i < 4096; i++) {
+        snprintf(hex + 2 * i, 3, "%02x", (unsigned char)path[i]);
+    }
+    snprintf(hex_key, sizeof hex_key, "%s_hex", key);
+    json_object_set_new(doc, hex_key, json_stringn(hex, 2 * (len < 4096 ? len : 4096)));
+}
+
 static json_t *s_doc(const drv_checkpoint_t *checkpoint)
 {
     json_t *doc =
         json_pack("{s:I, s:I, s:{s:I, s:I}, s:I}", "dev", (json_int_t)checkpoint->dev, "ino",
                   (json_int_t)checkpoint->ino, "fingerprint", "bytes", (json_int_t)checkpoint->fingerprint_bytes,
                   "crc32c", (json_int_t)checkpoint->fingerprint, "offset", (json_int_t)checkpoint->offset);
-    size_t len = strlen(checkpoint->path);
-    if (doc && drv_utf8_valid(checkpoint->path, len, false)) {
-        json_object_set_new(doc, "path", json_stringn(checkpoint->path, len));
-    } else if (doc) { // a name that is not UTF-8 kept byte for byte
-        char hex[2 * sizeof checkpoint->path + 1];
-        for (size_t i = 0; i < len; i++) {
-            snprintf(hex + 2 * i, 3, "%02x", (unsigned char)checkpoint->path[i]);
-        }
-        json_object_set_new(doc, "path_hex", json_stringn(hex, 2 * len));
+    s_put_path(doc, "path", checkpoint->path);
+    if (strcmp(checkpoint->origin, checkpoint->path) != 0) {
+        s_put_path(doc, "origin", checkpoint->origin);
     }
     return doc;
 }

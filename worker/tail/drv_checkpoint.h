@@ -2,9 +2,11 @@
     under {buffer_dir}/{group}/{pipeline}/checkpoints/ (docs/operations.md,
     "Reading files"): one JSON file per followed file, named by its device
     and inode, replaced whole (written beside, then renamed), holding its
-    path, the fingerprint of its first bytes and the offset up to which
-    what was read is settled (a path that is not UTF-8 as path_hex; a
-    checkpoint with a field out of range is set aside, docs/security.md).
+    path, the path it was first followed under (origin: a file a rotation
+    renamed keeps what that name said, its pod), the fingerprint of its
+    first bytes and the offset up to which what was read is settled (a
+    path that is not UTF-8 as path_hex, origin_hex; a checkpoint with a
+    field out of range is set aside, docs/security.md).
     Beside it a lock file: the instance that
     follows the file holds its flock, so that one instance at a time reads
     it — across cores, and across generations during a replace (the next
@@ -27,6 +29,8 @@ typedef struct {
     uint32_t fingerprint;       // their CRC32C
     int64_t offset;             // settled up to here
     char path[4096];            // where it was last seen
+    char origin[4096];          // where it was first followed (a rotation renames it; its attributes stay)
+    int64_t saved_ns;           // loaded: when it was saved (the checkpoint file's mtime), else 0
 } drv_checkpoint_t;
 
 //  The directory for a pipeline's checkpoints, made when missing: 0, or -1 with err.

@@ -115,8 +115,8 @@ bool drv_kube_path(const char *path, drv_kube_path_t *out)
     size_t container_len = (size_t)(slash[0] - container), pod_len = (size_t)(slash[1] - pod_dir);
     char *dot;
     long restart = strtol(file, &dot, 10);
-    if (dot == file || strcmp(dot, ".log") != 0 || restart < 0 || container_len == 0 ||
-        container_len >= sizeof out->container) {
+    bool log = !strcmp(dot, ".log") || !strncmp(dot, ".log.", 5); // N.log, or rotated: N.log.<time>
+    if (dot == file || !log || restart < 0 || container_len == 0 || container_len >= sizeof out->container) {
         return false;
     }
     const char *first = memchr(pod_dir, '_', pod_len);

@@ -22,7 +22,8 @@ bool drv_cri_parse(const char *line, size_t len, drv_cri_line_t *out);
 //  as nanoseconds since the epoch, or -1.
 int64_t drv_rfc3339_ns(const char *text, size_t len);
 
-//  The pod of a kubelet log path, .../NAMESPACE_POD_UID/CONTAINER/N.log.
+//  The pod of a kubelet log path, .../NAMESPACE_POD_UID/CONTAINER/N.log
+//  (or rotated, N.log.<time>).
 typedef struct {
     char namespace_[256], pod[256], uid[64], container[256];
     int64_t restart_count;

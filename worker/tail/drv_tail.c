@@ -72,6 +72,7 @@ int drv_tail_save_file(drv_tail_t *self, file_t *file)
                                    .fingerprint = file->fp,
                                    .offset = file->settled};
     snprintf(checkpoint.path, sizeof checkpoint.path, "%s", file->path);
+    snprintf(checkpoint.origin, sizeof checkpoint.origin, "%s", file->origin);
     char err[300];
     if (drv_checkpoint_save(self->dir, &checkpoint, err, sizeof err) != 0) {
         drv_warn("checkpoint not saved path=%s reason=\"%s\"", file->path, err);
@@ -407,8 +408,11 @@ bool drv_tail_save(drv_tail_t *self, int64_t now_ms)
     int64_t began = drv_time_mono_us();
     for (size_t i = 0; i < self->count;) {
         file_t *file = self->files[i];
-        bool done = file->pub.gone && file->pub.at_end && file->len == 0 && file->pub.unsettled == 0 &&
-                    now_ms - file->gone_since_ms >= DRV_TAIL_ROTATE_WAIT_MS;
+        //  One another instance's now is handed over, never forgotten: what
+        //  was written to it since it was last read (a writer late after a
+        //  rename) is the next reader's.
+        bool done = !file->releasing && file->pub.gone && file->pub.at_end && file->len == 0 &&
+                    file->pub.unsettled == 0 && now_ms - file->gone_since_ms >= DRV_TAIL_ROTATE_WAIT_MS;
         bool handed = file->releasing && file->pub.unsettled == 0;
         if (done || handed) {
             if (done) {

@@ -37,6 +37,7 @@ typedef struct drv_tail_t drv_tail_t;
 //  A followed file, as the receiver sees it.
 typedef struct {
     const char *path, *name; // where it was last found, and its last component
+    const char *origin;      // where it was first followed (what its pod is read from after a rotation)
     uint64_t dev, ino;
     uint32_t epoch;    // goes up when it is read again from its start (copytruncate)
     int64_t offset;    // of the first byte not taken

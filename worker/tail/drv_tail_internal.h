@@ -1,5 +1,8 @@
-/*  drv_tail_internal — what drv_tail.c (the files followed, reading them)
-    and drv_tail_scan.c (finding them) share. */
+/*  drv_tail_internal — what the tail's files share: drv_tail.c (the
+    files followed, reading them), drv_tail_scan.c (finding them by the
+    globs), drv_tail_checkpoints.c (and by their checkpoints),
+    drv_tail_follow.c (beginning to follow one), drv_tail_watch.c
+    (inotify). */
 #ifndef DRV_TAIL_INTERNAL_H
 #define DRV_TAIL_INTERNAL_H
 
@@ -7,6 +10,9 @@
 #include "drv_tail.h"
 #include "drv_tail_index.h"
 
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #define DRV_TAIL_FINGERPRINT_BYTES DRV_CHECKPOINT_FINGERPRINT_MAX // fewer while the file is shorter
@@ -16,6 +22,7 @@
 typedef struct {
     drv_tail_file_t pub; // first: the receiver's view
     char path[4096];
+    char origin[4096]; // where it was first followed (its checkpoint keeps it)
     int fd, lock_fd;
     char *buf; // what was read from pub.offset on, not taken
     size_t len, cap;
@@ -44,7 +51,8 @@ struct drv_tail_t {
     drv_tail_index_t by_path; // and by path (drv_tail_index_path, 0)
     drv_tail_file_t **views;  // drv_tail_files
     size_t views_cap;
-    bool scanned, started_before;
+    bool scanned, started_before; // scanned: the checkpoints' pass is done (none waits for another instance)
+    size_t waiting;               // checkpoints the last pass found held by another instance
     int inotify_fd;
     char **watched; // by watch descriptor: the directory watched (for the names events give)
     size_t watched_cap;
@@ -55,6 +63,28 @@ struct drv_tail_t {
     int rank, members;     // its place among the newest generation's instances (members 0: it reads nothing new)
 };
 
+//  The directory part of a path (a copy in out).
+static inline void drv_tail_dirname(const char *path, char *out, size_t len)
+{
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", path);
+    snprintf(out, len, "%s", dirname(copy));
+}
+
+//  The deepest directory of a glob without a wildcard (into dir).
+static inline void drv_tail_fixed_dir(const char *pattern, char *dir, size_t len)
+{
+    drv_tail_dirname(pattern, dir, len);
+    char *wild = strpbrk(dir, "*?[");
+    if (wild) {
+        *wild = 0;
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            slash[slash == dir] = 0; // "/" stays itself
+        }
+    }
+}
+
 //  drv_tail.c: the CRC32C of a file's first *bytes (0: as many as there
 //  are, up to DRV_TAIL_FINGERPRINT_BYTES), *bytes set to those read.
 uint32_t drv_tail_fingerprint(int fd, size_t *bytes);
@@ -64,9 +94,32 @@ int drv_tail_save_file(drv_tail_t *self, file_t *file);
 //  NULL: fstat'd): deleted (gone), cut shorter or its first bytes changed
 //  (read again from its start).
 void drv_tail_check(file_t *file, const struct stat *seen);
-//  drv_tail_scan.c: watches the globs' directories (inotify), and dir.
+
+//  drv_tail_follow.c: true when the file is this instance's (its identity
+//  hashed over the newest generation's instances); the file followed by
+//  that identity, or NULL.
+bool drv_tail_mine(const drv_tail_t *self, uint64_t dev, uint64_t ino);
+file_t *drv_tail_known(drv_tail_t *self, uint64_t dev, uint64_t ino);
+typedef enum { DRV_TAIL_FOLLOWED, DRV_TAIL_BUSY, DRV_TAIL_NOT } drv_tail_follow_t;
+//  Starts following path (st: its stat) when its lock is free (BUSY:
+//  another instance holds it): from its checkpoint when the file is the
+//  one it names, else from its start (or its end, at the pipeline's first
+//  start with start_at end). gone: no glob finds it. in_dir: the real
+//  directory the file must be opened in (NULL: anywhere, a link its glob
+//  names); link: path is a link allowed. origin: where it was first
+//  followed (NULL: path; a checkpoint that names it says instead).
+drv_tail_follow_t drv_tail_follow(drv_tail_t *self, const char *path, const struct stat *st, bool gone,
+                                  const char *in_dir, bool link, const char *origin);
+
+//  drv_tail_checkpoints.c: the pass over the checkpoints of files no glob
+//  found: how many wait for another instance to let their file go.
+size_t drv_tail_checkpoints(drv_tail_t *self);
+
+//  drv_tail_watch.c: watches the globs' directories (inotify); dir too
+//  (its watch descriptor, or -1); true while file's directory is watched
+//  (an event will name it if it changes).
 void drv_tail_watch(drv_tail_t *self);
-//  Its watch descriptor, or -1.
 int drv_tail_watch_dir(drv_tail_t *self, const char *dir);
+bool drv_tail_watched(const drv_tail_t *self, const file_t *file);
 
 #endif
