@@ -77,6 +77,7 @@ struct drv_instance_t {
     bool heard;               // it said something since it was adopted (its control connection is back)
     bool init_failed;         // its current process said INIT_FAILED (its exit follows, with the reason known)
     int last_exit_code;       // exit code or 128+signal of the last process
+    bool crashed;             // its last process ended unasked (also while draining: an abort, a fault)
     char detail[256];         // last failure, for status
 };
 
@@ -112,6 +113,7 @@ struct drv_pipeline_t {
     bool shut_down;                         // stopped by a shutdown (not by a failed create)
     bool has_zmq;                           // has receiver:zmq nodes: the broker routes to it
     bool degraded;                          // restarted more than max_restarts within window_secs
+    int64_t crashes;                        // its instances' crashes, those while draining too (status: crashes)
     bool woken;                             // busy, and an instance event came since its operation last ran
     char frontend_error[300];               // the broker could not bind a receiver endpoint
     bool exporter_failing;                  // an exporter has failed past policies.health.exporter_failing_secs ...

@@ -12,6 +12,7 @@
 #include "drover/drv_log.h"
 #include "drover/drv_spec.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,6 +78,7 @@ static unsigned s_spawned(drv_instance_t *inst, const drv_life_input_t *in)
     inst->pid = in->pid;
     inst->state = DRV_INST_STARTING;
     inst->deadline_ms = 0;
+    inst->crashed = false;
     drv_info("instance started instance=%s pid=%d core=%d", inst->id, inst->pid, inst->core);
     return 0;
 }
@@ -183,6 +185,43 @@ static unsigned s_gone(drv_instance_t *inst, const drv_life_input_t *in)
     return fx | DRV_LIFE_FX_REMOVE;
 }
 
+//  The crash said: its detail (what ended it), the log at WARN, counted.
+static void s_say_crash(drv_instance_t *inst, const drv_life_input_t *in, drv_inst_state_t was)
+{
+    if (inst->detail[0] == 0 || was != DRV_INST_STARTING) {
+        if (in->code > 128) {
+            snprintf(inst->detail, sizeof inst->detail, "killed by signal %d%s", in->code - 128,
+                     was == DRV_INST_DRAINING || was == DRV_INST_STOPPING ? " while draining" : "");
+        } else {
+            snprintf(inst->detail, sizeof inst->detail, "exited with code %d", in->code);
+        }
+    }
+    inst->crashed = true;
+    inst->pipeline->crashes++;
+    drv_warn("instance crashed instance=%s exit=%d state=%s detail=\"%s\"", inst->id, in->code,
+             drv_inst_state_name(was), inst->detail);
+}
+
+//  It exited while draining or stopping: gone, as asked, unless a signal
+//  droverd did not send ended it (it sends none while an instance drains,
+//  SIGTERM then SIGKILL when it stops one): an abort (a library's
+//  assertion), a fault, the OOM killer. That is a crash: counted in the
+//  slot's restarts and the pipeline's crashes, the event not expected.
+static unsigned s_retired_exit(drv_instance_t *inst, const drv_life_input_t *in)
+{
+    int sig = in->code > 128 ? in->code - 128 : 0;
+    bool unasked = sig && (inst->state == DRV_INST_DRAINING || (sig != SIGTERM && sig != SIGKILL));
+    if (!unasked || in->engine_stopping) {
+        return s_gone(inst, in);
+    }
+    drv_inst_state_t was = inst->state;
+    unsigned fx = s_exited(inst, in);
+    inst->state = DRV_INST_EXITED;
+    inst->restarts++; // nothing restarts a slot that was retiring, but the crash shows where restarts do
+    s_say_crash(inst, in, was);
+    return fx | DRV_LIFE_FX_REMOVE;
+}
+
 //  It exited while starting or ready, unasked: a crash.
 static unsigned s_crashed(drv_instance_t *inst, const drv_life_input_t *in)
 {
@@ -191,15 +230,7 @@ static unsigned s_crashed(drv_instance_t *inst, const drv_life_input_t *in)
     }
     drv_inst_state_t was = inst->state;
     unsigned fx = s_exited(inst, in);
-    if (inst->detail[0] == 0 || was == DRV_INST_READY) {
-        if (in->code > 128) {
-            snprintf(inst->detail, sizeof inst->detail, "killed by signal %d", in->code - 128);
-        } else {
-            snprintf(inst->detail, sizeof inst->detail, "exited with code %d", in->code);
-        }
-    }
-    drv_warn("instance crashed instance=%s exit=%d state=%s detail=\"%s\"", inst->id, in->code,
-             drv_inst_state_name(was), inst->detail);
+    s_say_crash(inst, in, was);
     if (inst->gated) {
         //  A rollout is waiting for this one: its exit fails the step; the
         //  rollout decides what happens next, not the restart policy.
@@ -223,8 +254,8 @@ static action_fn *const s_actions[DRV_INST_STATES][DRV_LIFE_EVENTS] = {
                            E(HEARTBEAT) s_heartbeat, E(INIT_FAILED) s_init_failed, E(RETIRE) s_stop, E(EXIT) s_crashed},
     [DRV_INST_READY] = {E(HEARTBEAT) s_heartbeat, E(INIT_FAILED) s_init_failed, E(RETIRE) s_drain, E(EXIT) s_crashed,
                         E(HEARTBEAT_MISSED) s_heartbeat_missed},
-    [DRV_INST_DRAINING] = {E(HEARTBEAT) s_heartbeat, E(EXIT) s_gone, E(DRAIN_DEADLINE) s_drain_timed_out},
-    [DRV_INST_STOPPING] = {E(HEARTBEAT) s_heartbeat, E(EXIT) s_gone, E(KILL_DEADLINE) s_kill},
+    [DRV_INST_DRAINING] = {E(HEARTBEAT) s_heartbeat, E(EXIT) s_retired_exit, E(DRAIN_DEADLINE) s_drain_timed_out},
+    [DRV_INST_STOPPING] = {E(HEARTBEAT) s_heartbeat, E(EXIT) s_retired_exit, E(KILL_DEADLINE) s_kill},
     [DRV_INST_FAILED] = {E(SPAWNED) s_spawned, E(SPAWN_FAILED) s_spawn_failed, E(RETIRE) s_drop,
                          E(RESTART_DUE) s_restart},
     [DRV_INST_EXITED] = {0},

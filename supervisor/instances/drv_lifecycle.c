@@ -336,7 +336,7 @@ static void s_apply(drv_engine_t *engine, drv_instance_t *inst, unsigned fx, con
     }
     if (fx & DRV_LIFE_FX_TELL_EXIT) {
         int code = in->code;
-        bool expected = inst->state == DRV_INST_EXITED;
+        bool expected = inst->state == DRV_INST_EXITED && !inst->crashed;
         s_event(engine, inst, "instance.exited",
                 json_pack("{s:o, s:o, s:b, s:i}", "exit_code", code < 128 ? json_integer(code) : json_null(), "signal",
                           code > 128 ? json_integer(code - 128) : json_null(), "expected", expected, "pid",

@@ -98,6 +98,10 @@ static int64_t s_ready(const drv_pipeline_t *p)
 {
     return drv_status_ready_instances(p);
 }
+static int64_t s_crashes(const drv_pipeline_t *p)
+{
+    return p->crashes;
+}
 static int64_t s_degraded(const drv_pipeline_t *p)
 {
     return p->cond_degraded.status ? 1 : 0;
@@ -347,6 +351,9 @@ char *drv_metrics_render(drv_engine_t *engine)
                       s_desired);
     s_pipeline_metric(&t, &ps, "drover_pipeline_ready_instances", "gauge", "Ready instances of the pipeline.", s_ready);
     s_pipeline_metric(&t, &ps, "drover_pipeline_degraded", "gauge", "1 when the pipeline is degraded.", s_degraded);
+    s_pipeline_metric(&t, &ps, "drover_pipeline_crashes_total", "counter",
+                      "Crashes of the pipeline's instances (an exit nobody asked for), those while draining too.",
+                      s_crashes);
     s_pipeline_metric(&t, &ps, "drover_pipeline_generation", "gauge", "The pipeline's active generation.",
                       s_generation);
     s_pipeline_metric(&t, &ps, "drover_pipeline_records_in_total", "counter",

@@ -320,6 +320,9 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
     json_object_set_new(status, "source", json_string(sources[p->source]));
     //  What POST …/rollback would go back to exists (the console enables its button by it).
     json_object_set_new(status, "can_rollback", json_boolean(p->previous_spec && p->running && !p->active));
+    //  Every crash of its instances, those while draining too (an instance
+    //  that aborts as it is retired is not restarted, but it crashed).
+    json_object_set_new(status, "crashes", json_integer(p->crashes));
     drv_totals_t totals = drv_status_totals(p);
     json_object_set_new(status, "totals",
                         json_pack("{s:I, s:I, s:I}", "records_in", (json_int_t)totals.records_in, "records_out",

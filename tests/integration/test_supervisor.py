@@ -1,5 +1,6 @@
 """Supervisor duties through the real binaries: restarts, crash loops,
-PID-1 reaping, orderly SIGTERM under load, broker restarts."""
+PID-1 reaping, orderly SIGTERM under load, broker restarts, an instance
+that aborts while it drains counted as the crash it is."""
 
 import os
 import signal
@@ -11,8 +12,9 @@ import unittest
 import msgpack
 import zmq
 
-from harness import (EngineTest, Producer, cmdline, children_of, free_port, proc_status, read_ndjson,
-                     wait_until, zombies_of)
+from capture import Capture
+from harness import (Admin, EngineTest, Producer, cmdline, children_of, engine_yaml, free_port, proc_status,
+                     read_ndjson, wait_until, zombies_of)
 
 GENERATOR = """
 engine:
@@ -97,6 +99,52 @@ class Supervisor(EngineTest):
         path = os.path.join(engine.out_dir, "gen-0.ndjson")
         before = len(read_ndjson(path))
         wait_until(lambda: len(read_ndjson(path)) > before + 20, 10, "output continues after restart")
+
+    def test_an_instance_that_aborts_while_draining_is_a_crash(self):
+        """A replace drains the old instance while the backend holds its last
+        post; it aborts then (SIGABRT, as a library's failed assertion does).
+        droverd sent it no signal: the exit is a crash, logged at WARN, the
+        event not expected, the pipeline's crashes and the metric counting
+        it, though nothing restarts an instance that was being retired."""
+        capture = Capture()
+        self.addCleanup(capture.close)
+        http_port = free_port()
+        engine = self.start_engine(engine_yaml(engine_extra="  heartbeat_interval_ms: 1000\n")
+                                   .replace("HTTP", str(http_port)))
+        admin = Admin(engine, http_port)
+        admin.wait_ready(20)
+        path = "/api/v1/groups/default/pipelines/gen"
+
+        def spec(rate):
+            return {"pipeline": {"cores": {"count": 1}, "nodes": {
+                "g": {"type": "receiver:generator", "config": {"rate": rate}, "to": ["out"]},
+                "out": {"type": "exporter:http", "config": {"endpoint": capture.url(),
+                                                            "batch": {"max_records": 10, "max_delay_ms": 20}}}}}}
+        self.assertEqual(admin.http("PUT", path, body=spec(100), timeout=60)[0], 200)
+        wait_until(lambda: capture.accepted, 10, "a first batch delivered")
+        capture.gate.clear()  # the next posts wait: the old instance cannot finish its drain
+        wait_until(lambda: len(capture.requests) > len(capture.accepted), 10, "a post held")
+        events = admin.subscribe("instance.exited")
+        answers = []
+        replace = threading.Thread(target=lambda: answers.append(admin.http("PUT", path, body=spec(101), timeout=60)))
+        replace.start()
+        self.addCleanup(replace.join)
+        engine.wait_log(r"instance draining instance=default/gen@1#0", 15)
+        os.kill(engine.instances()["default/gen@1#0"], signal.SIGABRT)
+        engine.wait_log(r"WARN droverd: instance crashed instance=default/gen@1#0 exit=134 state=draining "
+                        r"detail=\"killed by signal 6 while draining\"", 10)
+        exited = wait_until(lambda: next((e for e in iter(lambda: msgpack.unpackb(events.recv_multipart()[1])
+                                                          if events.poll(100) else None, None)
+                                          if e.get("instance") == "default/gen@1#0"), None), 10, "its exit event")
+        events.close()
+        self.assertEqual((exited["signal"], exited["expected"]), (6, False))
+        capture.gate.set()
+        replace.join(60)
+        self.assertEqual(answers[0][0], 200, answers)
+        status = admin.http("GET", path + "/status")[1]
+        self.assertEqual(status["crashes"], 1, status)
+        metrics = admin.http("GET", "/metrics")[1]
+        self.assertIn('drover_pipeline_crashes_total{group="default",pipeline="gen"} 1', metrics)
 
     def test_crash_loop_marks_pipeline_degraded(self):
         engine = self.start_engine(CRASH_LOOP)

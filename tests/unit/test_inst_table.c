@@ -166,6 +166,37 @@ static void test_missed_heartbeats_kill_it(void **state)
     assert_string_equal(s_inst.detail, "killed by signal 9"); // a ready instance's exit says how it ended
 }
 
+//  A signal droverd did not send ends a draining or stopping instance (an
+//  abort in a library, a fault): a crash, though nothing restarts it. The
+//  SIGTERM and SIGKILL droverd sends when it stops one are not.
+static void test_an_abort_while_draining_is_a_crash(void **state)
+{
+    (void)state;
+    s_bring_up();
+    s_step(DRV_LIFE_RETIRE, 10);
+    assert_int_equal(s_exit(128 + 6, 11, false), DRV_LIFE_FX_UNROUTE | DRV_LIFE_FX_TELL_EXIT | DRV_LIFE_FX_REMOVE);
+    assert_true(s_inst.crashed);
+    assert_int_equal(s_inst.restarts, 1);
+    assert_int_equal(s_pipeline.crashes, 1);
+    assert_string_equal(s_inst.detail, "killed by signal 6 while draining");
+    //  Drained and exited 0, or stopped by droverd's SIGTERM / SIGKILL: as asked.
+    int asked[][2] = {{DRV_INST_DRAINING, 0}, {DRV_INST_STOPPING, 128 + 15}, {DRV_INST_STOPPING, 128 + 9}};
+    for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++) {
+        s_inst.state = (drv_inst_state_t)asked[i][0];
+        s_inst.crashed = false;
+        s_exit(asked[i][1], 20, false);
+        assert_false(s_inst.crashed);
+    }
+    s_inst.state = DRV_INST_STOPPING; // a fault while stopping is one
+    s_exit(128 + 11, 30, false);
+    assert_true(s_inst.crashed);
+    assert_int_equal(s_pipeline.crashes, 2);
+    s_inst.state = DRV_INST_DRAINING; // droverd stopping: its own signals reach the tree
+    s_inst.crashed = false;
+    s_exit(128 + 9, 40, true);
+    assert_false(s_inst.crashed);
+}
+
 //  droverd stopping: an exit is never a crash.
 static void test_an_exit_while_droverd_stops_is_not_a_crash(void **state)
 {
@@ -222,6 +253,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_crashes_back_off_and_degrade_the_pipeline_once, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_gated_crash_waits_for_the_rollout, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_missed_heartbeats_kill_it, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_an_abort_while_draining_is_a_crash, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_an_exit_while_droverd_stops_is_not_a_crash, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_events_a_state_does_not_know_change_nothing, s_setup, s_teardown),
     };
