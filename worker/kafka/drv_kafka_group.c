@@ -39,8 +39,9 @@ struct drv_kafka_group_t {
     drv_ring_t pending;                        // pending_t, oldest input first
     rd_kafka_topic_partition_list_t *revoking; // an unassign deferred until settled
     int64_t revoke_deadline_ms;
-    bool paused;  // every partition, for backpressure or the drain
-    bool closing; // leaving the group
+    bool paused;   // every partition, for backpressure or the drain
+    bool closing;  // leaving the group
+    bool assigned; // the group gave it an assignment at least once
     //  Offsets stored since the start (stored) and up to which a commit
     //  succeeded (committed); one commit at a time.
     uint64_t stored, committing_upto, committed;
@@ -97,9 +98,14 @@ static void s_committed(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_
         s_revoke_if_done(self);
     } else {
         //  REBALANCE_IN_PROGRESS while the group takes a new member in (the
-        //  next generation, a core added): tried again once it settled.
+        //  next generation, a core added), ILLEGAL_GENERATION or
+        //  UNKNOWN_MEMBER_ID once it moved on without us (it is taking the
+        //  assignment away): tried again once it settled, nothing read
+        //  meanwhile (what is read and not committed is read again by
+        //  whoever the group gives the partition to).
         drv_debug("kafka commit failed node=%s reason=\"%s\"", self->node, rd_kafka_err2str(err));
-        self->refused |= err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS;
+        self->refused |= err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS ||
+                         err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION || err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID;
         self->commit_due_ms = now + COMMIT_RETRY_MS;
     }
 }
@@ -228,6 +234,7 @@ static void s_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_
     bool cooperative = s_cooperative(self);
     self->refused = false; // the group said who reads what: a commit may land again
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        self->assigned = true;
         drv_kafka_group_let_go(self); // one still waiting goes first: the group has moved on
         for (int i = 0; i < list->cnt; i++) {
             part_t *part = s_part(self, list->elems[i].topic, list->elems[i].partition);
@@ -379,6 +386,11 @@ size_t drv_kafka_group_unsettled(const drv_kafka_group_t *self)
 bool drv_kafka_group_rebalancing(const drv_kafka_group_t *self)
 {
     return self->refused;
+}
+
+bool drv_kafka_group_ever_assigned(const drv_kafka_group_t *self)
+{
+    return self->assigned;
 }
 
 bool drv_kafka_group_paused(const drv_kafka_group_t *self)

@@ -35,6 +35,8 @@ bool drv_kafka_group_reads(drv_kafka_group_t *self, const rd_kafka_message_t *me
 void drv_kafka_group_taken(drv_kafka_group_t *self, const rd_kafka_message_t *last, int64_t input);
 //  Every input up to upto settled: their offsets stored, and committed.
 void drv_kafka_group_settled(drv_kafka_group_t *self, int64_t upto);
+//  True once the group gave it an assignment (an empty one too).
+bool drv_kafka_group_ever_assigned(const drv_kafka_group_t *self);
 //  Partition reads of inputs not settled yet.
 size_t drv_kafka_group_unsettled(const drv_kafka_group_t *self);
 

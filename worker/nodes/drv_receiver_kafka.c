@@ -35,7 +35,8 @@ typedef struct {
     drv_kafka_messages_t *messages; // the input being made
     drv_kafka_group_t *group;
     bool draining, closing, closed;
-    bool more; // a turn ended with messages left: the queue wakes the pipe only when it was empty
+    int64_t ready_deadline_ms; // mono: READY without an assignment after the session timeout
+    bool more;                 // a turn ended with messages left: the queue wakes the pipe only when it was empty
     int64_t drain_deadline_ms;
 } kafka_rx_t;
 
@@ -185,6 +186,26 @@ static void s_settled(drv_node_t *node, int64_t upto)
     }
 }
 
+//  Ready once the group gave it an assignment (an empty one too): a
+//  replace drains the generation before only once this one is in the
+//  group, so that the partitions are never without a reader for more than
+//  the rebalance the old one's leaving starts. A group that does not
+//  answer within the session timeout does not hold the instance back.
+static bool s_ready(drv_node_t *node)
+{
+    kafka_rx_t *self = node->state;
+    if (!self->rk || drv_kafka_group_ever_assigned(self->group)) {
+        return true;
+    }
+    if (drv_time_mono_ms() < self->ready_deadline_ms) {
+        return false;
+    }
+    drv_warn("kafka ready without an assignment node=%s reason=\"the group gave none within session_timeout_ms\"",
+             node->id);
+    self->ready_deadline_ms = INT64_MAX;
+    return true;
+}
+
 static json_t *s_details(drv_node_t *node)
 {
     kafka_rx_t *self = node->state;
@@ -216,6 +237,10 @@ static int64_t s_timeout_ms(drv_node_t *node)
     }
     if (self->draining && !self->closing && (due < 0 || self->drain_deadline_ms < due)) {
         due = self->drain_deadline_ms;
+    }
+    bool waiting = !drv_kafka_group_ever_assigned(self->group) && self->ready_deadline_ms < INT64_MAX;
+    if (waiting && (due < 0 || self->ready_deadline_ms < due)) {
+        due = self->ready_deadline_ms; // READY without an assignment, then
     }
     return due < 0 ? -1 : due <= now ? 0 : due - now;
 }
@@ -260,6 +285,7 @@ static int s_consumer(kafka_rx_t *self, drv_node_t *node, const json_t *config, 
     //  default, the least a broker takes by default
     //  (group.min.session.timeout.ms); heartbeats go a sixth of it apart.
     json_int_t session = json_integer_value(json_object_get(config, "session_timeout_ms"));
+    self->ready_deadline_ms = drv_time_mono_ms() + session;
     char session_ms[32], heartbeat_ms[32];
     snprintf(session_ms, sizeof session_ms, "%lld", (long long)session);
     snprintf(heartbeat_ms, sizeof heartbeat_ms, "%lld", (long long)(session / 6 > 100 ? session / 6 : 100));
@@ -348,7 +374,16 @@ static void s_destroy(drv_node_t *node)
     }
     drv_kafka_messages_destroy(&self->messages);
     drv_kafka_wake_fini(&self->wake);
-    if (self->rk) {
+    //  librdkafka before 2.3 asserts when a cooperative-sticky consumer
+    //  that joined its group but was never given an assignment is
+    //  destroyed (its assignor has no state yet: librdkafka issue 4312),
+    //  and aborts the instance as it drains. Such a consumer has left the
+    //  group and holds nothing: it is left to the process's exit, which
+    //  follows.
+    if (self->rk && !drv_kafka_group_ever_assigned(self->group) && rd_kafka_version() < 0x020300ff) {
+        drv_info("kafka consumer left to the exit node=%s reason=\"never assigned (librdkafka issue 4312)\"",
+                 self->node->id);
+    } else if (self->rk) {
         rd_kafka_destroy_flags(self->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
     }
     drv_kafka_group_destroy(&self->group);
@@ -364,5 +399,6 @@ const drv_node_kind_t drv_receiver_kafka = {
     .timeout_ms = s_timeout_ms,
     .settled = s_settled,
     .details = s_details,
+    .ready = s_ready,
     .drain = s_drain,
 };
