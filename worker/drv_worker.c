@@ -233,10 +233,16 @@ static int s_loop(worker_t *self)
     if (self->feed) {
         drv_feed_start(self->feed);
     }
-    s_send_simple(self, DRV_MSG_READY);
-    drv_info("ready instance=%s", self->instance);
+    bool said_ready = false;
     self->next_heartbeat_ms = drv_time_mono_ms() + self->heartbeat_ms;
     while (!s_terminating) {
+        //  READY once every node can serve (a Kafka consumer in its group):
+        //  heartbeats go out before, the loop runs as it will after.
+        if (!said_ready && drv_dag_ready(self->dag)) {
+            s_send_simple(self, DRV_MSG_READY);
+            drv_info("ready instance=%s", self->instance);
+            said_ready = true;
+        }
         int64_t gen_wait_us = -1;
         //  An exporter holding as much as it may: take nothing new (the
         //  broker keeps what it has, HTTP receivers answer 429 themselves).

@@ -363,6 +363,17 @@ static int s_fd(drv_node_t *node, bool backlogged)
     return node->kind->fd && !(backlogged && node->kind->pauses_when_backlogged) ? node->kind->fd(node) : -1;
 }
 
+bool drv_dag_ready(drv_dag_t *self)
+{
+    for (size_t i = 0; i < self->count; i++) {
+        drv_node_t *node = &self->nodes[i];
+        if (node->kind->ready && !node->kind->ready(node)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 bool drv_dag_drained(drv_dag_t *self)
 {
     bool backlogged = drv_dag_backlogged(self);

@@ -62,6 +62,8 @@ int drv_dag_readable(drv_dag_t *self, size_t node);
 //  anything are all failing hands it to the next instance of the pipeline
 //  (drv_dag_handover.c; tried at most every 500 ms), so that it may exit.
 void drv_dag_hand_over(drv_dag_t *self);
+//  True when every node can serve (drv_node_kind_t.ready): the instance is READY.
+bool drv_dag_ready(drv_dag_t *self);
 //  A draining instance may exit: no node but an exporter behind (whose
 //  backlog the log keeps) has a descriptor left, and drv_dag_buffer_empty.
 bool drv_dag_drained(drv_dag_t *self);

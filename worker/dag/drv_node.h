@@ -46,6 +46,12 @@ typedef struct drv_node_kind_t {
     int (*readable)(drv_node_t *node);
     //  Milliseconds until the node has work without input (-1: none). NULL: -1.
     int64_t (*timeout_ms)(drv_node_t *node);
+    //  The node can serve: a receiver:kafka once its group gave it an
+    //  assignment (or its session timeout went by). The instance says
+    //  READY once every node is, so that a rollout drains the generation
+    //  before only once its successor reads (docs/operations.md, "What
+    //  each operation may repeat"). NULL: at once.
+    bool (*ready)(drv_node_t *node);
     //  The instance is draining: take nothing new, finish what was taken;
     //  fd says -1 once done. NULL: fd is not polled any more.
     void (*drain)(drv_node_t *node);
