@@ -48,10 +48,17 @@ class Supervisord:
     def start(self):
         self.proc = subprocess.Popen(["supervisord", "-c", self.conf], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
-        wait_until(lambda: os.path.exists(f"{self.dir}/s.sock"), 10, "supervisord socket")
+        wait_until(lambda: os.path.exists(f"{self.dir}/s.sock"), 30, "supervisord socket")
         self.rpc = xmlrpc.client.ServerProxy("http://localhost", transport=UnixTransport(f"{self.dir}/s.sock"))
-        wait_until(lambda: self.rpc.supervisor.getState()["statename"] == "RUNNING", 10, "supervisord up")
+        wait_until(self._running, 30, "supervisord up")
         return self
+
+    def _running(self):
+        #  Its socket is bound before it listens: refused meanwhile, not an error.
+        try:
+            return self.rpc.supervisor.getState()["statename"] == "RUNNING"
+        except ConnectionRefusedError:
+            return False
 
     def ctl(self, *args):
         """supervisorctl, as an operator or a deploy script runs it."""
