@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import tempfile
 import threading
 import time
 
@@ -144,6 +145,40 @@ class HostileFiles(FileReceiverBase):
         self.wait_bodies(["three"])
         self.assertEqual(self.restarts(), [0])
         self.assertTrue(os.path.exists(path + ".bad"), "kept beside for whoever looks")
+
+    def test_a_forged_checkpoint_naming_a_file_outside_the_globs_exports_nothing(self):
+        """A checkpoint is outside input: one planted in the directory that
+        names, by its device and inode, a file where no glob looks (and a
+        rotated sibling of it) is left be. Before, the pass over the
+        checkpoints looked for it in the directory it names and read it as
+        a file renamed away while nobody ran."""
+        logs = self.logdir()
+        log = os.path.join(logs, "app.log")
+        self.append(log, ["one"])
+        elsewhere = tempfile.mkdtemp(prefix="drv-secret-")
+        self.addCleanup(shutil.rmtree, elsewhere, True)
+        secret = os.path.join(elsewhere, "secret")
+        self.append(secret, ["not for export"])
+        self.append(secret + ".1", ["nor this"])
+        engine = self.start({"include": [f"{logs}/*.log"], "start_at": "beginning"}, heartbeat_ms=1000)
+        self.wait_bodies(["one"])
+        wait_until(lambda: self.checkpoint(log) == os.path.getsize(log), 10, "the checkpoint at the end")
+        engine.signal(signal.SIGKILL)
+        engine.wait_exit()
+        engine.log.close()
+        st = os.stat(secret)
+        directory = os.path.join(engine.run_dir, "buffer", "default", "files", "checkpoints")
+        with open(os.path.join(directory, f"{st.st_dev:x}-{st.st_ino:x}.json"), "w") as f:
+            json.dump({"dev": st.st_dev, "ino": st.st_ino, "fingerprint": {"bytes": 0, "crc32c": 0}, "offset": 0,
+                       "path": os.path.join(elsewhere, "gone"), "origin": secret}, f)
+        os.utime(os.path.join(directory, f"{st.st_dev:x}-{st.st_ino:x}.json"), (1, 1))  # older than the sibling
+        self.append(log, ["two"])
+        engine.start()
+        self.admin.wait_ready(20)
+        self.wait_bodies(["one", "two"])
+        engine.wait_log(r"following file path=.*app\.log from=\"its checkpoint\"", 10)
+        self.assertEqual(sorted(self.bodies()), ["one", "two"], "nothing from where no glob looks")
+        self.assertNotIn(f"following file path={elsewhere}", engine.log_text())
 
     def test_a_file_whose_name_is_not_utf8_is_checkpointed(self):
         logs = self.logdir()

@@ -122,6 +122,11 @@ static bool s_found_again(void *arg, const drv_checkpoint_t *checkpoint)
         !drv_tail_mine(self, checkpoint->dev, checkpoint->ino)) {
         return true;
     }
+    //  Only where the globs look (a checkpoint is outside input,
+    //  docs/security.md): one whose paths no glob matches is left be.
+    if (!drv_tail_globbed(self, checkpoint->origin) && !drv_tail_globbed(self, checkpoint->path)) {
+        return true;
+    }
     //  Still where its checkpoint says: not renamed away, only not followed
     //  yet (its lock held by an instance that lets it go once settled).
     //  Taken for gone, it would be read to its end, its checkpoint

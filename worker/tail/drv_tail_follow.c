@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,24 @@ bool drv_tail_mine(const drv_tail_t *self, uint64_t dev, uint64_t ino)
     uint64_t h = (dev * 0x9E3779B97F4A7C15ull) ^ (ino * 0xC2B2AE3D27D4EB4Full);
     h ^= h >> 29;
     return self->members > 0 && (self->members == 1 || (int)(h % (uint64_t)self->members) == self->rank);
+}
+
+static bool s_matches(const json_t *globs, const char *path)
+{
+    size_t i;
+    json_t *glob_;
+    json_array_foreach((json_t *)globs, i, glob_)
+    {
+        if (fnmatch(json_string_value(glob_), path, FNM_PATHNAME) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool drv_tail_globbed(const drv_tail_t *self, const char *path)
+{
+    return s_matches(self->config.include, path) && !s_matches(self->config.exclude, path);
 }
 
 file_t *drv_tail_known(drv_tail_t *self, uint64_t dev, uint64_t ino)

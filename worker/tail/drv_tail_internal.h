@@ -99,6 +99,8 @@ void drv_tail_check(file_t *file, const struct stat *seen);
 //  hashed over the newest generation's instances); the file followed by
 //  that identity, or NULL.
 bool drv_tail_mine(const drv_tail_t *self, uint64_t dev, uint64_t ino);
+//  True when an include glob matches path and no exclude glob does.
+bool drv_tail_globbed(const drv_tail_t *self, const char *path);
 file_t *drv_tail_known(drv_tail_t *self, uint64_t dev, uint64_t ino);
 typedef enum { DRV_TAIL_FOLLOWED, DRV_TAIL_BUSY, DRV_TAIL_NOT } drv_tail_follow_t;
 //  Starts following path (st: its stat) when its lock is free (BUSY:

@@ -17,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <glob.h>
 #include <libgen.h>
 #include <limits.h>
@@ -51,19 +50,6 @@ static void s_members(drv_tail_t *self)
     }
 }
 
-static bool s_excluded(const drv_tail_t *self, const char *path)
-{
-    size_t i;
-    json_t *glob_;
-    json_array_foreach((json_t *)self->config.exclude, i, glob_)
-    {
-        if (fnmatch(json_string_value(glob_), path, FNM_PATHNAME) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 //  Where path's file must be once opened: the real directory of the glob's
 //  part without a wildcard, then the directories its wildcards matched, as
 //  they are named (none of them a link). False when that cannot be known.
@@ -92,7 +78,7 @@ static void s_found(drv_tail_t *self, const char *pattern, const char *path)
         return;
     }
     struct stat st;
-    if (s_excluded(self, path) || lstat(path, &st) != 0) {
+    if (!drv_tail_globbed(self, path) || lstat(path, &st) != 0) {
         return;
     }
     bool link = S_ISLNK(st.st_mode);
