@@ -106,6 +106,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/otlp_attr.py 2 --smoke; else $PY bench/otlp_attr.py 6; fi
     echo
+    echo "## B29 exactness under change: lines read twice per operation, files and Kafka"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/exactness.py 1 --smoke; else $PY bench/exactness.py 3; fi
+    echo
     echo "## B8 scale (many pipelines, many replaces)"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scale.py 5 2 1; else $PY bench/scale.py 200 40 60; fi
