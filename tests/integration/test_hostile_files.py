@@ -147,38 +147,48 @@ class HostileFiles(FileReceiverBase):
         self.assertTrue(os.path.exists(path + ".bad"), "kept beside for whoever looks")
 
     def test_a_forged_checkpoint_naming_a_file_outside_the_globs_exports_nothing(self):
-        """A checkpoint is outside input: one planted in the directory that
-        names, by its device and inode, a file where no glob looks (and a
-        rotated sibling of it) is left be. Before, the pass over the
-        checkpoints looked for it in the directory it names and read it as
-        a file renamed away while nobody ran."""
+        """A checkpoint is outside input: planted in the directory, one that
+        names by device and inode a file where no glob looks, and one whose
+        path a glob matches through a directory link pointing elsewhere,
+        are both left be, and so are the rotated siblings they would lead
+        to. Before, the pass over the checkpoints looked for the file in
+        the directory the checkpoint names and read it as one renamed away
+        while nobody ran."""
         logs = self.logdir()
-        log = os.path.join(logs, "app.log")
+        os.makedirs(os.path.join(logs, "app"))
+        log = os.path.join(logs, "app", "app.log")
         self.append(log, ["one"])
         elsewhere = tempfile.mkdtemp(prefix="drv-secret-")
         self.addCleanup(shutil.rmtree, elsewhere, True)
-        secret = os.path.join(elsewhere, "secret")
-        self.append(secret, ["not for export"])
-        self.append(secret + ".1", ["nor this"])
-        engine = self.start({"include": [f"{logs}/*.log"], "start_at": "beginning"}, heartbeat_ms=1000)
+        secrets = [os.path.join(elsewhere, name) for name in ("secret", "key.log")]
+        for secret in secrets:
+            self.append(secret, [f"not for export: {secret}"])
+            self.append(secret + ".1", [f"nor this: {secret}"])
+        os.symlink(elsewhere, os.path.join(logs, "evil"))  # matched by the glob's wildcard
+        engine = self.start({"include": [f"{logs}/*/*.log"], "start_at": "beginning"}, heartbeat_ms=1000)
         self.wait_bodies(["one"])
         wait_until(lambda: self.checkpoint(log) == os.path.getsize(log), 10, "the checkpoint at the end")
         engine.signal(signal.SIGKILL)
         engine.wait_exit()
         engine.log.close()
-        st = os.stat(secret)
         directory = os.path.join(engine.run_dir, "buffer", "default", "files", "checkpoints")
-        with open(os.path.join(directory, f"{st.st_dev:x}-{st.st_ino:x}.json"), "w") as f:
-            json.dump({"dev": st.st_dev, "ino": st.st_ino, "fingerprint": {"bytes": 0, "crc32c": 0}, "offset": 0,
-                       "path": os.path.join(elsewhere, "gone"), "origin": secret}, f)
-        os.utime(os.path.join(directory, f"{st.st_dev:x}-{st.st_ino:x}.json"), (1, 1))  # older than the sibling
+        for secret, path in zip(secrets, (os.path.join(elsewhere, "gone"), os.path.join(logs, "evil", "gone.log"))):
+            st = os.stat(secret)
+            name = os.path.join(directory, f"{st.st_dev:x}-{st.st_ino:x}.json")
+            with open(name, "w") as f:
+                json.dump({"dev": st.st_dev, "ino": st.st_ino, "fingerprint": {"bytes": 0, "crc32c": 0},
+                           "offset": 0, "path": path, "origin": secret}, f)
+            os.utime(name, (1, 1))  # older than the siblings
         self.append(log, ["two"])
         engine.start()
         self.admin.wait_ready(20)
         self.wait_bodies(["one", "two"])
         engine.wait_log(r"following file path=.*app\.log from=\"its checkpoint\"", 10)
+        #  The pass over the checkpoints ran before "two" was read: anything
+        #  it exported would be out by now.
         self.assertEqual(sorted(self.bodies()), ["one", "two"], "nothing from where no glob looks")
         self.assertNotIn(f"following file path={elsewhere}", engine.log_text())
+        self.assertNotIn(f"following file path={logs}/evil", engine.log_text())
 
     def test_a_file_whose_name_is_not_utf8_is_checkpointed(self):
         logs = self.logdir()

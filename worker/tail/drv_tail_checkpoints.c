@@ -59,8 +59,9 @@ static bool s_compressed(const char *name)
 }
 
 //  The rotated siblings of a file renamed away while nobody read it:
-//  named `<the name it was first followed under>.*` in dir (real: its
-//  real path), not compressed, written after its checkpoint was saved,
+//  named `<the name it was first followed under>.*` in dir (real: where
+//  it must be opened), not compressed nor excluded, written after (or as)
+//  its checkpoint was saved,
 //  and neither followed nor checkpointed by anyone (what was would have a
 //  checkpoint). Rotated twice while down, the first is found by its
 //  identity and the second only so: read from its start, gone, with the
@@ -82,8 +83,8 @@ static void s_siblings(drv_tail_t *self, const char *dir, const char *real, cons
         drv_checkpoint_t has;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
-            (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec <= checkpoint->saved_ns ||
-            drv_tail_known(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino) ||
+            (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < checkpoint->saved_ns ||
+            drv_tail_excluded(self, path) || drv_tail_known(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino) ||
             !drv_tail_mine(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino) ||
             drv_checkpoint_load(self->dir, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &has)) {
             continue;
@@ -122,11 +123,20 @@ static bool s_found_again(void *arg, const drv_checkpoint_t *checkpoint)
         !drv_tail_mine(self, checkpoint->dev, checkpoint->ino)) {
         return true;
     }
-    //  Only where the globs look (a checkpoint is outside input,
-    //  docs/security.md): one whose paths no glob matches is left be.
-    if (!drv_tail_globbed(self, checkpoint->origin) && !drv_tail_globbed(self, checkpoint->path)) {
+    //  Only where the globs look, in the directories they match (a
+    //  checkpoint is outside input, docs/security.md): one whose path no
+    //  glob matches, or whose directory is not the one the glob's
+    //  wildcards matched (a link), is left be. Its origin names the pod
+    //  only when a glob matches it too.
+    char real[PATH_MAX];
+    if (!drv_tail_where(self, checkpoint->path, real, sizeof real)) {
         return true;
     }
+    drv_checkpoint_t one = *checkpoint;
+    if (!drv_tail_globbed(self, one.origin)) {
+        memcpy(one.origin, one.path, sizeof one.origin);
+    }
+    checkpoint = &one;
     //  Still where its checkpoint says: not renamed away, only not followed
     //  yet (its lock held by an instance that lets it go once settled).
     //  Taken for gone, it would be read to its end, its checkpoint
@@ -137,10 +147,9 @@ static bool s_found_again(void *arg, const drv_checkpoint_t *checkpoint)
         pass->waiting += s_busy(self, checkpoint->dev, checkpoint->ino);
         return true;
     }
-    char dir[4096], real[PATH_MAX], path[4400];
+    char dir[4096], path[4400];
     drv_tail_dirname(checkpoint->path, dir, sizeof dir);
-    bool in_dir = realpath(dir, real) != NULL;
-    if (in_dir && s_find(dir, checkpoint, path, sizeof path, &st)) {
+    if (s_find(dir, checkpoint, path, sizeof path, &st)) {
         drv_tail_follow_t followed = drv_tail_follow(self, path, &st, true, real, false, checkpoint->origin);
         pass->waiting += followed == DRV_TAIL_BUSY; // its reader lets it go later: looked for again
         if (followed == DRV_TAIL_FOLLOWED) {
@@ -156,9 +165,7 @@ static bool s_found_again(void *arg, const drv_checkpoint_t *checkpoint)
     drv_warn("file gone while nobody read it path=%s offset=%lld", checkpoint->path, (long long)checkpoint->offset);
     drv_checkpoint_forget(self->dir, checkpoint->dev, checkpoint->ino);
     close(lock);
-    if (in_dir) {
-        s_siblings(self, dir, real, checkpoint);
-    }
+    s_siblings(self, dir, real, checkpoint);
     return true;
 }
 

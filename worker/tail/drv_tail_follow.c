@@ -43,6 +43,42 @@ bool drv_tail_globbed(const drv_tail_t *self, const char *path)
     return s_matches(self->config.include, path) && !s_matches(self->config.exclude, path);
 }
 
+bool drv_tail_excluded(const drv_tail_t *self, const char *path)
+{
+    return s_matches(self->config.exclude, path);
+}
+
+bool drv_tail_expected_dir(const char *pattern, const char *path, char *out, size_t len)
+{
+    char fixed[4096], dir[4096], real[PATH_MAX];
+    drv_tail_fixed_dir(pattern, fixed, sizeof fixed);
+    drv_tail_dirname(path, dir, sizeof dir);
+    size_t prefix = strlen(fixed);
+    if (strncmp(dir, fixed, prefix) != 0 || !realpath(fixed, real)) {
+        return false;
+    }
+    const char *rest = dir + prefix;
+    bool root = !strcmp(real, "/");
+    return (size_t)snprintf(out, len, "%s%s", root && rest[0] == '/' ? "" : real, rest) < len;
+}
+
+bool drv_tail_where(const drv_tail_t *self, const char *path, char *dir, size_t len)
+{
+    if (s_matches(self->config.exclude, path)) {
+        return false;
+    }
+    size_t i;
+    json_t *glob_;
+    json_array_foreach((json_t *)self->config.include, i, glob_)
+    {
+        const char *pattern = json_string_value(glob_);
+        if (fnmatch(pattern, path, FNM_PATHNAME) == 0 && drv_tail_expected_dir(pattern, path, dir, len)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 file_t *drv_tail_known(drv_tail_t *self, uint64_t dev, uint64_t ino)
 {
     return drv_tail_index_get(&self->index, dev, ino);
@@ -123,7 +159,7 @@ static const char *s_from(drv_tail_t *self, file_t *file, int64_t size)
             snprintf(file->origin, sizeof file->origin, "%s", checkpoint.origin);
             return "its checkpoint";
         }
-    } else if (!self->started_before && !self->scanned && !self->config.start_at_beginning) {
+    } else if (!self->started_before && !self->config.start_at_beginning) {
         file->pub.offset = size;
         return "its end (start_at: end)";
     }

@@ -51,8 +51,9 @@ struct drv_tail_t {
     drv_tail_index_t by_path; // and by path (drv_tail_index_path, 0)
     drv_tail_file_t **views;  // drv_tail_files
     size_t views_cap;
-    bool scanned, started_before; // scanned: the checkpoints' pass is done (none waits for another instance)
-    size_t waiting;               // checkpoints the last pass found held by another instance
+    bool scanned;        // the checkpoints' pass is done (none waits for another instance)
+    bool started_before; // the pipeline read files before (the marker), or this instance's first whole scan is done
+    size_t waiting;      // checkpoints the last pass found held by another instance
     int inotify_fd;
     char **watched; // by watch descriptor: the directory watched (for the names events give)
     size_t watched_cap;
@@ -99,8 +100,18 @@ void drv_tail_check(file_t *file, const struct stat *seen);
 //  hashed over the newest generation's instances); the file followed by
 //  that identity, or NULL.
 bool drv_tail_mine(const drv_tail_t *self, uint64_t dev, uint64_t ino);
-//  True when an include glob matches path and no exclude glob does.
+//  True when an include glob matches path and no exclude glob does; when
+//  an exclude glob does.
 bool drv_tail_globbed(const drv_tail_t *self, const char *path);
+bool drv_tail_excluded(const drv_tail_t *self, const char *path);
+//  Where path's file must be once opened (docs/security.md): the real
+//  directory of pattern's part without a wildcard, then the directories
+//  its wildcards matched, as they are named (none of them a link). False
+//  when that cannot be known.
+bool drv_tail_expected_dir(const char *pattern, const char *path, char *out, size_t len);
+//  The same for the include glob that matches path (none excluding it):
+//  false when none does.
+bool drv_tail_where(const drv_tail_t *self, const char *path, char *dir, size_t len);
 file_t *drv_tail_known(drv_tail_t *self, uint64_t dev, uint64_t ino);
 typedef enum { DRV_TAIL_FOLLOWED, DRV_TAIL_BUSY, DRV_TAIL_NOT } drv_tail_follow_t;
 //  Starts following path (st: its stat) when its lock is free (BUSY:

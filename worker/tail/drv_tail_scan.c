@@ -50,23 +50,6 @@ static void s_members(drv_tail_t *self)
     }
 }
 
-//  Where path's file must be once opened: the real directory of the glob's
-//  part without a wildcard, then the directories its wildcards matched, as
-//  they are named (none of them a link). False when that cannot be known.
-static bool s_expected_dir(const char *pattern, const char *path, char *out, size_t len)
-{
-    char fixed[4096], dir[4096], real[PATH_MAX];
-    drv_tail_fixed_dir(pattern, fixed, sizeof fixed);
-    drv_tail_dirname(path, dir, sizeof dir);
-    size_t prefix = strlen(fixed);
-    if (strncmp(dir, fixed, prefix) != 0 || !realpath(fixed, real)) {
-        return false;
-    }
-    const char *rest = dir + prefix;
-    bool root = !strcmp(real, "/");
-    return (size_t)snprintf(out, len, "%s%s", root && rest[0] == '/' ? "" : real, rest) < len;
-}
-
 static void s_found(drv_tail_t *self, const char *pattern, const char *path)
 {
     //  A file followed under this name, in a watched directory, that no
@@ -98,7 +81,7 @@ static void s_found(drv_tail_t *self, const char *pattern, const char *path)
         char in_dir[4096];
         bool named = !s_wild(pattern);
         if (!drv_tail_mine(self, (uint64_t)st.st_dev, (uint64_t)st.st_ino) ||
-            (!named && !s_expected_dir(pattern, path, in_dir, sizeof in_dir))) {
+            (!named && !drv_tail_expected_dir(pattern, path, in_dir, sizeof in_dir))) {
             return;
         }
         drv_tail_follow(self, path, &st, false, named ? NULL : in_dir, link, NULL);
@@ -177,6 +160,7 @@ bool drv_tail_scan(drv_tail_t *self, int64_t now_ms)
         self->scanned = waiting == 0;
         if (!self->started_before) {
             drv_checkpoint_mark_started(self->dir);
+            self->started_before = true; // what is found from now on was not there at the first start
         }
     }
     return short_;
