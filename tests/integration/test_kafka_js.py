@@ -14,7 +14,7 @@ import unittest
 
 from harness import free_port, wait_until
 from test_kafka import Kafka
-from test_otel_sdk import CLIENT, install_client
+from test_otel_sdk import CLIENT, JsClients
 
 JS = os.path.join(CLIENT, "kafka_client.js")
 
@@ -26,12 +26,7 @@ def kafkajs(*args, timeout=120):
     return json.loads(out.stdout)
 
 
-class KafkaJs(Kafka):
-    @classmethod
-    def setUpClass(cls):
-        why = install_client()
-        if why:
-            raise unittest.SkipTest(why)
+class KafkaJs(JsClients, Kafka):
 
     def test_what_kafkajs_produces_is_read_through_a_replace(self):
         cluster = self.cluster(3, [("in", 6)])

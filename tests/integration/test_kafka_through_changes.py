@@ -91,7 +91,8 @@ class KafkaThroughChanges(Kafka):
         self.assertIn(status, (200, 202), body)
         rid = body["rollout_id"]
         rollout(rid, ("paused",))
-        time.sleep(3)  # the canary reads beside generation 1 for a while: part of the schedule
+        mark = produced[0] + 1500  # the canary reads beside generation 1 while 1,500 more are produced
+        wait_until(lambda: produced[0] >= mark, 60, "messages produced during the canary's hold")
         self.assertEqual(self.admin.http("POST", f"{PIPE}/rollouts/{rid}/promote", body={})[0], 200)
         done = rollout(rid, ("succeeded", "failed"))
         self.assertEqual(done["state"], "succeeded", done)

@@ -46,12 +46,19 @@ def install_client():
     return None
 
 
-class OtelSdk(EngineTest):
+class JsClients:
+    """A test class driving clients from tests/otel-js: installed once, the
+    class skipped without node, npm or the npm registry."""
+
     @classmethod
     def setUpClass(cls):
+        super().setUpClass()
         why = install_client()
         if why:
             raise unittest.SkipTest(why)
+
+
+class OtelSdk(JsClients, EngineTest):
 
     def setUp(self):
         self.start_admin_engine()
