@@ -89,7 +89,7 @@ int drv_bench_node_loop(const char *kind, double seconds)
     drv_spec_set_script_check(drv_lua_script_check, NULL);
     json_t *spec = s_spec(kind);
     char err[300];
-    drv_dag_identity_t who = {"bench", "bench", 1, 0, NULL, 1};
+    drv_dag_identity_t who = {"bench", "bench", 1, 0, NULL, 1, NULL};
     drv_dag_t *dag = spec ? drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err) : NULL;
     if (!dag) {
         fprintf(stderr, "cannot build the DAG: %s\n", spec ? err : "bad spec");

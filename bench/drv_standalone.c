@@ -65,7 +65,7 @@ static int s_run(const char *spec_path)
         return DRV_WORKER_EXIT_USAGE;
     }
     char err[200];
-    drv_dag_identity_t who = {"standalone", "standalone", 1, 0, NULL, 1};
+    drv_dag_identity_t who = {"standalone", "standalone", 1, 0, NULL, 1, NULL};
     drv_dag_t *dag = drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err);
     if (!dag) {
         drv_error("cannot start reason=\"%s\"", err);

@@ -30,7 +30,8 @@ int drv_probe_main(void)
                               json_integer_value(json_object_get(input, "generation")),
                               (int)json_integer_value(json_object_get(input, "core")),
                               NULL,
-                              1};
+                              1,
+                              NULL};
     drv_problems_t *problems = drv_problems_new();
     drv_dag_probe(spec, &who, drv_nodes_kinds(), problems);
     json_t *out = json_pack("{s:o}", "problems", drv_problems_to_json(problems));

@@ -147,8 +147,8 @@ static int s_fetch_spec(worker_t *self, int64_t *spec_us)
         char *sep = strchr(msg.pipeline, ':');
         char group[128];
         snprintf(group, sizeof group, "%.*s", sep ? (int)(sep - msg.pipeline) : 0, msg.pipeline);
-        drv_dag_identity_t who = {
-            group, sep ? sep + 1 : msg.pipeline, msg.generation, (int)msg.core, msg.buffer_dir, s_shares(msg.spec)};
+        drv_dag_identity_t who = {group,          sep ? sep + 1 : msg.pipeline, msg.generation, (int)msg.core,
+                                  msg.buffer_dir, s_shares(msg.spec),           msg.run_dir};
         self->dag = drv_dag_new(msg.spec, &who, drv_nodes_kinds(), err, sizeof err);
         if (!self->dag) {
             drv_error("instance cannot start instance=%s reason=\"%s\"", self->instance, err);

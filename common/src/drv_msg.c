@@ -42,7 +42,7 @@ static const field_def_t s_fields[DRV_F_COUNT] = {
     INT(heartbeat_ms), INT(credit_window), INT(n),          INT(records_in), INT(records_out),
     INT(errors),       INT(batches),       BOOL(ok),        BOOL(reset),     JSON(spec),
     JSON(receivers),   BOOL(synced),       JSON(nodes),     STR(buffer_dir), JSON(buffer),
-    INT(acked),        INT(ring_fd),       INT(ring_bytes),
+    INT(acked),        INT(ring_fd),       INT(ring_bytes), STR(run_dir),
 };
 
 #define B(f) (1u << (f))
@@ -59,7 +59,7 @@ static const type_def_t s_types[DRV_MSG_TYPE_COUNT] = {
     {"spec",
      B(DRV_F_INSTANCE) | B(DRV_F_PIPELINE) | B(DRV_F_GENERATION) | B(DRV_F_CORE) | B(DRV_F_SPEC) |
          B(DRV_F_HEARTBEAT_MS) | B(DRV_F_CREDIT_WINDOW) | B(DRV_F_DATA_ENDPOINT),
-     B(DRV_F_BUFFER_DIR)},
+     B(DRV_F_BUFFER_DIR) | B(DRV_F_RUN_DIR)},
     {"ready", B(DRV_F_INSTANCE), 0},
     {"init_failed", B(DRV_F_INSTANCE) | B(DRV_F_REASON), 0},
     {"heartbeat", B(DRV_F_INSTANCE),

@@ -130,6 +130,7 @@ static void s_send_spec(drv_engine_t *engine, drv_instance_t *inst)
     drv_msg_set_int(&msg, DRV_F_CREDIT_WINDOW, engine->config->credit_window);
     drv_msg_set_str(&msg, DRV_F_DATA_ENDPOINT, engine->data_endpoint);
     drv_msg_set_str(&msg, DRV_F_BUFFER_DIR, engine->config->buffer_dir);
+    drv_msg_set_str(&msg, DRV_F_RUN_DIR, engine->config->run_dir);
     drv_msg_send(engine->control, inst->id, &msg, true);
     drv_msg_clear(&msg);
 }

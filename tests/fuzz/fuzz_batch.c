@@ -28,7 +28,7 @@ static drv_dag_t *s_build(void)
         "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/dev/null\",\"format\":\"ndjson\"}},"
         "\"raw\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/dev/null\",\"format\":\"msgpack\"}}}}",
         0, NULL);
-    drv_dag_identity_t who = {"fuzz", "batch", 1, 0, NULL, 1};
+    drv_dag_identity_t who = {"fuzz", "batch", 1, 0, NULL, 1, NULL};
     char err[300];
     drv_dag_t *dag = drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err);
     json_decref(spec);

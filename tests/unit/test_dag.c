@@ -55,7 +55,7 @@ static drv_dag_t *s_dag(const char *nodes_json, const char *name)
         fail_msg("bad JSON %s", jerr.text);
     }
     json_t *spec = json_pack("{s:o}", "nodes", nodes);
-    drv_dag_identity_t who = {"default", "p", 2, 1, NULL, 1};
+    drv_dag_identity_t who = {"default", "p", 2, 1, NULL, 1, NULL};
     char err[300];
     drv_dag_t *dag = drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err);
     json_decref(spec);
@@ -232,7 +232,7 @@ static void test_full_disk_holds_the_batch_unsettled_without_blocking(void **sta
                               "\"tcp://127.0.0.1:1\"},\"to\":[\"out\"]},"
                               "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/dev/full\"}}}}",
                               0, NULL);
-    drv_dag_identity_t who = {"default", "p", 1, 0, NULL, 1};
+    drv_dag_identity_t who = {"default", "p", 1, 0, NULL, 1, NULL};
     char err[300];
     drv_dag_t *dag = drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err);
     assert_non_null(dag);
@@ -262,7 +262,7 @@ static void test_unopenable_file_fails_init(void **state)
         json_loads("{\"nodes\":{\"in\":{\"type\":\"receiver:generator\",\"config\":{},\"to\":[\"out\"]},"
                    "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"/proc/none/{core}.ndjson\"}}}}",
                    0, NULL);
-    drv_dag_identity_t who = {"default", "p", 1, 3, NULL, 1};
+    drv_dag_identity_t who = {"default", "p", 1, 3, NULL, 1, NULL};
     char err[300];
     assert_null(drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err));
     assert_non_null(strstr(err, "node out: cannot open /proc/none/3.ndjson"));
@@ -324,7 +324,7 @@ static void test_symlinked_output_is_refused(void **state)
              "\"out\":{\"type\":\"exporter:file\",\"config\":{\"path\":\"%s\"}}}}",
              link);
     json_t *spec = json_loads(json, 0, NULL);
-    drv_dag_identity_t who = {"default", "p", 1, 0, NULL, 1};
+    drv_dag_identity_t who = {"default", "p", 1, 0, NULL, 1, NULL};
     char err[300];
     assert_null(drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err));
     assert_non_null(strstr(err, "symbolic link"));

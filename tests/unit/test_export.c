@@ -90,7 +90,7 @@ static drv_dag_t *s_dag(int port)
              port);
     json_t *spec = json_loads(json, 0, NULL);
     assert_non_null(spec);
-    drv_dag_identity_t who = {"default", "p", 1, 0, NULL, 1};
+    drv_dag_identity_t who = {"default", "p", 1, 0, NULL, 1, NULL};
     char err[300];
     drv_dag_t *dag = drv_dag_new(spec, &who, drv_nodes_kinds(), err, sizeof err);
     json_decref(spec);

@@ -83,11 +83,12 @@ static void test_every_message_round_trips(void **state)
 static void test_every_message_refuses_each_missing_required_field(void **state)
 {
     (void)state;
-    static const char *names[] = {
-        "role",        "instance",   "pipeline",   "node",         "endpoint",      "reason",  "data_endpoint",
-        "pid",         "generation", "core",       "heartbeat_ms", "credit_window", "n",       "records_in",
-        "records_out", "errors",     "batches",    "ok",           "reset",         "spec",    "receivers",
-        "synced",      "nodes",      "buffer_dir", "buffer",       "acked",         "ring_fd", "ring_bytes"};
+    static const char *names[] = {"role",         "instance",      "pipeline",   "node",       "endpoint",
+                                  "reason",       "data_endpoint", "pid",        "generation", "core",
+                                  "heartbeat_ms", "credit_window", "n",          "records_in", "records_out",
+                                  "errors",       "batches",       "ok",         "reset",      "spec",
+                                  "receivers",    "synced",        "nodes",      "buffer_dir", "buffer",
+                                  "acked",        "ring_fd",       "ring_bytes", "run_dir"};
     _Static_assert(sizeof names / sizeof *names == DRV_F_COUNT, "one name per field");
     int refusals = 0;
     for (int type = 0; type < DRV_MSG_TYPE_COUNT; type++) {

@@ -76,6 +76,7 @@ static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, con
     self->who.core = who->core;
     self->who.shares = who->shares;
     self->who.buffer_dir = who->buffer_dir ? strdup(who->buffer_dir) : NULL;
+    self->who.run_dir = who->run_dir ? strdup(who->run_dir) : NULL;
     self->spec_buffers = zlist_new();
     msgpack_zone_init(&self->spec_zone, 4096);
     msgpack_zone_init(&self->batch_zone, 64 * 1024);
@@ -173,6 +174,7 @@ void drv_dag_destroy(drv_dag_t **self_p)
     free((char *)self->who.group);
     free((char *)self->who.pipeline);
     free((char *)self->who.buffer_dir);
+    free((char *)self->who.run_dir);
     drv_buffer_close(&self->buffer);
     drv_memory_log_destroy(&self->memory);
     msgpack_sbuffer_destroy(&self->packing);

@@ -20,6 +20,7 @@ typedef struct {
     int core;
     const char *buffer_dir; // engine.buffer_dir (disk buffers live under it), or NULL
     int shares;             // instances the pipeline runs (they split policies.buffer.max_bytes)
+    const char *run_dir;    // engine.run_dir: where the engine's instances meet (locks), or NULL
 } drv_dag_identity_t;
 
 //  The kinds a DAG builds its nodes from, handed over by whoever builds it

@@ -39,9 +39,11 @@ struct drv_kafka_group_t {
     drv_ring_t pending;                        // pending_t, oldest input first
     rd_kafka_topic_partition_list_t *revoking; // an unassign deferred until settled
     int64_t revoke_deadline_ms;
-    bool paused;   // every partition, for backpressure or the drain
-    bool closing;  // leaving the group
-    bool assigned; // the group gave it an assignment at least once
+    bool paused;       // every partition, for backpressure or the drain
+    bool closing;      // leaving the group
+    bool assigned;     // the group gave it an assignment at least once
+    bool manual;       // no group: drover's instances divide the partitions (drv_kafka_claims.h)
+    int64_t warned_ms; // a commit refused in manual mode, said at most every 5 s
     //  Offsets stored since the start (stored) and up to which a commit
     //  succeeded (committed); one commit at a time.
     uint64_t stored, committing_upto, committed;
@@ -104,8 +106,16 @@ static void s_committed(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_
         //  meanwhile (what is read and not committed is read again by
         //  whoever the group gives the partition to).
         drv_debug("kafka commit failed node=%s reason=\"%s\"", self->node, rd_kafka_err2str(err));
-        self->refused |= err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS ||
-                         err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION || err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID;
+        if (self->manual && now - self->warned_ms >= 5000) {
+            //  No rebalance to wait for: the group has members of its own.
+            self->warned_ms = now;
+            drv_warn("kafka commit refused node=%s reason=\"%s\" hint=\"assignment: node needs a group_id no "
+                     "consumer group uses\"",
+                     self->node, rd_kafka_err2str(err));
+        }
+        self->refused |= !self->manual &&
+                         (err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS ||
+                          err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION || err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID);
         self->commit_due_ms = now + COMMIT_RETRY_MS;
     }
 }
@@ -170,9 +180,11 @@ void drv_kafka_group_pause(drv_kafka_group_t *self, bool pause)
     self->paused = pause;
 }
 
-static bool s_cooperative(drv_kafka_group_t *self)
+//  Assignments change a partition at a time: cooperative rebalancing, or
+//  partitions drover's instances divide among themselves.
+static bool s_incremental(drv_kafka_group_t *self)
 {
-    return !strcmp(rd_kafka_rebalance_protocol(self->rk), "COOPERATIVE");
+    return self->manual || !strcmp(rd_kafka_rebalance_protocol(self->rk), "COOPERATIVE");
 }
 
 //  The deferred unassign, now: what was settled of the revoked partitions
@@ -190,8 +202,9 @@ void drv_kafka_group_let_go(drv_kafka_group_t *self)
             part->unsettled = 0;
         }
     }
-    rd_kafka_error_t *error = s_cooperative(self) ? rd_kafka_incremental_unassign(self->rk, self->revoking) : NULL;
-    if (!s_cooperative(self)) {
+    bool incremental = s_incremental(self);
+    rd_kafka_error_t *error = incremental ? rd_kafka_incremental_unassign(self->rk, self->revoking) : NULL;
+    if (!incremental) {
         rd_kafka_assign(self->rk, NULL);
     }
     if (error) {
@@ -228,66 +241,89 @@ static void s_revoke_if_done(drv_kafka_group_t *self)
     drv_kafka_group_let_go(self);
 }
 
+void drv_kafka_group_assign(drv_kafka_group_t *self, rd_kafka_topic_partition_list_t *list)
+{
+    self->assigned = true;
+    if (!self->manual) {
+        drv_kafka_group_let_go(self); // one still waiting goes first: the group has moved on
+    }
+    for (int i = 0; i < list->cnt; i++) {
+        part_t *part = s_part(self, list->elems[i].topic, list->elems[i].partition);
+        if (part) {
+            part->assigned = true;
+            part->revoking = false;
+            part->epoch++;
+            part->unsettled = 0;
+            part->next = part->stored = part->committing = part->committed = -1;
+        }
+    }
+    bool incremental = s_incremental(self);
+    rd_kafka_error_t *error = incremental ? rd_kafka_incremental_assign(self->rk, list) : NULL;
+    if (!incremental) {
+        rd_kafka_assign(self->rk, list);
+    }
+    if (error) {
+        drv_warn("kafka assign failed node=%s reason=\"%s\"", self->node, rd_kafka_error_string(error));
+        rd_kafka_error_destroy(error);
+    }
+    if (self->paused || self->closing) {
+        rd_kafka_pause_partitions(self->rk, list);
+    } else {
+        rd_kafka_resume_partitions(self->rk, list); // a pause from an earlier assignment does not stay
+    }
+    s_log_list("assigned", self, list);
+}
+
+void drv_kafka_group_revoke(drv_kafka_group_t *self, const rd_kafka_topic_partition_list_t *list, bool lost)
+{
+    drv_kafka_group_let_go(self);
+    self->revoking = rd_kafka_topic_partition_list_copy(list);
+    self->revoke_deadline_ms = drv_time_mono_ms() + REVOKE_WAIT_MS;
+    for (int i = 0; i < list->cnt; i++) {
+        part_t *part = s_part(self, list->elems[i].topic, list->elems[i].partition);
+        if (part) {
+            part->revoking = true;
+        }
+    }
+    rd_kafka_pause_partitions(self->rk, self->revoking); // nothing more is read of them
+    if (lost && !self->closing && self->committed != self->stored) {
+        //  The group took them before what was read of them was
+        //  committed (a member's session expired, a SyncGroup failed).
+        s_log_list("lost uncommitted (their next owner reads again what was not committed)", self, list);
+    }
+    if (!s_incremental(self) || self->closing || lost) {
+        drv_kafka_group_let_go(self);
+    } else {
+        self->commit_due_ms = drv_time_mono_ms(); // what settled is committed now, the group waiting
+        s_revoke_if_done(self);
+    }
+}
+
 static void s_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *list, void *opaque)
 {
     drv_kafka_group_t *self = opaque;
-    bool cooperative = s_cooperative(self);
     self->refused = false; // the group said who reads what: a commit may land again
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-        self->assigned = true;
-        drv_kafka_group_let_go(self); // one still waiting goes first: the group has moved on
-        for (int i = 0; i < list->cnt; i++) {
-            part_t *part = s_part(self, list->elems[i].topic, list->elems[i].partition);
-            if (part) {
-                part->assigned = true;
-                part->revoking = false;
-                part->epoch++;
-                part->unsettled = 0;
-                part->next = part->stored = part->committing = part->committed = -1;
-            }
-        }
-        rd_kafka_error_t *error = cooperative ? rd_kafka_incremental_assign(rk, list) : NULL;
-        if (!cooperative) {
-            rd_kafka_assign(rk, list);
-        }
-        if (error) {
-            drv_warn("kafka assign failed node=%s reason=\"%s\"", self->node, rd_kafka_error_string(error));
-            rd_kafka_error_destroy(error);
-        }
-        if (self->paused || self->closing) {
-            rd_kafka_pause_partitions(rk, list);
-        } else {
-            rd_kafka_resume_partitions(rk, list); // a pause from an earlier assignment does not stay
-        }
-        s_log_list("assigned", self, list);
+        drv_kafka_group_assign(self, list);
     } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
-        drv_kafka_group_let_go(self);
-        self->revoking = rd_kafka_topic_partition_list_copy(list);
-        self->revoke_deadline_ms = drv_time_mono_ms() + REVOKE_WAIT_MS;
-        for (int i = 0; i < list->cnt; i++) {
-            part_t *part = s_part(self, list->elems[i].topic, list->elems[i].partition);
-            if (part) {
-                part->revoking = true;
-            }
-        }
-        rd_kafka_pause_partitions(rk, list); // nothing more is read of them
-        bool lost = rd_kafka_assignment_lost(rk);
-        if (lost && !self->closing && self->committed != self->stored) {
-            //  The group took them before what was read of them was
-            //  committed (a member's session expired, a SyncGroup failed).
-            s_log_list("lost uncommitted (their next owner reads again what was not committed)", self, list);
-        }
-        if (!cooperative || self->closing || lost) {
-            drv_kafka_group_let_go(self);
-        } else {
-            self->commit_due_ms = drv_time_mono_ms(); // what settled is committed now, the group waiting
-            s_revoke_if_done(self);
-        }
+        drv_kafka_group_revoke(self, list, rd_kafka_assignment_lost(rk));
     } else {
         drv_warn("kafka rebalance failed node=%s reason=\"%s\"", self->node, rd_kafka_err2str(err));
         drv_kafka_group_let_go(self);
         rd_kafka_assign(rk, NULL);
     }
+}
+
+bool drv_kafka_group_giving_back(const drv_kafka_group_t *self)
+{
+    return self->revoking != NULL;
+}
+
+bool drv_kafka_group_owns(drv_kafka_group_t *self, const char *topic, int32_t partition, bool *reading)
+{
+    part_t *part = s_part(self, topic, partition);
+    *reading = part && part->assigned && !part->revoking;
+    return part && part->assigned;
 }
 
 //  ---------------------------------------------------------------- settling
@@ -322,10 +358,11 @@ void drv_kafka_group_settled(drv_kafka_group_t *self, int64_t upto)
 
 //  ---------------------------------------------------------------- the rest
 
-drv_kafka_group_t *drv_kafka_group_new(const char *node, rd_kafka_conf_t *conf)
+drv_kafka_group_t *drv_kafka_group_new(const char *node, rd_kafka_conf_t *conf, bool manual)
 {
     drv_kafka_group_t *self = calloc(1, sizeof *self);
     if (self) {
+        self->manual = manual;
         snprintf(self->node, sizeof self->node, "%s", node);
         drv_ring_init(&self->pending, sizeof(pending_t));
         rd_kafka_conf_set_rebalance_cb(conf, s_rebalance);

@@ -23,8 +23,10 @@
 typedef struct drv_kafka_group_t drv_kafka_group_t;
 
 //  Sets conf's rebalance and commit callbacks (and its opaque) to the
-//  group's. node names it in the log. NULL when out of memory.
-drv_kafka_group_t *drv_kafka_group_new(const char *node, rd_kafka_conf_t *conf);
+//  group's. node names it in the log. manual: the consumer subscribes to
+//  nothing, partitions are given and given back by the caller
+//  (assignment: node, drv_kafka_claims.h). NULL when out of memory.
+drv_kafka_group_t *drv_kafka_group_new(const char *node, rd_kafka_conf_t *conf, bool manual);
 //  The consumer made from that conf.
 void drv_kafka_group_attach(drv_kafka_group_t *self, rd_kafka_t *rk);
 void drv_kafka_group_destroy(drv_kafka_group_t **self_p);
@@ -56,6 +58,18 @@ int64_t drv_kafka_group_due_ms(const drv_kafka_group_t *self);
 //  Commits what is stored now (a drain), and whether all of it is.
 void drv_kafka_group_commit_now(drv_kafka_group_t *self);
 bool drv_kafka_group_committed(const drv_kafka_group_t *self);
+
+//  Partitions given (by the group, or by the caller with manual: their
+//  offsets RD_KAFKA_OFFSET_STORED read from the committed one), and taken
+//  away: nothing more is read of them, and they are let go once what was
+//  read of them is settled and committed (at once when lost, closing, or
+//  not cooperative). One revoke waits at a time: giving_back says one does
+//  (a second lets the first go). owns: the partition is assigned (being
+//  let go too); reading: and not being let go.
+void drv_kafka_group_assign(drv_kafka_group_t *self, rd_kafka_topic_partition_list_t *list);
+void drv_kafka_group_revoke(drv_kafka_group_t *self, const rd_kafka_topic_partition_list_t *list, bool lost);
+bool drv_kafka_group_giving_back(const drv_kafka_group_t *self);
+bool drv_kafka_group_owns(drv_kafka_group_t *self, const char *topic, int32_t partition, bool *reading);
 
 //  The consumer leaves the group: a deferred unassign goes now, and what
 //  is revoked from here on goes at once.

@@ -13,6 +13,7 @@
     most CLOSE_WAIT_MS) for what it read to settle and be committed, then
     leaves the group. */
 #include "drv_kafka.h"
+#include "drv_kafka_divide.h"
 #include "drv_kafka_group.h"
 #include "drv_kafka_messages.h"
 #include "drv_node.h"
@@ -26,7 +27,8 @@
 
 #define INPUTS_PER_TURN 8
 #define CLOSE_WAIT_MS 15000
-#define PAUSED_CHECK_MS 20 // backpressure is looked at again this often
+#define PAUSED_CHECK_MS 20  // backpressure is looked at again this often
+#define DIVIDE_EVERY_MS 100 // assignment: node: the share looked at again this often
 
 typedef struct {
     drv_node_t *node;
@@ -34,6 +36,8 @@ typedef struct {
     drv_kafka_wake_t wake;
     drv_kafka_messages_t *messages; // the input being made
     drv_kafka_group_t *group;
+    drv_kafka_divide_t *divide; // assignment: node (else NULL: the group assigns)
+    int64_t next_divide_ms;
     bool draining, closing, closed;
     int64_t ready_deadline_ms; // mono: READY without an assignment after the session timeout
     bool more;                 // a turn ended with messages left: the queue wakes the pipe only when it was empty
@@ -112,7 +116,11 @@ static void s_close(kafka_rx_t *self)
     }
     self->closing = true;
     drv_kafka_group_closing(self->group);
-    drv_info("kafka leaving the group node=%s unsettled=%zu", self->node->id, drv_kafka_group_unsettled(self->group));
+    if (self->divide) {
+        drv_kafka_divide_close(self->divide); // every lock goes: the next readers start where this one committed
+    }
+    drv_info("kafka %s node=%s unsettled=%zu", self->divide ? "letting go of its partitions" : "leaving the group",
+             self->node->id, drv_kafka_group_unsettled(self->group));
     rd_kafka_error_t *error = rd_kafka_consumer_close_queue(self->rk, self->wake.queue);
     if (error) {
         drv_warn("kafka close failed node=%s reason=\"%s\"", self->node->id, rd_kafka_error_string(error));
@@ -169,6 +177,10 @@ static int s_readable(drv_node_t *node)
         }
     }
     drv_kafka_group_tick(self->group, now);
+    if (self->divide && !self->closing && now >= self->next_divide_ms) {
+        self->next_divide_ms = now + DIVIDE_EVERY_MS;
+        drv_kafka_divide_step(self->divide);
+    }
     //  Draining: once what was read is settled and committed (or the wait
     //  is over), the group is left.
     bool settled = drv_kafka_messages_count(self->messages) == 0 && drv_kafka_group_unsettled(self->group) == 0;
@@ -194,7 +206,8 @@ static void s_settled(drv_node_t *node, int64_t upto)
 static bool s_ready(drv_node_t *node)
 {
     kafka_rx_t *self = node->state;
-    if (!self->rk || drv_kafka_group_ever_assigned(self->group)) {
+    if (!self->rk || drv_kafka_group_ever_assigned(self->group) ||
+        (self->divide && drv_kafka_divide_known(self->divide))) {
         return true;
     }
     if (drv_time_mono_ms() < self->ready_deadline_ms) {
@@ -238,6 +251,9 @@ static int64_t s_timeout_ms(drv_node_t *node)
     if (self->draining && !self->closing && (due < 0 || self->drain_deadline_ms < due)) {
         due = self->drain_deadline_ms;
     }
+    if (self->divide && !self->closing && (due < 0 || self->next_divide_ms < due)) {
+        due = self->next_divide_ms;
+    }
     bool waiting = !drv_kafka_group_ever_assigned(self->group) && self->ready_deadline_ms < INT64_MAX;
     if (waiting && (due < 0 || self->ready_deadline_ms < due)) {
         due = self->ready_deadline_ms; // READY without an assignment, then
@@ -253,6 +269,9 @@ static void s_drain(drv_node_t *node)
         self->drain_deadline_ms = drv_time_mono_ms() + CLOSE_WAIT_MS;
         drv_kafka_group_pause(self->group, true);
         drv_kafka_group_commit_now(self->group);
+        if (self->divide) {
+            drv_kafka_divide_leave(self->divide); // the others' shares grow: they take what this one lets go
+        }
     }
 }
 
@@ -298,7 +317,18 @@ static int s_consumer(kafka_rx_t *self, drv_node_t *node, const json_t *config, 
         }
         return -1;
     }
-    if (!(self->group = drv_kafka_group_new(node->id, conf))) {
+    const char *assignment = json_string_value(json_object_get(config, "assignment"));
+    bool by_node = assignment && !strcmp(assignment, "node");
+    const char *run_dir = drv_node_identity(node)->run_dir;
+    if (by_node && !run_dir) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(err, errlen,
+                 "node %s: assignment: node keeps its partition locks under engine.run_dir, which "
+                 "this droverd did not say",
+                 node->id);
+        return -1;
+    }
+    if (!(self->group = drv_kafka_group_new(node->id, conf, by_node))) {
         rd_kafka_conf_destroy(conf);
         snprintf(err, errlen, "node %s: out of memory", node->id);
         return -1;
@@ -317,6 +347,17 @@ static int s_consumer(kafka_rx_t *self, drv_node_t *node, const json_t *config, 
         return -1;
     }
     json_t *topics = json_object_get(config, "topics");
+    if (by_node) {
+        //  No subscription: the engine's instances divide the partitions.
+        const char *group_id = json_string_value(json_object_get(config, "group_id"));
+        self->divide =
+            drv_kafka_divide_new(self->rk, self->group, run_dir, group_id, topics, self->wake.fds[1], why, sizeof why);
+        if (!self->divide) {
+            snprintf(err, errlen, "node %s: %s", node->id, why);
+            return -1;
+        }
+        return 0;
+    }
     rd_kafka_topic_partition_list_t *subscription = rd_kafka_topic_partition_list_new((int)json_array_size(topics));
     size_t i;
     json_t *topic;
@@ -372,6 +413,7 @@ static void s_destroy(drv_node_t *node)
         }
         self->closed = rd_kafka_consumer_closed(self->rk);
     }
+    drv_kafka_divide_destroy(&self->divide); // before the consumer: its thread asks through it
     drv_kafka_messages_destroy(&self->messages);
     drv_kafka_wake_fini(&self->wake);
     //  librdkafka before 2.3 asserts when a cooperative-sticky consumer

@@ -41,10 +41,11 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
 const drv_node_schema_t drv_schema_receiver_kafka = {
     .name = "receiver:kafka",
     .role = DRV_ROLE_RECEIVER,
-    .doc = "Consumes topics as a member of a Kafka consumer group (librdkafka, cooperative rebalancing): a "
-           "partition's offset is committed only once what was read before it is settled (exported, or durable "
-           "in a disk buffer), so a crash reads again what was not, and nothing is lost. Under backpressure "
-           "fetching pauses; on several cores the partitions spread over the instances.",
+    .doc = "Consumes topics as a member of a Kafka consumer group (librdkafka, cooperative rebalancing), or with "
+           "assignment: node, its partitions divided among this engine's instances: a partition's offset is "
+           "committed only once what was read before it is settled (exported, or durable in a disk buffer), so a "
+           "crash reads again what was not, and nothing is lost. Under backpressure fetching pauses; on several "
+           "cores the partitions spread over the instances.",
     .example = "{type: receiver:kafka, config: {brokers: [\"127.0.0.1:9092\"], topics: [otlp_logs], "
                "group_id: drover}, to: [out]}",
     .keys = {DRV_KAFKA_KEYS,
@@ -53,6 +54,15 @@ const drv_node_schema_t drv_schema_receiver_kafka = {
               .kind = DRV_KEY_STRING,
               .required = true,
               .doc = "the consumer group: its committed offsets are where reading starts again"},
+             {.key = "assignment",
+              .kind = DRV_KEY_CHOICE,
+              .fallback = "\"group\"",
+              .choices = "group node",
+              .doc = "who decides which instance reads which partition: group, the consumer group's coordinator "
+                     "(members on any number of hosts; a rebalance moves partitions); node, this engine's "
+                     "instances among themselves, by locks under engine.run_dir, handing a partition over only "
+                     "once its reader committed (one engine reads the group; nothing settled is read again through "
+                     "a replace, canary, rollback or resize)"},
              {.key = "start_at",
               .kind = DRV_KEY_CHOICE,
               .fallback = "\"earliest\"",

@@ -69,6 +69,7 @@ typedef enum {
     DRV_F_ACKED,
     DRV_F_RING_FD,
     DRV_F_RING_BYTES,
+    DRV_F_RUN_DIR,
     DRV_F_COUNT
 } drv_msg_field_t;
 
@@ -103,6 +104,7 @@ typedef struct {
     json_t *nodes;      // per-node counters {"node": [in, out, dropped, errors]}; TAP: [node, ...];
                         // TAPPED: [[node, record as JSON text], ...] (owned)
     char *buffer_dir;   // SPEC: engine.buffer_dir, where disk buffers live
+    char *run_dir;      // SPEC: engine.run_dir, where instances of one engine meet (locks)
     json_t *buffer;     // HEARTBEAT, DRAINED: the disk buffer's {bytes, records, oldest_age_ms,
                         // replayed, dropped, corrupt_segments, torn_bytes, full} (owned)
 } drv_msg_t;
