@@ -63,7 +63,7 @@ class KafkaThroughChanges(Kafka):
         sampled = threading.Event()
 
         def sampler():
-            while not sampled.is_set():
+            while not sampled.is_set() and not stop.is_set():  # while messages are produced
                 now = time.monotonic()
                 st = self.admin.http("GET", PIPE + "/status")[1]
                 read = collections.defaultdict(lambda: -1)
