@@ -391,6 +391,7 @@ drv_config_t *drv_config_parse(const char *text, size_t size, const char *path, 
         drv_problems_add(problems, "", "the file must be a map with engine and groups");
     } else {
         drv_config_unknown_keys(doc, "engine groups", "", problems);
+        drv_config_env_expand(doc, problems);
         s_engine(self, json_object_get(doc, "engine"), problems);
         s_groups(self, json_object_get(doc, "groups"), cpus, problems);
     }

@@ -17,4 +17,9 @@ void drv_config_unknown_keys(json_t *obj, const char *allowed, const char *prefi
 //  else in run_dir.
 json_t *drv_config_opamp(json_t *opamp, const char *state_file, const char *run_dir, drv_problems_t *problems);
 
+//  ${env:NAME} and ${env:NAME:-default} replaced in every string of a
+//  config file's document but secrets' (drv_config_env.c); what cannot be
+//  is a problem at its path.
+void drv_config_env_expand(json_t *doc, drv_problems_t *problems);
+
 #endif

@@ -44,26 +44,32 @@ static bool s_word_of(const char *list, const char *word)
     return false;
 }
 
+bool drv_spec_secret(const drv_node_schema_t *schema, const char *key, const char *field)
+{
+    for (size_t i = 0; schema && i < DRV_NODE_MAX_KEYS && schema->keys[i].key; i++) {
+        const drv_config_key_t *def = &schema->keys[i];
+        if (!strcmp(def->key, key)) {
+            //  sasl.mechanism and sasl.username are no secret
+            return def->secret && (!field || !def->secret_fields || s_word_of(def->secret_fields, field));
+        }
+    }
+    return false;
+}
+
 static void s_redact_config(const drv_node_schema_t *schema, json_t *config)
 {
     const char *key;
     json_t *value;
     json_object_foreach(config, key, value)
     {
-        const drv_config_key_t *def = NULL;
-        for (size_t i = 0; schema && i < DRV_NODE_MAX_KEYS && schema->keys[i].key; i++) {
-            if (!strcmp(schema->keys[i].key, key)) {
-                def = &schema->keys[i];
-            }
-        }
-        if (def && def->secret) {
+        if (drv_spec_secret(schema, key, NULL)) {
             if (json_is_object(value)) {
                 const char *name;
                 json_t *item;
                 json_object_foreach(value, name, item)
                 {
-                    if (def->secret_fields && !s_word_of(def->secret_fields, name)) {
-                        continue; // sasl.mechanism and sasl.username are no secret
+                    if (!drv_spec_secret(schema, key, name)) {
+                        continue;
                     }
                     if (!drv_secret_is_ref(json_string_value(item))) { // a reference is no secret
                         json_object_set_new(value, name, json_string(DRV_SPEC_REDACTED));

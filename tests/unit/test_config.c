@@ -119,6 +119,43 @@ static void test_config_limits(void **state)
         strstr(err, "f.yaml:3: engine.limits.max_message_bytes: must be an integer from 1024 to 268435456"));
 }
 
+//  ${env:} in the config file (drv_config_env.c): expanded in engine keys
+//  and node configs, kept in secrets, $${ a literal, refused malformed.
+static void test_config_env_expands_every_string_but_secrets(void **state)
+{
+    (void)state;
+    char err[300];
+    setenv("DRV_T_DIR", "/tmp/env-d", 1);
+    setenv("DRV_T_TOKEN", "s3cret", 1);
+    unsetenv("DRV_T_UNSET");
+    const char *text =
+        "engine:\n  run_dir: ${env:DRV_T_DIR}/run\n  admin: {http: \"127.0.0.1:${env:DRV_T_UNSET:-9}\"}\n"
+        "groups:\n  default:\n    pipelines:\n      p:\n        nodes:\n"
+        "          g: {type: receiver:generator, to: [o]}\n"
+        "          o: {type: exporter:http, config: {endpoint: \"http://h${env:DRV_T_UNSET:-}:1/$${x}\", "
+        "headers: {X: \"${env:DRV_T_TOKEN}\"}}}\n";
+    drv_config_t *config = drv_config_parse(text, strlen(text), "f.yaml", &s_cpus, err, sizeof err);
+    assert_non_null(config);
+    assert_string_equal(config->run_dir, "/tmp/env-d/run");
+    assert_string_equal(config->admin_http, "127.0.0.1:9");
+    json_t *o = json_object_get(
+        json_object_get(json_object_get(json_object_get(json_object_get(config->groups, "default"), "p"), "nodes"),
+                        "o"),
+        "config");
+    assert_string_equal(json_string_value(json_object_get(o, "endpoint")), "http://h:1/${x}");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "headers"), "X")), "${env:DRV_T_TOKEN}");
+    drv_config_destroy(&config);
+    const char *unset = "engine:\n  run_dir: /tmp/d\n  state_file: \"${env:DRV_T_UNSET}\"\n";
+    assert_null(drv_config_parse(unset, strlen(unset), "f.yaml", &s_cpus, err, sizeof err));
+    assert_non_null(strstr(err, "f.yaml:3: engine.state_file: ${env:DRV_T_UNSET}: DRV_T_UNSET is not set"));
+    const char *bad = "engine:\n  run_dir: \"/tmp/${env:1X}\"\n";
+    assert_null(drv_config_parse(bad, strlen(bad), "f.yaml", &s_cpus, err, sizeof err));
+    assert_non_null(strstr(err, "f.yaml:2: engine.run_dir: ${env:1X}: ${env:NAME} or ${env:NAME:-default}"));
+    const char *open = "engine:\n  run_dir: \"/tmp/${env:X\"\n";
+    assert_null(drv_config_parse(open, strlen(open), "f.yaml", &s_cpus, err, sizeof err));
+    assert_non_null(strstr(err, "f.yaml:2: engine.run_dir: "));
+}
+
 int main(void)
 {
     drv_schemas_register();
@@ -129,6 +166,7 @@ int main(void)
         cmocka_unit_test(test_config_defaults),
         cmocka_unit_test(test_config_errors_name_file_line_field),
         cmocka_unit_test(test_config_limits),
+        cmocka_unit_test(test_config_env_expands_every_string_but_secrets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,5 +98,9 @@ void drv_spec_set_kinds(const drv_node_schema_t *const *kinds, size_t count);
 //  Those kinds, in table order, and one of them by name (NULL: none).
 const drv_node_schema_t *const *drv_spec_kinds(size_t *count);
 const drv_node_schema_t *drv_spec_kind(const char *name);
+//  True when a kind's config key holds a secret (drv_config_key_t.secret);
+//  field: one key of a secret map (only secret_fields are, when listed),
+//  or NULL for the key itself.
+bool drv_spec_secret(const drv_node_schema_t *schema, const char *key, const char *field);
 
 #endif
