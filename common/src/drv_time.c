@@ -23,6 +23,13 @@ int64_t drv_time_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t drv_time_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void drv_time_rfc3339(int64_t wall_ms, char *buf, size_t size)
 {
     time_t secs = (time_t)(wall_ms / 1000);

@@ -30,7 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     msgpack_zone_init(&zone, 4096);
     msgpack_object record;
     drv_journal_made_t made;
-    FUZZ_ASSERT(drv_journal_entry_record(fields, n, 1795687200000000ull, &zone, &record, &made) == 0);
+    FUZZ_ASSERT(
+        drv_journal_entry_record(fields, n, 1795687200000000ull, 1795687200000000001ull, &zone, &record, &made) == 0);
     FUZZ_ASSERT(made.bytes <= DRV_JOURNAL_ENTRY_MAX_BYTES && made.skipped + made.left_out <= n);
     msgpack_sbuffer out;
     fuzz_pack_records(&record, 1, &out);

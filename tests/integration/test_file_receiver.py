@@ -98,6 +98,8 @@ class FileReceiver(FileReceiverBase):
         self.assertEqual(sorted(r["body"] for r in rows), sorted([f"new-{n}" for n in range(5)] + ["other-0"]))
         first = next(r for r in rows if r["body"] == "new-0")
         self.assertEqual(first["attributes"], {"log.file.path": app, "log.file.name": "app.log"})
+        #  When drover read it (issue 49): within the test's own minutes.
+        self.assertLess(abs(first["observed_time_unix_nano"] - time.time_ns()), 600 * 10**9)
 
     def test_rotation_by_rename_twice_and_copytruncate_loses_nothing(self):
         logs = self.logdir()

@@ -10,10 +10,12 @@ huge input."""
 
 import glob
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 from harness import Admin, EngineTest, engine_yaml, free_port, proc_status, read_ndjson, wait_until
@@ -70,6 +72,11 @@ class Journald(EngineTest):
         return n, {"MESSAGE": f"message {n}", "PRIORITY": priority, "_SYSTEMD_UNIT": unit, "_PID": 40 + n,
                    "_COMM": "shop", "_HOSTNAME": "node-1", "SYSLOG_IDENTIFIER": "shop"}
 
+    def test_a_directory_without_a_journal_is_said_not_silent(self):
+        self.start(f'{{directory: "{self.journals}"}}')  # nothing written: no journal file
+        self.engine.wait_log(r"WARN worker\[default/journal@1#\d\]: no journal files node=in directory=" +
+                             re.escape(self.journals) + r" hint=\"is the journal mounted there\?\"", 15)
+
     def test_a_field_repeated_in_an_entry_becomes_an_array(self):
         export_text = (b"__REALTIME_TIMESTAMP=1795687200000000\n__MONOTONIC_TIMESTAMP=1000\n_BOOT_ID=" + BOOT.encode()
                        + b"\nMESSAGE=a\nMESSAGE=b\nTAG=x\nPRIORITY=4\n\n"
@@ -113,6 +120,8 @@ class Journald(EngineTest):
         self.assertEqual(first["severity_number"], 17)
         self.assertEqual(first["severity_text"], "err")
         self.assertEqual(first["time_unix_nano"], 1795687200000000000)
+        #  When drover read it (issue 49): within the test's own minutes.
+        self.assertLess(abs(first["observed_time_unix_nano"] - time.time_ns()), 600 * 10**9)
         self.assertEqual(first["attributes"]["_SYSTEMD_UNIT"], "shop.service")
         self.assertEqual(first["attributes"]["_PID"], "40")
         self.assertEqual(first["attributes"]["SYSLOG_IDENTIFIER"], "shop")

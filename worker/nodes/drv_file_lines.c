@@ -4,6 +4,7 @@
 
 #include "drover/drv_mpcheck.h"
 #include "drover/drv_mpjson.h"
+#include "drover/drv_time.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ struct drv_file_lines_t {
     size_t max_bytes; // of a message's body (max_line_bytes; 0: no bound)
     int64_t max_wait_ms;
     const drv_tail_line_t *lines; // those being made into records
+    int64_t observed_ns;          // when they were read: their observed_time_unix_nano
     const drv_kube_path_t *kube;  // the pod of their file (kubernetes: true), or NULL
     entry_t entries[DRV_FILE_LINES_MAX];
     json_t *docs; // ndjson and docker documents of the records made
@@ -295,11 +297,14 @@ static bool s_record(drv_node_t *node, drv_file_lines_t *self, const drv_tail_fi
         parsed.type = MSGPACK_OBJECT_NIL;
     }
     size_t have = parsed.type == MSGPACK_OBJECT_MAP ? parsed.via.map.size : 0;
-    msgpack_object_kv *kv = drv_node_alloc(node, (have + 4) * sizeof *kv);
+    msgpack_object_kv *kv = drv_node_alloc(node, (have + 5) * sizeof *kv);
     size_t count = 0;
     const msgpack_object *attributes = NULL;
+    bool observed = false; // an ndjson line's own observed_time_unix_nano is kept
     for (size_t i = 0; i < have; i++) {
         const msgpack_object *key = &parsed.via.map.ptr[i].key;
+        observed |= key->type == MSGPACK_OBJECT_STR && key->via.str.size == 23 &&
+                    !memcmp(key->via.str.ptr, "observed_time_unix_nano", 23);
         if (key->type == MSGPACK_OBJECT_STR && key->via.str.size == 10 && !memcmp(key->via.str.ptr, "attributes", 10)) {
             attributes = &parsed.via.map.ptr[i].val;
         } else if (!(self->kube && key->type == MSGPACK_OBJECT_STR && key->via.str.size == 8 &&
@@ -318,6 +323,11 @@ static bool s_record(drv_node_t *node, drv_file_lines_t *self, const drv_tail_fi
         kv[count].key = KEY("time_unix_nano");
         kv[count++].val =
             (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = (uint64_t)first->time_ns};
+    }
+    if (!observed) {
+        kv[count].key = KEY("observed_time_unix_nano"); // when drover read it
+        kv[count++].val =
+            (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = (uint64_t)self->observed_ns};
     }
     if (self->kube) {
         kv[count++] = (msgpack_object_kv){KEY("resource"), s_resource(node, self->kube)};
@@ -364,6 +374,7 @@ drv_file_lines_made_t drv_file_lines_records(drv_file_lines_t *self, drv_node_t 
     drv_file_lines_made_t made = {.end = -1, .dropped = -1, .where = *where};
     self->lines = lines;
     self->kube = self->kubernetes ? kube : NULL;
+    self->observed_ns = drv_time_wall_ns();
     n = n > DRV_FILE_LINES_MAX ? DRV_FILE_LINES_MAX : n;
     size_t first = s_drop_rest(node, self, n, &made);
     size_t entries = s_entries(node, self, first, n, close != DRV_FILE_LINES_OPEN);

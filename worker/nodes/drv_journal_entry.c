@@ -74,8 +74,8 @@ static msgpack_object s_values(msgpack_zone *zone, const field_t *group, size_t 
     return array;
 }
 
-int drv_journal_entry_record(const drv_journal_field_t *fields, size_t n, uint64_t realtime_us, msgpack_zone *zone,
-                             msgpack_object *out, drv_journal_made_t *made)
+int drv_journal_entry_record(const drv_journal_field_t *fields, size_t n, uint64_t realtime_us, uint64_t observed_ns,
+                             msgpack_zone *zone, msgpack_object *out, drv_journal_made_t *made)
 {
     *made = (drv_journal_made_t){0};
     field_t *kept = n ? malloc(n * sizeof *kept) : NULL;
@@ -101,8 +101,9 @@ int drv_journal_entry_record(const drv_journal_field_t *fields, size_t n, uint64
     if (count > 1) {
         qsort(kept, count, sizeof *kept, s_by_name);
     }
-    //  At most body, severity_number, severity_text, time_unix_nano, attributes.
-    msgpack_object_kv *kv = msgpack_zone_malloc(zone, 5 * sizeof *kv);
+    //  At most body, severity_number, severity_text, time_unix_nano,
+    //  observed_time_unix_nano, attributes.
+    msgpack_object_kv *kv = msgpack_zone_malloc(zone, 6 * sizeof *kv);
     msgpack_object_kv *attrs = msgpack_zone_malloc(zone, (count ? count : 1) * sizeof *attrs);
     bool ok = kv && attrs;
     size_t top = 0, named = 0;
@@ -132,6 +133,8 @@ int drv_journal_entry_record(const drv_journal_field_t *fields, size_t n, uint64
         kv[top].key = s_key("time_unix_nano");
         kv[top++].val = (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = realtime_us * 1000};
     }
+    kv[top].key = s_key("observed_time_unix_nano");
+    kv[top++].val = (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = observed_ns};
     kv[top].key = s_key("attributes");
     kv[top].val = (msgpack_object){.type = MSGPACK_OBJECT_MAP};
     kv[top].val.via.map.ptr = attrs;

@@ -29,9 +29,10 @@ typedef struct {
 } drv_journal_made_t;
 
 //  fields[0..n) as a record in zone (strings copied there), with
-//  time_unix_nano from realtime_us (UINT64_MAX: none). 0, or -1 when out of
-//  memory.
-int drv_journal_entry_record(const drv_journal_field_t *fields, size_t n, uint64_t realtime_us, msgpack_zone *zone,
-                             msgpack_object *out, drv_journal_made_t *made);
+//  time_unix_nano from realtime_us (UINT64_MAX: none) and
+//  observed_time_unix_nano observed_ns (when it was read). 0, or -1 when
+//  out of memory.
+int drv_journal_entry_record(const drv_journal_field_t *fields, size_t n, uint64_t realtime_us, uint64_t observed_ns,
+                             msgpack_zone *zone, msgpack_object *out, drv_journal_made_t *made);
 
 #endif

@@ -166,6 +166,15 @@ static int s_open(drv_node_t *node, journald_t *self)
     self->at_taken = cursor == NULL;
     drv_info("reading the journal node=%s directory=%s from=\"%s\"", node->id,
              self->directory ? self->directory : "(system)", from);
+    uint64_t bytes = 0;
+    if (sd_journal_get_usage(self->journal, &bytes) >= 0 && bytes == 0) {
+        //  A node without a journal (no systemd-journald, or its files not
+        //  mounted into the container) reads nothing: said, not silent.
+        drv_warn("no journal files node=%s directory=%s hint=\"%s\"", node->id,
+                 self->directory ? self->directory : "(system)",
+                 self->directory ? "is the journal mounted there?"
+                                 : "mount /var/log/journal and /run/log/journal, or set directory");
+    }
     return 0;
 }
 
@@ -222,7 +231,8 @@ static int s_record(drv_node_t *node, journald_t *self, msgpack_object *out, siz
         usec = UINT64_MAX;
     }
     drv_journal_made_t made;
-    if (drv_journal_entry_record(self->fields, n, usec, drv_node_zone(node), out, &made) != 0) {
+    if (drv_journal_entry_record(self->fields, n, usec, (uint64_t)drv_time_wall_ns(), drv_node_zone(node), out,
+                                 &made) != 0) {
         return -1;
     }
     if (made.left_out) {

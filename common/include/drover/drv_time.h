@@ -9,6 +9,8 @@
 int64_t drv_time_mono_ms(void);
 int64_t drv_time_mono_us(void);
 int64_t drv_time_wall_ms(void);
+//  Wall clock nanoseconds since 1970 (observed_time_unix_nano).
+int64_t drv_time_wall_ns(void);
 
 //  Writes e.g. 2026-11-22T04:03:01.123Z; buf needs 25 bytes.
 void drv_time_rfc3339(int64_t wall_ms, char *buf, size_t size);
