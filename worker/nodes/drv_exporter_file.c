@@ -13,11 +13,13 @@
     other branches of the DAG, the receivers and the heartbeats go on. */
 #include "drv_hold.h"
 #include "drv_ndjson.h"
+#include "drv_rotate.h"
 #include "drv_node.h"
 #include "drv_schemas.h"
 
 #include "drover/drv_limits.h"
 #include "drover/drv_log.h"
+#include "drover/drv_time.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +36,9 @@ typedef struct {
     int fd;
     bool msgpack_format;
     char *path;
+    drv_rotate_t rotate; // max_bytes 0: never rotated
+    int64_t warned_ms;   // a rotation that failed, said at most every 5 s
+    bool mid_batch;      // a batch partly written: its rest goes to the same file
 } file_t;
 
 //  The path with {core}, {generation}, {pipeline} and {group} filled in, as
@@ -149,6 +154,16 @@ static int s_probe_output(const char *path, char *why, size_t whylen)
 
 static ssize_t s_write(void *arg, const char *data, size_t len, const char **why);
 
+//  The file opened again after a rotation, non-blocking as the first.
+static int s_reopen(const char *path, char *why, size_t whylen)
+{
+    int fd = s_open_output(path, why, whylen);
+    if (fd >= 0) {
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
+    return fd;
+}
+
 //  A process killed in the middle of a write leaves a line cut short; the
 //  next one would glue its first record to it. NDJSON goes on from a new
 //  line, so only the cut record (never acknowledged: it comes again) is
@@ -187,6 +202,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         snprintf(err, errlen, "node %s: path longer than %d bytes once filled in", node->id, DRV_LIMIT_PATH);
         return -1;
     }
+    self->rotate = drv_rotate_config(config);
     const char *format = json_string_value(json_object_get(config, "format"));
     self->msgpack_format = format && strcmp(format, "msgpack") == 0;
     char why[200];
@@ -238,6 +254,10 @@ static void s_destroy(drv_node_t *node)
 static ssize_t s_write(void *arg, const char *data, size_t len, const char **why)
 {
     file_t *self = arg;
+    bool rotating = self->rotate.max_bytes > 0;
+    if (rotating && !self->mid_batch) {
+        self->fd = drv_rotate_lock(self->path, self->fd, s_reopen);
+    }
     size_t done = 0;
     while (done < len) {
         ssize_t written = write(self->fd, data + done, len - done);
@@ -250,6 +270,10 @@ static ssize_t s_write(void *arg, const char *data, size_t len, const char **why
         }
         done += (size_t)written;
     }
+    if (rotating && !self->mid_batch) {
+        drv_rotate_unlock(self->fd);
+    }
+    self->mid_batch = done < len;
     return (ssize_t)done;
 }
 
@@ -266,6 +290,16 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
             drv_node_count_gave_up(node, n);
             return;
         }
+    }
+    if (self->rotate.max_bytes > 0 && drv_hold_node_holding(node) < 0) {
+        //  Between two batches (nothing held: none is half written).
+        char why[300];
+        int fd = drv_rotate_check(&self->rotate, self->path, self->fd, s_reopen, why, sizeof why);
+        if (fd < 0 && drv_time_mono_ms() - self->warned_ms >= 5000) {
+            self->warned_ms = drv_time_mono_ms();
+            drv_warn("file not rotated node=%s path=%s reason=\"%s\"", node->id, self->path, why);
+        }
+        self->fd = fd >= 0 ? fd : self->fd;
     }
     //  One append per batch, never interleaved with another batch.
     drv_hold_put(self->hold, node, n, out->data, out->len);
