@@ -50,6 +50,7 @@ head -c 32 /dev/urandom | base64 >"$root/runtime/etc/drover/secrets/token"
 chmod 0644 "$root/runtime/etc/drover/secrets/token"
 
 echo "image-check: run as the image does"
+image_env=$(sed -n 's/^ENV //p' deploy/docker/Dockerfile) # the image's environment (DROVER_ADMIN)
 in_root "$root/runtime" '
     setpriv --reuid=10001 --regid=10001 --clear-groups /usr/local/bin/droverd -c /etc/drover/drover.yaml \
         >/tmp/droverd.log 2>&1 &
@@ -59,7 +60,7 @@ in_root "$root/runtime" '
         i=$((i + 1)); [ $i -lt 100 ] || { cat /tmp/droverd.log; exit 1; }; sleep 0.1
     done
     echo "HEALTHCHECK /livez: ok"
-    /usr/local/bin/droverctl -e ipc:///run/drover/sockets/admin.sock status
+    env '"$image_env"' /usr/local/bin/droverctl status   # DROVER_ADMIN, as kubectl exec … droverctl finds it
     kill -TERM $pid; wait $pid; rc=$?
     echo "droverd exit after SIGTERM: $rc"; [ $rc -eq 0 ]'
 echo "image-check: runtime root $(du -sh "$root/runtime" | cut -f1)"

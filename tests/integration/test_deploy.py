@@ -160,8 +160,8 @@ class Kubernetes(unittest.TestCase):
         self.assertIn("`selector`, must not be `None`", k8s_schema.validate(broken)[0])
 
     def test_one_kustomization_applies_one_shape(self):
-        """kubectl apply -k deploy/kubernetes gives the DaemonSet alone: the two
-        shapes each ask for 2 whole CPUs and would compete on one node."""
+        """kubectl apply -k deploy/kubernetes gives the DaemonSet alone (the
+        node agent); the gateway shape is applied on its own."""
         top = kustomize(os.path.join(DEPLOY, "kubernetes"))
         self.assertEqual(sorted(d["kind"] for d in top), ["ConfigMap", "DaemonSet"])
         other = kustomize(os.path.join(DEPLOY, "kubernetes", "deployment"))
@@ -176,45 +176,6 @@ class Kubernetes(unittest.TestCase):
     def configmap(self, name):
         (cm,) = [d for d in self.by_kind["ConfigMap"] if d["metadata"]["name"] == name]
         return cm
-
-    def test_the_node_agent_reads_pod_logs_and_the_journal_into_one_otlp_endpoint(self):
-        """The DaemonSet's own ConfigMap is deploy/drover-node.yaml: the
-        base's engine and pipelines, and `node` (receiver:file over the
-        kubelet's pod logs, CRI, kubernetes; receiver:journald) to one
-        exporter:otlp, through a disk buffer; the pod mounts what it reads
-        read-only, and droverd --check accepts it."""
-        node = read(DEPLOY, "drover-node.yaml")
-        self.assertEqual(self.configmap("drover-node-config")["data"]["drover.yaml"], node)
-        config = yaml.safe_load(node)
-        base = yaml.safe_load(read(DEPLOY, "drover.yaml"))
-        self.assertEqual(config["engine"], base["engine"])
-        pipelines = config["groups"]["default"]["pipelines"]
-        self.assertEqual({k: v for k, v in pipelines.items() if k != "node"}, base["groups"]["default"]["pipelines"])
-        nodes = pipelines["node"]["nodes"]
-        self.assertEqual(nodes["pods"]["type"], "receiver:file")
-        self.assertEqual(nodes["pods"]["config"], {"include": ["/var/log/pods/*/*/*.log"], "format": "cri",
-                                                   "kubernetes": True})
-        self.assertEqual(nodes["journal"]["type"], "receiver:journald")
-        self.assertEqual([nodes[n]["to"] for n in ("pods", "journal")], [["backend"], ["backend"]])
-        self.assertEqual(nodes["backend"]["type"], "exporter:otlp")
-        self.assertEqual(pipelines["node"]["policies"]["buffer"]["type"], "disk")
-        (daemonset,) = self.by_kind["DaemonSet"]
-        pod = daemonset["spec"]["template"]["spec"]
-        (c,) = pod["containers"]
-        mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
-        volumes = {v["name"]: v for v in pod["volumes"]}
-        for path in ("/var/log/pods", "/var/log/journal", "/run/log/journal", "/etc/machine-id"):
-            self.assertTrue(mounts[path]["readOnly"], path)
-            self.assertEqual(volumes[mounts[path]["name"]]["hostPath"]["path"], path)
-        self.assertEqual(volumes["config"]["configMap"]["name"], "drover-node-config")
-        with tempfile.TemporaryDirectory(prefix="drv-check-") as d:
-            with open(os.path.join(d, "token"), "w") as f:
-                f.write("0123456789abcdef0123\n")
-            path = os.path.join(d, "drover.yaml")
-            with open(path, "w") as f:
-                f.write(node.replace("/etc/drover/secrets/token", os.path.join(d, "token")))
-            check = subprocess.run([f"{BIN}/droverd", "--check", "-c", path], capture_output=True, text=True)
-            self.assertEqual(check.returncode, 0, check.stderr)
 
     def test_configmap_is_the_deploy_config_and_droverd_accepts_it(self):
         cm = self.configmap("drover-config")
