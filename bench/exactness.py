@@ -183,8 +183,7 @@ def scenario(source, op, rounds, between=1200):
                 install(NEXT if r % 2 == 0 else BIN, install_dir)
                 status, reply, _ = admin.http("POST", "/api/v1/engine/upgrade", body={})
                 assert status == 202, reply
-                wait_until(lambda: (admin.http("GET", "/api/v1/engine/upgrade", timeout=2)[1] or {}).get("state")
-                           in ("succeeded", "failed"), 60, "the upgrade")
+                admin.wait_upgraded()
             elif op == "kill -9":
                 engine.signal(signal.SIGKILL)
                 engine.wait_exit(10)

@@ -74,13 +74,7 @@ def run(kind, rate, records, seconds):
             status, body, _ = admin.http("POST", "/api/v1/engine/upgrade", body={})
             assert status == 202, body
 
-            def ended():
-                try:
-                    state = admin.http("GET", "/api/v1/engine/upgrade", timeout=2)[1]["state"]
-                except Exception:
-                    return None  # while droverd executes its new binary
-                return state if state in ("succeeded", "failed") else None
-            outcome = wait_until(ended, 60, "the upgrade to end", interval=0.02)
+            outcome = admin.wait_upgraded()["state"]
             assert outcome == "succeeded", outcome
         else:
             engine.stop()

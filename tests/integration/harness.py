@@ -3,6 +3,7 @@
 real sockets, files and /proc. Every wait polls with a deadline; nothing sleeps
 to synchronise."""
 
+import http.client
 import json
 import os
 import re
@@ -355,6 +356,19 @@ class Admin:
         self.token = token
         self.ctx = zmq.Context.instance()
         self.endpoint = f"ipc://{engine.run_dir}/admin.sock"
+
+    def upgrade_state(self):
+        """GET /api/v1/engine/upgrade, or None while droverd executes its
+        new binary (the connection reset or refused meanwhile)."""
+        try:
+            return self.http("GET", "/api/v1/engine/upgrade", timeout=2)[1]
+        except (OSError, http.client.HTTPException):
+            return None
+
+    def wait_upgraded(self, timeout=60):
+        """The upgrade under way, once it ended (succeeded or failed)."""
+        return wait_until(lambda: (lambda s: s if s and s.get("state") in ("succeeded", "failed") else None)(
+            self.upgrade_state()), timeout, "the upgrade to end", interval=0.02)
 
     def zmq(self, method, path, query=None, body=None, timeout=5.0, raw=None):
         sock = self.ctx.socket(zmq.DEALER)

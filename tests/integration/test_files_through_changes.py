@@ -243,8 +243,7 @@ class FilesThroughChanges(FileReceiverBase):
         install(NEXT, install_dir)
         status, body, _ = self.admin.http("POST", "/api/v1/engine/upgrade", body={})
         self.assertEqual(status, 202, body)
-        done = wait_until(lambda: (lambda s: s if s and s.get("state") in ("succeeded", "failed") else None)(
-            self.admin.http("GET", "/api/v1/engine/upgrade", timeout=2)[1]), 60, "the upgrade")
+        done = self.admin.wait_upgraded()
         self.assertEqual(done["state"], "succeeded", done)
         lines_go_on()
         stop.set()

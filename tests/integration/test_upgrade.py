@@ -73,14 +73,10 @@ class UpgradeBase(EngineTest):
         return rows
 
     def upgrade_state(self):
-        try:
-            return self.admin.http("GET", "/api/v1/engine/upgrade", timeout=2)[1]
-        except (OSError, http.client.HTTPException):
-            return None  # between the execution and the new droverd's first answer
+        return self.admin.upgrade_state()
 
     def wait_upgraded(self, timeout=60):
-        return wait_until(lambda: (lambda s: s if s and s["state"] in ("succeeded", "failed") else None)(
-            self.upgrade_state()), timeout, "the upgrade to end")
+        return self.admin.wait_upgraded(timeout)
 
     def live_children(self):
         """droverd's children (host pids): the broker, the zygote, the instances."""
