@@ -18,7 +18,7 @@ from harness import SLOW, Admin, EngineTest, engine_yaml, free_port, wait_until
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 
 SHOTS = os.path.join(os.environ.get("DROVER_BIN", "build/bin"), "..", "console")
@@ -82,8 +82,8 @@ class ConsoleBase(EngineTest):
             try:
                 c = self.card(key)
                 return c if c is not None and predicate(c) else None
-            except StaleElementReferenceException:
-                return None  # the page drew the card again meanwhile (once a second)
+            except (StaleElementReferenceException, NoSuchElementException):
+                return None  # the page drew the card again meanwhile (once a second), or not yet what is looked for
         return wait_until(check, timeout, f"{key}: {what}", interval=0.05)
 
     def read(self, key, fn):
