@@ -153,7 +153,9 @@ static void s_prune(const char *path, int64_t max_files)
             snprintf(victim, sizeof victim, "%s/%s", slash ? (dir[0] ? dir : "") : ".", names[i]);
             unlink(victim);
         }
-        free(names[i]);
+    }
+    for (size_t i = 0; i < count; i++) {
+        free(names[i]); // after the loop: each is compared with the one before
     }
     free(names);
 }
