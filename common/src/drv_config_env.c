@@ -114,12 +114,15 @@ static void s_string(json_t *parent, const char *key, size_t index, json_t *valu
         drv_problems_add(problems, path, "%s", why);
         return;
     }
-    if (key) {
-        json_object_set_new(parent, key, json_string(expanded));
-    } else {
-        json_array_set_new(parent, index, json_string(expanded));
-    }
+    json_t *string = json_string(expanded); // NULL: a variable's value is not UTF-8
     free(expanded);
+    if (!string) {
+        drv_problems_add(problems, path, "%s: a variable's value is not UTF-8", text);
+    } else if (key) {
+        json_object_set_new(parent, key, string);
+    } else {
+        json_array_set_new(parent, index, string);
+    }
 }
 
 //  schema: value is the config of a node of that kind (its secret keys are

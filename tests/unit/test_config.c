@@ -151,6 +151,10 @@ static void test_config_env_expands_every_string_but_secrets(void **state)
     const char *bad = "engine:\n  run_dir: \"/tmp/${env:1X}\"\n";
     assert_null(drv_config_parse(bad, strlen(bad), "f.yaml", &s_cpus, err, sizeof err));
     assert_non_null(strstr(err, "f.yaml:2: engine.run_dir: ${env:1X}: ${env:NAME} or ${env:NAME:-default}"));
+    setenv("DRV_T_LATIN1", "caf\xe9", 1); // a variable's value that is no UTF-8: refused, not left as it was
+    const char *latin = "engine:\n  run_dir: \"/tmp/${env:DRV_T_LATIN1}\"\n";
+    assert_null(drv_config_parse(latin, strlen(latin), "f.yaml", &s_cpus, err, sizeof err));
+    assert_non_null(strstr(err, "f.yaml:2: engine.run_dir: /tmp/${env:DRV_T_LATIN1}: a variable's value is not UTF-8"));
     const char *open = "engine:\n  run_dir: \"/tmp/${env:X\"\n";
     assert_null(drv_config_parse(open, strlen(open), "f.yaml", &s_cpus, err, sizeof err));
     assert_non_null(strstr(err, "f.yaml:2: engine.run_dir: "));
