@@ -93,6 +93,10 @@ class FileRotation(EngineTest):
 
     def test_compressed_while_two_instances_write_nothing_is_lost(self):
         self.start({"max_bytes": 16384, "max_files": 1000, "compress": True})
+        #  A file set aside that an instance ended before compressing: the
+        #  next rotation compresses it.
+        with open(self.path + ".20200101T000000.000", "w") as f:
+            f.write("".join(json.dumps({"i": i, "pad": "old"}) + "\n" for i in range(100000, 100010)))
         self.post(0, 12000, per=50)
 
         def all_lines():
@@ -102,10 +106,13 @@ class FileRotation(EngineTest):
             rows = []
             for p in aside + [self.path]:
                 rows += self.lines(p)
-            return rows if len(rows) >= 12000 else None
+            return rows if len(rows) >= 12010 else None
 
         rows = wait_until(all_lines, 30, "12,000 records in the files, every one set aside gzipped")
-        self.assertEqual(sorted(json.loads(line)["i"] for line in rows), list(range(12000)))
+        self.assertEqual(sorted(json.loads(line)["i"] for line in rows), list(range(12000)) + list(range(100000, 100010)))
+        self.assertTrue(os.path.exists(self.path + ".20200101T000000.000.gz"))
+        left = set(os.listdir(os.path.dirname(self.path))) - {os.path.basename(p) for p in self.aside()}
+        self.assertEqual(left, {"out.ndjson"}, "nothing but the file and those set aside, all gzipped")
 
     def test_a_rotate_without_max_bytes_is_refused(self):
         self.http_port = free_port()

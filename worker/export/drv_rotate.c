@@ -33,19 +33,31 @@ drv_rotate_t drv_rotate_config(const json_t *config)
 
 //  ---------------------------------------------------------------- compressing
 
-//  aside gzipped to aside.gz (through aside.gz.tmp), then removed; on
-//  failure aside stays as it is, uncompressed.
+//  aside gzipped to aside.gz, then removed. The .gz is written unnamed
+//  (O_TMPFILE) and linked in once whole: a compression cut short (the
+//  instance ended) leaves nothing behind but aside, which the next rotation
+//  compresses. Another instance compressing the same file first is no
+//  failure (its .gz exists: linkat says EEXIST; aside gone: ENOENT).
 static void *s_compress(void *arg)
 {
     char *aside = arg;
-    char tmp[PATH_MAX + 16], done[PATH_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s.gz.tmp", aside);
+    char dir[PATH_MAX], done[PATH_MAX + 16], proc[64];
     snprintf(done, sizeof done, "%s.gz", aside);
+    snprintf(dir, sizeof dir, "%s", aside);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+    }
     int in = open(aside, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    gzFile out = in >= 0 ? gzopen(tmp, "wbe6") : NULL;
+    int tmp = in >= 0 ? open(slash ? (dir[0] ? dir : "/") : ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644) : -1;
+    int gz_fd = tmp >= 0 ? dup(tmp) : -1;
+    gzFile out = gz_fd >= 0 ? gzdopen(gz_fd, "wb6") : NULL;
+    if (!out && gz_fd >= 0) {
+        close(gz_fd);
+    }
     bool ok = out != NULL;
     char chunk[65536];
-    ssize_t got;
+    ssize_t got = 0;
     while (ok && (got = read(in, chunk, sizeof chunk)) > 0) {
         ok = gzwrite(out, chunk, (unsigned)got) == (int)got;
     }
@@ -53,13 +65,18 @@ static void *s_compress(void *arg)
     if (out && gzclose(out) != Z_OK) {
         ok = false;
     }
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", tmp);
+    ok = ok && (linkat(AT_FDCWD, proc, AT_FDCWD, done, AT_SYMLINK_FOLLOW) == 0 || errno == EEXIST);
+    if (ok) {
+        unlink(aside);
+    } else if (in >= 0 || errno != ENOENT) {
+        drv_warn("file not compressed aside=%s reason=\"%s\": left as it is", aside, strerror(errno));
+    }
+    if (tmp >= 0) {
+        close(tmp);
+    }
     if (in >= 0) {
         close(in);
-    }
-    if (ok && rename(tmp, done) == 0) {
-        unlink(aside);
-    } else {
-        unlink(tmp);
     }
     free(aside);
     return NULL;
@@ -115,8 +132,10 @@ static int s_newest_first(const void *a, const void *b)
 }
 
 //  The files set aside beyond the max_files newest removed (a stamp's
-//  .gz and its uncompressed form count as one).
-static void s_prune(const char *path, int64_t max_files)
+//  .gz and its uncompressed form count as one); with compress, each kept
+//  one that has no .gz yet compressed (the one just set aside, and one an
+//  instance that ended did not finish).
+static void s_prune(const char *path, int64_t max_files, bool compress)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
@@ -148,10 +167,12 @@ static void s_prune(const char *path, int64_t max_files)
         bool same =
             i > 0 && s_stem(names[i]) == s_stem(names[i - 1]) && !strncmp(names[i], names[i - 1], s_stem(names[i]));
         kept += !same;
+        char file[PATH_MAX + 300];
+        snprintf(file, sizeof file, "%s/%s", slash ? (dir[0] ? dir : "") : ".", names[i]);
         if (kept > max_files) {
-            char victim[PATH_MAX + 300];
-            snprintf(victim, sizeof victim, "%s/%s", slash ? (dir[0] ? dir : "") : ".", names[i]);
-            unlink(victim);
+            unlink(file);
+        } else if (compress && !same && s_stem(names[i]) == strlen(names[i])) {
+            s_compress_later(file); // plain, and no .gz of it sorted just before
         }
     }
     for (size_t i = 0; i < count; i++) {
@@ -227,10 +248,7 @@ int drv_rotate_check(const drv_rotate_t *rotate, const char *path, int fd, drv_r
     close(fd);
     if (aside[0]) {
         drv_info("file rotated path=%s aside=%s bytes=%lld", path, aside, (long long)mine.st_size);
-        if (rotate->compress) {
-            s_compress_later(aside);
-        }
-        s_prune(path, rotate->max_files);
+        s_prune(path, rotate->max_files, rotate->compress);
     }
     return next;
 }
