@@ -31,6 +31,7 @@ class KafkaThroughChanges(Kafka):
     def test_a_canary_its_promotion_a_rollback_and_a_resize_under_load(self):
         cluster = self.cluster(3, [("in", PARTITIONS)])
         produced = [0]
+        in_partition = [0] * PARTITIONS  # what each holds: its log's end offset
         stop = threading.Event()
 
         def producer():  # 50 into each partition a round, about 4 rounds a second
@@ -39,6 +40,7 @@ class KafkaThroughChanges(Kafka):
                 for p in range(PARTITIONS):
                     produce(cluster.bootstrap, "in", [json.dumps({"i": first + p * 50 + k}) for k in range(50)],
                             partition=p)
+                    in_partition[p] += 50
                 produced[0] = first + PARTITIONS * 50
                 stop.wait(0.25)  # the rate, not a synchronisation
 
@@ -56,7 +58,9 @@ class KafkaThroughChanges(Kafka):
 
         self.start(nodes, cores=2, heartbeat_ms=1000, policies=spec(1)["pipeline"]["policies"])
         #  Each partition's furthest read offset, sampled: the longest time
-        #  one stood still while messages were produced into it.
+        #  one stood still while messages waited in it (its log's end past
+        #  what was read), so that a slow producer is not taken for a
+        #  partition without a reader. The status is a heartbeat old (1 s).
         silent = collections.defaultdict(float)
         moved = {}
 
@@ -70,10 +74,11 @@ class KafkaThroughChanges(Kafka):
                 for inst in st.get("instances") or []:
                     for name, part in (((inst.get("nodes") or {}).get("in") or {}).get("partitions") or {}).items():
                         read[name] = max(read[name], part.get("read_offset") or -1)
-                for name in set(read) | set(moved):  # one no instance reports has no reader
-                    offset, last = read.get(name, -1), moved.get(name)
-                    if last is None or offset > last[0]:
-                        moved[name] = (offset, now)
+                for p in range(PARTITIONS):  # one no instance reports has no reader
+                    name = f"in/{p}"
+                    offset, last = read[name], moved.get(name)
+                    if last is None or offset > last[0] or offset >= in_partition[p]:
+                        moved[name] = (offset, now)  # moving, or nothing waits in it
                     else:
                         silent[name] = max(silent[name], now - last[1])
                 time.sleep(0.2)  # a sampling period, not a synchronisation
@@ -82,7 +87,8 @@ class KafkaThroughChanges(Kafka):
         for t in threads:
             t.start()
         self.addCleanup(lambda: (stop.set(), sampled.set(), [t.join() for t in threads]))
-        wait_until(lambda: len(moved) == PARTITIONS, 60, "every partition read")
+        wait_until(lambda: all(moved.get(f"in/{p}", (-1, 0))[0] > 0 for p in range(PARTITIONS)), 60,
+                   "every partition read")
 
         def rollout(rid, states, timeout=120):
             return wait_until(lambda: (lambda r: r if r["state"] in states else None)(
