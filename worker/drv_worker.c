@@ -334,6 +334,7 @@ static int s_loop(worker_t *self)
                 drv_feed_drained(self->feed, self->dag);
             }
             s_send_simple(self, DRV_MSG_DRAINED);
+            drv_dag_positions_final(self->dag); // droverd has the counts: the next process starts from zero
             int64_t in, out, errors;
             drv_dag_counters(self->dag, &in, &out, &errors);
             drv_info("drained instance=%s records_in=%lld records_out=%lld errors=%lld", self->instance, (long long)in,

@@ -70,7 +70,12 @@ struct drv_instance_t {
     int64_t last_heartbeat_at;               // wall ms
     int64_t last_heartbeat_mono;             // mono ms
     int64_t records_in, records_out, errors; // from its last heartbeat
-    json_t *nodes;                           // its per-node counters {"node": [in, out, dropped, errors, ...]}, or NULL
+    //  What its last process counted, moved into the pipeline's totals when it
+    //  ended; taken out again when the next process goes on from the counts
+    //  saved with its disk buffer (it counted them too). Cleared at its
+    //  first heartbeat.
+    int64_t ended_in, ended_out, ended_errors;
+    json_t *nodes;            // its per-node counters {"node": [in, out, dropped, errors, ...]}, or NULL
     json_t *buffer;           // its disk buffer's figures from the last heartbeat (schemas/control.md), or NULL
     uint64_t counter_updates; // how many times the counters above were updated
     bool adopted;             // its process was started by the droverd before an upgrade (older binaries)

@@ -171,8 +171,23 @@ static void s_buffer_news(drv_engine_t *engine, drv_instance_t *inst, const json
     }
 }
 
+//  The first heartbeat of a process that went on from the counts its
+//  crashed predecessor saved with the disk buffer (worker/dag/drv_dag_counts.c):
+//  what droverd had from that one is in them, and leaves the totals.
+static void s_went_on(drv_instance_t *inst, const drv_msg_t *msg)
+{
+    drv_pipeline_t *p = inst->pipeline;
+    if (drv_msg_has(msg, DRV_F_BUFFER) && json_is_true(json_object_get(msg->buffer, "counts_restored"))) {
+        p->retired_in -= inst->ended_in;
+        p->retired_out -= inst->ended_out;
+        p->retired_errors -= inst->ended_errors;
+    }
+    inst->ended_in = inst->ended_out = inst->ended_errors = 0;
+}
+
 static void s_counters(drv_engine_t *engine, drv_instance_t *inst, const drv_msg_t *msg)
 {
+    s_went_on(inst, msg);
     if (drv_msg_has(msg, DRV_F_RECORDS_IN)) {
         inst->records_in = msg->records_in;
         inst->records_out = msg->records_out;
@@ -199,6 +214,9 @@ static void s_retire_counters(drv_instance_t *inst)
     p->retired_in += inst->records_in;
     p->retired_out += inst->records_out;
     p->retired_errors += inst->errors;
+    inst->ended_in = inst->records_in;
+    inst->ended_out = inst->records_out;
+    inst->ended_errors = inst->errors;
     inst->records_in = inst->records_out = inst->errors = 0;
     json_decref(inst->nodes);
     inst->nodes = NULL;

@@ -22,7 +22,9 @@
     (DRV_BUFFER_HAD) says a list follows it, of the exporters that had
     already settled the input when it was taken over from a log left behind
     (u8 count, then each id as u8 length and its bytes): they are not fed
-    it again (drv_buffer_adopt.c, drv_buffer_positions.c). */
+    it again (drv_buffer_adopt.c, drv_buffer_positions.c). Every entry
+    taken over has the list, maybe empty: it was counted where it was
+    taken (worker/dag/drv_dag_counts.c). */
 #ifndef DRV_BUFFER_H
 #define DRV_BUFFER_H
 

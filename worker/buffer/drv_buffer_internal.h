@@ -65,7 +65,8 @@ json_t *drv_buffer_positions_at(int dir_fd, const char *dir);
 void drv_buffer_positions_forget(int dir_fd);
 //  Appends an entry taken over from a log left behind, listing in it the
 //  exporters whose position there (positions, {id: settled up to}) says
-//  they had it already. Its number, or -1 with err.
+//  they had it already (the list, maybe empty, also says it was taken
+//  elsewhere: counted there). Its number, or -1 with err.
 int64_t drv_buffer_append_had(drv_wal_t *wal, const drv_wal_entry_t *entry, const json_t *positions, char *err,
                               size_t errlen);
 //  Opens dir/lock and takes it without waiting: the descriptor, or

@@ -116,12 +116,22 @@ int drv_buffer_positions_save(drv_buffer_t *self, const json_t *positions, char 
 
 json_t *drv_buffer_positions_load(drv_buffer_t *self)
 {
+    json_t *positions = drv_buffer_positions_at(drv_wal_dir_fd(self->wal), self->dir);
     if (drv_wal_last(self->wal) == 0) {
-        //  An empty log numbers from 1 again: positions of the one before mean nothing.
+        //  An empty log numbers from 1 again: positions of the one before
+        //  mean nothing (what is saved beside them, the counts, stays).
         drv_buffer_positions_forget(drv_wal_dir_fd(self->wal));
-        return json_object();
+        const char *id;
+        json_t *upto;
+        void *tmp;
+        json_object_foreach_safe(positions, tmp, id, upto)
+        {
+            if (json_is_integer(upto)) {
+                json_object_del(positions, id);
+            }
+        }
     }
-    return drv_buffer_positions_at(drv_wal_dir_fd(self->wal), self->dir);
+    return positions;
 }
 
 void drv_buffer_positions_forget(int dir_fd)
@@ -174,7 +184,7 @@ int64_t drv_buffer_append_had(drv_wal_t *wal, const drv_wal_entry_t *entry, cons
             ids[count++] = id;
         }
     }
-    if (!drv_buffer_input_of(entry, node, &input) || (!count && !input.had)) {
+    if (!drv_buffer_input_of(entry, node, &input)) {
         return drv_wal_append(wal, entry->time_ms, entry->records, entry->data, entry->len, false, err, errlen);
     }
     unsigned char head[DRV_BUFFER_HEAD_MAX];

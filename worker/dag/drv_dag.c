@@ -333,7 +333,9 @@ int64_t drv_dag_settle(drv_dag_t *self)
         if (drv_buffer_sync_if_due(self->buffer, drv_time_mono_ms(), err, sizeof err) != 0) {
             drv_warn("disk buffer sync failed dir=%s reason=\"%s\"", drv_buffer_dir(self->buffer), err);
         }
-        drv_buffer_settled(self->buffer, settled);
+        //  What it forgets is never read again: the counts saved say it was
+        //  delivered (drv_dag_counts.c), else a restart would not count it out.
+        drv_buffer_settled(self->buffer, settled < self->saved_settled ? settled : self->saved_settled);
         durable = drv_buffer_durable(self->buffer);
     }
     bool more_settled = settled > self->settled, more_durable = durable > self->told_durable;

@@ -68,6 +68,10 @@ bool drv_dag_ready(drv_dag_t *self);
 //  A draining instance may exit: no node but an exporter behind (whose
 //  backlog the log keeps) has a descriptor left, and drv_dag_buffer_empty.
 bool drv_dag_drained(drv_dag_t *self);
+//  droverd has this process's last counts (it said DRAINED): saved so with
+//  a disk buffer's positions, and the next process does not go on from
+//  them (drv_dag_counts.c).
+void drv_dag_positions_final(drv_dag_t *self);
 //  Milliseconds until a network receiver has work without input, or -1.
 int64_t drv_dag_timeout_ms(drv_dag_t *self);
 //  The instance drains: network receivers take nothing new and finish what

@@ -89,8 +89,8 @@ int drv_dag_pump(drv_dag_t *self)
             self->unowned_errors++; // counted, and it settles as it is
             continue;
         }
-        if (input.replayed) {
-            node->in += n; // taken by an earlier instance: counted in as it is replayed
+        if (input.replayed && !input.had && input.number > self->taken_counted_upto) {
+            node->in += n; // taken before a crash, after the counts saved then (drv_dag_counts.c)
         }
     }
     return fed;
@@ -127,10 +127,10 @@ json_t *drv_dag_buffer_stats(drv_dag_t *self)
     drv_buffer_stats_t stats;
     drv_buffer_stats(self->buffer, &stats);
     int64_t age = stats.oldest_ms > 0 ? drv_time_wall_ms() - stats.oldest_ms : 0;
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "bytes", (json_int_t)stats.bytes, "records",
-                     (json_int_t)stats.records, "oldest_age_ms", (json_int_t)(age > 0 ? age : 0), "replayed",
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b}", "bytes", (json_int_t)stats.bytes,
+                     "records", (json_int_t)stats.records, "oldest_age_ms", (json_int_t)(age > 0 ? age : 0), "replayed",
                      (json_int_t)stats.replayed, "dropped", (json_int_t)stats.dropped, "corrupt_segments",
                      (json_int_t)stats.corrupt_segments, "torn_bytes", (json_int_t)stats.torn_bytes, "unkept_bytes",
                      (json_int_t)stats.unkept_bytes, "odd_files", (json_int_t)stats.odd_files, "full",
-                     drv_buffer_full(self->buffer));
+                     drv_buffer_full(self->buffer), "counts_restored", self->counts_restored);
 }

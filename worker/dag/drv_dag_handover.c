@@ -205,11 +205,8 @@ int drv_dag_handover_feed(drv_dag_t *self)
         self->running = ++self->input;
         if (input.had) { // an input kept for exporters behind: run for those that had not had it
             drv_node_t *entry;
-            int n = drv_dag_feed(self, &input, &entry);
-            if (n >= 0) {
-                entry->in += n;
-            } else {
-                self->unowned_errors++; // counted, and it settles as it is
+            if (drv_dag_feed(self, &input, &entry) < 0) { // counted where it was taken (drv_dag_counts.c)
+                self->unowned_errors++;                   // counted, and it settles as it is
             }
             s_pending_push(self, self->input, input.number);
             fed++;
@@ -221,7 +218,9 @@ int drv_dag_handover_feed(drv_dag_t *self)
         int n = drv_batch_decode_checked(input.data, input.size, &self->batch_zone, &root, &records, err, sizeof err);
         drv_node_t *exporter = s_exporter_named(self, input.node);
         if (n >= 0 && exporter) {
+            self->elsewhere = true; // counted in where it was taken: delivered here (drv_dag_counts.c)
             drv_node_deliver(exporter, records, (size_t)n);
+            self->elsewhere = false;
         } else {
             self->unowned_errors++; // the pipeline has no such exporter any more: counted, and it settles as it is
             drv_warn("handed-over records for no exporter of this pipeline node=%s records=%u", input.node,

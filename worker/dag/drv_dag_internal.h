@@ -2,7 +2,9 @@
     calling only those below it: drv_node.c (what the DAG offers the node
     kinds), drv_dag_buffered.c (the disk buffer inputs wait in),
     drv_dag_input.c (records entering the DAG), drv_dag.c (building it,
-    driving it, settling). drv_tap.c and drv_condition.c sit beside. */
+    driving it, settling). drv_dag_positions.c keeps where each exporter
+    stands in the log, with the counts drv_dag_counts.c saves beside them.
+    drv_tap.c and drv_condition.c sit beside. */
 #ifndef DRV_DAG_INTERNAL_H
 #define DRV_DAG_INTERNAL_H
 
@@ -40,6 +42,10 @@ struct drv_dag_t {
     int rerun_for;                     // an exporter catching up is being fed (its index), or -1
     const drv_buffer_input_t *feeding; // the input read back being run, or NULL
     bool generating;                   // a generator's batch is being run
+    bool elsewhere;                    // the input being run was counted where it was taken (a hand-over)
+    bool reported;                     // droverd has the counts (drv_dag_positions_final)
+    bool counts_restored;              // counts saved by this instance's crashed process go on (drv_dag_counts.c)
+    int64_t taken_counted_upto;        // inputs of the log up to it were counted in by the receivers that took them
     bool draining;                     // drv_dag_drain was called
     //  What drained instances' exporters held, being given to ours (drv_dag_handover.c).
     struct drv_handover_t *handover;
@@ -47,6 +53,7 @@ struct drv_dag_t {
     int64_t handover_scan_ms, handover_tried_ms; // mono: the next look for one; the last try to hand over
     drv_ring_t handover_pending; // int64_t[2]: [input, handover entry] fed and not settled, oldest first
     json_t *positions;           // each exporter's position as last saved (drv_dag_positions.c)
+    int64_t saved_settled;       // every exporter had settled up to it when they were saved: the log may forget it
     int64_t positions_due_ms;    // mono: when they may be saved next
     msgpack_sbuffer packing;     // records packed for the log
     int64_t tap_per_sec;         // samples per second and tapped node (drv_tap.c)
@@ -121,6 +128,10 @@ void drv_dag_positions_passed(drv_dag_t *self, int64_t records, int64_t time_ms)
 void drv_dag_positions_read(drv_node_t *node, int64_t records, int64_t time_ms);
 //  Falling behind, catching up: said at most every 5 s per exporter.
 void drv_dag_positions_say(drv_node_t *node, const char *what);
+//  drv_dag_counts.c (below drv_dag_positions.c): the counts saved with the positions taken back
+//  (positions: the slot's file as loaded), and saved with them again.
+void drv_dag_counts_restore(drv_dag_t *self, const json_t *positions);
+json_t *drv_dag_counts_saved(const drv_dag_t *self, bool reported);
 //  An exporter that fell behind and may take more (it reads again from its position).
 bool drv_dag_lagging_may_read(const drv_node_t *node);
 

@@ -42,6 +42,7 @@ void drv_dag_positions_open(drv_dag_t *self)
         return;
     }
     json_t *positions = drv_buffer_positions_load(self->buffer);
+    drv_dag_counts_restore(self, positions);
     for (size_t i = 0; i < self->count; i++) {
         json_t *upto = json_object_get(positions, self->nodes[i].id);
         if (s_exporter(&self->nodes[i]) && json_is_integer(upto)) {
@@ -261,6 +262,33 @@ static int64_t s_position(const drv_dag_t *self, drv_node_t *node)
     return at > node->delivered_upto ? at : node->delivered_upto;
 }
 
+//  Each exporter's position and what was counted (drv_dag_counts.c),
+//  written whole when either changed.
+static void s_save(drv_dag_t *self)
+{
+    json_t *positions = drv_dag_counts_saved(self, self->reported);
+    int64_t least = self->running;
+    for (size_t i = 0; i < self->count; i++) {
+        if (s_exporter(&self->nodes[i])) {
+            int64_t at = s_position(self, &self->nodes[i]);
+            least = at < least ? at : least;
+            json_object_set_new(positions, self->nodes[i].id, json_integer(at));
+        }
+    }
+    char err[300];
+    if (json_equal(positions, self->positions)) {
+        self->saved_settled = least;
+        json_decref(positions);
+    } else if (drv_buffer_positions_save(self->buffer, positions, err, sizeof err) != 0) {
+        drv_warn("disk buffer: exporters' positions not saved reason=\"%s\"", err);
+        json_decref(positions);
+    } else {
+        self->saved_settled = least;
+        json_decref(self->positions);
+        self->positions = positions;
+    }
+}
+
 //  The position of the exporter furthest behind (0: none is).
 static int64_t s_furthest(const drv_dag_t *self)
 {
@@ -296,20 +324,13 @@ void drv_dag_positions_tick(drv_dag_t *self, int64_t now_ms)
         return;
     }
     self->positions_due_ms = now_ms + POSITIONS_EVERY_MS;
-    json_t *positions = json_object();
-    for (size_t i = 0; i < self->count; i++) {
-        if (s_exporter(&self->nodes[i])) {
-            json_object_set_new(positions, self->nodes[i].id, json_integer(s_position(self, &self->nodes[i])));
-        }
-    }
-    char err[300];
-    if (json_equal(positions, self->positions)) {
-        json_decref(positions);
-    } else if (drv_buffer_positions_save(self->buffer, positions, err, sizeof err) != 0) {
-        drv_warn("disk buffer: exporters' positions not saved reason=\"%s\"", err);
-        json_decref(positions);
-    } else {
-        json_decref(self->positions);
-        self->positions = positions;
+    s_save(self);
+}
+
+void drv_dag_positions_final(drv_dag_t *self)
+{
+    self->reported = true;
+    if (self->buffer) {
+        s_save(self);
     }
 }

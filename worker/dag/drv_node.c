@@ -62,10 +62,16 @@ static bool s_skips(const drv_node_t *node)
 }
 
 //  While an exporter catches up, the nodes before it run again for it:
-//  only the exporter counts what it takes (docs/operations.md, "Exporter queues").
+//  only the exporter counts what it takes (docs/operations.md, "Exporter
+//  queues"). An input another process took, run here, was counted there
+//  (drv_dag_counts.c).
 static bool s_counts(const drv_node_t *node)
 {
-    return node->dag->rerun_for < 0 || s_exporter(node);
+    const drv_dag_t *dag = node->dag;
+    if (dag->elsewhere || (dag->feeding && (dag->feeding->had || dag->running <= node->counted_upto))) {
+        return false;
+    }
+    return dag->rerun_for < 0 || s_exporter(node);
 }
 
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
@@ -127,7 +133,7 @@ void drv_node_count_in(drv_node_t *node, size_t n)
 
 void drv_node_count_out(drv_node_t *node, size_t n)
 {
-    node->out += s_counts(node) ? (int64_t)n : 0;
+    node->out += s_exporter(node) || s_counts(node) ? (int64_t)n : 0; // what exporters deliver always counts
     node->failing_since_ms = 0;
 }
 

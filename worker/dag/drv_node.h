@@ -115,8 +115,11 @@ struct drv_node_t {
     //  records given to it (receivers: read), handed on (exporters: exported),
     //  not handed on (a filter's misses, nil from a script, a record dropped
     //  after a script error), and errors.
-    //  Exporters' dropped are the records they gave up on.
+    //  Exporters' dropped are the records they gave up on. Counted once, by
+    //  the process that took the input (drv_dag_counts.c): inputs up to
+    //  counted_upto, read back from the log, were counted before a restart.
     int64_t in, out, dropped, errors;
+    int64_t counted_upto;
     //  Exporters: how delivery goes, for the heartbeat (drv_dag_node_counters)
     //  and the pipeline's exporter_failing condition.
     int64_t retries;             // attempts made again after a failure
