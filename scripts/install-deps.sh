@@ -58,6 +58,12 @@ done
 case " $PACKAGES " in
 *" nodejs "*) command -v npm >/dev/null 2>&1 || missing="$missing npm" ;;
 esac
+# kubectl (a client of the tests' fake Kubernetes API server): Debian's
+# kubernetes-client, unless a kubectl is installed already (another package
+# owning /usr/bin/kubectl would conflict with it).
+case " $PACKAGES " in
+*" python3-kubernetes "*) command -v kubectl >/dev/null 2>&1 || missing="$missing kubernetes-client" ;;
+esac
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

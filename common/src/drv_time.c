@@ -39,3 +39,16 @@ void drv_time_rfc3339(int64_t wall_ms, char *buf, size_t size)
     strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(buf, size, "%s.%03dZ", base, (int)(wall_ms % 1000));
 }
+
+struct timespec drv_time_realtime_in(int64_t ms)
+{
+    struct timespec at;
+    clock_gettime(CLOCK_REALTIME, &at);
+    at.tv_sec += ms / 1000;
+    at.tv_nsec += (ms % 1000) * 1000000;
+    if (at.tv_nsec >= 1000000000) {
+        at.tv_sec++;
+        at.tv_nsec -= 1000000000;
+    }
+    return at;
+}

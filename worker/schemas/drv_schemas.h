@@ -16,7 +16,11 @@ extern const drv_node_schema_t drv_schema_receiver_zmq, drv_schema_receiver_gene
     drv_schema_receiver_http, drv_schema_receiver_otlp, drv_schema_processor_filter, drv_schema_processor_transform,
     drv_schema_processor_route, drv_schema_processor_lua, drv_schema_exporter_file, drv_schema_exporter_zmq,
     drv_schema_exporter_null, drv_schema_exporter_http, drv_schema_exporter_otlp, drv_schema_processor_parse,
-    drv_schema_receiver_file, drv_schema_receiver_journald, drv_schema_receiver_kafka, drv_schema_exporter_kafka;
+    drv_schema_receiver_file, drv_schema_receiver_journald, drv_schema_receiver_kafka, drv_schema_exporter_kafka,
+    drv_schema_processor_kubernetes;
+
+//  processor:kubernetes's metadata attributes, NULL-terminated (drv_schema_processor_kubernetes.c).
+extern const char *const drv_kubernetes_metadata[];
 
 //  Registers every kind's schema with the spec validator (drv_spec_set_kinds).
 //  Every program that validates specs calls it once at start.

@@ -1,0 +1,186 @@
+"""processor:kubernetes (docs/kubernetes.md) through the real binaries,
+against the fake API server of kube_api.py (proven with kubectl and the
+kubernetes Python client in test_kube_api.py), over HTTPS with a CA file
+and a bearer token file: CRI files laid out as the kubelet does, pods on
+two nodes with owners, labels and annotations; every record enriched as
+configured, only this node's pods watched, a pod added later enriched, a
+410 relists without losing a record, a rotated token re-read, OTLP found
+by its pod IP, an unknown pod passed and counted."""
+
+import json
+import os
+import shutil
+import tempfile
+import time
+import unittest
+import urllib.request
+
+from capture import self_signed_cert
+from harness import Admin, EngineTest, engine_yaml, free_port, wait_until
+from kube_api import KubeApi, owned, pod
+
+UID_WEB = "11111111-0000-0000-0000-000000000001"
+UID_CRON = "11111111-0000-0000-0000-000000000002"
+UID_DB = "11111111-0000-0000-0000-000000000003"
+UID_OTHER_NODE = "11111111-0000-0000-0000-000000000004"
+UID_LATER = "11111111-0000-0000-0000-000000000005"
+
+
+class Kubernetes(EngineTest):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="drv-k8s-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        cert, key = self_signed_cert(self.dir)
+        self.api = KubeApi(token="first-token", certfile=cert, keyfile=key)
+        self.addCleanup(self.api.close)
+        self.ca, self.token_file = cert, os.path.join(self.dir, "token")
+        with open(self.token_file, "w") as f:
+            f.write("first-token\n")  # read trimmed of its line break
+        self.pods_dir = os.path.join(self.dir, "pods")
+        self.http_port, self.otlp_port = free_port(), free_port()
+        api = self.api
+        api.put("replicasets", owned("ReplicaSet", "web-7d9f", "shop", ("Deployment", "web")))
+        api.put("jobs", owned("Job", "report-290", "ops", ("CronJob", "report")))
+        api.put("pods", pod("web-7d9f-abc", "n1", "shop", ip="10.1.0.5", uid=UID_WEB, owner=("ReplicaSet", "web-7d9f"),
+                            labels={"app.kubernetes.io/name": "web", "tier": "front", "team.io/owner": "payments"},
+                            annotations={"team": "payments", "ignored": "x"},
+                            containers={"server": "registry.example/shop/web:2.4.1", "sidecar": "envoy"}))
+        api.put("pods", pod("report-290-xyz", "n1", "ops", ip="10.1.0.6", uid=UID_CRON, owner=("Job", "report-290")))
+        api.put("pods", pod("db-0", "n1", "data", ip="10.1.0.7", uid=UID_DB, owner=("StatefulSet", "db"),
+                            containers={"pg": "postgres@sha256:abcd"}))
+        api.put("pods", pod("elsewhere", "n2", "shop", ip="10.2.0.9", uid=UID_OTHER_NODE))
+
+    def config(self):
+        pipelines = f"""
+      node:
+        cores: {{count: 1}}
+        nodes:
+          pods: {{type: "receiver:file", config: {{include: ["{self.pods_dir}/*/*/*.log"], format: cri,
+                  kubernetes: true, start_at: beginning, poll_interval_ms: 200}}, to: [k8s]}}
+          otlp: {{type: "receiver:otlp", config: {{endpoint: "127.0.0.1:{self.otlp_port}"}}, to: [k8s]}}
+          k8s:
+            type: "processor:kubernetes"
+            config:
+              api: {{server: "{self.api.url()}", token_file: "{self.token_file}", ca_file: "{self.ca}"}}
+              node: n1
+              extract:
+                labels: [{{key: app.kubernetes.io/name, attribute: app}}, {{key_regex: "^team\\\\."}}]
+                annotations: [{{key: team}}]
+            to: [out]
+          out: {{type: "exporter:file", config: {{path: "{{OUT}}/out.ndjson"}}}}
+"""
+        return engine_yaml(pipelines, "  heartbeat_interval_ms: 1000\n").replace("HTTP", str(self.http_port))
+
+    def write_log(self, namespace, name, uid, container, lines):
+        directory = os.path.join(self.pods_dir, f"{namespace}_{name}_{uid}", container)
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, "0.log"), "a") as f:
+            for line in lines:
+                f.write(f"2026-11-29T10:00:00.000000000Z stdout F {line}\n")
+
+    def out(self):
+        path = os.path.join(self.engine.out_dir, "out.ndjson")
+        if not os.path.exists(path):
+            return {}
+        with open(path) as f:
+            return {r["body"]: r for r in map(json.loads, f) if isinstance(r.get("body"), str)}
+
+    def wait_records(self, bodies, timeout=20):
+        return wait_until(lambda: (lambda o: o if all(b in o for b in bodies) else None)(self.out()), timeout,
+                          f"records {bodies}")
+
+    def details(self):
+        status, body, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/node/status")
+        nodes = body["instances"][0]["nodes"] if status == 200 and body["instances"] else {}
+        return (nodes or {}).get("k8s", {}).get("kubernetes")
+
+    def start(self):
+        engine = self.start_engine(self.config())
+        self.admin = Admin(engine, self.http_port)
+        self.admin.wait_ready(20)
+        wait_until(lambda: (self.details() or {}).get("pods") == 3, 20, "the cache filled from the list: n1's 3 pods")
+        return engine
+
+    def test_records_of_this_nodes_pods_get_their_metadata_owners_labels_and_annotations(self):
+        self.write_log("shop", "web-7d9f-abc", UID_WEB, "server", ["web says hi"])
+        self.write_log("ops", "report-290-xyz", UID_CRON, "main", ["report ran"])
+        self.write_log("data", "db-0", UID_DB, "pg", ["db ready"])
+        self.write_log("shop", "elsewhere", UID_OTHER_NODE, "c", ["not on this node"])
+        self.write_log("shop", "ghost", "11111111-0000-0000-0000-00000000dead", "c", ["no such pod"])
+        self.start()
+        out = self.wait_records(["web says hi", "report ran", "db ready", "not on this node", "no such pod"])
+        web = out["web says hi"]["resource"]
+        self.assertEqual(web["k8s.namespace.name"], "shop")
+        self.assertEqual(web["k8s.pod.name"], "web-7d9f-abc")
+        self.assertEqual(web["k8s.pod.uid"], UID_WEB)
+        self.assertEqual(web["k8s.pod.ip"], "10.1.0.5")
+        self.assertEqual(web["k8s.node.name"], "n1")
+        self.assertEqual(web["k8s.pod.start_time"], "2026-11-29T10:00:00Z")
+        self.assertEqual(web["k8s.replicaset.name"], "web-7d9f")
+        self.assertEqual(web["k8s.deployment.name"], "web")
+        self.assertEqual(web["container.image.name"], "registry.example/shop/web")
+        self.assertEqual(web["container.image.tag"], "2.4.1")
+        self.assertEqual(web["app"], "web")
+        self.assertEqual(web["k8s.pod.labels.team.io/owner"], "payments")
+        self.assertEqual(web["k8s.pod.annotations.team"], "payments")
+        self.assertNotIn("k8s.pod.labels.tier", web)
+        self.assertNotIn("k8s.pod.annotations.ignored", web)
+        self.assertEqual(web["k8s.container.name"], "server", "what the file receiver set stays")
+        cron = out["report ran"]["resource"]
+        self.assertEqual((cron["k8s.job.name"], cron["k8s.cronjob.name"]), ("report-290", "report"))
+        self.assertNotIn("container.image.name", cron, "its container main is not in the pod's spec")
+        db = out["db ready"]["resource"]
+        self.assertEqual(db["k8s.statefulset.name"], "db")
+        self.assertEqual((db["container.image.name"], db["container.image.tag"]), ("postgres", "latest"))
+        #  Only n1's pods are watched: n2's pod is not known here.
+        self.assertNotIn("k8s.node.name", out["not on this node"]["resource"])
+        self.assertNotIn("k8s.node.name", out["no such pod"]["resource"])
+        self.assertTrue(any("fieldSelector=spec.nodeName%3Dn1" in p for m, p, _ in self.api.requests if "/pods" in p))
+        details = wait_until(lambda: (lambda d: d if d and d["unmatched"] >= 2 else None)(self.details()), 10,
+                             "unmatched counted")
+        self.assertEqual(details["enriched"], 3)
+        self.assertEqual(details["watch"], "watching")
+
+    def test_a_pod_added_later_a_410_and_a_rotated_token_lose_nothing(self):
+        self.start()
+        #  A pod the API learns of after the list: the watch brings it.
+        self.api.put("pods", pod("later-1", "n1", "shop", ip="10.1.0.8", uid=UID_LATER))
+        wait_until(lambda: (self.details() or {}).get("pods") == 4, 20, "the pod added later cached")
+        self.write_log("shop", "later-1", UID_LATER, "c", ["later-0"])
+        self.assertEqual(self.wait_records(["later-0"])["later-0"]["resource"]["k8s.pod.name"], "later-1")
+        #  etcd compacted: the watch ends with a 410 and the cache lists again;
+        #  lines written meanwhile are all read and enriched.
+        self.api.expire()
+        self.write_log("shop", "later-1", UID_LATER, "c", [f"later-{n}" for n in range(1, 200)])
+        wait_until(lambda: (self.details() or {}).get("relists", 0) >= 1, 20, "a relist after the 410")
+        self.api.put("pods", pod("later-2", "n1", "shop", uid=UID_LATER.replace("5", "6")))
+        wait_until(lambda: (self.details() or {}).get("pods") == 5, 20, "watching again after the relist")
+        out = self.wait_records([f"later-{n}" for n in range(200)])
+        self.assertTrue(all(out[f"later-{n}"]["resource"].get("k8s.pod.name") == "later-1" for n in range(200)))
+        #  The token rotates: the old one is refused from now on, the file
+        #  holds the new one; the next connection reads it.
+        with open(self.token_file + ".new", "w") as f:
+            f.write("second-token\n")
+        os.rename(self.token_file + ".new", self.token_file)
+        self.api.token = "second-token"
+        self.api.drop_watches()
+        self.api.put("pods", pod("after-rotation", "n1", "shop", uid=UID_LATER.replace("5", "7")))
+        wait_until(lambda: (self.details() or {}).get("pods") == 6, 20, "the pod added after the rotation cached")
+        self.assertFalse(any(not ok for _, _, ok in self.api.requests), "no request was refused")
+
+    def test_otlp_from_a_pod_ip_is_enriched(self):
+        self.start()
+        body = {"resourceLogs": [{"resource": {"attributes": [
+            {"key": "k8s.pod.ip", "value": {"stringValue": "10.1.0.5"}},
+            {"key": "service.name", "value": {"stringValue": "web"}}]},
+            "scopeLogs": [{"logRecords": [{"body": {"stringValue": "from otlp"}}]}]}]}
+        request = urllib.request.Request(f"http://127.0.0.1:{self.otlp_port}/v1/logs", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
+        self.assertEqual(urllib.request.urlopen(request, timeout=10).status, 200)
+        resource = self.wait_records(["from otlp"])["from otlp"]["resource"]
+        self.assertEqual((resource["k8s.pod.name"], resource["k8s.deployment.name"]), ("web-7d9f-abc", "web"))
+        self.assertEqual(resource["service.name"], "web")
+
+
+if __name__ == "__main__":
+    unittest.main()
