@@ -161,9 +161,11 @@ class Kubernetes(unittest.TestCase):
 
     def test_one_kustomization_applies_one_shape(self):
         """kubectl apply -k deploy/kubernetes gives the DaemonSet alone (the
-        node agent); the gateway shape is applied on its own."""
+        node agent), with the ServiceAccount and ClusterRole it reads the
+        API as; the gateway shape is applied on its own."""
         top = kustomize(os.path.join(DEPLOY, "kubernetes"))
-        self.assertEqual(sorted(d["kind"] for d in top), ["ConfigMap", "DaemonSet"])
+        self.assertEqual(sorted(d["kind"] for d in top),
+                         ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "ServiceAccount"])
         other = kustomize(os.path.join(DEPLOY, "kubernetes", "deployment"))
         self.assertEqual(sorted(d["kind"] for d in other),
                          ["ConfigMap", "Deployment", "PersistentVolumeClaim", "PodDisruptionBudget", "Service"])
