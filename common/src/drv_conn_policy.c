@@ -7,6 +7,7 @@
 
 #include "drover/drv_log.h"
 
+#include <arpa/inet.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -121,6 +122,17 @@ static void s_address(const struct sockaddr *addr, unsigned char out[16])
         memcpy(out + 12, &((const struct sockaddr_in *)addr)->sin_addr, 4);
     } else if (addr && addr->sa_family == AF_INET6) {
         memcpy(out, &((const struct sockaddr_in6 *)addr)->sin6_addr, 16);
+    }
+}
+
+void drv_conn_peer(const drv_conn_t *conn, char *out, size_t size)
+{
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, none[16] = {0};
+    out[0] = 0;
+    if (conn && !memcmp(conn->addr, mapped, 12)) {
+        inet_ntop(AF_INET, conn->addr + 12, out, (socklen_t)size);
+    } else if (conn && memcmp(conn->addr, none, 16)) {
+        inet_ntop(AF_INET6, conn->addr, out, (socklen_t)size);
     }
 }
 

@@ -461,6 +461,11 @@ const char *drv_httpd_header(const drv_httpd_req_t *req, const char *name)
     return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
 }
 
+void drv_httpd_peer(const drv_httpd_req_t *req, char *out, size_t size)
+{
+    drv_conn_peer(req->conn ? req->conn->policy : NULL, out, size);
+}
+
 int64_t drv_httpd_content_length(const drv_httpd_req_t *req)
 {
     const char *value = drv_httpd_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);

@@ -168,7 +168,7 @@ class Kubernetes(EngineTest):
         wait_until(lambda: (self.details() or {}).get("pods") == 6, 20, "the pod added after the rotation cached")
         self.assertFalse(any(not ok for _, _, ok in self.api.requests), "no request was refused")
 
-    def test_otlp_from_a_pod_ip_is_enriched(self):
+    def test_otlp_is_enriched_by_the_pod_ip_it_names_or_by_the_address_it_connects_from(self):
         self.start()
         body = {"resourceLogs": [{"resource": {"attributes": [
             {"key": "k8s.pod.ip", "value": {"stringValue": "10.1.0.5"}},
@@ -180,6 +180,18 @@ class Kubernetes(EngineTest):
         resource = self.wait_records(["from otlp"])["from otlp"]["resource"]
         self.assertEqual((resource["k8s.pod.name"], resource["k8s.deployment.name"]), ("web-7d9f-abc", "web"))
         self.assertEqual(resource["service.name"], "web")
+        #  A sender that says nothing of its pod is found by the address it
+        #  connects from (here 127.0.0.1: a pod of that IP).
+        self.api.put("pods", pod("sender", "n1", "apps", ip="127.0.0.1", owner=("DaemonSet", "shipper")))
+        wait_until(lambda: (self.details() or {}).get("pods") == 4, 20, "the sending pod cached")
+        body["resourceLogs"][0]["resource"]["attributes"] = [{"key": "service.name", "value": {"stringValue": "s"}}]
+        body["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["body"]["stringValue"] = "by connection"
+        request = urllib.request.Request(f"http://127.0.0.1:{self.otlp_port}/v1/logs", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
+        self.assertEqual(urllib.request.urlopen(request, timeout=10).status, 200)
+        resource = self.wait_records(["by connection"])["by connection"]["resource"]
+        self.assertEqual((resource["k8s.pod.name"], resource["k8s.daemonset.name"]), ("sender", "shipper"))
+        self.assertEqual(resource["client.address"], "127.0.0.1")
 
 
 if __name__ == "__main__":

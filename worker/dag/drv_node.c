@@ -92,6 +92,16 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 
 bool drv_node_probe = false;
 
+void drv_node_ask_peer(drv_node_t *node)
+{
+    node->dag->wants_peer = true;
+}
+
+bool drv_node_wants_peer(const drv_node_t *node)
+{
+    return node->dag->wants_peer;
+}
+
 int drv_node_find(const drv_node_t *node, const char *id)
 {
     for (size_t i = 0; i < node->dag->count; i++) {

@@ -220,6 +220,12 @@ bool drv_node_buffered(const drv_node_t *node);
 bool drv_node_logged(const drv_node_t *node);
 //  True while an exporter of the instance is backlogged: receivers push back.
 bool drv_node_backlogged(const drv_node_t *node);
+//  A node finds records by their sender's address (processor:kubernetes,
+//  associate from: connection, asks at init): from then on, receivers that
+//  know it put it in each record's resource as client.address
+//  (docs/kubernetes.md).
+void drv_node_ask_peer(drv_node_t *node);
+bool drv_node_wants_peer(const drv_node_t *node);
 //  The index of the node called id in the same DAG, or -1.
 int drv_node_find(const drv_node_t *node, const char *id);
 //  Set in a probe (dry_run=instantiate, drover-worker --probe): a node's

@@ -208,8 +208,10 @@ static void s_on_body(void *arg, drv_httpd_req_t *req)
         }
         body = inflated;
     }
+    char peer[64];
+    drv_httpd_peer(req, peer, sizeof peer);
     drv_http_request_t request = {
-        .path = drv_httpd_url(req), .media_type = r->media_type, .body = body ? body : "", .size = size};
+        .path = drv_httpd_url(req), .media_type = r->media_type, .body = body ? body : "", .size = size, .peer = peer};
     drv_http_reply_t reply = {0};
     self->config.handler(self->config.arg, &request, &reply);
     free(inflated);

@@ -32,6 +32,7 @@ typedef struct {
     const char *media_type; // Content-Type without parameters, lowercase; one of the config's
     const char *body;       // decoded, NUL-terminated past size
     size_t size;
+    const char *peer; // the client's IP address ("" when not known)
 } drv_http_request_t;
 
 typedef struct {

@@ -113,10 +113,16 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     json_t *rule;
     json_array_foreach(json_object_get(config, "associate"), i, rule)
     {
-        const char *attribute = json_string_value(json_object_get(rule, "attribute"));
+        const char *from = json_string_value(json_object_get(rule, "from"));
+        if (from && !strcmp(from, "connection")) {
+            drv_node_ask_peer(node);
+        }
+        const char *attribute = from && !strcmp(from, "connection")
+                                    ? "client.address" // where receivers put the sender's address
+                                    : json_string_value(json_object_get(rule, "attribute"));
         if (self->associate_count < 8 && attribute) {
             associate_t *a = &self->associate[self->associate_count++];
-            a->by = strcmp(attribute, "k8s.pod.ip") ? DRV_POD_BY_UID : DRV_POD_BY_IP;
+            a->by = strcmp(attribute, "k8s.pod.uid") ? DRV_POD_BY_IP : DRV_POD_BY_UID;
             drv_node_string_object(node, attribute, &a->attribute);
         }
     }

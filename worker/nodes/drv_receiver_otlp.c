@@ -26,6 +26,8 @@
 
 #include "drv_grpc_frame.h"
 
+#include "drv_record_path.h"
+
 #include "drover/drv_limits.h"
 #include "drover/drv_listen.h"
 #include "drover/drv_utf8.h"
@@ -42,7 +44,8 @@ typedef struct {
     drv_grpc_server_t *grpc; // NULL: no grpc_endpoint
     const char *grpc_paths[4];
     drv_otlp_signal_t grpc_signals[3];
-    int epoll_fd; // with grpc: both servers' descriptors
+    int epoll_fd;                     // with grpc: both servers' descriptors
+    drv_record_path_t client_address; // resource["client.address"], set when the DAG wants the peer
 } otlp_t;
 
 static const char *const s_media_types[] = {"application/x-protobuf", "application/json", NULL};
@@ -162,8 +165,22 @@ static int s_records(drv_node_t *node, drv_otlp_signal_t signal, bool json, cons
 }
 
 //  What goes into a disk buffer ahead of the body: 'O', then the signal and
-//  the encoding, so that replay knows how to read it.
-enum { RAW_MAGIC = 'O', RAW_HEAD = 3 };
+//  the encoding, so that replay knows how to read it; 'P' the same,
+//  followed by the sender's address (a length byte, then its text).
+enum { RAW_MAGIC = 'O', RAW_PEER_MAGIC = 'P', RAW_HEAD = 3 };
+
+//  resource["client.address"] = peer in every record (docs/kubernetes.md,
+//  associate from: connection).
+static void s_set_peer(drv_node_t *node, msgpack_object *records, int n, const char *peer, size_t len)
+{
+    otlp_t *self = node->state;
+    char *text = drv_node_alloc(node, len);
+    memcpy(text, peer, len);
+    msgpack_object value = {.type = MSGPACK_OBJECT_STR, .via.str = {.ptr = text, .size = (uint32_t)len}};
+    for (int i = 0; i < n; i++) {
+        drv_record_path_set(drv_node_zone(node), &records[i], &self->client_address, &value);
+    }
+}
 
 typedef enum { TAKEN, NO_MEMORY, FULL, INVALID } outcome_t;
 
@@ -171,15 +188,24 @@ typedef enum { TAKEN, NO_MEMORY, FULL, INVALID } outcome_t;
 //  on, and what became of it (rejected records counted in *rejected; why
 //  says why, for those and for INVALID).
 static outcome_t s_take(drv_node_t *node, drv_otlp_signal_t signal, bool json, const void *body, size_t size,
-                        int64_t *rejected, char *why, size_t whylen)
+                        const char *peer, int64_t *rejected, char *why, size_t whylen)
 {
     drv_otlp_request_t otlp;
     bool decoded;
     msgpack_object *records;
     *rejected = 0;
     int n = s_records(node, signal, json, body, size, &otlp, &decoded, &records, rejected, why, whylen);
-    unsigned char head[RAW_HEAD] = {RAW_MAGIC, (unsigned char)signal, json};
-    struct iovec raw[2] = {{head, RAW_HEAD}, {(void *)body, size}};
+    size_t peer_len = peer && drv_node_wants_peer(node) ? strlen(peer) : 0;
+    peer_len = peer_len < 256 ? peer_len : 0;
+    unsigned char head[RAW_HEAD + 256] = {peer_len ? RAW_PEER_MAGIC : RAW_MAGIC, (unsigned char)signal, json};
+    if (peer_len) {
+        head[RAW_HEAD] = (unsigned char)peer_len;
+        memcpy(head + RAW_HEAD + 1, peer, peer_len);
+        if (n > 0) {
+            s_set_peer(node, records, n, peer, peer_len);
+        }
+    }
+    struct iovec raw[2] = {{head, RAW_HEAD + (peer_len ? 1 + peer_len : 0)}, {(void *)body, size}};
     bool taken = n <= 0 || drv_node_emit_input(node, raw, 2, records, (size_t)n); // they point into otlp
     if (decoded) {
         drv_otlp_request_free(&otlp);
@@ -206,7 +232,7 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
     bool json = !strcmp(request->media_type, "application/json");
     int64_t rejected;
     char why[400];
-    switch (s_take(node, signal, json, request->body, request->size, &rejected, why, sizeof why)) {
+    switch (s_take(node, signal, json, request->body, request->size, request->peer, &rejected, why, sizeof why)) {
     case NO_MEMORY:
         s_error(request->media_type, 503, "unavailable", "out of memory; retry", reply);
         reply->retry_after_secs = 1;
@@ -230,7 +256,7 @@ static void s_grpc_handle(void *arg, const drv_grpc_request_t *request, drv_grpc
     otlp_t *self = node->state;
     drv_otlp_signal_t signal = self->grpc_signals[request->path];
     int64_t rejected;
-    switch (s_take(node, signal, false, request->message, request->size, &rejected, reply->message,
+    switch (s_take(node, signal, false, request->message, request->size, NULL, &rejected, reply->message,
                    sizeof reply->message)) {
     case NO_MEMORY:
         reply->status = DRV_GRPC_UNAVAILABLE;
@@ -260,16 +286,27 @@ static void s_grpc_handle(void *arg, const drv_grpc_request_t *request, drv_grpc
 static int s_replay(drv_node_t *node, const void *data, size_t size)
 {
     const unsigned char *head = data;
-    if (size < RAW_HEAD || head[0] != RAW_MAGIC || head[1] > DRV_OTLP_METRICS) {
+    if (size < RAW_HEAD || (head[0] != RAW_MAGIC && head[0] != RAW_PEER_MAGIC) || head[1] > DRV_OTLP_METRICS) {
         return -1;
+    }
+    size_t skip = RAW_HEAD, peer_len = 0;
+    if (head[0] == RAW_PEER_MAGIC) {
+        peer_len = size > RAW_HEAD ? head[RAW_HEAD] : 0;
+        skip += 1 + peer_len;
+        if (size < skip) {
+            return -1;
+        }
     }
     drv_otlp_request_t otlp;
     bool decoded;
     msgpack_object *records;
     int64_t rejected;
     char why[400];
-    int n = s_records(node, (drv_otlp_signal_t)head[1], head[2] != 0, head + RAW_HEAD, size - RAW_HEAD, &otlp, &decoded,
+    int n = s_records(node, (drv_otlp_signal_t)head[1], head[2] != 0, head + skip, size - skip, &otlp, &decoded,
                       &records, &rejected, why, sizeof why);
+    if (n > 0 && peer_len) {
+        s_set_peer(node, records, n, (const char *)head + RAW_HEAD + 1, peer_len);
+    }
     if (n > 0) {
         drv_node_forward(node, records, (size_t)n);
     }
@@ -283,6 +320,10 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
 {
     otlp_t *self = calloc(1, sizeof *self);
     node->state = self;
+    if (drv_node_path(node, "resource[\"client.address\"]", &self->client_address) != 0) {
+        snprintf(err, errlen, "node %s: out of memory", node->id);
+        return -1;
+    }
     size_t n = 0;
     size_t i;
     json_t *s;

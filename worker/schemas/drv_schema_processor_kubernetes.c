@@ -68,8 +68,13 @@ static void s_check_associate(drv_spec_check_t *check, const char *node_path, co
         snprintf(at, sizeof at, "%s.config.associate[%zu]", node_path, i);
         const char *from = json_string_value(json_object_get(rule, "from"));
         const char *attribute = json_string_value(json_object_get(rule, "attribute"));
-        if (!from || strcmp(from, "resource")) {
-            drv_spec_check_problem(check, at, "from must be resource (the record's resource attributes)");
+        if (from && !strcmp(from, "connection")) {
+            if (json_object_size(rule) != 1) {
+                drv_spec_check_problem(check, at, "from: connection takes nothing else");
+            }
+        } else if (!from || strcmp(from, "resource")) {
+            drv_spec_check_problem(check, at,
+                                   "from must be resource (a resource attribute) or connection (the sender's address)");
         } else if (!attribute || (strcmp(attribute, "k8s.pod.uid") && strcmp(attribute, "k8s.pod.ip"))) {
             drv_spec_check_problem(check, at, "attribute must be k8s.pod.uid or k8s.pod.ip");
         } else if (json_object_size(rule) != 2) {
@@ -185,9 +190,11 @@ const drv_node_schema_t drv_schema_processor_kubernetes = {
              {.key = "associate",
               .kind = DRV_KEY_ANY,
               .fallback = "[{\"from\": \"resource\", \"attribute\": \"k8s.pod.uid\"}, {\"from\": \"resource\", "
-                          "\"attribute\": \"k8s.pod.ip\"}]",
+                          "\"attribute\": \"k8s.pod.ip\"}, {\"from\": \"connection\"}]",
               .doc = "how a record finds its pod, tried in order: a resource attribute holding the pod's uid "
-                     "(receiver:file with kubernetes: true sets it) or its IP"},
+                     "(receiver:file with kubernetes: true sets it) or its IP, or the connection it came on "
+                     "(OTLP/HTTP: the sender's address, which receiver:otlp then puts in resource "
+                     "client.address)"},
              {.key = "extract",
               .kind = DRV_KEY_OBJECT,
               .fallback = "{}",

@@ -56,6 +56,8 @@ void drv_conn_policy_destroy(drv_conn_policy_t **self_p);
 //  for a request. May cut others (or this one) to keep the caps. Never NULL.
 drv_conn_t *drv_conn_policy_open(drv_conn_policy_t *self, int fd, const struct sockaddr *addr, int64_t now_ms);
 void drv_conn_policy_close(drv_conn_policy_t *self, drv_conn_t *conn);
+//  The client's IP address as text into out ("" when none: a Unix socket, or conn NULL).
+void drv_conn_peer(const drv_conn_t *conn, char *out, size_t size);
 
 //  The clock a connection is on now: the client owes a request (or is
 //  reading its answer); the engine holds it; it is idle between requests.

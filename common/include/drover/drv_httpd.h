@@ -82,6 +82,8 @@ const char *drv_httpd_method(const drv_httpd_req_t *req);
 const char *drv_httpd_url(const drv_httpd_req_t *req);                      // path, decoded, without the query
 const char *drv_httpd_header(const drv_httpd_req_t *req, const char *name); // NULL: absent
 int64_t drv_httpd_content_length(const drv_httpd_req_t *req);               // -1: absent or not a number
+//  The client's IP address as text into out ("" when not known: a Unix socket).
+void drv_httpd_peer(const drv_httpd_req_t *req, char *out, size_t size);
 struct MHD_Connection *drv_httpd_connection(drv_httpd_req_t *req);
 drv_http_upload_t *drv_httpd_body(drv_httpd_req_t *req); // whole in on_body; released after it
 void drv_httpd_set_user(drv_httpd_req_t *req, void *user);
