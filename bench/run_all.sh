@@ -110,6 +110,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/exactness.py 1 --smoke; else $PY bench/exactness.py 3; fi
     echo
+    echo "## B30 processor:kubernetes: CRI files -> pod metadata -> null, against without it"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/kubernetes.py 20000 --smoke; else $PY bench/kubernetes.py 2000000; fi
+    echo
     echo "## B8 scale (many pipelines, many replaces)"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scale.py 5 2 1; else $PY bench/scale.py 200 40 60; fi

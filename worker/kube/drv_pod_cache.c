@@ -14,8 +14,8 @@
 #include <string.h>
 
 typedef struct {
-    drv_pod_t view;     // its strings point into object
-    json_t *object;     // the pod as the API gave it
+    drv_pod_t view;     // its strings point into strings, its maps are its own
+    char *strings;      // the view's strings, one block
     int64_t deleted_ms; // mono, 0: alive
     bool named;         // named by the list being read
 } pod_t;
@@ -31,6 +31,8 @@ struct drv_pod_cache_t {
     zhashx_t *by_ip;  // ip -> pod_t (borrowed)
     zhashx_t *owners; // "ReplicaSet/ns/name" or "Job/ns/name" -> json_t the owner's controller reference
     int64_t grace_ms, max_pods, refused;
+    int64_t versions; // each pod stored gets the next: a lookup's memo knows when it changed
+    _Atomic int64_t changes;
     drv_kube_watch_t *watch[3];
     char *selector;
 };
@@ -58,8 +60,10 @@ static void s_pod_free(void **item)
 {
     pod_t *pod = *item;
     if (pod) {
-        json_decref(pod->object);
+        json_decref((json_t *)pod->view.labels);
+        json_decref((json_t *)pod->view.annotations);
         json_decref((json_t *)pod->view.images);
+        free(pod->strings);
         free(pod);
     }
     *item = NULL;
@@ -72,26 +76,62 @@ static void s_unkey_ip(drv_pod_cache_t *self, pod_t *pod)
     }
 }
 
-static pod_t *s_pod_new(const json_t *object)
+//  A map of strings of object (labels, annotations), copied; empty when none.
+static json_t *s_strings(const json_t *map)
 {
-    pod_t *pod = calloc(1, sizeof *pod);
-    pod->object = json_deep_copy(object);
-    const json_t *o = pod->object;
-    drv_pod_t *v = &pod->view;
-    v->uid = s_str(o, "metadata", "uid");
-    v->namespace_ = s_str(o, "metadata", "namespace");
-    v->name = s_str(o, "metadata", "name");
-    v->node = s_str(o, "spec", "nodeName");
-    v->start_time = s_str(o, "status", "startTime");
-    bool host_network = json_is_true(json_object_get(json_object_get(o, "spec"), "hostNetwork"));
-    v->ip = host_network ? NULL : s_str(o, "status", "podIP");
-    v->ip = v->ip && *v->ip ? v->ip : NULL;
+    json_t *copy = json_object();
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)map, key, value)
+    {
+        if (json_is_string(value)) {
+            json_object_set(copy, key, value);
+        }
+    }
+    return copy;
+}
+
+//  What a lookup needs of a pod, and nothing more: a pod as the API gives
+//  it (its status, its managed fields) weighs many times that.
+static pod_t *s_pod_new(const json_t *o, int64_t version)
+{
     const json_t *owner = s_controller(o);
-    v->owner_kind = json_string_value(json_object_get(owner, "kind"));
-    v->owner_name = json_string_value(json_object_get(owner, "name"));
+    bool host_network = json_is_true(json_object_get(json_object_get(o, "spec"), "hostNetwork"));
+    const char *ip = host_network ? NULL : s_str(o, "status", "podIP");
+    const char *fields[] = {s_str(o, "metadata", "uid"),
+                            s_str(o, "metadata", "namespace"),
+                            s_str(o, "metadata", "name"),
+                            ip && *ip ? ip : NULL,
+                            s_str(o, "spec", "nodeName"),
+                            s_str(o, "status", "startTime"),
+                            json_string_value(json_object_get(owner, "kind")),
+                            json_string_value(json_object_get(owner, "name"))};
+    enum { N = sizeof fields / sizeof *fields };
+    size_t size = 0;
+    for (int i = 0; i < N; i++) {
+        size += fields[i] ? strlen(fields[i]) + 1 : 0;
+    }
+    pod_t *pod = calloc(1, sizeof *pod);
+    pod->strings = malloc(size ? size : 1);
+    const char *copies[N];
+    char *at = pod->strings;
+    for (int i = 0; i < N; i++) {
+        copies[i] = fields[i] ? strcpy(at, fields[i]) : NULL;
+        at += fields[i] ? strlen(fields[i]) + 1 : 0;
+    }
+    drv_pod_t *v = &pod->view;
+    v->uid = copies[0];
+    v->namespace_ = copies[1];
+    v->name = copies[2];
+    v->ip = copies[3];
+    v->node = copies[4];
+    v->start_time = copies[5];
+    v->owner_kind = copies[6];
+    v->owner_name = copies[7];
+    v->version = version;
     const json_t *meta = json_object_get(o, "metadata");
-    v->labels = json_is_object(json_object_get(meta, "labels")) ? json_object_get(meta, "labels") : NULL;
-    v->annotations = json_is_object(json_object_get(meta, "annotations")) ? json_object_get(meta, "annotations") : NULL;
+    v->labels = s_strings(json_object_get(meta, "labels"));
+    v->annotations = s_strings(json_object_get(meta, "annotations"));
     json_t *images = json_object();
     size_t i;
     json_t *c;
@@ -163,7 +203,7 @@ static void s_on_pod(void *arg, drv_kube_event_t event, const json_t *object)
             if (known) {
                 s_unkey_ip(self, known);
             }
-            pod_t *pod = s_pod_new(object);
+            pod_t *pod = s_pod_new(object, ++self->versions);
             pod->named = true;
             zhashx_update(self->by_uid, uid, pod); // frees the one it replaces
             if (pod->view.ip) {
@@ -174,6 +214,7 @@ static void s_on_pod(void *arg, drv_kube_event_t event, const json_t *object)
     if (event == DRV_KUBE_SYNCED || event == DRV_KUBE_DELETED) {
         s_sweep(self, now);
     }
+    self->changes++;
     pthread_mutex_unlock(&self->lock);
 }
 
@@ -193,6 +234,7 @@ static void s_on_owner(drv_pod_cache_t *self, const char *kind, drv_kube_event_t
     } else if (controller) {
         zhashx_update(self->owners, key, json_deep_copy(controller));
     }
+    self->changes++;
     pthread_mutex_unlock(&self->lock);
 }
 
@@ -290,6 +332,11 @@ bool drv_pod_cache_visit(drv_pod_cache_t *self, drv_pod_by_t by, const char *val
     }
     pthread_mutex_unlock(&self->lock);
     return pod != NULL;
+}
+
+int64_t drv_pod_cache_changes(drv_pod_cache_t *self)
+{
+    return self->changes;
 }
 
 bool drv_pod_cache_wait_listed(drv_pod_cache_t *self, int64_t deadline_ms)

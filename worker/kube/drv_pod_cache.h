@@ -23,6 +23,9 @@ typedef struct {
     const char *owner_kind, *owner_name, *top_kind, *top_name;
     const json_t *labels, *annotations; // objects of strings (maybe empty)
     const json_t *images;               // container name -> image
+    //  Another each time the pod is stored (a change, or a deleted pod's
+    //  owners found since): what was made of a version may be kept.
+    int64_t version;
 } drv_pod_t;
 
 typedef struct {
@@ -42,6 +45,10 @@ typedef enum { DRV_POD_BY_UID, DRV_POD_BY_IP } drv_pod_by_t;
 //  false when none is known.
 bool drv_pod_cache_visit(drv_pod_cache_t *self, drv_pod_by_t by, const char *value, size_t len,
                          void (*visit)(void *arg, const drv_pod_t *pod), void *arg);
+
+//  Grows with every change the watches make: a lookup's answer holds while
+//  it stays the same (read without the lock).
+int64_t drv_pod_cache_changes(drv_pod_cache_t *self);
 
 //  Waits until the pods (and the owners) were listed once, or until the mono deadline:
 //  true once they were.

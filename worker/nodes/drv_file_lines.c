@@ -36,6 +36,7 @@ struct drv_file_lines_t {
     const drv_tail_line_t *lines; // those being made into records
     int64_t observed_ns;          // when they were read: their observed_time_unix_nano
     const drv_kube_path_t *kube;  // the pod of their file (kubernetes: true), or NULL
+    msgpack_object resource;      // with kube: its attributes, one map the records of the call share
     entry_t entries[DRV_FILE_LINES_MAX];
     json_t *docs; // ndjson and docker documents of the records made
 };
@@ -330,7 +331,7 @@ static bool s_record(drv_node_t *node, drv_file_lines_t *self, const drv_tail_fi
             (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = (uint64_t)self->observed_ns};
     }
     if (self->kube) {
-        kv[count++] = (msgpack_object_kv){KEY("resource"), s_resource(node, self->kube)};
+        kv[count++] = (msgpack_object_kv){KEY("resource"), self->resource};
     }
     *out = s_map(kv, count);
     return cut;
@@ -374,6 +375,9 @@ drv_file_lines_made_t drv_file_lines_records(drv_file_lines_t *self, drv_node_t 
     drv_file_lines_made_t made = {.end = -1, .dropped = -1, .where = *where};
     self->lines = lines;
     self->kube = self->kubernetes ? kube : NULL;
+    if (self->kube) {
+        self->resource = s_resource(node, self->kube); // never changed in place: shared
+    }
     self->observed_ns = drv_time_wall_ns();
     n = n > DRV_FILE_LINES_MAX ? DRV_FILE_LINES_MAX : n;
     size_t first = s_drop_rest(node, self, n, &made);

@@ -6,6 +6,7 @@
     counted in unmatched. */
 #include "drv_node.h"
 #include "drv_pod_cache.h"
+#include "drv_pod_memo.h"
 #include "drv_record.h"
 #include "drv_schemas.h"
 
@@ -50,6 +51,24 @@ typedef struct {
     char *attribute;   // the name it gets, or NULL: k8s.pod.labels.<key>
 } tag_rule_t;
 
+//  The resource the record before had, and what it became (this batch's).
+typedef struct {
+    const msgpack_object_kv *attrs;
+    msgpack_object_kv *merged;
+    size_t count, merged_count;
+    const drv_pod_attrs_t *hit;
+} merged_t;
+
+//  What the record before found (s_find).
+typedef struct {
+    bool valid;
+    int64_t changes; // the cache's, then
+    drv_pod_by_t by;
+    char value[128], container[128];
+    size_t len, clen;
+    const drv_pod_attrs_t *hit; // NULL: no pod
+} last_t;
+
 typedef struct {
     drv_kube_t *kube;
     drv_pod_cache_t *cache;
@@ -66,6 +85,10 @@ typedef struct {
     drv_node_t *node;
     msgpack_object_kv added[MAX_ADDED];
     size_t added_count;
+    drv_pod_memo_t *memo;
+    const drv_pod_attrs_t *hit; // what the record's pod adds
+    last_t last;
+    merged_t prev;
     const msgpack_object *container; // the record's k8s.container.name, or NULL
 } kube_t;
 
@@ -143,6 +166,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         return -1;
     }
     self->match = pcre2_match_data_create(4, NULL);
+    self->memo = drv_pod_memo_new((size_t)json_integer_value(json_object_get(config, "max_pods")) * 4 + 1024);
     drv_node_string_object(node, "resource", &self->resource_key);
     drv_node_string_object(node, "k8s.container.name", &self->container_key);
     if (drv_node_probe) {
@@ -175,6 +199,7 @@ static void s_destroy(drv_node_t *node)
     kube_t *self = node->state;
     if (self) {
         drv_pod_cache_destroy(&self->cache);
+        drv_pod_memo_destroy(&self->memo);
         drv_kube_destroy(&self->kube);
         s_free_tags(self->labels, self->label_count);
         s_free_tags(self->annotations, self->annotation_count);
@@ -252,9 +277,18 @@ static void s_tags_of(kube_t *self, const json_t *tags, const tag_rule_t *rules,
     }
 }
 
+//  What pod adds to a record of self->container: made once per version of
+//  the pod and container, then kept (drv_pod_memo.h).
 static void s_visit(void *arg, const drv_pod_t *pod)
 {
     kube_t *self = arg;
+    const msgpack_object *c = self->container;
+    const char *container = c ? c->via.str.ptr : NULL;
+    size_t container_len = c ? c->via.str.size : 0;
+    if ((self->hit = drv_pod_memo_find(self->memo, pod, container, container_len))) {
+        return;
+    }
+    self->added_count = 0;
     s_add_str(self, M_NAMESPACE, pod->namespace_);
     s_add_str(self, M_POD, pod->name);
     s_add_str(self, M_UID, pod->uid);
@@ -278,6 +312,81 @@ static void s_visit(void *arg, const drv_pod_t *pod)
     }
     s_tags_of(self, pod->labels, self->labels, self->label_count, "k8s.pod.labels");
     s_tags_of(self, pod->annotations, self->annotations, self->annotation_count, "k8s.pod.annotations");
+    self->hit = drv_pod_memo_keep(self->memo, pod, container, container_len, self->added, self->added_count);
+}
+
+//  The record with its pod's attributes in its resource, or false when no
+//  association finds a pod.
+//  The pairs of base with add's after them, one of add replacing base's of
+//  the same key: a few of each, so a linear walk (drv_record_merge past
+//  MERGE_LINEAR).
+#define MERGE_LINEAR 32
+static msgpack_object_kv *s_merge(kube_t *self, const msgpack_object_kv *base, size_t n, const drv_pod_attrs_t *add,
+                                  size_t *count)
+{
+    if (n > MERGE_LINEAR) {
+        return drv_record_merge(drv_node_zone(self->node), base, n, add->kv, add->count, count);
+    }
+    msgpack_object_kv *kv = drv_node_alloc(self->node, (n + add->count) * sizeof *kv);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool replaced = false;
+        for (size_t k = 0; k < add->count && !replaced; k++) {
+            replaced = drv_record_same_key(&base[i].key, &add->kv[k].key);
+        }
+        if (!replaced) {
+            kv[at++] = base[i];
+        }
+    }
+    memcpy(kv + at, add->kv, add->count * sizeof *kv);
+    *count = at + add->count;
+    return kv;
+}
+
+//  Two maps' pairs alike, key by key and value by value (strings, numbers,
+//  booleans; anything else is taken as different).
+static bool s_same_pairs(const msgpack_object_kv *a, const msgpack_object_kv *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const msgpack_object *va = &a[i].val, *vb = &b[i].val;
+        if (!drv_record_same_key(&a[i].key, &b[i].key) || va->type != vb->type) {
+            return false;
+        }
+        bool same = va->type == MSGPACK_OBJECT_STR       ? drv_record_same_key(va, vb)
+                    : va->type == MSGPACK_OBJECT_BOOLEAN ? va->via.boolean == vb->via.boolean
+                    : va->type == MSGPACK_OBJECT_POSITIVE_INTEGER || va->type == MSGPACK_OBJECT_NEGATIVE_INTEGER
+                        ? va->via.u64 == vb->via.u64
+                        : false;
+        if (!same) {
+            return false;
+        }
+    }
+    return true;
+}
+
+//  The pod of a record by one association: the one the record before found
+//  when it names the same and nothing changed since (the records of a
+//  batch are mostly one pod's).
+static bool s_find(kube_t *self, const associate_t *a, const msgpack_object *value)
+{
+    const msgpack_object *c = self->container;
+    int64_t changes = drv_pod_cache_changes(self->cache);
+    last_t *last = &self->last;
+    size_t len = value->via.str.size, clen = c ? c->via.str.size : 0;
+    if (last->valid && last->changes == changes && last->by == a->by && last->len == len && last->clen == clen &&
+        !memcmp(last->value, value->via.str.ptr, len) && (!clen || !memcmp(last->container, c->via.str.ptr, clen))) {
+        self->hit = last->hit;
+        return last->hit != NULL;
+    }
+    bool found = drv_pod_cache_visit(self->cache, a->by, value->via.str.ptr, len, s_visit, self);
+    last->valid = len <= sizeof last->value && clen <= sizeof last->container;
+    if (last->valid) {
+        *last = (last_t){
+            .valid = true, .changes = changes, .by = a->by, .len = len, .clen = clen, .hit = found ? self->hit : NULL};
+        memcpy(last->value, value->via.str.ptr, len);
+        memcpy(last->container, c ? c->via.str.ptr : "", clen);
+    }
+    return found;
 }
 
 //  The record with its pod's attributes in its resource, or false when no
@@ -298,21 +407,28 @@ static bool s_enrich(kube_t *self, const msgpack_object *record, msgpack_object 
     size_t attr_count = resource->via.map.size;
     int c = drv_record_find(attrs, attr_count, &self->container_key);
     self->container = c >= 0 && attrs[c].val.type == MSGPACK_OBJECT_STR ? &attrs[c].val : NULL;
-    self->added_count = 0;
+    self->hit = NULL;
     bool found = false;
     for (size_t i = 0; i < self->associate_count && !found; i++) {
         int k = drv_record_find(attrs, attr_count, &self->associate[i].attribute);
         if (k >= 0 && attrs[k].val.type == MSGPACK_OBJECT_STR) {
-            found = drv_pod_cache_visit(self->cache, self->associate[i].by, attrs[k].val.via.str.ptr,
-                                        attrs[k].val.via.str.size, s_visit, self);
+            found = s_find(self, &self->associate[i], &attrs[k].val);
         }
     }
-    if (!found) {
+    if (!found || !self->hit) {
         return false;
     }
-    size_t merged_count;
-    msgpack_object_kv *merged =
-        drv_record_merge(drv_node_zone(self->node), attrs, attr_count, self->added, self->added_count, &merged_count);
+    //  The records of a file have the same resource: merged once per batch.
+    merged_t *prev = &self->prev;
+    if (!(prev->merged && prev->hit == self->hit && prev->count == attr_count &&
+          (prev->attrs == attrs || s_same_pairs(prev->attrs, attrs, attr_count)))) {
+        prev->merged = s_merge(self, attrs, attr_count, self->hit, &prev->merged_count);
+        prev->hit = self->hit;
+        prev->attrs = attrs;
+        prev->count = attr_count;
+    }
+    msgpack_object_kv *merged = prev->merged;
+    size_t merged_count = prev->merged_count;
     msgpack_object_kv *fields = drv_node_alloc(self->node, n * sizeof *fields);
     if (!merged || !fields) {
         return false;
@@ -351,6 +467,9 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
     if (self->cache && self->wait_until_ms) {
         s_wait_listed(node, self);
     }
+    drv_pod_memo_collect(self->memo); // the batch before was handed on: nothing points into it now
+    self->last.valid = false;         // what it found may be what was just freed
+    self->prev.merged = NULL;         // in the batch zone, cleared since
     msgpack_object *out = drv_node_alloc(node, n * sizeof *out);
     for (size_t i = 0; i < n; i++) {
         if (s_enrich(self, &records[i], &out[i])) {
