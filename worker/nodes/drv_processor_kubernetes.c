@@ -6,12 +6,10 @@
     counted in unmatched. */
 #include "drv_node.h"
 #include "drv_pod_cache.h"
+#include "drv_pod_extract.h"
 #include "drv_pod_memo.h"
 #include "drv_record.h"
 #include "drv_schemas.h"
-
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
@@ -22,34 +20,10 @@
 
 #define MAX_ADDED 256 // attributes one record may get (labels and annotations included)
 
-enum {
-    M_NAMESPACE,
-    M_POD,
-    M_UID,
-    M_IP,
-    M_START,
-    M_NODE,
-    M_DEPLOYMENT,
-    M_REPLICASET,
-    M_STATEFULSET,
-    M_DAEMONSET,
-    M_JOB,
-    M_CRONJOB,
-    M_IMAGE_NAME,
-    M_IMAGE_TAG,
-    M_COUNT
-};
-
 typedef struct {
     drv_pod_by_t by;
     msgpack_object attribute; // the resource attribute holding it
 } associate_t;
-
-typedef struct {
-    char *key;         // exact, or NULL
-    pcre2_code *regex; // key_regex, or NULL
-    char *attribute;   // the name it gets, or NULL: k8s.pod.labels.<key>
-} tag_rule_t;
 
 //  The resource the record before had, and what it became (this batch's).
 typedef struct {
@@ -74,10 +48,7 @@ typedef struct {
     drv_pod_cache_t *cache;
     associate_t associate[8];
     size_t associate_count;
-    bool metadata[M_COUNT];
-    tag_rule_t *labels, *annotations;
-    size_t label_count, annotation_count;
-    pcre2_match_data *match;
+    drv_pod_extract_t *extract;
     msgpack_object resource_key, container_key;
     int64_t enriched, unmatched;
     int64_t wait_until_ms; // mono: the first records wait for the first list until then (0: no more)
@@ -91,32 +62,6 @@ typedef struct {
     merged_t prev;
     const msgpack_object *container; // the record's k8s.container.name, or NULL
 } kube_t;
-
-static int s_tags(kube_t *self, const json_t *list, tag_rule_t **out, size_t *count)
-{
-    *out = calloc(json_array_size(list) + 1, sizeof **out);
-    size_t i;
-    json_t *rule;
-    json_array_foreach(list, i, rule)
-    {
-        tag_rule_t *r = &(*out)[(*count)++];
-        const char *key = json_string_value(json_object_get(rule, "key"));
-        const char *regex = json_string_value(json_object_get(rule, "key_regex"));
-        const char *attribute = json_string_value(json_object_get(rule, "attribute"));
-        r->key = key ? strdup(key) : NULL;
-        r->attribute = attribute ? strdup(attribute) : NULL;
-        if (regex) {
-            int code;
-            PCRE2_SIZE offset;
-            r->regex = pcre2_compile((PCRE2_SPTR)regex, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code, &offset, NULL);
-            if (!r->regex) {
-                return -1;
-            }
-        }
-    }
-    (void)self;
-    return 0;
-}
 
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
 {
@@ -149,23 +94,10 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
             drv_node_string_object(node, attribute, &a->attribute);
         }
     }
-    const json_t *extract = json_object_get(config, "extract");
-    const json_t *metadata = json_object_get(extract, "metadata");
-    for (int m = 0; m < M_COUNT; m++) {
-        bool wanted = !metadata;
-        json_t *name;
-        json_array_foreach(metadata, i, name)
-        {
-            wanted = wanted || !strcmp(json_string_value(name), drv_kubernetes_metadata[m]);
-        }
-        self->metadata[m] = wanted;
-    }
-    if (s_tags(self, json_object_get(extract, "labels"), &self->labels, &self->label_count) != 0 ||
-        s_tags(self, json_object_get(extract, "annotations"), &self->annotations, &self->annotation_count) != 0) {
-        snprintf(err, errlen, "node %s: a key_regex does not compile", node->id);
+    if (!(self->extract = drv_pod_extract_new(json_object_get(config, "extract"), why, sizeof why))) {
+        snprintf(err, errlen, "node %s: %s", node->id, why);
         return -1;
     }
-    self->match = pcre2_match_data_create(4, NULL);
     self->memo = drv_pod_memo_new((size_t)json_integer_value(json_object_get(config, "max_pods")) * 4 + 1024);
     drv_node_string_object(node, "resource", &self->resource_key);
     drv_node_string_object(node, "k8s.container.name", &self->container_key);
@@ -173,7 +105,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         return 0; // nothing is watched for a check
     }
     const char *on = json_string_value(json_object_get(config, "node"));
-    bool owners = self->metadata[M_DEPLOYMENT] || self->metadata[M_CRONJOB];
+    bool owners = drv_pod_extract_owners(self->extract);
     int64_t grace = json_integer_value(json_object_get(config, "deleted_grace_secs")) * 1000;
     self->cache =
         drv_pod_cache_new(self->kube, on, owners, grace, json_integer_value(json_object_get(config, "max_pods")));
@@ -184,16 +116,6 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     return 0;
 }
 
-static void s_free_tags(tag_rule_t *rules, size_t count)
-{
-    for (size_t i = 0; i < count; i++) {
-        free(rules[i].key);
-        free(rules[i].attribute);
-        pcre2_code_free(rules[i].regex);
-    }
-    free(rules);
-}
-
 static void s_destroy(drv_node_t *node)
 {
     kube_t *self = node->state;
@@ -201,79 +123,8 @@ static void s_destroy(drv_node_t *node)
         drv_pod_cache_destroy(&self->cache);
         drv_pod_memo_destroy(&self->memo);
         drv_kube_destroy(&self->kube);
-        s_free_tags(self->labels, self->label_count);
-        s_free_tags(self->annotations, self->annotation_count);
-        pcre2_match_data_free(self->match);
+        drv_pod_extract_destroy(&self->extract);
         free(self);
-    }
-}
-
-//  A string of len bytes copied into the batch zone.
-static msgpack_object s_str(kube_t *self, const char *text, size_t len)
-{
-    char *copy = drv_node_alloc(self->node, len);
-    memcpy(copy, text, len);
-    return (msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {.ptr = copy, .size = (uint32_t)len}};
-}
-
-static void s_add(kube_t *self, const char *key, const char *value, size_t len)
-{
-    if (value && self->added_count < MAX_ADDED) {
-        self->added[self->added_count++] =
-            (msgpack_object_kv){.key = s_str(self, key, strlen(key)), .val = s_str(self, value, len)};
-    }
-}
-
-static void s_add_str(kube_t *self, int which, const char *value)
-{
-    if (self->metadata[which] && value && *value) {
-        s_add(self, drv_kubernetes_metadata[which], value, strlen(value));
-    }
-}
-
-//  The owner of kind (a direct one, or the one above it) when there is one.
-static const char *s_owned(const drv_pod_t *pod, const char *kind)
-{
-    if (pod->owner_kind && !strcmp(pod->owner_kind, kind)) {
-        return pod->owner_name;
-    }
-    return pod->top_kind && !strcmp(pod->top_kind, kind) ? pod->top_name : NULL;
-}
-
-//  registry/name:tag@digest: name and tag ("latest" when none).
-static void s_image(kube_t *self, const char *image)
-{
-    size_t len = strcspn(image, "@");
-    const char *slash = memrchr(image, '/', len), *colon = memrchr(image, ':', len);
-    size_t name_len = colon && (!slash || colon > slash) ? (size_t)(colon - image) : len;
-    if (self->metadata[M_IMAGE_NAME]) {
-        s_add(self, "container.image.name", image, name_len);
-    }
-    if (self->metadata[M_IMAGE_TAG]) {
-        s_add(self, "container.image.tag", name_len < len ? image + name_len + 1 : "latest",
-              name_len < len ? len - name_len - 1 : 6);
-    }
-}
-
-static void s_tags_of(kube_t *self, const json_t *tags, const tag_rule_t *rules, size_t count, const char *prefix)
-{
-    const char *key;
-    json_t *value;
-    json_object_foreach((json_t *)tags, key, value)
-    {
-        for (size_t i = 0; i < count && json_is_string(value); i++) {
-            const tag_rule_t *r = &rules[i];
-            bool hit =
-                r->key ? !strcmp(r->key, key)
-                       : pcre2_match(r->regex, (PCRE2_SPTR)key, PCRE2_ZERO_TERMINATED, 0, 0, self->match, NULL) >= 0;
-            if (hit) {
-                char name[512];
-                snprintf(name, sizeof name, "%s.%s", prefix, key);
-                s_add(self, r->key && r->attribute ? r->attribute : name, json_string_value(value),
-                      json_string_length(value));
-                break;
-            }
-        }
     }
 }
 
@@ -288,35 +139,11 @@ static void s_visit(void *arg, const drv_pod_t *pod)
     if ((self->hit = drv_pod_memo_find(self->memo, pod, container, container_len))) {
         return;
     }
-    self->added_count = 0;
-    s_add_str(self, M_NAMESPACE, pod->namespace_);
-    s_add_str(self, M_POD, pod->name);
-    s_add_str(self, M_UID, pod->uid);
-    s_add_str(self, M_IP, pod->ip);
-    s_add_str(self, M_START, pod->start_time);
-    s_add_str(self, M_NODE, pod->node);
-    s_add_str(self, M_REPLICASET, s_owned(pod, "ReplicaSet"));
-    s_add_str(self, M_DEPLOYMENT, s_owned(pod, "Deployment"));
-    s_add_str(self, M_STATEFULSET, s_owned(pod, "StatefulSet"));
-    s_add_str(self, M_DAEMONSET, s_owned(pod, "DaemonSet"));
-    s_add_str(self, M_JOB, s_owned(pod, "Job"));
-    s_add_str(self, M_CRONJOB, s_owned(pod, "CronJob"));
-    if (self->container && (self->metadata[M_IMAGE_NAME] || self->metadata[M_IMAGE_TAG])) {
-        char name[256];
-        const msgpack_object *c = self->container;
-        snprintf(name, sizeof name, "%.*s", (int)c->via.str.size, c->via.str.ptr);
-        const char *image = json_string_value(json_object_get(pod->images, name));
-        if (image) {
-            s_image(self, image);
-        }
-    }
-    s_tags_of(self, pod->labels, self->labels, self->label_count, "k8s.pod.labels");
-    s_tags_of(self, pod->annotations, self->annotations, self->annotation_count, "k8s.pod.annotations");
+    self->added_count = drv_pod_extract(self->extract, pod, container, container_len, drv_node_zone(self->node),
+                                        self->added, MAX_ADDED);
     self->hit = drv_pod_memo_keep(self->memo, pod, container, container_len, self->added, self->added_count);
 }
 
-//  The record with its pod's attributes in its resource, or false when no
-//  association finds a pod.
 //  The pairs of base with add's after them, one of add replacing base's of
 //  the same key: a few of each, so a linear walk (drv_record_merge past
 //  MERGE_LINEAR).
