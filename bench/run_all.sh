@@ -34,7 +34,7 @@ mkdir -p bench/results
     echo
     echo "## B3 spawn to ready, B4 crash restart (against supervisord and s6)"
     echo
-    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/baselines.py 2; else $PY bench/baselines.py 10; fi
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/baselines.py 1; else $PY bench/baselines.py 10; fi
     echo
     echo "## Instance lifecycle (drover only, droverd's own clock)"
     echo

@@ -23,6 +23,7 @@ import threading
 import unittest
 
 from capture import Capture
+from hostile import SANITIZED
 from grpc_otlp import WHY_NOT, pb
 from harness import free_port, read_ndjson, wait_until
 from kafka_cluster import produce
@@ -119,7 +120,7 @@ class KafkaIn(Kafka):
                 produce(cluster.bootstrap, "in", [json.dumps({"i": i}) for i in range(c * 500, (c + 1) * 500)])
 
         chunks(0, 4)
-        nodes = self.consumer(cluster)
+        nodes = self.consumer(cluster, session_timeout_ms=6000 if SANITIZED else 3000)  # as below: a short rebalance
         self.start(nodes)
         wait_until(lambda: len(self.filed()) >= 2000, 20, "the first 2,000 filed")
         producer = threading.Thread(target=chunks, args=(4, 20))  # 8,000 more while the core is added
@@ -213,7 +214,10 @@ class KafkaIn(Kafka):
             return len({r["i"] for r in self.filed()})
 
         chunks(0, 5)
-        nodes = self.consumer(cluster)
+        #  The mock cluster holds each rebalance for the session timeout less
+        #  a second: a short one keeps the test short (not under a sanitizer,
+        #  whose pauses would expire it).
+        nodes = self.consumer(cluster, session_timeout_ms=6000 if SANITIZED else 3000)
         nodes["in"]["to"] = ["t"]
         nodes["t"] = {"type": "processor:transform", "config": {"set": {"gen": 1}}, "to": ["out"]}
         engine = self.start(nodes)
