@@ -13,6 +13,7 @@ import threading
 import unittest
 
 from harness import free_port, wait_until
+from hostile import SANITIZED
 from test_kafka import Kafka
 from test_otel_sdk import CLIENT, JsClients
 
@@ -30,7 +31,8 @@ class KafkaJs(JsClients, Kafka):
 
     def test_what_kafkajs_produces_is_read_through_a_replace(self):
         cluster = self.cluster(3, [("in", 6)])
-        nodes = self.consumer(cluster)
+        session = 6000 if SANITIZED else 3000  # the mock cluster holds each rebalance for it less a second
+        nodes = self.consumer(cluster, session_timeout_ms=session)
         self.start(nodes, cores=2, heartbeat_ms=1000)
         first = kafkajs("produce", cluster.bootstrap, "in", 2000, "a")
         self.assertEqual(first, {"produced": 2000})
@@ -38,7 +40,7 @@ class KafkaJs(JsClients, Kafka):
         producer = threading.Thread(target=kafkajs, args=("produce", cluster.bootstrap, "in", 2000, "b"))
         producer.start()
         self.addCleanup(producer.join)
-        nodes["in"]["config"]["session_timeout_ms"] = 6001  # a replace while kafkajs produces
+        nodes["in"]["config"]["session_timeout_ms"] = session + 1  # a replace while kafkajs produces
         spec = json.loads(json.dumps({"pipeline": {"cores": {"count": 2}, "nodes": nodes}})
                           .replace("{OUT}", self.engine.out_dir))
         status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/kafka", body=spec, timeout=120)
