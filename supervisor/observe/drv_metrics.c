@@ -161,13 +161,15 @@ static bool s_of_kind(const drv_pipeline_t *p, const char *node, const char *pre
     return !prefix || (type && !strncmp(type, prefix, strlen(prefix)));
 }
 
-//  One of the per-node counters (drover/drv_node_counters.h), summed over the
-//  instances of each generation: a line per pipeline, generation and node
-//  (of kind prefix; NULL: every node).
-//  The lines of one per-node counter; label: one more label ("" or
-//  ",reason=\"x\"") when several counters share the name.
-static void s_node_lines(text_t *t, const pipelines_t *ps, const char *name, const char *prefix, const char *label,
-                         drv_node_counter_t which)
+//  A figure of each node (of kind prefix; NULL: every node), summed over
+//  the instances of each generation: a line per pipeline, generation and
+//  node. value: the figure of a node's counters (drover/drv_node_counters.h),
+//  or -1 when it has none; label: one more label ("" or ",reason=\"x\"")
+//  when several lines share the name.
+typedef json_int_t (*value_fn)(const json_t *counters, const void *arg);
+
+static void s_node_sums(text_t *t, const pipelines_t *ps, const char *name, const char *prefix, const char *label,
+                        value_fn value, const void *arg)
 {
     for (size_t k = 0; k < ps->count; k++) {
         drv_pipeline_t *p = ps->all[k];
@@ -177,13 +179,13 @@ static void s_node_lines(text_t *t, const pipelines_t *ps, const char *name, con
             json_t *counters;
             json_object_foreach(i->nodes, node, counters)
             {
-                if (!s_of_kind(p, node, prefix)) {
+                json_int_t v = s_of_kind(p, node, prefix) ? value(counters, arg) : -1;
+                if (v < 0) {
                     continue;
                 }
                 char key[120];
                 snprintf(key, sizeof key, "%lld/%s", (long long)i->generation, node);
-                json_int_t sum = json_integer_value(json_object_get(sums, key));
-                json_object_set_new(sums, key, json_integer(sum + drv_node_counter(counters, which)));
+                json_object_set_new(sums, key, json_integer(json_integer_value(json_object_get(sums, key)) + v));
             }
         }
         const char *key;
@@ -196,6 +198,17 @@ static void s_node_lines(text_t *t, const pipelines_t *ps, const char *name, con
         }
         json_decref(sums);
     }
+}
+
+static json_int_t s_counter(const json_t *counters, const void *arg)
+{
+    return drv_node_counter(counters, *(const drv_node_counter_t *)arg);
+}
+
+static void s_node_lines(text_t *t, const pipelines_t *ps, const char *name, const char *prefix, const char *label,
+                         drv_node_counter_t which)
+{
+    s_node_sums(t, ps, name, prefix, label, s_counter, &which);
 }
 
 static void s_node_metric(text_t *t, const pipelines_t *ps, const char *name, const char *type, const char *prefix,
@@ -234,6 +247,27 @@ static void s_kafka_lag(text_t *t, const pipelines_t *ps)
             }
         }
     }
+}
+
+//  A figure processor:kubernetes tells of itself (drv_node_counters_details'
+//  "kubernetes", docs/kubernetes.md); field "watching": 1 when its pod watch is.
+static json_int_t s_kubernetes_value(const json_t *counters, const void *arg)
+{
+    const char *field = arg;
+    json_t *k8s = json_object_get(drv_node_counters_details(counters), "kubernetes");
+    const char *watch = json_string_value(json_object_get(k8s, "watch"));
+    if (!json_is_object(k8s)) {
+        return -1;
+    }
+    return strcmp(field, "watching") ? json_integer_value(json_object_get(k8s, field))
+                                     : watch && !strcmp(watch, "watching");
+}
+
+static void s_kubernetes(text_t *t, const pipelines_t *ps, const char *name, const char *type, const char *field,
+                         const char *help)
+{
+    s_header(t, name, type, help);
+    s_node_sums(t, ps, name, "processor:kubernetes", "", s_kubernetes_value, field);
 }
 
 static void s_print(void *arg, const char *fmt, ...)
@@ -347,6 +381,17 @@ char *drv_metrics_render(drv_engine_t *engine)
                      "(exporter:http, exporter:otlp, until the answer), a write (exporter:file), a send "
                      "(exporter:zmq).");
     s_kafka_lag(&t, &ps);
+    s_kubernetes(&t, &ps, "drover_kubernetes_watching", "gauge", "watching",
+                 "Instances whose processor:kubernetes is watching pods (0: listing, or backing off after a failure).");
+    s_kubernetes(&t, &ps, "drover_kubernetes_pods", "gauge", "pods", "Pods in processor:kubernetes's cache.");
+    s_kubernetes(&t, &ps, "drover_kubernetes_relists_total", "counter", "relists",
+                 "Lists after the first (a 410, a watch that could not go on).");
+    s_kubernetes(&t, &ps, "drover_kubernetes_watch_errors_total", "counter", "watch_errors",
+                 "Failed requests to the Kubernetes API (each backed off).");
+    s_kubernetes(&t, &ps, "drover_kubernetes_enriched_records_total", "counter", "enriched",
+                 "Records whose pod processor:kubernetes found.");
+    s_kubernetes(&t, &ps, "drover_kubernetes_unmatched_records_total", "counter", "unmatched",
+                 "Records processor:kubernetes passed without metadata: no pod known for them.");
     s_pipeline_metric(&t, &ps, "drover_pipeline_desired_cores", "gauge", "Cores the pipeline should run on.",
                       s_desired);
     s_pipeline_metric(&t, &ps, "drover_pipeline_ready_instances", "gauge", "Ready instances of the pipeline.", s_ready);

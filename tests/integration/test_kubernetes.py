@@ -140,6 +140,15 @@ class Kubernetes(EngineTest):
                              "unmatched counted")
         self.assertEqual(details["enriched"], 3)
         self.assertEqual(details["watch"], "watching")
+        status, metrics, _ = self.admin.http("GET", "/metrics")
+        text = metrics if isinstance(metrics, str) else metrics.decode()
+        labels = 'group="default",pipeline="node",node="k8s",generation="1"'
+        for line in (f"drover_kubernetes_pods{{{labels}}} 3", f"drover_kubernetes_watching{{{labels}}} 1",
+                     f"drover_kubernetes_enriched_records_total{{{labels}}} 3",
+                     f"drover_kubernetes_relists_total{{{labels}}} 0"):
+            self.assertIn(line, text.splitlines())
+        self.assertTrue(any(l.startswith(f"drover_kubernetes_unmatched_records_total{{{labels}}} ")
+                            for l in text.splitlines()))
 
     def test_a_pod_added_later_a_410_and_a_rotated_token_lose_nothing(self):
         self.start()
