@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import subprocess
+import time
 import unittest
 
 from harness import Admin, EngineTest, curl_post, engine_yaml, free_port, read_ndjson, wait_until
@@ -93,6 +94,21 @@ class OtlpReceiver(EngineTest):
                                           "attributes": {}}])
         self.assertEqual(span["status"], {"code": 2, "message": "boom"})
         self.assertEqual(span["attributes"], {"my.span.attr": "some value"})
+
+    def test_a_log_record_that_does_not_say_when_it_was_observed_gets_when_it_was_taken(self):
+        """Every receiver sets observed_time_unix_nano as it takes a record;
+        a sender's own is kept (the fixtures above)."""
+        self.put()
+        body = {"resourceLogs": [{"scopeLogs": [{"logRecords": [
+            {"timeUnixNano": "1", "body": {"stringValue": "unobserved"}},
+            {"timeUnixNano": "1", "observedTimeUnixNano": "42", "body": {"stringValue": "observed"}}]}]}]}
+        before = time.time_ns()
+        status, _, _ = curl(self.port, "/v1/logs", json.dumps(body).encode(), "application/json")
+        after = time.time_ns()
+        self.assertEqual(status, 200)
+        rows = {r["body"]: r for r in self.records(2)}
+        self.assertTrue(before <= rows["unobserved"]["observed_time_unix_nano"] <= after, rows["unobserved"])
+        self.assertEqual(rows["observed"]["observed_time_unix_nano"], 42)
 
     def test_protobuf_requests_encoded_by_protoc(self):
         self.put(signals=["logs"])

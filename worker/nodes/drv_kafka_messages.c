@@ -6,6 +6,7 @@
 #include "drv_otlp_records.h"
 
 #include "drover/drv_batch.h"
+#include "drover/drv_time.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,7 @@ static int s_decode(drv_kafka_messages_t *self, held_t *held, msgpack_zone *zone
             return -2;
         }
         held->otlp_decoded = rc == 0;
+        held->otlp.observed_ns = (uint64_t)drv_time_wall_ns(); // read now: what does not say otherwise was observed now
         int64_t rejected = 0;
         n = rc != 0 ? -1 : drv_otlp_to_objects(&held->otlp, zone, &records, &rejected, err, sizeof err);
         if (n == DRV_OTLP_NO_MEMORY) {

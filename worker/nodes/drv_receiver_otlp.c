@@ -30,6 +30,7 @@
 
 #include "drover/drv_limits.h"
 #include "drover/drv_listen.h"
+#include "drover/drv_time.h"
 #include "drover/drv_utf8.h"
 
 #include <stdio.h>
@@ -148,8 +149,8 @@ static void s_error(const char *media_type, int status, const char *kind, const 
 //  counted in *rejected, why in why), DRV_OTLP_NO_MEMORY, or -1 with the
 //  reason in why (*decoded says whether otlp must be freed).
 static int s_records(drv_node_t *node, drv_otlp_signal_t signal, bool json, const void *body, size_t size,
-                     drv_otlp_request_t *otlp, bool *decoded, msgpack_object **records, int64_t *rejected, char *why,
-                     size_t whylen)
+                     uint64_t observed_ns, drv_otlp_request_t *otlp, bool *decoded, msgpack_object **records,
+                     int64_t *rejected, char *why, size_t whylen)
 {
     char err[300];
     *decoded = false;
@@ -161,13 +162,16 @@ static int s_records(drv_node_t *node, drv_otlp_signal_t signal, bool json, cons
     }
     *decoded = true;
     *rejected = 0;
+    otlp->observed_ns = observed_ns;
     return drv_otlp_to_objects(otlp, drv_node_batch_zone(node), records, rejected, why, whylen);
 }
 
-//  What goes into a disk buffer ahead of the body: 'O', then the signal and
-//  the encoding, so that replay knows how to read it; 'P' the same,
-//  followed by the sender's address (a length byte, then its text).
-enum { RAW_MAGIC = 'O', RAW_PEER_MAGIC = 'P', RAW_HEAD = 3 };
+//  What goes into a disk buffer ahead of the body: 'P', the signal and the
+//  encoding, so that replay knows how to read it, when it was taken (8
+//  bytes, little-endian ns: the records' observed time), and the sender's
+//  address (a length byte, then its text; 0 when not wanted). 'O' (what
+//  earlier versions wrote): the first three alone.
+enum { RAW_MAGIC = 'O', RAW_PEER_MAGIC = 'P', RAW_HEAD = 3, RAW_PEER_HEAD = RAW_HEAD + 8 + 1 };
 
 //  resource["client.address"] = peer in every record (docs/kubernetes.md,
 //  associate from: connection).
@@ -194,18 +198,20 @@ static outcome_t s_take(drv_node_t *node, drv_otlp_signal_t signal, bool json, c
     bool decoded;
     msgpack_object *records;
     *rejected = 0;
-    int n = s_records(node, signal, json, body, size, &otlp, &decoded, &records, rejected, why, whylen);
+    uint64_t now = (uint64_t)drv_time_wall_ns();
+    int n = s_records(node, signal, json, body, size, now, &otlp, &decoded, &records, rejected, why, whylen);
     size_t peer_len = peer && drv_node_wants_peer(node) ? strlen(peer) : 0;
     peer_len = peer_len < 256 ? peer_len : 0;
-    unsigned char head[RAW_HEAD + 256] = {peer_len ? RAW_PEER_MAGIC : RAW_MAGIC, (unsigned char)signal, json};
-    if (peer_len) {
-        head[RAW_HEAD] = (unsigned char)peer_len;
-        memcpy(head + RAW_HEAD + 1, peer, peer_len);
-        if (n > 0) {
-            s_set_peer(node, records, n, peer, peer_len);
-        }
+    unsigned char head[RAW_PEER_HEAD + 255] = {RAW_PEER_MAGIC, (unsigned char)signal, json};
+    for (int i = 0; i < 8; i++) {
+        head[RAW_HEAD + i] = (unsigned char)(now >> (8 * i));
     }
-    struct iovec raw[2] = {{head, RAW_HEAD + (peer_len ? 1 + peer_len : 0)}, {(void *)body, size}};
+    head[RAW_PEER_HEAD - 1] = (unsigned char)peer_len;
+    memcpy(head + RAW_PEER_HEAD, peer ? peer : "", peer_len);
+    if (peer_len && n > 0) {
+        s_set_peer(node, records, n, peer, peer_len);
+    }
+    struct iovec raw[2] = {{head, RAW_PEER_HEAD + peer_len}, {(void *)body, size}};
     bool taken = n <= 0 || drv_node_emit_input(node, raw, 2, records, (size_t)n); // they point into otlp
     if (decoded) {
         drv_otlp_request_free(&otlp);
@@ -290,9 +296,17 @@ static int s_replay(drv_node_t *node, const void *data, size_t size)
         return -1;
     }
     size_t skip = RAW_HEAD, peer_len = 0;
+    uint64_t observed = (uint64_t)drv_time_wall_ns(); // an 'O' entry does not say when it was taken
     if (head[0] == RAW_PEER_MAGIC) {
-        peer_len = size > RAW_HEAD ? head[RAW_HEAD] : 0;
-        skip += 1 + peer_len;
+        if (size < RAW_PEER_HEAD) {
+            return -1;
+        }
+        observed = 0;
+        for (int i = 0; i < 8; i++) {
+            observed |= (uint64_t)head[RAW_HEAD + i] << (8 * i);
+        }
+        peer_len = head[RAW_PEER_HEAD - 1];
+        skip = RAW_PEER_HEAD + peer_len;
         if (size < skip) {
             return -1;
         }
@@ -302,10 +316,10 @@ static int s_replay(drv_node_t *node, const void *data, size_t size)
     msgpack_object *records;
     int64_t rejected;
     char why[400];
-    int n = s_records(node, (drv_otlp_signal_t)head[1], head[2] != 0, head + skip, size - skip, &otlp, &decoded,
-                      &records, &rejected, why, sizeof why);
+    int n = s_records(node, (drv_otlp_signal_t)head[1], head[2] != 0, head + skip, size - skip, observed, &otlp,
+                      &decoded, &records, &rejected, why, sizeof why);
     if (n > 0 && peer_len) {
-        s_set_peer(node, records, n, (const char *)head + RAW_HEAD + 1, peer_len);
+        s_set_peer(node, records, n, (const char *)head + RAW_PEER_HEAD, peer_len);
     }
     if (n > 0) {
         drv_node_forward(node, records, (size_t)n);

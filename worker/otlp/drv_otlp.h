@@ -67,6 +67,10 @@ typedef struct {
         ProtobufCMessage *message;
     };
     struct msgpack_zone *zone; // NULL: malloc'd message by message
+    //  What a log record that does not say when it was observed gets as its
+    //  observed_time_unix_nano (drv_otlp_to_objects): when the receiver took
+    //  it. 0: left as sent.
+    uint64_t observed_ns;
 } drv_otlp_request_t;
 
 //  What a decode returns when memory ran out: the request is not at fault

@@ -364,6 +364,7 @@ int drv_otlp_json_parse(drv_otlp_signal_t signal, const char *text, size_t size,
     out->signal = signal;
     out->message = NULL;
     out->zone = NULL;
+    out->observed_ns = 0; // the receiver says when it took it
     json_error_t jerr;
     json_t *doc = json_loadb(text, size, 0, &jerr);
     if (!json_is_object(doc)) {

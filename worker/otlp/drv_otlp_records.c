@@ -9,15 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static msgpack_object s_log(drv_otlp_objects_t *b, const otlp_log_t *log, const msgpack_object_kv *context)
+static msgpack_object s_log(drv_otlp_objects_t *b, const otlp_log_t *log, const msgpack_object_kv *context,
+                            uint64_t observed_ns)
 {
+    uint64_t observed = log->observed_time_unix_nano ? log->observed_time_unix_nano : observed_ns; // a sender's kept
     bool event = log->event_name && log->event_name[0];
     size_t n = 10 + (event ? 1 : 0) + (log->dropped_attributes_count ? 1 : 0);
     msgpack_object_kv *p = drv_otlp_obj_take(b, (n + CONTEXT_PAIRS) * sizeof *p);
     if (p) {
         p[0] = (msgpack_object_kv){STR("signal"), STR("log")};
         p[1] = (msgpack_object_kv){STR("time_unix_nano"), drv_otlp_obj_uint(log->time_unix_nano)};
-        p[2] = (msgpack_object_kv){STR("observed_time_unix_nano"), drv_otlp_obj_uint(log->observed_time_unix_nano)};
+        p[2] = (msgpack_object_kv){STR("observed_time_unix_nano"), drv_otlp_obj_uint(observed)};
         p[3] = (msgpack_object_kv){STR("severity_number"), drv_otlp_obj_int(log->severity_number)};
         p[4] = (msgpack_object_kv){STR("severity_text"), drv_otlp_obj_str(log->severity_text)};
         p[5] = (msgpack_object_kv){STR("body"), drv_otlp_obj_any(b, log->body, 2)};
@@ -178,7 +180,7 @@ static void s_logs(drv_otlp_walk_t *w, const otlp_logs_request_t *req)
                     drv_otlp_obj_reject(w, 1, "a log record", dup);
                     continue;
                 }
-                w->records[w->count++] = s_log(&w->b, log, context);
+                w->records[w->count++] = s_log(&w->b, log, context, w->observed_ns);
             }
         }
     }
@@ -217,7 +219,8 @@ int drv_otlp_to_objects(const drv_otlp_request_t *request, msgpack_zone *zone, m
     if (whylen) {
         why[0] = 0;
     }
-    drv_otlp_walk_t w = {.b = {.zone = zone}, .rejected = rejected, .why = why, .whylen = whylen};
+    drv_otlp_walk_t w = {
+        .b = {.zone = zone}, .rejected = rejected, .why = why, .whylen = whylen, .observed_ns = request->observed_ns};
     size_t count = drv_otlp_count(request);
     if (count > INT32_MAX) {
         return DRV_OTLP_NO_MEMORY;

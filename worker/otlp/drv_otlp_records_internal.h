@@ -95,6 +95,7 @@ typedef struct {
     int64_t *rejected;
     char *why;
     size_t whylen;
+    uint64_t observed_ns; // the request's (drv_otlp_request_t)
 } drv_otlp_walk_t;
 
 //  n records left out: *rejected counts them, why names the first reason.

@@ -41,6 +41,7 @@ int drv_otlp_unpack(drv_otlp_signal_t signal, const void *data, size_t size, drv
     out->signal = signal;
     out->message = NULL;
     out->zone = NULL;
+    out->observed_ns = 0; // the receiver says when it took it
     const ProtobufCMessageDescriptor *desc =
         signal == DRV_OTLP_LOGS ? &opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor
         : signal == DRV_OTLP_TRACES
