@@ -15,6 +15,7 @@ import time
 import unittest
 import urllib.request
 
+import grpc_otlp
 from capture import self_signed_cert
 from harness import Admin, EngineTest, engine_yaml, free_port, wait_until
 from kube_api import KubeApi, owned, pod
@@ -37,7 +38,7 @@ class Kubernetes(EngineTest):
         with open(self.token_file, "w") as f:
             f.write("first-token\n")  # read trimmed of its line break
         self.pods_dir = os.path.join(self.dir, "pods")
-        self.http_port, self.otlp_port = free_port(), free_port()
+        self.http_port, self.otlp_port, self.grpc_port = free_port(), free_port(), free_port()
         api = self.api
         api.put("replicasets", owned("ReplicaSet", "web-7d9f", "shop", ("Deployment", "web")))
         api.put("jobs", owned("Job", "report-290", "ops", ("CronJob", "report")))
@@ -57,7 +58,8 @@ class Kubernetes(EngineTest):
         nodes:
           pods: {{type: "receiver:file", config: {{include: ["{self.pods_dir}/*/*/*.log"], format: cri,
                   kubernetes: true, start_at: beginning, poll_interval_ms: 200}}, to: [k8s]}}
-          otlp: {{type: "receiver:otlp", config: {{endpoint: "127.0.0.1:{self.otlp_port}"}}, to: [k8s]}}
+          otlp: {{type: "receiver:otlp", config: {{endpoint: "127.0.0.1:{self.otlp_port}",
+                  grpc_endpoint: "127.0.0.1:{self.grpc_port}"}}, to: [k8s]}}
           k8s:
             type: "processor:kubernetes"
             config:
@@ -201,6 +203,15 @@ class Kubernetes(EngineTest):
         resource = self.wait_records(["by connection"])["by connection"]["resource"]
         self.assertEqual((resource["k8s.pod.name"], resource["k8s.daemonset.name"]), ("sender", "shipper"))
         self.assertEqual(resource["client.address"], "127.0.0.1")
+        #  The same over OTLP/gRPC, from gRPC's own client.
+        if grpc_otlp.WHY_NOT:
+            self.skipTest(grpc_otlp.WHY_NOT)
+        import grpc
+        channel = grpc.insecure_channel(f"127.0.0.1:{self.grpc_port}")
+        self.addCleanup(channel.close)
+        grpc_otlp.export(channel, "logs", grpc_otlp.log_request("via-grpc"))
+        resource = self.wait_records(["via-grpc-0"])["via-grpc-0"]["resource"]
+        self.assertEqual((resource["k8s.pod.name"], resource["client.address"]), ("sender", "127.0.0.1"))
 
 
 if __name__ == "__main__":

@@ -197,7 +197,9 @@ static void s_call(stream_t *s)
         s_refuse(s, rc, 0, why);
         return;
     }
-    drv_grpc_request_t request = {.path = s->path, .message = message, .size = size};
+    char peer[64];
+    drv_conn_peer(s->conn->policy, peer, sizeof peer);
+    drv_grpc_request_t request = {.path = s->path, .message = message, .size = size, .peer = peer};
     self->config.handler(self->config.arg, &request, &s->reply);
     free(inflated);
     s_drop_body(s); // the handler is done with it

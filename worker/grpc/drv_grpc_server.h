@@ -38,6 +38,7 @@ typedef struct {
     int path;            // index into the config's paths
     const void *message; // decoded
     size_t size;
+    const char *peer; // the client's IP address ("" when not known)
 } drv_grpc_request_t;
 
 typedef struct {

@@ -262,7 +262,7 @@ static void s_grpc_handle(void *arg, const drv_grpc_request_t *request, drv_grpc
     otlp_t *self = node->state;
     drv_otlp_signal_t signal = self->grpc_signals[request->path];
     int64_t rejected;
-    switch (s_take(node, signal, false, request->message, request->size, NULL, &rejected, reply->message,
+    switch (s_take(node, signal, false, request->message, request->size, request->peer, &rejected, reply->message,
                    sizeof reply->message)) {
     case NO_MEMORY:
         reply->status = DRV_GRPC_UNAVAILABLE;
