@@ -49,10 +49,14 @@ class Syslog(EngineTest):
         port = udp_port()
         status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/sys", body=self.spec(port))
         self.assertEqual(status, 200, body)
+        before = time.time_ns()
         logger(port, "--rfc5424", "-t", "app5424", "-p", "local3.warning", "--id=42", "--msgid", "ID7",
                "--sd-id", "zoo@123", "--sd-param", 'tiger="hungry"', "five four two four")
         logger(port, "--rfc3164", "-t", "app3164", "-p", "auth.info", "three one six four")
         rows = wait_until(lambda: (lambda r: r if len(r) == 2 else None)(self.records()), 10, "two records")
+        after = time.time_ns()
+        #  When drover took each: observed_time_unix_nano.
+        self.assertTrue(all(before <= r["observed_time_unix_nano"] <= after for r in rows), rows)
         by_app = {r["app_name"]: r for r in rows}
         r = by_app["app5424"]
         self.assertEqual((r["format"], r["facility"], r["severity"], r["procid"], r["msgid"], r["message"]),

@@ -90,6 +90,7 @@ static void s_take(syslog_t *self, const char *text, size_t len, int64_t now_ms)
 {
     drv_syslog_msg_t msg;
     drv_syslog_parse(text, len, now_ms, &msg);
+    msg.observed_ns = drv_time_wall_ns();
     if (self->count == self->cap) {
         size_t cap = self->cap ? 2 * self->cap : DATAGRAMS;
         msgpack_object *grown = realloc(self->records, cap * sizeof *grown);

@@ -441,7 +441,7 @@ static msgpack_object s_int_or_nil(int value)
 
 int drv_syslog_object(const drv_syslog_msg_t *msg, msgpack_zone *zone, msgpack_object *out)
 {
-    msgpack_object_kv *p = msgpack_zone_malloc(zone, 10 * sizeof *p);
+    msgpack_object_kv *p = msgpack_zone_malloc(zone, 11 * sizeof *p);
     if (!p) {
         return -1;
     }
@@ -465,7 +465,12 @@ int drv_syslog_object(const drv_syslog_msg_t *msg, msgpack_zone *zone, msgpack_o
     const char *format = drv_syslog_format_name(msg->format);
     p[9] =
         (msgpack_object_kv){KEY("format"), {.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)strlen(format), format}}};
-    *out = s_map(p, 10);
+    size_t n = 10;
+    if (msg->observed_ns > 0) {
+        p[n].key = KEY("observed_time_unix_nano");
+        p[n++].val = (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = (uint64_t)msg->observed_ns};
+    }
+    *out = s_map(p, n);
     return rc ? -1 : 0;
 }
 

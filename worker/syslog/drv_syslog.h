@@ -30,6 +30,7 @@ typedef struct {
     drv_syslog_span_t hostname, app_name, procid, msgid;
     drv_syslog_span_t structured_data; // RFC 5424's SD, "[...]..." as sent (absent: "-" or none)
     drv_syslog_span_t message;
+    int64_t observed_ns; // when it was taken (the receiver sets it): observed_time_unix_nano; 0: left out
 } drv_syslog_msg_t;
 
 //  Parses text (len bytes; trailing CR, LF and NUL are ignored). now_ms is
