@@ -125,15 +125,32 @@ static void s_address(const struct sockaddr *addr, unsigned char out[16])
     }
 }
 
-void drv_conn_peer(const drv_conn_t *conn, char *out, size_t size)
+//  An address as the policy keeps it (16 bytes, IPv4 mapped) as text.
+static void s_text(const unsigned char addr[16], char *out, size_t size)
 {
     static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, none[16] = {0};
     out[0] = 0;
-    if (conn && !memcmp(conn->addr, mapped, 12)) {
-        inet_ntop(AF_INET, conn->addr + 12, out, (socklen_t)size);
-    } else if (conn && memcmp(conn->addr, none, 16)) {
-        inet_ntop(AF_INET6, conn->addr, out, (socklen_t)size);
+    if (!memcmp(addr, mapped, 12)) {
+        inet_ntop(AF_INET, addr + 12, out, (socklen_t)size);
+    } else if (memcmp(addr, none, 16)) {
+        inet_ntop(AF_INET6, addr, out, (socklen_t)size);
     }
+}
+
+void drv_conn_peer(const drv_conn_t *conn, char *out, size_t size)
+{
+    if (conn) {
+        s_text(conn->addr, out, size);
+    } else {
+        out[0] = 0;
+    }
+}
+
+void drv_conn_addr_text(const struct sockaddr *addr, char *out, size_t size)
+{
+    unsigned char bytes[16];
+    s_address(addr, bytes);
+    s_text(bytes, out, size);
 }
 
 static void s_set_deadline(drv_conn_policy_t *self, drv_conn_t *conn, clock_t_ clock, int64_t deadline_ms)

@@ -10,6 +10,7 @@ by its pod IP, an unknown pod passed and counted."""
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 import unittest
@@ -178,6 +179,35 @@ class Kubernetes(EngineTest):
         self.api.put("pods", pod("after-rotation", "n1", "shop", uid=UID_LATER.replace("5", "7")))
         wait_until(lambda: (self.details() or {}).get("pods") == 6, 20, "the pod added after the rotation cached")
         self.assertFalse(any(not ok for _, _, ok in self.api.requests), "no request was refused")
+
+    def test_syslog_over_udp_and_tcp_is_enriched_by_the_address_it_comes_from(self):
+        """logger (util-linux) sends from 127.0.0.1: the pod of that IP."""
+        self.api.put("pods", pod("syslogger", "n1", "ops", ip="127.0.0.1", owner=("DaemonSet", "rsyslog")))
+        udp, tcp = free_port(), free_port()
+        pipelines = f"""
+      logs:
+        cores: {{count: 1}}
+        nodes:
+          udp: {{type: "receiver:syslog", config: {{endpoint: "udp://127.0.0.1:{udp}"}}, to: [k8s]}}
+          tcp: {{type: "receiver:syslog", config: {{endpoint: "tcp://127.0.0.1:{tcp}"}}, to: [k8s]}}
+          k8s:
+            type: "processor:kubernetes"
+            config: {{api: {{server: "{self.api.url()}", token_file: "{self.token_file}", ca_file: "{self.ca}"}},
+                     node: n1, associate: [{{from: connection}}]}}
+            to: [out]
+          out: {{type: "exporter:file", config: {{path: "{{OUT}}/out.ndjson"}}}}
+"""
+        engine = self.start_engine(engine_yaml(pipelines).replace("HTTP", str(self.http_port)))
+        Admin(engine, self.http_port).wait_ready(20)
+        for flags, port, text in ((["-d"], udp, "over udp"), (["-T"], tcp, "over tcp")):
+            subprocess.run(["logger", *flags, "-n", "127.0.0.1", "-P", str(port), "--rfc5424", "-t", "app", text],
+                           check=True, timeout=10)
+        path = os.path.join(engine.out_dir, "out.ndjson")
+        rows = wait_until(lambda: (lambda r: r if len(r) >= 2 else None)(
+            [json.loads(l) for l in open(path)] if os.path.exists(path) else []), 20, "two syslog records")
+        for row in rows:
+            self.assertEqual((row["resource"]["client.address"], row["resource"]["k8s.pod.name"],
+                              row["resource"]["k8s.daemonset.name"]), ("127.0.0.1", "syslogger", "rsyslog"), row)
 
     def test_otlp_is_enriched_by_the_pod_ip_it_names_or_by_the_address_it_connects_from(self):
         self.start()

@@ -10,10 +10,12 @@
 #include "drv_node.h"
 #include "drv_schemas.h"
 #include "drv_record.h"
+#include "drv_record_path.h"
 #include "drv_syslog.h"
 #include "drv_syslog_frame.h"
 #include "drv_syslog_tcp.h"
 
+#include "drover/drv_conn_policy.h"
 #include "drover/drv_listen.h"
 #include "drover/drv_time.h"
 
@@ -37,12 +39,19 @@ typedef struct {
     uint32_t count;
     bool failed; // out of memory building one: counted as an error
     int refused; // TCP frames past max_message_bytes in this read (each an error)
+    drv_node_t *node;
+    drv_record_path_t client_address; // resource["client.address"], set when the DAG wants the peer
 } syslog_t;
 
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
 {
     syslog_t *self = calloc(1, sizeof *self);
     node->state = self;
+    self->node = node;
+    if (drv_node_path(node, "resource[\"client.address\"]", &self->client_address) != 0) {
+        snprintf(err, errlen, "node %s: out of memory", node->id);
+        return -1;
+    }
     self->fd = -1;
     const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
     char why[200];
@@ -85,8 +94,9 @@ static int s_fd(drv_node_t *node)
     return !self ? -1 : self->tcp ? drv_syslog_tcp_fd(self->tcp) : self->fd;
 }
 
-//  One message into the batch: its record built in the batch zone.
-static void s_take(syslog_t *self, const char *text, size_t len, int64_t now_ms)
+//  One message into the batch: its record built in the batch zone (with
+//  the sender's address in its resource when the DAG wants it, docs/kubernetes.md).
+static void s_take(syslog_t *self, const char *text, size_t len, int64_t now_ms, const char *peer)
 {
     drv_syslog_msg_t msg;
     drv_syslog_parse(text, len, now_ms, &msg);
@@ -101,16 +111,24 @@ static void s_take(syslog_t *self, const char *text, size_t len, int64_t now_ms)
         self->records = grown;
         self->cap = cap;
     }
-    if (drv_syslog_object(&msg, self->zone, &self->records[self->count]) == 0) {
+    msgpack_object *record = &self->records[self->count];
+    if (drv_syslog_object(&msg, self->zone, record) == 0) {
+        size_t plen = peer && drv_node_wants_peer(self->node) ? strlen(peer) : 0;
+        if (plen) {
+            char *copy = msgpack_zone_malloc(self->zone, plen);
+            memcpy(copy, peer, plen);
+            msgpack_object value = {.type = MSGPACK_OBJECT_STR, .via.str = {.ptr = copy, .size = (uint32_t)plen}};
+            drv_record_path_set(self->zone, record, &self->client_address, &value);
+        }
         self->count++;
     } else {
         self->failed = true;
     }
 }
 
-static void s_on_message(void *arg, const char *text, size_t len)
+static void s_on_message(void *arg, const char *text, size_t len, const char *peer)
 {
-    s_take(arg, text, len, drv_time_wall_ms());
+    s_take(arg, text, len, drv_time_wall_ms(), peer);
 }
 
 static void s_on_refused(void *arg)
@@ -151,11 +169,14 @@ static int s_readable(drv_node_t *node)
     }
     struct mmsghdr msgs[DATAGRAMS];
     struct iovec iovs[DATAGRAMS];
+    struct sockaddr_storage from[DATAGRAMS];
     memset(msgs, 0, sizeof msgs);
     for (int i = 0; i < DATAGRAMS; i++) {
         iovs[i] = (struct iovec){self->buffers + (size_t)i * DATAGRAM_MAX, DATAGRAM_MAX};
         msgs[i].msg_hdr.msg_iov = &iovs[i];
         msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_name = &from[i];
+        msgs[i].msg_hdr.msg_namelen = sizeof from[i];
     }
     int n = recvmmsg(self->fd, msgs, DATAGRAMS, MSG_DONTWAIT, NULL);
     if (n <= 0) {
@@ -163,8 +184,13 @@ static int s_readable(drv_node_t *node)
     }
     s_begin(node, self);
     int64_t now_ms = drv_time_wall_ms();
+    bool peers = drv_node_wants_peer(node);
     for (int i = 0; i < n; i++) {
-        s_take(self, iovs[i].iov_base, msgs[i].msg_len, now_ms);
+        char peer[64] = "";
+        if (peers) {
+            drv_conn_addr_text((struct sockaddr *)&from[i], peer, sizeof peer);
+        }
+        s_take(self, iovs[i].iov_base, msgs[i].msg_len, now_ms, peer);
     }
     return s_emit(node, self);
 }

@@ -193,7 +193,7 @@ const drv_node_schema_t drv_schema_processor_kubernetes = {
                           "\"attribute\": \"k8s.pod.ip\"}, {\"from\": \"connection\"}]",
               .doc = "how a record finds its pod, tried in order: a resource attribute holding the pod's uid "
                      "(receiver:file with kubernetes: true sets it) or its IP, or the connection it came on "
-                     "(OTLP over HTTP or gRPC: the sender's address, which receiver:otlp then puts in resource "
+                     "(OTLP over HTTP or gRPC, syslog: the sender's address, which the receiver then puts in resource "
                      "client.address)"},
              {.key = "extract",
               .kind = DRV_KEY_OBJECT,

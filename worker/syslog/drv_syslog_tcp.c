@@ -25,7 +25,8 @@ struct conn_t {
     char *buf;          // max_message_bytes + HEADROOM
     size_t len;
     drv_syslog_framer_t framer;
-    bool refused; // a frame past the limit: closed without a word about what it held
+    bool refused;  // a frame past the limit: closed without a word about what it held
+    char peer[64]; // the address it came from, as text
     conn_t *prev, *next;
 };
 
@@ -165,6 +166,7 @@ static void s_accept(drv_syslog_tcp_t *self)
         c->buf = buf;
         c->framer.max = self->max;
         c->policy = drv_conn_policy_open(self->policy, fd, (struct sockaddr *)&addr, drv_time_mono_ms());
+        drv_conn_peer(c->policy, c->peer, sizeof c->peer);
         drv_conn_policy_idle(self->policy, c->policy, drv_time_mono_ms());
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
         epoll_ctl(self->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
@@ -190,7 +192,7 @@ static bool s_cut(drv_syslog_tcp_t *self, conn_t *c, sink_t *sink)
     while ((frame = drv_syslog_frame_next(&c->framer, c->buf + at, c->len - at, &msg, &msg_len, &used)) ==
            DRV_FRAME_MESSAGE) {
         at += used;
-        sink->fn(sink->arg, msg, msg_len);
+        sink->fn(sink->arg, msg, msg_len, c->peer);
         sink->budget -= sink->budget > 0;
     }
     memmove(c->buf, c->buf + at, c->len - at);

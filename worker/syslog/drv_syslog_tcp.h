@@ -21,8 +21,9 @@
 
 typedef struct drv_syslog_tcp_t drv_syslog_tcp_t;
 
-//  A message cut from a stream (valid during the call).
-typedef void(drv_syslog_tcp_fn)(void *arg, const char *msg, size_t len);
+//  A message cut from a stream (valid during the call), and the address
+//  its connection came from ("" when not known).
+typedef void(drv_syslog_tcp_fn)(void *arg, const char *msg, size_t len, const char *peer);
 //  A frame longer than max_message_bytes: its connection was closed (and
 //  the reason logged).
 typedef void(drv_syslog_tcp_refused_fn)(void *arg);

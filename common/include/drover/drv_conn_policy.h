@@ -58,6 +58,8 @@ drv_conn_t *drv_conn_policy_open(drv_conn_policy_t *self, int fd, const struct s
 void drv_conn_policy_close(drv_conn_policy_t *self, drv_conn_t *conn);
 //  The client's IP address as text into out ("" when none: a Unix socket, or conn NULL).
 void drv_conn_peer(const drv_conn_t *conn, char *out, size_t size);
+//  The same of an address (a datagram's sender): an IPv4 one mapped into IPv6 as IPv4.
+void drv_conn_addr_text(const struct sockaddr *addr, char *out, size_t size);
 
 //  The clock a connection is on now: the client owes a request (or is
 //  reading its answer); the engine holds it; it is idle between requests.
