@@ -16,9 +16,11 @@ import time
 import unittest
 import urllib.request
 
+import msgpack
+
 import grpc_otlp
 from capture import self_signed_cert
-from harness import Admin, EngineTest, engine_yaml, free_port, wait_until
+from harness import Admin, EngineTest, curl_post, engine_yaml, free_port, wait_until
 from kube_api import KubeApi, owned, pod
 
 UID_WEB = "11111111-0000-0000-0000-000000000001"
@@ -180,16 +182,17 @@ class Kubernetes(EngineTest):
         wait_until(lambda: (self.details() or {}).get("pods") == 6, 20, "the pod added after the rotation cached")
         self.assertFalse(any(not ok for _, _, ok in self.api.requests), "no request was refused")
 
-    def test_syslog_over_udp_and_tcp_is_enriched_by_the_address_it_comes_from(self):
-        """logger (util-linux) sends from 127.0.0.1: the pod of that IP."""
+    def test_syslog_and_http_are_enriched_by_the_address_they_come_from(self):
+        """logger (util-linux) and curl send from 127.0.0.1: the pod of that IP."""
         self.api.put("pods", pod("syslogger", "n1", "ops", ip="127.0.0.1", owner=("DaemonSet", "rsyslog")))
-        udp, tcp = free_port(), free_port()
+        udp, tcp, http = free_port(), free_port(), free_port()
         pipelines = f"""
       logs:
         cores: {{count: 1}}
         nodes:
           udp: {{type: "receiver:syslog", config: {{endpoint: "udp://127.0.0.1:{udp}"}}, to: [k8s]}}
           tcp: {{type: "receiver:syslog", config: {{endpoint: "tcp://127.0.0.1:{tcp}"}}, to: [k8s]}}
+          http: {{type: "receiver:http", config: {{endpoint: "127.0.0.1:{http}"}}, to: [k8s]}}
           k8s:
             type: "processor:kubernetes"
             config: {{api: {{server: "{self.api.url()}", token_file: "{self.token_file}", ca_file: "{self.ca}"}},
@@ -202,9 +205,12 @@ class Kubernetes(EngineTest):
         for flags, port, text in ((["-d"], udp, "over udp"), (["-T"], tcp, "over tcp")):
             subprocess.run(["logger", *flags, "-n", "127.0.0.1", "-P", str(port), "--rfc5424", "-t", "app", text],
                            check=True, timeout=10)
+        self.assertEqual(curl_post(http, "/", b'{"message": "over http, json"}', "application/json")[0], 200)
+        packed = msgpack.packb([{"message": "over http, msgpack"}])
+        self.assertEqual(curl_post(http, "/", packed, "application/msgpack")[0], 200)
         path = os.path.join(engine.out_dir, "out.ndjson")
-        rows = wait_until(lambda: (lambda r: r if len(r) >= 2 else None)(
-            [json.loads(l) for l in open(path)] if os.path.exists(path) else []), 20, "two syslog records")
+        rows = wait_until(lambda: (lambda r: r if len(r) >= 4 else None)(
+            [json.loads(l) for l in open(path)] if os.path.exists(path) else []), 20, "four records")
         for row in rows:
             self.assertEqual((row["resource"]["client.address"], row["resource"]["k8s.pod.name"],
                               row["resource"]["k8s.daemonset.name"]), ("127.0.0.1", "syslogger", "rsyslog"), row)

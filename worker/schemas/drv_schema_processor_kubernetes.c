@@ -176,49 +176,51 @@ const drv_node_schema_t drv_schema_processor_kubernetes = {
            "passes as it is, counted in unmatched (docs/kubernetes.md).",
     .example = "{type: processor:kubernetes, config: {api: {server: in_cluster}, node: \"${env:NODE_NAME}\", "
                "extract: {labels: [{key: app.kubernetes.io/name, attribute: app}]}}, to: [out]}",
-    .keys = {{.key = "api",
-              .kind = DRV_KEY_OBJECT,
-              .fallback = "{\"server\": \"in_cluster\"}",
-              .doc = "the API server: {server: in_cluster} (the pod's service account token and CA), or "
-                     "{server: URL, token_file: /path, ca_file: /path}; the token file is read again for every "
-                     "connection (a rotated token is used at once)"},
-             {.key = "node",
-              .kind = DRV_KEY_ANY,
-              .fallback = "\"\"",
-              .doc = "only this node's pods are watched (a DaemonSet: \"${env:NODE_NAME}\"); \"\": every pod "
-                     "of the cluster (a gateway)"},
-             {.key = "associate",
-              .kind = DRV_KEY_ANY,
-              .fallback = "[{\"from\": \"resource\", \"attribute\": \"k8s.pod.uid\"}, {\"from\": \"resource\", "
-                          "\"attribute\": \"k8s.pod.ip\"}, {\"from\": \"connection\"}]",
-              .doc = "how a record finds its pod, tried in order: a resource attribute holding the pod's uid "
-                     "(receiver:file with kubernetes: true sets it) or its IP, or the connection it came on "
-                     "(OTLP over HTTP or gRPC, syslog: the sender's address, which the receiver then puts in resource "
-                     "client.address)"},
-             {.key = "extract",
-              .kind = DRV_KEY_OBJECT,
-              .fallback = "{}",
-              .doc = "metadata: the attributes added (default: all of k8s.namespace.name, k8s.pod.name, "
-                     "k8s.pod.uid, k8s.pod.ip, k8s.pod.start_time, k8s.node.name, the owners' k8s.*.name, "
-                     "container.image.name, container.image.tag); labels, annotations: [{key: K | key_regex: "
-                     "R, attribute: A}] added as k8s.pod.labels.<key> / k8s.pod.annotations.<key> unless "
-                     "attribute names them"},
-             {.key = "deleted_grace_secs",
-              .kind = DRV_KEY_NONNEG_INT,
-              .fallback = "60",
-              .maximum = 86400,
-              .doc = "a deleted pod's metadata is kept this long (its last log lines still find it)"},
-             {.key = "wait_for_metadata_secs",
-              .kind = DRV_KEY_NONNEG_INT,
-              .fallback = "10",
-              .maximum = 600,
-              .doc = "at start, the first records wait this long at most for the first list of pods (the "
-                     "instance is ready once it came), so that a node agent's backlog gets its metadata; 0: "
-                     "never wait"},
-             {.key = "max_pods",
-              .kind = DRV_KEY_NONNEG_INT,
-              .fallback = "20000",
-              .maximum = 10000000,
-              .doc = "the cache's bound: pods past it are not cached (said in the log, counted)"}},
+    .keys =
+        {{.key = "api",
+          .kind = DRV_KEY_OBJECT,
+          .fallback = "{\"server\": \"in_cluster\"}",
+          .doc = "the API server: {server: in_cluster} (the pod's service account token and CA), or "
+                 "{server: URL, token_file: /path, ca_file: /path}; the token file is read again for every "
+                 "connection (a rotated token is used at once)"},
+         {.key = "node",
+          .kind = DRV_KEY_ANY,
+          .fallback = "\"\"",
+          .doc = "only this node's pods are watched (a DaemonSet: \"${env:NODE_NAME}\"); \"\": every pod "
+                 "of the cluster (a gateway)"},
+         {.key = "associate",
+          .kind = DRV_KEY_ANY,
+          .fallback = "[{\"from\": \"resource\", \"attribute\": \"k8s.pod.uid\"}, {\"from\": \"resource\", "
+                      "\"attribute\": \"k8s.pod.ip\"}, {\"from\": \"connection\"}]",
+          .doc =
+              "how a record finds its pod, tried in order: a resource attribute holding the pod's uid "
+              "(receiver:file with kubernetes: true sets it) or its IP, or the connection it came on "
+              "(OTLP over HTTP or gRPC, HTTP, syslog: the sender's address, which the receiver then puts in resource "
+              "client.address)"},
+         {.key = "extract",
+          .kind = DRV_KEY_OBJECT,
+          .fallback = "{}",
+          .doc = "metadata: the attributes added (default: all of k8s.namespace.name, k8s.pod.name, "
+                 "k8s.pod.uid, k8s.pod.ip, k8s.pod.start_time, k8s.node.name, the owners' k8s.*.name, "
+                 "container.image.name, container.image.tag); labels, annotations: [{key: K | key_regex: "
+                 "R, attribute: A}] added as k8s.pod.labels.<key> / k8s.pod.annotations.<key> unless "
+                 "attribute names them"},
+         {.key = "deleted_grace_secs",
+          .kind = DRV_KEY_NONNEG_INT,
+          .fallback = "60",
+          .maximum = 86400,
+          .doc = "a deleted pod's metadata is kept this long (its last log lines still find it)"},
+         {.key = "wait_for_metadata_secs",
+          .kind = DRV_KEY_NONNEG_INT,
+          .fallback = "10",
+          .maximum = 600,
+          .doc = "at start, the first records wait this long at most for the first list of pods (the "
+                 "instance is ready once it came), so that a node agent's backlog gets its metadata; 0: "
+                 "never wait"},
+         {.key = "max_pods",
+          .kind = DRV_KEY_NONNEG_INT,
+          .fallback = "20000",
+          .maximum = 10000000,
+          .doc = "the cache's bound: pods past it are not cached (said in the log, counted)"}},
     .check = s_check,
 };
