@@ -5,6 +5,7 @@
 #include "drv_dag_internal.h"
 #include "drv_tap.h"
 #include "drv_node.h"
+#include "drv_record_path.h"
 
 #include "drover/drv_log.h"
 #include "drover/drv_utf8.h"
@@ -94,7 +95,21 @@ bool drv_node_probe = false;
 
 void drv_node_ask_peer(drv_node_t *node)
 {
-    node->dag->wants_peer = true;
+    drv_dag_t *dag = node->dag;
+    dag->wants_peer = dag->wants_peer || drv_node_path(node, "resource[\"client.address\"]", &dag->client_address) == 0;
+}
+
+void drv_node_put_peer(drv_node_t *node, msgpack_object *records, size_t n, const char *peer, size_t len)
+{
+    if (!node->dag->wants_peer || !peer || len == 0) {
+        return;
+    }
+    char *text = drv_node_alloc(node, len);
+    memcpy(text, peer, len);
+    msgpack_object value = {.type = MSGPACK_OBJECT_STR, .via.str = {.ptr = text, .size = (uint32_t)len}};
+    for (size_t i = 0; i < n; i++) {
+        drv_record_path_set(drv_node_zone(node), &records[i], &node->dag->client_address, &value);
+    }
 }
 
 bool drv_node_wants_peer(const drv_node_t *node)

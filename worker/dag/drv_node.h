@@ -226,6 +226,10 @@ bool drv_node_backlogged(const drv_node_t *node);
 //  (docs/kubernetes.md).
 void drv_node_ask_peer(drv_node_t *node);
 bool drv_node_wants_peer(const drv_node_t *node);
+//  Receivers that know a record's sender: resource["client.address"] = peer
+//  (len bytes, copied into the batch zone) in each of records, when the
+//  DAG wants it; else nothing.
+void drv_node_put_peer(drv_node_t *node, msgpack_object *records, size_t n, const char *peer, size_t len);
 //  The index of the node called id in the same DAG, or -1.
 int drv_node_find(const drv_node_t *node, const char *id);
 //  Set in a probe (dry_run=instantiate, drover-worker --probe): a node's

@@ -11,7 +11,6 @@
 #include "drv_http_body.h"
 #include "drv_http_node.h"
 #include "drv_node.h"
-#include "drv_record_path.h"
 #include "drv_schemas.h"
 
 #include "drover/drv_batch.h"
@@ -25,26 +24,17 @@ typedef struct {
     drv_http_server_t *server; // first: drv_http_node's hooks find it there
     const char *paths[2];
     char *path;
-    drv_record_path_t client_address; // resource["client.address"], set when the DAG wants the peer
 } http_t;
 
 static const char *const s_media_types[] = {"application/x-ndjson", "application/json", "application/msgpack",
                                             "application/x-msgpack", NULL};
 
-//  resource["client.address"] = peer in each record (docs/kubernetes.md,
-//  associate from: connection): the records, made again in the batch zone.
+//  The records with their sender said (drv_node_put_peer), made again in the batch zone.
 static msgpack_object *s_with_peer(drv_node_t *node, const msgpack_object *records, int n, const char *peer)
 {
-    http_t *self = node->state;
     msgpack_object *out = drv_node_alloc(node, (size_t)(n > 0 ? n : 1) * sizeof *out);
-    size_t len = strlen(peer);
-    char *text = drv_node_alloc(node, len);
-    memcpy(text, peer, len);
-    msgpack_object value = {.type = MSGPACK_OBJECT_STR, .via.str = {.ptr = text, .size = (uint32_t)len}};
-    for (int i = 0; i < n; i++) {
-        out[i] = records[i];
-        drv_record_path_set(drv_node_zone(node), &out[i], &self->client_address, &value);
-    }
+    memcpy(out, records, (size_t)(n > 0 ? n : 0) * sizeof *out);
+    drv_node_put_peer(node, out, (size_t)(n > 0 ? n : 0), peer, strlen(peer));
     return out;
 }
 
@@ -96,10 +86,6 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
 {
     http_t *self = calloc(1, sizeof *self);
     node->state = self;
-    if (drv_node_path(node, "resource[\"client.address\"]", &self->client_address) != 0) {
-        snprintf(err, errlen, "node %s: out of memory", node->id);
-        return -1;
-    }
     self->path = strdup(json_string_value(json_object_get(config, "path")));
     self->paths[0] = self->path;
     drv_http_config_t server = {.paths = self->paths, .media_types = s_media_types, .handler = s_handle};

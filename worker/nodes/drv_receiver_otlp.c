@@ -26,8 +26,6 @@
 
 #include "drv_grpc_frame.h"
 
-#include "drv_record_path.h"
-
 #include "drover/drv_limits.h"
 #include "drover/drv_listen.h"
 #include "drover/drv_time.h"
@@ -45,8 +43,7 @@ typedef struct {
     drv_grpc_server_t *grpc; // NULL: no grpc_endpoint
     const char *grpc_paths[4];
     drv_otlp_signal_t grpc_signals[3];
-    int epoll_fd;                     // with grpc: both servers' descriptors
-    drv_record_path_t client_address; // resource["client.address"], set when the DAG wants the peer
+    int epoll_fd; // with grpc: both servers' descriptors
 } otlp_t;
 
 static const char *const s_media_types[] = {"application/x-protobuf", "application/json", NULL};
@@ -173,19 +170,6 @@ static int s_records(drv_node_t *node, drv_otlp_signal_t signal, bool json, cons
 //  earlier versions wrote): the first three alone.
 enum { RAW_MAGIC = 'O', RAW_PEER_MAGIC = 'P', RAW_HEAD = 3, RAW_PEER_HEAD = RAW_HEAD + 8 + 1 };
 
-//  resource["client.address"] = peer in every record (docs/kubernetes.md,
-//  associate from: connection).
-static void s_set_peer(drv_node_t *node, msgpack_object *records, int n, const char *peer, size_t len)
-{
-    otlp_t *self = node->state;
-    char *text = drv_node_alloc(node, len);
-    memcpy(text, peer, len);
-    msgpack_object value = {.type = MSGPACK_OBJECT_STR, .via.str = {.ptr = text, .size = (uint32_t)len}};
-    for (int i = 0; i < n; i++) {
-        drv_record_path_set(drv_node_zone(node), &records[i], &self->client_address, &value);
-    }
-}
-
 typedef enum { TAKEN, NO_MEMORY, FULL, INVALID } outcome_t;
 
 //  One export request, from either transport: decoded, its records handed
@@ -208,8 +192,8 @@ static outcome_t s_take(drv_node_t *node, drv_otlp_signal_t signal, bool json, c
     }
     head[RAW_PEER_HEAD - 1] = (unsigned char)peer_len;
     memcpy(head + RAW_PEER_HEAD, peer ? peer : "", peer_len);
-    if (peer_len && n > 0) {
-        s_set_peer(node, records, n, peer, peer_len);
+    if (n > 0) {
+        drv_node_put_peer(node, records, (size_t)n, peer, peer_len);
     }
     struct iovec raw[2] = {{head, RAW_PEER_HEAD + peer_len}, {(void *)body, size}};
     bool taken = n <= 0 || drv_node_emit_input(node, raw, 2, records, (size_t)n); // they point into otlp
@@ -318,8 +302,8 @@ static int s_replay(drv_node_t *node, const void *data, size_t size)
     char why[400];
     int n = s_records(node, (drv_otlp_signal_t)head[1], head[2] != 0, head + skip, size - skip, observed, &otlp,
                       &decoded, &records, &rejected, why, sizeof why);
-    if (n > 0 && peer_len) {
-        s_set_peer(node, records, n, (const char *)head + RAW_PEER_HEAD, peer_len);
+    if (n > 0) {
+        drv_node_put_peer(node, records, (size_t)n, (const char *)head + RAW_PEER_HEAD, peer_len);
     }
     if (n > 0) {
         drv_node_forward(node, records, (size_t)n);
@@ -334,10 +318,6 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
 {
     otlp_t *self = calloc(1, sizeof *self);
     node->state = self;
-    if (drv_node_path(node, "resource[\"client.address\"]", &self->client_address) != 0) {
-        snprintf(err, errlen, "node %s: out of memory", node->id);
-        return -1;
-    }
     size_t n = 0;
     size_t i;
     json_t *s;

@@ -10,7 +10,6 @@
 #include "drv_node.h"
 #include "drv_schemas.h"
 #include "drv_record.h"
-#include "drv_record_path.h"
 #include "drv_syslog.h"
 #include "drv_syslog_frame.h"
 #include "drv_syslog_tcp.h"
@@ -40,7 +39,6 @@ typedef struct {
     bool failed; // out of memory building one: counted as an error
     int refused; // TCP frames past max_message_bytes in this read (each an error)
     drv_node_t *node;
-    drv_record_path_t client_address; // resource["client.address"], set when the DAG wants the peer
 } syslog_t;
 
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
@@ -48,10 +46,6 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     syslog_t *self = calloc(1, sizeof *self);
     node->state = self;
     self->node = node;
-    if (drv_node_path(node, "resource[\"client.address\"]", &self->client_address) != 0) {
-        snprintf(err, errlen, "node %s: out of memory", node->id);
-        return -1;
-    }
     self->fd = -1;
     const char *endpoint = json_string_value(json_object_get(config, "endpoint"));
     char why[200];
@@ -113,13 +107,7 @@ static void s_take(syslog_t *self, const char *text, size_t len, int64_t now_ms,
     }
     msgpack_object *record = &self->records[self->count];
     if (drv_syslog_object(&msg, self->zone, record) == 0) {
-        size_t plen = peer && drv_node_wants_peer(self->node) ? strlen(peer) : 0;
-        if (plen) {
-            char *copy = msgpack_zone_malloc(self->zone, plen);
-            memcpy(copy, peer, plen);
-            msgpack_object value = {.type = MSGPACK_OBJECT_STR, .via.str = {.ptr = copy, .size = (uint32_t)plen}};
-            drv_record_path_set(self->zone, record, &self->client_address, &value);
-        }
+        drv_node_put_peer(self->node, record, 1, peer, peer ? strlen(peer) : 0);
         self->count++;
     } else {
         self->failed = true;
