@@ -281,6 +281,9 @@ static void s_save(drv_dag_t *self)
         json_decref(positions);
     } else if (drv_buffer_positions_save(self->buffer, positions, err, sizeof err) != 0) {
         drv_warn("disk buffer: exporters' positions not saved reason=\"%s\"", err);
+        //  The log forgets what settled all the same: a full disk must be
+        //  able to free itself (a crash then may leave a delivery uncounted).
+        self->saved_settled = least;
         json_decref(positions);
     } else {
         self->saved_settled = least;
