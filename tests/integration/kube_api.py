@@ -6,7 +6,8 @@ limit/continue and fieldSelector spec.nodeName, watches (newline-delimited
 events, chunked, BOOKMARKs when asked, timeoutSeconds), create, get and
 delete, bearer tokens (401 when wrong), and what a test needs to break
 things: expire() makes every watch end with a 410 ERROR event and every
-older resourceVersion answer 410, drop_watches() cuts them. It is proven
+older resourceVersion answer 410, drop_watches() cuts them, garbage makes
+every GET answer bytes that are not JSON. It is proven
 against clients nobody here wrote: kubectl and the kubernetes Python
 client (test_kube_api.py)."""
 
@@ -48,6 +49,7 @@ class KubeApi:
         self.expired_below = 0
         self.watchers = set()  # queues of the watches being served
         self.requests = []   # (method, path, authorized)
+        self.garbage = False  # True: every GET answers 200 with bytes that are not JSON
         api = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -93,6 +95,14 @@ class KubeApi:
 
             def do_GET(self):
                 if not self._authorized():
+                    return
+                if api.garbage:  # a broken server, or not one at all: 200 and no JSON
+                    data = b"\xff\xfe not json {" * 100
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
                     return
                 path = urllib.parse.urlsplit(self.path).path
                 if path == "/version":

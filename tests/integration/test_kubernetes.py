@@ -155,6 +155,68 @@ class Kubernetes(EngineTest):
         self.assertTrue(any(l.startswith(f"drover_kubernetes_unmatched_records_total{{{labels}}} ")
                             for l in text.splitlines()))
 
+    def test_a_wrong_config_is_refused_naming_each_mistake(self):
+        engine = self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)))
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready(20)
+        bad = {"api": {"server": "ftp://api", "token_file": "relative/token", "cert": "x"},
+               "node": 7,
+               "associate": [{"from": "header", "attribute": "x"}, {"from": "resource", "attribute": "k8s.pod.name"},
+                             {"from": "connection", "attribute": "x"}],
+               "extract": {"metadata": ["k8s.pod.nmae"], "labels": [{"key_regex": "(", "attribute": "a"},
+                                                                     {"key": "a", "key_regex": "b"}],
+                           "annotations": "team", "owners": True},
+               "deleted_grace_secs": -1}
+        spec = {"pipeline": {"nodes": {"in": {"type": "receiver:generator", "to": ["k8s"]},
+                                       "k8s": {"type": "processor:kubernetes", "config": bad, "to": ["out"]},
+                                       "out": {"type": "exporter:null"}}}}
+        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/k", body=spec)
+        self.assertEqual(status, 422, body)
+        problems = {d["path"].removeprefix("nodes.k8s.config."): d["message"] for d in body["error"]["details"]}
+        for path, said in (("api.server", "must be in_cluster or an http"), ("api.token_file", "absolute path"),
+                           ("api.cert", "unknown key"), ("node", "a node's name"), ("associate[0]", "from must be"),
+                           ("associate[1]", "k8s.pod.uid or k8s.pod.ip"),
+                           ("associate[2]", "from: connection takes nothing else"),
+                           ("extract.metadata[0]", "unknown attribute"), ("extract.labels[0]", "attribute only with key"),
+                           ("extract.labels[1]", "{key: K} or {key_regex: R}"), ("extract.annotations", "a list"),
+                           ("extract.owners", "unknown key"), ("deleted_grace_secs", "from 0 to 86400")):
+            self.assertIn(said, problems.get(path, ""), (path, problems))
+        spec["pipeline"]["nodes"]["k8s"]["config"] = {"extract": {"labels": [{"key_regex": "("}]}}
+        status, body, _ = admin.http("PUT", "/api/v1/groups/default/pipelines/k", body=spec)
+        self.assertEqual(status, 422, body)
+        self.assertIn("key_regex does not compile", json.dumps(body))
+
+    def test_an_api_answering_garbage_at_start_holds_records_a_while_then_lets_them_pass(self):
+        """The first records wait for the first list (the pipeline pushes
+        back), never longer than wait_for_metadata_secs, and the instance's
+        loop is not held meanwhile: it heartbeats all along; the list that
+        comes later enriches what follows."""
+        self.api.garbage = True
+        self.write_log("shop", "web-7d9f-abc", UID_WEB, "server", ["before the list"])
+        engine = self.start_engine(self.config().replace("node: n1", "node: n1\n              wait_for_metadata_secs: 5"))
+        self.admin = Admin(engine, self.http_port)
+        beats = set()
+
+        def passed():  # the heartbeats seen while the record waits
+            status, body, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/node/status")
+            beats.update(i["last_heartbeat_at"] for i in (body.get("instances") or []) if status == 200)
+            return "before the list" in self.out()
+        wait_until(passed, 30, "the record passed at last", interval=0.1)
+        self.assertGreaterEqual(len(beats - {None}), 3, f"heartbeats while the record waited: {beats}")
+        out = self.out()
+        self.assertNotIn("k8s.deployment.name", out["before the list"]["resource"], "passed without metadata")
+        details = wait_until(lambda: (lambda d: d if d and d["watch_errors"] > 0 else None)(self.details()), 20,
+                             "the failures counted")
+        self.assertIn("not JSON", details["last_error"] or "")
+        self.assertIn("pods not listed in time", engine.log_text())
+        self.api.garbage = False  # the server mends: the backoff's next try lists
+        wait_until(lambda: (self.details() or {}).get("pods") == 3, 60, "listed once the server answers")
+        self.write_log("shop", "web-7d9f-abc", UID_WEB, "server", ["after the list"])
+        self.assertEqual(self.wait_records(["after the list"])["after the list"]["resource"]["k8s.deployment.name"],
+                         "web")
+        status, body, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/node/status")
+        self.assertEqual(body["instances"][0]["restarts"], 0, "never killed for missed heartbeats")
+
     def test_a_pod_added_later_a_410_and_a_rotated_token_lose_nothing(self):
         self.start()
         #  A pod the API learns of after the list: the watch brings it.

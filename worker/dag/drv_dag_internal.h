@@ -48,8 +48,7 @@ struct drv_dag_t {
     bool counts_restored;              // counts saved by this instance's crashed process go on (drv_dag_counts.c)
     int64_t taken_counted_upto;        // inputs of the log up to it were counted in by the receivers that took them
     bool draining;                     // drv_dag_drain was called
-    bool wants_peer;                   // receivers say their client's address (drv_node_put_peer)
-    drv_record_path_t client_address;  // where: resource["client.address"]
+    drv_record_path_t client_address;  // resource["client.address"] once asked for (drv_node_put_peer), else depth 0
     //  What drained instances' exporters held, being given to ours (drv_dag_handover.c).
     struct drv_handover_t *handover;
     bool handover_read_all;

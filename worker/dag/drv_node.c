@@ -96,12 +96,14 @@ bool drv_node_probe = false;
 void drv_node_ask_peer(drv_node_t *node)
 {
     drv_dag_t *dag = node->dag;
-    dag->wants_peer = dag->wants_peer || drv_node_path(node, "resource[\"client.address\"]", &dag->client_address) == 0;
+    if (dag->client_address.depth == 0 && drv_node_path(node, "resource[\"client.address\"]", &dag->client_address)) {
+        dag->client_address.depth = 0; // out of memory: no sender is said
+    }
 }
 
 void drv_node_put_peer(drv_node_t *node, msgpack_object *records, size_t n, const char *peer, size_t len)
 {
-    if (!node->dag->wants_peer || !peer || len == 0) {
+    if (!drv_node_wants_peer(node) || !peer || len == 0) {
         return;
     }
     char *text = drv_node_alloc(node, len);
@@ -114,7 +116,7 @@ void drv_node_put_peer(drv_node_t *node, msgpack_object *records, size_t n, cons
 
 bool drv_node_wants_peer(const drv_node_t *node)
 {
-    return node->dag->wants_peer;
+    return node->dag->client_address.depth > 0; // asked for: the path is made
 }
 
 int drv_node_find(const drv_node_t *node, const char *id)

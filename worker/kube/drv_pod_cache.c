@@ -24,7 +24,6 @@ enum { PODS, REPLICASETS, JOBS };
 
 struct drv_pod_cache_t {
     pthread_mutex_t lock;
-    pthread_cond_t listed_cond;
     int listed, watches; // of the watches, those that listed once
     bool pods_listed, replicasets_listed, jobs_listed;
     zhashx_t *by_uid; // uid -> pod_t (owned)
@@ -168,7 +167,6 @@ static void s_listed(drv_pod_cache_t *self, bool *once)
     if (!*once) {
         *once = true;
         self->listed++;
-        pthread_cond_broadcast(&self->listed_cond);
     }
 }
 
@@ -260,7 +258,6 @@ drv_pod_cache_t *drv_pod_cache_new(drv_kube_t *kube, const char *node, bool owne
 {
     drv_pod_cache_t *self = calloc(1, sizeof *self);
     pthread_mutex_init(&self->lock, NULL);
-    pthread_cond_init(&self->listed_cond, NULL);
     self->by_uid = zhashx_new();
     zhashx_set_destructor(self->by_uid, s_pod_free);
     self->by_ip = zhashx_new();
@@ -294,7 +291,6 @@ void drv_pod_cache_destroy(drv_pod_cache_t **self_p)
     zhashx_destroy(&self->owners);
     zstr_free(&self->selector);
     pthread_mutex_destroy(&self->lock);
-    pthread_cond_destroy(&self->listed_cond);
     free(self);
     *self_p = NULL;
 }
@@ -339,17 +335,9 @@ int64_t drv_pod_cache_changes(drv_pod_cache_t *self)
     return self->changes;
 }
 
-bool drv_pod_cache_wait_listed(drv_pod_cache_t *self, int64_t deadline_ms)
+bool drv_pod_cache_listed(drv_pod_cache_t *self)
 {
     pthread_mutex_lock(&self->lock);
-    while (self->listed < self->watches) {
-        int64_t left = deadline_ms - drv_time_mono_ms();
-        if (left <= 0) {
-            break;
-        }
-        struct timespec until = drv_time_realtime_in(left);
-        pthread_cond_timedwait(&self->listed_cond, &self->lock, &until);
-    }
     bool listed = self->listed >= self->watches;
     pthread_mutex_unlock(&self->lock);
     return listed;

@@ -50,9 +50,8 @@ bool drv_pod_cache_visit(drv_pod_cache_t *self, drv_pod_by_t by, const char *val
 //  it stays the same (read without the lock).
 int64_t drv_pod_cache_changes(drv_pod_cache_t *self);
 
-//  Waits until the pods (and the owners) were listed once, or until the mono deadline:
-//  true once they were.
-bool drv_pod_cache_wait_listed(drv_pod_cache_t *self, int64_t deadline_ms);
+//  True once the pods (and the owners) were listed.
+bool drv_pod_cache_listed(drv_pod_cache_t *self);
 
 void drv_pod_cache_stats(drv_pod_cache_t *self, drv_pod_cache_stats_t *out);
 

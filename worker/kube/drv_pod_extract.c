@@ -181,8 +181,7 @@ static void s_tags_of(drv_pod_extract_t *self, const json_t *tags, const tag_rul
             if (hit) {
                 char name[512];
                 snprintf(name, sizeof name, "%s.%s", prefix, key);
-                s_add(self, r->key && r->attribute ? r->attribute : name, json_string_value(value),
-                      json_string_length(value));
+                s_add(self, r->attribute ? r->attribute : name, json_string_value(value), json_string_length(value));
                 break;
             }
         }

@@ -268,32 +268,35 @@ static bool s_enrich(kube_t *self, const msgpack_object *record, msgpack_object 
 }
 
 //  Until the pods were listed once (at most wait_for_metadata_secs after
-//  the start), the first records wait: a node agent's backlog at start
-//  gets its metadata too. Never again after.
-static void s_wait_listed(drv_node_t *node, kube_t *self)
+//  the start) the node says it holds as much as it may: the pipeline pushes
+//  back (HTTP 429, files and sockets not read), so that a node agent's
+//  backlog at start gets its metadata too. The loop is never held: it
+//  heartbeats and looks again at its next turn. Never again after.
+static bool s_waiting(drv_node_t *node)
 {
-    if (self->wait_until_ms && !drv_pod_cache_wait_listed(self->cache, self->wait_until_ms)) {
+    kube_t *self = node->state;
+    if (!self->wait_until_ms) {
+        return false;
+    }
+    bool listed = drv_pod_cache_listed(self->cache);
+    if (!listed && drv_time_mono_ms() < self->wait_until_ms) {
+        return true;
+    }
+    if (!listed) {
         drv_warn("kubernetes: pods not listed in time node=%s: records pass without metadata until they are", node->id);
     }
     self->wait_until_ms = 0;
+    return false;
 }
 
 static bool s_ready(drv_node_t *node)
 {
-    kube_t *self = node->state;
-    if (self->cache && self->wait_until_ms &&
-        (drv_pod_cache_wait_listed(self->cache, 0) || drv_time_mono_ms() >= self->wait_until_ms)) {
-        s_wait_listed(node, self);
-    }
-    return !self->wait_until_ms;
+    return !s_waiting(node);
 }
 
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     kube_t *self = node->state;
-    if (self->cache && self->wait_until_ms) {
-        s_wait_listed(node, self);
-    }
     drv_pod_memo_collect(self->memo); // the batch before was handed on: nothing points into it now
     self->last.valid = false;         // what it found may be what was just freed
     self->prev.merged = NULL;         // in the batch zone, cleared since
@@ -333,5 +336,6 @@ const drv_node_kind_t drv_processor_kubernetes = {
     .run = s_run,
     .details = s_details,
     .ready = s_ready,
+    .backlogged = s_waiting,
     .destroy = s_destroy,
 };

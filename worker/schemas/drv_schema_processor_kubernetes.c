@@ -83,7 +83,7 @@ static void s_check_associate(drv_spec_check_t *check, const char *node_path, co
     }
 }
 
-//  labels / annotations: [{key: K | key_regex: R, attribute: A}]
+//  labels / annotations: [{key: K, attribute: A} | {key_regex: R}]
 static void s_check_tags(drv_spec_check_t *check, const char *node_path, const char *what, const json_t *list)
 {
     char at[512];
@@ -103,6 +103,10 @@ static void s_check_tags(drv_spec_check_t *check, const char *node_path, const c
             (regex && !json_is_string(regex)) || (attribute && !json_is_string(attribute)) ||
             json_object_size(rule) != 1u + (attribute != NULL)) {
             drv_spec_check_problem(check, at, "must be {key: K} or {key_regex: R}, with attribute: A if wanted");
+            continue;
+        }
+        if (regex && attribute) { // every key it matches would get the one name
+            drv_spec_check_problem(check, at, "attribute only with key: a key_regex's keys keep their own names");
             continue;
         }
         if (regex) {
@@ -203,8 +207,8 @@ const drv_node_schema_t drv_schema_processor_kubernetes = {
           .doc = "metadata: the attributes added (default: all of k8s.namespace.name, k8s.pod.name, "
                  "k8s.pod.uid, k8s.pod.ip, k8s.pod.start_time, k8s.node.name, the owners' k8s.*.name, "
                  "container.image.name, container.image.tag); labels, annotations: [{key: K | key_regex: "
-                 "R, attribute: A}] added as k8s.pod.labels.<key> / k8s.pod.annotations.<key> unless "
-                 "attribute names them"},
+                 "R}] added as k8s.pod.labels.<key> / k8s.pod.annotations.<key>, or under attribute: A "
+                 "(with key only)"},
          {.key = "deleted_grace_secs",
           .kind = DRV_KEY_NONNEG_INT,
           .fallback = "60",
@@ -214,8 +218,8 @@ const drv_node_schema_t drv_schema_processor_kubernetes = {
           .kind = DRV_KEY_NONNEG_INT,
           .fallback = "10",
           .maximum = 600,
-          .doc = "at start, the first records wait this long at most for the first list of pods (the "
-                 "instance is ready once it came), so that a node agent's backlog gets its metadata; 0: "
+          .doc = "at start, the pipeline pushes back this long at most until the first list of pods came "
+                 "(the instance is ready once it did), so that a node agent's backlog gets its metadata; 0: "
                  "never wait"},
          {.key = "max_pods",
           .kind = DRV_KEY_NONNEG_INT,
