@@ -198,8 +198,12 @@ class Kubernetes(EngineTest):
         beats = set()
 
         def passed():  # the heartbeats seen while the record waits
-            status, body, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/node/status")
-            beats.update(i["last_heartbeat_at"] for i in (body.get("instances") or []) if status == 200)
+            try:
+                status, body, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/node/status")
+            except OSError:
+                return False  # droverd's admin is not listening yet
+            if status == 200:
+                beats.update(i["last_heartbeat_at"] for i in body.get("instances") or [])
             return "before the list" in self.out()
         wait_until(passed, 30, "the record passed at last", interval=0.1)
         self.assertGreaterEqual(len(beats - {None}), 3, f"heartbeats while the record waited: {beats}")
