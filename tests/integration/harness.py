@@ -22,6 +22,8 @@ import zmq
 BIN = os.environ.get("DROVER_BIN", os.path.join(os.path.dirname(__file__), "../../build/bin"))
 DROVERD = os.path.abspath(os.path.join(BIN, "droverd"))
 
+from records import ndjson, read_ndjson, unobserved  # noqa: E402,F401 (the tests import them from here)
+
 
 _PORTS_GIVEN = set()
 
@@ -136,11 +138,6 @@ def cmdline(pid):
 
 def zombies_of(pid):
     return [c for c in children_of(pid) if (proc_status(c, "State") or "").startswith("Z")]
-
-
-def ndjson(records):
-    """Records as NDJSON bytes, one JSON document a line."""
-    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
 
 
 def generator_spec(out_path=None, cores=None, rate=10):
@@ -324,27 +321,6 @@ class Engine:
     def cleanup(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def read_ndjson(path, killed=False):
-    """The complete lines of an NDJSON file: one being written may end in
-    part of a line, which is left for the next read. killed: a writer was
-    SIGKILLed, and the line it was writing is left cut short on its own
-    (exporter:file goes on from a new line): such lines are skipped."""
-    import json
-    if not os.path.exists(path):
-        return []
-    rows = []
-    with open(path) as f:
-        for line in f:
-            if not line.strip() or not line.endswith("\n"):
-                continue
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                if not killed:
-                    raise
-    return rows
 
 
 class Admin:

@@ -18,7 +18,7 @@ import unittest
 import msgpack
 import zmq
 
-from harness import (DROVERD, Admin, EngineTest, Producer, engine_yaml, free_port, read_ndjson, wait_until)
+from harness import (DROVERD, Admin, EngineTest, Producer, engine_yaml, free_port, read_ndjson, unobserved, wait_until)
 from hostile import SANITIZED, gen_spec, rss_kb
 
 
@@ -222,7 +222,7 @@ class DataPlane(EngineTest):
         producer.send_raw(b"\x92" + dup + msgpack.packb({"level": 4, "n": 1}))  # refused whole, with its good record
         producer.send({"level": 5, "n": 2})
         wait_until(lambda: read_ndjson(out), 5, "the good record")
-        self.assertEqual(read_ndjson(out), [{"level": 5, "n": 2}])
+        self.assertEqual(unobserved(read_ndjson(out)), [{"level": 5, "n": 2}])
         self.engine.wait_log(r"rejected producer message .*duplicate key .level.")
 
         def errors():

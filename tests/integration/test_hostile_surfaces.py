@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import unittest
 
-from harness import ndjson, EngineTest, curl_post, free_port, read_ndjson, wait_until
+from harness import ndjson, EngineTest, curl_post, free_port, read_ndjson, unobserved, wait_until
 from hostile import SANITIZED, rss_kb
 
 
@@ -294,7 +294,7 @@ class Ndjson(EngineTest):
             return dict(pairs)
 
         row = json.loads(lines[0], object_pairs_hook=no_duplicates)
-        self.assertEqual(sorted(row.values(), key=str), [1, 2, "int", "str"], "nothing dropped")
+        self.assertEqual(sorted(unobserved([row])[0].values(), key=str), [1, 2, "int", "str"], "nothing dropped")
 
 
 class Histories(EngineTest):

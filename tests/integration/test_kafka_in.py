@@ -20,6 +20,7 @@ import re
 import signal
 import subprocess
 import threading
+import time
 import unittest
 
 from capture import Capture
@@ -198,9 +199,14 @@ class KafkaIn(Kafka):
     def test_messages_produced_by_kcat_are_consumed(self):
         cluster = self.cluster(1, [("in", 4)])
         produce(cluster.bootstrap, "in", [json.dumps({"i": i}) for i in range(2000)])
+        before = time.time_ns()
         self.start(self.consumer(cluster))
         wait_until(lambda: len(self.filed()) >= 2000, 20, "2,000 records filed")
+        after = time.time_ns()
         self.assertEqual(sorted(r["i"] for r in self.filed()), list(range(2000)))
+        #  stamped when read (docs/operations.md, "When a record was observed"), in ms
+        self.assertEqual([r for r in self.filed() if not before // 10**6 * 10**6 <= r["observed_time_unix_nano"] <= after],
+                         [])
 
     def test_a_kill_of_everything_and_two_replaces_lose_nothing_and_leave_nothing_uncommitted(self):
         cluster = self.cluster(1, [("in", 4)])

@@ -16,7 +16,7 @@ import unittest
 
 import msgpack
 
-from harness import ndjson, EngineTest, curl_post, free_port, read_ndjson, wait_until
+from harness import ndjson, EngineTest, curl_post, free_port, read_ndjson, unobserved, wait_until
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "lua")
 
@@ -40,7 +40,7 @@ class Lua(EngineTest):
         found = []
         for path in sorted(glob.glob(f"{self.engine.out_dir}/{name}-*.ndjson")):
             found += read_ndjson(path)
-        return found
+        return unobserved(found)
 
     def spec(self, lua_config, to=("out",), **extra):
         nodes = {"in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["s"]},

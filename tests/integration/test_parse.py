@@ -11,7 +11,7 @@ linear time under it, without the instance missing a heartbeat."""
 import glob
 import unittest
 
-from harness import EngineTest, curl_post, free_port, ndjson, proc_status, read_ndjson, wait_until
+from harness import EngineTest, curl_post, free_port, ndjson, proc_status, read_ndjson, unobserved, wait_until
 from hostile import SANITIZED
 
 
@@ -33,7 +33,7 @@ class Parse(EngineTest):
 
     def out(self, count):
         return wait_until(lambda: (lambda rows: rows if len(rows) >= count else None)(
-            [r for path in glob.glob(f"{self.engine.out_dir}/out.ndjson") for r in read_ndjson(path)]), 10,
+            unobserved(r for path in glob.glob(f"{self.engine.out_dir}/out.ndjson") for r in read_ndjson(path))), 10,
             f"{count} records out")
 
     def counters(self, want_errors):

@@ -8,6 +8,7 @@
 
 #include "drv_dag.h"
 #include "drv_nodes.h"
+#include "observed.h"
 
 #include <msgpack.h>
 #include <stdio.h>
@@ -162,6 +163,7 @@ static void test_transform_set_rename_delete_in_order(void **state)
     char path[256];
     snprintf(path, sizeof path, "%s/transform.ndjson", s_dir);
     char *text = s_read(path);
+    assert_true(test_unobserved(text));
     //  set overwrote env and added a; rename moved a over the existing b; delete dropped debug.
     assert_string_equal(text, "{\"message\":\"hi\",\"env\":\"prod\",\"b\":9}\n");
     free(text);
@@ -181,12 +183,13 @@ static void test_fan_out_branches_do_not_see_each_other(void **state)
     char path[256];
     snprintf(path, sizeof path, "%s/fan-t.ndjson", s_dir);
     char *text = s_read(path);
+    assert_true(test_unobserved(text));
     assert_string_equal(text, "{\"k\":\"v\",\"bin\":\"AP8Q\",\"x\":1}\n"); // binary as base64
     free(text);
     snprintf(path, sizeof path, "%s/fan-raw.ndjson", s_dir);
     text = s_read(path);
-    //  msgpack format: the untouched record, two keys.
-    assert_int_equal((unsigned char)text[0], 0x82);
+    //  msgpack format: the untouched record, two keys and the observed time.
+    assert_int_equal((unsigned char)text[0], 0x83);
     free(text);
     int64_t in, out, errors;
     drv_dag_counters(dag, &in, &out, &errors);
@@ -299,6 +302,7 @@ static void test_ndjson_is_valid_utf8_and_duplicate_keys_are_refused(void **stat
     char path[256];
     snprintf(path, sizeof path, "%s/strict.ndjson", s_dir);
     char *text = s_read(path);
+    assert_true(test_unobserved(text));
     const char *fffd = "\xef\xbf\xbd";
     char expected[200];
     snprintf(expected, sizeof expected, "{\"s\":\"%s%s%s\",\"o\":\"%s%s\",\"h\":\"%s%s%s%s\",\"ok\":\"\xc3\xa9\"}\n",

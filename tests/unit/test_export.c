@@ -15,6 +15,7 @@
 
 #include "drv_dag.h"
 #include "drv_nodes.h"
+#include "observed.h"
 
 #include "drover/drv_httpd.h"
 #include "drover/drv_time.h"
@@ -170,6 +171,9 @@ static void test_batches_close_by_count_and_delay_and_hold_their_own_copies(void
     assert_int_equal(s_ingest(dag, 4, 2), 2); // the batch zone was cleared under the held records twice
     want_t want = {&backend, 3, dag};
     assert_true(s_turn_until(httpd, dag, s_posts, &want)); // the third (one record) closes by max_delay_ms
+    for (int i = 0; i < backend.posts; i++) {
+        assert_true(test_unobserved(backend.bodies[i]));
+    }
     assert_string_equal(backend.bodies[0], "{\"k\":1,\"s\":\"text-1\"}\n{\"k\":2,\"s\":\"text-2\"}\n");
     assert_string_equal(backend.bodies[1], "{\"k\":3,\"s\":\"text-3\"}\n{\"k\":4,\"s\":\"text-4\"}\n");
     assert_string_equal(backend.bodies[2], "{\"k\":5,\"s\":\"text-5\"}\n");
@@ -202,6 +206,9 @@ static void test_an_input_settles_only_when_its_records_are_out(void **state)
     assert_int_equal(backend.posts, 0);
     assert_true(s_turn_until(httpd, dag, s_posts, &want)); // the retry is taken
     assert_true(drv_dag_settle(dag) >= input);
+    for (int i = 0; i < backend.posts; i++) {
+        assert_true(test_unobserved(backend.bodies[i]));
+    }
     assert_string_equal(backend.bodies[0], "{\"k\":1,\"s\":\"text-1\"}\n{\"k\":2,\"s\":\"text-2\"}\n");
     drv_dag_destroy(&dag);
     drv_httpd_destroy(&httpd, 0);

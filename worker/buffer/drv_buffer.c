@@ -223,7 +223,7 @@ int64_t drv_buffer_append(drv_buffer_t *self, const drv_buffer_input_t *input, b
                  (long long)self->policy.max_bytes);
         return DRV_BUFFER_FULL;
     }
-    int64_t now = drv_time_wall_ms();
+    int64_t now = input->time_ms > 0 ? input->time_ms : drv_time_wall_ms();
     int64_t number = drv_wal_appendv(self->wal, now, input->records, pieces, count, feed_now, err, errlen);
     if (number < 0 && self->policy.drop_oldest && s_drop_oldest(self)) { // the disk is full: make room
         number = drv_wal_appendv(self->wal, now, input->records, pieces, count, feed_now, err, errlen);

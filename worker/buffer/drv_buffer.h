@@ -71,7 +71,7 @@ typedef struct {
     size_t size;
     uint32_t records;
     int64_t number;     // read back: its number
-    int64_t time_ms;    // read back: when it was appended (wall ms)
+    int64_t time_ms;    // wall ms: when it was taken (appending; 0: now), read back: when it was appended
     const uint8_t *had; // read back: the exporters that had it already (DRV_BUFFER_HAD's list), or NULL
     size_t had_size;
     bool replayed; // read back: an earlier instance took it (it was in the log at open)

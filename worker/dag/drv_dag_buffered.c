@@ -60,7 +60,7 @@ bool drv_dag_buffer_take(drv_node_t *node, const msgpack_object *records, size_t
     node->in += (int64_t)n;
     if (now) {
         self->running = number;
-        drv_dag_positions_passed(self, (int64_t)n, drv_time_wall_ms());
+        drv_dag_positions_passed(self, (int64_t)n, self->taken_ms);
         drv_node_forward(node, records, n);
     }
     return true;

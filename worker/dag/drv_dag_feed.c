@@ -3,6 +3,8 @@
     it was taken. Above drv_node.c, below the files that read inputs back. */
 #include "drv_dag_internal.h"
 
+#include "drv_record.h"
+
 #include "drover/drv_batch.h"
 
 #include <string.h>
@@ -43,6 +45,11 @@ int drv_dag_feed(drv_dag_t *self, const drv_buffer_input_t *input, drv_node_t **
         const msgpack_object *records;
         char err[300];
         n = drv_batch_decode_checked(input->data, input->size, &self->batch_zone, &root, &records, err, sizeof err);
+        //  the time it was taken is its records' observed time where they say none (drv_dag_input.c)
+        const msgpack_object *observed =
+            n > 0 ? drv_record_observed(&self->batch_zone, records, (size_t)n, (uint64_t)input->time_ms * 1000000u)
+                  : NULL;
+        records = observed ? observed : records; // out of memory: run as it was kept
         if (n >= 0) {
             drv_node_forward(node, records, (size_t)n);
         }

@@ -5,10 +5,22 @@
     drv_dag_buffered.c, below drv_dag.c. */
 #include "drv_dag_internal.h"
 
+#include "drv_record.h"
+
 #include "drover/drv_batch.h"
 #include "drover/drv_time.h"
 
 #include <stdio.h>
+
+//  An input taken now: its time, and its records with it as their observed
+//  time where they say none (what a receiver stamped itself is kept; the
+//  log keeps the time, so an input read back gets the same, drv_dag_feed.c).
+//  NULL when out of memory.
+static const msgpack_object *s_taken(drv_dag_t *self, const msgpack_object *records, size_t n)
+{
+    self->taken_ms = drv_time_wall_ms();
+    return drv_record_observed(&self->batch_zone, records, n, (uint64_t)self->taken_ms * 1000000u);
+}
 
 //  Without a disk buffer: records node took run through the nodes at once
 //  as the next input, kept in the memory log first while an exporter is
@@ -22,7 +34,7 @@ static bool s_run_now(drv_node_t *node, const msgpack_object *records, size_t n,
     }
     self->running = ++self->input;
     node->in += (int64_t)n;
-    drv_dag_positions_passed(self, (int64_t)n, drv_time_wall_ms());
+    drv_dag_positions_passed(self, (int64_t)n, self->taken_ms);
     drv_node_forward(node, records, n);
     return true;
 }
@@ -38,6 +50,10 @@ static int s_decode_forward(drv_node_t *node, const void *data, size_t size, cha
     if (n < 0) {
         node->errors++;
         return -1;
+    }
+    if (!(records = s_taken(self, records, (size_t)n))) {
+        snprintf(err, errlen, "out of memory");
+        return DRV_NODE_FULL;
     }
     if (self->buffer) {
         if (!drv_dag_buffer_take(node, records, (size_t)n, data, size, NULL, 0)) {
@@ -68,6 +84,9 @@ msgpack_zone *drv_node_batch_zone(drv_node_t *node)
 bool drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     drv_dag_t *self = node->dag;
+    if (!(records = s_taken(self, records, n))) {
+        return false;
+    }
     if (self->buffer) {
         return drv_dag_buffer_take(node, records, n, NULL, 0, NULL, 0);
     }
@@ -77,6 +96,9 @@ bool drv_node_emit_objects(drv_node_t *node, const msgpack_object *records, size
 bool drv_node_emit_input(drv_node_t *node, const struct iovec *raw, int raw_count, const msgpack_object *records,
                          size_t n)
 {
+    if (!(records = s_taken(node->dag, records, n))) {
+        return false;
+    }
     if (node->dag->buffer) {
         return drv_dag_buffer_take(node, records, n, NULL, 0, raw, raw_count);
     }
@@ -86,13 +108,17 @@ bool drv_node_emit_input(drv_node_t *node, const struct iovec *raw, int raw_coun
 void drv_node_emit_generated(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     drv_dag_t *self = node->dag;
+    if (!(records = s_taken(self, records, n))) {
+        drv_node_record_error(node, "out of memory stamping generated records");
+        return;
+    }
     drv_node_count_in(node, n);
     if (!self->buffer) { // kept for exporters behind like any input (drv_dag_generate numbered it)
         if (!drv_dag_memory_keep(self, node, self->running, records, n, NULL, 0, NULL, 0)) {
             drv_node_record_error(node, "out of memory keeping generated records for an exporter behind");
             return;
         }
-        drv_dag_positions_passed(self, (int64_t)n, drv_time_wall_ms());
+        drv_dag_positions_passed(self, (int64_t)n, self->taken_ms);
     }
     drv_node_forward(node, records, n);
 }

@@ -25,6 +25,7 @@ struct drv_dag_t {
     msgpack_zone spec_zone;  // config values as msgpack objects, for the DAG's life
     zlist_t *spec_buffers;   // encoded config bytes that spec_zone objects point into
     msgpack_zone batch_zone; // records of the batch in flight; cleared per batch
+    int64_t taken_ms;        // wall: when the input being taken was taken (its log time, its records' observed time)
     drv_buf_t out;           // exporter encoding buffer, reused
     int64_t unowned_errors;  // batches for a receiver the DAG does not have (the rest are the nodes')
     int64_t input;           // the last input taken (drv_node_taken)

@@ -75,7 +75,8 @@ bool drv_dag_memory_keep(drv_dag_t *self, drv_node_t *node, int64_t number, cons
     }
     drv_buffer_input_t input;
     drv_dag_log_input(self, node, &input, records, n, packed, size, raw, raw_count);
-    return drv_memory_log_append(self->memory, number, &input, drv_time_wall_ms()) == 0;
+    return drv_memory_log_append(self->memory, number, &input,
+                                 input.time_ms > 0 ? input.time_ms : drv_time_wall_ms()) == 0;
 }
 
 bool drv_dag_detach_laggards(drv_dag_t *self)

@@ -333,7 +333,7 @@ void drv_dag_pack_records(msgpack_sbuffer *out, const msgpack_object *records, s
 void drv_dag_log_input(drv_dag_t *self, drv_node_t *node, drv_buffer_input_t *input, const msgpack_object *records,
                        size_t n, const void *packed, size_t size, const struct iovec *raw, int raw_count)
 {
-    *input = (drv_buffer_input_t){.node = node->id, .records = (uint32_t)n};
+    *input = (drv_buffer_input_t){.node = node->id, .records = (uint32_t)n, .time_ms = self->taken_ms};
     if (raw) {
         input->form = DRV_BUFFER_RAW;
         for (int i = 0; i < raw_count && i < 4; i++) {

@@ -30,6 +30,63 @@ void drv_record_remove(msgpack_object_kv *kv, size_t *n, int index)
     (*n)--;
 }
 
+//  A log record without an observed time (drv_record_observed).
+static bool s_unobserved(const msgpack_object *record)
+{
+    if (record->type != MSGPACK_OBJECT_MAP) {
+        return false;
+    }
+    for (uint32_t i = 0; i < record->via.map.size; i++) {
+        const msgpack_object *key = &record->via.map.ptr[i].key;
+        const msgpack_object *val = &record->via.map.ptr[i].val;
+        if (key->type != MSGPACK_OBJECT_STR) {
+            continue;
+        }
+        if (key->via.str.size == 23 && !memcmp(key->via.str.ptr, "observed_time_unix_nano", 23)) {
+            return false;
+        }
+        if (key->via.str.size == 6 && !memcmp(key->via.str.ptr, "signal", 6) &&
+            !(val->type == MSGPACK_OBJECT_STR && val->via.str.size == 3 && !memcmp(val->via.str.ptr, "log", 3))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+const msgpack_object *drv_record_observed(msgpack_zone *zone, const msgpack_object *records, size_t n, uint64_t ns)
+{
+    size_t first = 0;
+    while (first < n && !s_unobserved(&records[first])) {
+        first++;
+    }
+    if (first == n) {
+        return records;
+    }
+    msgpack_object *out = msgpack_zone_malloc(zone, n * sizeof *out);
+    if (!out) {
+        return NULL;
+    }
+    memcpy(out, records, n * sizeof *out);
+    for (size_t i = first; i < n; i++) {
+        if (i > first && !s_unobserved(&out[i])) {
+            continue;
+        }
+        uint32_t size = out[i].via.map.size;
+        msgpack_object_kv *kv = msgpack_zone_malloc(zone, (size + 1) * sizeof *kv);
+        if (!kv) {
+            return NULL;
+        }
+        if (size > 0) {
+            memcpy(kv, out[i].via.map.ptr, size * sizeof *kv);
+        }
+        kv[size].key = (msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {23, "observed_time_unix_nano"}};
+        kv[size].val = (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = ns};
+        out[i].via.map.ptr = kv;
+        out[i].via.map.size = size + 1;
+    }
+    return out;
+}
+
 //  The slot of key in a table of 2^bits slots holding indexes into kv: its
 //  own, or the empty one where it goes. The print's top bits: its low ones
 //  come from the key's last bytes alone (a product's low bits depend only

@@ -21,5 +21,11 @@ msgpack_object_kv *drv_record_merge(msgpack_zone *zone, const msgpack_object_kv 
                                     const msgpack_object_kv *add, size_t added, size_t *count);
 //  Removes pair index, keeping the order of the others.
 void drv_record_remove(msgpack_object_kv *kv, size_t *n, int index);
+//  records with observed_time_unix_nano = ns added to each map that has
+//  none and is a log (its signal is "log" or it says none: spans and
+//  metrics have no observed time): records itself when none lacked it,
+//  else a copy in zone (NULL when out of memory). docs/nodes.md: "Every
+//  receiver sets observed_time_unix_nano".
+const msgpack_object *drv_record_observed(msgpack_zone *zone, const msgpack_object *records, size_t n, uint64_t ns);
 
 #endif
