@@ -1,10 +1,13 @@
 """A small Kubernetes API server for the tests (no real one can run here):
-pods, ReplicaSets and Jobs in memory, served as the real API serves them
-(docs/kubernetes.md, "Testing against a fake API server") — discovery
-(/version, /api, /apis, the resource lists), lists with resourceVersion,
-limit/continue and fieldSelector spec.nodeName, watches (newline-delimited
-events, chunked, BOOKMARKs when asked, timeoutSeconds), create, get and
-delete, bearer tokens (401 when wrong), and what a test needs to break
+pods, Events, ReplicaSets, Jobs and DroverPipelines in memory, served as
+the real API serves them (docs/kubernetes.md, "Testing against a fake API
+server") — discovery (/version, /api, /apis, the resource lists), lists
+with resourceVersion, limit/continue, a fieldSelector on any field and a
+labelSelector (k=v, k!=v, k), watches (newline-delimited events, chunked,
+BOOKMARKs when asked, timeoutSeconds), create, get, delete and JSON merge
+patches, a status subresource (DroverPipelines: status written only
+through it, metadata.generation counting spec changes), bearer tokens
+(401 when wrong), and what a test needs to break
 things: expire() makes every watch end with a 410 ERROR event and every
 older resourceVersion answer 410, drop_watches() cuts them, garbage makes
 every GET answer bytes that are not JSON. It is proven
@@ -20,11 +23,37 @@ import time
 import urllib.parse
 import uuid
 
-KINDS = {  # path prefix -> (group/version, kind, plural)
-    "/api/v1": ("v1", "Pod", "pods"),
-    "/apis/apps/v1": ("apps/v1", "ReplicaSet", "replicasets"),
-    "/apis/batch/v1": ("batch/v1", "Job", "jobs"),
-}
+KINDS = [  # (path prefix, group/version, kind, plural)
+    ("/api/v1", "v1", "Pod", "pods"),
+    ("/api/v1", "v1", "Event", "events"),
+    ("/apis/apps/v1", "apps/v1", "ReplicaSet", "replicasets"),
+    ("/apis/batch/v1", "batch/v1", "Job", "jobs"),
+    ("/apis/drover.dev/v1alpha1", "drover.dev/v1alpha1", "DroverPipeline", "droverpipelines"),
+]
+STATUS_SUBRESOURCE = {"droverpipelines"}  # a status written only through /status; spec changes bump generation
+
+
+def _kind(plural):
+    return next(k for k in KINDS if k[3] == plural)
+
+
+def _field(obj, dotted):
+    for part in dotted.split("."):
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return obj
+
+
+def _merge(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    target = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        else:
+            target[key] = _merge(target.get(key), value)
+    return target
 
 
 def _true(value):
@@ -32,11 +61,18 @@ def _true(value):
     return (value or "").lower() in ("1", "t", "true")
 
 
-def _resource_list(group_version, kind, plural):
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": [{
-        "name": plural, "singularName": kind.lower(), "namespaced": True, "kind": kind,
-        "verbs": ["create", "delete", "get", "list", "watch"],
-        "shortNames": {"pods": ["po"], "replicasets": ["rs"]}.get(plural, [])}]}
+def _resource_list(prefix):
+    kinds = [k for k in KINDS if k[0] == prefix]
+    resources = []
+    for _, _, kind, plural in kinds:
+        resources.append({"name": plural, "singularName": kind.lower(), "namespaced": True, "kind": kind,
+                          "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+                          "shortNames": {"pods": ["po"], "replicasets": ["rs"], "events": ["ev"],
+                                         "droverpipelines": ["dp"]}.get(plural, [])})
+        if plural in STATUS_SUBRESOURCE:
+            resources.append({"name": plural + "/status", "singularName": "", "namespaced": True, "kind": kind,
+                              "verbs": ["get", "patch", "update"]})
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": kinds[0][1], "resources": resources}
 
 
 class KubeApi:
@@ -49,6 +85,7 @@ class KubeApi:
         self.expired_below = 0
         self.watchers = set()  # queues of the watches being served
         self.requests = []   # (method, path, authorized)
+        self.patches = []    # (plural, namespace, name, subresource, patch), in order
         self.garbage = False  # True: every GET answers 200 with bytes that are not JSON
         api = self
 
@@ -79,18 +116,22 @@ class KubeApi:
                 return ok
 
             def _route(self):
+                """(plural, namespace, name, query, subresource) of the path, or None."""
                 url = urllib.parse.urlsplit(self.path)
                 query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
-                for prefix, (group_version, kind, plural) in KINDS.items():
+                for prefix, _, _, plural in KINDS:
                     if not url.path.startswith(prefix + "/"):
                         continue
                     rest = url.path[len(prefix) + 1:].split("/")
                     namespace = None
                     if rest[0] == "namespaces" and len(rest) >= 3:
                         namespace, rest = rest[1], rest[2:]
-                    if rest[0] != plural or len(rest) > 2:
+                    if rest[0] != plural:
+                        continue
+                    if len(rest) > 3 or (len(rest) == 3 and (rest[2] != "status" or plural not in STATUS_SUBRESOURCE)):
                         return None
-                    return plural, namespace, rest[1] if len(rest) == 2 else None, query
+                    return (plural, namespace, rest[1] if len(rest) >= 2 else None, query,
+                            rest[2] if len(rest) == 3 else None)
                 return None
 
             def do_GET(self):
@@ -112,16 +153,16 @@ class KubeApi:
                     return self._send(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
                         {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]})
                 if path == "/apis":
+                    versions = [gv.split("/") for gv in dict.fromkeys(k[1] for k in KINDS) if "/" in gv]
                     return self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-                        {"name": g, "versions": [{"groupVersion": f"{g}/v1", "version": "v1"}],
-                         "preferredVersion": {"groupVersion": f"{g}/v1", "version": "v1"}} for g in ("apps", "batch")]})
-                for prefix, info in KINDS.items():
-                    if path == prefix:
-                        return self._send(200, _resource_list(*info))
+                        {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v}],
+                         "preferredVersion": {"groupVersion": f"{g}/{v}", "version": v}} for g, v in versions]})
+                if any(path == k[0] for k in KINDS):
+                    return self._send(200, _resource_list(path))
                 route = self._route()
                 if not route:
                     return self._status(404, "NotFound", f"the server could not find the requested resource {path}")
-                plural, namespace, name, query = route
+                plural, namespace, name, query, _ = route
                 if name:
                     with api.lock:
                         obj = api.objects.get((plural, namespace, name))
@@ -133,15 +174,21 @@ class KubeApi:
             def _matches(self, obj, plural, namespace, query):
                 if namespace and obj["metadata"].get("namespace") != namespace:
                     return False
-                selector = query.get("fieldSelector", "")
-                for term in filter(None, selector.split(",")):
+                for term in filter(None, query.get("fieldSelector", "").split(",")):
                     field, _, value = term.partition("=")
-                    if field == "spec.nodeName" and obj.get("spec", {}).get("nodeName") != value:
+                    if str(_field(obj, field) or "") != value.lstrip("="):
+                        return False
+                labels = obj["metadata"].get("labels") or {}
+                for term in filter(None, query.get("labelSelector", "").split(",")):
+                    key, op, value = term.partition("!=") if "!=" in term else term.partition("=")
+                    value = value.lstrip("=")
+                    if (not op and key not in labels) or (op == "=" and labels.get(key) != value) or \
+                            (op == "!=" and labels.get(key) == value):
                         return False
                 return True
 
             def _list(self, plural, namespace, query):
-                group_version, kind, _ = next(v for v in KINDS.values() if v[2] == plural)
+                _, group_version, kind, _ = _kind(plural)
                 with api.lock:
                     items = sorted((o for (p, _, _), o in api.objects.items()
                                     if p == plural and self._matches(o, plural, namespace, query)),
@@ -202,7 +249,7 @@ class KubeApi:
                             with api.lock:
                                 rv = str(api.rv)
                             self._chunk({"type": "BOOKMARK", "object": {
-                                "kind": next(v for v in KINDS.values() if v[2] == plural)[1],
+                                "kind": _kind(plural)[2],
                                 "metadata": {"resourceVersion": rv}}})
                     self.wfile.write(b"0\r\n\r\n")
                 except (OSError, ssl.SSLError):
@@ -222,7 +269,7 @@ class KubeApi:
                 route = self._route()
                 if not route or route[2]:
                     return self._status(405, "MethodNotAllowed", "POST a collection")
-                plural, namespace, _, _ = route
+                plural, namespace, _, _, _ = route
                 body.setdefault("metadata", {})["namespace"] = namespace or "default"
                 created = api.put(plural, body, create=True)
                 if created is None:
@@ -236,11 +283,34 @@ class KubeApi:
                 route = self._route()
                 if not route or not route[2]:
                     return self._status(405, "MethodNotAllowed", "DELETE an object")
-                plural, namespace, name, _ = route
+                plural, namespace, name, _, _ = route
                 gone = api.delete(plural, namespace or "default", name)
                 if not gone:
                     return self._status(404, "NotFound", f'{plural} "{name}" not found')
                 self._send(200, gone)
+
+            def do_PATCH(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                if not self._authorized():
+                    return
+                route = self._route()
+                ctype = self.headers.get("Content-Type", "")
+                if not route or not route[2]:
+                    return self._status(405, "MethodNotAllowed", "PATCH an object")
+                if ctype not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+                    return self._status(415, "UnsupportedMediaType", f"the body of the request was in an unknown "
+                                        f"format - accepted media types include: application/merge-patch+json")
+                try:
+                    patch = json.loads(raw)
+                except ValueError as e:
+                    return self._status(400, "BadRequest", f"error decoding patch: {e}")
+                plural, namespace, name, _, sub = route
+                with api.lock:
+                    api.patches.append((plural, namespace, name, sub, patch))
+                patched = api.patch(plural, namespace or "default", name, patch, sub)
+                if patched is None:
+                    return self._status(404, "NotFound", f'{plural} "{name}" not found')
+                self._send(200, patched)
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -268,20 +338,53 @@ class KubeApi:
         meta = obj.setdefault("metadata", {})
         meta.setdefault("namespace", "default")
         key = (plural, meta["namespace"], meta["name"])
-        group_version, kind, _ = next(v for v in KINDS.values() if v[2] == plural)
+        _, group_version, kind, _ = _kind(plural)
         obj.setdefault("apiVersion", group_version)
         obj.setdefault("kind", kind)
         with self.lock:
             old = self.objects.get(key)
             if old and create:
                 return None
-            self.rv += 1
-            meta["resourceVersion"] = str(self.rv)
-            meta.setdefault("uid", old["metadata"]["uid"] if old else str(uuid.uuid4()))
-            meta.setdefault("creationTimestamp", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-            self.objects[key] = obj
-            self._event(plural, "MODIFIED" if old else "ADDED", obj)
+            return self._store(plural, key, obj, old)
+
+    def _store(self, plural, key, obj, old):
+        """obj as the new state of key (self.lock held): a new resourceVersion,
+        and for a kind with a status subresource a generation that counts
+        spec changes and the status kept from before."""
+        meta = obj["metadata"]
+        if plural in STATUS_SUBRESOURCE:
+            obj.pop("status", None)
+            if old and "status" in old:
+                obj["status"] = old["status"]
+            generation = (old or {}).get("metadata", {}).get("generation", 0)
+            meta["generation"] = generation + 1 if not old or old.get("spec") != obj.get("spec") else generation
+        self.rv += 1
+        meta["resourceVersion"] = str(self.rv)
+        meta.setdefault("uid", old["metadata"]["uid"] if old else str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        self.objects[key] = obj
+        self._event(plural, "MODIFIED" if old else "ADDED", obj)
         return obj
+
+    def patch(self, plural, namespace, name, patch, sub=None):
+        """A JSON merge patch of an object, or of its status alone (sub
+        "status"): the object as stored, or None when there is none."""
+        with self.lock:
+            key = (plural, namespace, name)
+            old = self.objects.get(key)
+            if not old:
+                return None
+            if sub == "status":
+                obj = dict(old, status=_merge(old.get("status"), patch.get("status")))
+                obj["metadata"] = dict(old["metadata"])
+                self.rv += 1
+                obj["metadata"]["resourceVersion"] = str(self.rv)
+                self.objects[key] = obj
+                self._event(plural, "MODIFIED", obj)
+                return obj
+            obj = _merge(old, patch)
+            obj["metadata"] = dict(obj["metadata"], name=name, namespace=namespace, uid=old["metadata"]["uid"])
+            return self._store(plural, key, obj, old)
 
     def delete(self, plural, namespace, name):
         with self.lock:

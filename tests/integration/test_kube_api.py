@@ -5,6 +5,7 @@ list with a field selector, a watch that sees what changes, a 410 that
 ends it) — over HTTPS with a CA and a bearer token, as processor:kubernetes
 speaks to it (test_kubernetes.py)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -68,6 +69,45 @@ current-context: fake
                    "the watch printing the pod created and the pod deleted")
         watch.kill()
         self.assertNotIn("pod/a", self.kubectl("get", "pods", "-o", "name").stdout.split())
+
+    def test_kubectl_applies_changes_and_describes_a_custom_resource_with_its_status_and_events(self):
+        manifest = os.path.join(self.dir, "p.yaml")
+
+        def apply(lines):
+            with open(manifest, "w") as f:
+                f.write("apiVersion: drover.dev/v1alpha1\nkind: DroverPipeline\n"
+                        "metadata: {name: shop, namespace: drover, labels: {drover.dev/engine: node}}\n"
+                        f"spec: {{group: default, pipeline: {{cores: {{count: 1}}, nodes: {{{lines}}}}}}}\n")
+            return self.kubectl("apply", "--validate=false", "-f", manifest).stdout
+        self.assertIn("droverpipeline.drover.dev/shop created", apply("a: {type: receiver:generator}"))
+        key = ("droverpipelines", "drover", "shop")
+        self.assertEqual(self.api.objects[key]["metadata"]["generation"], 1)
+        self.assertIn("configured", apply("b: {type: receiver:generator}"))  # a merge patch
+        self.assertEqual(self.api.objects[key]["spec"]["pipeline"]["nodes"], {"b": {"type": "receiver:generator"}})
+        self.assertEqual(self.api.objects[key]["metadata"]["generation"], 2, "a spec change is a generation")
+        self.assertTrue(any(p[:4] == ("droverpipelines", "drover", "shop", None) for p in self.api.patches))
+        self.kubectl("patch", "droverpipeline", "shop", "-n", "drover", "--subresource=status", "--type=merge",
+                     "-p", '{"status": {"engines": {"pod-a": {"phase": "Ready"}}}}')
+        self.kubectl("patch", "droverpipeline", "shop", "-n", "drover", "--subresource=status", "--type=merge",
+                     "-p", '{"status": {"engines": {"pod-b": {"phase": "Progressing"}}}}')
+        got = json.loads(self.kubectl("get", "droverpipelines", "-n", "drover", "-l", "drover.dev/engine=node",
+                                      "-o", "json").stdout)
+        [item] = got["items"]
+        self.assertEqual(item["status"], {"engines": {"pod-a": {"phase": "Ready"}, "pod-b": {"phase": "Progressing"}}})
+        self.assertEqual(item["metadata"]["generation"], 2, "a status patch is not a generation")
+        self.assertEqual(self.kubectl("get", "droverpipelines", "-A", "-l", "drover.dev/engine=other",
+                                      "-o", "name").stdout.split(), [])
+        uid = item["metadata"]["uid"]
+        self.api.put("events", {"metadata": {"name": "shop.1", "namespace": "drover"}, "reason": "RolloutSucceeded",
+                                "message": "generation 2 is serving", "type": "Normal", "count": 1,
+                                "involvedObject": {"kind": "DroverPipeline", "namespace": "drover", "name": "shop",
+                                                   "uid": uid, "apiVersion": "drover.dev/v1alpha1"},
+                                "source": {"component": "droverd"}})
+        described = self.kubectl("describe", "droverpipeline", "shop", "-n", "drover").stdout
+        self.assertIn("RolloutSucceeded", described)
+        self.assertIn("generation 2 is serving", described)
+        self.assertIn("Progressing", described)  # the engines, each under its name
+        self.assertIn('"shop" deleted', self.kubectl("delete", "-f", manifest).stdout)
 
     def test_kubectl_without_the_token_is_refused(self):
         self.api.token = "another"
