@@ -42,24 +42,6 @@ static int s_int_or(json_t *obj, const char *key, int fallback, int minimum, int
     return (int)json_integer_value(value);
 }
 
-void drv_config_unknown_keys(json_t *obj, const char *allowed, const char *prefix, drv_problems_t *problems)
-{
-    const char *key;
-    json_t *value;
-    json_object_foreach(obj, key, value)
-    {
-        char word[80];
-        snprintf(word, sizeof word, " %s ", key);
-        char padded[300];
-        snprintf(padded, sizeof padded, " %s ", allowed);
-        if (!strstr(padded, word)) {
-            char path[300];
-            snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
-            drv_problems_add(problems, path, "unknown key \"%s\" (allowed: %s)", key, allowed);
-        }
-    }
-}
-
 int drv_config_hostport(const char *text, char *host, size_t hostlen, int *port)
 {
     const char *colon = strrchr(text, ':');
@@ -185,10 +167,11 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         drv_problems_add(problems, "engine", "must be a map");
         engine = NULL;
     }
-    drv_config_unknown_keys(engine,
-                            "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file limits "
-                            "data_dirs watch_config buffer_dir opamp",
-                            "engine", problems);
+    drv_problems_unknown_keys(
+        problems, engine,
+        "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file limits "
+        "data_dirs watch_config buffer_dir opamp kubernetes",
+        "engine");
     json_t *watch = json_object_get(engine, "watch_config");
     if (watch && !json_is_boolean(watch)) {
         drv_problems_add(problems, "engine.watch_config", "must be true or false");
@@ -209,8 +192,9 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
                          "stream_queue_bytes");
         limits = NULL;
     }
-    drv_config_unknown_keys(limits, "max_pipelines max_message_bytes front_door_buffer_bytes stream_queue_bytes",
-                            "engine.limits", problems);
+    drv_problems_unknown_keys(problems, limits,
+                              "max_pipelines max_message_bytes front_door_buffer_bytes stream_queue_bytes",
+                              "engine.limits");
     self->stream_queue_bytes = s_int_or(limits, "stream_queue_bytes", 4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024,
                                         problems, "engine.limits.stream_queue_bytes");
     self->front_door_buffer_bytes = DRV_LIMIT_FRONT_DOOR_DEFAULT;
@@ -229,6 +213,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     self->state_file = s_string_or(engine, "state_file", NULL, problems, "engine.state_file");
     s_buffer_dir(self, engine, problems);
     self->opamp = drv_config_opamp(json_object_get(engine, "opamp"), self->state_file, self->run_dir, problems);
+    self->kubernetes = drv_config_kubernetes(json_object_get(engine, "kubernetes"), problems);
     self->opamp_env = s_string_list(json_object_get(self->opamp, "allowed_env"), "engine.opamp.allowed_env", 256, false,
                                     &self->opamp_env_count, problems);
 
@@ -237,8 +222,8 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         drv_problems_add(problems, "engine.admin", "must be a map");
         admin = NULL;
     }
-    drv_config_unknown_keys(admin, "zmq events http http_token_file http_hosts insecure curve", "engine.admin",
-                            problems);
+    drv_problems_unknown_keys(problems, admin, "zmq events http http_token_file http_hosts insecure curve",
+                              "engine.admin");
     self->http_hosts = s_string_list(json_object_get(admin, "http_hosts"), "engine.admin.http_hosts",
                                      DRV_LIMIT_HTTP_HOSTS, false, &self->http_host_count, problems);
     json_t *curve = json_object_get(admin, "curve");
@@ -246,7 +231,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
         drv_problems_add(problems, "engine.admin.curve", "must be a map with server_secret_file, clients_dir");
         curve = NULL;
     }
-    drv_config_unknown_keys(curve, "server_secret_file clients_dir", "engine.admin.curve", problems);
+    drv_problems_unknown_keys(problems, curve, "server_secret_file clients_dir", "engine.admin.curve");
     if (curve) {
         self->curve_server_secret_file =
             s_string_or(curve, "server_secret_file", NULL, problems, "engine.admin.curve.server_secret_file");
@@ -323,7 +308,7 @@ static void s_groups(drv_config_t *self, json_t *groups, const drv_cpus_t *cpus,
             drv_problems_add(problems, path, "must be a map with pipelines");
             continue;
         }
-        drv_config_unknown_keys(group, "pipelines", path, problems);
+        drv_problems_unknown_keys(problems, group, "pipelines", path);
         json_t *pipelines = json_object_get(group, "pipelines");
         json_t *out = json_object();
         json_object_set_new(self->groups, group_name, out);
@@ -390,7 +375,7 @@ drv_config_t *drv_config_parse(const char *text, size_t size, const char *path, 
     if (!json_is_object(doc)) {
         drv_problems_add(problems, "", "the file must be a map with engine and groups");
     } else {
-        drv_config_unknown_keys(doc, "engine groups", "", problems);
+        drv_problems_unknown_keys(problems, doc, "engine groups", "");
         drv_config_env_expand(doc, problems);
         s_engine(self, json_object_get(doc, "engine"), problems);
         s_groups(self, json_object_get(doc, "groups"), cpus, problems);
@@ -435,7 +420,7 @@ json_t *drv_config_groups_parse(const drv_config_t *config, const char *text, si
                          "they stay the local config file's");
         json_object_del(doc, "engine");
     }
-    drv_config_unknown_keys(doc, "groups", "", problems);
+    drv_problems_unknown_keys(problems, doc, "groups", "");
     drv_config_t judged = *config; // the running engine's settings, its groups left alone
     judged.groups = NULL;
     judged.remote = true;
@@ -473,6 +458,7 @@ void drv_config_destroy(drv_config_t **self_p)
     free(self->state_file);
     free(self->buffer_dir);
     json_decref(self->opamp);
+    json_decref(self->kubernetes);
     free(self->curve_clients_dir);
     for (size_t i = 0; i < self->data_dir_count; i++) {
         free(self->data_dirs[i]);

@@ -21,8 +21,8 @@ json_t *drv_config_opamp(json_t *opamp, const char *state_file, const char *run_
                          "poll_interval_secs, instance_uid_file, allowed_env)");
         return NULL;
     }
-    drv_config_unknown_keys(opamp, "endpoint headers tls poll_interval_secs instance_uid_file allowed_env",
-                            "engine.opamp", problems);
+    drv_problems_unknown_keys(problems, opamp, "endpoint headers tls poll_interval_secs instance_uid_file allowed_env",
+                              "engine.opamp");
     const char *endpoint = json_string_value(json_object_get(opamp, "endpoint"));
     if (!endpoint || (strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0) ||
         strlen(endpoint) > 2048 || strpbrk(endpoint, " \t\r\n")) {
@@ -50,7 +50,7 @@ json_t *drv_config_opamp(json_t *opamp, const char *state_file, const char *run_
     if (tls && !json_is_object(tls)) {
         drv_problems_add(problems, "engine.opamp.tls", "must be a map with ca_file, insecure_skip_verify");
     }
-    drv_config_unknown_keys(tls, "ca_file insecure_skip_verify", "engine.opamp.tls", problems);
+    drv_problems_unknown_keys(problems, tls, "ca_file insecure_skip_verify", "engine.opamp.tls");
     json_t *ca = json_object_get(tls, "ca_file");
     if (ca && (!json_is_string(ca) || json_string_value(ca)[0] != '/')) {
         drv_problems_add(problems, "engine.opamp.tls.ca_file", "must be an absolute path");

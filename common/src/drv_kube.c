@@ -136,11 +136,29 @@ static size_t s_on_body(char *data, size_t size, size_t count, void *arg)
 
 int drv_kube_get(drv_kube_t *self, const char *path, json_t **out, char *err, size_t errlen)
 {
+    return drv_kube_request(self, "GET", path, NULL, NULL, out, err, errlen);
+}
+
+int drv_kube_request(drv_kube_t *self, const char *method, const char *path, const char *content_type,
+                     const json_t *sent, json_t **out, char *err, size_t errlen)
+{
     *out = NULL;
     struct curl_slist *headers = NULL;
     CURL *easy = drv_kube_easy(self, path, &headers, err, errlen);
     if (!easy) {
         return 0;
+    }
+    char *text = sent ? json_dumps(sent, JSON_COMPACT) : NULL;
+    if (strcmp(method, "GET")) {
+        curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method);
+    }
+    if (text) {
+        char line[200];
+        snprintf(line, sizeof line, "Content-Type: %s", content_type ? content_type : "application/json");
+        headers = curl_slist_append(headers, line);
+        curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, text);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
     }
     body_t body = {0};
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, s_on_body);
@@ -153,12 +171,13 @@ int drv_kube_get(drv_kube_t *self, const char *path, json_t **out, char *err, si
         json_error_t error;
         *out = body.data ? json_loadb(body.data, body.size, 0, &error) : NULL;
         if (!*out) {
-            snprintf(err, errlen, "GET %s: HTTP %ld, the answer is not JSON", path, status);
+            snprintf(err, errlen, "%s %s: HTTP %ld, the answer is not JSON", method, path, status);
         }
     } else {
-        snprintf(err, errlen, "GET %s%s: %s", self->server, path,
+        snprintf(err, errlen, "%s %s%s: %s", method, self->server, path,
                  body.over ? "the answer is over 64 MiB" : curl_easy_strerror(rc));
     }
+    free(text);
     free(body.data);
     curl_easy_cleanup(easy);
     curl_slist_free_all(headers);

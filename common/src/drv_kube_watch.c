@@ -8,6 +8,7 @@
 #include "drv_kube_internal.h"
 
 #include "drover/drv_log.h"
+#include "drover/drv_thread.h"
 #include "drover/drv_time.h"
 
 #include <errno.h>
@@ -25,14 +26,11 @@
 
 struct drv_kube_watch_t {
     drv_kube_t *kube;
-    char *path, *selector; // selector: URL-escaped, or NULL
+    char *path;
+    char query[2048]; // "&fieldSelector=…&labelSelector=…" as asked, escaped ("": every object)
     drv_kube_event_fn *fn;
     void *arg;
-    pthread_t thread;
-    bool started;         // the thread is running
-    pthread_mutex_t lock; // guards stop, stats
-    pthread_cond_t wake;
-    bool stop;
+    drv_thread_t thread; // its lock guards stats
     drv_kube_watch_stats_t stats;
     //  The thread's own.
     char rv[128]; // the resourceVersion to watch from ("": list first)
@@ -44,38 +42,36 @@ struct drv_kube_watch_t {
 
 static bool s_stopping(drv_kube_watch_t *self)
 {
-    pthread_mutex_lock(&self->lock);
-    bool stop = self->stop;
-    pthread_mutex_unlock(&self->lock);
-    return stop;
+    return drv_thread_stopping(&self->thread);
 }
 
 static void s_state(drv_kube_watch_t *self, const char *state, const char *error)
 {
-    pthread_mutex_lock(&self->lock);
+    pthread_mutex_lock(&self->thread.lock);
     self->stats.state = state;
     if (error) {
         self->stats.errors++;
         snprintf(self->stats.last_error, sizeof self->stats.last_error, "%s", error);
     }
-    pthread_mutex_unlock(&self->lock);
+    pthread_mutex_unlock(&self->thread.lock);
 }
 
 static void s_count(drv_kube_watch_t *self, int64_t *counter)
 {
-    pthread_mutex_lock(&self->lock);
+    pthread_mutex_lock(&self->thread.lock);
     (*counter)++;
-    pthread_mutex_unlock(&self->lock);
+    pthread_mutex_unlock(&self->thread.lock);
 }
 
 //  Waits ms, or less when stopped.
 static void s_sleep(drv_kube_watch_t *self, int64_t ms)
 {
-    struct timespec until = drv_time_realtime_in(ms);
-    pthread_mutex_lock(&self->lock);
-    while (!self->stop && pthread_cond_timedwait(&self->wake, &self->lock, &until) != ETIMEDOUT) {
+    int64_t until = drv_time_mono_ms() + ms;
+    pthread_mutex_lock(&self->thread.lock);
+    for (int64_t now = drv_time_mono_ms(); !self->thread.stop && now < until; now = drv_time_mono_ms()) {
+        drv_thread_wait(&self->thread, until - now);
     }
-    pthread_mutex_unlock(&self->lock);
+    pthread_mutex_unlock(&self->thread.lock);
 }
 
 static const char *s_rv_of(const json_t *object)
@@ -97,8 +93,8 @@ static int s_list(drv_kube_watch_t *self, char *err, size_t errlen)
     bool first = true;
     do {
         char path[2048];
-        snprintf(path, sizeof path, "%s?limit=%d%s%s%s%s", self->path, PAGE, self->selector ? "&fieldSelector=" : "",
-                 self->selector ? self->selector : "", cont[0] ? "&continue=" : "", cont);
+        snprintf(path, sizeof path, "%s?limit=%d%s%s%s", self->path, PAGE, self->query, cont[0] ? "&continue=" : "",
+                 cont);
         json_t *list = NULL;
         int status = drv_kube_get(self->kube, path, &list, err, errlen);
         if (status != 200 || !json_is_array(json_object_get(list, "items"))) {
@@ -210,9 +206,8 @@ static int s_on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, cu
 static int s_watch(drv_kube_watch_t *self, char *err, size_t errlen)
 {
     char path[2048];
-    snprintf(path, sizeof path, "%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%d&resourceVersion=%s%s%s",
-             self->path, WATCH_SECS, self->rv, self->selector ? "&fieldSelector=" : "",
-             self->selector ? self->selector : "");
+    snprintf(path, sizeof path, "%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%d&resourceVersion=%s%s",
+             self->path, WATCH_SECS, self->rv, self->query);
     struct curl_slist *headers = NULL;
     CURL *easy = drv_kube_easy(self->kube, path, &headers, err, errlen);
     if (!easy) {
@@ -291,21 +286,30 @@ static void *s_run(void *arg)
     return NULL;
 }
 
+//  "&name=value" (escaped) at the end of query, when value says something.
+static void s_query_add(char *query, size_t size, const char *name, const char *value)
+{
+    char *escaped = value && *value ? curl_easy_escape(NULL, value, 0) : NULL;
+    if (escaped) {
+        size_t at = strlen(query);
+        snprintf(query + at, size - at, "&%s=%s", name, escaped);
+        curl_free(escaped);
+    }
+}
+
 drv_kube_watch_t *drv_kube_watch_start(drv_kube_t *kube, const char *path, const char *field_selector,
-                                       drv_kube_event_fn *fn, void *arg)
+                                       const char *label_selector, drv_kube_event_fn *fn, void *arg)
 {
     drv_kube_watch_t *self = calloc(1, sizeof *self);
     self->kube = kube;
     self->path = strdup(path);
-    self->selector = field_selector && *field_selector ? curl_easy_escape(NULL, field_selector, 0) : NULL;
+    s_query_add(self->query, sizeof self->query, "fieldSelector", field_selector);
+    s_query_add(self->query, sizeof self->query, "labelSelector", label_selector);
     self->fn = fn;
     self->arg = arg;
     self->seed = (unsigned)drv_time_mono_ms();
     self->stats.state = "listing";
-    pthread_mutex_init(&self->lock, NULL);
-    pthread_cond_init(&self->wake, NULL);
-    self->started = pthread_create(&self->thread, NULL, s_run, self) == 0;
-    if (!self->started) {
+    if (!drv_thread_start(&self->thread, s_run, self)) {
         drv_kube_watch_stop(&self);
     }
     return self;
@@ -317,17 +321,8 @@ void drv_kube_watch_stop(drv_kube_watch_t **self_p)
         return;
     }
     drv_kube_watch_t *self = *self_p;
-    pthread_mutex_lock(&self->lock);
-    self->stop = true;
-    pthread_cond_broadcast(&self->wake);
-    pthread_mutex_unlock(&self->lock);
-    if (self->started) {
-        pthread_join(self->thread, NULL);
-    }
-    pthread_mutex_destroy(&self->lock);
-    pthread_cond_destroy(&self->wake);
+    drv_thread_stop(&self->thread);
     free(self->path);
-    curl_free(self->selector);
     free(self->line);
     free(self);
     *self_p = NULL;
@@ -335,7 +330,7 @@ void drv_kube_watch_stop(drv_kube_watch_t **self_p)
 
 void drv_kube_watch_stats(drv_kube_watch_t *self, drv_kube_watch_stats_t *out)
 {
-    pthread_mutex_lock(&self->lock);
+    pthread_mutex_lock(&self->thread.lock);
     *out = self->stats;
-    pthread_mutex_unlock(&self->lock);
+    pthread_mutex_unlock(&self->thread.lock);
 }

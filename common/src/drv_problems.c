@@ -91,3 +91,21 @@ json_t *drv_problems_error(const char *kind, const char *message)
     free(clean);
     return body;
 }
+
+void drv_problems_unknown_keys(drv_problems_t *problems, const json_t *obj, const char *allowed, const char *prefix)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)obj, key, value)
+    {
+        char word[80];
+        snprintf(word, sizeof word, " %s ", key);
+        char padded[300];
+        snprintf(padded, sizeof padded, " %s ", allowed);
+        if (!strstr(padded, word)) {
+            char path[300];
+            snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
+            drv_problems_add(problems, path, "unknown key \"%s\" (allowed: %s)", key, allowed);
+        }
+    }
+}

@@ -7,6 +7,7 @@
 #include "drv_metrics.h"
 #include "drv_rates.h"
 #include "drv_opamp.h"
+#include "drv_kube_source.h"
 #include "drv_upgrade.h"
 #include "drv_broker_link.h"
 
@@ -161,12 +162,17 @@ static void s_engine_info(drv_engine_t *engine, drv_admin_response_t *response)
     }
     char started[40];
     drv_time_rfc3339(engine->started_at, started, sizeof started);
-    s_json(response, 200,
-           json_pack("{s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:b, s:i, s:o, s:o}", "version", drv_version(),
-                     "pid", (int)getpid(), "started_at", started, "config", c->path, "run_dir", c->run_dir, "admin",
-                     "zmq", c->admin_zmq, "events", c->admin_events, "http", c->admin_http, "cpus", cpus,
-                     "shutting_down", engine->shutting_down, "shutdown_timeout_secs", c->shutdown_timeout_secs,
-                     "upgrade", drv_upgrade_json(engine), "processes", s_processes(engine)));
+    json_t *info =
+        json_pack("{s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:b, s:i, s:o, s:o}", "version", drv_version(),
+                  "pid", (int)getpid(), "started_at", started, "config", c->path, "run_dir", c->run_dir, "admin", "zmq",
+                  c->admin_zmq, "events", c->admin_events, "http", c->admin_http, "cpus", cpus, "shutting_down",
+                  engine->shutting_down, "shutdown_timeout_secs", c->shutdown_timeout_secs, "upgrade",
+                  drv_upgrade_json(engine), "processes", s_processes(engine));
+    json_t *kubernetes = drv_kube_source_json(engine->kube_source); // DroverPipelines watched, when they are
+    if (kubernetes) {
+        json_object_set_new(info, "kubernetes", kubernetes);
+    }
+    s_json(response, 200, info);
 }
 
 bool drv_route_livez(drv_engine_t *engine, drv_admin_request_t *request, char **args, drv_admin_response_t *response)
@@ -294,15 +300,37 @@ bool drv_route_pipeline_get(drv_engine_t *engine, drv_admin_request_t *request, 
     return false;
 }
 
+//  A pipeline a DroverPipeline resource owns is changed only through the
+//  resource (docs/kubernetes.md, "Who owns a pipeline"): true, with the 409
+//  naming it, when group/name is one and what is asked would change it.
+static bool s_owned(drv_engine_t *engine, char **args, const char *what, drv_admin_response_t *response)
+{
+    drv_pipeline_t *pipeline = drv_registry_pipeline(engine, args[0], args[1]);
+    if (!pipeline || pipeline->source != DRV_SOURCE_KUBERNETES) {
+        return false;
+    }
+    drv_admin_error(response, 409, "owned_by_resource",
+                    "pipeline %s is owned by DroverPipeline %s: %s it with kubectl (pause, resume, promote and "
+                    "abort stay allowed here)",
+                    pipeline->key, pipeline->owner, what);
+    return true;
+}
+
 bool drv_route_pipeline_put(drv_engine_t *engine, drv_admin_request_t *request, char **args,
                             drv_admin_response_t *response)
 {
+    if (s_owned(engine, args, "change", response)) {
+        return false;
+    }
     return drv_admin_pipeline_put(engine, request, args[0], args[1], response);
 }
 
 bool drv_route_pipeline_delete(drv_engine_t *engine, drv_admin_request_t *request, char **args,
                                drv_admin_response_t *response)
 {
+    if (s_owned(engine, args, "delete", response)) {
+        return false;
+    }
     return drv_admin_pipeline_shutdown(engine, request, args[0], args[1], true, response);
 }
 
@@ -365,12 +393,18 @@ bool drv_route_shutdown_get(drv_engine_t *engine, drv_admin_request_t *request, 
 bool drv_route_pipeline_shutdown(drv_engine_t *engine, drv_admin_request_t *request, char **args,
                                  drv_admin_response_t *response)
 {
+    if (s_owned(engine, args, "delete", response)) {
+        return false;
+    }
     return drv_admin_pipeline_shutdown(engine, request, args[0], args[1], false, response);
 }
 
 bool drv_route_pipeline_rollback(drv_engine_t *engine, drv_admin_request_t *request, char **args,
                                  drv_admin_response_t *response)
 {
+    if (s_owned(engine, args, "roll back (apply the earlier spec to)", response)) {
+        return false;
+    }
     return drv_admin_pipeline_rollback(engine, request, args[0], args[1], response);
 }
 

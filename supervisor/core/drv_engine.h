@@ -87,13 +87,19 @@ struct drv_instance_t {
 };
 
 //  Where a pipeline's spec came from (PipelineStatus `source`): the API, the
-//  config file (SIGHUP removes what it no longer declares) or the OpAMP
-//  server's remote config (a new one removes what it no longer declares).
-typedef enum { DRV_SOURCE_API = 0, DRV_SOURCE_CONFIG, DRV_SOURCE_OPAMP } drv_source_t;
+//  config file (SIGHUP removes what it no longer declares), the OpAMP
+//  server's remote config (a new one removes what it no longer declares) or
+//  a DroverPipeline resource (its deletion removes it; docs/kubernetes.md).
+typedef enum { DRV_SOURCE_API = 0, DRV_SOURCE_CONFIG, DRV_SOURCE_OPAMP, DRV_SOURCE_KUBERNETES } drv_source_t;
 #define DRV_SOURCE_NAMES                                                                                               \
     {                                                                                                                  \
-        "api", "config", "opamp"                                                                                       \
+        "api", "config", "opamp", "kubernetes"                                                                         \
     }
+//  The source named (DRV_SOURCE_NAMES), or fallback.
+drv_source_t drv_source_named(const char *name, drv_source_t fallback);
+//  A source whose specs the state file keeps, and that the config file does
+//  not override at a restart or an upgrade (the remote config, a resource).
+bool drv_source_kept(drv_source_t source);
 
 struct drv_pipeline_t {
     char group[64];
@@ -115,6 +121,7 @@ struct drv_pipeline_t {
     struct drv_shutdown_t *shutdown_active; // the shutdown under way (the pipeline is stopping), or NULL
     json_t *previous_spec;                  // the spec before the last replace, for rollback (or NULL)
     drv_source_t source;                    // where its spec came from: the one that stops declaring it removes it
+    char owner[320];                        // DRV_SOURCE_KUBERNETES: the resource's "namespace/name"
     bool shut_down;                         // stopped by a shutdown (not by a failed create)
     bool has_zmq;                           // has receiver:zmq nodes: the broker routes to it
     bool degraded;                          // restarted more than max_restarts within window_secs
@@ -180,17 +187,18 @@ typedef void(drv_tap_listener_fn)(drv_engine_t *engine, drv_instance_t *inst, co
 
 struct drv_engine_t {
     drv_config_t *config;
-    drv_inst_listener_fn *instance_listener; // operations' ear for instance events
-    drv_event_listener_fn *event_listener;   // the event streams' (observe/drv_sse.c)
-    drv_tap_listener_fn *tap_listener;       // the taps' (observe/drv_taps.c)
-    struct drv_sse_t *sse;                   // Server-Sent Events clients (observe/drv_sse.c), owned
-    struct drv_taps_t *taps;                 // open taps (observe/drv_taps.c), owned
-    int64_t sse_dropped;                     // events not queued for a client whose queue was full
-    drv_cpus_t cpus;                         // CPUs droverd may use
-    drv_spec_env_t spec_env;                 // what specs are judged against: cpus, data_dirs, run_dir
-    char *bin_dir;                           // where drover-worker and drover-broker live
-    char *control_endpoint;                  // ROUTER the broker and workers connect to
-    char *data_endpoint;                     // the broker's backend, for workers
+    drv_inst_listener_fn *instance_listener;  // operations' ear for instance events
+    drv_event_listener_fn *event_listener;    // the event streams' (observe/drv_sse.c)
+    drv_event_listener_fn *resource_listener; // the resources' (kubernetes/drv_kube_source.c)
+    drv_tap_listener_fn *tap_listener;        // the taps' (observe/drv_taps.c)
+    struct drv_sse_t *sse;                    // Server-Sent Events clients (observe/drv_sse.c), owned
+    struct drv_taps_t *taps;                  // open taps (observe/drv_taps.c), owned
+    int64_t sse_dropped;                      // events not queued for a client whose queue was full
+    drv_cpus_t cpus;                          // CPUs droverd may use
+    drv_spec_env_t spec_env;                  // what specs are judged against: cpus, data_dirs, run_dir
+    char *bin_dir;                            // where drover-worker and drover-broker live
+    char *control_endpoint;                   // ROUTER the broker and workers connect to
+    char *data_endpoint;                      // the broker's backend, for workers
     zsock_t *control;
     int signal_fd;
     zhashx_t *groups;                 // name -> drv_group_t, owned
@@ -218,6 +226,8 @@ struct drv_engine_t {
     json_t *opamp_saved; // the OpAMP agent's part of the state file ({remote_config_hash, status, error}), or NULL
     struct drv_state_saver_t *state; // saving it, with retries (operations/drv_state.c), owned
     struct drv_opamp_t *opamp;       // the OpAMP agent (opamp/drv_opamp.c), owned; NULL without engine.opamp
+    struct drv_kube_source_t
+        *kube_source; // DroverPipelines watched (kubernetes/), owned; NULL without engine.kubernetes
     //  shutdown
     bool shutting_down;
     int64_t shutdown_deadline_ms;

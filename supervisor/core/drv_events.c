@@ -11,7 +11,7 @@
 void drv_events_publish(drv_engine_t *engine, const char *topic, const char *group, const char *pipeline,
                         json_t *fields)
 {
-    if (!engine->events && !engine->event_listener) {
+    if (!engine->events && !engine->event_listener && !engine->resource_listener) {
         json_decref(fields);
         return;
     }
@@ -32,6 +32,9 @@ void drv_events_publish(drv_engine_t *engine, const char *topic, const char *gro
     }
     if (engine->event_listener) {
         engine->event_listener(engine, topic, event);
+    }
+    if (engine->resource_listener) {
+        engine->resource_listener(engine, topic, event);
     }
     json_decref(event);
 }

@@ -77,6 +77,27 @@ const char *drv_inst_state_name(drv_inst_state_t state)
     return state < DRV_INST_STATES ? names[state] : "?";
 }
 
+drv_source_t drv_source_named(const char *name, drv_source_t fallback)
+{
+    static const char *const names[] = DRV_SOURCE_NAMES;
+    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++) {
+        if (!strcmp(names[i], name)) {
+            return (drv_source_t)i;
+        }
+    }
+    return fallback;
+}
+
+bool drv_source_kept(drv_source_t source)
+{
+    return source == DRV_SOURCE_OPAMP || source == DRV_SOURCE_KUBERNETES;
+}
+
+void drv_registry_set_owner(drv_pipeline_t *pipeline, const char *owner)
+{
+    snprintf(pipeline->owner, sizeof pipeline->owner, "%s", owner ? owner : "");
+}
+
 drv_group_t *drv_registry_group(drv_engine_t *engine, const char *name, bool create)
 {
     if (!engine->groups) {

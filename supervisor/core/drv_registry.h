@@ -9,6 +9,8 @@ drv_group_t *drv_registry_group(drv_engine_t *engine, const char *name, bool cre
 drv_pipeline_t *drv_registry_pipeline(drv_engine_t *engine, const char *group, const char *name);
 //  Registers a pipeline that does not run yet (generation 0, no instances):
 //  a create rollout brings it up.
+//  Its owning resource's "namespace/name" (NULL or "": none).
+void drv_registry_set_owner(drv_pipeline_t *pipeline, const char *owner);
 drv_pipeline_t *drv_registry_add_pipeline(drv_engine_t *engine, const char *group, const char *name, json_t *spec);
 //  Sets the pipeline's spec (and its hash, cores and receivers) to spec.
 void drv_registry_set_spec(drv_engine_t *engine, drv_pipeline_t *pipeline, json_t *spec);

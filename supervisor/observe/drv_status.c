@@ -315,9 +315,12 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
                                "phase", drv_status_phase(p), "desired_cores", cores, "ready_instances",
                                drv_status_ready_instances(p), "conditions", conditions, "instances", instances,
                                "rollout", "shutdown", "created_at", s_time(p->created_at));
-    //  Where its spec came from: the config file, the OpAMP server's remote config, or the API.
+    //  Where its spec came from: the config file, the OpAMP server's remote config, a resource, or the API.
     static const char *const sources[] = DRV_SOURCE_NAMES;
     json_object_set_new(status, "source", json_string(sources[p->source]));
+    if (p->source == DRV_SOURCE_KUBERNETES) {
+        json_object_set_new(status, "owner", json_string(p->owner)); // its DroverPipeline, namespace/name
+    }
     //  What POST …/rollback would go back to exists (the console enables its button by it).
     json_object_set_new(status, "can_rollback", json_boolean(p->previous_spec && p->running && !p->active));
     //  Every crash of its instances, those while draining too (an instance

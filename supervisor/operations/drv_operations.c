@@ -43,8 +43,11 @@ drv_change_outcome_t drv_operations_apply(drv_engine_t *engine, const drv_change
         pipeline->source = change->source;
         engine->state_dirty = true;
     }
-    engine->state_dirty |= change->source == DRV_SOURCE_OPAMP; // that source is kept in the state file
-    drv_registry_touch(engine, pipeline);                      // status shows the source
+    if (change->owner) {
+        drv_registry_set_owner(pipeline, change->owner);
+    }
+    engine->state_dirty |= drv_source_kept(change->source); // that source is kept in the state file
+    drv_registry_touch(engine, pipeline);                   // status shows the source
     drv_rollout_start(engine, pipeline, *rollout);
     return DRV_CHANGE_STARTED;
 }

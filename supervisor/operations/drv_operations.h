@@ -23,6 +23,7 @@ typedef struct {
     json_t *spec;            // normalized
     drv_rollout_opts_t opts; // how; opts.dry_run: planned only
     drv_source_t source;     // the pipeline's source once the change is made
+    const char *owner;       // DRV_SOURCE_KUBERNETES: the resource, "namespace/name"
     bool source_if_changed;  // the API's: the source changes only when the rollout changes something
     bool admit;              // asked as a PUT is (drv_admission_check); a restore is not
     int64_t generation;      // the generation it comes up as (a restore keeps its number); 0: the next

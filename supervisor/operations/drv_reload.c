@@ -5,7 +5,8 @@
     pipelines created through the API are the API's, and so is one of the
     file's that the API changed: a reload leaves it alone while its file
     entry is unchanged, and replaces the API's change when the entry
-    changed (logged and evented config.changed). */
+    changed (logged and evented config.changed). A pipeline a DroverPipeline
+    resource owns is skipped, said so in the log and the result. */
 #include "drv_reload.h"
 #include "drv_operations.h"
 #include "drv_admission.h"
@@ -50,6 +51,14 @@ json_t *drv_reload_apply_groups(drv_engine_t *engine, const json_t *groups, cons
         json_object_foreach(pipelines, name, spec)
         {
             drv_pipeline_t *pipeline = drv_registry_pipeline(engine, group, name);
+            if (pipeline && pipeline->source == DRV_SOURCE_KUBERNETES) { // docs/kubernetes.md, "Who owns a pipeline"
+                char why[400];
+                snprintf(why, sizeof why, "owned by DroverPipeline %s: change or delete the resource", pipeline->owner);
+                drv_warn("%s: skipped pipeline=%s:%s reason=\"%s\"", from, group, name, why);
+                json_array_append_new(skipped,
+                                      json_pack("{s:s, s:s, s:s}", "group", group, "pipeline", name, "reason", why));
+                continue;
+            }
             if (pipeline && pipeline->source == DRV_SOURCE_API && s_entry_same(previous, group, name, spec)) {
                 continue; // changed through the API since, and the source did not change it: the API's stands
             }

@@ -90,15 +90,14 @@ static void s_file_wins(drv_engine_t *engine, const char *group, const char *nam
 static void s_restore(drv_engine_t *engine, const json_t *config, const char *group, const char *name, json_t *entry)
 {
     json_t *spec = json_object_get(entry, "spec");
-    //  The state file keeps the remote config's; the file's are whatever it declares now.
+    //  The state file keeps the remote config's and the resources'; the file's are whatever it declares now.
     bool declared = json_object_get(json_object_get(engine->config->groups, group), name) != NULL;
-    const char *saved = json_string_value(json_object_get(entry, "source")) ?: "";
-    drv_source_t source = !strcmp(saved, "opamp")            ? DRV_SOURCE_OPAMP
-                          : declared && strcmp(saved, "api") ? DRV_SOURCE_CONFIG
-                                                             : DRV_SOURCE_API;
+    const char *saved = json_string_value(json_object_get(entry, "source"));
+    drv_source_t source = drv_source_named(saved, declared ? DRV_SOURCE_CONFIG : DRV_SOURCE_API);
+    source = source == DRV_SOURCE_CONFIG && !declared ? DRV_SOURCE_API : source;
     int64_t generation = json_integer_value(json_object_get(entry, "generation"));
     s_interrupted(engine, group, name, generation, json_object_get(entry, "rollout"));
-    file_verdict_t verdict = source == DRV_SOURCE_OPAMP ? FILE_SAME : s_file_verdict(engine, config, group, name);
+    file_verdict_t verdict = drv_source_kept(source) ? FILE_SAME : s_file_verdict(engine, config, group, name);
     if (verdict == FILE_CHANGED) {
         s_file_wins(engine, group, name, generation + 1, "its entry in the config file changed");
     } else if (verdict == FILE_GONE) {
@@ -120,6 +119,9 @@ static void s_restore(drv_engine_t *engine, const json_t *config, const char *gr
     }
     //  The numbers it gave out before (a failed rollout's too) stay taken.
     drv_pipeline_t *p = drv_registry_pipeline(engine, group, name);
+    if (p && source == DRV_SOURCE_KUBERNETES) {
+        drv_registry_set_owner(p, json_string_value(json_object_get(entry, "owner")));
+    }
     json_int_t next = json_integer_value(json_object_get(entry, "next_generation"));
     if (p && next > p->next_generation) {
         p->next_generation = next;

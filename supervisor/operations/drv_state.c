@@ -39,7 +39,11 @@ json_t *drv_state_doc(drv_engine_t *engine)
                           "generation", (json_int_t)p->generation, "next_generation", (json_int_t)p->next_generation,
                           "rollouts", drv_rollout_history_saved(p));
             if (p->source != DRV_SOURCE_CONFIG) { // config: whatever the file declares at the next start
-                json_object_set_new(entry, "source", json_string(p->source == DRV_SOURCE_OPAMP ? "opamp" : "api"));
+                static const char *const sources[] = DRV_SOURCE_NAMES;
+                json_object_set_new(entry, "source", json_string(sources[p->source]));
+            }
+            if (p->source == DRV_SOURCE_KUBERNETES) {
+                json_object_set_new(entry, "owner", json_string(p->owner));
             }
             if (p->active && drv_rollout_action(p->active) != DRV_ACTION_CREATE) {
                 //  Not applied yet: what a restart says it gave up (it restores the spec above).
@@ -274,6 +278,9 @@ json_t *drv_state_parse(drv_engine_t *engine, const json_t *doc, const char *pat
                 }
                 if (json_is_string(json_object_get(entry, "source"))) {
                     json_object_set(restored, "source", json_object_get(entry, "source"));
+                }
+                if (json_is_string(json_object_get(entry, "owner"))) {
+                    json_object_set(restored, "owner", json_object_get(entry, "owner"));
                 }
                 if (json_is_integer(json_object_get(entry, "next_generation"))) {
                     json_object_set(restored, "next_generation", json_object_get(entry, "next_generation"));

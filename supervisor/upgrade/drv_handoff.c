@@ -276,10 +276,8 @@ static void s_adopt_pipeline(drv_engine_t *engine, const json_t *restored, const
         return; // not in the state (never came up): nothing to adopt
     }
     drv_pipeline_t *p = drv_registry_add_pipeline(engine, group, name, json_object_get(entry, "spec"));
-    const char *source = json_string_value(json_object_get(entry, "source")) ?: "";
-    p->source = !strcmp(source, "opamp") ? DRV_SOURCE_OPAMP
-                : !strcmp(source, "api") ? DRV_SOURCE_API
-                                         : DRV_SOURCE_CONFIG;
+    p->source = drv_source_named(json_string_value(json_object_get(entry, "source")), DRV_SOURCE_CONFIG);
+    drv_registry_set_owner(p, json_string_value(json_object_get(entry, "owner")));
     p->generation = json_integer_value(json_object_get(entry, "generation"));
     p->next_generation = json_integer_value(json_object_get(entry, "next_generation"));
     p->running = json_is_true(json_object_get(entry, "running"));

@@ -263,7 +263,7 @@ static void s_start_rollouts(drv_engine_t *engine)
         }
         //  As a restart would: an entry of the config file changed since it was applied is taken now.
         json_t *changed =
-            p->source == DRV_SOURCE_OPAMP ? NULL : drv_restore_changed_in_file(engine, self->config, p->group, p->name);
+            drv_source_kept(p->source) ? NULL : drv_restore_changed_in_file(engine, self->config, p->group, p->name);
         json_t *spec = json_incref(changed); // normalized when the file was loaded
         if (changed) {
             drv_info("upgrade: pipeline=%s takes its changed entry in the config file", p->key);

@@ -438,3 +438,19 @@ def owned(kind, name, namespace, owner):
     """A ReplicaSet or Job owned by owner (kind, name)."""
     return {"metadata": {"name": name, "namespace": namespace, "ownerReferences": [
         {"apiVersion": "apps/v1", "kind": owner[0], "name": owner[1], "uid": str(uuid.uuid4()), "controller": True}]}}
+
+
+def kubectl_env(api, ca, token, directory):
+    """The environment that points Debian's kubectl at api (HTTPS, with ca
+    and a bearer token: kubectl sends no token over plain HTTP)."""
+    import os
+    path = os.path.join(directory, "kubeconfig")
+    with open(path, "w") as f:
+        f.write(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: fake, cluster: {{server: "{api.url()}", certificate-authority: "{ca}"}}}}]
+users: [{{name: test, user: {{token: {token}}}}}]
+contexts: [{{name: fake, context: {{cluster: fake, user: test, namespace: default}}}}]
+current-context: fake
+""")
+    return dict(os.environ, KUBECONFIG=path, HOME=directory)

@@ -18,7 +18,7 @@ import kubernetes
 
 from capture import self_signed_cert
 from harness import wait_until
-from kube_api import KubeApi, pod
+from kube_api import KubeApi, kubectl_env, pod
 
 
 class FakeApiWithRealClients(unittest.TestCase):
@@ -30,16 +30,7 @@ class FakeApiWithRealClients(unittest.TestCase):
         self.addCleanup(self.api.close)
         self.api.put("pods", pod("a", "n1", ip="10.0.0.1"))
         self.api.put("pods", pod("b", "n2", ip="10.0.0.2"))
-        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
-        with open(self.kubeconfig, "w") as f:
-            f.write(f"""apiVersion: v1
-kind: Config
-clusters: [{{name: fake, cluster: {{server: "{self.api.url()}", certificate-authority: "{self.cert}"}}}}]
-users: [{{name: test, user: {{token: sekret}}}}]
-contexts: [{{name: fake, context: {{cluster: fake, user: test, namespace: default}}}}]
-current-context: fake
-""")
-        self.env = dict(os.environ, KUBECONFIG=self.kubeconfig, HOME=self.dir)
+        self.env = kubectl_env(self.api, self.cert, "sekret", self.dir)
 
     def kubectl(self, *args, check=True):
         done = subprocess.run(["kubectl", *args], env=self.env, capture_output=True, text=True, timeout=60)

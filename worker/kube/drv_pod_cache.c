@@ -269,10 +269,11 @@ drv_pod_cache_t *drv_pod_cache_new(drv_kube_t *kube, const char *node, bool owne
         self->selector = zsys_sprintf("spec.nodeName=%s", node);
     }
     self->watches = owners ? 3 : 1;
-    self->watch[PODS] = drv_kube_watch_start(kube, "/api/v1/pods", self->selector, s_on_pod, self);
+    self->watch[PODS] = drv_kube_watch_start(kube, "/api/v1/pods", self->selector, NULL, s_on_pod, self);
     if (owners) {
-        self->watch[REPLICASETS] = drv_kube_watch_start(kube, "/apis/apps/v1/replicasets", NULL, s_on_replicaset, self);
-        self->watch[JOBS] = drv_kube_watch_start(kube, "/apis/batch/v1/jobs", NULL, s_on_job, self);
+        self->watch[REPLICASETS] =
+            drv_kube_watch_start(kube, "/apis/apps/v1/replicasets", NULL, NULL, s_on_replicaset, self);
+        self->watch[JOBS] = drv_kube_watch_start(kube, "/apis/batch/v1/jobs", NULL, NULL, s_on_job, self);
     }
     return self;
 }

@@ -2,6 +2,7 @@
     is its code; docs/kubernetes.md says what it does). */
 #include "drv_schemas.h"
 
+#include "drover/drv_kube_config.h"
 #include "drover/drv_node_schema.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -38,17 +39,9 @@ static void s_check_api(drv_spec_check_t *check, const char *node_path, const js
     json_object_foreach((json_t *)api, key, value)
     {
         snprintf(at, sizeof at, "%s.config.api.%s", node_path, key);
-        bool file = !strcmp(key, "token_file") || !strcmp(key, "ca_file");
-        if (strcmp(key, "server") && !file) {
-            drv_spec_check_problem(check, at, "unknown key (server, token_file, ca_file)");
-        } else if (!json_is_string(value) || !*json_string_value(value)) {
-            drv_spec_check_problem(check, at, "must be a non-empty string");
-        } else if (file && json_string_value(value)[0] != '/') {
-            drv_spec_check_problem(check, at, "must be an absolute path");
-        } else if (!file && strcmp(json_string_value(value), "in_cluster") &&
-                   strncmp(json_string_value(value), "http://", 7) &&
-                   strncmp(json_string_value(value), "https://", 8)) {
-            drv_spec_check_problem(check, at, "must be in_cluster or an http:// or https:// URL");
+        const char *problem = drv_kube_api_problem(key, value);
+        if (problem) {
+            drv_spec_check_problem(check, at, "%s", problem);
         }
     }
 }

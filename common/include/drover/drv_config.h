@@ -36,8 +36,9 @@ typedef struct {
     size_t data_dir_count;
     char **http_hosts; // engine.admin.http_hosts: more accepted Host values
     size_t http_host_count;
-    json_t *opamp;    // engine.opamp normalized (drv_config_internal.h), or NULL: no OpAMP agent
-    char **opamp_env; // engine.opamp.allowed_env: what ${env:} may name in a remote config (NULL: nothing)
+    json_t *opamp;      // engine.opamp normalized (drv_config_internal.h), or NULL: no OpAMP agent
+    json_t *kubernetes; // engine.kubernetes normalized (drv_config_internal.h), or NULL: no resources watched
+    char **opamp_env;   // engine.opamp.allowed_env: what ${env:} may name in a remote config (NULL: nothing)
     size_t opamp_env_count;
     bool remote;    // judging a remote config's groups: ${env:} confined to opamp_env
     json_t *groups; // {group: {pipeline: normalized spec}}

@@ -31,6 +31,11 @@ const char *drv_kube_server(const drv_kube_t *self);
 //  A GET of path ("/api/v1/pods?limit=1"): its HTTP status (0: no answer,
 //  the reason in err) and *body the JSON answer (NULL when none).
 int drv_kube_get(drv_kube_t *self, const char *path, json_t **body, char *err, size_t errlen);
+//  The same with another method and a JSON body sent as content_type
+//  ("application/merge-patch+json" for a PATCH, "application/json"); body
+//  NULL sends none.
+int drv_kube_request(drv_kube_t *self, const char *method, const char *path, const char *content_type,
+                     const json_t *body, json_t **answer, char *err, size_t errlen);
 
 //  ----------------------------------------------------------------- watches
 
@@ -56,10 +61,10 @@ typedef struct {
 } drv_kube_watch_stats_t;
 
 //  Starts keeping the collection at path ("/api/v1/pods") current, only
-//  what field_selector selects ("spec.nodeName=n1"; NULL: all), calling fn.
-//  The client must outlive the watch.
+//  what field_selector ("spec.nodeName=n1") and label_selector ("app=shop")
+//  select (NULL or "": all), calling fn. The client must outlive the watch.
 drv_kube_watch_t *drv_kube_watch_start(drv_kube_t *kube, const char *path, const char *field_selector,
-                                       drv_kube_event_fn *fn, void *arg);
+                                       const char *label_selector, drv_kube_event_fn *fn, void *arg);
 //  Stops it (within a second) and waits for its thread.
 void drv_kube_watch_stop(drv_kube_watch_t **self_p);
 void drv_kube_watch_stats(drv_kube_watch_t *self, drv_kube_watch_stats_t *out);

@@ -18,6 +18,10 @@ size_t drv_problems_count(const drv_problems_t *self);
 const char *drv_problems_path(const drv_problems_t *self, size_t index);
 const char *drv_problems_message(const drv_problems_t *self, size_t index);
 
+//  Every key of obj is one of allowed (space-separated); the others are
+//  problems at prefix.KEY.
+void drv_problems_unknown_keys(drv_problems_t *self, const json_t *obj, const char *allowed, const char *prefix);
+
 //  [{path, message}, ...] — the `details` of an invalid_request error.
 json_t *drv_problems_to_json(const drv_problems_t *self);
 
