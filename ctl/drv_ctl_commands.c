@@ -224,6 +224,7 @@ const drv_ctl_command_t drv_ctl_commands[] = {
      "delete an empty group, or shut down and forget a pipeline", s_delete, "--no-wait --dry-run", 2},
     {"explain", "[TYPE | TYPE.KEY | SPEC.PATH] [--markdown]", "node types, keys and defaults (offline)",
      drv_ctl_explain, "--markdown", 1},
+    {"crd", "", "the DroverPipeline CustomResourceDefinition, from the node schemas (offline)", drv_ctl_crd, "", 0},
     {"validate", "-f FILE", "check a PipelineSpec or a config file offline, with the engine's messages",
      drv_ctl_validate, "-f=", 0},
     {"health", "", "liveness and readiness, with reasons; exit 1 when not ready", s_health, "", 0},

@@ -57,6 +57,7 @@ int drv_ctl_get(drv_ctl_t *ctl, int argc, char **argv); // drv_ctl_get.c
 json_t *drv_ctl_load_spec(const char *path, char *name, size_t name_size);
 int drv_ctl_validate(drv_ctl_t *ctl, int argc, char **argv);
 int drv_ctl_explain(drv_ctl_t *ctl, int argc, char **argv); // drv_ctl_explain.c
+int drv_ctl_crd(drv_ctl_t *ctl, int argc, char **argv);     // drv_ctl_crd.c
 //  The PipelineSpec's own keys, for explain PATH (drv_ctl_spec_keys.c).
 typedef struct {
     const char *path, *type, *fallback, *doc;

@@ -175,6 +175,42 @@ class Kubernetes(unittest.TestCase):
         self.assertNotIn("minAvailable", pdb["spec"], "one replica with minAvailable 1 would block every drain")
         self.assertTrue(os.path.islink(os.path.join(DEPLOY, "k8s")))
 
+    def test_the_crd_is_what_droverctl_crd_prints_and_takes_the_example(self):
+        """deploy/kubernetes/crd: the CustomResourceDefinition is what
+        droverctl crd makes from the node schemas, valid against the API's
+        own model; the example resource passes its OpenAPI schema (as the
+        API server would check it) and droverd's validation; the RBAC lets
+        droverd read the resources, patch their status and record Events."""
+        import jsonschema
+        import k8s_schema
+        crd_dir = os.path.join(DEPLOY, "kubernetes", "crd")
+        printed = subprocess.run([f"{BIN}/droverctl", "crd"], capture_output=True, text=True, check=True).stdout
+        self.assertEqual(read(crd_dir, "droverpipeline.yaml"), printed, "run: droverctl crd > "
+                         "deploy/kubernetes/crd/droverpipeline.yaml")
+        docs = kustomize(crd_dir)
+        for d in docs:
+            self.assertEqual(k8s_schema.validate(d), [], f"{d['kind']} {d['metadata']['name']}")
+        (crd,) = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
+        (version,) = crd["spec"]["versions"]
+        self.assertEqual(version["subresources"], {"status": {}})
+        schema = version["schema"]["openAPIV3Schema"]
+        example = yaml.safe_load(read(crd_dir, "example.yaml"))
+        self.assertEqual(example["apiVersion"], f"{crd['spec']['group']}/{version['name']}")
+        jsonschema.validate(example, schema)
+        broken = yaml.safe_load(read(crd_dir, "example.yaml"))
+        broken["spec"]["pipeline"]["nodes"]["in"]["type"] = "receiver:nope"
+        with self.assertRaises(jsonschema.ValidationError):
+            jsonschema.validate(broken, schema)
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            yaml.safe_dump(example["spec"]["pipeline"], f)
+            f.flush()
+            check = subprocess.run([f"{BIN}/droverctl", "validate", "-f", f.name], capture_output=True, text=True)
+            self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
+        self.assertEqual({(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]},
+                         {("droverpipelines", ("get", "list", "watch")), ("droverpipelines/status", ("get", "patch")),
+                          ("events", ("create",))})
+
     def configmap(self, name):
         (cm,) = [d for d in self.by_kind["ConfigMap"] if d["metadata"]["name"] == name]
         return cm
