@@ -7,8 +7,9 @@ throughout and loses nothing; a resource without the selector's label is
 ignored; an invalid spec is refused in the status and changes nothing;
 the admin API answers 409 naming the resource; a deletion shuts the
 pipeline down; droverd SIGKILLed while resources change converges on what
-the API holds when it comes back; a 410 relists without a rollout; two
-droverds keep their own status entries."""
+the API holds when it comes back; a 410 relists without a rollout; a
+resource takes over a pipeline of the config file, which a reload then
+skips; two droverds keep their own status entries."""
 
 import json
 import os
@@ -191,6 +192,29 @@ spec:
         self.serving(admin, "c", 2)  # the watch goes on after the relist
         self.assertEqual(len(admin.http("GET", "/api/v1/groups/default/pipelines/a/rollouts")[1]), rollouts,
                          "no rollout of a unchanged")
+
+    def test_a_resource_takes_over_a_pipeline_of_the_config_file_and_a_reload_skips_it(self):
+        declared = """
+      shop:
+        cores: {count: 1}
+        nodes:
+          g: {type: "receiver:generator", config: {rate: 5}, to: [o]}
+          o: {type: "exporter:null"}
+"""
+        config = self.config().replace("pipelines: {}", "pipelines: " + declared)
+        engine = self.start_engine(config, env={"POD_NAME": "pod-a"})
+        admin = Admin(engine, self.http_port)
+        admin.wait_ready(20)
+        self.assertEqual(self.pipeline(admin, "shop")["status"]["source"], "config")
+        self.apply("shop", {"g": {"type": "receiver:generator", "config": {"rate": 7}, "to": ["o"]},
+                            "o": {"type": "exporter:null"}})
+        self.serving(admin, "shop", 1)
+        body = wait_until(lambda: (lambda b: b if b["status"]["generation"] == 2 else None)(
+            self.pipeline(admin, "shop")), 30, "the resource's spec applied")
+        self.assertEqual((body["status"]["source"], body["spec"]["nodes"]["g"]["config"]["rate"]), ("kubernetes", 7))
+        engine.signal(signal.SIGHUP)
+        engine.wait_log(r'reload: skipped pipeline=default:shop reason="owned by DroverPipeline drover/shop', 20)
+        self.assertEqual(self.pipeline(admin, "shop")["spec"]["nodes"]["g"]["config"]["rate"], 7)
 
     def test_two_droverds_keep_their_own_status_entries(self):
         gen = {"g": {"type": "receiver:generator", "config": {"rate": 10}, "to": ["o"]}, "o": {"type": "exporter:null"}}
