@@ -86,6 +86,7 @@ class KubeApi:
         self.watchers = set()  # queues of the watches being served
         self.requests = []   # (method, path, authorized)
         self.patches = []    # (plural, namespace, name, subresource, patch), in order
+        self.stored_at = {}  # (plural, namespace, name) -> wall time its last create or change was stored
         self.garbage = False  # True: every GET answers 200 with bytes that are not JSON
         api = self
 
@@ -363,6 +364,7 @@ class KubeApi:
         meta.setdefault("uid", old["metadata"]["uid"] if old else str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self.objects[key] = obj
+        self.stored_at[key] = time.time()
         self._event(plural, "MODIFIED" if old else "ADDED", obj)
         return obj
 

@@ -216,6 +216,34 @@ spec:
         engine.wait_log(r'reload: skipped pipeline=default:shop reason="owned by DroverPipeline drover/shop', 20)
         self.assertEqual(self.pipeline(admin, "shop")["spec"]["nodes"]["g"]["config"]["rate"], 7)
 
+    def test_a_wrong_engine_kubernetes_is_refused_naming_each_mistake(self):
+        from harness import DROVERD
+        path = os.path.join(self.dir, "bad.yaml")
+        for wrong, said in (('api: {server: "ftp://x"}', "engine.kubernetes.api: server: must be in_cluster or an "
+                                                          "http:// or https:// URL"),
+                            ("api: {server: in_cluster, token_file: relative}",
+                             "engine.kubernetes.api: token_file: must be an absolute path"),
+                            ("api: {cert: x}", 'engine.kubernetes.api: cert: unknown key'),
+                            ("watch: {namespace: Drover}", "engine.kubernetes.watch.namespace: must be a namespace"),
+                            ('watch: {label_selector: "a=b&c=d"}', "engine.kubernetes.watch.label_selector: must be"),
+                            ("watch: {field: x}", 'engine.kubernetes.watch.field: unknown key "field"'),
+                            ("extra: 1", 'engine.kubernetes.extra: unknown key "extra"'),
+                            ("[1]", "engine.kubernetes: must be a map")):
+            with open(path, "w") as f:
+                body = f"  kubernetes: {wrong}\n" if wrong.startswith("[") else f"  kubernetes:\n    {wrong}\n"
+                f.write(f"engine:\n  run_dir: /tmp/drv-bad\n{body}groups: {{default: {{pipelines: {{}}}}}}\n")
+            check = subprocess.run([DROVERD, "--check", "-c", path], capture_output=True, text=True, timeout=30)
+            self.assertEqual(check.returncode, 100, (wrong, check.stderr))
+            self.assertIn(said, check.stderr, wrong)
+        #  in_cluster outside a cluster: refused at start, with the reason.
+        with open(path, "w") as f:
+            f.write(self.config().replace(f'server: "{self.api.url()}"', "server: in_cluster")
+                    .replace("{RUN}", os.path.join(self.dir, "run")))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+        start = subprocess.run([DROVERD, "-c", path], capture_output=True, text=True, timeout=30, env=env)
+        self.assertNotEqual(start.returncode, 0)
+        self.assertIn("engine.kubernetes: api.server in_cluster: KUBERNETES_SERVICE_HOST", start.stderr)
+
     def test_two_droverds_keep_their_own_status_entries(self):
         gen = {"g": {"type": "receiver:generator", "config": {"rate": 10}, "to": ["o"]}, "o": {"type": "exporter:null"}}
         _, admin_a = self.start("pod-a")
