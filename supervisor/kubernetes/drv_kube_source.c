@@ -248,21 +248,32 @@ static void s_reconcile(drv_kube_source_t *self, const char *key, const json_t *
     s_status(self, object, t, p, message, phase);
 }
 
-//  Pipelines whose resource is gone are shut down (once a list said so).
+//  Whether the resource (if any) still names pipeline p: its group and name.
+static bool s_still_names(const json_t *object, const drv_pipeline_t *p)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(object, "metadata"), "name"));
+    const char *group = json_string_value(json_object_get(json_object_get(object, "spec"), "group")) ?: "default";
+    return object && s_same(name, p->name) && s_same(group, p->group);
+}
+
+//  Pipelines whose resource is gone (once a list said so), or names
+//  another group now, are shut down.
 static void s_remove_gone(drv_kube_source_t *self)
 {
     size_t count;
     drv_pipeline_t **all = drv_registry_pipelines(self->engine, &count);
     for (size_t i = 0; i < count; i++) {
         drv_pipeline_t *p = all[i];
-        if (p->source != DRV_SOURCE_KUBERNETES || json_object_get(self->objects, p->owner) || p->shutdown_active) {
+        const json_t *object = json_object_get(self->objects, p->owner);
+        if (p->source != DRV_SOURCE_KUBERNETES || s_still_names(object, p) || p->shutdown_active) {
             continue;
         }
         if (p->active) {
             self->next_ms = drv_time_mono_ms() + SETTLING_MS;
             continue;
         }
-        drv_info("kubernetes: DroverPipeline %s is gone: shutting pipeline %s down", p->owner, p->key);
+        drv_info("kubernetes: DroverPipeline %s %s: shutting pipeline %s down", p->owner,
+                 object ? "names another group now" : "is gone", p->key);
         drv_shutdown_start(self->engine, p, 0, true);
     }
     free(all);

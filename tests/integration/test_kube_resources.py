@@ -59,14 +59,14 @@ class KubeResources(EngineTest):
             self.assertEqual(done.returncode, 0, done.stderr)
         return done
 
-    def apply(self, name, nodes, labels=f"{{drover.dev/engine: node}}", cores=1):
+    def apply(self, name, nodes, labels=f"{{drover.dev/engine: node}}", cores=1, group="default"):
         manifest = os.path.join(self.dir, f"{name}.yaml")
         with open(manifest, "w") as f:
             f.write(f"""apiVersion: drover.dev/v1alpha1
 kind: DroverPipeline
 metadata: {{name: {name}, namespace: drover, labels: {labels}}}
 spec:
-  group: default
+  group: {group}
   pipeline: {json.dumps({"cores": {"count": cores}, "nodes": nodes})}
 """)
         return self.kubectl("apply", "--validate=false", "-f", manifest).stdout
@@ -78,8 +78,8 @@ spec:
         obj = self.api.objects.get(("droverpipelines", "drover", name)) or {}
         return ((obj.get("status") or {}).get("engines") or {}).get(engine) or {}
 
-    def pipeline(self, admin, name):
-        status, body, _ = admin.http("GET", f"/api/v1/groups/default/pipelines/{name}")
+    def pipeline(self, admin, name, group="default"):
+        status, body, _ = admin.http("GET", f"/api/v1/groups/{group}/pipelines/{name}")
         return body if status == 200 else None
 
     def serving(self, admin, name, generation):
@@ -215,6 +215,11 @@ spec:
         engine.signal(signal.SIGHUP)
         engine.wait_log(r'reload: skipped pipeline=default:shop reason="owned by DroverPipeline drover/shop', 20)
         self.assertEqual(self.pipeline(admin, "shop")["spec"]["nodes"]["g"]["config"]["rate"], 7)
+        #  The resource moves its pipeline to another group: the old one goes.
+        self.apply("shop", {"g": {"type": "receiver:generator", "config": {"rate": 7}, "to": ["o"]},
+                            "o": {"type": "exporter:null"}}, group="other")
+        wait_until(lambda: self.pipeline(admin, "shop", "other") and not self.pipeline(admin, "shop"), 30,
+                   "other/shop running and default/shop shut down")
 
     def test_a_wrong_engine_kubernetes_is_refused_naming_each_mistake(self):
         from harness import DROVERD
