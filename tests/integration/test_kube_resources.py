@@ -154,6 +154,9 @@ spec:
         self.assertEqual(status, 409, body)
         self.assertIn("DroverPipeline drover/shop", body["error"]["message"])
         self.assertEqual(admin.http("DELETE", "/api/v1/groups/default/pipelines/shop")[0], 409)
+        #  Steering is not changing: a pause is judged as ever (no rollout under way here).
+        status, body, _ = admin.http("POST", "/api/v1/groups/default/pipelines/shop/rollouts/current/pause")
+        self.assertNotEqual(body.get("error", {}).get("kind"), "owned_by_resource", (status, body))
         #  kubectl describe tells the story.
         described = self.kubectl("describe", "droverpipeline", "shop", "-n", "drover").stdout
         self.assertIn("RolloutSucceeded", described)
