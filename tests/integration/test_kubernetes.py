@@ -214,7 +214,10 @@ class Kubernetes(EngineTest):
         self.assertIn("not JSON", details["last_error"] or "")
         self.assertIn("pods not listed in time", engine.log_text())
         self.api.garbage = False  # the server mends: the backoff's next try lists
-        wait_until(lambda: (self.details() or {}).get("pods") == 3, 60, "listed once the server answers")
+        #  Pods, ReplicaSets and Jobs each list on their own watch's backoff: the
+        #  owners too before a record can name its Deployment.
+        wait_until(lambda: (lambda d: d.get("pods") == 3 and d.get("owners") == 2)(self.details() or {}), 60,
+                   "pods and owners listed once the server answers")
         self.write_log("shop", "web-7d9f-abc", UID_WEB, "server", ["after the list"])
         self.assertEqual(self.wait_records(["after the list"])["after the list"]["resource"]["k8s.deployment.name"],
                          "web")
