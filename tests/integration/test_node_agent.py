@@ -73,7 +73,7 @@ class NodeAgentConfig(unittest.TestCase):
         base = yaml.safe_load(read(DEPLOY, "drover.yaml"))
         self.assertEqual(config["engine"], base["engine"])
         pipelines = config["groups"]["default"]["pipelines"]
-        self.assertEqual(set(pipelines), {"ingest", "otlp", "node"})
+        self.assertEqual(set(pipelines), {"ingest", "otlp", "node", "host"})
         for name, pipeline in pipelines.items():
             nodes = pipeline["nodes"]
             self.assertEqual([n["type"] for n in nodes.values() if n["type"].startswith("exporter:")],
@@ -102,6 +102,11 @@ class NodeAgentConfig(unittest.TestCase):
         for path in ("/var/log/pods", "/var/log/journal", "/run/log/journal", "/etc/machine-id"):
             self.assertTrue(mounts[path]["readOnly"], path)
             self.assertEqual(volumes[mounts[path]["name"]]["hostPath"]["path"], path)
+        #  Host metrics: the host's root, read-only, its submounts (its /proc) seen.
+        self.assertEqual(pipelines["host"]["nodes"]["host"]["config"]["root_path"], "/hostfs")
+        self.assertEqual((mounts["/hostfs"]["readOnly"], mounts["/hostfs"]["mountPropagation"]),
+                         (True, "HostToContainer"))
+        self.assertEqual(volumes[mounts["/hostfs"]["name"]]["hostPath"]["path"], "/")
         self.assertEqual(volumes["config"]["configMap"]["name"], "drover-node-config")
         with tempfile.TemporaryDirectory(prefix="drv-check-") as d:
             with open(os.path.join(d, "token"), "w") as f:
@@ -151,7 +156,8 @@ class NodeAgentShips(EngineTest):
                          ("/var/log/pods/", f"{root}/pods/"),
                          ("config: {}", f'config: {{directory: "{root}/journal"}}'),
                          ("api: { server: in_cluster }", f'api: {{ server: "{api.url()}", token_file: '
-                                                         f'"{root}/secrets/sa-token", ca_file: "{cert}" }}')):
+                                                         f'"{root}/secrets/sa-token", ca_file: "{cert}" }}'),
+                         ("interval_secs: 10, root_path: /hostfs", "interval_secs: 1, root_path: /")):
             self.assertIn(old, text)
             text = text.replace(old, new)  # every occurrence (both processor:kubernetes)
         engine = self.start_engine(text, env={"NODE_NAME": "node-7", "DROVER_EXPORT_ENDPOINT": capture.url()})
@@ -174,7 +180,7 @@ class NodeAgentShips(EngineTest):
 
         def arrived():  # the shipped exporter speaks OTLP/HTTP protobuf
             found = {}
-            for body in capture.bodies():
+            for body in [r.body for r in list(capture.accepted) if r.path == "/v1/logs"]:
                 request = pb().logs_service.ExportLogsServiceRequest()
                 request.ParseFromString(body)
                 for rl in request.resource_logs:
@@ -185,6 +191,22 @@ class NodeAgentShips(EngineTest):
             return found if {"from the pod", "from otlp", "from zmq"} <= set(found) else None
 
         found = wait_until(arrived, 30, "a record of each kind at the backend")
+
+        def host_metrics():  # the node's own, as OTLP metrics to the same backend
+            names = {}
+            for r in list(capture.accepted):
+                if r.path != "/v1/metrics":
+                    continue
+                request = pb().metrics_service.ExportMetricsServiceRequest()
+                request.ParseFromString(r.body)
+                for rm in request.resource_metrics:
+                    resource = {a.key: a.value.string_value for a in rm.resource.attributes}
+                    for sm in rm.scope_metrics:
+                        names.update({m.name: resource for m in sm.metrics})
+            return names if "system.cpu.time" in names else None
+        metrics = wait_until(host_metrics, 30, "the node's metrics at the backend")
+        self.assertEqual(metrics["system.cpu.time"].get("k8s.node.name"), "node-7")
+        self.assertIn("system.filesystem.usage", metrics)
         for body in ("from the pod", "from otlp", "from zmq"):
             self.assertEqual(found[body].get("k8s.node.name"), "node-7", body)
         self.assertEqual(found["from the pod"].get("k8s.pod.name"), "web-1")

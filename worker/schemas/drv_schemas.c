@@ -11,7 +11,7 @@ static const drv_node_schema_t *const s_schemas[] = {
     &drv_schema_receiver_otlp,       &drv_schema_exporter_http,        &drv_schema_exporter_otlp,
     &drv_schema_processor_route,     &drv_schema_processor_lua,        &drv_schema_processor_parse,
     &drv_schema_receiver_file,       &drv_schema_receiver_journald,    &drv_schema_receiver_kafka,
-    &drv_schema_exporter_kafka,      &drv_schema_processor_kubernetes,
+    &drv_schema_exporter_kafka,      &drv_schema_processor_kubernetes, &drv_schema_receiver_hostmetrics,
 };
 
 void drv_schemas_register(void)

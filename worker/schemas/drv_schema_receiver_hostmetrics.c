@@ -1,0 +1,67 @@
+/*  receiver:hostmetrics's schema (worker/nodes/drv_receiver_hostmetrics.c
+    is its code, worker/host/ its scrapers). */
+#include "drv_schemas.h"
+
+#include "drover/drv_node_schema.h"
+
+#include <string.h>
+
+static const char *const s_scrapers[] = {"cpu",  "memory",  "load",   "filesystem",
+                                         "disk", "network", "paging", "processes"};
+
+static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
+{
+    char at[512];
+    const json_t *interval = json_object_get(config, "interval_secs");
+    if (interval && json_is_integer(interval) && json_integer_value(interval) < 1) {
+        snprintf(at, sizeof at, "%s.config.interval_secs", node_path);
+        drv_spec_check_problem(check, at, "must be from 1 to 86400");
+    }
+    size_t i;
+    const json_t *name;
+    json_array_foreach(json_object_get(config, "scrapers"), i, name)
+    {
+        bool known = false;
+        for (size_t k = 0; k < sizeof s_scrapers / sizeof s_scrapers[0]; k++) {
+            known |= json_is_string(name) && !strcmp(json_string_value(name), s_scrapers[k]);
+        }
+        if (!known) {
+            snprintf(at, sizeof at, "%s.config.scrapers[%zu]", node_path, i);
+            drv_spec_check_problem(check, at,
+                                   "unknown scraper \"%s\" (cpu, memory, load, filesystem, disk, network, "
+                                   "paging, processes)",
+                                   json_is_string(name) ? json_string_value(name) : "?");
+        }
+    }
+    const char *root = json_string_value(json_object_get(config, "root_path"));
+    if (root && root[0] != '/') {
+        snprintf(at, sizeof at, "%s.config.root_path", node_path);
+        drv_spec_check_problem(check, at, "must be an absolute path (/, or /hostfs where the host is mounted)");
+    }
+}
+
+const drv_node_schema_t drv_schema_receiver_hostmetrics = {
+    .name = "receiver:hostmetrics",
+    .role = DRV_ROLE_RECEIVER,
+    .doc = "The host's figures from /proc and /sys every interval, as metric records named as OpenTelemetry's "
+           "semantic conventions name them (system.cpu.time, system.memory.usage, system.filesystem.usage, "
+           "system.disk.io, system.network.io, system.cpu.load_average.1m, system.paging.*, system.processes.*): "
+           "sums cumulative from the host's boot, resource host.name. docs/operations.md, \"Host metrics\".",
+    .example = "{type: receiver:hostmetrics, config: {interval_secs: 10, root_path: /hostfs}, to: [out]}",
+    .keys = {{.key = "interval_secs",
+              .kind = DRV_KEY_NONNEG_INT,
+              .fallback = "10",
+              .maximum = 86400,
+              .doc = "seconds between scrapes; the first is at start"},
+             {.key = "scrapers",
+              .kind = DRV_KEY_STRING_LIST,
+              .fallback = "[\"cpu\", \"memory\", \"load\", \"filesystem\", \"disk\", \"network\", \"paging\", "
+                          "\"processes\"]",
+              .doc = "which figures: cpu, memory, load, filesystem, disk, network, paging, processes"},
+             {.key = "root_path",
+              .kind = DRV_KEY_STRING,
+              .fallback = "\"/\"",
+              .doc = "where the host's root is: / on the host, /hostfs in a container that mounts it there "
+                     "(its /proc/1 then gives the host's mounts and interfaces)"}},
+    .check = s_check,
+};
