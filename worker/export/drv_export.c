@@ -46,7 +46,7 @@ drv_export_t *drv_export_new(drv_node_t *node, const json_t *config, const drv_e
         drv_export_destroy(&self);
         return NULL;
     }
-    self->settings.gzip &= !format->sender; // a sender's kind compresses as its protocol does
+    self->settings.gzip &= !format->sender && !format->headers; // a protocol compresses as it says
     drv_queue_init(&self->queue, node, config, DRV_EXPORT_QUEUE_BYTES);
     return self;
 }

@@ -82,6 +82,13 @@ typedef struct {
     drv_export_encode_fn *encode;
     void *arg;
     const drv_export_sender_t *sender; // NULL: posted over HTTP with libcurl
+    //  Posted over HTTP: headers of the protocol sent with every post
+    //  ("Content-Encoding: snappy"; NULL-ended, or NULL), the body then not
+    //  gzip'd whatever compression says; and batches posted at a time (0:
+    //  DRV_EXPORT_IN_FLIGHT; 1 keeps a series' samples in order across
+    //  batches, as remote write needs).
+    const char *const *headers;
+    size_t in_flight;
 } drv_export_format_t;
 
 //  Sets an exporter up from its normalized config. NULL with the reason in

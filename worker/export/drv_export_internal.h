@@ -88,7 +88,8 @@ struct drv_export_t {
 static inline size_t drv_export_in_flight(const drv_export_t *self)
 {
     const drv_export_sender_t *sender = self->format.sender;
-    return self->catching_up ? 1 : sender && sender->in_flight ? sender->in_flight : DRV_EXPORT_IN_FLIGHT;
+    size_t asked = sender && sender->in_flight ? sender->in_flight : self->format.in_flight;
+    return self->catching_up ? 1 : asked ? asked : DRV_EXPORT_IN_FLIGHT;
 }
 void drv_export_close(drv_export_t *self, int lane);
 //  Encodes a closed batch's records into its body (gzip'd, framed as the

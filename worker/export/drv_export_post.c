@@ -105,6 +105,9 @@ static void s_post(drv_export_t *self, batch_t *batch)
         if (settings->gzip) {
             headers = curl_slist_append(headers, "Content-Encoding: gzip");
         }
+        for (const char *const *h = self->format.headers; h && *h; h++) {
+            headers = curl_slist_append(headers, *h);
+        }
     }
     for (struct curl_slist *h = settings->headers; h; h = h->next) {
         headers = curl_slist_append(headers, h->data);

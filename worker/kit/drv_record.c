@@ -24,6 +24,24 @@ int drv_record_find(const msgpack_object_kv *kv, size_t n, const msgpack_object 
     return -1;
 }
 
+double drv_record_number(const msgpack_object *o)
+{
+    if (!o) {
+        return 0;
+    }
+    switch (o->type) {
+    case MSGPACK_OBJECT_FLOAT64:
+    case MSGPACK_OBJECT_FLOAT32:
+        return o->via.f64;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        return (double)o->via.u64;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        return (double)o->via.i64;
+    default:
+        return 0;
+    }
+}
+
 void drv_record_remove(msgpack_object_kv *kv, size_t *n, int index)
 {
     memmove(&kv[index], &kv[index + 1], (*n - (size_t)index - 1) * sizeof *kv);

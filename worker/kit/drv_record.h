@@ -19,6 +19,8 @@ int drv_record_find(const msgpack_object_kv *kv, size_t n, const msgpack_object 
 //  record of a hundred thousand keys costs what it weighs.
 msgpack_object_kv *drv_record_merge(msgpack_zone *zone, const msgpack_object_kv *base, size_t n,
                                     const msgpack_object_kv *add, size_t added, size_t *count);
+//  A number as a double (0 when o is none: a string, a map, NULL).
+double drv_record_number(const msgpack_object *o);
 //  Removes pair index, keeping the order of the others.
 void drv_record_remove(msgpack_object_kv *kv, size_t *n, int index);
 //  records with observed_time_unix_nano = ns added to each map that has

@@ -4,6 +4,7 @@
     than the mapping says are left at their defaults; a key the mapping does
     not name is not carried (a metric point has no free attributes). */
 #include "drv_otlp_build_internal.h"
+#include "drv_record.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -25,24 +26,6 @@ static int64_t s_i64(const msgpack_object *o)
            : o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)o->via.u64
            : o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ? o->via.i64
                                                         : 0;
-}
-
-static double s_f64(const msgpack_object *o)
-{
-    if (!o) {
-        return 0;
-    }
-    switch (o->type) {
-    case MSGPACK_OBJECT_FLOAT64:
-    case MSGPACK_OBJECT_FLOAT32:
-        return o->via.f64;
-    case MSGPACK_OBJECT_POSITIVE_INTEGER:
-        return (double)o->via.u64;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        return (double)o->via.i64;
-    default:
-        return 0;
-    }
 }
 
 static bool s_is(const msgpack_object *o, const char *text)
@@ -72,7 +55,7 @@ static double *s_doubles(build_t *b, const msgpack_object *list, size_t *n)
     *n = list ? list->via.array.size : 0;
     double *out = *n ? msgpack_zone_malloc(b->zone, *n * sizeof *out) : NULL;
     for (size_t i = 0; out && i < *n; i++) {
-        out[i] = s_f64(&list->via.array.ptr[i]);
+        out[i] = drv_record_number(&list->via.array.ptr[i]);
     }
     return out;
 }
@@ -128,7 +111,7 @@ static int s_exemplars(build_t *b, const msgpack_object *record, otlp_exemplar_t
         const msgpack_object *v_ = drv_otlp_get(record, #field);                                                       \
         if (s_number(v_)) {                                                                                            \
             (pt)->has_##field##_case = number;                                                                         \
-            (pt)->field = s_f64(v_);                                                                                   \
+            (pt)->field = drv_record_number(v_);                                                                       \
         }                                                                                                              \
     } while (0)
 
@@ -295,7 +278,7 @@ int drv_otlp_build_point(build_t *b, otlp_metric_t *metric, const msgpack_object
         OPTIONAL(record, pt, max, 13);
         pt->scale = (int32_t)s_i64(drv_otlp_get(record, "scale"));
         pt->zero_count = s_u64(drv_otlp_get(record, "zero_count"));
-        pt->zero_threshold = s_f64(drv_otlp_get(record, "zero_threshold"));
+        pt->zero_threshold = drv_record_number(drv_otlp_get(record, "zero_threshold"));
         if (!(pt->positive = s_buckets(b, record, "positive")) || !(pt->negative = s_buckets(b, record, "negative"))) {
             return -1;
         }
@@ -308,7 +291,7 @@ int drv_otlp_build_point(build_t *b, otlp_metric_t *metric, const msgpack_object
             return -1;
         }
         pt->count = s_u64(drv_otlp_get(record, "count"));
-        pt->sum = s_f64(drv_otlp_get(record, "sum"));
+        pt->sum = drv_record_number(drv_otlp_get(record, "sum"));
         const msgpack_object *list = s_list(record, "quantile_values");
         pt->quantile_values = drv_otlp_array(b, list ? list->via.array.size : 0);
         if (!pt->quantile_values) {
@@ -321,8 +304,8 @@ int drv_otlp_build_point(build_t *b, otlp_metric_t *metric, const msgpack_object
             if (!one) {
                 return -1;
             }
-            one->quantile = s_f64(drv_otlp_get(q, "quantile"));
-            one->value = s_f64(drv_otlp_get(q, "value"));
+            one->quantile = drv_record_number(drv_otlp_get(q, "quantile"));
+            one->value = drv_record_number(drv_otlp_get(q, "value"));
             pt->quantile_values[pt->n_quantile_values++] = one;
         }
         metric->summary->data_points[metric->summary->n_data_points++] = pt;

@@ -5,13 +5,17 @@
 #include "drover/drv_spec.h"
 
 static const drv_node_schema_t *const s_schemas[] = {
-    &drv_schema_receiver_zmq,        &drv_schema_receiver_generator,   &drv_schema_processor_filter,
-    &drv_schema_processor_transform, &drv_schema_exporter_file,        &drv_schema_exporter_zmq,
-    &drv_schema_exporter_null,       &drv_schema_receiver_syslog,      &drv_schema_receiver_http,
-    &drv_schema_receiver_otlp,       &drv_schema_exporter_http,        &drv_schema_exporter_otlp,
-    &drv_schema_processor_route,     &drv_schema_processor_lua,        &drv_schema_processor_parse,
-    &drv_schema_receiver_file,       &drv_schema_receiver_journald,    &drv_schema_receiver_kafka,
-    &drv_schema_exporter_kafka,      &drv_schema_processor_kubernetes, &drv_schema_receiver_hostmetrics,
+    &drv_schema_receiver_zmq,         &drv_schema_receiver_generator,
+    &drv_schema_processor_filter,     &drv_schema_processor_transform,
+    &drv_schema_exporter_file,        &drv_schema_exporter_zmq,
+    &drv_schema_exporter_null,        &drv_schema_receiver_syslog,
+    &drv_schema_receiver_http,        &drv_schema_receiver_otlp,
+    &drv_schema_exporter_http,        &drv_schema_exporter_otlp,
+    &drv_schema_processor_route,      &drv_schema_processor_lua,
+    &drv_schema_processor_parse,      &drv_schema_receiver_file,
+    &drv_schema_receiver_journald,    &drv_schema_receiver_kafka,
+    &drv_schema_exporter_kafka,       &drv_schema_processor_kubernetes,
+    &drv_schema_receiver_hostmetrics, &drv_schema_exporter_prometheus_remote_write,
 };
 
 void drv_schemas_register(void)

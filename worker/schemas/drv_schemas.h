@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-extern const drv_node_schema_t drv_schema_receiver_hostmetrics;
+extern const drv_node_schema_t drv_schema_receiver_hostmetrics, drv_schema_exporter_prometheus_remote_write;
 extern const drv_node_schema_t drv_schema_receiver_zmq, drv_schema_receiver_generator, drv_schema_receiver_syslog,
     drv_schema_receiver_http, drv_schema_receiver_otlp, drv_schema_processor_filter, drv_schema_processor_transform,
     drv_schema_processor_route, drv_schema_processor_lua, drv_schema_exporter_file, drv_schema_exporter_zmq,
@@ -74,21 +74,26 @@ void drv_queue_check(drv_spec_check_t *check, const char *node_path, const json_
      .fallback = "\"gzip\"",                                                                                           \
      .choices = "gzip none",                                                                                           \
      .doc = "gzip or none: how bodies are sent"},                                                                      \
-        {.key = "headers",                                                                                             \
-         .kind = DRV_KEY_STRING_MAP,                                                                                   \
-         .fallback = "{}",                                                                                             \
-         .secret = true,                                                                                               \
-         .doc = "headers sent with every post (Authorization...); values may be ${file:PATH} or ${env:NAME}, "         \
-                "shown only to token holders"},                                                                        \
-        {.key = "batch",                                                                                               \
-         .kind = DRV_KEY_OBJECT,                                                                                       \
-         .fallback = "{}",                                                                                             \
-         .doc = "{max_records: 512, max_bytes: 1048576, max_delay_ms: 200}: a batch closes at the first reached"},     \
-        {.key = "retry",                                                                                               \
-         .kind = DRV_KEY_OBJECT,                                                                                       \
-         .fallback = "{}",                                                                                             \
-         .doc = "{initial_ms: 100, max_ms: 5000, max_elapsed_secs: 300}: backoff (doubling, +-20%), and when a "       \
-                "failing batch is given up (0: never)"},                                                               \
+        DRV_EXPORT_HEADERS_KEY, DRV_EXPORT_BATCH_KEY, DRV_EXPORT_TAIL_KEYS
+//  Its parts, for a protocol that says how its bodies are compressed and
+//  what batches count (exporter:prometheus_remote_write).
+#define DRV_EXPORT_HEADERS_KEY                                                                                         \
+    {                                                                                                                  \
+        .key = "headers", .kind = DRV_KEY_STRING_MAP, .fallback = "{}", .secret = true,                                \
+        .doc = "headers sent with every post (Authorization...); values may be ${file:PATH} or ${env:NAME}, "          \
+               "shown only to token holders"                                                                           \
+    }
+#define DRV_EXPORT_BATCH_KEY                                                                                           \
+    {                                                                                                                  \
+        .key = "batch", .kind = DRV_KEY_OBJECT, .fallback = "{}",                                                      \
+        .doc = "{max_records: 512, max_bytes: 1048576, max_delay_ms: 200}: a batch closes at the first reached"        \
+    }
+#define DRV_EXPORT_TAIL_KEYS                                                                                           \
+    {.key = "retry",                                                                                                   \
+     .kind = DRV_KEY_OBJECT,                                                                                           \
+     .fallback = "{}",                                                                                                 \
+     .doc = "{initial_ms: 100, max_ms: 5000, max_elapsed_secs: 300}: backoff (doubling, +-20%), and when a "           \
+            "failing batch is given up (0: never)"},                                                                   \
         {.key = "tls",                                                                                                 \
          .kind = DRV_KEY_OBJECT,                                                                                       \
          .fallback = "{}",                                                                                             \

@@ -1,0 +1,139 @@
+"""exporter:prometheus_remote_write (docs/operations.md, "Prometheus remote
+write"; issue 51) through the real binaries, into Debian's prometheus 2.42
+started with --web.enable-remote-write-receiver and read back with PromQL
+from its HTTP API: OTLP gauges, sums, histograms and summaries posted to
+receiver:otlp arrive named and labelled as OpenTelemetry's Prometheus
+compatibility specification says (unit and _total suffixes, job and
+instance from the resource, target_info with its other attributes,
+_bucket/_sum/_count); a delta sum and a log record are given up, counted;
+Prometheus stopped for a while and started again on the same storage
+loses nothing; receiver:hostmetrics's figures arrive too."""
+
+import json
+import time
+import unittest
+
+from harness import EngineTest, curl_post, free_port, wait_until
+from prometheus import Prometheus
+
+
+def attrs(**kv):
+    return [{"key": k.replace("_", "."), "value": {"stringValue": v}} for k, v in kv.items()]
+
+
+def request(metrics, ns):
+    return json.dumps({"resourceMetrics": [{
+        "resource": {"attributes": attrs(service_name="shop", service_namespace="prod", service_instance_id="i-1",
+                                         host_name="h1")},
+        "scopeMetrics": [{"scope": {"name": "test"}, "metrics": metrics}]}]}).encode()
+
+
+def point(ns, **extra):
+    return dict({"timeUnixNano": str(ns), "startTimeUnixNano": str(ns - 60 * 10**9)}, **extra)
+
+
+class RemoteWrite(EngineTest):
+    def setUp(self):
+        self.prometheus = Prometheus()
+        self.addCleanup(self.prometheus.close)
+        self.start_admin_engine()
+        self.otlp = free_port()
+
+    def put(self, extra_nodes=None):
+        nodes = {"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.otlp}"}, "to": ["rw"]},
+                 "rw": {"type": "exporter:prometheus_remote_write", "config": {
+                     "endpoint": self.prometheus.url("/api/v1/write"), "batch": {"max_delay_ms": 50},
+                     "retry": {"initial_ms": 100, "max_ms": 500, "max_elapsed_secs": 0}}}}
+        nodes.update(extra_nodes or {})
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/m",
+                                          body={"pipeline": {"cores": {"count": 1}, "nodes": nodes}}, timeout=30)
+        self.assertEqual(status, 200, body)
+
+    def post(self, metrics, ns):
+        status, body, _, _ = curl_post(self.otlp, "/v1/metrics", request(metrics, ns), "application/json")
+        self.assertEqual(status, 200, body)
+
+    def one(self, promql):
+        return wait_until(lambda: (lambda r: r if len(r) == 1 else None)(self.prometheus.query(promql)), 20,
+                          f"{promql} in prometheus")[0]
+
+    def node(self):
+        status, body, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/m/status")
+        return ((body.get("instances") or [{}])[0].get("nodes") or {}).get("rw", {})
+
+    def test_every_metric_type_arrives_named_and_labelled_as_the_spec_says(self):
+        self.put()
+        ns = time.time_ns() - 5 * 10**9
+        self.post([
+            {"name": "queue.depth", "unit": "{item}", "gauge": {"dataPoints": [point(ns, asInt="7",
+                                                                                     attributes=attrs(queue="q1"))]}},
+            {"name": "memory.used", "unit": "By", "gauge": {"dataPoints": [point(ns, asDouble=1.5e9)]}},
+            {"name": "cpu.utilization", "unit": "1", "gauge": {"dataPoints": [point(ns, asDouble=0.25)]}},
+            {"name": "http.server.requests", "unit": "{request}", "sum": {
+                "aggregationTemporality": 2, "isMonotonic": True,
+                "dataPoints": [point(ns, asInt="42", attributes=attrs(http_route="/a"))]}},
+            {"name": "pool.size", "unit": "", "sum": {"aggregationTemporality": 2, "isMonotonic": False,
+                                                      "dataPoints": [point(ns, asInt="3")]}},
+            {"name": "http.server.duration", "unit": "ms", "histogram": {
+                "aggregationTemporality": 2, "dataPoints": [point(ns, count="6", sum=500.0, explicitBounds=[10, 100],
+                                                                  bucketCounts=["1", "2", "3"])]}},
+            {"name": "rpc.latency", "unit": "s", "summary": {"dataPoints": [point(
+                ns, count="4", sum=2.0, quantileValues=[{"quantile": 0.5, "value": 0.4},
+                                                        {"quantile": 0.99, "value": 0.9}])]}},
+            {"name": "deltas", "unit": "", "sum": {"aggregationTemporality": 1, "isMonotonic": True,
+                                                   "dataPoints": [point(ns, asInt="1")]}},
+        ], ns)
+        labels, value = self.one('queue_depth{queue="q1"}')
+        self.assertEqual(value, 7)
+        self.assertEqual((labels["job"], labels["instance"]), ("prod/shop", "i-1"))
+        self.assertEqual(self.one("memory_used_bytes")[1], 1.5e9)
+        self.assertEqual(self.one("cpu_utilization_ratio")[1], 0.25)
+        self.assertEqual(self.one('http_server_requests_total{http_route="/a"}')[1], 42)
+        self.assertEqual(self.one("pool_size")[1], 3, "a non-monotonic sum is a gauge: no _total")
+        buckets = {s[0]["le"]: s[1] for s in wait_until(lambda: (lambda r: r if len(r) == 3 else None)(
+            self.prometheus.query("http_server_duration_milliseconds_bucket")), 20, "the buckets")}
+        self.assertEqual(buckets, {"10": 1, "100": 3, "+Inf": 6}, "cumulative, +Inf the count")
+        self.assertEqual(self.one("http_server_duration_milliseconds_sum")[1], 500)
+        self.assertEqual(self.one("http_server_duration_milliseconds_count")[1], 6)
+        self.assertEqual(self.one('rpc_latency_seconds{quantile="0.99"}')[1], 0.9)
+        self.assertEqual(self.one("rpc_latency_seconds_count")[1], 4)
+        info, value = self.one("target_info")
+        self.assertEqual((info["host_name"], info["job"], info["instance"], value), ("h1", "prod/shop", "i-1", 1))
+        self.assertNotIn("service_name", info)
+        self.assertEqual(self.prometheus.query("deltas") + self.prometheus.query("deltas_total"), [])
+        node = wait_until(lambda: (lambda n: n if n.get("errors") == 1 else None)(self.node()), 10,
+                          "the delta sum given up, counted")
+        self.assertEqual(node.get("records_in"), node.get("records_out") + 1, node)
+        self.engine.wait_log(r"a delta sum or histogram: Prometheus holds cumulative ones only", 10)
+
+    def test_prometheus_stopped_for_a_while_loses_nothing(self):
+        self.put()
+        base = time.time_ns() - 30 * 10**9
+        self.post([{"name": "ticks", "unit": "", "sum": {"aggregationTemporality": 2, "isMonotonic": True,
+                                                         "dataPoints": [point(base, asInt="1")]}}], base)
+        self.one("ticks_total")
+        self.prometheus.stop()
+        for k in range(1, 6):  # posted while prometheus is down: held, retried
+            ns = base + k * 10**9
+            self.post([{"name": "ticks", "unit": "", "sum": {"aggregationTemporality": 2, "isMonotonic": True,
+                                                             "dataPoints": [point(ns, asInt=str(k + 1))]}}], ns)
+        wait_until(lambda: self.node().get("retries", 0) >= 1, 20, "the exporter retrying")
+        self.prometheus.start()
+        got = wait_until(lambda: (lambda r: r if r and r[0][1] == 6 else None)(
+            self.prometheus.query("count_over_time(ticks_total[5m])")), 30, "all six samples once it is back")
+        self.assertEqual(got[0][1], 6)
+        self.assertEqual(self.one("ticks_total")[1], 6)
+        self.assertEqual(self.node().get("errors", 0), 0)
+
+    def test_host_metrics_reach_prometheus(self):
+        self.put({"host": {"type": "receiver:hostmetrics", "config": {"interval_secs": 1, "scrapers": ["cpu", "memory"]},
+                           "to": ["rw"]}})
+        wait_until(lambda: self.prometheus.query('system_cpu_time_seconds_total{state="idle"}'), 20,
+                   "cpu time in prometheus")
+        memory = wait_until(lambda: self.prometheus.query("system_memory_usage_bytes"), 20, "memory in prometheus")
+        self.assertEqual({m[0]["state"] for m in memory},
+                         {"used", "free", "buffered", "cached", "slab_reclaimable", "slab_unreclaimable"})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,37 @@
+/*  drv_prom — metric records as Prometheus remote write 1.0
+    (docs/operations.md, "Prometheus remote write"): names and labels as
+    OpenTelemetry's Prometheus compatibility specification translates them
+    (drv_prom_names.c), and a batch of records as one snappy-compressed
+    WriteRequest (drv_prom_write.c). */
+#ifndef DRV_PROM_H
+#define DRV_PROM_H
+
+#include "drv_buf.h"
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define DRV_PROM_NAME_MAX 512
+
+//  Why a record cannot go as remote write, or NULL when it can: a metric
+//  record (signal metric) that is a gauge, a cumulative sum, a cumulative
+//  histogram or a summary.
+const char *drv_prom_refusal(const msgpack_object *record);
+//  The WriteRequest of count such records, snappy-compressed, appended to
+//  body: 0, or -1 with the reason in err.
+int drv_prom_encode(const msgpack_object *records, size_t count, drv_buf_t *body, char *err, size_t errlen);
+
+//  The Prometheus name of an OpenTelemetry metric (drv_prom_names.c): the
+//  name with invalid characters made _, the unit's suffix (seconds, bytes,
+//  X_per_Y; ratio for a gauge of unit 1) and, for a counter, _total.
+void drv_prom_metric_name(const char *name, size_t len, const char *unit, size_t ulen, bool counter, bool gauge,
+                          char *out, size_t size);
+//  A label name for an attribute key: invalid characters made _, a leading
+//  digit prefixed with key_.
+void drv_prom_label_name(const char *key, size_t len, char *out, size_t size);
+//  A float as Prometheus writes a label value (le, quantile): the shortest
+//  text that reads back as the same double, +Inf, -Inf, NaN.
+void drv_prom_float_text(double value, char *out, size_t size);
+
+#endif
