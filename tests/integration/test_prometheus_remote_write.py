@@ -7,7 +7,11 @@ compatibility specification says (unit and _total suffixes, job and
 instance from the resource, target_info with its other attributes,
 _bucket/_sum/_count); a delta sum and a log record are given up, counted;
 Prometheus stopped for a while and started again on the same storage
-loses nothing; receiver:hostmetrics's figures arrive too."""
+loses nothing; receiver:hostmetrics's figures arrive too. And the other
+way: Debian's prometheus scraping Debian's prometheus-node-exporter
+remote-writes into receiver:prometheus_remote_write, its samples arrive as
+metric records with their labels while Prometheus counts none failed; a
+snappy bomb, garbage and a wrong type are refused."""
 
 import json
 import time
@@ -133,6 +137,106 @@ class RemoteWrite(EngineTest):
         memory = wait_until(lambda: self.prometheus.query("system_memory_usage_bytes"), 20, "memory in prometheus")
         self.assertEqual({m[0]["state"] for m in memory},
                          {"used", "free", "buffered", "cached", "slab_reclaimable", "slab_unreclaimable"})
+
+
+def snappy_literal(data):
+    """data as a raw snappy block of literals (no compression): a varint of
+    its length, then literal chunks of at most 60 bytes."""
+    out, n = bytearray(), len(data)
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            break
+    for at in range(0, len(data), 60):
+        chunk = data[at:at + 60]
+        out.append((len(chunk) - 1) << 2)
+        out += chunk
+    return bytes(out)
+
+
+class RemoteWriteIn(EngineTest):
+    """receiver:prometheus_remote_write, fed by Debian's prometheus scraping
+    Debian's prometheus-node-exporter (two peers nobody here wrote)."""
+
+    def setUp(self):
+        self.start_admin_engine()
+        self.port = free_port()
+        nodes = {"in": {"type": "receiver:prometheus_remote_write", "config": {"endpoint": f"127.0.0.1:{self.port}"},
+                        "to": ["out"]},
+                 "out": {"type": "exporter:file", "config": {"path": f"{self.engine.out_dir}/out.ndjson"}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/rw",
+                                          body={"pipeline": {"cores": {"count": 1}, "nodes": nodes}}, timeout=30)
+        self.assertEqual(status, 200, body)
+
+    def rows(self):
+        from harness import read_ndjson
+        return read_ndjson(f"{self.engine.out_dir}/out.ndjson")
+
+    def test_prometheus_scraping_node_exporter_writes_into_drover(self):
+        import subprocess
+        exporter_port = free_port()
+        exporter = subprocess.Popen(["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{exporter_port}",
+                                     "--collector.disable-defaults", "--collector.cpu", "--collector.meminfo",
+                                     "--collector.loadavg"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (exporter.kill(), exporter.wait()))
+        prometheus = Prometheus(
+            scrape_configs=[{"job_name": "node", "scrape_interval": "1s",
+                             "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
+            remote_write=[{"url": f"http://127.0.0.1:{self.port}/api/v1/write",
+                           "queue_config": {"batch_send_deadline": "1s", "min_backoff": "100ms"}}])
+        self.addCleanup(prometheus.close)
+
+        def cpu():
+            return [r for r in self.rows() if r.get("name") == "node_cpu_seconds_total"] or None
+        rows = wait_until(cpu, 60, "node_cpu_seconds_total from node-exporter, through prometheus")
+        row = rows[0]
+        self.assertEqual((row["signal"], row["type"], row["is_monotonic"], row["aggregation_temporality"]),
+                         ("metric", "sum", True, 2))
+        self.assertEqual((row["attributes"]["job"], row["attributes"]["instance"]),
+                         ("node", f"127.0.0.1:{exporter_port}"))
+        self.assertEqual({"cpu", "mode"} <= set(row["attributes"]), True)
+        self.assertNotIn("__name__", row["attributes"])
+        self.assertGreater(row["time_unix_nano"], 10**18)
+        gauges = [r for r in self.rows() if r.get("name") == "node_load1"]
+        self.assertTrue(gauges and gauges[0]["type"] == "gauge")
+        #  Prometheus' own view of it: sent, and none failed.
+        import urllib.request
+
+        def counter(name):
+            with urllib.request.urlopen(prometheus.url("/metrics"), timeout=10) as r:
+                text = r.read().decode()
+            return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith(name + "{") or line.startswith(name + " "))
+        wait_until(lambda: counter("prometheus_remote_storage_samples_total") > 0, 20, "prometheus counting samples")
+        self.assertEqual(counter("prometheus_remote_storage_samples_failed_total"), 0)
+
+    def test_a_snappy_bomb_garbage_and_the_wrong_type_are_refused(self):
+        url = f"http://127.0.0.1:{self.port}/api/v1/write"
+        import urllib.error
+        import urllib.request
+
+        def post(body, ctype="application/x-protobuf", encoding="snappy"):
+            req = urllib.request.Request(url, data=body, method="POST",
+                                         headers={"Content-Type": ctype, "Content-Encoding": encoding})
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    return r.status, r.read()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read()
+        bomb = bytes([0x80, 0x80, 0x80, 0x80, 0x04]) + b"\x00a"  # claims 1 GiB
+        status, body = post(bomb)
+        self.assertEqual(status, 413, body)
+        self.assertIn(b"once decompressed", body)
+        status, body = post(b"\x05\xff\xff\xff")  # claims 5 bytes; what follows is no snappy
+        self.assertEqual(status, 400, body)
+        status, body = post(snappy_literal(b"\x0a\x05\x0a\x03\xff\xff"))  # a series whose label is cut short
+        self.assertEqual(status, 400, body)
+        self.assertIn(b"WriteRequest", body)
+        self.assertEqual(post(snappy_literal(b""), ctype="text/plain")[0], 415)
+        self.assertEqual(post(snappy_literal(b""), encoding="br")[0], 415)
+        #  An empty request is a request: 204, nothing made of it.
+        self.assertEqual(post(snappy_literal(b""))[0], 204)
 
 
 if __name__ == "__main__":

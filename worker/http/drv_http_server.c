@@ -5,6 +5,8 @@
 #include "drv_http_server.h"
 #include "drv_gzip.h"
 
+#include <snappy-c.h>
+
 #include "drover/drv_file.h"
 #include "drover/drv_httpd.h"
 #include "drover/drv_log.h"
@@ -30,6 +32,7 @@ struct request_t {
     drv_http_server_t *server;
     int64_t head_us; // mono µs its head arrived
     bool gzip;
+    bool snappy;
     char media_type[64];
     drv_http_reply_t held; // ack: the answer, sent once input is settled
     int64_t input;
@@ -150,8 +153,12 @@ static void s_on_head(void *arg, drv_httpd_req_t *req)
     const char *encoding = drv_httpd_header(req, MHD_HTTP_HEADER_CONTENT_ENCODING);
     if (encoding && !strcasecmp(encoding, "gzip")) {
         r->gzip = true;
+    } else if (encoding && self->config.snappy && !strcasecmp(encoding, "snappy")) {
+        r->snappy = true;
     } else if (encoding && strcasecmp(encoding, "identity") != 0) {
-        s_refuse(self, r, 415, "unsupported_media_type", "Content-Encoding must be gzip or identity");
+        s_refuse(self, r, 415, "unsupported_media_type",
+                 self->config.snappy ? "Content-Encoding must be snappy, gzip or identity"
+                                     : "Content-Encoding must be gzip or identity");
         return;
     }
     const char *behind = self->config.backlogged ? self->config.backlogged(self->config.arg) : NULL;
@@ -207,6 +214,30 @@ static void s_on_body(void *arg, drv_httpd_req_t *req)
             return;
         }
         body = inflated;
+    } else if (r->snappy) {
+        //  The length a snappy body claims is checked before anything is
+        //  made of it: a few bytes may claim gigabytes.
+        size_t length = 0;
+        if (snappy_uncompressed_length(body ? body : "", size, &length) != SNAPPY_OK) {
+            s_refuse(self, r, 400, "invalid_request", "Content-Encoding says snappy; the body is not");
+            return;
+        }
+        if (length > self->config.max_body_bytes) {
+            char message[100];
+            snprintf(message, sizeof message, "request body larger than %zu bytes once decompressed",
+                     self->config.max_body_bytes);
+            s_refuse(self, r, 413, "payload_too_large", message);
+            return;
+        }
+        inflated = malloc(length + 1);
+        if (!inflated || snappy_uncompress(body ? body : "", size, inflated, &length) != SNAPPY_OK) {
+            free(inflated);
+            s_refuse(self, r, 400, "invalid_request", "Content-Encoding says snappy; the body is not");
+            return;
+        }
+        inflated[length] = 0;
+        body = inflated;
+        size = length;
     }
     char peer[64];
     drv_httpd_peer(req, peer, sizeof peer);

@@ -5,7 +5,8 @@
     instance shares: each instance accepts on its own core.
 
     The server reads a request's body (at most max_body_bytes, gunzipped
-    when Content-Encoding says gzip) and hands the whole request to the
+    when Content-Encoding says gzip, or snappy when the config takes it)
+    and hands the whole request to the
     handler, which answers it. What it refuses itself, before reading the
     body: a method other than POST (405), a path it was not given (404), a
     media type it was not given (415), a body over the limit (413), and
@@ -62,6 +63,7 @@ typedef struct {
     //  (drv_http_server_settled): its records are exported; or 502 when
     //  gave_up (NULL: never) says an exporter gave some of them up.
     bool ack;
+    bool snappy; // Content-Encoding: snappy taken too (remote write), bounded by max_body_bytes
     int64_t (*input)(void *arg);
     bool (*gave_up)(void *arg, int64_t input);
     //  NULL, or why while the instance takes nothing more (NULL when it

@@ -26,3 +26,12 @@ void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const j
         drv_spec_check_problem(check, node_path, "config.%s", why);
     }
 }
+
+void drv_http_node_check_path(drv_spec_check_t *check, const char *node_path, const json_t *config)
+{
+    const char *path = json_string_value(json_object_get(config, "path"));
+    if (path && (path[0] != '/' || strlen(path) > 200 || strpbrk(path, "?# "))) {
+        drv_spec_check_problem(check, node_path,
+                               "config.path: must start with / and hold no ?, # or space (at most 200 bytes)");
+    }
+}

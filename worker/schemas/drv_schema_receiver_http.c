@@ -11,12 +11,7 @@
 static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
 {
     drv_http_node_check(check, node_path, config, "0.0.0.0:8080");
-    const char *path = json_string_value(json_object_get(config, "path"));
-    if (path && (path[0] != '/' || strlen(path) > 200 || strpbrk(path, "?# "))) {
-        drv_spec_check_problem(check, node_path,
-                               "config.path: must start with / and hold no ?, # or space "
-                               "(at most 200 bytes)");
-    }
+    drv_http_node_check_path(check, node_path, config);
 }
 
 const drv_node_schema_t drv_schema_receiver_http = {

@@ -12,7 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-extern const drv_node_schema_t drv_schema_receiver_hostmetrics, drv_schema_exporter_prometheus_remote_write;
+extern const drv_node_schema_t drv_schema_receiver_hostmetrics, drv_schema_exporter_prometheus_remote_write,
+    drv_schema_receiver_prometheus_remote_write;
 extern const drv_node_schema_t drv_schema_receiver_zmq, drv_schema_receiver_generator, drv_schema_receiver_syslog,
     drv_schema_receiver_http, drv_schema_receiver_otlp, drv_schema_processor_filter, drv_schema_processor_transform,
     drv_schema_processor_route, drv_schema_processor_lua, drv_schema_exporter_file, drv_schema_exporter_zmq,
@@ -31,6 +32,8 @@ void drv_schemas_register(void);
 //  Rules of the config keys both take: endpoint (host:port; example shows
 //  one), max_body_bytes (at least 1) and connections.
 void drv_http_node_check(drv_spec_check_t *check, const char *node_path, const json_t *config, const char *example);
+//  config.path: one path a receiver serves (it starts with /, holds no ?, # or space).
+void drv_http_node_check_path(drv_spec_check_t *check, const char *node_path, const json_t *config);
 
 //  ---- conditions, of processor:filter and processor:route (drv_schema_condition.c)
 #define DRV_CONDITION_OPS "eq ne lt le gt ge exists"

@@ -1,0 +1,40 @@
+/*  receiver:prometheus_remote_write's schema
+    (worker/nodes/drv_receiver_prometheus_remote_write.c is its code). */
+#include "drv_schemas.h"
+
+#include "drover/drv_limits.h"
+#include "drover/drv_node_schema.h"
+
+#include <string.h>
+
+static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
+{
+    drv_http_node_check(check, node_path, config, "0.0.0.0:9201");
+    drv_http_node_check_path(check, node_path, config);
+}
+
+const drv_node_schema_t drv_schema_receiver_prometheus_remote_write = {
+    .name = "receiver:prometheus_remote_write",
+    .role = DRV_ROLE_RECEIVER,
+    .doc = "Takes Prometheus remote write 1.0 (Prometheus, its agent mode, vmagent): a snappy WriteRequest per "
+           "POST, each sample a metric record (a series named _total a cumulative monotonic sum, the rest gauges; "
+           "labels but __name__ as attributes); 204 once taken, 429 with Retry-After when the pipeline pushes "
+           "back, 400 naming what is wrong, 413 past max_body_bytes decompressed or 200,000 samples. "
+           "docs/operations.md, \"Prometheus remote write in\".",
+    .example = "{type: receiver:prometheus_remote_write, config: {endpoint: \"0.0.0.0:9201\"}, to: [out]}",
+    .keys = {{.key = "endpoint",
+              .kind = DRV_KEY_STRING,
+              .required = true,
+              .doc = "host:port droverd binds and every instance serves (Prometheus' remote_write url: "
+                     "http://HOST:PORT/api/v1/write)"},
+             {.key = "path", .kind = DRV_KEY_STRING, .fallback = "\"/api/v1/write\"", .doc = "the path taken"},
+             {.key = "max_body_bytes",
+              .kind = DRV_KEY_NONNEG_INT,
+              .fallback = "4194304",
+              .maximum = DRV_LIMIT_MESSAGE_CEILING,
+              .doc = "the largest body taken, decompressed (checked before decompressing); larger gets 413"},
+             {.key = "connections",
+              .kind = DRV_KEY_OBJECT,
+              .doc = "{per_address, total, idle_secs, request_secs}: as receiver:http's"}},
+    .check = s_check,
+};
