@@ -13,7 +13,8 @@ import subprocess
 
 import msgpack
 
-TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp", "otlp_depth", "otlp_metrics", "wal", "grpc")
+TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp", "otlp_depth", "otlp_metrics", "wal", "grpc",
+           "remote_write")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "../.."))
 
@@ -183,6 +184,7 @@ def main():
     wal_seeds()
     metrics_seeds()
     grpc_seeds()
+    remote_write_seeds()
     print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in TARGETS})
 
 
@@ -201,6 +203,38 @@ def metrics_seeds():
     write("otlp_metrics", "empty.pb", b"\0")
     with open(os.path.join(ROOT, "tests/integration/otlp/metrics.json"), "rb") as f:
         write("otlp_metrics", "every-type.json", b"\1" + f.read())
+
+
+REMOTE_WRITE = """
+timeseries {
+  labels { name: "__name__" value: "http_requests_total" }
+  labels { name: "job" value: "api" }
+  labels { name: "instance" value: "10.0.0.1:9090" }
+  samples { value: 42 timestamp: 1700000000000 }
+  samples { value: 43 timestamp: 1700000015000 }
+}
+timeseries {
+  labels { name: "__name__" value: "node_load1" }
+  labels { name: "a.b" value: "x" }
+  labels { name: "" value: "empty name" }
+  samples { value: 0.5 timestamp: 1700000000000 }
+}
+timeseries {
+  labels { name: "job" value: "nameless" }
+  samples { value: 1 timestamp: 1 }
+}
+"""
+
+
+def remote_write_seeds():
+    """remote_write: a WriteRequest protoc encodes from text (a counter of two
+    samples, a gauge with labels to translate, a series without a name), cut, empty."""
+    pb = subprocess.run(["protoc", f"--proto_path={os.path.join(ROOT, 'proto')}", "--encode=prometheus.WriteRequest",
+                         "prometheus/remote.proto"], input=REMOTE_WRITE.encode(), capture_output=True,
+                        check=True).stdout
+    write("remote_write", "three-series.pb", pb)
+    write("remote_write", "cut.pb", pb[:30])
+    write("remote_write", "empty.pb", b"")
 
 
 def grpc_seeds():

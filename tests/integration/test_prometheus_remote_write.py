@@ -155,6 +155,31 @@ def snappy_literal(data):
     return bytes(out)
 
 
+def varint(n):
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def field(number, payload):
+    """A length-delimited protobuf field."""
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def write_request(series):
+    """A WriteRequest of series [([(name, value)...], [(value, ms)...])]."""
+    import struct
+    body = b""
+    for labels, samples in series:
+        ts = b"".join(field(1, field(1, n.encode()) + field(2, v.encode())) for n, v in labels)
+        ts += b"".join(field(2, b"\x09" + struct.pack("<d", v) + b"\x10" + varint(ms)) for v, ms in samples)
+        body += field(1, ts)
+    return body
+
+
 class RemoteWriteIn(EngineTest):
     """receiver:prometheus_remote_write, fed by Debian's prometheus scraping
     Debian's prometheus-node-exporter (two peers nobody here wrote)."""
@@ -237,6 +262,15 @@ class RemoteWriteIn(EngineTest):
         self.assertEqual(post(snappy_literal(b""), encoding="br")[0], 415)
         #  An empty request is a request: 204, nothing made of it.
         self.assertEqual(post(snappy_literal(b""))[0], 204)
+        #  A series of 129 labels: refused whole; a name twice: the first stands.
+        many = [("__name__", "wide")] + [(f"l{i}", "v") for i in range(128)]
+        status, body = post(snappy_literal(write_request([(many, [(1.0, 1700000000000)])])))
+        self.assertEqual(status, 400, body)
+        self.assertIn(b"129 labels", body)
+        twice = [("__name__", "dup_total"), ("job", "first"), ("job", "second"), ("", "nameless")]
+        self.assertEqual(post(snappy_literal(write_request([(twice, [(5.0, 1700000000000)])])))[0], 204)
+        row = wait_until(lambda: [r for r in self.rows() if r.get("name") == "dup_total"], 10, "the record")[0]
+        self.assertEqual((row["attributes"], row["value"], row["type"]), ({"job": "first"}, 5.0, "sum"))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 /*  drv_prom — metric records as Prometheus remote write 1.0
     (docs/operations.md, "Prometheus remote write"): names and labels as
     OpenTelemetry's Prometheus compatibility specification translates them
-    (drv_prom_names.c), and a batch of records as one snappy-compressed
-    WriteRequest (drv_prom_write.c). */
+    (drv_prom_names.c), a batch of records as one snappy-compressed
+    WriteRequest (drv_prom_write.c), and a WriteRequest as records
+    (drv_prom_read.c). */
 #ifndef DRV_PROM_H
 #define DRV_PROM_H
 
@@ -13,6 +14,7 @@
 #include <stddef.h>
 
 #define DRV_PROM_NAME_MAX 512
+#define DRV_PROM_LABELS_MAX 128 // a series' labels at most, read or written
 
 //  Why a record cannot go as remote write, or NULL when it can: a metric
 //  record (signal metric) that is a gauge, a cumulative sum, a cumulative
@@ -21,6 +23,14 @@ const char *drv_prom_refusal(const msgpack_object *record);
 //  The WriteRequest of count such records, snappy-compressed, appended to
 //  body: 0, or -1 with the reason in err.
 int drv_prom_encode(const msgpack_object *records, size_t count, drv_buf_t *body, char *err, size_t errlen);
+
+#define DRV_PROM_TOO_MANY -2 // drv_prom_decode: over max_samples
+//  A WriteRequest's samples (protobuf, decompressed), each as a metric
+//  record in zone (drv_prom_read.c): their count, -1 with err when it is
+//  not a WriteRequest (or memory ran out), DRV_PROM_TOO_MANY past
+//  max_samples.
+int drv_prom_decode(const void *data, size_t size, msgpack_zone *zone, size_t max_samples, msgpack_object **records,
+                    char *err, size_t errlen);
 
 //  The Prometheus name of an OpenTelemetry metric (drv_prom_names.c): the
 //  name with invalid characters made _, the unit's suffix (seconds, bytes,

@@ -116,6 +116,10 @@ const char *drv_prom_refusal(const msgpack_object *record)
     if (!s_is(s_get(record, "signal"), "metric")) {
         return "not a metric record: remote write carries metrics only";
     }
+    const msgpack_object *name = s_get(record, "name");
+    if (!name || name->type != MSGPACK_OBJECT_STR || name->via.str.size == 0) {
+        return "a metric record without a name";
+    }
     const msgpack_object *type = s_get(record, "type");
     const msgpack_object *temporality = s_get(record, "aggregation_temporality");
     bool cumulative = temporality && temporality->type == MSGPACK_OBJECT_POSITIVE_INTEGER && temporality->via.u64 == 2;
@@ -148,8 +152,9 @@ static void s_sample(encoder_t *e, label_t *labels, size_t n, double value, int6
     qsort(labels, n, sizeof *labels, s_label_cmp);
     size_t keylen = 1, kept = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!labels[i].value || !labels[i].value[0] || (kept && !strcmp(labels[kept - 1].name, labels[i].name))) {
-            continue; // an empty value is no label; of a name twice the later stands (resource over attribute)
+        if (!labels[i].name[0] || !labels[i].value || !labels[i].value[0] ||
+            (kept && !strcmp(labels[kept - 1].name, labels[i].name))) {
+            continue; // an empty name or value is no label; of a name twice one stands
         }
         labels[kept++] = labels[i];
         keylen += strlen(labels[i].name) + strlen(labels[i].value) + 2;
@@ -221,7 +226,7 @@ static void s_sample(encoder_t *e, label_t *labels, size_t n, double value, int6
     s->ts.samples[s->ts.n_samples++] = sample;
 }
 
-#define LABELS_MAX 128 // a point's attributes past this are not carried
+#define LABELS_MAX DRV_PROM_LABELS_MAX // a point's attributes past this are not carried
 
 typedef struct {
     label_t labels[LABELS_MAX + 4];

@@ -1,0 +1,4 @@
+
+l
+
+__name__http_requests_
