@@ -14,7 +14,7 @@ import subprocess
 import msgpack
 
 TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp", "otlp_depth", "otlp_metrics", "wal", "grpc",
-           "remote_write")
+           "remote_write", "prom_text")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "../.."))
 
@@ -185,6 +185,7 @@ def main():
     metrics_seeds()
     grpc_seeds()
     remote_write_seeds()
+    prom_text_seeds()
     print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in TARGETS})
 
 
@@ -235,6 +236,38 @@ def remote_write_seeds():
     write("remote_write", "three-series.pb", pb)
     write("remote_write", "cut.pb", pb[:30])
     write("remote_write", "empty.pb", b"")
+
+
+PROM_TEXT = """# HELP http_requests_total The total.
+# TYPE http_requests_total counter
+http_requests_total{method="post",code="200"} 1027 1395066363000
+msdos_file_access_time_seconds{path="C:\\\\DIR",error="Cannot find:\\n\\"F\\""} 1.458255915e9
+# TYPE rpc_duration_seconds summary
+rpc_duration_seconds{quantile="0.5"} 4773
+rpc_duration_seconds_sum 1.7560473e+07
+rpc_duration_seconds_count 2693
+# TYPE h histogram
+h_bucket{le="0.05"} 24054
+h_bucket{le="+Inf"} 144320
+h_sum 53423
+h_count 144320
+nan_gauge NaN
+"""
+OPENMETRICS = """# TYPE foo counter
+# UNIT foo seconds
+foo_total 17.0 1520879607.789 # {id="counter-test"} 5
+foo_created 1520430000.123
+# TYPE s stateset
+s{s="a"} 1
+# EOF
+"""
+
+
+def prom_text_seeds():
+    """prom_text: the text format's examples (0.0.4) and OpenMetrics' (the first byte's bit 0), and a cut one."""
+    write("prom_text", "text.txt", b"\0" + PROM_TEXT.encode())
+    write("prom_text", "openmetrics.txt", b"\1" + OPENMETRICS.encode())
+    write("prom_text", "cut.txt", b"\0" + PROM_TEXT.encode()[:100])
 
 
 def grpc_seeds():

@@ -27,6 +27,7 @@ extern const drv_node_kind_t drv_processor_kubernetes;
 extern const drv_node_kind_t drv_receiver_hostmetrics;
 extern const drv_node_kind_t drv_exporter_prometheus_remote_write;
 extern const drv_node_kind_t drv_receiver_prometheus_remote_write;
+extern const drv_node_kind_t drv_receiver_prometheus;
 
 static const drv_node_kind_t *const s_kinds[] = {
     &drv_receiver_zmq,
@@ -52,6 +53,7 @@ static const drv_node_kind_t *const s_kinds[] = {
     &drv_receiver_hostmetrics,
     &drv_exporter_prometheus_remote_write,
     &drv_receiver_prometheus_remote_write,
+    &drv_receiver_prometheus,
 };
 
 #define KIND_COUNT (sizeof s_kinds / sizeof s_kinds[0])

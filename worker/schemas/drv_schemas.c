@@ -28,6 +28,7 @@ static const drv_node_schema_t *const s_schemas[] = {
     &drv_schema_receiver_hostmetrics,
     &drv_schema_exporter_prometheus_remote_write,
     &drv_schema_receiver_prometheus_remote_write,
+    &drv_schema_receiver_prometheus,
 };
 
 void drv_schemas_register(void)

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 extern const drv_node_schema_t drv_schema_receiver_hostmetrics, drv_schema_exporter_prometheus_remote_write,
-    drv_schema_receiver_prometheus_remote_write;
+    drv_schema_receiver_prometheus_remote_write, drv_schema_receiver_prometheus;
 extern const drv_node_schema_t drv_schema_receiver_zmq, drv_schema_receiver_generator, drv_schema_receiver_syslog,
     drv_schema_receiver_http, drv_schema_receiver_otlp, drv_schema_processor_filter, drv_schema_processor_transform,
     drv_schema_processor_route, drv_schema_processor_lua, drv_schema_exporter_file, drv_schema_exporter_zmq,
