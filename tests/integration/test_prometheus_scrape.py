@@ -8,7 +8,9 @@ target gives up 0; a target that accepts and never answers times out
 without holding the other targets' scrapes; a scrape over sample_limit
 fails whole; everything then goes on to Debian's prometheus through
 exporter:prometheus_remote_write, where PromQL finds node-exporter's
-series under their own names."""
+series under their own names; with kubernetes_pods, the node's pods
+annotated prometheus.io/scrape are found through the Kubernetes API and
+scraped as they come and go."""
 
 import socket
 import subprocess
@@ -105,6 +107,10 @@ class Scrape(EngineTest):
         for what in ("url: must be", "labels.0bad", 'unknown key "port"', "timeout_secs"):
             self.assertIn(what, text)
         self.assertEqual(self.put({"targets": []})[0], 422)
+        status, body = self.put({"kubernetes_pods": {"api": {"server": "ftp://x"}, "color": 1}})
+        self.assertEqual(status, 422, body)
+        self.assertIn("kubernetes_pods.api.server: must be in_cluster", str(body))
+        self.assertIn("kubernetes_pods.color", str(body))
 
     def test_scraped_series_reach_prometheus_under_their_own_names(self):
         prometheus = Prometheus()
@@ -119,6 +125,66 @@ class Scrape(EngineTest):
         self.assertEqual((got[0][0]["job"], got[0][0]["instance"]), ("node", f"127.0.0.1:{self.exporter_port}"))
         wait_until(lambda: prometheus.query('up{job="node"}') and prometheus.query('up{job="node"}')[0][1] == 1, 20,
                    "up 1")
+
+
+class PodDiscovery(EngineTest):
+    """kubernetes_pods: the node's pods annotated prometheus.io/scrape, found
+    through the Kubernetes API (the fake API server of kube_api.py), each
+    serving its own metrics on loopback."""
+
+    def serve(self, text):
+        import http.server
+        import threading
+        body = text.encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200 if self.path == "/custom" else 404)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        return server.server_address[1]
+
+    def test_annotated_pods_of_the_node_are_scraped_as_they_come_and_go(self):
+        from kube_api import KubeApi, pod
+        api = KubeApi(token=None)
+        self.addCleanup(api.close)
+        port_a, port_b = self.serve("a_total 1\n"), self.serve("b_total 2\n")
+        notes = lambda port: {"prometheus.io/scrape": "true", "prometheus.io/port": str(port),  # noqa: E731
+                              "prometheus.io/path": "/custom"}
+        api.put("pods", pod("a-1", "n1", "shop", ip="127.0.0.1", annotations=notes(port_a)))
+        api.put("pods", pod("quiet", "n1", "shop", ip="127.0.0.1"))  # not annotated
+        api.put("pods", pod("elsewhere", "n2", "shop", ip="127.0.0.1", annotations=notes(port_b)))
+        self.start_admin_engine()
+        nodes = {"s": {"type": "receiver:prometheus", "to": ["out"], "config": {
+                     "interval_secs": 1, "kubernetes_pods": {"api": {"server": api.url()}, "node": "n1",
+                                                             "annotations": True}}},
+                 "out": {"type": "exporter:file", "config": {"path": f"{self.engine.out_dir}/out.ndjson"}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/pods",
+                                          body={"pipeline": {"cores": {"count": 1}, "nodes": nodes}}, timeout=30)
+        self.assertEqual(status, 200, body)
+        rows = lambda: read_ndjson(f"{self.engine.out_dir}/out.ndjson")  # noqa: E731
+        a = wait_until(lambda: [r for r in rows() if r["name"] == "a_total"], 30, "pod a-1 scraped")[0]
+        self.assertEqual(a["resource"], {"service.name": "kubernetes-pods", "service.instance.id": f"127.0.0.1:{port_a}"})
+        self.assertEqual(a["attributes"], {"namespace": "shop", "pod": "a-1"})
+        #  A pod annotated later on this node: scraped; the first one deleted: no longer.
+        api.put("pods", pod("b-1", "n1", "shop", ip="127.0.0.1", annotations=notes(port_b)))
+        wait_until(lambda: [r for r in rows() if r["name"] == "b_total"], 30, "pod b-1 scraped")
+        api.delete("pods", "shop", "a-1")
+        self.engine.wait_log(r"scrapes 1 pods found through the Kubernetes API", 30, count=2)  # a-1 alone, then b-1
+        before = len([r for r in rows() if r["name"] == "a_total"])
+        wait_until(lambda: len([r for r in rows() if r["name"] == "b_total"]) >= 3, 30, "b-1 scraped on")
+        self.assertEqual(len([r for r in rows() if r["name"] == "a_total"]), before, "a-1 no longer scraped")
+        self.assertFalse([r for r in rows() if r["attributes"].get("pod") in ("quiet", "elsewhere")])
+        self.assertTrue(any("fieldSelector=spec.nodeName%3Dn1" in p for _, p, _ in api.requests))
 
 
 if __name__ == "__main__":

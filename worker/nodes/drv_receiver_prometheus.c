@@ -13,6 +13,7 @@
     sample of the target's: only up 0, as Prometheus does. */
 #include "drv_node.h"
 #include "drv_prom_points.h"
+#include "drv_prom_pods.h"
 #include "drv_schemas.h"
 
 #include "drover/drv_curl_loop.h"
@@ -41,8 +42,11 @@ typedef struct {
 
 typedef struct {
     drv_curl_loop_t curl;
-    target_t *targets;
-    size_t count;
+    target_t *targets; // the config's, then the pods found
+    size_t count, fixed;
+    drv_prom_pods_t *pods; // kubernetes_pods: the pods annotated for scraping, or NULL
+    int64_t pods_version;
+    char *pods_job;
     int64_t interval_ms, timeout_ms, next_ms;
     size_t max_body, sample_limit;
     msgpack_object scope;
@@ -172,6 +176,77 @@ static int s_finish(drv_node_t *node, prometheus_t *self, target_t *t, CURLcode 
     return drv_node_emit_objects(node, all, (size_t)n + 2) ? n + 2 : 0;
 }
 
+//  instance: the URL's host:port, as Prometheus names a target.
+static void s_instance(const char *url, char *out, size_t size)
+{
+    const char *host = strstr(url, "://");
+    host = host ? host + 3 : url;
+    size_t len = strcspn(host, "/?#");
+    snprintf(out, size, "%.*s", (int)len, host);
+}
+
+//  A target: its URL, and job, instance and labels as every record of it says them.
+static int s_target_init(drv_node_t *node, prometheus_t *self, target_t *t, const char *url, const char *job,
+                         const json_t *given)
+{
+    t->url = strdup(url);
+    s_instance(t->url, t->instance, sizeof t->instance);
+    json_t *resource = json_pack("{s:s, s:s}", "service.name", job, "service.instance.id", t->instance);
+    json_t *labels = json_is_object(given) ? json_incref((json_t *)given) : json_object();
+    int rc = drv_node_object(node, resource, &t->resource) | drv_node_object(node, labels, &t->labels);
+    json_decref(resource);
+    json_decref(labels);
+    t->max_body = self->max_body;
+    return rc;
+}
+
+static void s_target_free(target_t *t)
+{
+    free(t->body);
+    free(t->url);
+    *t = (target_t){0};
+}
+
+//  The pods found, as the targets after the config's, when they changed and
+//  no scrape is under way (a target's place in the array is its handle's).
+static void s_refresh_pods(drv_node_t *node, prometheus_t *self)
+{
+    if (!self->pods || drv_prom_pods_version(self->pods) == self->pods_version) {
+        return;
+    }
+    for (size_t i = 0; i < self->count; i++) {
+        if (self->targets[i].easy) {
+            return; // at the next turn
+        }
+    }
+    json_t *found = drv_prom_pods_targets(self->pods, &self->pods_version);
+    for (size_t i = self->fixed; i < self->count; i++) {
+        s_target_free(&self->targets[i]);
+    }
+    size_t count = self->fixed + json_array_size(found);
+    target_t *grown = realloc(self->targets, (count ? count : 1) * sizeof *grown);
+    if (!grown) {
+        self->count = self->fixed;
+        json_decref(found);
+        return;
+    }
+    self->targets = grown;
+    size_t i;
+    json_t *pod;
+    json_array_foreach(found, i, pod)
+    {
+        target_t *t = &self->targets[self->fixed + i];
+        *t = (target_t){0};
+        json_t *labels =
+            json_pack("{s:O, s:O}", "namespace", json_object_get(pod, "namespace"), "pod", json_object_get(pod, "pod"));
+        s_target_init(node, self, t, json_string_value(json_object_get(pod, "url")), self->pods_job, labels);
+        json_decref(labels);
+    }
+    self->count = count;
+    drv_info("prometheus: node=%s scrapes %zu pods found through the Kubernetes API", node->id, json_array_size(found));
+    json_decref(found);
+}
+
 static int s_readable(drv_node_t *node)
 {
     prometheus_t *self = node->state;
@@ -189,6 +264,7 @@ static int s_readable(drv_node_t *node)
     int64_t now = drv_time_mono_ms();
     if (!self->draining && now >= self->next_ms) {
         self->next_ms = now + self->interval_ms;
+        s_refresh_pods(node, self);
         for (size_t i = 0; i < self->count; i++) {
             if (!self->targets[i].easy) { // one scrape of a target at a time: a slow one skips a turn
                 s_start(self, &self->targets[i]);
@@ -225,15 +301,6 @@ static void s_drain(drv_node_t *node)
     self->draining = true; // scrapes under way are left: the next instance scrapes on its own schedule
 }
 
-//  instance: the URL's host:port, as Prometheus names a target.
-static void s_instance(const char *url, char *out, size_t size)
-{
-    const char *host = strstr(url, "://");
-    host = host ? host + 3 : url;
-    size_t len = strcspn(host, "/?#");
-    snprintf(out, size, "%.*s", (int)len, host);
-}
-
 static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errlen)
 {
     prometheus_t *self = calloc(1, sizeof *self);
@@ -253,26 +320,25 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     int rc = drv_node_object(node, scope, &self->scope);
     json_decref(scope);
     const json_t *targets = json_object_get(config, "targets");
-    self->count = json_array_size(targets);
+    self->count = self->fixed = json_array_size(targets);
     self->targets = calloc(self->count ? self->count : 1, sizeof *self->targets);
     size_t i;
     const json_t *target;
     json_array_foreach(targets, i, target)
     {
-        target_t *t = &self->targets[i];
-        t->url = strdup(json_string_value(json_object_get(target, "url")));
-        s_instance(t->url, t->instance, sizeof t->instance);
         const char *job = json_string_value(json_object_get(target, "job"));
-        json_t *resource =
-            json_pack("{s:s, s:s}", "service.name", job ? job : node->id, "service.instance.id", t->instance);
-        json_t *labels = json_is_object(json_object_get(target, "labels"))
-                             ? json_incref(json_object_get(target, "labels"))
-                             : json_object();
-        rc |= drv_node_object(node, resource, &t->resource);
-        rc |= drv_node_object(node, labels, &t->labels);
-        json_decref(resource);
-        json_decref(labels);
-        t->max_body = self->max_body;
+        rc |= s_target_init(node, self, &self->targets[i], json_string_value(json_object_get(target, "url")),
+                            job ? job : node->id, json_object_get(target, "labels"));
+    }
+    const json_t *pods = json_object_get(config, "kubernetes_pods");
+    if (json_is_object(pods)) {
+        char why[300];
+        if (!(self->pods = drv_prom_pods_start(pods, why, sizeof why))) {
+            snprintf(err, errlen, "node %s: kubernetes_pods: %s", node->id, why);
+            return -1;
+        }
+        const char *job = json_string_value(json_object_get(pods, "job"));
+        self->pods_job = strdup(job ? job : "kubernetes-pods");
     }
     if (rc != 0) {
         snprintf(err, errlen, "node %s: out of memory", node->id);
@@ -292,10 +358,11 @@ static void s_destroy(drv_node_t *node)
             curl_multi_remove_handle(self->curl.multi, self->targets[i].easy);
             curl_easy_cleanup(self->targets[i].easy);
         }
-        free(self->targets[i].body);
-        free(self->targets[i].url);
+        s_target_free(&self->targets[i]);
     }
     free(self->targets);
+    drv_prom_pods_stop(&self->pods);
+    free(self->pods_job);
     drv_curl_loop_fini(&self->curl);
     free(self);
 }

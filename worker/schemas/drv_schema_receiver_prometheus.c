@@ -1,16 +1,58 @@
 /*  receiver:prometheus's schema (worker/nodes/drv_receiver_prometheus.c is its code). */
 #include "drv_schemas.h"
 
+#include "drover/drv_kube_config.h"
 #include "drover/drv_node_schema.h"
 
 #include <string.h>
+
+//  kubernetes_pods: {api: {server, token_file, ca_file}, node, job, annotations: true}.
+static void s_check_pods(drv_spec_check_t *check, const char *node_path, const json_t *pods)
+{
+    if (!pods) {
+        return;
+    }
+    if (!json_is_object(pods)) {
+        drv_spec_check_problem(check, node_path, "config.kubernetes_pods: must be a map {api, node, job, annotations}");
+        return;
+    }
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)pods, key, value)
+    {
+        if (!strcmp(key, "api") && json_is_object(value)) {
+            const char *api_key;
+            const json_t *api_value;
+            json_object_foreach((json_t *)value, api_key, api_value)
+            {
+                const char *problem = drv_kube_api_problem(api_key, api_value);
+                if (problem) {
+                    drv_spec_check_problem(check, node_path, "config.kubernetes_pods.api.%s: %s", api_key, problem);
+                }
+            }
+        } else if ((!strcmp(key, "node") || !strcmp(key, "job")) && json_is_string(value)) {
+            continue;
+        } else if (!strcmp(key, "annotations") && json_is_true(value)) {
+            continue; // the prometheus.io/ annotations: the only discovery there is
+        } else {
+            drv_spec_check_problem(check, node_path,
+                                   "config.kubernetes_pods.%s: unknown or wrong (api: a map, node and job: strings, "
+                                   "annotations: true)",
+                                   key);
+        }
+    }
+}
 
 static void s_check(drv_spec_check_t *check, const char *node_path, const json_t *config)
 {
     char at[512];
     const json_t *targets = json_object_get(config, "targets");
-    if (!json_is_array(targets) || json_array_size(targets) == 0 || json_array_size(targets) > 1000) {
-        drv_spec_check_problem(check, node_path, "config.targets: must be a list of 1 to 1000 {url, job, labels}");
+    const json_t *pods = json_object_get(config, "kubernetes_pods");
+    s_check_pods(check, node_path, pods);
+    if ((targets && !json_is_array(targets)) || json_array_size(targets) > 1000 ||
+        (json_array_size(targets) == 0 && !pods)) {
+        drv_spec_check_problem(check, node_path,
+                               "config.targets: must be a list of 1 to 1000 {url, job, labels} (or kubernetes_pods)");
         return;
     }
     size_t i;
@@ -73,9 +115,14 @@ const drv_node_schema_t drv_schema_receiver_prometheus = {
                "to: [out]}",
     .keys = {{.key = "targets",
               .kind = DRV_KEY_ANY,
-              .required = true,
+              .fallback = "[]",
               .doc = "[{url, job, labels}]: each target's /metrics URL, its job (default: the node's id) and labels "
                      "put on every point"},
+             {.key = "kubernetes_pods",
+              .kind = DRV_KEY_ANY,
+              .doc = "{api: {server: in_cluster}, node: \"${env:NODE_NAME}\", job, annotations: true}: also the pods "
+                     "of the node annotated prometheus.io/scrape \"true\" (port, path, scheme from prometheus.io/port, "
+                     "/path, /scheme), found through the Kubernetes API; job kubernetes-pods, labels namespace, pod"},
              {.key = "interval_secs",
               .kind = DRV_KEY_NONNEG_INT,
               .fallback = "30",
