@@ -171,6 +171,12 @@ int main(int argc, char *argv[])
     if (argc >= 4 && !strcmp(argv[1], "node-loop")) {
         return drv_bench_node_loop(argv[2], atof(argv[3]));
     }
+    if (argc >= 5 && !strcmp(argv[1], "rw-loop")) {
+        return drv_bench_rw_loop(atof(argv[2]), atoi(argv[3]), atoi(argv[4]));
+    }
+    if (argc >= 7 && !strcmp(argv[1], "rw-post")) {
+        return drv_bench_rw_post(argv[2], atof(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
+    }
     if (argc >= 3 && !strcmp(argv[1], "lua-split")) {
         return drv_bench_lua_split(atof(argv[2]));
     }
@@ -179,6 +185,7 @@ int main(int argc, char *argv[])
             "consume ENDPOINT SECONDS | otlp-post URL SECONDS CONNECTIONS RATE [RECORDS [LOG]] | "
             "otlp-loop SECONDS [RECORDS] | grpc-call HOST PORT SECONDS CONNECTIONS STREAMS logs|metrics [RECORDS] | "
             "metrics-loop SECONDS [RECORDS] | udp-send HOST PORT SECONDS | udp-recv PORT SECONDS | "
-            "node-loop transform|lua|none SECONDS | lua-split SECONDS\n");
+            "node-loop transform|lua|none SECONDS | lua-split SECONDS | rw-loop SECONDS SERIES SAMPLES | "
+            "rw-post URL SECONDS CONNECTIONS SERIES SAMPLES\n");
     return 2;
 }

@@ -25,5 +25,8 @@ int drv_bench_udp_send(const char *host, int port, double seconds);
 int drv_bench_udp_recv(int port, double seconds);
 int drv_bench_node_loop(const char *kind, double seconds);
 int drv_bench_lua_split(double seconds);
+//  Prometheus remote write (drv_bench_prom.c): the protobuf-c + snappy loop, and posting.
+int drv_bench_rw_loop(double seconds, int series, int samples);
+int drv_bench_rw_post(const char *url, double seconds, int connections, int series, int samples);
 
 #endif

@@ -114,6 +114,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/kubernetes.py 20000 --smoke; else $PY bench/kubernetes.py 2000000; fi
     echo
+    echo "## B32 Prometheus remote write through drover, against the protobuf-c + snappy loop"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/remote_write.py 1 --smoke; else $PY bench/remote_write.py 8; fi
+    echo
     echo "## B31 DroverPipelines: kubectl apply to the new generation serving, against PUT"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/kube_resources.py 2 0 --smoke; else $PY bench/kube_resources.py 50 500; fi
