@@ -118,6 +118,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/remote_write.py 1 --smoke; else $PY bench/remote_write.py 8; fi
     echo
+    echo "## B33 CPU per scrape of node-exporter, drover and Prometheus"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scrape.py 2 --smoke; else $PY bench/scrape.py 30; fi
+    echo
     echo "## B31 DroverPipelines: kubectl apply to the new generation serving, against PUT"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/kube_resources.py 2 0 --smoke; else $PY bench/kube_resources.py 50 500; fi
