@@ -167,8 +167,10 @@ class KafkaIn(Kafka):
         self.start(nodes)
         #  The backend down: the exporter's queue fills, the pipeline pushes
         #  back, and the consumer pauses its partitions: it stops reading.
+        #  Paused, and each partition's end known (a fetch answered): the lag is then the whole of it.
         wait_until(lambda: self.node("in").get("partitions") and
-                   all(p["paused"] for p in self.node("in")["partitions"].values()), 20, "every partition paused")
+                   all(p["paused"] and p["lag"] is not None for p in self.node("in")["partitions"].values()), 20,
+                   "every partition paused, its lag known")
         stopped = self.node("in")["records_in"]
         self.assertLess(stopped, 20000, "fetching paused behind the dead backend")
         parts = self.node("in")["partitions"]
