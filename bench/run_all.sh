@@ -120,7 +120,7 @@ mkdir -p bench/results
     echo
     echo "## B33 CPU per scrape of node-exporter, drover and Prometheus"
     echo
-    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scrape.py 2 --smoke; else $PY bench/scrape.py 30; fi
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scrape.py 1 --smoke; else $PY bench/scrape.py 30; fi
     echo
     echo "## B31 DroverPipelines: kubectl apply to the new generation serving, against PUT"
     echo

@@ -39,7 +39,7 @@ def series(port):
 def main():
     smoke = "--smoke" in sys.argv
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    seconds = float(args[0]) if args else (3.0 if smoke else 30.0)
+    seconds = float(args[0]) if args else (1.0 if smoke else 30.0)
     exporter_port = free_port()
     exporter = subprocess.Popen(["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{exporter_port}"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -65,6 +65,9 @@ def main():
         finally:
             engine.stop()
             engine.cleanup()
+        if smoke:  # it runs: Prometheus' own figure is not what a smoke run is for
+            print(f"B33 CPU per scrape: drover {drover * 1000:.1f} ms ({count:,} samples; smoke run)")
+            return
         prometheus = Prometheus(scrape_configs=[{"job_name": "node", "scrape_interval": "1s",
                                                  "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}])
         try:
