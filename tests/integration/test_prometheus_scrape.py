@@ -5,8 +5,9 @@ monotonic sums keeping their Prometheus names, with job and instance as
 the resource and the target's labels on every point; droverd's own
 /metrics scraped too, its histograms arriving as histograms; a refused
 target gives up 0; a target that accepts and never answers times out
-without holding the other targets' scrapes; a scrape over sample_limit
-fails whole; everything then goes on to Debian's prometheus through
+without holding the other targets' scrapes; a 64 MiB answer and a slow
+drip fail their scrapes without the instance holding them; a scrape over
+sample_limit fails whole; everything then goes on to Debian's prometheus through
 exporter:prometheus_remote_write, where PromQL finds node-exporter's
 series under their own names; with kubernetes_pods, the node's pods
 annotated prometheus.io/scrape are found through the Kubernetes API and
@@ -98,6 +99,70 @@ class Scrape(EngineTest):
         self.assertEqual({r["name"] for r in self.rows()}, {"up", "scrape_duration_seconds"})
         self.assertEqual(next(r for r in self.rows() if r["name"] == "up")["value"], 0)
         self.engine.wait_log(r"more than 5 samples \(sample_limit\)", 10)
+
+    def test_a_huge_body_and_a_slow_drip_fail_their_scrapes_and_hold_no_memory(self):
+        """A target answering 64 MiB (max_body_bytes 1 MiB) and one dripping a
+        byte every 50 ms (timeout_secs 1): each scrape fails (up 0) without
+        the instance holding the body, and the good target goes on."""
+        import http.server
+        import threading
+        import time as _time
+
+        class Huge(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(64 << 20))
+                self.end_headers()
+                line = b"x 1\n" * 16384
+                try:
+                    for _ in range((64 << 20) // len(line)):
+                        self.wfile.write(line)
+                except OSError:
+                    pass  # the scraper stopped reading: what it should do
+
+            def log_message(self, *args):
+                pass
+
+        class Drip(Huge):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.end_headers()
+                try:
+                    for _ in range(200):
+                        self.wfile.write(b"#")
+                        self.wfile.flush()
+                        _time.sleep(0.05)  # the drip itself: what the test serves, not a synchronisation
+                except OSError:
+                    pass
+        servers = []
+        for handler in (Huge, Drip):
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            server.daemon_threads = True
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            self.addCleanup(server.server_close)
+            self.addCleanup(server.shutdown)
+            servers.append(server.server_address[1])
+        status, body = self.put({"interval_secs": 2, "timeout_secs": 1, "max_body_bytes": 1048576, "targets": [
+            {"url": f"http://127.0.0.1:{servers[0]}/metrics", "job": "huge"},
+            {"url": f"http://127.0.0.1:{servers[1]}/metrics", "job": "drip"},
+            {"url": f"http://127.0.0.1:{self.exporter_port}/metrics", "job": "node"}]})
+        self.assertEqual(status, 200, body)
+
+        def ups():
+            found = {}
+            for r in self.rows():
+                if r["name"] == "up":
+                    found.setdefault(r["resource"]["service.name"], []).append(r["value"])
+            return found if all(len(found.get(j, [])) >= 2 for j in ("huge", "drip", "node")) else None
+        up = wait_until(ups, 30, "two scrapes of each target")
+        self.assertEqual((set(up["huge"]), set(up["drip"]), set(up["node"])), ({0}, {0}, {1}))
+        self.engine.wait_log(r"the body is over max_body_bytes", 10)
+        (pid,) = self.engine.instances().values()
+        from harness import proc_status
+        rss_kb = int((proc_status(pid, "VmRSS") or "0 kB").split()[0])
+        self.assertLess(rss_kb, 48 * 1024, "64 MiB answers are not held")
 
     def test_a_wrong_config_is_refused_naming_each_mistake(self):
         status, body = self.put({"interval_secs": 5, "timeout_secs": 10, "targets": [
