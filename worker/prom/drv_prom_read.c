@@ -1,11 +1,12 @@
-/*  drv_prom_read — a WriteRequest as metric records (drv_prom.h): checked by
-    drv_pbcheck before protobuf-c decodes it, then each sample a record as
+/*  drv_prom_read — a WriteRequest as metric records (drv_prom.h): decoded
+    by drv_pbunpack into the records' zone (the records point at its
+    strings), then each sample a record as
     receiver:otlp makes them: a series whose name ends with _total a
     cumulative monotonic sum, the rest gauges, its labels but __name__ as
     attributes (a name given twice: the first; an empty one: none), its
     timestamp (ms) as time_unix_nano. A series of more than
     DRV_PROM_LABELS_MAX labels refuses the request. */
-#include "drv_pbcheck.h"
+#include "drv_pbunpack.h"
 #include "drv_prom.h"
 
 #include "prometheus/remote.pb-c.h"
@@ -16,22 +17,15 @@
 #define STR(s) ((msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)strlen(s), (s)}})
 #define RECORD_KEYS 8
 
-static msgpack_object s_text(msgpack_zone *zone, const char *text, bool *failed)
+//  A string of the decoded request: it lives in the zone the records do.
+static msgpack_object s_text(const char *text)
 {
-    size_t len = text ? strlen(text) : 0;
-    char *copy = msgpack_zone_malloc(zone, len + 1);
-    if (!copy) {
-        *failed = true;
-        return STR("");
-    }
-    memcpy(copy, text ? text : "", len + 1);
-    return (msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)len, copy}};
+    return text ? STR(text) : STR("");
 }
 
 //  The records of one series, one per sample, into out; false when out of memory.
 static bool s_series(msgpack_zone *zone, const Prometheus__TimeSeries *ts, msgpack_object *out)
 {
-    bool failed = false;
     const char *name = NULL;
     for (size_t i = 0; i < ts->n_labels; i++) {
         if (ts->labels[i]->name && !strcmp(ts->labels[i]->name, "__name__")) {
@@ -50,15 +44,15 @@ static bool s_series(msgpack_zone *zone, const Prometheus__TimeSeries *ts, msgpa
             again = ts->labels[k]->name && label && !strcmp(ts->labels[k]->name, label);
         }
         if (label && label[0] && !again && strcmp(label, "__name__")) {
-            attrs[nattrs].key = s_text(zone, ts->labels[i]->name, &failed);
-            attrs[nattrs++].val = s_text(zone, ts->labels[i]->value, &failed);
+            attrs[nattrs].key = s_text(ts->labels[i]->name);
+            attrs[nattrs++].val = s_text(ts->labels[i]->value);
         }
     }
     msgpack_object attributes = {.type = MSGPACK_OBJECT_MAP, .via.map = {.size = nattrs, .ptr = attrs}};
-    msgpack_object metric = s_text(zone, name ? name : "", &failed);
+    msgpack_object metric = s_text(name);
     size_t len = name ? strlen(name) : 0;
     bool counter = len > 6 && !strcmp(name + len - 6, "_total");
-    for (size_t s = 0; s < ts->n_samples && !failed; s++) {
+    for (size_t s = 0; s < ts->n_samples; s++) {
         msgpack_object_kv *kv = msgpack_zone_malloc(zone, RECORD_KEYS * sizeof *kv);
         if (!kv) {
             return false;
@@ -80,7 +74,7 @@ static bool s_series(msgpack_zone *zone, const Prometheus__TimeSeries *ts, msgpa
         kv[n++] = (msgpack_object_kv){STR("value"), {.type = MSGPACK_OBJECT_FLOAT64, .via.f64 = ts->samples[s]->value}};
         out[s] = (msgpack_object){.type = MSGPACK_OBJECT_MAP, .via.map = {.size = n, .ptr = kv}};
     }
-    return !failed;
+    return true;
 }
 
 int drv_prom_decode(const void *data, size_t size, msgpack_zone *zone, size_t max_samples, msgpack_object **records,
@@ -88,15 +82,14 @@ int drv_prom_decode(const void *data, size_t size, msgpack_zone *zone, size_t ma
 {
     char why[300];
     *records = NULL;
-    if (drv_pbcheck(&prometheus__write_request__descriptor, data, size, why, sizeof why) != 0) {
-        snprintf(err, errlen, "not a remote-write WriteRequest: %s", why);
+    ProtobufCMessage *message;
+    int unpacked = drv_pbunpack(&prometheus__write_request__descriptor, data, size, zone, &message, why, sizeof why);
+    if (unpacked != 0) {
+        snprintf(err, errlen, "%s%s",
+                 unpacked == DRV_PBUNPACK_NO_MEMORY ? "" : "not a remote-write WriteRequest: ", why);
         return -1;
     }
-    Prometheus__WriteRequest *write = prometheus__write_request__unpack(NULL, size, data);
-    if (!write) {
-        snprintf(err, errlen, "not a remote-write WriteRequest");
-        return -1;
-    }
+    const Prometheus__WriteRequest *write = (const Prometheus__WriteRequest *)message;
     size_t samples = 0, labels = 0;
     for (size_t i = 0; i < write->n_timeseries; i++) {
         samples += write->timeseries[i]->n_samples;
@@ -120,7 +113,6 @@ int drv_prom_decode(const void *data, size_t size, msgpack_zone *zone, size_t ma
         }
         n += write->timeseries[i]->n_samples;
     }
-    prometheus__write_request__free_unpacked(write, NULL);
     if (rc == 0 && !out) {
         snprintf(err, errlen, "out of memory");
         return -1;
