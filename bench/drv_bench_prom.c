@@ -9,6 +9,7 @@
 
 #include <curl/curl.h>
 #include <snappy-c.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,8 +121,13 @@ int drv_bench_rw_post(const char *url, double seconds, int connections, int seri
     headers = curl_slist_append(headers, "Expect:");
     long ok = 0, failed = 0;
     double start = drv_bench_now(), end = start + seconds;
-    int running = 0, idle = connections;
+    int running = 0;
     CURL **handles = calloc((size_t)connections, sizeof *handles);
+    //  A refused request is sent again after a backoff, as Prometheus' queue
+    //  manager does (30 ms doubling, here up to 1 s; reset by a success):
+    //  a sender that hammered would measure the refusals.
+    double *backoff = calloc((size_t)connections, sizeof *backoff), *again = calloc((size_t)connections, sizeof *again);
+    bool *busy = calloc((size_t)connections, sizeof *busy);
     for (int i = 0; i < connections; i++) {
         handles[i] = curl_easy_init();
         curl_easy_setopt(handles[i], CURLOPT_URL, url);
@@ -131,29 +137,42 @@ int drv_bench_rw_post(const char *url, double seconds, int connections, int seri
         curl_easy_setopt(handles[i], CURLOPT_WRITEFUNCTION, s_discard);
         curl_easy_setopt(handles[i], CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(handles[i], CURLOPT_TIMEOUT_MS, 10000L);
-        curl_multi_add_handle(multi, handles[i]);
-        idle--;
     }
-    while (drv_bench_now() < end || idle < connections) {
+    for (;;) {
+        double now = drv_bench_now();
+        int in_flight = 0;
+        for (int i = 0; i < connections; i++) {
+            if (!busy[i] && now < end && now >= again[i]) {
+                curl_multi_add_handle(multi, handles[i]);
+                busy[i] = true;
+            }
+            in_flight += busy[i];
+        }
+        if (!in_flight && now >= end) {
+            break;
+        }
         curl_multi_perform(multi, &running);
         CURLMsg *message;
         int left;
         while ((message = curl_multi_info_read(multi, &left))) {
             long status = 0;
+            int i = 0;
             curl_easy_getinfo(message->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+            while (handles[i] != message->easy_handle) {
+                i++;
+            }
             if (message->data.result == CURLE_OK && status >= 200 && status < 300) {
                 ok++;
+                backoff[i] = 0;
             } else {
                 failed++;
+                backoff[i] = backoff[i] ? (backoff[i] * 2 < 1 ? backoff[i] * 2 : 1) : 0.03;
+                again[i] = drv_bench_now() + backoff[i];
             }
             curl_multi_remove_handle(multi, message->easy_handle);
-            if (drv_bench_now() < end) {
-                curl_multi_add_handle(multi, message->easy_handle);
-            } else {
-                idle++;
-            }
+            busy[i] = false;
         }
-        curl_multi_poll(multi, NULL, 0, 10, NULL);
+        curl_multi_poll(multi, NULL, 0, 5, NULL);
     }
     double elapsed = drv_bench_now() - start;
     printf("requests_ok=%ld failed=%ld samples_per_sec=%.0f\n", ok, failed, ok * series * samples / elapsed);
@@ -161,6 +180,9 @@ int drv_bench_rw_post(const char *url, double seconds, int connections, int seri
         curl_easy_cleanup(handles[i]);
     }
     free(handles);
+    free(backoff);
+    free(again);
+    free(busy);
     curl_slist_free_all(headers);
     curl_multi_cleanup(multi);
     free(wire);

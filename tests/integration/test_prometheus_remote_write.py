@@ -18,17 +18,18 @@ import time
 import unittest
 
 from harness import EngineTest, curl_post, free_port, wait_until
-from prometheus import Prometheus
+from prometheus import OrderSink, Prometheus
 
 
 def attrs(**kv):
     return [{"key": k.replace("_", "."), "value": {"stringValue": v}} for k, v in kv.items()]
 
 
-def request(metrics, ns):
+def request(metrics, ns, resource=None):
+    resource = {"host_name": "h1"} if resource is None else resource
     return json.dumps({"resourceMetrics": [{
         "resource": {"attributes": attrs(service_name="shop", service_namespace="prod", service_instance_id="i-1",
-                                         host_name="h1")},
+                                         **resource)},
         "scopeMetrics": [{"scope": {"name": "test"}, "metrics": metrics}]}]}).encode()
 
 
@@ -53,8 +54,8 @@ class RemoteWrite(EngineTest):
                                           body={"pipeline": {"cores": {"count": 1}, "nodes": nodes}}, timeout=30)
         self.assertEqual(status, 200, body)
 
-    def post(self, metrics, ns):
-        status, body, _, _ = curl_post(self.otlp, "/v1/metrics", request(metrics, ns), "application/json")
+    def post(self, metrics, ns, resource=None):
+        status, body, _, _ = curl_post(self.otlp, "/v1/metrics", request(metrics, ns, resource), "application/json")
         self.assertEqual(status, 200, body)
 
     def one(self, promql):
@@ -128,6 +129,52 @@ class RemoteWrite(EngineTest):
         self.assertEqual(got[0][1], 6)
         self.assertEqual(self.one("ticks_total")[1], 6)
         self.assertEqual(self.node().get("errors", 0), 0)
+
+    def test_series_sharded_over_lanes_reach_prometheus_in_order(self):
+        # Small batches, several in flight (a lane each): a series' samples
+        # must still reach Prometheus oldest first, which answers 400 to an
+        # older sample than it holds (the whole request lost).
+        self.put_sharded(self.prometheus.url("/api/v1/write"))
+        base, steps, series = time.time_ns() - 60 * 10**9, 30, 40
+        self.post_steps(base, steps, series)
+        got = wait_until(lambda: (lambda r: r if len(r) == series and all(v == steps for _, v in r) else None)(
+            self.prometheus.query("count_over_time(shards[5m])")), 30, "every sample of every series")
+        self.assertEqual(len(got), series)
+        node = wait_until(lambda: (lambda n: n if n.get("records_out") == steps * series else None)(self.node()), 10,
+                          "every record counted out")
+        self.assertEqual(node.get("errors", 0), 0, node)
+
+    def test_no_series_is_in_two_requests_at_once(self):
+        # A backend that answers slowly (and now and then 503): requests
+        # overlap, yet never two holding one series, and each series'
+        # samples arrive in time order, retries included.
+        sink = OrderSink()
+        self.addCleanup(sink.close)
+        self.put_sharded(sink.url)
+        base, steps, series = time.time_ns() - 60 * 10**9, 30, 40
+        self.post_steps(base, steps, series)
+        wait_until(lambda: sink.samples() == steps * series, 60, "every sample at the sink")
+        self.assertEqual(sink.overlaps, [], "a series in two requests in flight at once")
+        self.assertEqual(sink.out_of_order, [], "a series' samples out of time order")
+        self.assertGreater(sink.most_at_once, 1, "requests overlapped (else this proves nothing)")
+        self.assertGreater(sink.refused, 0)
+
+    def put_sharded(self, url):
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/m", body={"pipeline": {
+            "cores": {"count": 1}, "nodes": {
+                "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.otlp}"}, "to": ["rw"]},
+                "rw": {"type": "exporter:prometheus_remote_write", "config": {
+                    "endpoint": url, "batch": {"max_samples": 25, "max_delay_ms": 5},
+                    "retry": {"initial_ms": 50, "max_ms": 200, "max_elapsed_secs": 0}}}}}}, timeout=30)
+        self.assertEqual(status, 200, body)
+
+    def post_steps(self, base, steps, series):
+        # A resource of service.* alone (no target_info): its series are
+        # sharded one by one, not as the resource's.
+        for k in range(steps):
+            ns = base + k * 10**9
+            self.post([{"name": "shards", "unit": "", "gauge": {"dataPoints": [
+                point(ns, asInt=str(k), attributes=attrs(s=str(i))) for i in range(series)]}}], ns, {})
 
     def test_host_metrics_reach_prometheus(self):
         self.put({"host": {"type": "receiver:hostmetrics", "config": {"interval_secs": 1, "scrapers": ["cpu", "memory"]},

@@ -313,7 +313,11 @@ int64_t drv_export_node_timeout_ms(drv_node_t *node)
             due = due < 0 || closes < due ? closes : due;
         }
     }
+    unsigned seen = 0;
     for (batch_t *batch = self->head; batch && self->in_flight < drv_export_in_flight(self); batch = batch->next) {
+        if (!drv_export_lane_turn(self, batch, &seen)) {
+            continue; // waits for its lane's older batch, not for a time
+        }
         if (!batch->sending) {
             due = due < 0 || batch->next_attempt_ms < due ? batch->next_attempt_ms : due;
         }

@@ -89,6 +89,10 @@ typedef struct {
     //  batches, as remote write needs).
     const char *const *headers;
     size_t in_flight;
+    //  A lane's batches are posted one at a time, oldest first (in_flight
+    //  then bounds the lanes together): an exporter that shards what must
+    //  arrive in order over lanes of one URL (remote write's series).
+    bool lanes_in_order;
 } drv_export_format_t;
 
 //  Sets an exporter up from its normalized config. NULL with the reason in

@@ -91,6 +91,16 @@ static inline size_t drv_export_in_flight(const drv_export_t *self)
     size_t asked = sender && sender->in_flight ? sender->in_flight : self->format.in_flight;
     return self->catching_up ? 1 : asked ? asked : DRV_EXPORT_IN_FLIGHT;
 }
+//  Whether batch may be posted as far as its lane goes: with lanes_in_order
+//  only the oldest of its lane may; seen (0 before the first, the batches
+//  met from head on) is kept by the caller.
+static inline bool drv_export_lane_turn(const drv_export_t *self, const batch_t *batch, unsigned *seen)
+{
+    unsigned bit = 1u << batch->lane;
+    bool first = !(*seen & bit);
+    *seen |= bit;
+    return first || !self->format.lanes_in_order;
+}
 void drv_export_close(drv_export_t *self, int lane);
 //  Encodes a closed batch's records into its body (gzip'd, framed as the
 //  format says). 0, or -1 with err: it cannot be sent.

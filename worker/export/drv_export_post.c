@@ -272,8 +272,12 @@ void drv_export_run(drv_export_t *self)
     }
     self->flushing = false;
     self->catching_up &= self->head != NULL;
+    unsigned seen = 0;
     for (batch_t *batch = self->head, *next; batch && self->in_flight < drv_export_in_flight(self); batch = next) {
         next = batch->next;
+        if (!drv_export_lane_turn(self, batch, &seen)) {
+            continue; // its lane's older batch goes first
+        }
         char err[200] = "out of memory";
         if (!batch->body && !batch->sending && batch->next_attempt_ms <= now &&
             drv_export_encode(self, batch, err, sizeof err) != 0) {

@@ -1,9 +1,11 @@
 /*  exporter:prometheus_remote_write — metric records as Prometheus remote
     write 1.0 (worker/prom/ translates and encodes them). Batching, the
     queue, retries and acknowledgement are drv_export's (drv_export.h);
-    one request is in flight at a time, so that the samples of a series
-    reach the backend in time order across requests (Prometheus refuses
-    older samples than it holds). A record that cannot be written as
+    series are sharded over DRV_EXPORT_LANES lanes of the one URL (as
+    Prometheus shards its queue), each lane one request in flight at a
+    time, so that the samples of a series reach the backend in time order
+    across requests (Prometheus refuses older samples than it holds) while
+    several requests are under way (drv_prom_shard says which lane). A record that cannot be written as
     Prometheus holds metrics is given up at once, counted as an error. */
 #include "drv_export.h"
 #include "drv_node.h"
@@ -36,12 +38,15 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     json_t *copy = json_deep_copy(config);
     json_t *batch = json_object_get(copy, "batch");
     json_object_set(batch, "max_records", json_object_get(batch, "max_samples"));
-    drv_export_format_t exporting = {.lanes = {{self->url, "application/x-protobuf"}},
-                                     .lane_count = 1,
+    drv_export_format_t exporting = {.lane_count = DRV_EXPORT_LANES,
                                      .encode = s_encode,
                                      .arg = self,
                                      .headers = s_headers,
-                                     .in_flight = 1};
+                                     .in_flight = DRV_EXPORT_LANES,
+                                     .lanes_in_order = true};
+    for (int i = 0; i < DRV_EXPORT_LANES; i++) {
+        exporting.lanes[i] = (drv_export_lane_t){self->url, "application/x-protobuf"};
+    }
     self->export = drv_export_new(node, copy, &exporting, err, errlen);
     json_decref(copy);
     return self->export ? 0 : -1;
@@ -51,12 +56,13 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     remote_write_t *self = node->state;
     for (size_t i = 0; i < n; i++) {
-        const char *why = drv_prom_refusal(&records[i]);
-        if (why) {
+        const char *why;
+        int lane = drv_prom_shard(&records[i], DRV_EXPORT_LANES, &why);
+        if (lane < 0) {
             drv_node_record_error(node, why);
             drv_node_count_gave_up(node, 1);
         } else {
-            drv_export_record(self->export, 0, &records[i]);
+            drv_export_record(self->export, lane, &records[i]);
         }
     }
 }

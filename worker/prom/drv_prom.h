@@ -20,6 +20,13 @@
 //  record (signal metric) that is a gauge, a cumulative sum, a cumulative
 //  histogram or a summary.
 const char *drv_prom_refusal(const msgpack_object *record);
+//  Which of shards lanes the record goes in, so that a series' samples are
+//  always in one (posted in order) and a resource's target_info with all
+//  the series it describes: a resource with attributes past service.*
+//  (it makes a target_info) by the resource, else by the metric's name and
+//  attributes; a map's order does not matter. -1 with *why (as
+//  drv_prom_refusal says it) when it cannot go as remote write.
+int drv_prom_shard(const msgpack_object *record, int shards, const char **why);
 //  The WriteRequest of count such records, snappy-compressed, appended to
 //  body: 0, or -1 with the reason in err.
 int drv_prom_encode(const msgpack_object *records, size_t count, drv_buf_t *body, char *err, size_t errlen);

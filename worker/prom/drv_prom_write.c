@@ -8,62 +8,25 @@
     a resource's other attributes go once per batch as target_info. The
     samples of one series are sent in time order, in one TimeSeries. */
 #include "drv_prom.h"
+#include "drv_prom_series.h"
 #include "drv_record.h"
 
-#include "prometheus/remote.pb-c.h"
-
-#include <czmq.h>
-#include <snappy-c.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
-    char *name, *value;
-} label_t;
+    char name[DRV_PROM_NAME_MAX], unit[64]; // an OpenTelemetry metric's name and unit...
+    size_t nlen, ulen;
+    bool counter, gauge;
+    char base[DRV_PROM_NAME_MAX]; // ...and its Prometheus name
+} metric_name_t;
 
 typedef struct {
-    Prometheus__TimeSeries ts;
-    size_t label_cap, sample_cap;
-} series_t;
-
-typedef struct {
-    void **blocks; // everything allocated for this request, freed at its end
-    size_t count, cap;
-    zhashx_t *by_key;  // labels as text -> series_t
-    series_t **series; // in the order first seen
-    size_t series_count, series_cap;
-    bool failed;
+    drv_prom_series_t series;
+    metric_name_t last;
 } encoder_t;
-
-static void *s_alloc(encoder_t *e, size_t size)
-{
-    if (e->count == e->cap) {
-        size_t cap = e->cap ? e->cap * 2 : 256;
-        void **grown = realloc(e->blocks, cap * sizeof *grown);
-        if (!grown) {
-            e->failed = true;
-            return NULL;
-        }
-        e->blocks = grown;
-        e->cap = cap;
-    }
-    void *block = calloc(1, size ? size : 1);
-    if (!block) {
-        e->failed = true;
-        return NULL;
-    }
-    return e->blocks[e->count++] = block;
-}
-
-static char *s_strndup(encoder_t *e, const char *text, size_t len)
-{
-    char *copy = s_alloc(e, len + 1);
-    if (copy) {
-        memcpy(copy, text, len);
-    }
-    return copy;
-}
 
 static const msgpack_object *s_get(const msgpack_object *map, const char *key)
 {
@@ -86,15 +49,18 @@ static bool s_is(const msgpack_object *o, const char *text)
            !memcmp(o->via.str.ptr, text, o->via.str.size);
 }
 
-//  A value as a label's text: strings as they are, the rest as JSON would say them.
-static char *s_value_text(encoder_t *e, const msgpack_object *v)
+//  A value as a label's text (*len bytes): strings as they are (in the
+//  record), the rest as JSON would say them.
+static const char *s_value_text(encoder_t *e, const msgpack_object *v, size_t *len)
 {
     char text[64];
     switch (v->type) {
     case MSGPACK_OBJECT_STR:
-        return s_strndup(e, v->via.str.ptr, v->via.str.size);
+        *len = v->via.str.size;
+        return v->via.str.ptr;
     case MSGPACK_OBJECT_BOOLEAN:
-        return s_strndup(e, v->via.boolean ? "true" : "false", v->via.boolean ? 4 : 5);
+        *len = v->via.boolean ? 4 : 5;
+        return v->via.boolean ? "true" : "false";
     case MSGPACK_OBJECT_POSITIVE_INTEGER:
         snprintf(text, sizeof text, "%llu", (unsigned long long)v->via.u64);
         break;
@@ -108,138 +74,156 @@ static char *s_value_text(encoder_t *e, const msgpack_object *v)
     default:
         text[0] = 0; // maps and arrays say nothing as a label
     }
-    return s_strndup(e, text, strlen(text));
+    *len = strlen(text);
+    return drv_prom_series_text(&e->series, text, *len);
 }
 
-const char *drv_prom_refusal(const msgpack_object *record)
+//  An attribute's key as a label name (*len bytes): as it is when it is one
+//  already, else made one (drv_prom_label_name) in the zone.
+static const char *s_label_name(encoder_t *e, const msgpack_object *key, size_t *len)
 {
-    if (!s_is(s_get(record, "signal"), "metric")) {
+    const char *k = key->via.str.ptr;
+    bool valid = key->via.str.size > 0 && key->via.str.size < DRV_PROM_NAME_MAX && !(k[0] >= '0' && k[0] <= '9');
+    for (size_t i = 0; valid && i < key->via.str.size; i++) {
+        char c = k[i];
+        valid = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    }
+    if (valid) {
+        *len = key->via.str.size;
+        return k;
+    }
+    char name[DRV_PROM_NAME_MAX];
+    drv_prom_label_name(k, key->via.str.size, name, sizeof name);
+    *len = strlen(name);
+    return drv_prom_series_text(&e->series, name, *len);
+}
+
+//  The fields of a metric record the encoder reads, found in one pass.
+typedef struct {
+    const msgpack_object *signal, *name, *unit, *type, *time, *monotonic, *temporality, *attributes, *resource, *value,
+        *sum, *count, *bounds, *counts, *quantiles;
+} fields_t;
+
+static void s_fields(const msgpack_object *record, fields_t *f)
+{
+    static const struct {
+        const char *key;
+        size_t at;
+    } wanted[] = {{"signal", offsetof(fields_t, signal)},
+                  {"name", offsetof(fields_t, name)},
+                  {"unit", offsetof(fields_t, unit)},
+                  {"type", offsetof(fields_t, type)},
+                  {"time_unix_nano", offsetof(fields_t, time)},
+                  {"is_monotonic", offsetof(fields_t, monotonic)},
+                  {"aggregation_temporality", offsetof(fields_t, temporality)},
+                  {"attributes", offsetof(fields_t, attributes)},
+                  {"resource", offsetof(fields_t, resource)},
+                  {"value", offsetof(fields_t, value)},
+                  {"sum", offsetof(fields_t, sum)},
+                  {"count", offsetof(fields_t, count)},
+                  {"explicit_bounds", offsetof(fields_t, bounds)},
+                  {"bucket_counts", offsetof(fields_t, counts)},
+                  {"quantile_values", offsetof(fields_t, quantiles)}};
+    memset(f, 0, sizeof *f);
+    for (uint32_t i = 0; record && record->type == MSGPACK_OBJECT_MAP && i < record->via.map.size; i++) {
+        const msgpack_object *k = &record->via.map.ptr[i].key;
+        for (size_t w = 0; k->type == MSGPACK_OBJECT_STR && w < sizeof wanted / sizeof *wanted; w++) {
+            if (k->via.str.size == strlen(wanted[w].key) && !memcmp(k->via.str.ptr, wanted[w].key, k->via.str.size)) {
+                const msgpack_object **slot = (const msgpack_object **)((char *)f + wanted[w].at);
+                *slot = *slot ? *slot : &record->via.map.ptr[i].val; // a key twice: the first, as s_get
+                break;
+            }
+        }
+    }
+}
+
+static const char *s_refusal(const fields_t *f)
+{
+    if (!s_is(f->signal, "metric")) {
         return "not a metric record: remote write carries metrics only";
     }
-    const msgpack_object *name = s_get(record, "name");
-    if (!name || name->type != MSGPACK_OBJECT_STR || name->via.str.size == 0) {
+    if (!f->name || f->name->type != MSGPACK_OBJECT_STR || f->name->via.str.size == 0) {
         return "a metric record without a name";
     }
-    const msgpack_object *type = s_get(record, "type");
-    const msgpack_object *temporality = s_get(record, "aggregation_temporality");
-    bool cumulative = temporality && temporality->type == MSGPACK_OBJECT_POSITIVE_INTEGER && temporality->via.u64 == 2;
-    if (s_is(type, "gauge") || s_is(type, "summary")) {
+    bool cumulative =
+        f->temporality && f->temporality->type == MSGPACK_OBJECT_POSITIVE_INTEGER && f->temporality->via.u64 == 2;
+    if (s_is(f->type, "gauge") || s_is(f->type, "summary")) {
         return NULL;
     }
-    if (s_is(type, "sum") || s_is(type, "histogram")) {
+    if (s_is(f->type, "sum") || s_is(f->type, "histogram")) {
         return cumulative ? NULL : "a delta sum or histogram: Prometheus holds cumulative ones only";
     }
-    if (s_is(type, "exponential_histogram")) {
+    if (s_is(f->type, "exponential_histogram")) {
         return "an exponential histogram: remote write 1.0 has no native histograms";
     }
     return "a metric record without a known type";
 }
 
-static int s_label_cmp(const void *a, const void *b)
+//  A hash of a map's entries whatever their order: each key with its value
+//  (a scalar's bytes; a map or array, which says nothing as a label, its
+//  type), summed. skip_service: service.* left out (they are job/instance).
+static uint64_t s_map_hash(const msgpack_object *map, bool skip_service, bool *any)
 {
-    return strcmp(((const label_t *)a)->name, ((const label_t *)b)->name);
+    uint64_t sum = 0;
+    for (uint32_t i = 0; map && map->type == MSGPACK_OBJECT_MAP && i < map->via.map.size; i++) {
+        const msgpack_object *k = &map->via.map.ptr[i].key, *v = &map->via.map.ptr[i].val;
+        if (k->type != MSGPACK_OBJECT_STR ||
+            (skip_service &&
+             (s_is(k, "service.name") || s_is(k, "service.namespace") || s_is(k, "service.instance.id")))) {
+            continue;
+        }
+        uint64_t h = drv_prom_hash(k->via.str.ptr, k->via.str.size);
+        if (v->type == MSGPACK_OBJECT_STR) {
+            h ^= drv_prom_hash(v->via.str.ptr, v->via.str.size) * 31;
+        } else if (v->type != MSGPACK_OBJECT_MAP && v->type != MSGPACK_OBJECT_ARRAY) {
+            h ^= drv_prom_hash((const char *)&v->via, sizeof v->via) * 31;
+        }
+        sum += h ^ (uint64_t)v->type;
+        *any = true;
+    }
+    return sum;
 }
 
-static int s_sample_cmp(const void *a, const void *b)
+int drv_prom_shard(const msgpack_object *record, int shards, const char **why)
 {
-    int64_t x = (*(Prometheus__Sample *const *)a)->timestamp, y = (*(Prometheus__Sample *const *)b)->timestamp;
-    return x < y ? -1 : x > y;
+    fields_t f;
+    s_fields(record, &f);
+    if ((*why = s_refusal(&f))) {
+        return -1;
+    }
+    bool target_info = false;
+    uint64_t hash = s_map_hash(f.resource, true, &target_info);
+    if (!target_info) { // the series: the metric and its attributes
+        bool any = false;
+        hash = s_map_hash(f.attributes, false, &any);
+        hash +=
+            f.name && f.name->type == MSGPACK_OBJECT_STR ? drv_prom_hash(f.name->via.str.ptr, f.name->via.str.size) : 0;
+        hash += s_map_hash(f.resource, false, &any);
+    }
+    return (int)(hash % (uint64_t)shards);
 }
 
-//  The sample value at ms with labels (name first, n of them): into its series.
-static void s_sample(encoder_t *e, label_t *labels, size_t n, double value, int64_t ms)
+const char *drv_prom_refusal(const msgpack_object *record)
 {
-    qsort(labels, n, sizeof *labels, s_label_cmp);
-    size_t keylen = 1, kept = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!labels[i].name[0] || !labels[i].value || !labels[i].value[0] ||
-            (kept && !strcmp(labels[kept - 1].name, labels[i].name))) {
-            continue; // an empty name or value is no label; of a name twice one stands
-        }
-        labels[kept++] = labels[i];
-        keylen += strlen(labels[i].name) + strlen(labels[i].value) + 2;
-    }
-    char *key = s_alloc(e, keylen);
-    if (!key) {
-        return;
-    }
-    for (size_t i = 0; i < kept; i++) {
-        strcat(key, labels[i].name);
-        strcat(key, "\x01");
-        strcat(key, labels[i].value);
-        strcat(key, "\x02");
-    }
-    series_t *s = zhashx_lookup(e->by_key, key);
-    if (!s) {
-        s = s_alloc(e, sizeof *s);
-        Prometheus__Label **list = s_alloc(e, (kept ? kept : 1) * sizeof *list);
-        if (!s || !list) {
-            return;
-        }
-        prometheus__time_series__init(&s->ts);
-        for (size_t i = 0; i < kept; i++) {
-            Prometheus__Label *label = s_alloc(e, sizeof *label);
-            if (!label) {
-                return;
-            }
-            prometheus__label__init(label);
-            label->name = labels[i].name;
-            label->value = labels[i].value;
-            list[i] = label;
-        }
-        s->ts.labels = list;
-        s->ts.n_labels = kept;
-        if (e->series_count == e->series_cap) {
-            size_t cap = e->series_cap ? e->series_cap * 2 : 64;
-            series_t **grown = s_alloc(e, cap * sizeof *grown);
-            if (!grown) {
-                return;
-            }
-            if (e->series_count) {
-                memcpy(grown, e->series, e->series_count * sizeof *grown);
-            }
-            e->series = grown;
-            e->series_cap = cap;
-        }
-        e->series[e->series_count++] = s;
-        zhashx_insert(e->by_key, key, s);
-    }
-    if (s->ts.n_samples == s->sample_cap) {
-        size_t cap = s->sample_cap ? s->sample_cap * 2 : 4;
-        Prometheus__Sample **grown = s_alloc(e, cap * sizeof *grown);
-        if (!grown) {
-            return;
-        }
-        if (s->ts.n_samples) {
-            memcpy(grown, s->ts.samples, s->ts.n_samples * sizeof *grown);
-        }
-        s->ts.samples = grown;
-        s->sample_cap = cap;
-    }
-    Prometheus__Sample *sample = s_alloc(e, sizeof *sample);
-    if (!sample) {
-        return;
-    }
-    prometheus__sample__init(sample);
-    sample->value = value;
-    sample->timestamp = ms;
-    s->ts.samples[s->ts.n_samples++] = sample;
+    fields_t f;
+    s_fields(record, &f);
+    return s_refusal(&f);
 }
 
 #define LABELS_MAX DRV_PROM_LABELS_MAX // a point's attributes past this are not carried
 
 typedef struct {
-    label_t labels[LABELS_MAX + 4];
+    drv_prom_label_t labels[LABELS_MAX + 4];
     size_t count; // the point's labels, __name__'s place first
 } point_labels_t;
 
 //  __name__ (empty for now), the point's attributes, then job and instance.
-static void s_point_labels(encoder_t *e, const msgpack_object *record, point_labels_t *out, const char **job,
+static void s_point_labels(encoder_t *e, const fields_t *f, point_labels_t *out, const char **job,
                            const char **instance)
 {
     out->count = 1;
-    out->labels[0] = (label_t){"__name__", NULL};
-    const msgpack_object *attributes = s_get(record, "attributes");
+    out->labels[0] = drv_prom_label("__name__", NULL);
+    const msgpack_object *attributes = f->attributes;
     for (uint32_t i = 0; attributes && attributes->type == MSGPACK_OBJECT_MAP && i < attributes->via.map.size &&
                          out->count < LABELS_MAX;
          i++) {
@@ -247,29 +231,28 @@ static void s_point_labels(encoder_t *e, const msgpack_object *record, point_lab
         if (kv->key.type != MSGPACK_OBJECT_STR) {
             continue;
         }
-        char name[DRV_PROM_NAME_MAX];
-        drv_prom_label_name(kv->key.via.str.ptr, kv->key.via.str.size, name, sizeof name);
-        out->labels[out->count++] = (label_t){s_strndup(e, name, strlen(name)), s_value_text(e, &kv->val)};
+        drv_prom_label_t *label = &out->labels[out->count++];
+        label->name = s_label_name(e, &kv->key, &label->nlen);
+        label->value = s_value_text(e, &kv->val, &label->vlen);
     }
-    const msgpack_object *resource = s_get(record, "resource");
+    const msgpack_object *resource = f->resource;
     const msgpack_object *ns = s_get(resource, "service.namespace"), *service = s_get(resource, "service.name");
     const msgpack_object *id = s_get(resource, "service.instance.id");
     *job = *instance = NULL;
     if (service && service->type == MSGPACK_OBJECT_STR) {
         size_t len = service->via.str.size + (ns && ns->type == MSGPACK_OBJECT_STR ? ns->via.str.size + 1 : 0);
-        char *text = s_alloc(e, len + 1);
-        if (text && ns && ns->type == MSGPACK_OBJECT_STR) {
-            snprintf(text, len + 1, "%.*s/%.*s", (int)ns->via.str.size, ns->via.str.ptr, (int)service->via.str.size,
-                     service->via.str.ptr);
-        } else if (text) {
-            memcpy(text, service->via.str.ptr, service->via.str.size);
+        char *text = drv_prom_series_alloc(&e->series, len + 1);
+        if (text) {
+            snprintf(text, len + 1, "%.*s%s%.*s", ns && ns->type == MSGPACK_OBJECT_STR ? (int)ns->via.str.size : 0,
+                     ns && ns->type == MSGPACK_OBJECT_STR ? ns->via.str.ptr : "",
+                     ns && ns->type == MSGPACK_OBJECT_STR ? "/" : "", (int)service->via.str.size, service->via.str.ptr);
         }
         *job = text;
-        out->labels[out->count++] = (label_t){"job", text};
+        out->labels[out->count++] = drv_prom_label("job", text);
     }
     if (id && id->type == MSGPACK_OBJECT_STR) {
-        *instance = s_strndup(e, id->via.str.ptr, id->via.str.size);
-        out->labels[out->count++] = (label_t){"instance", (char *)*instance};
+        *instance = drv_prom_series_text(&e->series, id->via.str.ptr, id->via.str.size);
+        out->labels[out->count++] = drv_prom_label("instance", *instance);
     }
 }
 
@@ -277,23 +260,24 @@ static void s_point_labels(encoder_t *e, const msgpack_object *record, point_lab
 static void s_emit(encoder_t *e, const point_labels_t *base, const char *name, const char *extra,
                    const char *extra_value, double value, int64_t ms)
 {
-    label_t labels[LABELS_MAX + 5];
+    drv_prom_label_t labels[LABELS_MAX + 5];
     memcpy(labels, base->labels, base->count * sizeof *labels);
-    labels[0].value = s_strndup(e, name, strlen(name));
+    labels[0].value = name; // a series copies what it keeps (s_series_new)
+    labels[0].vlen = strlen(name);
     size_t n = base->count;
     if (extra) {
-        labels[n++] = (label_t){(char *)extra, s_strndup(e, extra_value, strlen(extra_value))};
+        labels[n++] = drv_prom_label(extra, extra_value);
     }
-    s_sample(e, labels, n, value, ms);
+    drv_prom_series_add(&e->series, labels, n, value, ms);
 }
 
 //  target_info of the point's resource: its attributes but service.*, once per batch.
-static void s_target_info(encoder_t *e, const msgpack_object *record, const char *job, const char *instance, int64_t ms)
+static void s_target_info(encoder_t *e, const fields_t *f, const char *job, const char *instance, int64_t ms)
 {
-    const msgpack_object *resource = s_get(record, "resource");
-    label_t labels[LABELS_MAX + 3];
+    const msgpack_object *resource = f->resource;
+    drv_prom_label_t labels[LABELS_MAX + 3];
     size_t n = 0;
-    labels[n++] = (label_t){"__name__", "target_info"};
+    labels[n++] = drv_prom_label("__name__", "target_info");
     for (uint32_t i = 0;
          resource && resource->type == MSGPACK_OBJECT_MAP && i < resource->via.map.size && n < LABELS_MAX; i++) {
         const msgpack_object_kv *kv = &resource->via.map.ptr[i];
@@ -301,71 +285,78 @@ static void s_target_info(encoder_t *e, const msgpack_object *record, const char
             s_is(&kv->key, "service.namespace") || s_is(&kv->key, "service.instance.id")) {
             continue;
         }
-        char name[DRV_PROM_NAME_MAX];
-        drv_prom_label_name(kv->key.via.str.ptr, kv->key.via.str.size, name, sizeof name);
-        labels[n++] = (label_t){s_strndup(e, name, strlen(name)), s_value_text(e, &kv->val)};
+        drv_prom_label_t *label = &labels[n++];
+        label->name = s_label_name(e, &kv->key, &label->nlen);
+        label->value = s_value_text(e, &kv->val, &label->vlen);
     }
     if (n == 1) {
         return; // nothing but service.*: no target_info
     }
     if (job) {
-        labels[n++] = (label_t){"job", (char *)job};
+        labels[n++] = drv_prom_label("job", job);
     }
     if (instance) {
-        labels[n++] = (label_t){"instance", (char *)instance};
+        labels[n++] = drv_prom_label("instance", instance);
     }
-    label_t copy[LABELS_MAX + 3];
-    memcpy(copy, labels, n * sizeof *copy);
-    qsort(copy, n, sizeof *copy, s_label_cmp);
     //  Once per series: a second point of the resource finds it and adds no sample.
-    size_t keylen = 1;
-    for (size_t i = 0; i < n; i++) {
-        keylen += strlen(copy[i].name) + (copy[i].value ? strlen(copy[i].value) : 0) + 2;
+    n = drv_prom_labels_normalize(labels, n);
+    if (!drv_prom_series_holds(&e->series, labels, n)) {
+        drv_prom_series_add(&e->series, labels, n, 1, ms);
     }
-    char *key = s_alloc(e, keylen);
-    for (size_t i = 0; key && i < n; i++) {
-        if (copy[i].value && copy[i].value[0]) {
-            strcat(key, copy[i].name);
-            strcat(key, "\x01");
-            strcat(key, copy[i].value);
-            strcat(key, "\x02");
-        }
+}
+
+//  The Prometheus name of the record's metric: the last one's again when
+//  it is the same metric (a batch holds many points of one).
+static const char *s_metric_name(encoder_t *e, const msgpack_object *name, const msgpack_object *unit, bool counter,
+                                 bool gauge)
+{
+    metric_name_t *last = &e->last;
+    const char *u = unit && unit->type == MSGPACK_OBJECT_STR ? unit->via.str.ptr : "";
+    size_t ulen = unit && unit->type == MSGPACK_OBJECT_STR ? unit->via.str.size : 0;
+    if (last->base[0] && last->counter == counter && last->gauge == gauge && last->nlen == name->via.str.size &&
+        last->ulen == ulen && !memcmp(last->name, name->via.str.ptr, last->nlen) && !memcmp(last->unit, u, ulen)) {
+        return last->base;
     }
-    if (key && !zhashx_lookup(e->by_key, key)) {
-        s_sample(e, labels, n, 1, ms);
+    drv_prom_metric_name(name->via.str.ptr, name->via.str.size, u, ulen, counter, gauge, last->base, sizeof last->base);
+    bool fits = name->via.str.size <= sizeof last->name && ulen <= sizeof last->unit;
+    if (fits) {
+        memcpy(last->name, name->via.str.ptr, name->via.str.size);
+        memcpy(last->unit, u, ulen);
     }
+    last->nlen = fits ? name->via.str.size : SIZE_MAX; // a name too long to keep is made each time
+    last->ulen = ulen;
+    last->counter = counter;
+    last->gauge = gauge;
+    return last->base;
 }
 
 static void s_record(encoder_t *e, const msgpack_object *record)
 {
-    const msgpack_object *name = s_get(record, "name"), *unit = s_get(record, "unit"), *type = s_get(record, "type");
-    const msgpack_object *time = s_get(record, "time_unix_nano");
-    if (!name || name->type != MSGPACK_OBJECT_STR || drv_prom_refusal(record)) {
+    fields_t f;
+    s_fields(record, &f);
+    if (s_refusal(&f)) {
         return;
     }
+    const msgpack_object *name = f.name, *unit = f.unit, *type = f.type, *time = f.time;
     int64_t ms = time && time->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)(time->via.u64 / 1000000) : 0;
-    const msgpack_object *monotonic = s_get(record, "is_monotonic");
+    const msgpack_object *monotonic = f.monotonic;
     bool counter =
         s_is(type, "sum") && monotonic && monotonic->type == MSGPACK_OBJECT_BOOLEAN && monotonic->via.boolean;
     bool gauge = s_is(type, "gauge") || (s_is(type, "sum") && !counter);
-    char base[DRV_PROM_NAME_MAX], full[DRV_PROM_NAME_MAX + 16];
-    drv_prom_metric_name(
-        name->via.str.ptr, name->via.str.size, unit && unit->type == MSGPACK_OBJECT_STR ? unit->via.str.ptr : "",
-        unit && unit->type == MSGPACK_OBJECT_STR ? unit->via.str.size : 0, counter, gauge, base, sizeof base);
-    point_labels_t *labels = s_alloc(e, sizeof *labels);
-    if (!labels) {
-        return;
-    }
+    char full[DRV_PROM_NAME_MAX + 16];
+    const char *base = s_metric_name(e, name, unit, counter, gauge);
+    point_labels_t point;
+    point_labels_t *labels = &point;
     const char *job, *instance;
-    s_point_labels(e, record, labels, &job, &instance);
-    s_target_info(e, record, job, instance, ms);
+    s_point_labels(e, &f, labels, &job, &instance);
+    s_target_info(e, &f, job, instance, ms);
     if (gauge || counter) {
-        s_emit(e, labels, base, NULL, NULL, drv_record_number(s_get(record, "value")), ms);
+        s_emit(e, labels, base, NULL, NULL, drv_record_number(f.value), ms);
         return;
     }
-    const msgpack_object *sum = s_get(record, "sum"), *count = s_get(record, "count");
+    const msgpack_object *sum = f.sum, *count = f.count;
     if (s_is(type, "histogram")) {
-        const msgpack_object *bounds = s_get(record, "explicit_bounds"), *counts = s_get(record, "bucket_counts");
+        const msgpack_object *bounds = f.bounds, *counts = f.counts;
         double cumulative = 0;
         char le[64];
         snprintf(full, sizeof full, "%s_bucket", base);
@@ -379,7 +370,7 @@ static void s_record(encoder_t *e, const msgpack_object *record)
         }
         s_emit(e, labels, full, "le", "+Inf", drv_record_number(count), ms);
     } else { // summary
-        const msgpack_object *quantiles = s_get(record, "quantile_values");
+        const msgpack_object *quantiles = f.quantiles;
         for (uint32_t i = 0; quantiles && quantiles->type == MSGPACK_OBJECT_ARRAY && i < quantiles->via.array.size;
              i++) {
             char q[64];
@@ -397,39 +388,15 @@ static void s_record(encoder_t *e, const msgpack_object *record)
 
 int drv_prom_encode(const msgpack_object *records, size_t count, drv_buf_t *body, char *err, size_t errlen)
 {
-    encoder_t e = {.by_key = zhashx_new()};
-    for (size_t i = 0; i < count && e.by_key && !e.failed; i++) {
+    encoder_t e = {0};
+    int rc = drv_prom_series_init(&e.series);
+    for (size_t i = 0; i < count && rc == 0 && !e.series.failed; i++) {
         s_record(&e, &records[i]);
     }
-    Prometheus__WriteRequest request = PROMETHEUS__WRITE_REQUEST__INIT;
-    Prometheus__TimeSeries **list = e.failed || !e.by_key ? NULL : s_alloc(&e, (e.series_count + 1) * sizeof *list);
-    for (size_t i = 0; list && i < e.series_count; i++) {
-        Prometheus__TimeSeries *ts = &e.series[i]->ts;
-        qsort(ts->samples, ts->n_samples, sizeof *ts->samples, s_sample_cmp); // a series' samples in time order
-        list[i] = ts;
-    }
-    int rc = -1;
-    if (list) {
-        request.timeseries = list;
-        request.n_timeseries = e.series_count;
-        size_t size = prometheus__write_request__get_packed_size(&request);
-        uint8_t *packed = malloc(size ? size : 1);
-        size_t room = snappy_max_compressed_length(size);
-        if (packed && drv_buf_reserve(body, room) == 0) {
-            prometheus__write_request__pack(&request, packed);
-            size_t written = room;
-            rc = snappy_compress((const char *)packed, size, body->data + body->len, &written) == SNAPPY_OK ? 0 : -1;
-            body->len += rc == 0 ? written : 0;
-        }
-        free(packed);
-    }
+    rc = rc == 0 && !e.series.failed ? drv_prom_series_pack(&e.series, body) : -1;
     if (rc != 0) {
         snprintf(err, errlen, "out of memory encoding a remote-write request");
     }
-    for (size_t i = 0; i < e.count; i++) {
-        free(e.blocks[i]);
-    }
-    free(e.blocks);
-    zhashx_destroy(&e.by_key);
+    drv_prom_series_free(&e.series);
     return rc;
 }
