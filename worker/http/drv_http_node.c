@@ -34,6 +34,11 @@ static void s_answered(void *arg, double secs)
     drv_node_observe(arg, secs);
 }
 
+static void s_refused(void *arg)
+{
+    drv_node_count_refused(arg);
+}
+
 //  The socket droverd bound for config[key], or -1 with the reason in err.
 static int s_inherited(drv_node_t *node, const json_t *config, const char *key, char *err, size_t errlen)
 {
@@ -88,6 +93,7 @@ int drv_http_node_listen(drv_node_t *node, drv_http_server_t **server, const jso
     server_config->gave_up = s_gave_up;
     server_config->backlogged = s_backlogged;
     server_config->answered = s_answered;
+    server_config->refused = s_refused;
     server_config->arg = node;
     char why[200];
     *server = drv_http_server_new(fd, server_config, why, sizeof why);

@@ -96,6 +96,9 @@ static void s_refuse(drv_http_server_t *self, request_t *r, int status, const ch
         drv_http_reply_error(&reply, status, kind, "%s", message);
     }
     reply.retry_after_secs = status == 429 || status == 503 ? RETRY_AFTER_SECS : 0;
+    if ((status == 400 || status == 413 || status == 415) && self->config.refused) {
+        self->config.refused(self->config.arg);
+    }
     s_answer(r, &reply, status == 405 ? "POST" : NULL);
 }
 

@@ -72,6 +72,11 @@ typedef struct {
     const char *(*backlogged)(void *arg);
     //  NULL, or told each request's time from its head to its answer.
     void (*answered)(void *arg, double secs);
+    //  NULL, or told of each request refused for what it is (400, 413,
+    //  415: a body too large, not of the type or encoding it says): the
+    //  sender's fault, counted. Pushing back (429, 503) and a path or
+    //  method not served (404, 405) are not.
+    void (*refused)(void *arg);
     void *arg;
     //  Both, or neither: HTTPS with these PEM files (read when the server starts).
     const char *cert_file;

@@ -14,7 +14,8 @@
 #include <stddef.h>
 
 #define DRV_PROM_NAME_MAX 512
-#define DRV_PROM_LABELS_MAX 128 // a series' labels at most, read or written
+#define DRV_PROM_LABELS_MAX 128              // a series' labels at most, read or written
+#define DRV_PROM_LABEL_BYTES_MAX (64 * 1024) // a label's name or value at most, read (a scraped line's bound too)
 
 //  Why a record cannot go as remote write, or NULL when it can: a metric
 //  record (signal metric) that is a gauge, a cumulative sum, a cumulative

@@ -5,7 +5,8 @@
     cumulative monotonic sum, the rest gauges, its labels but __name__ as
     attributes (a name given twice: the first; an empty one: none), its
     timestamp (ms) as time_unix_nano. A series of more than
-    DRV_PROM_LABELS_MAX labels refuses the request. */
+    DRV_PROM_LABELS_MAX labels, or a label name or value longer than
+    DRV_PROM_LABEL_BYTES_MAX, refuses the request. */
 #include "drv_pbunpack.h"
 #include "drv_prom.h"
 
@@ -90,13 +91,22 @@ int drv_prom_decode(const void *data, size_t size, msgpack_zone *zone, size_t ma
         return -1;
     }
     const Prometheus__WriteRequest *write = (const Prometheus__WriteRequest *)message;
-    size_t samples = 0, labels = 0;
+    size_t samples = 0, labels = 0, longest = 0;
     for (size_t i = 0; i < write->n_timeseries; i++) {
-        samples += write->timeseries[i]->n_samples;
-        labels = write->timeseries[i]->n_labels > labels ? write->timeseries[i]->n_labels : labels;
+        const Prometheus__TimeSeries *ts = write->timeseries[i];
+        samples += ts->n_samples;
+        labels = ts->n_labels > labels ? ts->n_labels : labels;
+        for (size_t k = 0; k < ts->n_labels && k <= DRV_PROM_LABELS_MAX; k++) {
+            size_t name = ts->labels[k]->name ? strlen(ts->labels[k]->name) : 0;
+            size_t value = ts->labels[k]->value ? strlen(ts->labels[k]->value) : 0;
+            longest = name > longest ? name : value > longest ? value : longest;
+        }
     }
     int rc = 0;
-    if (labels > DRV_PROM_LABELS_MAX) {
+    if (longest > DRV_PROM_LABEL_BYTES_MAX) {
+        snprintf(err, errlen, "a label name or value of %zu bytes: at most %d", longest, DRV_PROM_LABEL_BYTES_MAX);
+        rc = -1;
+    } else if (labels > DRV_PROM_LABELS_MAX) {
         snprintf(err, errlen, "a series with %zu labels: at most %d", labels, DRV_PROM_LABELS_MAX);
         rc = -1;
     } else if (samples > max_samples) {
