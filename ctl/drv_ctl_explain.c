@@ -77,6 +77,9 @@ static void s_markdown_kind(const drv_node_schema_t *kind)
            : kind->role == DRV_ROLE_RECEIVER ? "in"
                                              : "step",
            kind->example);
+    if (kind->details) {
+        printf("%s\n", kind->details);
+    }
     if (!kind->keys[0].key) {
         printf("It takes no config.\n\n");
         return;
@@ -117,6 +120,9 @@ static int s_markdown(const drv_node_schema_t *const *kinds, size_t count)
 static void s_text_kind(const drv_node_schema_t *kind)
 {
     printf("TYPE:     %s (%s)\n\n%s\n\nEXAMPLE:\n  %s\n\n", kind->name, s_roles[kind->role], kind->doc, kind->example);
+    if (kind->details) {
+        printf("DETAILS:\n%s\n", kind->details);
+    }
     if (!kind->keys[0].key) {
         printf("It takes no config.\n");
         return;

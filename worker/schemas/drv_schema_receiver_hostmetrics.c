@@ -48,6 +48,30 @@ const drv_node_schema_t drv_schema_receiver_hostmetrics = {
            "system.disk.io, system.network.io, system.cpu.load_average.1m, system.paging.*, system.processes.*): "
            "sums cumulative from the host's boot, resource host.name. docs/operations.md, \"Host metrics\".",
     .example = "{type: receiver:hostmetrics, config: {interval_secs: 10, root_path: /hostfs}, to: [out]}",
+    .details = "| scraper | metrics (attributes) | from |\n"
+               "| --- | --- | --- |\n"
+               "| `cpu` | `system.cpu.time` s (`cpu`, `state`: user, nice, system, idle, wait, interrupt, softirq,"
+               " steal) | `/proc/stat` |\n"
+               "| `memory` | `system.memory.usage` By (`state`: used, free, buffered, cached, slab_reclaimable,"
+               " slab_unreclaimable — they add up to MemTotal), `system.memory.limit` By | `/proc/meminfo` |\n"
+               "| `load` | `system.cpu.load_average.1m`, `.5m`, `.15m` {thread} (gauges) | `/proc/loadavg` |\n"
+               "| `filesystem` | `system.filesystem.usage` By (`device`, `mode`, `mountpoint`, `type`, `state`:"
+               " used, free, reserved), `system.filesystem.inodes.usage` {inode} (state used, free) | the mount"
+               " table, `statvfs(2)` |\n"
+               "| `disk` | `system.disk.io` By, `system.disk.operations`, `system.disk.merged` {operation},"
+               " `system.disk.operation_time` s (`device`, `direction`: read, write); `system.disk.io_time`,"
+               " `system.disk.weighted_io_time` s, `system.disk.pending_operations` (`device`) | `/proc/diskstats` |\n"
+               "| `network` | `system.network.io` By, `system.network.packets`, `system.network.errors`,"
+               " `system.network.dropped` (`device`, `direction`: receive, transmit) | `/proc/net/dev` |\n"
+               "| `paging` | `system.paging.usage` By (`device`, `state`: used, free), `system.paging.operations`"
+               " {operation} (`direction`: page_in, page_out; `type`: major — swap, minor — page ins and outs),"
+               " `system.paging.faults` {fault} (`type`) | `/proc/swaps`, `/proc/vmstat` |\n"
+               "| `processes` | `system.processes.count` {process} (`status`: running, blocked),"
+               " `system.processes.created` {process} | `/proc/stat` |\n"
+               "\n"
+               "Counters are cumulative sums from the host's boot (`start_time_unix_nano` is `/proc/stat`'s"
+               " `btime`; monotonic where they only grow); usages are non-monotonic sums; the load averages are"
+               " gauges. Every record has the resource `host.name` and the scope `drover/receiver/hostmetrics`.\n",
     .keys = {{.key = "interval_secs",
               .kind = DRV_KEY_NONNEG_INT,
               .fallback = "10",

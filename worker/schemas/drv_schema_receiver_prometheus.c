@@ -113,6 +113,27 @@ const drv_node_schema_t drv_schema_receiver_prometheus = {
            "or unparsable fails whole (up 0). docs/operations.md, \"Scraping Prometheus targets\".",
     .example = "{type: receiver:prometheus, config: {targets: [{url: \"http://127.0.0.1:9100/metrics\", job: node}]}, "
                "to: [out]}",
+    .details = "A scrape's samples become metric records as OpenTelemetry's Prometheus compatibility specification"
+               " maps them:\n"
+               "\n"
+               "| Prometheus | record |\n"
+               "| --- | --- |\n"
+               "| a counter's sample | `type: sum`, cumulative, monotonic; the sample's name kept"
+               " (`node_cpu_seconds_total` stays that) |\n"
+               "| a gauge, an untyped sample, info, stateset | `type: gauge`, the sample's name |\n"
+               "| a histogram's `_bucket{le}`, `_sum`, `_count` | one `histogram` point per label set:"
+               " `explicit_bounds` the finite `le`s, `bucket_counts` no longer cumulative (the last one up to"
+               " `_count`), `count`, `sum`; the family's name |\n"
+               "| a summary's `{quantile}`, `_sum`, `_count` | one `summary` point: `quantile_values`, `count`,"
+               " `sum` |\n"
+               "| `# HELP`, `# UNIT` | `description`, `unit` |\n"
+               "| the sample's labels | attributes; the target's `labels` too (they win, as Prometheus' target"
+               " labels do) |\n"
+               "| `job`, `instance` (the URL's host:port) | the resource's `service.name`, `service.instance.id` |\n"
+               "| the sample's timestamp | `time_unix_nano` (else the scrape's time) |\n"
+               "\n"
+               "After each scrape the target's `up` (1, or 0 when it failed) and `scrape_duration_seconds` gauges"
+               " follow.\n",
     .keys = {{.key = "targets",
               .kind = DRV_KEY_ANY,
               .fallback = "[]",

@@ -22,6 +22,21 @@ const drv_node_schema_t drv_schema_receiver_prometheus_remote_write = {
            "back, 400 naming what is wrong, 413 past max_body_bytes decompressed or 200,000 samples. "
            "docs/operations.md, \"Prometheus remote write in\".",
     .example = "{type: receiver:prometheus_remote_write, config: {endpoint: \"0.0.0.0:9201\"}, to: [out]}",
+    .details = "Each sample of a `WriteRequest` becomes a metric record:\n"
+               "\n"
+               "| remote write | record |\n"
+               "| --- | --- |\n"
+               "| a series whose `__name__` ends with `_total` | `type: sum`, cumulative (`aggregation_temporality`"
+               " 2), monotonic |\n"
+               "| any other series | `type: gauge` (remote write 1.0 says no more about types) |\n"
+               "| `__name__` | `name`, kept as it is (`node_cpu_seconds_total` stays that) |\n"
+               "| the other labels | attributes, `job` and `instance` among them (a name given twice: the first; an"
+               " empty name: none) |\n"
+               "| the sample's timestamp (ms) | `time_unix_nano` |\n"
+               "| its value | `value` |\n"
+               "\n"
+               "A request is refused whole (400) for a series of more than 128 labels or a label name or value over"
+               " 64 KiB, and (413) over `max_body_bytes` once decompressed or over 200,000 samples.\n",
     .keys = {{.key = "endpoint",
               .kind = DRV_KEY_STRING,
               .required = true,

@@ -53,6 +53,10 @@ typedef struct {
     //  is generated from them (test_cli checks it is current).
     const char *doc;
     const char *example;
+    //  Markdown of what it makes of its input beyond its keys (a
+    //  translation table; NULL: nothing): docs/nodes.md carries it under the
+    //  example, droverctl explain TYPE prints it.
+    const char *details;
     drv_config_key_t keys[DRV_NODE_MAX_KEYS]; // ends at the first without a key
     //  Rules beyond single keys (NULL: none); config is the node's config
     //  as given, node_path "nodes.ID".
