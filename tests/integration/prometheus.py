@@ -57,6 +57,20 @@ class Prometheus:
             body = json.load(r)
         return [(s["metric"], float(s["value"][1])) for s in body["data"]["result"]]
 
+    def stamps(self, selector, window="10m"):
+        """The timestamps (ms) of every sample of selector's series within window."""
+        url = self.url("/api/v1/query?" + urllib.parse.urlencode({"query": f"{selector}[{window}]"}))
+        with urllib.request.urlopen(url, timeout=10) as r:
+            body = json.load(r)
+        return {round(float(t) * 1000) for s in body["data"]["result"] for t, _ in s["values"]}
+
+    def counter(self, name):
+        """The sum of one of Prometheus' own counters, from its /metrics."""
+        with urllib.request.urlopen(self.url("/metrics"), timeout=10) as r:
+            text = r.read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(name + "{") or line.startswith(name + " "))
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()

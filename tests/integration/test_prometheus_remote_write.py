@@ -283,6 +283,68 @@ class RemoteWriteIn(EngineTest):
         wait_until(lambda: counter("prometheus_remote_storage_samples_total") > 0, 20, "prometheus counting samples")
         self.assertEqual(counter("prometheus_remote_storage_samples_failed_total"), 0)
 
+    def test_prometheus_loses_nothing_through_pushback_a_replace_and_a_kill(self):
+        """Stock Prometheus (no retry_on_http_429) remote-writing node
+        exporter's samples: pushed back (503) while an exporter is stuck,
+        then through a replace and a SIGKILL of the instance, every sample
+        it holds reaches drover and it counts none failed."""
+        import os
+        import signal
+        import subprocess
+
+        from capture import Capture
+        exporter_port = free_port()
+        exporter = subprocess.Popen(["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{exporter_port}",
+                                     "--collector.disable-defaults", "--collector.loadavg"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (exporter.kill(), exporter.wait()))
+        stuck = Capture()
+        stuck.gate.clear()
+        self.addCleanup(stuck.gate.set)
+        out = f"{self.engine.out_dir}/out.ndjson"
+
+        def put(buffered, max_body):
+            spec = {"cores": {"count": 1}, "nodes": {
+                "in": {"type": "receiver:prometheus_remote_write",
+                       "config": {"endpoint": f"127.0.0.1:{self.port}", "max_body_bytes": max_body},
+                       "to": ["out", "stuck"]},
+                "out": {"type": "exporter:file", "config": {"path": out}},
+                "stuck": {"type": "exporter:http", "config": {
+                    "endpoint": stuck.url(), "queue": {"max_bytes": 1024, "when_full": "block"},
+                    "batch": {"max_delay_ms": 20}, "retry": {"initial_ms": 50, "max_ms": 200, "max_elapsed_secs": 0}}}}}
+            if buffered:
+                spec["policies"] = {"buffer": {"type": "disk", "sync": "batch", "sync_interval_ms": 20}}
+            status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/rw",
+                                              body={"pipeline": spec}, timeout=60)
+            self.assertEqual(status, 200, body)
+        put(False, 4194304)
+        prometheus = Prometheus(
+            scrape_configs=[{"job_name": "node", "scrape_interval": "1s",
+                             "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
+            remote_write=[{"url": f"http://127.0.0.1:{self.port}/api/v1/write", "queue_config": {
+                "batch_send_deadline": "1s", "min_backoff": "100ms", "max_backoff": "1s"}}])
+        self.addCleanup(prometheus.close)
+
+        def up_in_drover():
+            return {r["time_unix_nano"] // 10**6 for r in self.rows()
+                    if r.get("name") == "up" and r["attributes"].get("job") == "node"}
+        wait_until(lambda: prometheus.counter("prometheus_remote_storage_samples_retried_total") > 0, 60,
+                   "prometheus pushed back and retrying")
+        stuck.gate.set()
+        wait_until(lambda: len(up_in_drover()) >= 3, 60, "samples flowing again")
+        put(True, 8388608)  # a replace, now with a disk buffer
+        wait_until(lambda: len(up_in_drover()) >= 6, 60, "samples after the replace")
+        (pid,) = self.engine.instances().values()
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: self.engine.instances() and pid not in self.engine.instances().values(), 30,
+                   "the instance restarted")
+        held = prometheus.stamps('up{job="node"}')
+        missing = wait_until(lambda: (lambda m: m if not m[1] else None)((held, held - up_in_drover())), 60,
+                             "every sample prometheus holds, in drover")
+        self.assertEqual(missing[1], set())
+        self.assertGreaterEqual(len(held), 6)
+        self.assertEqual(prometheus.counter("prometheus_remote_storage_samples_failed_total"), 0)
+
     def test_a_snappy_bomb_garbage_and_the_wrong_type_are_refused(self):
         url = f"http://127.0.0.1:{self.port}/api/v1/write"
         import urllib.error

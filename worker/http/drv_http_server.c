@@ -102,6 +102,16 @@ static void s_refuse(drv_http_server_t *self, request_t *r, int status, const ch
     s_answer(r, &reply, status == 405 ? "POST" : NULL);
 }
 
+static int s_pushback(const drv_http_server_t *self)
+{
+    return self->config.pushback_status ? self->config.pushback_status : 429;
+}
+
+static const char *s_pushback_kind(const drv_http_server_t *self)
+{
+    return s_pushback(self) == 503 ? "unavailable" : "too_many_requests";
+}
+
 static bool s_listed(const char *const *list, const char *value)
 {
     for (; list && *list; list++) {
@@ -168,7 +178,7 @@ static void s_on_head(void *arg, drv_httpd_req_t *req)
     if (behind) {
         char message[200];
         snprintf(message, sizeof message, "%s; retry after the time Retry-After says", behind);
-        s_refuse(self, r, 429, "too_many_requests", message);
+        s_refuse(self, r, s_pushback(self), s_pushback_kind(self), message);
         return;
     }
     if (drv_httpd_content_length(req) > (int64_t)self->config.max_body_bytes) {
@@ -180,7 +190,7 @@ static void s_on_head(void *arg, drv_httpd_req_t *req)
     //  Nothing is reserved from the declared length: the budget is charged as
     //  bytes arrive, so a client that declares 4 MiB and drips holds what it sent.
     if (!drv_conn_policy_body_fits(drv_httpd_policy(self->httpd), drv_httpd_body(req)->declared)) {
-        s_refuse(self, r, 429, "too_many_requests", "too many request bodies in flight; retry");
+        s_refuse(self, r, s_pushback(self), s_pushback_kind(self), "too many request bodies in flight; retry");
     }
 }
 
@@ -197,7 +207,7 @@ static void s_on_body(void *arg, drv_httpd_req_t *req)
         return;
     }
     if (upload->over_budget) {
-        s_refuse(self, r, 429, "too_many_requests", "too many request bodies in flight; retry");
+        s_refuse(self, r, s_pushback(self), s_pushback_kind(self), "too many request bodies in flight; retry");
         return;
     }
     char *body = upload->data;

@@ -64,6 +64,10 @@ typedef struct {
     //  gave_up (NULL: never) says an exporter gave some of them up.
     bool ack;
     bool snappy; // Content-Encoding: snappy taken too (remote write), bounded by max_body_bytes
+    //  How the server pushes back (with Retry-After): 0 is 429; remote
+    //  write's 503, which Prometheus retries (it gives a batch up on 429
+    //  unless told retry_on_http_429).
+    int pushback_status;
     int64_t (*input)(void *arg);
     bool (*gave_up)(void *arg, int64_t input);
     //  NULL, or why while the instance takes nothing more (NULL when it

@@ -3,8 +3,9 @@
     remote write in"): POST /api/v1/write of a snappy-compressed
     WriteRequest (the decompressed size bounded by max_body_bytes, before
     decompressing), each sample a metric record (worker/prom/drv_prom_read.c
-    says how). 204 once the pipeline took them; 429 with Retry-After when
-    it pushes back, and the sender sends again. */
+    says how). 204 once the pipeline took them; 503 with Retry-After when
+    it pushes back, and the sender sends again (Prometheus gives up a batch
+    answered 429 unless told retry_on_http_429; 503 it always retries). */
 #include "drv_http_node.h"
 #include "drv_node.h"
 #include "drv_prom.h"
@@ -38,7 +39,7 @@ static void s_handle(void *arg, const drv_http_request_t *request, drv_http_repl
         return;
     }
     if (n > 0 && !drv_node_emit_objects(node, records, (size_t)n)) {
-        drv_http_reply_error(reply, 429, "too_many_requests", "the pipeline takes nothing now; retry later");
+        drv_http_reply_error(reply, 503, "unavailable", "the pipeline takes nothing now; retry later");
         reply->retry_after_secs = 1;
         return;
     }
@@ -51,8 +52,11 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     node->state = self;
     self->path = strdup(json_string_value(json_object_get(config, "path")));
     self->paths[0] = self->path;
-    drv_http_config_t server = {
-        .paths = self->paths, .media_types = s_media_types, .handler = s_handle, .snappy = true};
+    drv_http_config_t server = {.paths = self->paths,
+                                .media_types = s_media_types,
+                                .handler = s_handle,
+                                .snappy = true,
+                                .pushback_status = 503};
     return drv_http_node_listen(node, &self->server, config, &server, err, errlen);
 }
 

@@ -18,7 +18,7 @@ const drv_node_schema_t drv_schema_receiver_prometheus_remote_write = {
     .role = DRV_ROLE_RECEIVER,
     .doc = "Takes Prometheus remote write 1.0 (Prometheus, its agent mode, vmagent): a snappy WriteRequest per "
            "POST, each sample a metric record (a series named _total a cumulative monotonic sum, the rest gauges; "
-           "labels but __name__ as attributes); 204 once taken, 429 with Retry-After when the pipeline pushes "
+           "labels but __name__ as attributes); 204 once taken, 503 with Retry-After when the pipeline pushes "
            "back, 400 naming what is wrong, 413 past max_body_bytes decompressed or 200,000 samples. "
            "docs/operations.md, \"Prometheus remote write in\".",
     .example = "{type: receiver:prometheus_remote_write, config: {endpoint: \"0.0.0.0:9201\"}, to: [out]}",
