@@ -25,10 +25,10 @@
 #   image    debootstrap (make image-check: the Dockerfile without Docker)
 set -eu
 
-RUNTIME="libzmq5 libczmq4 libmsgpackc2 libjansson4 libyaml-0-2 libmicrohttpd12 libsystemd0 zlib1g libprotobuf-c1 libcurl4 libnghttp2-14 libssl3 libpcre2-8-0 librdkafka1 libsnappy1v5"
+RUNTIME="libzmq5 libczmq4 libmsgpackc2 libjansson4 libyaml-0-2 libmicrohttpd12 libsystemd0 zlib1g libprotobuf-c1 libcurl4 libnghttp2-14 libssl3 libpcre2-8-0 librdkafka1 libsnappy1v5 libzstd1"
 BUILD="build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev libjansson-dev
 libyaml-dev libmicrohttpd-dev libsystemd-dev libcmocka-dev zlib1g-dev
-libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev liblua5.4-dev libnghttp2-dev libssl-dev libpcre2-dev librdkafka-dev libsnappy-dev"
+libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev liblua5.4-dev libnghttp2-dev libssl-dev libpcre2-dev librdkafka-dev libsnappy-dev libzstd-dev"
 TEST="python3 python3-zmq python3-msgpack python3-yaml python3-grpcio python3-protobuf python3-kubernetes python3-jsonschema python3-snappy util-linux procps curl supervisor s6 wrk valgrind
 systemd binutils protobuf-compiler nodejs openssl chromium chromium-driver python3-selenium tmux prometheus jq clang-format systemd-journal-remote rsyslog kcat prometheus-node-exporter"
 FUZZ="clang libclang-rt-14-dev"

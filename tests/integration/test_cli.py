@@ -316,7 +316,7 @@ class Cli(EngineTest):
         with open(os.path.join(os.path.dirname(__file__), "../../docs/nodes.md")) as f:
             self.assertEqual(out.stdout, f.read(), "docs/nodes.md is stale: build/bin/droverctl explain --markdown > docs/nodes.md")
         kinds = [line.split()[0] for line in self.ctl("explain").stdout.splitlines()[1:]]
-        self.assertEqual(len(kinds), 24)
+        self.assertEqual(len(kinds), 25)
         for kind in kinds:
             text = self.ctl("explain", kind).stdout
             self.assertIn(f"TYPE:     {kind}", text)

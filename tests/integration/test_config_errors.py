@@ -110,6 +110,13 @@ class ConfigErrors(unittest.TestCase):
         proc = subprocess.run([DROVERD, "--check", "-c", example], capture_output=True, text=True, timeout=10)
         self.assertEqual(proc.returncode, 0, proc.stderr)
 
+    def test_check_accepts_the_archive_example(self):
+        example = os.path.join(os.path.dirname(__file__), "../../examples/archive.yaml")
+        env = dict(os.environ, DROVER_EXPORT_ENDPOINT="http://127.0.0.1:4318", ARCHIVE_BUCKET="acme-archive",
+                   AWS_REGION="eu-west-1")
+        proc = subprocess.run([DROVERD, "--check", "-c", example], capture_output=True, text=True, timeout=10, env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
 
 class VersionInfo(EngineTest):
     """Contract 7.4: which drover this is, from the binary and from a running engine."""

@@ -34,9 +34,9 @@ def install_client():
     os.makedirs(CLIENT, exist_ok=True)
     fresh = os.path.exists(os.path.join(CLIENT, "node_modules")) and filecmp.cmp(
         os.path.join(SOURCE, "package-lock.json"), os.path.join(CLIENT, "package-lock.json"), shallow=False)
-    for name in ("package.json", "package-lock.json", "send.js", "send_metrics.js", "grpc_server.js",
-                 "opamp_server.js", "kafka_client.js"):
-        shutil.copy(os.path.join(SOURCE, name), CLIENT)
+    for name in os.listdir(SOURCE):
+        if name.endswith(".js") or name.startswith("package"):
+            shutil.copy(os.path.join(SOURCE, name), CLIENT)
     if fresh:
         return None
     out = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=CLIENT,

@@ -305,7 +305,8 @@ int64_t drv_export_node_timeout_ms(drv_node_t *node)
         return -1;
     }
     int64_t now = drv_time_mono_ms();
-    int64_t due = self->format.sender ? -1 : self->curl.due_ms;
+    const drv_export_sender_t *sender = self->format.sender;
+    int64_t due = !sender ? self->curl.due_ms : sender->due_ms ? sender->due_ms(self->format.arg) : -1;
     for (int i = 0; i < DRV_EXPORT_LANES; i++) {
         if (self->lanes[i].count > 0) {
             int64_t closes =

@@ -34,7 +34,7 @@
 
 #define DRV_EXPORT_IN_FLIGHT 4
 #define DRV_EXPORT_QUEUE_BYTES (64 * 1024 * 1024) // queue.max_bytes when not given
-#define DRV_EXPORT_LANES 3
+#define DRV_EXPORT_LANES 4
 #define DRV_EXPORT_RETRY_AFTER_MAX_MS (300 * 1000) // a backend's Retry-After is honoured up to this
 
 typedef struct drv_export_t drv_export_t;
@@ -72,6 +72,9 @@ typedef struct {
     //  The descriptor the worker polls, and what to do when it is readable.
     int (*fd)(void *arg);
     void (*run)(void *arg);
+    //  When (mono ms) run is due without the descriptor being readable (a
+    //  libcurl timeout), or -1; NULL: never.
+    int64_t (*due_ms)(void *arg);
     size_t in_flight; // batches sent at a time (0: DRV_EXPORT_IN_FLIGHT)
 } drv_export_sender_t;
 

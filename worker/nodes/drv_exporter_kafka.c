@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define KAFKA_SIGNALS 3 // a topic, a lane each: logs, traces, metrics
+
 #define BATCHES_SENT 16 // batches with librdkafka at a time
 
 typedef struct kafka_out_t kafka_out_t;
@@ -57,7 +59,7 @@ struct kafka_out_t {
     drv_export_t *export; // first: drv_export's hooks find it there
     drv_node_t *node;
     rd_kafka_t *rk;
-    rd_kafka_topic_t *topics[DRV_EXPORT_LANES];
+    rd_kafka_topic_t *topics[KAFKA_SIGNALS];
     drv_kafka_wake_t wake;
     drv_kafka_format_t format;
     bool keyed;
@@ -298,7 +300,7 @@ static const drv_export_sender_t s_sender = {
 
 //  ---------------------------------------------------------------- the node
 
-static const char *const s_signals[DRV_EXPORT_LANES] = {"logs", "traces", "metrics"};
+static const char *const s_signals[KAFKA_SIGNALS] = {"logs", "traces", "metrics"};
 
 //  topic with {signal} as lane's signal.
 static int s_topic_name(const char *topic, int lane, char *out, size_t outlen)
@@ -360,7 +362,7 @@ static int s_producer(kafka_out_t *self, drv_node_t *node, const json_t *config,
         return -1;
     }
     const char *topic = json_string_value(json_object_get(config, "topic"));
-    for (int lane = 0; lane < DRV_EXPORT_LANES; lane++) {
+    for (int lane = 0; lane < KAFKA_SIGNALS; lane++) {
         char name[512];
         if (s_topic_name(topic, lane, name, sizeof name) != 0 ||
             !(self->topics[lane] = rd_kafka_topic_new(self->rk, name, NULL))) {
@@ -392,8 +394,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     if (s_producer(self, node, config, err, errlen) != 0) {
         return -1;
     }
-    drv_export_format_t exporting = {
-        .lane_count = DRV_EXPORT_LANES, .encode = s_encode, .arg = self, .sender = &s_sender};
+    drv_export_format_t exporting = {.lane_count = KAFKA_SIGNALS, .encode = s_encode, .arg = self, .sender = &s_sender};
     self->export = drv_export_new(node, config, &exporting, err, errlen);
     return self->export ? 0 : -1;
 }
@@ -425,7 +426,7 @@ static void s_destroy(drv_node_t *node)
         rd_kafka_purge(self->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         rd_kafka_flush(self->rk, 1000); // the reports of what was purged, freeing their states
     }
-    for (int lane = 0; lane < DRV_EXPORT_LANES; lane++) {
+    for (int lane = 0; lane < KAFKA_SIGNALS; lane++) {
         if (self->topics[lane]) {
             rd_kafka_topic_destroy(self->topics[lane]);
         }

@@ -15,7 +15,6 @@
 #include "drv_node.h"
 #include "drv_schemas.h"
 #include "drv_otlp_build.h"
-#include "drv_otlp_json.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,23 +29,8 @@ static int s_encode(void *arg, int lane, const msgpack_object *records, size_t c
                     size_t errlen)
 {
     otlp_out_t *self = arg;
-    drv_otlp_built_t built;
     drv_otlp_signal_t signal = lane == 0 ? DRV_OTLP_LOGS : lane == 1 ? DRV_OTLP_TRACES : DRV_OTLP_METRICS;
-    if (drv_otlp_build(&built, signal, records, count) != 0) {
-        snprintf(err, errlen, "out of memory encoding");
-        return -1;
-    }
-    int rc;
-    if (self->json) {
-        rc = drv_otlp_json_write(&built.request, body);
-    } else {
-        size_t packed = protobuf_c_message_get_packed_size(built.request.message);
-        rc = drv_buf_reserve(body, packed);
-        if (rc == 0) {
-            body->len = protobuf_c_message_pack(built.request.message, (uint8_t *)body->data);
-        }
-    }
-    drv_otlp_built_free(&built);
+    int rc = drv_otlp_encode(signal, self->json, records, count, body);
     if (rc != 0) {
         snprintf(err, errlen, "out of memory encoding");
     }

@@ -1,7 +1,7 @@
 /*  exporter:prometheus_remote_write — metric records as Prometheus remote
     write 1.0 (worker/prom/ translates and encodes them). Batching, the
     queue, retries and acknowledgement are drv_export's (drv_export.h);
-    series are sharded over DRV_EXPORT_LANES lanes of the one URL (as
+    series are sharded over SHARDS lanes of the one URL (as
     Prometheus shards its queue), each lane one request in flight at a
     time, so that the samples of a series reach the backend in time order
     across requests (Prometheus refuses older samples than it holds) while
@@ -14,6 +14,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#define SHARDS 3 // lanes of one request in flight each (docs/operations.md)
 
 typedef struct {
     drv_export_t *export; // first: drv_export's hooks find it there
@@ -38,13 +40,13 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     json_t *copy = json_deep_copy(config);
     json_t *batch = json_object_get(copy, "batch");
     json_object_set(batch, "max_records", json_object_get(batch, "max_samples"));
-    drv_export_format_t exporting = {.lane_count = DRV_EXPORT_LANES,
+    drv_export_format_t exporting = {.lane_count = SHARDS,
                                      .encode = s_encode,
                                      .arg = self,
                                      .headers = s_headers,
-                                     .in_flight = DRV_EXPORT_LANES,
+                                     .in_flight = SHARDS,
                                      .lanes_in_order = true};
-    for (int i = 0; i < DRV_EXPORT_LANES; i++) {
+    for (int i = 0; i < SHARDS; i++) {
         exporting.lanes[i] = (drv_export_lane_t){self->url, "application/x-protobuf"};
     }
     self->export = drv_export_new(node, copy, &exporting, err, errlen);
@@ -57,7 +59,7 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
     remote_write_t *self = node->state;
     for (size_t i = 0; i < n; i++) {
         const char *why;
-        int lane = drv_prom_shard(&records[i], DRV_EXPORT_LANES, &why);
+        int lane = drv_prom_shard(&records[i], SHARDS, &why);
         if (lane < 0) {
             drv_node_record_error(node, why);
             drv_node_count_gave_up(node, 1);

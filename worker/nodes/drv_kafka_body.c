@@ -2,7 +2,6 @@
 #include "drv_kafka_body.h"
 #include "drv_ndjson.h"
 #include "drv_otlp_build.h"
-#include "drv_otlp_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,22 +66,9 @@ static bool s_same_key(const drv_record_path_t *key, const msgpack_object *a, co
 static int s_put_value(drv_kafka_format_t format, int lane, const msgpack_object *records, size_t count,
                        drv_buf_t *body)
 {
-    drv_otlp_built_t built;
-    if (drv_otlp_build(&built, (drv_otlp_signal_t)lane, records, count) != 0) {
-        return -1;
-    }
     size_t at = body->len;
     int rc = s_put_u32(body, 0);
-    if (rc == 0 && format == DRV_KAFKA_OTLP_JSON) {
-        rc = drv_otlp_json_write(&built.request, body);
-    } else if (rc == 0) {
-        size_t packed = protobuf_c_message_get_packed_size(built.request.message);
-        rc = drv_buf_reserve(body, packed);
-        if (rc == 0) {
-            body->len += protobuf_c_message_pack(built.request.message, (uint8_t *)body->data + body->len);
-        }
-    }
-    drv_otlp_built_free(&built);
+    rc = rc ? rc : drv_otlp_encode((drv_otlp_signal_t)lane, format == DRV_KAFKA_OTLP_JSON, records, count, body);
     if (rc == 0) {
         uint32_t size = (uint32_t)(body->len - at - sizeof(uint32_t));
         memcpy(body->data + at, &size, sizeof size);

@@ -4,6 +4,7 @@
    exact size and fills it (drv_otlp_build_records.c makes each record's message). */
 #include "drv_buf.h"
 #include "drv_otlp_build_internal.h"
+#include "drv_otlp_json.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -367,4 +368,24 @@ void drv_otlp_built_free(drv_otlp_built_t *built)
         msgpack_zone_destroy(&built->zone);
         memset(built, 0, sizeof *built);
     }
+}
+
+int drv_otlp_encode(drv_otlp_signal_t signal, bool json, const msgpack_object *records, size_t count, drv_buf_t *out)
+{
+    drv_otlp_built_t built;
+    if (drv_otlp_build(&built, signal, records, count) != 0) {
+        return -1;
+    }
+    int rc;
+    if (json) {
+        rc = drv_otlp_json_write(&built.request, out);
+    } else {
+        size_t packed = protobuf_c_message_get_packed_size(built.request.message);
+        rc = drv_buf_reserve(out, packed);
+        if (rc == 0) {
+            out->len += protobuf_c_message_pack(built.request.message, (uint8_t *)out->data + out->len);
+        }
+    }
+    drv_otlp_built_free(&built);
+    return rc;
 }

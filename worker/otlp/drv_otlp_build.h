@@ -14,6 +14,7 @@
 #ifndef DRV_OTLP_BUILD_H
 #define DRV_OTLP_BUILD_H
 
+#include "drv_buf.h"
 #include "drv_otlp.h"
 
 #include <msgpack.h>
@@ -30,6 +31,10 @@ typedef struct {
 //  memory or when one is not a map (nothing to free then).
 int drv_otlp_build(drv_otlp_built_t *built, drv_otlp_signal_t signal, const msgpack_object *records, size_t count);
 void drv_otlp_built_free(drv_otlp_built_t *built);
+//  The request of signal from count records, appended to out as OTLP/JSON
+//  (json) or protobuf: what exporter:otlp posts, exporter:kafka and
+//  exporter:s3 write. 0, or -1 out of memory.
+int drv_otlp_encode(drv_otlp_signal_t signal, bool json, const msgpack_object *records, size_t count, drv_buf_t *out);
 //  True when a metric record's type is one OTLP has (gauge, sum, histogram,
 //  exponential_histogram, summary): only those are built into metrics.
 bool drv_otlp_metric_type_known(const msgpack_object *record);

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 extern const drv_node_schema_t drv_schema_receiver_hostmetrics, drv_schema_exporter_prometheus_remote_write,
-    drv_schema_receiver_prometheus_remote_write, drv_schema_receiver_prometheus;
+    drv_schema_exporter_s3, drv_schema_receiver_prometheus_remote_write, drv_schema_receiver_prometheus;
 extern const drv_node_schema_t drv_schema_receiver_zmq, drv_schema_receiver_generator, drv_schema_receiver_syslog,
     drv_schema_receiver_http, drv_schema_receiver_otlp, drv_schema_processor_filter, drv_schema_processor_transform,
     drv_schema_processor_route, drv_schema_processor_lua, drv_schema_exporter_file, drv_schema_exporter_zmq,
@@ -126,6 +126,11 @@ void drv_tls_check(drv_spec_check_t *check, const char *node_path, const json_t 
 //  Fills the normalized config's batch, retry and tls with their defaults,
 //  so that what GET shows is what an instance uses (a kind's `complete`).
 void drv_export_complete(drv_spec_check_t *check, const char *node_path, json_t *normalized);
+
+//  ---- exporter:s3's key template (drv_schema_exporter_s3.c; worker/s3/drv_s3_key.c fills it in)
+//  The field at text: {signal} 0, {instance} 1, {seq} 2, {ext} 3 (its
+//  length in *len), or -1.
+int drv_s3_key_field(const char *text, size_t *len);
 
 //  ---- the Kafka kinds' keys (drv_schema_kafka.c)
 #define DRV_KAFKA_FORMATS "otlp_proto otlp_json ndjson msgpack"

@@ -38,7 +38,7 @@ typedef struct {
     const char *doc;           // what it is for, one sentence (droverctl explain, docs/nodes.md)
 } drv_config_key_t;
 
-#define DRV_NODE_MAX_KEYS 12
+#define DRV_NODE_MAX_KEYS 16
 
 //  Where a kind's own rules report what is wrong (drv_spec.c).
 typedef struct drv_spec_check_t drv_spec_check_t;

@@ -1,0 +1,75 @@
+"""An S3 for the tests, from npm packages nobody here wrote (tests/otel-js,
+installed by npm ci from its lock file): s3rver behind a front that checks
+SigV4 with the AWS SDK's own signer and stores only whole bodies
+(tests/otel-js/s3_front.js), read back with the official AWS SDK for
+JavaScript (tests/otel-js/s3_read.js). Stopped and started again on the
+same port and storage, to be an S3 that went away."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from harness import free_port, wait_until
+from test_otel_sdk import CLIENT
+
+KEY_ID, SECRET = "AKIADROVERTEST000001", "drover-test-secret-key/0123456789abcdef"
+
+
+class S3:
+    def __init__(self, buckets=("archive",)):
+        self.dir = tempfile.mkdtemp(prefix="drv-s3-")
+        self.data = os.path.join(self.dir, "data")
+        os.makedirs(self.data)
+        self.port = free_port()
+        self.buckets = list(buckets)
+        self.proc = None
+        self.start()
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        self.log = open(os.path.join(self.dir, "front.log"), "a")
+        self.proc = subprocess.Popen(
+            ["node", os.path.join(CLIENT, "s3_front.js"), str(self.port), self.data, json.dumps({KEY_ID: SECRET})]
+            + self.buckets, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("ready"):
+            raise AssertionError(f"the S3 front did not start: {line!r} {self.log_text()[-2000:]}")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+        self.log.close()
+
+    def close(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def log_text(self):
+        with open(os.path.join(self.dir, "front.log")) as f:
+            return f.read()
+
+    def read(self, bucket="archive", prefix=""):
+        """Every object of bucket, downloaded by the AWS SDK: ({key: bytes}, open multipart uploads)."""
+        out = tempfile.mkdtemp(prefix="drv-s3-read-", dir=self.dir)
+        done = subprocess.run(["node", os.path.join(CLIENT, "s3_read.js"), self.endpoint, bucket, out, KEY_ID, SECRET]
+                              + ([prefix] if prefix else []), capture_output=True, text=True, timeout=120)
+        lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        if not lines or "error" in lines[-1]:
+            raise AssertionError(f"reading s3://{bucket}: {done.stdout[-1000:]} {done.stderr[-1000:]}")
+        objects = {}
+        for line in lines[:-1]:
+            with open(os.path.join(out, line["key"]), "rb") as f:
+                objects[line["key"]] = f.read()
+        shutil.rmtree(out, ignore_errors=True)
+        return objects, lines[-1].get("open_uploads", 0)
+
+    def wait_objects(self, predicate, timeout=30, what="objects", bucket="archive"):
+        return wait_until(lambda: (lambda objs: objs if predicate(objs) else None)(self.read(bucket)[0]), timeout,
+                          what, interval=0.2)

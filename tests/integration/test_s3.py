@@ -1,0 +1,138 @@
+"""exporter:s3 (docs/s3.md; issue 52) through the real binaries, against an
+S3 and a client nobody here wrote (s3rver and the AWS SDK for JavaScript,
+from tests/otel-js's lock file; the front that checks SigV4 with the SDK's
+own signer: tests/otel-js/s3_front.js): every record once, in objects
+whose keys are as templated; a large object by multipart; S3 down, then
+back; wrong credentials and a bucket that does not exist named with S3's
+own error in last_error; otlp_json objects that parse. Skipped without
+node, npm or the npm registry, as the other npm clients' tests are."""
+
+import gzip
+import json
+import re
+import unittest
+
+from harness import EngineTest, curl_post, free_port, wait_until
+from test_otel_sdk import JsClients
+
+KEY = re.compile(r"^(logs|records)/year=\d{4}/month=\d\d/day=\d\d/hour=\d\d/default\.a\.0-(\d+)\.ndjson\.gz$")
+
+
+class S3Archive(JsClients, EngineTest):
+    def setUp(self):
+        from s3 import S3
+        self.s3 = S3()
+        self.addCleanup(self.s3.close)
+        self.start_admin_engine()
+        self.port = free_port()
+
+    def put(self, **config):
+        from s3 import KEY_ID, SECRET
+        config = dict({"bucket": "archive", "endpoint": self.s3.endpoint, "path_style": True,
+                       "credentials": {"access_key_id": KEY_ID, "secret_access_key": SECRET},
+                       "max_object_age_secs": 1, "retry": {"initial_ms": 50, "max_ms": 300, "max_elapsed_secs": 0}},
+                      **config)
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["s3"]},
+            "s3": {"type": "exporter:s3", "config": config}}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/a", body=spec, timeout=30)
+        self.assertEqual(status, 200, body)
+
+    def send(self, first, count, pad=""):
+        lines = "".join(json.dumps({"id": i, "pad": pad}) + "\n" for i in range(first, first + count))
+        status, body, _, _ = curl_post(self.port, "/", lines.encode(), "application/x-ndjson")
+        self.assertIn(status, (200, 202, 204), body)
+
+    def node(self):
+        status, body, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/a/status")
+        return ((body.get("instances") or [{}])[0].get("nodes") or {}).get("s3", {})
+
+    def ids(self, objects):
+        return sorted(json.loads(line)["id"] for data in objects.values()
+                      for line in gzip.decompress(data).decode().splitlines())
+
+    def test_every_record_once_in_objects_keyed_as_templated(self):
+        self.put()
+        for k in range(5):
+            self.send(k * 200, 200)
+        objects = self.s3.wait_objects(lambda o: len(self.ids(o)) >= 1000, 30, "1000 records in objects")
+        self.assertEqual(self.ids(objects), list(range(1000)), "every record once")
+        seqs = []
+        for key in objects:
+            match = KEY.match(key)
+            self.assertTrue(match, key)
+            seqs.append(int(match.group(2)))
+        self.assertEqual(len(set(seqs)), len(seqs), "no two objects share a sequence number")
+        node = wait_until(lambda: (lambda n: n if n.get("records_out") == 1000 else None)(self.node()), 10,
+                          "the records counted out")
+        self.assertEqual(node["s3"]["objects"], len(objects), node)
+        self.assertEqual(node.get("errors", 0), 0, node)
+
+    def test_a_large_object_goes_by_multipart_whole(self):
+        self.put(compression="none", max_object_bytes=32 << 20, max_object_age_secs=2)
+        pad = "x" * 1000
+        for k in range(20):  # about 20 MB: three parts of 8 MiB
+            self.send(k * 1000, 1000, pad)
+        node = wait_until(lambda: (lambda n: n if n.get("records_out") == 20000 else None)(self.node()), 60,
+                          "20,000 records out")
+        self.assertGreaterEqual(node["s3"]["parts"], 3, node)
+        objects, open_uploads = self.s3.read()
+        ids = sorted(json.loads(line)["id"] for data in objects.values() for line in data.decode().splitlines())
+        self.assertEqual(ids, list(range(20000)))
+        self.assertTrue(any(len(data) > 8 << 20 for data in objects.values()), "one object past a part")
+        self.assertEqual(open_uploads, 0)
+
+    def test_s3_down_then_back_loses_nothing(self):
+        self.put()
+        self.send(0, 100)
+        self.s3.wait_objects(lambda o: len(self.ids(o)) >= 100, 30, "the first records")
+        self.s3.stop()
+        self.send(100, 100)
+        wait_until(lambda: self.node().get("retries", 0) >= 1, 20, "the exporter retrying")
+        self.s3.start()
+        objects = self.s3.wait_objects(lambda o: len(self.ids(o)) >= 200, 30, "the rest once it is back")
+        self.assertEqual(self.ids(objects), list(range(200)))
+
+    def test_wrong_credentials_and_a_missing_bucket_say_what_s3_said(self):
+        self.put(credentials={"access_key_id": "AKIADROVERTEST000001", "secret_access_key": "wrong"},
+                 retry={"initial_ms": 50, "max_ms": 200, "max_elapsed_secs": 0})
+        self.send(0, 10)
+        node = wait_until(lambda: (lambda n: n if "SignatureDoesNotMatch" in (n.get("last_error") or "") else None)(
+            self.node()), 20, "S3's SignatureDoesNotMatch in last_error")
+        self.assertIn("403", node["last_error"])
+        self.put(bucket="nowhere")
+        self.send(10, 10)
+        node = wait_until(lambda: (lambda n: n if "NoSuchBucket" in (n.get("last_error") or "") else None)(
+            self.node()), 20, "S3's NoSuchBucket in last_error")
+        self.assertGreaterEqual(node.get("errors", 0), 10, node)
+        self.assertEqual(self.s3.read()[0], {}, "nothing was written")
+
+    def test_otlp_json_objects_parse_as_export_requests(self):
+        otlp = free_port()
+        from s3 import KEY_ID, SECRET
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{otlp}"}, "to": ["s3"]},
+            "s3": {"type": "exporter:s3", "config": {
+                "bucket": "archive", "endpoint": self.s3.endpoint, "path_style": True, "format": "otlp_json",
+                "compression": "zstd", "max_object_age_secs": 1, "key": "otlp/{signal}/{seq}.{ext}",
+                "credentials": {"access_key_id": KEY_ID, "secret_access_key": SECRET}}}}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/a", body=spec, timeout=30)
+        self.assertEqual(status, 200, body)
+        logs = {"resourceLogs": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
+                                  "scopeLogs": [{"logRecords": [{"body": {"stringValue": f"line {i}"}}
+                                                                for i in range(5)]}]}]}
+        status, body, _, _ = curl_post(otlp, "/v1/logs", json.dumps(logs).encode(), "application/json")
+        self.assertEqual(status, 200, body)
+        objects = self.s3.wait_objects(lambda o: o, 30, "an OTLP object")
+        [(key, data)] = objects.items()
+        self.assertRegex(key, r"^otlp/logs/\d+\.json\.zst$")
+        import subprocess
+        text = subprocess.run(["zstd", "-dc"], input=data, capture_output=True, check=True).stdout
+        request = json.loads(text)
+        bodies = [r["body"]["stringValue"] for rl in request["resourceLogs"] for sl in rl["scopeLogs"]
+                  for r in sl["logRecords"]]
+        self.assertEqual(bodies, [f"line {i}" for i in range(5)])
+
+
+if __name__ == "__main__":
+    unittest.main()
