@@ -118,6 +118,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/remote_write.py 1 --smoke; else $PY bench/remote_write.py 8; fi
     echo
+    echo "## B34 exporter:s3 against exporter:file, and its memory while S3 is down"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/s3.py 0.5 --smoke; else $PY bench/s3.py 8; fi
+    echo
     echo "## B33 CPU per scrape of node-exporter, drover and Prometheus"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/scrape.py 1 --smoke; else $PY bench/scrape.py 30; fi

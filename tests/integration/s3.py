@@ -18,7 +18,8 @@ KEY_ID, SECRET = "AKIADROVERTEST000001", "drover-test-secret-key/0123456789abcde
 
 
 class S3:
-    def __init__(self, buckets=("archive",)):
+    def __init__(self, buckets=("archive",), delay_ms=0, sink=False):
+        self.delay_ms, self.sink = delay_ms, sink
         self.dir = tempfile.mkdtemp(prefix="drv-s3-")
         self.data = os.path.join(self.dir, "data")
         os.makedirs(self.data)
@@ -35,7 +36,8 @@ class S3:
         self.log = open(os.path.join(self.dir, "front.log"), "a")
         self.proc = subprocess.Popen(
             ["node", os.path.join(CLIENT, "s3_front.js"), str(self.port), self.data, json.dumps({KEY_ID: SECRET})]
-            + self.buckets, stdout=subprocess.PIPE, stderr=self.log, text=True)
+            + self.buckets, stdout=subprocess.PIPE, stderr=self.log, text=True,
+            env=dict(os.environ, S3_FRONT_DELAY_MS=str(self.delay_ms), S3_FRONT_SINK="1" if self.sink else "0"))
         line = self.proc.stdout.readline()
         if not line.startswith("ready"):
             raise AssertionError(f"the S3 front did not start: {line!r} {self.log_text()[-2000:]}")

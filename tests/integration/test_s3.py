@@ -134,5 +134,53 @@ class S3Archive(JsClients, EngineTest):
         self.assertEqual(bodies, [f"line {i}" for i in range(5)])
 
 
+class S3Crash(JsClients, EngineTest):
+    def test_the_tree_killed_mid_upload_with_a_disk_buffer_loses_nothing(self):
+        """A slow S3 (each answer 300 ms late); 12 MB of records taken into
+        the disk buffer make an object of two parts; droverd and every child
+        SIGKILLed once the first part is on its way. The engine started
+        again writes every record, once: the killed upload was never
+        completed, so S3 lists nothing of it."""
+        import signal
+
+        from harness import Admin, engine_yaml
+        from s3 import KEY_ID, S3, SECRET
+        s3 = S3(delay_ms=300)
+        self.addCleanup(s3.close)
+        port, http_port = free_port(), free_port()
+        config = engine_yaml(f"""
+      a:
+        cores: {{count: 1}}
+        nodes:
+          in: {{type: "receiver:http", config: {{endpoint: "127.0.0.1:{port}"}}, to: [s3]}}
+          s3: {{type: "exporter:s3", config: {{bucket: archive, endpoint: "{s3.endpoint}", path_style: true,
+               compression: none, max_object_age_secs: 1,
+               credentials: {{access_key_id: {KEY_ID}, secret_access_key: "{SECRET}"}},
+               retry: {{initial_ms: 50, max_ms: 300, max_elapsed_secs: 0}}}}}}
+        policies:
+          buffer: {{type: disk, sync: batch, sync_interval_ms: 20}}
+""").replace("HTTP", str(http_port))
+        engine = self.start_engine(config)
+        Admin(engine, http_port).wait_ready(20)
+        pad = "x" * 1000
+        for k in range(12):
+            lines = "".join(json.dumps({"id": i, "pad": pad}) + "\n" for i in range(k * 1000, (k + 1) * 1000))
+            status, body, _, _ = curl_post(port, "/", lines.encode(), "application/x-ndjson")
+            self.assertIn(status, (200, 202, 204), body)
+        wait_until(lambda: "partNumber=1" in s3.log_text(), 30, "the first part on its way")
+        engine.signal(signal.SIGKILL)  # droverd is PID 1 of its namespace: every child goes with it
+        engine.wait_exit(10)
+        self.assertEqual(s3.read()[0], {}, "nothing listed of the killed upload")
+        engine.log.close()
+        engine.start()
+        Admin(engine, http_port).wait_ready(20)
+
+        def ids():
+            objects = s3.read()[0]
+            return sorted(json.loads(line)["id"] for data in objects.values() for line in data.decode().splitlines())
+        got = wait_until(lambda: (lambda i: i if len(i) >= 12000 else None)(ids()), 60, "every record after the kill")
+        self.assertEqual(got, list(range(12000)), "every record, once")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -8,7 +8,12 @@
 // - it takes a whole body before handing the request on, so a PUT cut off
 //   mid-body is never stored.
 // Usage: node s3_front.js PORT DIR '{"AKID": "secret", ...}' BUCKET...
-// Prints "ready PORT" once both listen.
+// Prints "ready PORT" once both listen; logs each request's method and URL
+// on stderr as it comes; with S3_FRONT_DELAY_MS, answers that much later
+// (a slow S3, for a test to act in the middle of an upload); with
+// S3_FRONT_SINK=1 (B34, bench/s3.py), checks every request as ever but
+// stores nothing: it answers as S3 does (an ETag, an UploadId, a completion)
+// so that what is measured is drover, not s3rver writing to disk.
 const http = require('http');
 const crypto = require('crypto');
 const S3rver = require('s3rver');
@@ -17,6 +22,20 @@ const { Sha256 } = require('@aws-crypto/sha256-js');
 
 const [port, dir, keysJson, ...buckets] = process.argv.slice(2);
 const keys = JSON.parse(keysJson);
+const delay = Number(process.env.S3_FRONT_DELAY_MS || 0);
+const sink = process.env.S3_FRONT_SINK === '1';
+
+function answerAsS3(req, url, body, res) {
+  const etag = `"${crypto.createHash('md5').update(body).digest('hex')}"`;
+  let xml = '';
+  if (req.method === 'POST' && url.searchParams.has('uploads')) {
+    xml = `<InitiateMultipartUploadResult><UploadId>${crypto.randomUUID()}</UploadId></InitiateMultipartUploadResult>`;
+  } else if (req.method === 'POST' && url.searchParams.has('uploadId')) {
+    xml = `<CompleteMultipartUploadResult><ETag>${etag}</ETag></CompleteMultipartUploadResult>`;
+  }
+  res.writeHead(req.method === 'DELETE' ? 204 : 200, { ETag: etag, 'Content-Length': Buffer.byteLength(xml) });
+  res.end(xml);
+}
 
 function refuse(res, status, code, message) {
   const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
@@ -62,15 +81,18 @@ async function main() {
     configureBuckets: buckets.map((name) => ({ name })) });
   const { port: inner } = await server.run();
   const front = http.createServer((req, res) => {
+    process.stderr.write(`${req.method} ${req.url}\n`);
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('aborted', () => {}); // cut off: nothing goes on
     req.on('end', async () => {
+      if (delay) await new Promise((resolve) => setTimeout(resolve, delay));
       const body = Buffer.concat(chunks);
       if (req.headers['content-length'] !== undefined && body.length !== Number(req.headers['content-length'])) return;
       const url = new URL(req.url, 'http://x');
       const wrong = await verify(req, url, body);
       if (wrong) return refuse(res, wrong[1], wrong[0], wrong[2]);
+      if (sink) return answerAsS3(req, url, body, res);
       const headers = { ...req.headers };
       delete headers.authorization; // s3rver takes it anonymously: the front checked it
       const inward = http.request({ host: '127.0.0.1', port: inner, method: req.method, path: req.url, headers }, (r) => {
