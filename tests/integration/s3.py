@@ -18,8 +18,8 @@ KEY_ID, SECRET = "AKIADROVERTEST000001", "drover-test-secret-key/0123456789abcde
 
 
 class S3:
-    def __init__(self, buckets=("archive",), delay_ms=0, sink=False):
-        self.delay_ms, self.sink = delay_ms, sink
+    def __init__(self, buckets=("archive",), delay_ms=0, sink=False, faults=None):
+        self.delay_ms, self.sink, self.faults = delay_ms, sink, dict(faults or {})
         self.dir = tempfile.mkdtemp(prefix="drv-s3-")
         self.data = os.path.join(self.dir, "data")
         os.makedirs(self.data)
@@ -37,7 +37,8 @@ class S3:
         self.proc = subprocess.Popen(
             ["node", os.path.join(CLIENT, "s3_front.js"), str(self.port), self.data, json.dumps({KEY_ID: SECRET})]
             + self.buckets, stdout=subprocess.PIPE, stderr=self.log, text=True,
-            env=dict(os.environ, S3_FRONT_DELAY_MS=str(self.delay_ms), S3_FRONT_SINK="1" if self.sink else "0"))
+            env=dict(os.environ, S3_FRONT_DELAY_MS=str(self.delay_ms), S3_FRONT_SINK="1" if self.sink else "0",
+                     **self.faults))
         line = self.proc.stdout.readline()
         if not line.startswith("ready"):
             raise AssertionError(f"the S3 front did not start: {line!r} {self.log_text()[-2000:]}")
@@ -58,7 +59,8 @@ class S3:
             return f.read()
 
     def read(self, bucket="archive", prefix=""):
-        """Every object of bucket, downloaded by the AWS SDK: ({key: bytes}, open multipart uploads)."""
+        """Every object of bucket, downloaded by the AWS SDK: ({key: bytes}, multipart uploads begun and
+        neither completed nor aborted, as the front counts them)."""
         out = tempfile.mkdtemp(prefix="drv-s3-read-", dir=self.dir)
         done = subprocess.run(["node", os.path.join(CLIENT, "s3_read.js"), self.endpoint, bucket, out, KEY_ID, SECRET]
                               + ([prefix] if prefix else []), capture_output=True, text=True, timeout=120)
@@ -70,7 +72,9 @@ class S3:
             with open(os.path.join(out, line["key"]), "rb") as f:
                 objects[line["key"]] = f.read()
         shutil.rmtree(out, ignore_errors=True)
-        return objects, lines[-1].get("open_uploads", 0)
+        import urllib.request
+        with urllib.request.urlopen(f"{self.endpoint}/__front/uploads", timeout=10) as r:
+            return objects, json.load(r)["open"]
 
     def wait_objects(self, predicate, timeout=30, what="objects", bucket="archive"):
         return wait_until(lambda: (lambda objs: objs if predicate(objs) else None)(self.read(bucket)[0]), timeout,

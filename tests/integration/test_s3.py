@@ -134,6 +134,61 @@ class S3Archive(JsClients, EngineTest):
         self.assertEqual(bodies, [f"line {i}" for i in range(5)])
 
 
+class S3Faults(JsClients, EngineTest):
+    """S3 answering SlowDown, refusing a completion; credentials from the
+    environment."""
+
+    def start(self, faults, **engine_env):
+        from s3 import S3
+        self.s3 = S3(faults=faults)
+        self.addCleanup(self.s3.close)
+        self.http_port, self.port = free_port(), free_port()
+        from harness import Admin, engine_yaml
+        self.start_engine(engine_yaml().replace("HTTP", str(self.http_port)), env=engine_env)
+        self.admin = Admin(self.engine, self.http_port)
+        self.admin.wait_ready()
+
+    put, send, node = S3Archive.put, S3Archive.send, S3Archive.node
+
+    def test_slowdown_is_retried_and_credentials_come_from_the_environment(self):
+        from s3 import KEY_ID, SECRET
+        self.start({"S3_FRONT_SLOWDOWN": "3"}, AWS_ACCESS_KEY_ID=KEY_ID, AWS_SECRET_ACCESS_KEY=SECRET)
+        config = {"bucket": "archive", "endpoint": self.s3.endpoint, "path_style": True, "max_object_age_secs": 1,
+                  "retry": {"initial_ms": 50, "max_ms": 300, "max_elapsed_secs": 0}}
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["s3"]},
+            "s3": {"type": "exporter:s3", "config": config}}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/a", body=spec, timeout=30)
+        self.assertEqual(status, 200, body)
+        self.send(0, 50)
+        objects = self.s3.wait_objects(lambda o: o, 30, "the object, after three SlowDowns")
+        self.assertEqual(S3Archive.ids(self, objects), list(range(50)))
+        node = wait_until(lambda: (lambda n: n if n.get("records_out") == 50 else None)(self.node()), 10,
+                          "the records counted out")
+        self.assertGreaterEqual(node.get("retries", 0), 3, node)
+        self.assertEqual(node.get("errors", 0), 0, node)
+
+    def test_an_upload_given_up_is_aborted(self):
+        from s3 import KEY_ID
+        self.start({"S3_FRONT_REFUSE_COMPLETE": "1"})
+        self.put(compression="none", max_object_age_secs=1)
+        pad = "x" * 1000
+        for k in range(10):  # about 10 MB: a multipart upload of two parts
+            self.send(k * 1000, 1000, pad)
+        node = wait_until(lambda: (lambda n: n if "InvalidPart" in (n.get("last_error") or "") else None)(
+            self.node()), 30, "S3's InvalidPart in last_error")
+        self.assertIn("400", node["last_error"])
+        wait_until(lambda: "DELETE " in self.s3.log_text() and "uploadId=" in self.s3.log_text(), 20,
+                   "the upload aborted")
+        node = wait_until(lambda: (lambda n: n if n.get("s3", {}).get("aborted") else None)(self.node()), 10,
+                          "the abort counted")
+        self.assertEqual(node["s3"]["objects"], 0, node)
+        self.assertEqual(node.get("errors"), 10000, node)
+        objects, open_uploads = self.s3.read()
+        self.assertEqual((objects, open_uploads), ({}, 0), "no object, no upload left open")
+        self.assertTrue(KEY_ID)
+
+
 class S3Crash(JsClients, EngineTest):
     def test_the_tree_killed_mid_upload_with_a_disk_buffer_loses_nothing(self):
         """A slow S3 (each answer 300 ms late); 12 MB of records taken into

@@ -13,7 +13,13 @@
 // (a slow S3, for a test to act in the middle of an upload); with
 // S3_FRONT_SINK=1 (B34, bench/s3.py), checks every request as ever but
 // stores nothing: it answers as S3 does (an ETag, an UploadId, a completion)
-// so that what is measured is drover, not s3rver writing to disk.
+// so that what is measured is drover, not s3rver writing to disk. Faults,
+// for the tests: S3_FRONT_SLOWDOWN=N answers the first N writes 503
+// SlowDown; S3_FRONT_REFUSE_COMPLETE=1 answers every multipart completion
+// 400 InvalidPart (the parts stay in s3rver until they are aborted).
+// s3rver 3.7.1 has no AbortMultipartUpload nor ListMultipartUploads: the
+// front keeps the uploads begun and neither completed nor aborted, answers
+// an abort itself (204), and says how many are open at GET /__front/uploads.
 const http = require('http');
 const crypto = require('crypto');
 const S3rver = require('s3rver');
@@ -24,6 +30,9 @@ const [port, dir, keysJson, ...buckets] = process.argv.slice(2);
 const keys = JSON.parse(keysJson);
 const delay = Number(process.env.S3_FRONT_DELAY_MS || 0);
 const sink = process.env.S3_FRONT_SINK === '1';
+let slowdowns = Number(process.env.S3_FRONT_SLOWDOWN || 0);
+const refuseComplete = process.env.S3_FRONT_REFUSE_COMPLETE === '1';
+const open = new Set();
 
 function answerAsS3(req, url, body, res) {
   const etag = `"${crypto.createHash('md5').update(body).digest('hex')}"`;
@@ -82,6 +91,11 @@ async function main() {
   const { port: inner } = await server.run();
   const front = http.createServer((req, res) => {
     process.stderr.write(`${req.method} ${req.url}\n`);
+    if (req.method === 'GET' && req.url === '/__front/uploads') {
+      const body = JSON.stringify({ open: open.size });
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+      return res.end(body);
+    }
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('aborted', () => {}); // cut off: nothing goes on
@@ -92,12 +106,33 @@ async function main() {
       const url = new URL(req.url, 'http://x');
       const wrong = await verify(req, url, body);
       if (wrong) return refuse(res, wrong[1], wrong[0], wrong[2]);
+      if (slowdowns > 0 && req.method !== 'GET') {
+        slowdowns--;
+        return refuse(res, 503, 'SlowDown', 'Please reduce your request rate.');
+      }
+      if (refuseComplete && req.method === 'POST' && url.searchParams.has('uploadId')) {
+        return refuse(res, 400, 'InvalidPart', 'One or more of the specified parts could not be found.');
+      }
       if (sink) return answerAsS3(req, url, body, res);
+      const id = url.searchParams.get('uploadId');
+      if (req.method === 'DELETE' && id !== null) {
+        open.delete(id);
+        res.writeHead(204);
+        return res.end();
+      }
       const headers = { ...req.headers };
       delete headers.authorization; // s3rver takes it anonymously: the front checked it
       const inward = http.request({ host: '127.0.0.1', port: inner, method: req.method, path: req.url, headers }, (r) => {
-        res.writeHead(r.statusCode, r.headers);
-        r.pipe(res);
+        const answer = [];
+        r.on('data', (c) => answer.push(c));
+        r.on('end', () => {
+          const text = Buffer.concat(answer);
+          const began = /<UploadId>([^<]+)<\/UploadId>/.exec(text.toString());
+          if (req.method === 'POST' && url.searchParams.has('uploads') && began) open.add(began[1]);
+          if (req.method === 'POST' && id !== null && r.statusCode === 200) open.delete(id);
+          res.writeHead(r.statusCode, r.headers);
+          res.end(text);
+        });
       });
       inward.on('error', (e) => refuse(res, 500, 'InternalError', String(e)));
       inward.end(body);

@@ -158,7 +158,7 @@ static void s_finished(drv_s3_uploads_t *self, upload_t *u, CURLcode result)
     char code[100] = "";
     drv_s3_xml_text(&u->answer, "Code", code, sizeof code);
     //  CompleteMultipartUpload may answer 200 with an <Error> in the body.
-    bool error_body = u->step == STEP_COMPLETE && strstr(u->answer.body, "<Error>");
+    bool error_body = u->step == STEP_COMPLETE && status >= 200 && status < 300 && strstr(u->answer.body, "<Error>");
     if (result != CURLE_OK) {
         snprintf(why, sizeof why, "s3://%s/%s: %s", self->target->bucket, u->key, curl_easy_strerror(result));
         s_verdict(self, u, DRV_EXPORT_RETRY, why);
