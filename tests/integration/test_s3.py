@@ -68,6 +68,14 @@ class S3Archive(JsClients, EngineTest):
         self.assertEqual(node["s3"]["objects"], len(objects), node)
         self.assertEqual(node.get("errors", 0), 0, node)
 
+    def test_virtual_host_style(self):
+        # BUCKET.s3.localhost:PORT/KEY: the bucket in the host, signed so.
+        self.put(endpoint=f"http://s3.localhost:{self.s3.port}", path_style=False)
+        self.send(0, 100)
+        objects = self.s3.wait_objects(lambda o: len(self.ids(o)) >= 100, 30, "records through BUCKET.HOST")
+        self.assertEqual(self.ids(objects), list(range(100)))
+        self.assertIn("PUT /records/", self.s3.log_text(), "the path holds the key alone")
+
     def test_a_large_object_goes_by_multipart_whole(self):
         self.put(compression="none", max_object_bytes=32 << 20, max_object_age_secs=2)
         pad = "x" * 1000

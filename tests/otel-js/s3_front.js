@@ -86,7 +86,9 @@ async function verify(req, url, body) {
 }
 
 async function main() {
-  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir,
+  // serviceEndpoint: BUCKET.s3.localhost is virtual-host style (curl takes
+  // any *.localhost to be the loopback).
+  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir, serviceEndpoint: 'localhost',
     configureBuckets: buckets.map((name) => ({ name })) });
   const { port: inner } = await server.run();
   const front = http.createServer((req, res) => {
