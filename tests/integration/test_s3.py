@@ -141,6 +141,30 @@ class S3Archive(JsClients, EngineTest):
                   for r in sl["logRecords"]]
         self.assertEqual(bodies, [f"line {i}" for i in range(5)])
 
+    def test_otlp_proto_objects_parse_with_protoc_classes(self):
+        from grpc_otlp import WHY_NOT, request_class
+        if WHY_NOT:
+            self.skipTest(WHY_NOT)
+        otlp = free_port()
+        from s3 import KEY_ID, SECRET
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{otlp}"}, "to": ["s3"]},
+            "s3": {"type": "exporter:s3", "config": {
+                "bucket": "archive", "endpoint": self.s3.endpoint, "path_style": True, "format": "otlp_proto",
+                "max_object_age_secs": 1, "credentials": {"access_key_id": KEY_ID, "secret_access_key": SECRET}}}}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/a", body=spec, timeout=30)
+        self.assertEqual(status, 200, body)
+        spans = {"resourceSpans": [{"scopeSpans": [{"spans": [
+            {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": f"b7ad6b71692033{i:02x}", "name": f"op {i}",
+             "startTimeUnixNano": "1", "endTimeUnixNano": "2"} for i in range(3)]}]}]}
+        status, body, _, _ = curl_post(otlp, "/v1/traces", json.dumps(spans).encode(), "application/json")
+        self.assertEqual(status, 200, body)
+        [(key, data)] = self.s3.wait_objects(lambda o: o, 30, "a traces object").items()
+        self.assertRegex(key, r"^traces/.*\.binpb\.gz$")
+        request = request_class("traces").FromString(gzip.decompress(data))
+        self.assertEqual([sp.name for rs in request.resource_spans for ss in rs.scope_spans for sp in ss.spans],
+                         ["op 0", "op 1", "op 2"])
+
 
 class S3Faults(JsClients, EngineTest):
     """S3 answering SlowDown, refusing a completion; credentials from the
