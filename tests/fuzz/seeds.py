@@ -14,7 +14,7 @@ import subprocess
 import msgpack
 
 TARGETS = ("config", "spec", "msg", "admin", "batch", "plan", "syslog", "http_body", "otlp", "otlp_depth", "otlp_metrics", "wal", "grpc",
-           "remote_write", "prom_text")
+           "remote_write", "prom_text", "ottl")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "../.."))
 
@@ -186,6 +186,7 @@ def main():
     grpc_seeds()
     remote_write_seeds()
     prom_text_seeds()
+    ottl_seeds()
     print("seeds:", {t: len(glob.glob(os.path.join(HERE, "corpus", t, "*"))) for t in TARGETS})
 
 
@@ -261,6 +262,18 @@ foo_created 1520430000.123
 s{s="a"} 1
 # EOF
 """
+
+
+def ottl_seeds():
+    """ottl: the conditions tests/integration/test_ottl.py runs, and its refusals."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tests/integration"))
+    from test_ottl import CASES
+    for i, (condition, _) in enumerate(CASES):
+        write("ottl", f"case-{i:02d}.txt", condition.encode())
+    for name, text in (("unclosed", b'IsMatch(body, "x'), ("single-equals", b'attributes["a"] = "b"'),
+                       ("deep", b"not " * 40 + b"true"), ("list", b'Concat(["a", "b", "c"], ",") == "a,b,c"')):
+        write("ottl", f"{name}.txt", text)
 
 
 def prom_text_seeds():

@@ -3,10 +3,22 @@
 #include "drv_record.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-int drv_condition_init(drv_condition_t *self, drv_node_t *node, const json_t *when)
+int drv_condition_init(drv_condition_t *self, drv_node_t *node, const json_t *when, char *err, size_t errlen)
 {
+    memset(self, 0, sizeof *self);
+    if (json_is_string(when)) {
+        self->ottl = calloc(1, sizeof *self->ottl);
+        if (!self->ottl || drv_ottl_condition_init(self->ottl, json_string_value(when), err, errlen) != 0) {
+            free(self->ottl);
+            self->ottl = NULL;
+            return -1;
+        }
+        return 0;
+    }
+    snprintf(err, errlen, "cannot encode the condition");
     const char *op = json_string_value(json_object_get(when, "op"));
     self->op = DRV_OP_EQ;
     for (int i = 0; i < (int)(sizeof drv_condition_ops / sizeof drv_condition_ops[0]); i++) {
@@ -65,8 +77,29 @@ static bool s_compare(const msgpack_object *a, const msgpack_object *b, int *cmp
     return msgpack_object_equal(*a, *b) ? (*cmp = 0, true) : false;
 }
 
+void drv_condition_fini(drv_condition_t *self)
+{
+    if (self->ottl) {
+        drv_ottl_condition_fini(self->ottl);
+        free(self->ottl);
+        self->ottl = NULL;
+    }
+}
+
+int drv_condition_test(const drv_condition_t *self, const msgpack_object *record, char *why, size_t whylen)
+{
+    if (self->ottl) {
+        return drv_ottl_condition_eval(self->ottl, record, why, whylen);
+    }
+    return drv_condition_matches(self, record);
+}
+
 bool drv_condition_matches(const drv_condition_t *self, const msgpack_object *record)
 {
+    if (self->ottl) {
+        char why[200];
+        return drv_ottl_condition_eval(self->ottl, record, why, sizeof why) == 1;
+    }
     const msgpack_object *found = drv_record_path_get(record, &self->field);
     if (!found) {
         return false; // a record without the field matches no op

@@ -1,6 +1,7 @@
 /*  processor:route — sends each record to the nodes of the first route
-    whose condition it matches (drv_condition.h: the filter's field, op and
-    value), else to `default`; a record that matches no route and has no
+    whose condition it meets (drv_condition.h: an OTTL `condition`, or the
+    filter's field, op and value as `when`; a condition that cannot be
+    evaluated on a record is not met, counted in errors), else to `default`; a record that matches no route and has no
     default goes nowhere. The routes' targets are the node's edges (the
     schema's targets hook): the spec checks them like `to`, which this
     node does not use. */
@@ -50,9 +51,12 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     json_t *route;
     json_array_foreach(routes, i, route)
     {
-        if (drv_condition_init(&self->routes[i].when, node, json_object_get(route, "when")) != 0 ||
+        char why[400];
+        json_t *condition = json_object_get(route, "condition");
+        if (drv_condition_init(&self->routes[i].when, node, condition ? condition : json_object_get(route, "when"), why,
+                               sizeof why) != 0 ||
             s_resolve(node, &self->routes[i], json_object_get(route, "to")) != 0) {
-            snprintf(err, errlen, "node %s: cannot build route %zu", node->id, i);
+            snprintf(err, errlen, "node %s: cannot build route %zu: %s", node->id, i, why);
             return -1;
         }
     }
@@ -73,7 +77,13 @@ static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
     memset(counts, 0, routes * sizeof *counts);
     for (size_t i = 0; i < n; i++) {
         size_t r = 0;
-        while (r < self->count && !drv_condition_matches(&self->routes[r].when, &records[i])) {
+        char why[300];
+        int met = 0;
+        while (r < self->count &&
+               (met = drv_condition_test(&self->routes[r].when, &records[i], why, sizeof why)) != 1) {
+            if (met < 0) {
+                drv_node_record_error(node, why); // not met: the next route is tried
+            }
             r++;
         }
         picked[r * n + counts[r]++] = records[i];
@@ -96,6 +106,7 @@ static void s_destroy(drv_node_t *node)
     if (self) {
         for (size_t i = 0; i <= self->count && self->routes; i++) {
             free(self->routes[i].targets);
+            drv_condition_fini(&self->routes[i].when);
         }
         free(self->routes);
         free(self);

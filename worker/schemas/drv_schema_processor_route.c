@@ -86,16 +86,32 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
         json_t *value;
         json_object_foreach(route, key, value)
         {
-            if (strcmp(key, "when") && strcmp(key, "to")) {
+            if (strcmp(key, "when") && strcmp(key, "condition") && strcmp(key, "to")) {
                 char path[300];
                 snprintf(path, sizeof path, "%s.%s", node_path, where);
-                drv_spec_check_problem(check, path, "unknown key \"%s\" (when, to)", key);
+                drv_spec_check_problem(check, path, "unknown key \"%s\" (condition or when, to)", key);
             }
         }
         char when[80], to[80];
         snprintf(when, sizeof when, "%s.when", where);
         snprintf(to, sizeof to, "%s.to", where);
-        drv_condition_check(check, node_path, when, json_object_get(route, "when"), false);
+        json_t *condition = json_object_get(route, "condition");
+        if (condition && json_object_get(route, "when")) {
+            char path[300];
+            snprintf(path, sizeof path, "%s.%s", node_path, where);
+            drv_spec_check_problem(check, path, "condition (OTTL) or when ({field, op, value}), not both");
+        } else if (condition) {
+            snprintf(when, sizeof when, "%s.condition", where);
+            if (!json_is_string(condition)) {
+                char path[300];
+                snprintf(path, sizeof path, "%s.%s", node_path, when);
+                drv_spec_check_problem(check, path, "must be an OTTL condition in a string");
+            } else {
+                drv_ottl_check(check, node_path, when, condition);
+            }
+        } else {
+            drv_condition_check(check, node_path, when, json_object_get(route, "when"), false);
+        }
         s_check_targets(check, node_path, to, json_object_get(route, "to"), true);
     }
     s_check_targets(check, node_path, "config.default", json_object_get(config, "default"), false);
@@ -107,12 +123,12 @@ const drv_node_schema_t drv_schema_processor_route = {
     .doc = "Sends each record to the nodes of the first route whose condition it meets, else to "
            "default; a record that meets none and has no default goes nowhere (counted as dropped). "
            "Its routes are its edges: it has no to.",
-    .example = "{type: processor:route, config: {routes: [{when: {field: level, op: ge, value: 4}, to: "
+    .example = "{type: processor:route, config: {routes: [{condition: 'attributes[\"team\"] == \"pay\"', to: "
                "[out]}], default: [out]}}",
     .keys = {{.key = "routes",
               .kind = DRV_KEY_ANY,
               .required = true,
-              .doc = "a list of {when: {field, op, value}, to: [node ids]}, tried in order"},
+              .doc = "a list of {condition: 'OTTL' (or when: {field, op, value}), to: [node ids]}, tried in order"},
              {.key = "default", .kind = DRV_KEY_ANY, .fallback = "[]", .doc = "node ids for records no route took"}},
     .check = s_check,
     .targets = s_targets,

@@ -8,7 +8,10 @@
 
 #include "drover/drv_node_schema.h"
 
+#include "drover/drv_ottl.h"
+
 #include <jansson.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -126,6 +129,16 @@ void drv_tls_check(drv_spec_check_t *check, const char *node_path, const json_t 
 //  Fills the normalized config's batch, retry and tls with their defaults,
 //  so that what GET shows is what an instance uses (a kind's `complete`).
 void drv_export_complete(drv_spec_check_t *check, const char *node_path, json_t *normalized);
+
+//  ---- OTTL conditions (drv_schema_ottl.c; worker/kit/drv_ottl_eval.c evaluates them, docs/ottl.md)
+//  text parsed and its IsMatch patterns compiled (each call's compiled, a
+//  pcre2_code): 0, or -1 with what is wrong and where in err.
+int drv_ottl_compile(const char *text, drv_ottl_node_t **out, char *err, size_t errlen);
+//  A compiled tree freed, its patterns with it.
+void drv_ottl_release(drv_ottl_node_t *tree);
+//  A condition (a string) or a non-empty list of them at node_path.path,
+//  each compiled: a problem named for every one that is not. 0 or -1.
+int drv_ottl_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *conditions);
 
 //  ---- exporter:s3's key template (drv_schema_exporter_s3.c; worker/s3/drv_s3_key.c fills it in)
 //  The field at text: {signal} 0, {instance} 1, {seq} 2, {ext} 3 (its

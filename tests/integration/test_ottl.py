@@ -1,0 +1,163 @@
+"""OTTL conditions (docs/ottl.md; issue 53, its first part) through the real
+binaries: conditions as the Collector's filter processor documentation
+writes them, each in a processor:filter of its own fed the same OTLP/HTTP
+logs (posted with curl), what each keeps read back from its file; a
+processor:route by condition; refusals with their offsets and a
+did-you-mean; a catastrophic pattern that stalls nothing; error_mode."""
+
+import json
+import time
+import unittest
+
+from harness import EngineTest, curl_post, free_port, read_ndjson, wait_until
+
+LOGS = [  # body, severity_number, severity_text, attributes, resource attributes
+    ("GET /index.html 200", 9, "INFO", {"http.request.method": "GET", "team": "web"}, {"service.name": "front"}),
+    ("user password=hunter2 rejected", 13, "WARN", {"team": "auth"}, {"service.name": "auth"}),
+    ("debug: cache warm", 5, "DEBUG", {}, {"service.name": "cache", "k8s.pod.name": "my-pod-name-7d9"}),
+    ("AUDIT login ok", 9, "INFO", {"team": "pay", "retries": 3}, {"service.name": "pay"}),
+    ('{"msg":"json body"}', 17, "ERROR", {"team": "pay"}, {"service.name": "pay"}),
+]
+
+# (condition, bodies the filter drops): the Collector's filter processor drops what a condition meets.
+CASES = [
+    ('IsMatch(body, ".*password.*")', {1}),
+    ("severity_number < SEVERITY_NUMBER_WARN", {0, 2, 3}),
+    ('log.severity_text == "DEBUG"', {2}),
+    ('resource.attributes["service.name"] == "pay"', {3, 4}),
+    ('attributes["http.request.method"] == nil', {1, 2, 3, 4}),
+    ('IsMatch(resource.attributes["k8s.pod.name"], "my-pod-name.*")', {2}),
+    ('severity_number >= SEVERITY_NUMBER_WARN and not IsMatch(body, "(?i)password")', {4}),
+    ('attributes["team"] == "pay" or attributes["team"] == "web"', {0, 3, 4}),
+    ('not (attributes["team"] == "pay")', {0, 1, 2}),
+    ('IsMatch(body, "^\\\\{")', {4}),
+    ('Len(body) > 25', {1}),
+    ('attributes["retries"] > 2', {3}),
+    ('HasPrefix(ToLowerCase(body), "audit")', {3}),
+    ('IsString(attributes["team"]) and Concat([attributes["team"], "x"], "-") == "auth-x"', {1}),
+    ('instrumentation_scope.name == "checkout"', {0, 1, 2, 3, 4}),
+    ('Substring(body, 0, 5) == "debug"', {2}),
+    ('IsMap(attributes) and Len(attributes) == 0', {2}),
+    ('severity_number == 13 or severity_number == 17', {1, 4}),
+    ('Int("42") == 42 and Double(attributes["retries"]) == 3.0', {3}),
+    ('String(severity_number) == "9"', {0, 3}),
+]
+
+
+def otlp_logs():
+    records = []
+    for body, number, text, attrs, _ in LOGS:
+        records.append({"body": {"stringValue": body}, "severityNumber": number, "severityText": text,
+                        "attributes": [{"key": k, "value": {"intValue": str(v)} if isinstance(v, int)
+                                        else {"stringValue": v}} for k, v in attrs.items()]})
+    by_resource = {}
+    for record, (_, _, _, _, resource) in zip(records, LOGS):
+        by_resource.setdefault(json.dumps(resource, sort_keys=True), []).append(record)
+    return {"resourceLogs": [{
+        "resource": {"attributes": [{"key": k, "value": {"stringValue": v}} for k, v in json.loads(r).items()]},
+        "scopeLogs": [{"scope": {"name": "checkout"}, "logRecords": recs}]} for r, recs in by_resource.items()]}
+
+
+class Ottl(EngineTest):
+    def setUp(self):
+        self.start_admin_engine()
+        self.port = free_port()
+        self.out = self.engine.out_dir
+
+    def put(self, nodes, expect=200):
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/o",
+                                          body={"pipeline": {"cores": {"count": 1}, "nodes": nodes}}, timeout=30)
+        self.assertEqual(status, expect, body)
+        return body
+
+    def post(self):
+        status, body, _, _ = curl_post(self.port, "/v1/logs", json.dumps(otlp_logs()).encode(), "application/json")
+        self.assertEqual(status, 200, body)
+
+    def test_the_collectors_filter_conditions_drop_what_its_documentation_says(self):
+        nodes = {"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"},
+                        "to": [f"f{i}" for i in range(len(CASES))]}}
+        for i, (condition, _) in enumerate(CASES):
+            nodes[f"f{i}"] = {"type": "processor:filter", "config": {"conditions": [condition]}, "to": [f"o{i}"]}
+            nodes[f"o{i}"] = {"type": "exporter:file", "config": {"path": f"{self.out}/f{i}.ndjson"}}
+        self.put(nodes)
+        self.post()
+        bodies = [b for b, *_ in LOGS]
+        for i, (condition, dropped) in enumerate(CASES):
+            expected = [b for k, b in enumerate(bodies) if k not in dropped]
+            if expected:
+                got = wait_until(lambda: (lambda r: r if len(r) >= len(expected) else None)(
+                    read_ndjson(f"{self.out}/f{i}.ndjson")), 20, f"what {condition} keeps")
+            else:  # nothing kept: the others arrived (the same input), this one wrote nothing
+                wait_until(lambda: read_ndjson(f"{self.out}/f0.ndjson"), 20, "the first filter's records")
+                got = read_ndjson(f"{self.out}/f{i}.ndjson")
+            self.assertEqual([r["body"] for r in got], expected, f"case {i}: {condition}")
+
+    def test_route_by_condition(self):
+        self.put({"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["r"]},
+                  "r": {"type": "processor:route", "config": {"routes": [
+                      {"condition": 'attributes["team"] == "pay"', "to": ["pay"]},
+                      {"condition": 'severity_number >= SEVERITY_NUMBER_WARN', "to": ["loud"]}],
+                      "default": ["rest"]}},
+                  "pay": {"type": "exporter:file", "config": {"path": f"{self.out}/pay.ndjson"}},
+                  "loud": {"type": "exporter:file", "config": {"path": f"{self.out}/loud.ndjson"}},
+                  "rest": {"type": "exporter:file", "config": {"path": f"{self.out}/rest.ndjson"}}})
+        self.post()
+        pay = wait_until(lambda: (lambda r: r if len(r) == 2 else None)(read_ndjson(f"{self.out}/pay.ndjson")), 20,
+                         "the pay route")
+        self.assertEqual([r["body"] for r in pay], [LOGS[3][0], LOGS[4][0]])
+        loud = wait_until(lambda: read_ndjson(f"{self.out}/loud.ndjson"), 20, "the loud route")
+        self.assertEqual([r["body"] for r in loud], [LOGS[1][0]])
+        rest = wait_until(lambda: (lambda r: r if len(r) == 2 else None)(read_ndjson(f"{self.out}/rest.ndjson")),
+                          20, "the default")
+        self.assertEqual([r["body"] for r in rest], [LOGS[0][0], LOGS[2][0]])
+
+    def test_refusals_name_the_offset_and_a_close_name(self):
+        for condition, said in [
+                ('attributes["a"] = "b"', "at offset 16: '=': did you mean '=='?"),
+                ('IsMach(body, "x")', "IsMach: no such converter (did you mean IsMatch?)"),
+                ('atributes["a"] == "b"', "atributes: no such path (did you mean attributes?)"),
+                ('severity_number < ', "at offset 18: a value expected, found the end"),
+                ('IsMatch(body, "(unclosed")', "IsMatch's pattern"),
+                ('"just a string"', "a condition must be true or false"),
+                ('IsMatch(body)', "IsMatch takes 2 arguments, not 1")]:
+            body = self.put({"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"},
+                                    "to": ["f"]},
+                             "f": {"type": "processor:filter", "config": {"conditions": [condition]}, "to": ["o"]},
+                             "o": {"type": "exporter:file", "config": {"path": f"{self.out}/x.ndjson"}}}, expect=422)
+            text = json.dumps(body)
+            self.assertIn("nodes.f.config.conditions[0]", text, condition)
+            self.assertIn(said.replace('"', '\\"'), text, condition)
+
+    def test_a_catastrophic_pattern_stalls_nothing_and_error_mode_counts(self):
+        nodes = {"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["f", "g"]},
+                 "f": {"type": "processor:filter", "config": {"conditions": ['IsMatch(body, "(a+)+$")']},
+                       "to": ["o"]},
+                 "g": {"type": "processor:filter", "config": {"error_mode": "silent",
+                                                             "conditions": ['IsMatch(body, "(a+)+$")']}, "to": ["p"]},
+                 "o": {"type": "exporter:file", "config": {"path": f"{self.out}/o.ndjson"}},
+                 "p": {"type": "exporter:file", "config": {"path": f"{self.out}/p.ndjson"}}}
+        self.put(nodes)
+        evil = "a" * 40 + "!"
+        logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": evil}},
+                                                                 {"body": {"stringValue": "aaa"}}]}]}]}
+        start = time.monotonic()
+        status, body, _, _ = curl_post(self.port, "/v1/logs", json.dumps(logs).encode(), "application/json")
+        self.assertEqual(status, 200, body)
+        kept = wait_until(lambda: read_ndjson(f"{self.out}/o.ndjson"), 20, "the record the match gave up on")
+        self.assertLess(time.monotonic() - start, 10 * 1.0, "the match was bounded")
+        self.assertEqual([r["body"] for r in kept], [evil], "propagate: handed on as it came; 'aaa' dropped")
+        self.assertEqual([r["body"] for r in wait_until(lambda: read_ndjson(f"{self.out}/p.ndjson"), 20, "silent")],
+                         [evil])
+
+        def nodes_status():
+            status, body, _ = self.admin.http("GET", "/api/v1/groups/default/pipelines/o/status")
+            return (body.get("instances") or [{}])[0].get("nodes") or {}
+        counted = wait_until(lambda: (lambda n: n if n.get("f", {}).get("errors") == 1 else None)(nodes_status()),
+                             10, "the error counted by propagate")
+        self.assertEqual(counted["g"].get("errors", 0), 0, "silent counts nothing")
+        self.engine.wait_log(r"IsMatch: the match went past its bounds", 10)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,415 @@
+/*  drv_ottl_eval — see drv_ottl_eval.h. */
+#include "drv_ottl_eval.h"
+#include "drv_regex.h"
+#include "drv_schemas.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { V_NIL, V_BOOL, V_INT, V_FLOAT, V_STR, V_MAP, V_LIST } vtype_t;
+
+typedef struct {
+    vtype_t type;
+    bool b;
+    int64_t i;
+    double f;
+    const char *s;
+    size_t len;
+    const msgpack_object *o; // a map's or a list's object
+} value_t;
+
+typedef struct {
+    drv_ottl_condition_t *self;
+    const msgpack_object *record;
+    char *why;
+    size_t whylen;
+    bool failed;
+} eval_t;
+
+static const value_t s_nil = {.type = V_NIL};
+
+static void s_fail(eval_t *e, const char *fmt, const char *what)
+{
+    if (!e->failed) {
+        e->failed = true;
+        snprintf(e->why, e->whylen, fmt, what);
+    }
+}
+
+static value_t s_of(const msgpack_object *o)
+{
+    if (!o) {
+        return s_nil;
+    }
+    switch (o->type) {
+    case MSGPACK_OBJECT_BOOLEAN:
+        return (value_t){.type = V_BOOL, .b = o->via.boolean};
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        return (value_t){.type = V_INT, .i = o->via.u64 > INT64_MAX ? INT64_MAX : (int64_t)o->via.u64};
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        return (value_t){.type = V_INT, .i = o->via.i64};
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        return (value_t){.type = V_FLOAT, .f = o->via.f64};
+    case MSGPACK_OBJECT_STR:
+        return (value_t){.type = V_STR, .s = o->via.str.ptr, .len = o->via.str.size};
+    case MSGPACK_OBJECT_BIN:
+        return (value_t){.type = V_STR, .s = o->via.bin.ptr, .len = o->via.bin.size};
+    case MSGPACK_OBJECT_MAP:
+        return (value_t){.type = V_MAP, .o = o};
+    case MSGPACK_OBJECT_ARRAY:
+        return (value_t){.type = V_LIST, .o = o};
+    default:
+        return s_nil;
+    }
+}
+
+//  What the path leads to in the record, or NULL.
+static const msgpack_object *s_path(const drv_ottl_node_t *node, const msgpack_object *at)
+{
+    for (int k = 0; at && k < node->depth; k++) {
+        const drv_ottl_key_t *key = &node->keys[k];
+        const msgpack_object *next = NULL;
+        if (key->key && at->type == MSGPACK_OBJECT_MAP) {
+            for (uint32_t i = 0; i < at->via.map.size && !next; i++) {
+                const msgpack_object *name = &at->via.map.ptr[i].key;
+                if (name->type == MSGPACK_OBJECT_STR && name->via.str.size == key->len &&
+                    !memcmp(name->via.str.ptr, key->key, key->len)) {
+                    next = &at->via.map.ptr[i].val;
+                }
+            }
+        } else if (!key->key && at->type == MSGPACK_OBJECT_ARRAY) {
+            int64_t i = key->index < 0 ? (int64_t)at->via.array.size + key->index : key->index;
+            next = i >= 0 && i < (int64_t)at->via.array.size ? &at->via.array.ptr[i] : NULL;
+        }
+        at = next;
+    }
+    return at;
+}
+
+static value_t s_eval(eval_t *e, const drv_ottl_node_t *node);
+
+//  A value as text, as String() says it (into the zone when it is made).
+static bool s_text(eval_t *e, value_t v, const char **s, size_t *len)
+{
+    char buf[64];
+    switch (v.type) {
+    case V_STR:
+        *s = v.s, *len = v.len;
+        return true;
+    case V_BOOL:
+        *s = v.b ? "true" : "false", *len = v.b ? 4 : 5;
+        return true;
+    case V_INT:
+        snprintf(buf, sizeof buf, "%" PRId64, v.i);
+        break;
+    case V_FLOAT:
+        snprintf(buf, sizeof buf, "%.17g", v.f);
+        break;
+    default:
+        return false; // nil, maps and lists are no text here
+    }
+    size_t n = strlen(buf);
+    char *copy = msgpack_zone_malloc(&e->self->zone, n + 1);
+    if (!copy) {
+        s_fail(e, "%s", "out of memory");
+        return false;
+    }
+    memcpy(copy, buf, n + 1);
+    *s = copy, *len = n;
+    return true;
+}
+
+static int s_compare_numbers(double x, double y)
+{
+    return x < y ? -1 : x > y;
+}
+
+//  OTTL's comparison of a and b by op.
+static bool s_compare(value_t a, drv_ottl_op_t op, value_t b)
+{
+    bool numbers = (a.type == V_INT || a.type == V_FLOAT) && (b.type == V_INT || b.type == V_FLOAT);
+    int order = 0;
+    bool ordered = true, equal;
+    if (numbers) {
+        order = a.type == V_INT && b.type == V_INT
+                    ? (a.i > b.i) - (a.i < b.i)
+                    : s_compare_numbers(a.type == V_INT ? (double)a.i : a.f, b.type == V_INT ? (double)b.i : b.f);
+        equal = order == 0;
+    } else if (a.type == V_STR && b.type == V_STR) {
+        int c = memcmp(a.s, b.s, a.len < b.len ? a.len : b.len);
+        order = c ? (c > 0) - (c < 0) : (a.len > b.len) - (a.len < b.len);
+        equal = order == 0;
+    } else if (a.type != b.type) {
+        equal = false, ordered = false;
+    } else if (a.type == V_NIL) {
+        equal = true, ordered = false;
+    } else if (a.type == V_BOOL) {
+        equal = a.b == b.b, ordered = false;
+    } else {
+        equal = msgpack_object_equal(*a.o, *b.o), ordered = false;
+    }
+    switch (op) {
+    case DRV_OTTL_EQ:
+        return equal;
+    case DRV_OTTL_NE:
+        return !equal;
+    case DRV_OTTL_LT:
+        return ordered && order < 0;
+    case DRV_OTTL_LE:
+        return ordered && order <= 0;
+    case DRV_OTTL_GT:
+        return ordered && order > 0;
+    default:
+        return ordered && order >= 0;
+    }
+}
+
+static bool s_truth(eval_t *e, value_t v, const drv_ottl_node_t *node)
+{
+    if (v.type != V_BOOL) {
+        s_fail(e, "%s is not true or false", node->kind == DRV_OTTL_PATH ? "a path's value" : "a value");
+        return false;
+    }
+    return v.b;
+}
+
+static value_t s_string(eval_t *e, const char *s, size_t len)
+{
+    (void)e;
+    return (value_t){.type = V_STR, .s = s, .len = len};
+}
+
+static value_t s_call(eval_t *e, const drv_ottl_node_t *node)
+{
+    value_t a = node->args[0]->kind == DRV_OTTL_LIST ? s_nil : s_eval(e, node->args[0]); // Concat's list: below
+    const char *s;
+    size_t len;
+    switch (node->function) {
+    case DRV_OTTL_IS_MATCH: {
+        if (a.type == V_NIL) {
+            return (value_t){.type = V_BOOL, .b = false};
+        }
+        if (!s_text(e, a, &s, &len)) {
+            s_fail(e, "%s", "IsMatch's target is a map or a list");
+            return s_nil;
+        }
+        int rc = pcre2_match(node->compiled, (PCRE2_SPTR)s, len, 0, 0, e->self->data, e->self->match);
+        if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
+            s_fail(e, "%s",
+                   rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT
+                       ? "IsMatch: the match went past its bounds (docs/security.md)"
+                       : "IsMatch: the match failed");
+            return s_nil;
+        }
+        return (value_t){.type = V_BOOL, .b = rc >= 0};
+    }
+    case DRV_OTTL_IS_STRING:
+        return (value_t){.type = V_BOOL, .b = a.type == V_STR};
+    case DRV_OTTL_IS_MAP:
+        return (value_t){.type = V_BOOL, .b = a.type == V_MAP};
+    case DRV_OTTL_IS_LIST:
+        return (value_t){.type = V_BOOL, .b = a.type == V_LIST};
+    case DRV_OTTL_IS_INT:
+        return (value_t){.type = V_BOOL, .b = a.type == V_INT};
+    case DRV_OTTL_IS_DOUBLE:
+        return (value_t){.type = V_BOOL, .b = a.type == V_FLOAT};
+    case DRV_OTTL_IS_BOOL:
+        return (value_t){.type = V_BOOL, .b = a.type == V_BOOL};
+    case DRV_OTTL_LEN:
+        if (a.type == V_STR) {
+            return (value_t){.type = V_INT, .i = (int64_t)a.len};
+        }
+        if (a.type == V_MAP || a.type == V_LIST) {
+            return (value_t){.type = V_INT,
+                             .i = a.type == V_MAP ? (int64_t)a.o->via.map.size : (int64_t)a.o->via.array.size};
+        }
+        s_fail(e, "%s", "Len takes a string, a map or a list");
+        return s_nil;
+    case DRV_OTTL_INT_OF: // as the Collector's Int: nil for what is no number
+        if (a.type == V_INT || a.type == V_BOOL) {
+            return (value_t){.type = V_INT, .i = a.type == V_INT ? a.i : a.b};
+        }
+        if (a.type == V_FLOAT && isfinite(a.f)) {
+            return (value_t){.type = V_INT, .i = (int64_t)a.f};
+        }
+        if (a.type == V_STR) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%.*s", (int)(a.len < 63 ? a.len : 63), a.s);
+            char *end;
+            long long n = strtoll(buf, &end, 10);
+            return *buf && !*end ? (value_t){.type = V_INT, .i = n} : s_nil;
+        }
+        return s_nil;
+    case DRV_OTTL_DOUBLE_OF:
+        if (a.type == V_INT || a.type == V_FLOAT || a.type == V_BOOL) {
+            return (value_t){.type = V_FLOAT, .f = a.type == V_INT ? (double)a.i : a.type == V_FLOAT ? a.f : a.b};
+        }
+        if (a.type == V_STR) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%.*s", (int)(a.len < 63 ? a.len : 63), a.s);
+            char *end;
+            double f = strtod(buf, &end);
+            return *buf && !*end ? (value_t){.type = V_FLOAT, .f = f} : s_nil;
+        }
+        return s_nil;
+    case DRV_OTTL_STRING_OF:
+        return s_text(e, a, &s, &len) ? s_string(e, s, len) : s_nil;
+    case DRV_OTTL_TO_LOWER:
+    case DRV_OTTL_TO_UPPER: {
+        if (a.type != V_STR) {
+            return s_nil;
+        }
+        char *out = msgpack_zone_malloc(&e->self->zone, a.len ? a.len : 1);
+        if (!out) {
+            s_fail(e, "%s", "out of memory");
+            return s_nil;
+        }
+        for (size_t i = 0; i < a.len; i++) {
+            out[i] = (char)(node->function == DRV_OTTL_TO_LOWER ? tolower((unsigned char)a.s[i])
+                                                                : toupper((unsigned char)a.s[i]));
+        }
+        return s_string(e, out, a.len);
+    }
+    case DRV_OTTL_CONCAT: { // Concat([values], delimiter)
+        value_t d = s_eval(e, node->args[1]);
+        const drv_ottl_node_t *list = node->args[0];
+        if (list->kind != DRV_OTTL_LIST || d.type != V_STR) {
+            s_fail(e, "%s", "Concat takes a list in [] and a delimiter string");
+            return s_nil;
+        }
+        size_t total = 0;
+        const char *parts[DRV_OTTL_MAX_ARGS];
+        size_t lens[DRV_OTTL_MAX_ARGS];
+        for (int i = 0; i < list->nargs; i++) {
+            value_t v = s_eval(e, list->args[i]);
+            if (v.type == V_NIL) {
+                parts[i] = "", lens[i] = 0; // the Collector writes nil as ""
+            } else if (!s_text(e, v, &parts[i], &lens[i])) {
+                s_fail(e, "%s", "Concat: a map or a list among its values");
+                return s_nil;
+            }
+            total += lens[i] + (i ? d.len : 0);
+        }
+        char *out = msgpack_zone_malloc(&e->self->zone, total ? total : 1), *at = out;
+        for (int i = 0; out && i < list->nargs; i++) {
+            if (i) {
+                memcpy(at, d.s, d.len), at += d.len;
+            }
+            memcpy(at, parts[i], lens[i]), at += lens[i];
+        }
+        return out ? s_string(e, out, total) : s_nil;
+    }
+    case DRV_OTTL_SUBSTRING: { // Substring(target, start, length)
+        value_t start = s_eval(e, node->args[1]), length = s_eval(e, node->args[2]);
+        if (a.type != V_STR || start.type != V_INT || length.type != V_INT || start.i < 0 || length.i < 0 ||
+            (uint64_t)start.i + (uint64_t)length.i > a.len) {
+            s_fail(e, "%s", "Substring: a string, and a start and length within it");
+            return s_nil;
+        }
+        return s_string(e, a.s + start.i, (size_t)length.i);
+    }
+    case DRV_OTTL_HAS_PREFIX:
+    case DRV_OTTL_HAS_SUFFIX: {
+        value_t p = s_eval(e, node->args[1]);
+        if (a.type != V_STR || p.type != V_STR) {
+            return (value_t){.type = V_BOOL, .b = false};
+        }
+        bool fits = p.len <= a.len;
+        const char *from = node->function == DRV_OTTL_HAS_PREFIX ? a.s : a.s + a.len - (fits ? p.len : 0);
+        return (value_t){.type = V_BOOL, .b = fits && !memcmp(from, p.s, p.len)};
+    }
+    default:
+        s_fail(e, "%s", "a converter this build does not evaluate");
+        return s_nil;
+    }
+}
+
+static value_t s_eval(eval_t *e, const drv_ottl_node_t *node)
+{
+    if (e->failed) {
+        return s_nil;
+    }
+    switch (node->kind) {
+    case DRV_OTTL_NIL:
+        return s_nil;
+    case DRV_OTTL_BOOL:
+        return (value_t){.type = V_BOOL, .b = node->boolean};
+    case DRV_OTTL_INT:
+        return (value_t){.type = V_INT, .i = node->integer};
+    case DRV_OTTL_FLOAT:
+        return (value_t){.type = V_FLOAT, .f = node->number};
+    case DRV_OTTL_STRING:
+        return (value_t){.type = V_STR, .s = node->string, .len = node->len};
+    case DRV_OTTL_PATH:
+        return s_of(s_path(node, e->record));
+    case DRV_OTTL_CALL: {
+        value_t v = s_call(e, node);
+        if (node->depth > 0 && (v.type == V_MAP || v.type == V_LIST)) {
+            return s_of(s_path(node, v.o)); // Converter(...)["key"]
+        }
+        return v;
+    }
+    case DRV_OTTL_NOT:
+        return (value_t){.type = V_BOOL, .b = !s_truth(e, s_eval(e, node->args[0]), node->args[0])};
+    case DRV_OTTL_AND: // as the Collector: the right side only when the left did not decide
+        if (!s_truth(e, s_eval(e, node->args[0]), node->args[0])) {
+            return (value_t){.type = V_BOOL, .b = false};
+        }
+        return (value_t){.type = V_BOOL, .b = s_truth(e, s_eval(e, node->args[1]), node->args[1])};
+    case DRV_OTTL_OR:
+        if (s_truth(e, s_eval(e, node->args[0]), node->args[0])) {
+            return (value_t){.type = V_BOOL, .b = true};
+        }
+        return (value_t){.type = V_BOOL, .b = s_truth(e, s_eval(e, node->args[1]), node->args[1])};
+    case DRV_OTTL_CMP: {
+        value_t a = s_eval(e, node->args[0]), b = s_eval(e, node->args[1]);
+        return (value_t){.type = V_BOOL, .b = s_compare(a, node->op, b)};
+    }
+    default:
+        s_fail(e, "%s", "a list is no condition");
+        return s_nil;
+    }
+}
+
+int drv_ottl_condition_init(drv_ottl_condition_t *self, const char *text, char *err, size_t errlen)
+{
+    memset(self, 0, sizeof *self);
+    if (drv_ottl_compile(text, &self->root, err, errlen) != 0) {
+        drv_ottl_condition_fini(self);
+        return -1;
+    }
+    self->match = drv_regex_context();
+    self->data = pcre2_match_data_create(1, NULL);
+    self->zone_ready = msgpack_zone_init(&self->zone, 4096);
+    if (!self->match || !self->data || !self->zone_ready) {
+        snprintf(err, errlen, "out of memory");
+        drv_ottl_condition_fini(self);
+        return -1;
+    }
+    return 0;
+}
+
+void drv_ottl_condition_fini(drv_ottl_condition_t *self)
+{
+    drv_ottl_release(self->root);
+    pcre2_match_context_free(self->match);
+    pcre2_match_data_free(self->data);
+    if (self->zone_ready) {
+        msgpack_zone_destroy(&self->zone);
+    }
+    memset(self, 0, sizeof *self);
+}
+
+int drv_ottl_condition_eval(drv_ottl_condition_t *self, const msgpack_object *record, char *why, size_t whylen)
+{
+    eval_t e = {.self = self, .record = record, .why = why, .whylen = whylen};
+    value_t v = s_eval(&e, self->root);
+    bool truth = e.failed ? false : s_truth(&e, v, self->root);
+    msgpack_zone_clear(&self->zone);
+    return e.failed ? -1 : truth;
+}

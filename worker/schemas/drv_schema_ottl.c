@@ -1,0 +1,102 @@
+/*  OTTL conditions in a spec (docs/ottl.md): each parsed by
+    drover/drv_ottl.h and its IsMatch patterns compiled with PCRE2, so that
+    a spec is refused at validation for what an instance could not run;
+    worker/kit/drv_ottl_eval.c evaluates the same trees. */
+#include "drv_schemas.h"
+
+#include "drover/drv_node_schema.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdio.h>
+#include <string.h>
+
+static void s_free_compiled(void *compiled)
+{
+    pcre2_code_free(compiled);
+}
+
+//  IsMatch's patterns compiled (JIT when it can): 0, or -1 with err.
+static int s_compile(drv_ottl_node_t *node, char *err, size_t errlen)
+{
+    for (int i = 0; i < node->nargs; i++) {
+        if (s_compile(node->args[i], err, errlen) != 0) {
+            return -1;
+        }
+    }
+    if (node->kind != DRV_OTTL_CALL || node->function != DRV_OTTL_IS_MATCH) {
+        return 0;
+    }
+    const drv_ottl_node_t *pattern = node->args[1];
+    if (pattern->kind != DRV_OTTL_STRING) {
+        snprintf(err, errlen, "at offset %zu: IsMatch's pattern must be a string in double quotes", pattern->offset);
+        return -1;
+    }
+    int code;
+    PCRE2_SIZE at;
+    node->compiled =
+        pcre2_compile((PCRE2_SPTR)pattern->string, pattern->len, PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &at, NULL);
+    if (!node->compiled) {
+        PCRE2_UCHAR message[200];
+        pcre2_get_error_message(code, message, sizeof message);
+        snprintf(err, errlen, "at offset %zu: IsMatch's pattern, at its byte %zu: %s", pattern->offset, (size_t)at,
+                 (char *)message);
+        return -1;
+    }
+    pcre2_jit_compile(node->compiled, PCRE2_JIT_COMPLETE); // the interpreter when the JIT declines
+    return 0;
+}
+
+int drv_ottl_compile(const char *text, drv_ottl_node_t **out, char *err, size_t errlen)
+{
+    if (drv_ottl_parse_condition(text, out, err, errlen) != 0) {
+        return -1;
+    }
+    if (s_compile(*out, err, errlen) != 0) {
+        drv_ottl_release(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void drv_ottl_release(drv_ottl_node_t *tree)
+{
+    drv_ottl_free(tree, s_free_compiled);
+}
+
+int drv_ottl_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *conditions)
+{
+    char where[300];
+    snprintf(where, sizeof where, "%s.%s", node_path, path);
+    if (json_is_string(conditions)) {
+        drv_ottl_node_t *tree;
+        char why[400];
+        if (drv_ottl_compile(json_string_value(conditions), &tree, why, sizeof why) != 0) {
+            drv_spec_check_problem(check, where, "%s", why);
+            return -1;
+        }
+        drv_ottl_release(tree);
+        return 0;
+    }
+    if (!json_is_array(conditions) || json_array_size(conditions) == 0) {
+        drv_spec_check_problem(check, where, "must be a list of OTTL conditions (strings)");
+        return -1;
+    }
+    size_t i;
+    json_t *condition;
+    int rc = 0;
+    json_array_foreach(conditions, i, condition)
+    {
+        char item[340];
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        if (!json_is_string(condition)) {
+            snprintf(where, sizeof where, "%s.%s", node_path, item);
+            drv_spec_check_problem(check, where, "must be an OTTL condition in a string");
+            rc = -1;
+        } else {
+            rc |= drv_ottl_check(check, node_path, item, condition);
+        }
+    }
+    return rc;
+}
