@@ -1,9 +1,11 @@
-/*  An OTTL condition as a spec gives it (docs/ottl.md): whatever the bytes,
-    the parser refuses them with an offset inside the text, or makes a tree
-    the evaluator runs on a record to true, false or a reason, without
+/*  An OTTL condition or statement as a spec gives it (docs/ottl.md):
+    whatever the bytes, the parser refuses them with an offset inside the
+    text, or makes a tree the evaluator runs on a record (to true, false or
+    a reason; a statement to a record that is still a map), without
     crossing a bound (nesting, keys, arguments) or leaking. */
 #include "fuzz.h"
 
+#include "drv_ottl_edit.h"
 #include "drv_ottl_eval.h"
 
 #include <stdio.h>
@@ -22,6 +24,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = 0;
     char err[400] = "";
     drv_ottl_node_t *tree = NULL;
+    drv_ottl_statement_t statement;
+    if (drv_ottl_statement_init(&statement, text, err, sizeof err) == 0) { // a statement, run on a record
+        msgpack_object_kv attrs[] = {{STR("team"), STR("pay")}, {STR("note"), STR("secret=abc")}};
+        msgpack_object_kv fields[] = {{STR("body"), STR("{\"a\":1}")},
+                                      {STR("attributes"), {.type = MSGPACK_OBJECT_MAP, .via.map = {2, attrs}}}};
+        msgpack_object record = {.type = MSGPACK_OBJECT_MAP, .via.map = {2, fields}};
+        msgpack_zone zone;
+        msgpack_zone_init(&zone, 4096);
+        char why[300];
+        int rc = drv_ottl_statement_run(&statement, &zone, &record, why, sizeof why);
+        FUZZ_ASSERT(rc >= -1 && rc <= 1 && record.type == MSGPACK_OBJECT_MAP);
+        msgpack_zone_destroy(&zone);
+        drv_ottl_statement_fini(&statement);
+    }
     if (drv_ottl_parse_condition(text, &tree, err, sizeof err) != 0) {
         unsigned long at = 0;
         FUZZ_ASSERT(tree == NULL && sscanf(err, "at offset %lu", &at) <= 1);

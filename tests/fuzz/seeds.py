@@ -268,9 +268,11 @@ def ottl_seeds():
     """ottl: the conditions tests/integration/test_ottl.py runs, and its refusals."""
     import sys
     sys.path.insert(0, os.path.join(ROOT, "tests/integration"))
-    from test_ottl import CASES
+    from test_ottl import CASES, STATEMENTS
     for i, (condition, _) in enumerate(CASES):
         write("ottl", f"case-{i:02d}.txt", condition.encode())
+    for i, (statement, _) in enumerate(STATEMENTS):
+        write("ottl", f"statement-{i:02d}.txt", statement.encode())
     for name, text in (("unclosed", b'IsMatch(body, "x'), ("single-equals", b'attributes["a"] = "b"'),
                        ("deep", b"not " * 40 + b"true"), ("list", b'Concat(["a", "b", "c"], ",") == "a,b,c"')):
         write("ottl", f"{name}.txt", text)

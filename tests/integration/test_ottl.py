@@ -58,6 +58,50 @@ def otlp_logs():
         "scopeLogs": [{"scope": {"name": "checkout"}, "logRecords": recs}]} for r, recs in by_resource.items()]}
 
 
+# Statements as the Collector's transform processor documentation writes
+# them, on two log records; what each record is afterwards (body,
+# attributes, severity_text).
+STATEMENT_LOGS = [
+    ('{"user":"ann","tmp_id":7}', 13, "", {"http.method": "GET", "password": "pw", "tmp_x": "1", "note": "secret=abc"},
+     {"k8s.namespace.name": "shop"}),
+    ("login token=Zx81 ok", 9, "", {"http.route": "/a", "env": "dev", "a": "x", "b": "y"},
+     {"k8s.namespace.name": "ops"}),
+]
+STATEMENTS = [
+    ('set(attributes["env"], "prod") where resource.attributes["k8s.namespace.name"] == "shop"',
+     [("attributes", "env", "prod"), ("attributes", "env", "dev")]),
+    ('replace_pattern(body, "token=[A-Za-z0-9]+", "token=***")',
+     [("body", None, '{"user":"ann","tmp_id":7}'), ("body", None, "login token=*** ok")]),
+    ('merge_maps(attributes, ParseJSON(body), "upsert") where IsMatch(body, "^\\\\{")',
+     [("attributes", "user", "ann"), ("attributes", "user", None)]),
+    ('keep_keys(attributes, ["http.method", "http.route", "env"])',
+     [("attributes", None, {"http.method": "GET"}), ("attributes", None, {"http.route": "/a", "env": "dev"})]),
+    ('delete_key(attributes, "password")', [("attributes", "password", None), ("attributes", "env", "dev")]),
+    ('delete_matching_keys(attributes, "^tmp_")', [("attributes", "tmp_x", None), ("attributes", "a", "x")]),
+    ('keep_matching_keys(attributes, "^http")',
+     [("attributes", None, {"http.method": "GET"}), ("attributes", None, {"http.route": "/a"})]),
+    ('truncate_all(attributes, 2)', [("attributes", "http.method", "GE"), ("attributes", "http.route", "/a")]),
+    ('replace_all_patterns(attributes, "value", "secret=\\\\w+", "secret=***")',
+     [("attributes", "note", "secret=***"), ("attributes", "env", "dev")]),
+    ('set(severity_text, "WARN") where severity_number >= SEVERITY_NUMBER_WARN and severity_number < 17',
+     [("severity_text", None, "WARN"), ("severity_text", None, "")]),
+    ('set(body, Concat([attributes["a"], attributes["b"]], "-")) where attributes["a"] != nil',
+     [("body", None, '{"user":"ann","tmp_id":7}'), ("body", None, "x-y")]),
+    ('set(attributes["lower"], ToLowerCase(attributes["http.method"]))',
+     [("attributes", "lower", "get"), ("attributes", "lower", None)]),
+]
+
+
+def statement_logs():
+    out = []
+    for body, number, text, attrs, resource in STATEMENT_LOGS:
+        out.append({"resource": {"attributes": [{"key": k, "value": {"stringValue": v}} for k, v in resource.items()]},
+                    "scopeLogs": [{"logRecords": [{
+                        "body": {"stringValue": body}, "severityNumber": number, "severityText": text,
+                        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}]}]})
+    return {"resourceLogs": out}
+
+
 class Ottl(EngineTest):
     def setUp(self):
         self.start_admin_engine()
@@ -93,6 +137,26 @@ class Ottl(EngineTest):
                 got = read_ndjson(f"{self.out}/f{i}.ndjson")
             self.assertEqual([r["body"] for r in got], expected, f"case {i}: {condition}")
 
+    def test_the_collectors_transform_statements_do_what_its_documentation_says(self):
+        nodes = {"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"},
+                        "to": [f"t{i}" for i in range(len(STATEMENTS))]}}
+        for i, (statement, _) in enumerate(STATEMENTS):
+            nodes[f"t{i}"] = {"type": "processor:transform", "config": {"statements": [statement]}, "to": [f"o{i}"]}
+            nodes[f"o{i}"] = {"type": "exporter:file", "config": {"path": f"{self.out}/t{i}.ndjson"}}
+        self.put(nodes)
+        status, body, _, _ = curl_post(self.port, "/v1/logs", json.dumps(statement_logs()).encode(),
+                                       "application/json")
+        self.assertEqual(status, 200, body)
+        for i, (statement, expected) in enumerate(STATEMENTS):
+            got = wait_until(lambda: (lambda r: r if len(r) == 2 else None)(read_ndjson(f"{self.out}/t{i}.ndjson")),
+                             20, f"what {statement} makes")
+            for record, (field, key, value) in zip(got, expected):
+                where = record.get(field, {} if key else None)
+                actual = (where or {}).get(key) if key else where
+                if field == "severity_text" and actual is None:
+                    actual = ""
+                self.assertEqual(actual, value, f"case {i}: {statement}: {record}")
+
     def test_route_by_condition(self):
         self.put({"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["r"]},
                   "r": {"type": "processor:route", "config": {"routes": [
@@ -120,14 +184,31 @@ class Ottl(EngineTest):
                 ('severity_number < ', "at offset 18: a value expected, found the end"),
                 ('IsMatch(body, "(unclosed")', "IsMatch's pattern"),
                 ('"just a string"', "a condition must be true or false"),
-                ('IsMatch(body)', "IsMatch takes 2 arguments, not 1")]:
+                ('IsMatch(body)', "IsMatch takes 2 arguments, not 1"),
+                ('IsMatch(body, "\\d+")', "\\d is not an escape (a pattern's \\d is written \\\\d)")]:
             body = self.put({"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"},
                                     "to": ["f"]},
                              "f": {"type": "processor:filter", "config": {"conditions": [condition]}, "to": ["o"]},
                              "o": {"type": "exporter:file", "config": {"path": f"{self.out}/x.ndjson"}}}, expect=422)
             text = json.dumps(body)
             self.assertIn("nodes.f.config.conditions[0]", text, condition)
-            self.assertIn(said.replace('"', '\\"'), text, condition)
+            self.assertIn(json.dumps(said)[1:-1], text, condition)
+
+    def test_statements_refused_name_the_offset_and_a_close_name(self):
+        for statement, said in [
+                ('Set(attributes["a"], "b")', "Set: no such editor (did you mean set?)"),
+                ('set(attributes["a"])', "set takes 2 arguments, not 1"),
+                ('set("a", "b")', "set's target must be a path"),
+                ('IsMatch(body, "x")', "IsMatch is a converter: a statement begins with an editor"),
+                ('set(attributes["a"], "b") where', "a value expected, found the end"),
+                ('set(attributes["a"], "b") when true', "'when': where or the end expected")]:
+            body = self.put({"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"},
+                                    "to": ["t"]},
+                             "t": {"type": "processor:transform", "config": {"statements": [statement]}, "to": ["o"]},
+                             "o": {"type": "exporter:file", "config": {"path": f"{self.out}/x.ndjson"}}}, expect=422)
+            text = json.dumps(body)
+            self.assertIn("nodes.t.config.statements[0]", text, statement)
+            self.assertIn(json.dumps(said)[1:-1], text, statement)
 
     def test_a_catastrophic_pattern_stalls_nothing_and_error_mode_counts(self):
         nodes = {"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["f", "g"]},

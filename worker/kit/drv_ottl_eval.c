@@ -1,38 +1,23 @@
 /*  drv_ottl_eval — see drv_ottl_eval.h. */
 #include "drv_ottl_eval.h"
+#include "drv_ottl_value.h"
+#include "drv_record_copy.h"
 #include "drv_regex.h"
 #include "drv_schemas.h"
 
+#include "drover/drv_mpjson.h"
+
 #include <ctype.h>
+#include <jansson.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { V_NIL, V_BOOL, V_INT, V_FLOAT, V_STR, V_MAP, V_LIST } vtype_t;
+static const drv_ottl_value_t s_nil = {.type = DRV_OTTL_V_NIL};
 
-typedef struct {
-    vtype_t type;
-    bool b;
-    int64_t i;
-    double f;
-    const char *s;
-    size_t len;
-    const msgpack_object *o; // a map's or a list's object
-} value_t;
-
-typedef struct {
-    drv_ottl_condition_t *self;
-    const msgpack_object *record;
-    char *why;
-    size_t whylen;
-    bool failed;
-} eval_t;
-
-static const value_t s_nil = {.type = V_NIL};
-
-static void s_fail(eval_t *e, const char *fmt, const char *what)
+void drv_ottl_fail(drv_ottl_ctx_t *e, const char *fmt, const char *what)
 {
     if (!e->failed) {
         e->failed = true;
@@ -40,36 +25,37 @@ static void s_fail(eval_t *e, const char *fmt, const char *what)
     }
 }
 
-static value_t s_of(const msgpack_object *o)
+drv_ottl_value_t drv_ottl_of(const msgpack_object *o)
 {
     if (!o) {
         return s_nil;
     }
     switch (o->type) {
     case MSGPACK_OBJECT_BOOLEAN:
-        return (value_t){.type = V_BOOL, .b = o->via.boolean};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = o->via.boolean};
     case MSGPACK_OBJECT_POSITIVE_INTEGER:
-        return (value_t){.type = V_INT, .i = o->via.u64 > INT64_MAX ? INT64_MAX : (int64_t)o->via.u64};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_INT,
+                                  .i = o->via.u64 > INT64_MAX ? INT64_MAX : (int64_t)o->via.u64};
     case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        return (value_t){.type = V_INT, .i = o->via.i64};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_INT, .i = o->via.i64};
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64:
-        return (value_t){.type = V_FLOAT, .f = o->via.f64};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_FLOAT, .f = o->via.f64};
     case MSGPACK_OBJECT_STR:
-        return (value_t){.type = V_STR, .s = o->via.str.ptr, .len = o->via.str.size};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_STR, .s = o->via.str.ptr, .len = o->via.str.size};
     case MSGPACK_OBJECT_BIN:
-        return (value_t){.type = V_STR, .s = o->via.bin.ptr, .len = o->via.bin.size};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_STR, .s = o->via.bin.ptr, .len = o->via.bin.size};
     case MSGPACK_OBJECT_MAP:
-        return (value_t){.type = V_MAP, .o = o};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_MAP, .o = o};
     case MSGPACK_OBJECT_ARRAY:
-        return (value_t){.type = V_LIST, .o = o};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_LIST, .o = o};
     default:
         return s_nil;
     }
 }
 
 //  What the path leads to in the record, or NULL.
-static const msgpack_object *s_path(const drv_ottl_node_t *node, const msgpack_object *at)
+const msgpack_object *drv_ottl_at(const drv_ottl_node_t *node, const msgpack_object *at)
 {
     for (int k = 0; at && k < node->depth; k++) {
         const drv_ottl_key_t *key = &node->keys[k];
@@ -91,32 +77,30 @@ static const msgpack_object *s_path(const drv_ottl_node_t *node, const msgpack_o
     return at;
 }
 
-static value_t s_eval(eval_t *e, const drv_ottl_node_t *node);
-
 //  A value as text, as String() says it (into the zone when it is made).
-static bool s_text(eval_t *e, value_t v, const char **s, size_t *len)
+bool drv_ottl_text(drv_ottl_ctx_t *e, drv_ottl_value_t v, const char **s, size_t *len)
 {
     char buf[64];
     switch (v.type) {
-    case V_STR:
+    case DRV_OTTL_V_STR:
         *s = v.s, *len = v.len;
         return true;
-    case V_BOOL:
+    case DRV_OTTL_V_BOOL:
         *s = v.b ? "true" : "false", *len = v.b ? 4 : 5;
         return true;
-    case V_INT:
+    case DRV_OTTL_V_INT:
         snprintf(buf, sizeof buf, "%" PRId64, v.i);
         break;
-    case V_FLOAT:
+    case DRV_OTTL_V_FLOAT:
         snprintf(buf, sizeof buf, "%.17g", v.f);
         break;
     default:
         return false; // nil, maps and lists are no text here
     }
     size_t n = strlen(buf);
-    char *copy = msgpack_zone_malloc(&e->self->zone, n + 1);
+    char *copy = msgpack_zone_malloc(e->zone, n + 1);
     if (!copy) {
-        s_fail(e, "%s", "out of memory");
+        drv_ottl_fail(e, "%s", "out of memory");
         return false;
     }
     memcpy(copy, buf, n + 1);
@@ -130,25 +114,27 @@ static int s_compare_numbers(double x, double y)
 }
 
 //  OTTL's comparison of a and b by op.
-static bool s_compare(value_t a, drv_ottl_op_t op, value_t b)
+static bool s_compare(drv_ottl_value_t a, drv_ottl_op_t op, drv_ottl_value_t b)
 {
-    bool numbers = (a.type == V_INT || a.type == V_FLOAT) && (b.type == V_INT || b.type == V_FLOAT);
+    bool numbers = (a.type == DRV_OTTL_V_INT || a.type == DRV_OTTL_V_FLOAT) &&
+                   (b.type == DRV_OTTL_V_INT || b.type == DRV_OTTL_V_FLOAT);
     int order = 0;
     bool ordered = true, equal;
     if (numbers) {
-        order = a.type == V_INT && b.type == V_INT
+        order = a.type == DRV_OTTL_V_INT && b.type == DRV_OTTL_V_INT
                     ? (a.i > b.i) - (a.i < b.i)
-                    : s_compare_numbers(a.type == V_INT ? (double)a.i : a.f, b.type == V_INT ? (double)b.i : b.f);
+                    : s_compare_numbers(a.type == DRV_OTTL_V_INT ? (double)a.i : a.f,
+                                        b.type == DRV_OTTL_V_INT ? (double)b.i : b.f);
         equal = order == 0;
-    } else if (a.type == V_STR && b.type == V_STR) {
+    } else if (a.type == DRV_OTTL_V_STR && b.type == DRV_OTTL_V_STR) {
         int c = memcmp(a.s, b.s, a.len < b.len ? a.len : b.len);
         order = c ? (c > 0) - (c < 0) : (a.len > b.len) - (a.len < b.len);
         equal = order == 0;
     } else if (a.type != b.type) {
         equal = false, ordered = false;
-    } else if (a.type == V_NIL) {
+    } else if (a.type == DRV_OTTL_V_NIL) {
         equal = true, ordered = false;
-    } else if (a.type == V_BOOL) {
+    } else if (a.type == DRV_OTTL_V_BOOL) {
         equal = a.b == b.b, ordered = false;
     } else {
         equal = msgpack_object_equal(*a.o, *b.o), ordered = false;
@@ -169,104 +155,109 @@ static bool s_compare(value_t a, drv_ottl_op_t op, value_t b)
     }
 }
 
-static bool s_truth(eval_t *e, value_t v, const drv_ottl_node_t *node)
+bool drv_ottl_truth(drv_ottl_ctx_t *e, drv_ottl_value_t v, const drv_ottl_node_t *node)
 {
-    if (v.type != V_BOOL) {
-        s_fail(e, "%s is not true or false", node->kind == DRV_OTTL_PATH ? "a path's value" : "a value");
+    if (v.type != DRV_OTTL_V_BOOL) {
+        drv_ottl_fail(e, "%s is not true or false", node->kind == DRV_OTTL_PATH ? "a path's value" : "a value");
         return false;
     }
     return v.b;
 }
 
-static value_t s_string(eval_t *e, const char *s, size_t len)
+static drv_ottl_value_t s_string(drv_ottl_ctx_t *e, const char *s, size_t len)
 {
     (void)e;
-    return (value_t){.type = V_STR, .s = s, .len = len};
+    return (drv_ottl_value_t){.type = DRV_OTTL_V_STR, .s = s, .len = len};
 }
 
-static value_t s_call(eval_t *e, const drv_ottl_node_t *node)
+static drv_ottl_value_t s_call(drv_ottl_ctx_t *e, const drv_ottl_node_t *node)
 {
-    value_t a = node->args[0]->kind == DRV_OTTL_LIST ? s_nil : s_eval(e, node->args[0]); // Concat's list: below
+    drv_ottl_value_t a =
+        node->args[0]->kind == DRV_OTTL_LIST ? s_nil : drv_ottl_value(e, node->args[0]); // Concat's list: below
     const char *s;
     size_t len;
     switch (node->function) {
     case DRV_OTTL_IS_MATCH: {
-        if (a.type == V_NIL) {
-            return (value_t){.type = V_BOOL, .b = false};
+        if (a.type == DRV_OTTL_V_NIL) {
+            return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = false};
         }
-        if (!s_text(e, a, &s, &len)) {
-            s_fail(e, "%s", "IsMatch's target is a map or a list");
+        if (!drv_ottl_text(e, a, &s, &len)) {
+            drv_ottl_fail(e, "%s", "IsMatch's target is a map or a list");
             return s_nil;
         }
-        int rc = pcre2_match(node->compiled, (PCRE2_SPTR)s, len, 0, 0, e->self->data, e->self->match);
+        int rc = pcre2_match(node->compiled, (PCRE2_SPTR)s, len, 0, 0, e->data, e->match);
         if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
-            s_fail(e, "%s",
-                   rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT
-                       ? "IsMatch: the match went past its bounds (docs/security.md)"
-                       : "IsMatch: the match failed");
+            drv_ottl_fail(e, "%s",
+                          rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT
+                              ? "IsMatch: the match went past its bounds (docs/security.md)"
+                              : "IsMatch: the match failed");
             return s_nil;
         }
-        return (value_t){.type = V_BOOL, .b = rc >= 0};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = rc >= 0};
     }
     case DRV_OTTL_IS_STRING:
-        return (value_t){.type = V_BOOL, .b = a.type == V_STR};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = a.type == DRV_OTTL_V_STR};
     case DRV_OTTL_IS_MAP:
-        return (value_t){.type = V_BOOL, .b = a.type == V_MAP};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = a.type == DRV_OTTL_V_MAP};
     case DRV_OTTL_IS_LIST:
-        return (value_t){.type = V_BOOL, .b = a.type == V_LIST};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = a.type == DRV_OTTL_V_LIST};
     case DRV_OTTL_IS_INT:
-        return (value_t){.type = V_BOOL, .b = a.type == V_INT};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = a.type == DRV_OTTL_V_INT};
     case DRV_OTTL_IS_DOUBLE:
-        return (value_t){.type = V_BOOL, .b = a.type == V_FLOAT};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = a.type == DRV_OTTL_V_FLOAT};
     case DRV_OTTL_IS_BOOL:
-        return (value_t){.type = V_BOOL, .b = a.type == V_BOOL};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = a.type == DRV_OTTL_V_BOOL};
     case DRV_OTTL_LEN:
-        if (a.type == V_STR) {
-            return (value_t){.type = V_INT, .i = (int64_t)a.len};
+        if (a.type == DRV_OTTL_V_STR) {
+            return (drv_ottl_value_t){.type = DRV_OTTL_V_INT, .i = (int64_t)a.len};
         }
-        if (a.type == V_MAP || a.type == V_LIST) {
-            return (value_t){.type = V_INT,
-                             .i = a.type == V_MAP ? (int64_t)a.o->via.map.size : (int64_t)a.o->via.array.size};
+        if (a.type == DRV_OTTL_V_MAP || a.type == DRV_OTTL_V_LIST) {
+            return (drv_ottl_value_t){.type = DRV_OTTL_V_INT,
+                                      .i = a.type == DRV_OTTL_V_MAP ? (int64_t)a.o->via.map.size
+                                                                    : (int64_t)a.o->via.array.size};
         }
-        s_fail(e, "%s", "Len takes a string, a map or a list");
+        drv_ottl_fail(e, "%s", "Len takes a string, a map or a list");
         return s_nil;
     case DRV_OTTL_INT_OF: // as the Collector's Int: nil for what is no number
-        if (a.type == V_INT || a.type == V_BOOL) {
-            return (value_t){.type = V_INT, .i = a.type == V_INT ? a.i : a.b};
+        if (a.type == DRV_OTTL_V_INT || a.type == DRV_OTTL_V_BOOL) {
+            return (drv_ottl_value_t){.type = DRV_OTTL_V_INT, .i = a.type == DRV_OTTL_V_INT ? a.i : a.b};
         }
-        if (a.type == V_FLOAT && isfinite(a.f)) {
-            return (value_t){.type = V_INT, .i = (int64_t)a.f};
+        if (a.type == DRV_OTTL_V_FLOAT && isfinite(a.f)) {
+            return (drv_ottl_value_t){.type = DRV_OTTL_V_INT, .i = (int64_t)a.f};
         }
-        if (a.type == V_STR) {
+        if (a.type == DRV_OTTL_V_STR) {
             char buf[64];
             snprintf(buf, sizeof buf, "%.*s", (int)(a.len < 63 ? a.len : 63), a.s);
             char *end;
             long long n = strtoll(buf, &end, 10);
-            return *buf && !*end ? (value_t){.type = V_INT, .i = n} : s_nil;
+            return *buf && !*end ? (drv_ottl_value_t){.type = DRV_OTTL_V_INT, .i = n} : s_nil;
         }
         return s_nil;
     case DRV_OTTL_DOUBLE_OF:
-        if (a.type == V_INT || a.type == V_FLOAT || a.type == V_BOOL) {
-            return (value_t){.type = V_FLOAT, .f = a.type == V_INT ? (double)a.i : a.type == V_FLOAT ? a.f : a.b};
+        if (a.type == DRV_OTTL_V_INT || a.type == DRV_OTTL_V_FLOAT || a.type == DRV_OTTL_V_BOOL) {
+            return (drv_ottl_value_t){.type = DRV_OTTL_V_FLOAT,
+                                      .f = a.type == DRV_OTTL_V_INT     ? (double)a.i
+                                           : a.type == DRV_OTTL_V_FLOAT ? a.f
+                                                                        : a.b};
         }
-        if (a.type == V_STR) {
+        if (a.type == DRV_OTTL_V_STR) {
             char buf[64];
             snprintf(buf, sizeof buf, "%.*s", (int)(a.len < 63 ? a.len : 63), a.s);
             char *end;
             double f = strtod(buf, &end);
-            return *buf && !*end ? (value_t){.type = V_FLOAT, .f = f} : s_nil;
+            return *buf && !*end ? (drv_ottl_value_t){.type = DRV_OTTL_V_FLOAT, .f = f} : s_nil;
         }
         return s_nil;
     case DRV_OTTL_STRING_OF:
-        return s_text(e, a, &s, &len) ? s_string(e, s, len) : s_nil;
+        return drv_ottl_text(e, a, &s, &len) ? s_string(e, s, len) : s_nil;
     case DRV_OTTL_TO_LOWER:
     case DRV_OTTL_TO_UPPER: {
-        if (a.type != V_STR) {
+        if (a.type != DRV_OTTL_V_STR) {
             return s_nil;
         }
-        char *out = msgpack_zone_malloc(&e->self->zone, a.len ? a.len : 1);
+        char *out = msgpack_zone_malloc(e->zone, a.len ? a.len : 1);
         if (!out) {
-            s_fail(e, "%s", "out of memory");
+            drv_ottl_fail(e, "%s", "out of memory");
             return s_nil;
         }
         for (size_t i = 0; i < a.len; i++) {
@@ -276,26 +267,26 @@ static value_t s_call(eval_t *e, const drv_ottl_node_t *node)
         return s_string(e, out, a.len);
     }
     case DRV_OTTL_CONCAT: { // Concat([values], delimiter)
-        value_t d = s_eval(e, node->args[1]);
+        drv_ottl_value_t d = drv_ottl_value(e, node->args[1]);
         const drv_ottl_node_t *list = node->args[0];
-        if (list->kind != DRV_OTTL_LIST || d.type != V_STR) {
-            s_fail(e, "%s", "Concat takes a list in [] and a delimiter string");
+        if (list->kind != DRV_OTTL_LIST || d.type != DRV_OTTL_V_STR) {
+            drv_ottl_fail(e, "%s", "Concat takes a list in [] and a delimiter string");
             return s_nil;
         }
         size_t total = 0;
         const char *parts[DRV_OTTL_MAX_ARGS];
         size_t lens[DRV_OTTL_MAX_ARGS];
         for (int i = 0; i < list->nargs; i++) {
-            value_t v = s_eval(e, list->args[i]);
-            if (v.type == V_NIL) {
+            drv_ottl_value_t v = drv_ottl_value(e, list->args[i]);
+            if (v.type == DRV_OTTL_V_NIL) {
                 parts[i] = "", lens[i] = 0; // the Collector writes nil as ""
-            } else if (!s_text(e, v, &parts[i], &lens[i])) {
-                s_fail(e, "%s", "Concat: a map or a list among its values");
+            } else if (!drv_ottl_text(e, v, &parts[i], &lens[i])) {
+                drv_ottl_fail(e, "%s", "Concat: a map or a list among its values");
                 return s_nil;
             }
             total += lens[i] + (i ? d.len : 0);
         }
-        char *out = msgpack_zone_malloc(&e->self->zone, total ? total : 1), *at = out;
+        char *out = msgpack_zone_malloc(e->zone, total ? total : 1), *at = out;
         for (int i = 0; out && i < list->nargs; i++) {
             if (i) {
                 memcpy(at, d.s, d.len), at += d.len;
@@ -305,31 +296,48 @@ static value_t s_call(eval_t *e, const drv_ottl_node_t *node)
         return out ? s_string(e, out, total) : s_nil;
     }
     case DRV_OTTL_SUBSTRING: { // Substring(target, start, length)
-        value_t start = s_eval(e, node->args[1]), length = s_eval(e, node->args[2]);
-        if (a.type != V_STR || start.type != V_INT || length.type != V_INT || start.i < 0 || length.i < 0 ||
-            (uint64_t)start.i + (uint64_t)length.i > a.len) {
-            s_fail(e, "%s", "Substring: a string, and a start and length within it");
+        drv_ottl_value_t start = drv_ottl_value(e, node->args[1]), length = drv_ottl_value(e, node->args[2]);
+        if (a.type != DRV_OTTL_V_STR || start.type != DRV_OTTL_V_INT || length.type != DRV_OTTL_V_INT || start.i < 0 ||
+            length.i < 0 || (uint64_t)start.i + (uint64_t)length.i > a.len) {
+            drv_ottl_fail(e, "%s", "Substring: a string, and a start and length within it");
             return s_nil;
         }
         return s_string(e, a.s + start.i, (size_t)length.i);
     }
     case DRV_OTTL_HAS_PREFIX:
     case DRV_OTTL_HAS_SUFFIX: {
-        value_t p = s_eval(e, node->args[1]);
-        if (a.type != V_STR || p.type != V_STR) {
-            return (value_t){.type = V_BOOL, .b = false};
+        drv_ottl_value_t p = drv_ottl_value(e, node->args[1]);
+        if (a.type != DRV_OTTL_V_STR || p.type != DRV_OTTL_V_STR) {
+            return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = false};
         }
         bool fits = p.len <= a.len;
         const char *from = node->function == DRV_OTTL_HAS_PREFIX ? a.s : a.s + a.len - (fits ? p.len : 0);
-        return (value_t){.type = V_BOOL, .b = fits && !memcmp(from, p.s, p.len)};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = fits && !memcmp(from, p.s, p.len)};
+    }
+    case DRV_OTTL_PARSE_JSON: { // a map or a list from a JSON text, into the zone
+        if (a.type != DRV_OTTL_V_STR) {
+            drv_ottl_fail(e, "%s", "ParseJSON takes a string");
+            return s_nil;
+        }
+        json_error_t error;
+        json_t *json = json_loadb(a.s, a.len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &error);
+        msgpack_object parsed, *copy = msgpack_zone_malloc(e->zone, sizeof *copy);
+        bool ok = json && copy && drv_mpjson_object(json, e->zone, DRV_OTTL_MAX_DEPTH, &parsed) == 0 &&
+                  drv_record_copy(e->zone, &parsed, copy) > 0;
+        json_decref(json);
+        if (!ok) {
+            drv_ottl_fail(e, "ParseJSON: %s", json ? "nested too deep, or out of memory" : error.text);
+            return s_nil;
+        }
+        return drv_ottl_of(copy);
     }
     default:
-        s_fail(e, "%s", "a converter this build does not evaluate");
+        drv_ottl_fail(e, "%s", "a converter this build does not evaluate");
         return s_nil;
     }
 }
 
-static value_t s_eval(eval_t *e, const drv_ottl_node_t *node)
+drv_ottl_value_t drv_ottl_value(drv_ottl_ctx_t *e, const drv_ottl_node_t *node)
 {
     if (e->failed) {
         return s_nil;
@@ -338,40 +346,43 @@ static value_t s_eval(eval_t *e, const drv_ottl_node_t *node)
     case DRV_OTTL_NIL:
         return s_nil;
     case DRV_OTTL_BOOL:
-        return (value_t){.type = V_BOOL, .b = node->boolean};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = node->boolean};
     case DRV_OTTL_INT:
-        return (value_t){.type = V_INT, .i = node->integer};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_INT, .i = node->integer};
     case DRV_OTTL_FLOAT:
-        return (value_t){.type = V_FLOAT, .f = node->number};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_FLOAT, .f = node->number};
     case DRV_OTTL_STRING:
-        return (value_t){.type = V_STR, .s = node->string, .len = node->len};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_STR, .s = node->string, .len = node->len};
     case DRV_OTTL_PATH:
-        return s_of(s_path(node, e->record));
+        return drv_ottl_of(drv_ottl_at(node, e->record));
     case DRV_OTTL_CALL: {
-        value_t v = s_call(e, node);
-        if (node->depth > 0 && (v.type == V_MAP || v.type == V_LIST)) {
-            return s_of(s_path(node, v.o)); // Converter(...)["key"]
+        drv_ottl_value_t v = s_call(e, node);
+        if (node->depth > 0 && (v.type == DRV_OTTL_V_MAP || v.type == DRV_OTTL_V_LIST)) {
+            return drv_ottl_of(drv_ottl_at(node, v.o)); // Converter(...)["key"]
         }
         return v;
     }
     case DRV_OTTL_NOT:
-        return (value_t){.type = V_BOOL, .b = !s_truth(e, s_eval(e, node->args[0]), node->args[0])};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL,
+                                  .b = !drv_ottl_truth(e, drv_ottl_value(e, node->args[0]), node->args[0])};
     case DRV_OTTL_AND: // as the Collector: the right side only when the left did not decide
-        if (!s_truth(e, s_eval(e, node->args[0]), node->args[0])) {
-            return (value_t){.type = V_BOOL, .b = false};
+        if (!drv_ottl_truth(e, drv_ottl_value(e, node->args[0]), node->args[0])) {
+            return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = false};
         }
-        return (value_t){.type = V_BOOL, .b = s_truth(e, s_eval(e, node->args[1]), node->args[1])};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL,
+                                  .b = drv_ottl_truth(e, drv_ottl_value(e, node->args[1]), node->args[1])};
     case DRV_OTTL_OR:
-        if (s_truth(e, s_eval(e, node->args[0]), node->args[0])) {
-            return (value_t){.type = V_BOOL, .b = true};
+        if (drv_ottl_truth(e, drv_ottl_value(e, node->args[0]), node->args[0])) {
+            return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = true};
         }
-        return (value_t){.type = V_BOOL, .b = s_truth(e, s_eval(e, node->args[1]), node->args[1])};
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL,
+                                  .b = drv_ottl_truth(e, drv_ottl_value(e, node->args[1]), node->args[1])};
     case DRV_OTTL_CMP: {
-        value_t a = s_eval(e, node->args[0]), b = s_eval(e, node->args[1]);
-        return (value_t){.type = V_BOOL, .b = s_compare(a, node->op, b)};
+        drv_ottl_value_t a = drv_ottl_value(e, node->args[0]), b = drv_ottl_value(e, node->args[1]);
+        return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = s_compare(a, node->op, b)};
     }
     default:
-        s_fail(e, "%s", "a list is no condition");
+        drv_ottl_fail(e, "%s", "a list is no condition");
         return s_nil;
     }
 }
@@ -379,7 +390,7 @@ static value_t s_eval(eval_t *e, const drv_ottl_node_t *node)
 int drv_ottl_condition_init(drv_ottl_condition_t *self, const char *text, char *err, size_t errlen)
 {
     memset(self, 0, sizeof *self);
-    if (drv_ottl_compile(text, &self->root, err, errlen) != 0) {
+    if (drv_ottl_compile(text, false, &self->root, err, errlen) != 0) {
         drv_ottl_condition_fini(self);
         return -1;
     }
@@ -407,9 +418,10 @@ void drv_ottl_condition_fini(drv_ottl_condition_t *self)
 
 int drv_ottl_condition_eval(drv_ottl_condition_t *self, const msgpack_object *record, char *why, size_t whylen)
 {
-    eval_t e = {.self = self, .record = record, .why = why, .whylen = whylen};
-    value_t v = s_eval(&e, self->root);
-    bool truth = e.failed ? false : s_truth(&e, v, self->root);
+    drv_ottl_ctx_t e = {
+        .zone = &self->zone, .match = self->match, .data = self->data, .record = record, .why = why, .whylen = whylen};
+    drv_ottl_value_t v = drv_ottl_value(&e, self->root);
+    bool truth = e.failed ? false : drv_ottl_truth(&e, v, self->root);
     msgpack_zone_clear(&self->zone);
     return e.failed ? -1 : truth;
 }

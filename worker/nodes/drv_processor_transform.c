@@ -1,10 +1,14 @@
 /*  processor:transform — set, rename, delete, applied in that order, each
     naming a top-level field or a path into maps (docs/operations.md,
-    "Record paths": attributes["http.method"]). A record is never changed
+    "Record paths": attributes["http.method"]); then its OTTL statements,
+    in order (docs/ottl.md), a statement that fails going by error_mode:
+    propagate (the record counted in errors, handed on as it came),
+    ignore (the statement skipped, counted), silent (skipped). A record is never changed
     in place: the new map is built in the batch zone, so a node that fans
     out hands each next node the same input. When every name is a
     top-level field, the record's map is copied once for all of them. */
 #include "drv_node.h"
+#include "drv_ottl_edit.h"
 #include "drv_schemas.h"
 #include "drv_record.h"
 #include "drv_record_path.h"
@@ -27,6 +31,10 @@ typedef struct {
     //  The same as paths (set: the values above), used when any is one.
     bool paths;
     drv_record_path_t *set_paths, *rename_from, *rename_to, *delete_paths;
+    bool old; // any set, rename or delete
+    drv_ottl_statement_t *statements;
+    size_t statement_count;
+    int mode; // error_mode: 0 propagate, 1 ignore, 2 silent
 } transform_t;
 
 //  A name of the config as a path, and whether it goes into maps.
@@ -79,6 +87,20 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
             goto failed;
         }
     }
+    self->old = self->set_count || self->rename_count || self->delete_count;
+    const char *mode = json_string_value(json_object_get(config, "error_mode"));
+    self->mode = mode && !strcmp(mode, "ignore") ? 1 : mode && !strcmp(mode, "silent") ? 2 : 0;
+    json_t *statements = json_object_get(config, "statements");
+    self->statements = calloc(json_array_size(statements) + 1, sizeof *self->statements);
+    json_array_foreach(statements, index, value)
+    {
+        char why[400];
+        if (drv_ottl_statement_init(&self->statements[index], json_string_value(value), why, sizeof why) != 0) {
+            snprintf(err, errlen, "node %s: statement %zu: %s", node->id, index, why);
+            return -1;
+        }
+        self->statement_count++;
+    }
     return 0;
 failed:
     snprintf(err, errlen, "node %s: cannot encode transform", node->id);
@@ -96,6 +118,10 @@ static void s_destroy(drv_node_t *node)
         free(self->rename_from);
         free(self->rename_to);
         free(self->delete_paths);
+        for (size_t i = 0; i < self->statement_count; i++) {
+            drv_ottl_statement_fini(&self->statements[i]);
+        }
+        free(self->statements);
         free(self);
     }
 }
@@ -161,12 +187,36 @@ static msgpack_object s_transform_paths(drv_node_t *node, const transform_t *sel
     return out;
 }
 
+//  The statements on one record, in order.
+static msgpack_object s_statements(drv_node_t *node, transform_t *self, const msgpack_object *input,
+                                   msgpack_object record)
+{
+    for (size_t k = 0; k < self->statement_count; k++) {
+        char why[300];
+        if (drv_ottl_statement_run(&self->statements[k], drv_node_zone(node), &record, why, sizeof why) >= 0) {
+            continue;
+        }
+        if (self->mode != 2) {
+            drv_node_record_error(node, why);
+        }
+        if (self->mode == 0) {
+            return *input; // propagate: as it came
+        }
+    }
+    return record;
+}
+
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 {
-    const transform_t *self = node->state;
+    transform_t *self = node->state;
     msgpack_object *out = drv_node_alloc(node, (n ? n : 1) * sizeof *out);
     for (size_t i = 0; i < n; i++) {
-        out[i] = self->paths ? s_transform_paths(node, self, &records[i]) : s_transform(node, self, &records[i]);
+        out[i] = !self->old    ? records[i]
+                 : self->paths ? s_transform_paths(node, self, &records[i])
+                               : s_transform(node, self, &records[i]);
+        if (self->statement_count) {
+            out[i] = s_statements(node, self, &records[i], out[i]);
+        }
     }
     drv_node_forward(node, out, n);
 }

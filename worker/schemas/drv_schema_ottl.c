@@ -16,7 +16,28 @@ static void s_free_compiled(void *compiled)
     pcre2_code_free(compiled);
 }
 
-//  IsMatch's patterns compiled (JIT when it can): 0, or -1 with err.
+//  Which argument of a call is a regex (IsMatch's, the *_matching_keys
+//  and replace_* editors'), or -1.
+static int s_pattern_arg(const drv_ottl_node_t *node)
+{
+    if (node->kind != DRV_OTTL_CALL && node->kind != DRV_OTTL_EDITOR) {
+        return -1;
+    }
+    switch (node->function) {
+    case DRV_OTTL_IS_MATCH:
+    case DRV_OTTL_DELETE_MATCHING_KEYS:
+    case DRV_OTTL_KEEP_MATCHING_KEYS:
+    case DRV_OTTL_REPLACE_PATTERN:
+        return 1;
+    case DRV_OTTL_REPLACE_ALL_PATTERNS:
+        return 2;
+    default:
+        return -1;
+    }
+}
+
+//  The patterns compiled (JIT when it can), each into its call's
+//  compiled: 0, or -1 with err.
 static int s_compile(drv_ottl_node_t *node, char *err, size_t errlen)
 {
     for (int i = 0; i < node->nargs; i++) {
@@ -24,12 +45,17 @@ static int s_compile(drv_ottl_node_t *node, char *err, size_t errlen)
             return -1;
         }
     }
-    if (node->kind != DRV_OTTL_CALL || node->function != DRV_OTTL_IS_MATCH) {
+    if (node->where && s_compile(node->where, err, errlen) != 0) {
+        return -1;
+    }
+    int arg = s_pattern_arg(node);
+    if (arg < 0) {
         return 0;
     }
-    const drv_ottl_node_t *pattern = node->args[1];
+    const char *name = drv_ottl_function_name(node->function);
+    const drv_ottl_node_t *pattern = node->args[arg];
     if (pattern->kind != DRV_OTTL_STRING) {
-        snprintf(err, errlen, "at offset %zu: IsMatch's pattern must be a string in double quotes", pattern->offset);
+        snprintf(err, errlen, "at offset %zu: %s's pattern must be a string in double quotes", pattern->offset, name);
         return -1;
     }
     int code;
@@ -39,7 +65,7 @@ static int s_compile(drv_ottl_node_t *node, char *err, size_t errlen)
     if (!node->compiled) {
         PCRE2_UCHAR message[200];
         pcre2_get_error_message(code, message, sizeof message);
-        snprintf(err, errlen, "at offset %zu: IsMatch's pattern, at its byte %zu: %s", pattern->offset, (size_t)at,
+        snprintf(err, errlen, "at offset %zu: %s's pattern, at its byte %zu: %s", pattern->offset, name, (size_t)at,
                  (char *)message);
         return -1;
     }
@@ -47,9 +73,9 @@ static int s_compile(drv_ottl_node_t *node, char *err, size_t errlen)
     return 0;
 }
 
-int drv_ottl_compile(const char *text, drv_ottl_node_t **out, char *err, size_t errlen)
+int drv_ottl_compile(const char *text, bool statement, drv_ottl_node_t **out, char *err, size_t errlen)
 {
-    if (drv_ottl_parse_condition(text, out, err, errlen) != 0) {
+    if ((statement ? drv_ottl_parse_statement : drv_ottl_parse_condition)(text, out, err, errlen) != 0) {
         return -1;
     }
     if (s_compile(*out, err, errlen) != 0) {
@@ -65,14 +91,15 @@ void drv_ottl_release(drv_ottl_node_t *tree)
     drv_ottl_free(tree, s_free_compiled);
 }
 
-int drv_ottl_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *conditions)
+int drv_ottl_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *conditions,
+                   bool statements)
 {
     char where[300];
     snprintf(where, sizeof where, "%s.%s", node_path, path);
     if (json_is_string(conditions)) {
         drv_ottl_node_t *tree;
         char why[400];
-        if (drv_ottl_compile(json_string_value(conditions), &tree, why, sizeof why) != 0) {
+        if (drv_ottl_compile(json_string_value(conditions), statements, &tree, why, sizeof why) != 0) {
             drv_spec_check_problem(check, where, "%s", why);
             return -1;
         }
@@ -80,7 +107,8 @@ int drv_ottl_check(drv_spec_check_t *check, const char *node_path, const char *p
         return 0;
     }
     if (!json_is_array(conditions) || json_array_size(conditions) == 0) {
-        drv_spec_check_problem(check, where, "must be a list of OTTL conditions (strings)");
+        drv_spec_check_problem(check, where, "must be a list of OTTL %s (strings)",
+                               statements ? "statements" : "conditions");
         return -1;
     }
     size_t i;
@@ -92,10 +120,11 @@ int drv_ottl_check(drv_spec_check_t *check, const char *node_path, const char *p
         snprintf(item, sizeof item, "%s[%zu]", path, i);
         if (!json_is_string(condition)) {
             snprintf(where, sizeof where, "%s.%s", node_path, item);
-            drv_spec_check_problem(check, where, "must be an OTTL condition in a string");
+            drv_spec_check_problem(check, where, "must be an OTTL %s in a string",
+                                   statements ? "statement" : "condition");
             rc = -1;
         } else {
-            rc |= drv_ottl_check(check, node_path, item, condition);
+            rc |= drv_ottl_check(check, node_path, item, condition, statements);
         }
     }
     return rc;

@@ -23,7 +23,7 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
         snprintf(path, sizeof path, "%s.config", node_path);
         drv_spec_check_problem(check, path, "conditions (OTTL) or field, op and value, not both");
     }
-    drv_ottl_check(check, node_path, "config.conditions", conditions);
+    drv_ottl_check(check, node_path, "config.conditions", conditions, false);
 }
 
 const drv_node_schema_t drv_schema_processor_filter = {

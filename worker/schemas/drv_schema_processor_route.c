@@ -107,7 +107,7 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
                 snprintf(path, sizeof path, "%s.%s", node_path, when);
                 drv_spec_check_problem(check, path, "must be an OTTL condition in a string");
             } else {
-                drv_ottl_check(check, node_path, when, condition);
+                drv_ottl_check(check, node_path, when, condition, false);
             }
         } else {
             drv_condition_check(check, node_path, when, json_object_get(route, "when"), false);

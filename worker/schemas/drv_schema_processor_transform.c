@@ -43,12 +43,17 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
         snprintf(at, sizeof at, "%s.config.delete[%zu]", node_path, i);
         s_path(check, at, json_string_value(value));
     }
+    json_t *statements = json_object_get(config, "statements");
+    if (statements) {
+        drv_ottl_check(check, node_path, "config.statements", statements, true);
+    }
 }
 
 const drv_node_schema_t drv_schema_processor_transform = {
     .name = "processor:transform",
     .role = DRV_ROLE_PROCESSOR,
-    .doc = "Changes fields: set, then rename, then delete. A name is a top-level field, or a path into "
+    .doc = "Changes fields: set, then rename, then delete, then its OTTL statements in order, as the "
+           "Collector's transform processor runs them (docs/ottl.md). A name is a top-level field, or a path into "
            "maps as OTTL writes it: attributes[\"http.method\"], resource[\"service.name\"], scope.name.",
     .example = "{type: processor:transform, config: {set: {env: prod}, rename: {msg: message}, delete: "
                "[debug]}, to: [out]}",
@@ -57,6 +62,16 @@ const drv_node_schema_t drv_schema_processor_transform = {
               .fallback = "{}",
               .doc = "fields set on every record (replacing what is there)"},
              {.key = "rename", .kind = DRV_KEY_STRING_MAP, .fallback = "{}", .doc = "old name: new name"},
-             {.key = "delete", .kind = DRV_KEY_STRING_LIST, .fallback = "[]", .doc = "fields removed"}},
+             {.key = "delete", .kind = DRV_KEY_STRING_LIST, .fallback = "[]", .doc = "fields removed"},
+             {.key = "statements",
+              .kind = DRV_KEY_ANY,
+              .doc = "OTTL statements (strings): an editor and its where, e.g. 'set(attributes[\"env\"], \"prod\") "
+                     "where resource.attributes[\"k8s.namespace.name\"] == \"shop\"'"},
+             {.key = "error_mode",
+              .kind = DRV_KEY_CHOICE,
+              .fallback = "\"propagate\"",
+              .choices = "propagate ignore silent",
+              .doc = "a statement that fails: propagate (the record counted in errors, handed on as it came), "
+                     "ignore (the statement skipped, counted), silent (skipped, not counted)"}},
     .check = s_check,
 };

@@ -131,14 +131,17 @@ void drv_tls_check(drv_spec_check_t *check, const char *node_path, const json_t 
 void drv_export_complete(drv_spec_check_t *check, const char *node_path, json_t *normalized);
 
 //  ---- OTTL conditions (drv_schema_ottl.c; worker/kit/drv_ottl_eval.c evaluates them, docs/ottl.md)
-//  text parsed and its IsMatch patterns compiled (each call's compiled, a
-//  pcre2_code): 0, or -1 with what is wrong and where in err.
-int drv_ottl_compile(const char *text, drv_ottl_node_t **out, char *err, size_t errlen);
+//  text (a condition, or a statement) parsed and its patterns compiled
+//  (each call's compiled, a pcre2_code): 0, or -1 with what is wrong and
+//  where in err.
+int drv_ottl_compile(const char *text, bool statement, drv_ottl_node_t **out, char *err, size_t errlen);
 //  A compiled tree freed, its patterns with it.
 void drv_ottl_release(drv_ottl_node_t *tree);
-//  A condition (a string) or a non-empty list of them at node_path.path,
-//  each compiled: a problem named for every one that is not. 0 or -1.
-int drv_ottl_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *conditions);
+//  A condition or statement (a string) or a non-empty list of them at
+//  node_path.path, each compiled: a problem named for every one that is
+//  not. 0 or -1.
+int drv_ottl_check(drv_spec_check_t *check, const char *node_path, const char *path, const json_t *conditions,
+                   bool statements);
 
 //  ---- exporter:s3's key template (drv_schema_exporter_s3.c; worker/s3/drv_s3_key.c fills it in)
 //  The field at text: {signal} 0, {instance} 1, {seq} 2, {ext} 3 (its

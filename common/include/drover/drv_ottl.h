@@ -34,7 +34,8 @@ typedef enum {
     DRV_OTTL_NOT,  // args[0]
     DRV_OTTL_AND,  // args[0] and args[1]
     DRV_OTTL_OR,
-    DRV_OTTL_CMP, // args[0] op args[1]
+    DRV_OTTL_CMP,    // args[0] op args[1]
+    DRV_OTTL_EDITOR, // a statement: name(args) [where]
 } drv_ottl_kind_t;
 
 typedef enum { DRV_OTTL_EQ, DRV_OTTL_NE, DRV_OTTL_LT, DRV_OTTL_LE, DRV_OTTL_GT, DRV_OTTL_GE } drv_ottl_op_t;
@@ -57,6 +58,17 @@ typedef enum {
     DRV_OTTL_SUBSTRING,
     DRV_OTTL_HAS_PREFIX,
     DRV_OTTL_HAS_SUFFIX,
+    DRV_OTTL_PARSE_JSON,
+    //  Editors: what a statement does.
+    DRV_OTTL_SET,
+    DRV_OTTL_DELETE_KEY,
+    DRV_OTTL_DELETE_MATCHING_KEYS,
+    DRV_OTTL_KEEP_KEYS,
+    DRV_OTTL_KEEP_MATCHING_KEYS,
+    DRV_OTTL_TRUNCATE_ALL,
+    DRV_OTTL_REPLACE_PATTERN,
+    DRV_OTTL_REPLACE_ALL_PATTERNS,
+    DRV_OTTL_MERGE_MAPS,
     DRV_OTTL_FUNCTIONS
 } drv_ottl_function_t;
 
@@ -80,12 +92,15 @@ typedef struct drv_ottl_node_t {
     drv_ottl_op_t op;             // a comparison's
     struct drv_ottl_node_t *args[DRV_OTTL_MAX_ARGS];
     int nargs;
-    void *compiled; // the evaluator's (a call's regex), freed by its free hook
+    struct drv_ottl_node_t *where; // a statement's condition, or NULL
+    void *compiled;                // the evaluator's (a call's regex), freed by its free hook
 } drv_ottl_node_t;
 
 //  A condition's tree: 0, or -1 with what is wrong, at which byte, and a
 //  did-you-mean for a path's or a function's name in err.
 int drv_ottl_parse_condition(const char *text, drv_ottl_node_t **out, char *err, size_t errlen);
+//  A statement's tree (an editor call and its where): the same.
+int drv_ottl_parse_statement(const char *text, drv_ottl_node_t **out, char *err, size_t errlen);
 //  Frees a tree (free_compiled: the evaluator's, for each node that has one; NULL: none).
 void drv_ottl_free(drv_ottl_node_t *node, void (*free_compiled)(void *compiled));
 //  A function's name as OTTL writes it ("IsMatch").
