@@ -185,7 +185,8 @@ int main(int argc, char *argv[])
             "consume ENDPOINT SECONDS | otlp-post URL SECONDS CONNECTIONS RATE [RECORDS [LOG]] | "
             "otlp-loop SECONDS [RECORDS] | grpc-call HOST PORT SECONDS CONNECTIONS STREAMS logs|metrics [RECORDS] | "
             "metrics-loop SECONDS [RECORDS] | udp-send HOST PORT SECONDS | udp-recv PORT SECONDS | "
-            "node-loop transform|lua|none SECONDS | lua-split SECONDS | rw-loop SECONDS SERIES SAMPLES | "
+            "node-loop transform|lua|none|ottl|ottl-lua|ottl-old|ottl-none SECONDS | lua-split SECONDS | rw-loop "
+            "SECONDS SERIES SAMPLES | "
             "rw-post URL SECONDS CONNECTIONS SERIES SAMPLES\n");
     return 2;
 }

@@ -3,7 +3,11 @@
     process and fed the same 64-record batch over and over, no sockets:
     records/s through one processor on one core (pin it with taskset).
     KIND: transform (set one field, rename one) or lua (a script doing the
-    same), or none (the DAG alone).
+    same), or none (the DAG alone). B35's (docs/ottl.md): ottl (four OTTL
+    statements: a set with a where on a resource attribute, a
+    replace_pattern, a delete_key, a keep_keys), ottl-lua (a script doing
+    the same), ottl-old (the old set and delete doing the part they can),
+    ottl-none (the DAG alone), on records with attributes and a resource.
 
     drover-bench lua-split SECONDS — where a record's time goes in
     processor:lua: building its table, the call, turning the result back
@@ -29,6 +33,58 @@
 #define BATCH 64
 
 static const char *s_script = "function process(r) r.env = 'prod'; r.msg = r.message; r.message = nil; return r end";
+
+static const char *const s_statements[] = {
+    "set(attributes[\"env\"], \"prod\") where resource.attributes[\"k8s.namespace.name\"] == \"shop\"",
+    "replace_pattern(body, \"token=[A-Za-z0-9]+\", \"token=***\")", "delete_key(attributes, \"password\")",
+    "keep_keys(attributes, [\"http.method\", \"http.route\", \"env\"])"};
+
+static const char *s_ottl_script =
+    "local keep = {['http.method'] = true, ['http.route'] = true, env = true}\n"
+    "function process(r)\n"
+    "  if r.resource and r.resource['k8s.namespace.name'] == 'shop' then r.attributes.env = 'prod' end\n"
+    "  r.body = string.gsub(r.body, 'token=[A-Za-z0-9]+', 'token=***')\n"
+    "  r.attributes.password = nil\n"
+    "  for k in pairs(r.attributes) do if not keep[k] then r.attributes[k] = nil end end\n"
+    "  return r\n"
+    "end";
+
+static void s_pack_str(msgpack_packer *pk, const char *s)
+{
+    msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+//  A log record as receiver:otlp makes them: body, attributes, resource.
+static void s_pack_rich(msgpack_sbuffer *buf)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, BATCH);
+    for (int i = 0; i < BATCH; i++) {
+        msgpack_pack_map(&pk, 6);
+        s_pack_str(&pk, "signal");
+        s_pack_str(&pk, "log");
+        s_pack_str(&pk, "time_unix_nano");
+        msgpack_pack_uint64(&pk, 1763900000123456789ull + (uint64_t)i);
+        s_pack_str(&pk, "severity_number");
+        msgpack_pack_int(&pk, 9);
+        s_pack_str(&pk, "body");
+        s_pack_str(&pk, i % 2 ? "GET /api/v1/items?token=Zx81abc 200 12ms" : "GET /api/v1/items 200 12ms");
+        s_pack_str(&pk, "attributes");
+        msgpack_pack_map(&pk, 5);
+        const char *attrs[] = {"http.method", "GET",       "http.route", "/api/v1/items", "password",
+                               "hunter2",     "tmp.trace", "x1",         "user.agent",    "curl/7.88"};
+        for (int a = 0; a < 10; a++) {
+            s_pack_str(&pk, attrs[a]);
+        }
+        s_pack_str(&pk, "resource");
+        msgpack_pack_map(&pk, 2);
+        s_pack_str(&pk, "service.name");
+        s_pack_str(&pk, "checkout");
+        s_pack_str(&pk, "k8s.namespace.name");
+        s_pack_str(&pk, i % 4 ? "shop" : "ops");
+    }
+}
 
 //  A typical log record, BATCH of them as one producer message.
 static void s_pack_batch(msgpack_sbuffer *buf)
@@ -64,6 +120,16 @@ static json_t *s_spec(const char *kind)
     } else if (!strcmp(kind, "lua")) {
         processor =
             json_pack("{s:s, s:{s:s}, s:[s]}", "type", "processor:lua", "config", "script", s_script, "to", "out");
+    } else if (!strcmp(kind, "ottl")) {
+        processor = json_pack("{s:s, s:{s:[s,s,s,s]}, s:[s]}", "type", "processor:transform", "config", "statements",
+                              s_statements[0], s_statements[1], s_statements[2], s_statements[3], "to", "out");
+    } else if (!strcmp(kind, "ottl-lua")) {
+        processor =
+            json_pack("{s:s, s:{s:s}, s:[s]}", "type", "processor:lua", "config", "script", s_ottl_script, "to", "out");
+    } else if (!strcmp(kind, "ottl-old")) {
+        processor = json_pack("{s:s, s:{s:{s:s}, s:[s,s,s]}, s:[s]}", "type", "processor:transform", "config", "set",
+                              "attributes[\"env\"]", "prod", "delete", "attributes[\"password\"]",
+                              "attributes[\"tmp.trace\"]", "attributes[\"user.agent\"]", "to", "out");
     } else {
         processor = json_pack("{s:s, s:{}, s:[s]}", "type", "processor:transform", "config", "to", "out");
     }
@@ -97,7 +163,11 @@ int drv_bench_node_loop(const char *kind, double seconds)
     }
     msgpack_sbuffer batch;
     msgpack_sbuffer_init(&batch);
-    s_pack_batch(&batch);
+    if (!strncmp(kind, "ottl", 4)) {
+        s_pack_rich(&batch);
+    } else {
+        s_pack_batch(&batch);
+    }
     double start = drv_bench_now(), end = start + seconds;
     long records = 0;
     while (drv_bench_now() < end) {

@@ -118,6 +118,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/remote_write.py 1 --smoke; else $PY bench/remote_write.py 8; fi
     echo
+    echo "## B35 OTTL statements against Lua and the old forms"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/ottl.py 0.3 --smoke; else $PY bench/ottl.py 4; fi
+    echo
     echo "## B34 exporter:s3 against exporter:file, and its memory while S3 is down"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/s3.py 0.5 --smoke; else $PY bench/s3.py 8; fi

@@ -179,6 +179,9 @@ int drv_ctl_explain(drv_ctl_t *ctl, int argc, char **argv)
                 s_type(&owner->keys[k], what, sizeof what);
                 printf("%s.config.%s <%s> (%s%s)\n    %s\n", type, owner->keys[k].key, what,
                        owner->keys[k].required ? "" : "default ", s_default(&owner->keys[k]), owner->keys[k].doc);
+                if (owner->keys[k].reference) {
+                    printf("\n%s", owner->keys[k].reference);
+                }
                 return DRV_CTL_OK;
             }
         }

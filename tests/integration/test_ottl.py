@@ -210,6 +210,21 @@ class Ottl(EngineTest):
             self.assertIn("nodes.t.config.statements[0]", text, statement)
             self.assertIn(json.dumps(said)[1:-1], text, statement)
 
+    def test_droverctl_explain_lists_every_function(self):
+        import subprocess
+
+        from harness import BIN
+        text = subprocess.run([f"{BIN}/droverctl", "explain", "processor:transform.statements"], capture_output=True,
+                              text=True, check=True, timeout=10).stdout
+        for name in ("set", "delete_key", "delete_matching_keys", "keep_keys", "keep_matching_keys", "truncate_all",
+                     "replace_pattern", "replace_all_patterns", "merge_maps", "IsMatch", "IsString", "IsMap",
+                     "IsList", "IsInt", "IsDouble", "IsBool", "Len", "Int", "Double", "String", "ToLowerCase",
+                     "ToUpperCase", "Concat", "Substring", "HasPrefix", "HasSuffix", "ParseJSON"):
+            self.assertIn(f"`{name}", text, name)
+        filter_text = subprocess.run([f"{BIN}/droverctl", "explain", "processor:filter.conditions"],
+                                     capture_output=True, text=True, check=True, timeout=10).stdout
+        self.assertIn("`IsMatch(target", filter_text)
+
     def test_a_catastrophic_pattern_stalls_nothing_and_error_mode_counts(self):
         nodes = {"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["f", "g"]},
                  "f": {"type": "processor:filter", "config": {"conditions": ['IsMatch(body, "(a+)+$")']},

@@ -11,6 +11,44 @@
 #include <stdio.h>
 #include <string.h>
 
+const char drv_ottl_reference[] =
+    "**OTTL** (docs/ottl.md), as the Collector's transform, filter and routing processors write it for"
+    " logs.\n"
+    "\n"
+    "Statements: `EDITOR(target, ...) [where CONDITION]`. Editors:\n"
+    "\n"
+    "| editor | does |\n"
+    "| --- | --- |\n"
+    "| `set(target, value)` | target becomes value (nothing when value is nil) |\n"
+    "| `delete_key(map, \"key\")` | the key goes |\n"
+    "| `delete_matching_keys(map, \"pattern\")` | the keys the pattern matches go |\n"
+    "| `keep_keys(map, [\"k1\", ...])` | only those keys stay |\n"
+    "| `keep_matching_keys(map, \"pattern\")` | only the keys the pattern matches stay |\n"
+    "| `truncate_all(map, limit)` | string values cut to limit bytes |\n"
+    "| `replace_pattern(target, \"pattern\", \"replacement\")` | every match in the string replaced ($1,"
+    " ${name}) |\n"
+    "| `replace_all_patterns(map, \"value\" or \"key\", \"pattern\", \"replacement\")` | the same in"
+    " every value (or key) |\n"
+    "| `merge_maps(target, source, \"insert\" or \"update\" or \"upsert\")` | source's keys into target |\n"
+    "\n"
+    "Conditions: `or`, `and`, `not`, `( )`, `== != < <= > >=`; values: strings (`\"...\"`, escapes"
+    " `\\\" \\\\ \\n \\r \\t`), numbers, `true`, `false`, `nil`, `[lists]`, enums"
+    " (`SEVERITY_NUMBER_INFO`, `SPAN_KIND_SERVER`, ...), paths and converters.\n"
+    "\n"
+    "Converters: `IsMatch(target, \"pattern\")`, `IsString`, `IsMap`, `IsList`, `IsInt`, `IsDouble`,"
+    " `IsBool`, `Len`, `Int`, `Double`, `String`, `ToLowerCase`, `ToUpperCase`, `Concat([values],"
+    " \"delimiter\")`, `Substring(s, start, length)`, `HasPrefix(s, \"p\")`, `HasSuffix(s, \"p\")`,"
+    " `ParseJSON(s)`.\n"
+    "\n"
+    "Paths (`log.` may lead): `body`, `attributes[\"k\"]`, `resource.attributes[\"k\"]`,"
+    " `instrumentation_scope.name` / `.version` / `.attributes[\"k\"]` (or `scope.`), `severity_number`,"
+    " `severity_text`, `time_unix_nano`, `observed_time_unix_nano`, `trace_id`, `span_id`, `flags`,"
+    " `event_name`; a span's or data point's `name`, `kind`, `start_time_unix_nano`,"
+    " `end_time_unix_nano`, `unit`, `type`, `value`; maps and lists indexed deeper (`[\"k\"]`, `[0]`).\n"
+    "\n"
+    "Patterns are PCRE2 (compiled once, under processor:parse's match limits). `error_mode`: propagate"
+    " (the record counted in errors, handed on as it came), ignore (skipped, counted), silent.\n";
+
 static void s_free_compiled(void *compiled)
 {
     pcre2_code_free(compiled);

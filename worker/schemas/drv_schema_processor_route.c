@@ -128,7 +128,9 @@ const drv_node_schema_t drv_schema_processor_route = {
     .keys = {{.key = "routes",
               .kind = DRV_KEY_ANY,
               .required = true,
-              .doc = "a list of {condition: 'OTTL' (or when: {field, op, value}), to: [node ids]}, tried in order"},
+              .reference = drv_ottl_reference,
+              .doc = "a list of {condition: 'OTTL' (or when: {field, op, value}), to: [node ids]}, tried in order "
+                     "(the language: processor:transform)"},
              {.key = "default", .kind = DRV_KEY_ANY, .fallback = "[]", .doc = "node ids for records no route took"}},
     .check = s_check,
     .targets = s_targets,

@@ -65,6 +65,7 @@ const drv_node_schema_t drv_schema_processor_transform = {
              {.key = "delete", .kind = DRV_KEY_STRING_LIST, .fallback = "[]", .doc = "fields removed"},
              {.key = "statements",
               .kind = DRV_KEY_ANY,
+              .reference = drv_ottl_reference,
               .doc = "OTTL statements (strings): an editor and its where, e.g. 'set(attributes[\"env\"], \"prod\") "
                      "where resource.attributes[\"k8s.namespace.name\"] == \"shop\"'"},
              {.key = "error_mode",
@@ -73,5 +74,6 @@ const drv_node_schema_t drv_schema_processor_transform = {
               .choices = "propagate ignore silent",
               .doc = "a statement that fails: propagate (the record counted in errors, handed on as it came), "
                      "ignore (the statement skipped, counted), silent (skipped, not counted)"}},
+    .details = drv_ottl_reference,
     .check = s_check,
 };

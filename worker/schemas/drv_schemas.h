@@ -135,6 +135,9 @@ void drv_export_complete(drv_spec_check_t *check, const char *node_path, json_t 
 //  (each call's compiled, a pcre2_code): 0, or -1 with what is wrong and
 //  where in err.
 int drv_ottl_compile(const char *text, bool statement, drv_ottl_node_t **out, char *err, size_t errlen);
+//  The language's reference (Markdown): docs/nodes.md carries it under
+//  processor:transform, droverctl explain prints it for statements, conditions, routes.
+extern const char drv_ottl_reference[];
 //  A compiled tree freed, its patterns with it.
 void drv_ottl_release(drv_ottl_node_t *tree);
 //  A condition or statement (a string) or a non-empty list of them at

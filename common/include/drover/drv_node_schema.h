@@ -36,6 +36,7 @@ typedef struct {
                                // the admin token (drv_spec_redact; docs/security.md)
     const char *secret_fields; // for a secret map: only these of its keys (space-separated; NULL: every one)
     const char *doc;           // what it is for, one sentence (droverctl explain, docs/nodes.md)
+    const char *reference;     // a language's reference (OTTL's), printed by droverctl explain TYPE.KEY; or NULL
 } drv_config_key_t;
 
 #define DRV_NODE_MAX_KEYS 16
