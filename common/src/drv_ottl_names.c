@@ -31,6 +31,11 @@ static const struct {
     {"HasPrefix", DRV_OTTL_HAS_PREFIX, 2, 2},
     {"HasSuffix", DRV_OTTL_HAS_SUFFIX, 2, 2},
     {"ParseJSON", DRV_OTTL_PARSE_JSON, 1, 1},
+    {"ParseKeyValue", DRV_OTTL_PARSE_KEY_VALUE, 1, 3},
+    {"ExtractPatterns", DRV_OTTL_EXTRACT_PATTERNS, 2, 2},
+    {"Split", DRV_OTTL_SPLIT, 2, 2},
+    {"SHA256", DRV_OTTL_SHA256, 1, 1},
+    {"Now", DRV_OTTL_NOW, 0, 0},
     {"set", DRV_OTTL_SET, 2, 2},
     {"delete_key", DRV_OTTL_DELETE_KEY, 2, 2},
     {"delete_matching_keys", DRV_OTTL_DELETE_MATCHING_KEYS, 2, 2},
@@ -40,6 +45,8 @@ static const struct {
     {"replace_pattern", DRV_OTTL_REPLACE_PATTERN, 3, 3},
     {"replace_all_patterns", DRV_OTTL_REPLACE_ALL_PATTERNS, 4, 4},
     {"merge_maps", DRV_OTTL_MERGE_MAPS, 3, 3},
+    {"limit", DRV_OTTL_LIMIT, 2, 3},
+    {"flatten", DRV_OTTL_FLATTEN, 1, 3},
 };
 #define FUNCTIONS (sizeof s_functions / sizeof *s_functions)
 

@@ -272,7 +272,7 @@ def ottl_seeds():
     for i, (condition, _) in enumerate(CASES):
         write("ottl", f"case-{i:02d}.txt", condition.encode())
     for i, (statement, _) in enumerate(STATEMENTS):
-        write("ottl", f"statement-{i:02d}.txt", statement.encode())
+        write("ottl", f"statement-{i:02d}.txt", (statement if isinstance(statement, str) else statement[-1]).encode())
     for name, text in (("unclosed", b'IsMatch(body, "x'), ("single-equals", b'attributes["a"] = "b"'),
                        ("deep", b"not " * 40 + b"true"), ("list", b'Concat(["a", "b", "c"], ",") == "a,b,c"')):
         write("ottl", f"{name}.txt", text)

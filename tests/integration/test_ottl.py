@@ -89,6 +89,21 @@ STATEMENTS = [
      [("body", None, '{"user":"ann","tmp_id":7}'), ("body", None, "x-y")]),
     ('set(attributes["lower"], ToLowerCase(attributes["http.method"]))',
      [("attributes", "lower", "get"), ("attributes", "lower", None)]),
+    ('merge_maps(attributes, ParseKeyValue("user=ann role=\'admin\'"), "upsert")',
+     [("attributes", "role", "admin"), ("attributes", "user", "ann")]),
+    ('merge_maps(attributes, ExtractPatterns(body, "^(?P<verb>[a-z]+) (?P<rest>.*)$"), "upsert")',
+     [("attributes", "verb", None), ("attributes", "rest", "token=Zx81 ok")]),
+    ('set(attributes["parts"], Split(attributes["http.route"], "/")) where attributes["http.route"] != nil',
+     [("attributes", "parts", None), ("attributes", "parts", ["", "a"])]),
+    ('set(attributes["hash"], SHA256("x"))',
+     [("attributes", "hash", "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881")] * 2),
+    ('limit(attributes, 2, ["password"])',
+     [("attributes", None, {"password": "pw", "http.method": "GET"}),
+      ("attributes", None, {"http.route": "/a", "env": "dev"})]),
+    (['set(attributes["n"], ParseJSON("{\\"a\\":{\\"b\\":1},\\"c\\":[2]}"))', 'flatten(attributes, "f")'],
+     [("attributes", "f.n.a.b", 1), ("attributes", "f.n.c.0", 2)]),
+    (['set(attributes["t"], Now())', 'set(attributes["recent"], attributes["t"] > 1700000000000000000)'],
+     [("attributes", "recent", True)] * 2),
 ]
 
 
@@ -141,7 +156,8 @@ class Ottl(EngineTest):
         nodes = {"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"},
                         "to": [f"t{i}" for i in range(len(STATEMENTS))]}}
         for i, (statement, _) in enumerate(STATEMENTS):
-            nodes[f"t{i}"] = {"type": "processor:transform", "config": {"statements": [statement]}, "to": [f"o{i}"]}
+            statements = statement if isinstance(statement, list) else [statement]
+            nodes[f"t{i}"] = {"type": "processor:transform", "config": {"statements": statements}, "to": [f"o{i}"]}
             nodes[f"o{i}"] = {"type": "exporter:file", "config": {"path": f"{self.out}/t{i}.ndjson"}}
         self.put(nodes)
         status, body, _, _ = curl_post(self.port, "/v1/logs", json.dumps(statement_logs()).encode(),
@@ -219,7 +235,8 @@ class Ottl(EngineTest):
         for name in ("set", "delete_key", "delete_matching_keys", "keep_keys", "keep_matching_keys", "truncate_all",
                      "replace_pattern", "replace_all_patterns", "merge_maps", "IsMatch", "IsString", "IsMap",
                      "IsList", "IsInt", "IsDouble", "IsBool", "Len", "Int", "Double", "String", "ToLowerCase",
-                     "ToUpperCase", "Concat", "Substring", "HasPrefix", "HasSuffix", "ParseJSON"):
+                     "ToUpperCase", "Concat", "Substring", "HasPrefix", "HasSuffix", "ParseJSON", "ParseKeyValue",
+                     "ExtractPatterns", "Split", "SHA256", "Now", "limit", "flatten"):
             self.assertIn(f"`{name}", text, name)
         filter_text = subprocess.run([f"{BIN}/droverctl", "explain", "processor:filter.conditions"],
                                      capture_output=True, text=True, check=True, timeout=10).stdout

@@ -198,6 +198,110 @@ static bool s_merge(drv_ottl_ctx_t *ctx, const drv_ottl_node_t *node, const msgp
     return true;
 }
 
+//  limit(map, limit, [priority keys]): at most limit entries, the priority
+//  keys' first, then the others in their order.
+static bool s_limit(drv_ottl_ctx_t *ctx, const drv_ottl_node_t *node, const msgpack_object *map, msgpack_object *out)
+{
+    drv_ottl_value_t limit = drv_ottl_value(ctx, node->args[1]);
+    if (limit.type != DRV_OTTL_V_INT || limit.i < 0) {
+        drv_ottl_fail(ctx, "%s", "limit's limit must be a number of entries, 0 or more");
+        return false;
+    }
+    uint32_t n = map->via.map.size, kept = 0;
+    msgpack_object_kv *kv = msgpack_zone_malloc(ctx->zone, (n ? n : 1) * sizeof *kv);
+    bool *taken = msgpack_zone_malloc(ctx->zone, (n ? n : 1) * sizeof *taken);
+    if (!kv || !taken) {
+        drv_ottl_fail(ctx, "%s", "out of memory");
+        return false;
+    }
+    memset(taken, 0, (n ? n : 1) * sizeof *taken);
+    const drv_ottl_node_t *priority = node->nargs > 2 ? node->args[2] : NULL;
+    for (int p = 0; priority && priority->kind == DRV_OTTL_LIST && p < priority->nargs; p++) {
+        const drv_ottl_node_t *key = priority->args[p];
+        for (uint32_t i = 0; key->kind == DRV_OTTL_STRING && i < n && kept < limit.i; i++) {
+            const msgpack_object *k = &map->via.map.ptr[i].key;
+            if (!taken[i] && k->type == MSGPACK_OBJECT_STR && k->via.str.size == key->len &&
+                !memcmp(k->via.str.ptr, key->string, key->len)) {
+                taken[i] = true;
+                kv[kept++] = map->via.map.ptr[i];
+            }
+        }
+    }
+    for (uint32_t i = 0; i < n && kept < limit.i; i++) {
+        if (!taken[i]) {
+            kv[kept++] = map->via.map.ptr[i];
+        }
+    }
+    *out = (msgpack_object){.type = MSGPACK_OBJECT_MAP, .via.map = {kept, kv}};
+    return true;
+}
+
+static uint32_t s_count(const msgpack_object *o, int depth)
+{
+    if (depth <= 0 || (o->type != MSGPACK_OBJECT_MAP && o->type != MSGPACK_OBJECT_ARRAY)) {
+        return 1;
+    }
+    uint32_t n = 0, size = o->type == MSGPACK_OBJECT_MAP ? o->via.map.size : o->via.array.size;
+    for (uint32_t i = 0; i < size; i++) {
+        n += s_count(o->type == MSGPACK_OBJECT_MAP ? &o->via.map.ptr[i].val : &o->via.array.ptr[i], depth - 1);
+    }
+    return n;
+}
+
+//  The entries of o under name (prefix.key, prefix.0), depth levels down, into kv.
+static void s_flat(drv_ottl_ctx_t *ctx, const char *name, size_t len, const msgpack_object *o, int depth,
+                   msgpack_object_kv *kv, uint32_t *n)
+{
+    if (depth <= 0 || (o->type != MSGPACK_OBJECT_MAP && o->type != MSGPACK_OBJECT_ARRAY) || ctx->failed) {
+        kv[(*n)++] = (msgpack_object_kv){{.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)len, name}}, *o};
+        return;
+    }
+    bool map = o->type == MSGPACK_OBJECT_MAP;
+    uint32_t size = map ? o->via.map.size : o->via.array.size;
+    for (uint32_t i = 0; i < size && !ctx->failed; i++) {
+        char index[24];
+        const char *key = index;
+        size_t klen;
+        if (map && o->via.map.ptr[i].key.type == MSGPACK_OBJECT_STR) {
+            key = o->via.map.ptr[i].key.via.str.ptr, klen = o->via.map.ptr[i].key.via.str.size;
+        } else {
+            klen = (size_t)snprintf(index, sizeof index, "%u", i);
+        }
+        char *joined = msgpack_zone_malloc(ctx->zone, len + klen + 1);
+        if (!joined) {
+            drv_ottl_fail(ctx, "%s", "out of memory");
+            return;
+        }
+        memcpy(joined, name, len);
+        if (len) {
+            joined[len] = '.';
+        }
+        memcpy(joined + len + (len ? 1 : 0), key, klen);
+        s_flat(ctx, joined, len + klen + (len ? 1 : 0), map ? &o->via.map.ptr[i].val : &o->via.array.ptr[i], depth - 1,
+               kv, n);
+    }
+}
+
+//  flatten(map, prefix = "", depth = 100): nested maps and lists as keys joined with dots.
+static bool s_flatten(drv_ottl_ctx_t *ctx, const drv_ottl_node_t *node, const msgpack_object *map, msgpack_object *out)
+{
+    drv_ottl_value_t prefix = node->nargs > 1 ? drv_ottl_value(ctx, node->args[1]) : (drv_ottl_value_t){0};
+    drv_ottl_value_t depth = node->nargs > 2 ? drv_ottl_value(ctx, node->args[2]) : (drv_ottl_value_t){0};
+    int levels = depth.type == DRV_OTTL_V_INT && depth.i >= 0 && depth.i < DRV_OTTL_MAX_DEPTH ? (int)depth.i + 1
+                                                                                              : DRV_OTTL_MAX_DEPTH;
+    uint32_t n = 0, count = s_count(map, levels);
+    msgpack_object_kv *kv = msgpack_zone_malloc(ctx->zone, (count ? count : 1) * sizeof *kv);
+    if (!kv) {
+        drv_ottl_fail(ctx, "%s", "out of memory");
+        return false;
+    }
+    const char *p = prefix.type == DRV_OTTL_V_STR ? prefix.s : "";
+    size_t plen = prefix.type == DRV_OTTL_V_STR ? prefix.len : 0;
+    s_flat(ctx, p, plen, map, levels, kv, &n);
+    *out = (msgpack_object){.type = MSGPACK_OBJECT_MAP, .via.map = {n, kv}};
+    return !ctx->failed;
+}
+
 int drv_ottl_statement_run(drv_ottl_statement_t *self, msgpack_zone *zone, msgpack_object *record, char *why,
                            size_t whylen)
 {
@@ -230,6 +334,12 @@ int drv_ottl_statement_run(drv_ottl_statement_t *self, msgpack_zone *zone, msgpa
         if (target && target->type != MSGPACK_OBJECT_MAP) {
             drv_ottl_fail(&ctx, "%s", "merge_maps' target is not a map");
         }
+        break;
+    case DRV_OTTL_LIMIT:
+        changed = target && target->type == MSGPACK_OBJECT_MAP && s_limit(&ctx, node, target, &value);
+        break;
+    case DRV_OTTL_FLATTEN:
+        changed = target && target->type == MSGPACK_OBJECT_MAP && s_flatten(&ctx, node, target, &value);
         break;
     default: // the map editors: nothing to do where there is no map
         changed = target && target->type == MSGPACK_OBJECT_MAP && s_edit_map(&ctx, node, target, &value);

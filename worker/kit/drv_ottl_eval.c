@@ -1,14 +1,9 @@
 /*  drv_ottl_eval — see drv_ottl_eval.h. */
 #include "drv_ottl_eval.h"
 #include "drv_ottl_value.h"
-#include "drv_record_copy.h"
 #include "drv_regex.h"
 #include "drv_schemas.h"
 
-#include "drover/drv_mpjson.h"
-
-#include <ctype.h>
-#include <jansson.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -172,8 +167,9 @@ static drv_ottl_value_t s_string(drv_ottl_ctx_t *e, const char *s, size_t len)
 
 static drv_ottl_value_t s_call(drv_ottl_ctx_t *e, const drv_ottl_node_t *node)
 {
-    drv_ottl_value_t a =
-        node->args[0]->kind == DRV_OTTL_LIST ? s_nil : drv_ottl_value(e, node->args[0]); // Concat's list: below
+    drv_ottl_value_t a = node->nargs == 0 || node->args[0]->kind == DRV_OTTL_LIST
+                             ? s_nil // Now(); Concat's list is read below
+                             : drv_ottl_value(e, node->args[0]);
     const char *s;
     size_t len;
     switch (node->function) {
@@ -250,60 +246,6 @@ static drv_ottl_value_t s_call(drv_ottl_ctx_t *e, const drv_ottl_node_t *node)
         return s_nil;
     case DRV_OTTL_STRING_OF:
         return drv_ottl_text(e, a, &s, &len) ? s_string(e, s, len) : s_nil;
-    case DRV_OTTL_TO_LOWER:
-    case DRV_OTTL_TO_UPPER: {
-        if (a.type != DRV_OTTL_V_STR) {
-            return s_nil;
-        }
-        char *out = msgpack_zone_malloc(e->zone, a.len ? a.len : 1);
-        if (!out) {
-            drv_ottl_fail(e, "%s", "out of memory");
-            return s_nil;
-        }
-        for (size_t i = 0; i < a.len; i++) {
-            out[i] = (char)(node->function == DRV_OTTL_TO_LOWER ? tolower((unsigned char)a.s[i])
-                                                                : toupper((unsigned char)a.s[i]));
-        }
-        return s_string(e, out, a.len);
-    }
-    case DRV_OTTL_CONCAT: { // Concat([values], delimiter)
-        drv_ottl_value_t d = drv_ottl_value(e, node->args[1]);
-        const drv_ottl_node_t *list = node->args[0];
-        if (list->kind != DRV_OTTL_LIST || d.type != DRV_OTTL_V_STR) {
-            drv_ottl_fail(e, "%s", "Concat takes a list in [] and a delimiter string");
-            return s_nil;
-        }
-        size_t total = 0;
-        const char *parts[DRV_OTTL_MAX_ARGS];
-        size_t lens[DRV_OTTL_MAX_ARGS];
-        for (int i = 0; i < list->nargs; i++) {
-            drv_ottl_value_t v = drv_ottl_value(e, list->args[i]);
-            if (v.type == DRV_OTTL_V_NIL) {
-                parts[i] = "", lens[i] = 0; // the Collector writes nil as ""
-            } else if (!drv_ottl_text(e, v, &parts[i], &lens[i])) {
-                drv_ottl_fail(e, "%s", "Concat: a map or a list among its values");
-                return s_nil;
-            }
-            total += lens[i] + (i ? d.len : 0);
-        }
-        char *out = msgpack_zone_malloc(e->zone, total ? total : 1), *at = out;
-        for (int i = 0; out && i < list->nargs; i++) {
-            if (i) {
-                memcpy(at, d.s, d.len), at += d.len;
-            }
-            memcpy(at, parts[i], lens[i]), at += lens[i];
-        }
-        return out ? s_string(e, out, total) : s_nil;
-    }
-    case DRV_OTTL_SUBSTRING: { // Substring(target, start, length)
-        drv_ottl_value_t start = drv_ottl_value(e, node->args[1]), length = drv_ottl_value(e, node->args[2]);
-        if (a.type != DRV_OTTL_V_STR || start.type != DRV_OTTL_V_INT || length.type != DRV_OTTL_V_INT || start.i < 0 ||
-            length.i < 0 || (uint64_t)start.i + (uint64_t)length.i > a.len) {
-            drv_ottl_fail(e, "%s", "Substring: a string, and a start and length within it");
-            return s_nil;
-        }
-        return s_string(e, a.s + start.i, (size_t)length.i);
-    }
     case DRV_OTTL_HAS_PREFIX:
     case DRV_OTTL_HAS_SUFFIX: {
         drv_ottl_value_t p = drv_ottl_value(e, node->args[1]);
@@ -314,25 +256,8 @@ static drv_ottl_value_t s_call(drv_ottl_ctx_t *e, const drv_ottl_node_t *node)
         const char *from = node->function == DRV_OTTL_HAS_PREFIX ? a.s : a.s + a.len - (fits ? p.len : 0);
         return (drv_ottl_value_t){.type = DRV_OTTL_V_BOOL, .b = fits && !memcmp(from, p.s, p.len)};
     }
-    case DRV_OTTL_PARSE_JSON: { // a map or a list from a JSON text, into the zone
-        if (a.type != DRV_OTTL_V_STR) {
-            drv_ottl_fail(e, "%s", "ParseJSON takes a string");
-            return s_nil;
-        }
-        json_error_t error;
-        json_t *json = json_loadb(a.s, a.len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &error);
-        msgpack_object parsed, *copy = msgpack_zone_malloc(e->zone, sizeof *copy);
-        bool ok = json && copy && drv_mpjson_object(json, e->zone, DRV_OTTL_MAX_DEPTH, &parsed) == 0 &&
-                  drv_record_copy(e->zone, &parsed, copy) > 0;
-        json_decref(json);
-        if (!ok) {
-            drv_ottl_fail(e, "ParseJSON: %s", json ? "nested too deep, or out of memory" : error.text);
-            return s_nil;
-        }
-        return drv_ottl_of(copy);
-    }
-    default:
-        drv_ottl_fail(e, "%s", "a converter this build does not evaluate");
+    default: // those that make what they give
+        return drv_ottl_make(e, node, a);
         return s_nil;
     }
 }

@@ -53,6 +53,8 @@ drv_ottl_value_t drv_ottl_of(const msgpack_object *o);
 const msgpack_object *drv_ottl_at(const drv_ottl_node_t *node, const msgpack_object *at);
 //  A scalar as text (strings as they are, numbers and bools written into the zone): false for nil, maps, lists.
 bool drv_ottl_text(drv_ottl_ctx_t *ctx, drv_ottl_value_t v, const char **s, size_t *len);
+//  A converter that makes what it gives (drv_ottl_make.c), a its first argument's value.
+drv_ottl_value_t drv_ottl_make(drv_ottl_ctx_t *ctx, const drv_ottl_node_t *node, drv_ottl_value_t a);
 //  The evaluation fails: fmt with what, kept in why (the first only).
 void drv_ottl_fail(drv_ottl_ctx_t *ctx, const char *fmt, const char *what);
 

@@ -30,6 +30,8 @@ const char drv_ottl_reference[] =
     "| `replace_all_patterns(map, \"value\" or \"key\", \"pattern\", \"replacement\")` | the same in"
     " every value (or key) |\n"
     "| `merge_maps(target, source, \"insert\" or \"update\" or \"upsert\")` | source's keys into target |\n"
+    "| `limit(map, limit, [\"priority\", ...])` | at most limit entries, the priority keys' first |\n"
+    "| `flatten(map, \"prefix\", depth)` | nested maps and lists as keys joined with dots (prefix, depth optional) |\n"
     "\n"
     "Conditions: `or`, `and`, `not`, `( )`, `== != < <= > >=`; values: strings (`\"...\"`, escapes"
     " `\\\" \\\\ \\n \\r \\t`), numbers, `true`, `false`, `nil`, `[lists]`, enums"
@@ -38,7 +40,8 @@ const char drv_ottl_reference[] =
     "Converters: `IsMatch(target, \"pattern\")`, `IsString`, `IsMap`, `IsList`, `IsInt`, `IsDouble`,"
     " `IsBool`, `Len`, `Int`, `Double`, `String`, `ToLowerCase`, `ToUpperCase`, `Concat([values],"
     " \"delimiter\")`, `Substring(s, start, length)`, `HasPrefix(s, \"p\")`, `HasSuffix(s, \"p\")`,"
-    " `ParseJSON(s)`.\n"
+    " `ParseJSON(s)`, `ParseKeyValue(s, \"=\", \" \")`, `ExtractPatterns(s, \"(?P<name>...)\")`,"
+    " `Split(s, \"delimiter\")`, `SHA256(v)`, `Now()` (nanoseconds since the epoch).\n"
     "\n"
     "Paths (`log.` may lead): `body`, `attributes[\"k\"]`, `resource.attributes[\"k\"]`,"
     " `instrumentation_scope.name` / `.version` / `.attributes[\"k\"]` (or `scope.`), `severity_number`,"
@@ -63,6 +66,7 @@ static int s_pattern_arg(const drv_ottl_node_t *node)
     }
     switch (node->function) {
     case DRV_OTTL_IS_MATCH:
+    case DRV_OTTL_EXTRACT_PATTERNS:
     case DRV_OTTL_DELETE_MATCHING_KEYS:
     case DRV_OTTL_KEEP_MATCHING_KEYS:
     case DRV_OTTL_REPLACE_PATTERN:

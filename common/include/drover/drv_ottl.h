@@ -59,6 +59,11 @@ typedef enum {
     DRV_OTTL_HAS_PREFIX,
     DRV_OTTL_HAS_SUFFIX,
     DRV_OTTL_PARSE_JSON,
+    DRV_OTTL_PARSE_KEY_VALUE,
+    DRV_OTTL_EXTRACT_PATTERNS,
+    DRV_OTTL_SPLIT,
+    DRV_OTTL_SHA256,
+    DRV_OTTL_NOW,
     //  Editors: what a statement does.
     DRV_OTTL_SET,
     DRV_OTTL_DELETE_KEY,
@@ -69,6 +74,8 @@ typedef enum {
     DRV_OTTL_REPLACE_PATTERN,
     DRV_OTTL_REPLACE_ALL_PATTERNS,
     DRV_OTTL_MERGE_MAPS,
+    DRV_OTTL_LIMIT,
+    DRV_OTTL_FLATTEN,
     DRV_OTTL_FUNCTIONS
 } drv_ottl_function_t;
 
