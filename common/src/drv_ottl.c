@@ -125,6 +125,9 @@ static drv_ottl_node_t *s_path(parser_t *p, size_t offset)
         return NULL;
     }
     drv_ottl_node_t *node = s_node(p, DRV_OTTL_PATH, offset);
+    if (node) {
+        node->cache = !strcmp(key, "cache");
+    }
     const char *dot = strchr(key, '.');
     for (int part = 0; node && part < (dot ? 2 : 1); part++) {
         const char *from = part ? dot + 1 : key;

@@ -81,6 +81,7 @@ static const struct {
     {"unit", "unit", false},
     {"type", "type", false},
     {"value", "value", false},
+    {"cache", "cache", true}, // the statements' scratch map, one a record (not the record's)
 };
 #define PATHS (sizeof s_paths / sizeof *s_paths)
 

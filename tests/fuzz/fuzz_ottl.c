@@ -33,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         msgpack_zone zone;
         msgpack_zone_init(&zone, 4096);
         char why[300];
-        int rc = drv_ottl_statement_run(&statement, &zone, &record, why, sizeof why);
+        msgpack_object cache = {.type = MSGPACK_OBJECT_MAP};
+        int rc = drv_ottl_statement_run(&statement, &zone, &record, &cache, why, sizeof why);
         FUZZ_ASSERT(rc >= -1 && rc <= 1 && record.type == MSGPACK_OBJECT_MAP);
         msgpack_zone_destroy(&zone);
         drv_ottl_statement_fini(&statement);

@@ -104,6 +104,9 @@ STATEMENTS = [
      [("attributes", "f.n.a.b", 1), ("attributes", "f.n.c.0", 2)]),
     (['set(attributes["t"], Now())', 'set(attributes["recent"], attributes["t"] > 1700000000000000000)'],
      [("attributes", "recent", True)] * 2),
+    (['merge_maps(cache, ParseJSON(body), "upsert") where IsMatch(body, "^\\\\{")',
+      'set(attributes["who"], cache["user"])', 'set(cache["x"], "y")'],
+     [("attributes", "who", "ann"), ("attributes", "who", None)]),
 ]
 
 
@@ -166,6 +169,8 @@ class Ottl(EngineTest):
         for i, (statement, expected) in enumerate(STATEMENTS):
             got = wait_until(lambda: (lambda r: r if len(r) == 2 else None)(read_ndjson(f"{self.out}/t{i}.ndjson")),
                              20, f"what {statement} makes")
+            for record in got:
+                self.assertNotIn("cache", record, "cache[...] is the statements' alone, never the record's")
             for record, (field, key, value) in zip(got, expected):
                 where = record.get(field, {} if key else None)
                 actual = (where or {}).get(key) if key else where

@@ -302,16 +302,27 @@ static bool s_flatten(drv_ottl_ctx_t *ctx, const drv_ottl_node_t *node, const ms
     return !ctx->failed;
 }
 
-int drv_ottl_statement_run(drv_ottl_statement_t *self, msgpack_zone *zone, msgpack_object *record, char *why,
-                           size_t whylen)
+int drv_ottl_statement_run(drv_ottl_statement_t *self, msgpack_zone *zone, msgpack_object *record,
+                           msgpack_object *cache, char *why, size_t whylen)
 {
-    drv_ottl_ctx_t ctx = {
-        .record = record, .zone = zone, .match = self->match, .data = self->data, .why = why, .whylen = whylen};
+    drv_ottl_ctx_t ctx = {.record = record,
+                          .cache = cache,
+                          .zone = zone,
+                          .match = self->match,
+                          .data = self->data,
+                          .why = why,
+                          .whylen = whylen};
     const drv_ottl_node_t *node = self->root;
+    bool into_cache = node->args[0]->cache;
+    msgpack_object *written = into_cache ? cache : record;
+    if (!written) {
+        snprintf(why, whylen, "cache[...] is the transform's statements' alone");
+        return -1;
+    }
     if (node->where && !drv_ottl_truth(&ctx, drv_ottl_value(&ctx, node->where), node->where)) {
         return ctx.failed ? -1 : 0;
     }
-    const msgpack_object *target = drv_ottl_at(node->args[0], record);
+    const msgpack_object *target = drv_ottl_at(node->args[0], written);
     msgpack_object value;
     bool changed = false;
     switch (node->function) {
@@ -347,7 +358,9 @@ int drv_ottl_statement_run(drv_ottl_statement_t *self, msgpack_zone *zone, msgpa
     if (ctx.failed) {
         return -1;
     }
-    if (changed && !drv_record_path_set(zone, record, &self->target, &value)) {
+    if (changed && self->target.depth == 0) {
+        *written = value; // the whole cache
+    } else if (changed && !drv_record_path_set(zone, written, &self->target, &value)) {
         snprintf(why, whylen, "out of memory");
         return -1;
     }
@@ -361,11 +374,12 @@ int drv_ottl_statement_init(drv_ottl_statement_t *self, const char *text, char *
         return -1;
     }
     const drv_ottl_node_t *path = self->root->args[0];
-    for (int k = 0; k < path->depth && k < DRV_PATH_MAX_DEPTH; k++) { // keys only: the parser refused indexes
-        self->target.keys[k] =
+    int first = path->cache ? 1 : 0;                                              // cache[...]: the keys into the cache
+    for (int k = first; k < path->depth && k - first < DRV_PATH_MAX_DEPTH; k++) { // keys only: no [index]
+        self->target.keys[k - first] =
             (msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)path->keys[k].len, path->keys[k].key}};
     }
-    self->target.depth = path->depth < DRV_PATH_MAX_DEPTH ? path->depth : DRV_PATH_MAX_DEPTH;
+    self->target.depth = path->depth - first < DRV_PATH_MAX_DEPTH ? path->depth - first : DRV_PATH_MAX_DEPTH;
     self->match = drv_regex_context();
     self->data = pcre2_match_data_create(16, NULL);
     if (!self->match || !self->data) {

@@ -23,10 +23,12 @@ typedef struct {
 //  Parses and compiles text: 0, or -1 with what is wrong (and where) in err.
 int drv_ottl_statement_init(drv_ottl_statement_t *self, const char *text, char *err, size_t errlen);
 void drv_ottl_statement_fini(drv_ottl_statement_t *self);
-//  Runs the statement on *record: 1 when it applied (*record may be a new
-//  map in zone), 0 when its where was not met, -1 when it failed (*record
-//  as it was, why says why).
-int drv_ottl_statement_run(drv_ottl_statement_t *self, msgpack_zone *zone, msgpack_object *record, char *why,
-                           size_t whylen);
+//  Runs the statement on *record: 1 when it applied (*record, or *cache
+//  for a target in cache[...], may be a new map in zone), 0 when its where
+//  was not met, -1 when it failed (*record as it was, why says why). cache:
+//  the statements' scratch map of this record (an empty map before the
+//  first statement), or NULL (cache[...] reads nil, writes fail).
+int drv_ottl_statement_run(drv_ottl_statement_t *self, msgpack_zone *zone, msgpack_object *record,
+                           msgpack_object *cache, char *why, size_t whylen);
 
 #endif

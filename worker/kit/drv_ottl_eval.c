@@ -52,7 +52,7 @@ drv_ottl_value_t drv_ottl_of(const msgpack_object *o)
 //  What the path leads to in the record, or NULL.
 const msgpack_object *drv_ottl_at(const drv_ottl_node_t *node, const msgpack_object *at)
 {
-    for (int k = 0; at && k < node->depth; k++) {
+    for (int k = node->cache ? 1 : 0; at && k < node->depth; k++) { // cache[...]: at is the cache
         const drv_ottl_key_t *key = &node->keys[k];
         const msgpack_object *next = NULL;
         if (key->key && at->type == MSGPACK_OBJECT_MAP) {
@@ -279,7 +279,7 @@ drv_ottl_value_t drv_ottl_value(drv_ottl_ctx_t *e, const drv_ottl_node_t *node)
     case DRV_OTTL_STRING:
         return (drv_ottl_value_t){.type = DRV_OTTL_V_STR, .s = node->string, .len = node->len};
     case DRV_OTTL_PATH:
-        return drv_ottl_of(drv_ottl_at(node, e->record));
+        return drv_ottl_of(drv_ottl_at(node, node->cache ? e->cache : e->record));
     case DRV_OTTL_CALL: {
         drv_ottl_value_t v = s_call(e, node);
         if (node->depth > 0 && (v.type == DRV_OTTL_V_MAP || v.type == DRV_OTTL_V_LIST)) {

@@ -36,6 +36,7 @@ typedef struct {
 //  regex match's context and data, and the first failure.
 typedef struct {
     const msgpack_object *record;
+    const msgpack_object *cache; // the statements' scratch map (cache[...]), or NULL
     msgpack_zone *zone;
     void *match; // pcre2_match_context
     void *data;  // pcre2_match_data

@@ -191,9 +191,10 @@ static msgpack_object s_transform_paths(drv_node_t *node, const transform_t *sel
 static msgpack_object s_statements(drv_node_t *node, transform_t *self, const msgpack_object *input,
                                    msgpack_object record)
 {
+    msgpack_object cache = {.type = MSGPACK_OBJECT_MAP}; // cache[...]: this record's, for its statements
     for (size_t k = 0; k < self->statement_count; k++) {
         char why[300];
-        if (drv_ottl_statement_run(&self->statements[k], drv_node_zone(node), &record, why, sizeof why) >= 0) {
+        if (drv_ottl_statement_run(&self->statements[k], drv_node_zone(node), &record, &cache, why, sizeof why) >= 0) {
             continue;
         }
         if (self->mode != 2) {

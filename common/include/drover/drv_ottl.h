@@ -95,6 +95,7 @@ typedef struct drv_ottl_node_t {
     size_t len;
     drv_ottl_key_t keys[DRV_OTTL_MAX_KEYS]; // a path's, from the record's top
     int depth;
+    bool cache; // a path into cache[...]: keys[0] is "cache", the rest into the statements' scratch map
     drv_ottl_function_t function; // a call's
     drv_ottl_op_t op;             // a comparison's
     struct drv_ottl_node_t *args[DRV_OTTL_MAX_ARGS];
