@@ -6,6 +6,7 @@ processor:route by condition; refusals with their offsets and a
 did-you-mean; a catastrophic pattern that stalls nothing; error_mode."""
 
 import json
+import os
 import time
 import unittest
 
@@ -230,6 +231,23 @@ class Ottl(EngineTest):
             text = json.dumps(body)
             self.assertIn("nodes.t.config.statements[0]", text, statement)
             self.assertIn(json.dumps(said)[1:-1], text, statement)
+
+    def test_droverctl_validate_refuses_offline_with_the_offset(self):
+        import subprocess
+        import tempfile
+
+        from harness import BIN
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump({"pipeline": {"cores": {"count": 1}, "nodes": {
+                "in": {"type": "receiver:http", "config": {"endpoint": "127.0.0.1:1"}, "to": ["t"]},
+                "t": {"type": "processor:transform", "config": {"statements": [
+                    'set(attributes["a"], "b")', 'keep_keys(attributes, ["a"]) were true']}, "to": ["o"]},
+                "o": {"type": "exporter:null"}}}}, f)
+        out = subprocess.run([f"{BIN}/droverctl", "validate", "-f", f.name], capture_output=True, text=True,
+                             timeout=10, env=dict(os.environ, DROVER_ADMIN="ipc:///nonexistent/admin.sock"))
+        self.assertNotEqual(out.returncode, 0, out.stdout)
+        self.assertIn("nodes.t.config.statements[1]", out.stdout + out.stderr)
+        self.assertIn("at offset 29: 'were': where or the end expected", out.stdout + out.stderr)
 
     def test_droverctl_explain_lists_every_function(self):
         import subprocess

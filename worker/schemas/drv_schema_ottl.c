@@ -51,7 +51,13 @@ const char drv_ottl_reference[] =
     " `end_time_unix_nano`, `unit`, `type`, `value`; maps and lists indexed deeper (`[\"k\"]`, `[0]`).\n"
     "\n"
     "Patterns are PCRE2 (compiled once, under processor:parse's match limits). `error_mode`: propagate"
-    " (the record counted in errors, handed on as it came), ignore (skipped, counted), silent.\n";
+    " (the record counted in errors, handed on as it came), ignore (skipped, counted), silent.\n"
+    "\n"
+    "Coming from the Collector: statements and conditions for logs read the same; a span or a data point is a"
+    " record of its own (no resource or scope context: a condition on the resource is tested on each of its"
+    " records); patterns are PCRE2, which reads RE2's syntax the same but for a few corners; `Now()` is nanoseconds,"
+    " not a time; `ParseKeyValue` does not split inside quotes; `time`, `flatten`'s resolveConflicts and the"
+    " converters not listed are refused by name. docs/ottl.md says more.\n";
 
 static void s_free_compiled(void *compiled)
 {
