@@ -33,7 +33,8 @@ class S3Archive(JsClients, EngineTest):
                        "max_object_age_secs": 1, "retry": {"initial_ms": 50, "max_ms": 300, "max_elapsed_secs": 0}},
                       **config)
         spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
-            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["s3"]},
+            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{self.port}",
+                                                       "max_body_bytes": 32 << 20}, "to": ["s3"]},
             "s3": {"type": "exporter:s3", "config": config}}}}
         status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/a", body=spec, timeout=30)
         self.assertEqual(status, 200, body)
@@ -77,10 +78,10 @@ class S3Archive(JsClients, EngineTest):
         self.assertIn("PUT /records/", self.s3.log_text(), "the path holds the key alone")
 
     def test_a_large_object_goes_by_multipart_whole(self):
-        self.put(compression="none", max_object_bytes=32 << 20, max_object_age_secs=2)
-        pad = "x" * 1000
-        for k in range(20):  # about 20 MB: three parts of 8 MiB
-            self.send(k * 1000, 1000, pad)
+        # One input of about 20 MB: the object closes by its size (17 MiB:
+        # three parts), whatever the machine's speed; the rest by its age.
+        self.put(compression="none", max_object_bytes=17 << 20, max_object_age_secs=5)
+        self.send(0, 20000, "x" * 1000)
         node = wait_until(lambda: (lambda n: n if n.get("records_out") == 20000 else None)(self.node()), 60,
                           "20,000 records out")
         self.assertGreaterEqual(node["s3"]["parts"], 3, node)
@@ -188,7 +189,8 @@ class S3Faults(JsClients, EngineTest):
         config = {"bucket": "archive", "endpoint": self.s3.endpoint, "path_style": True, "max_object_age_secs": 1,
                   "retry": {"initial_ms": 50, "max_ms": 300, "max_elapsed_secs": 0}}
         spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
-            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["s3"]},
+            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{self.port}",
+                                                       "max_body_bytes": 32 << 20}, "to": ["s3"]},
             "s3": {"type": "exporter:s3", "config": config}}}}
         status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/a", body=spec, timeout=30)
         self.assertEqual(status, 200, body)
@@ -203,10 +205,10 @@ class S3Faults(JsClients, EngineTest):
     def test_an_upload_given_up_is_aborted(self):
         from s3 import KEY_ID
         self.start({"S3_FRONT_REFUSE_COMPLETE": "1"})
-        self.put(compression="none", max_object_age_secs=1)
-        pad = "x" * 1000
-        for k in range(10):  # about 10 MB: a multipart upload of two parts
-            self.send(k * 1000, 1000, pad)
+        # One input of about 10 MB: an object of 9 MiB (two parts) closed by
+        # its size, the rest (one PUT, not refused) by its age.
+        self.put(compression="none", max_object_bytes=9 << 20, max_object_age_secs=5)
+        self.send(0, 10000, "x" * 1000)
         node = wait_until(lambda: (lambda n: n if "InvalidPart" in (n.get("last_error") or "") else None)(
             self.node()), 30, "S3's InvalidPart in last_error")
         self.assertIn("400", node["last_error"])
@@ -214,10 +216,10 @@ class S3Faults(JsClients, EngineTest):
                    "the upload aborted")
         node = wait_until(lambda: (lambda n: n if n.get("s3", {}).get("aborted") else None)(self.node()), 10,
                           "the abort counted")
-        self.assertEqual(node["s3"]["objects"], 0, node)
-        self.assertEqual(node.get("errors"), 10000, node)
+        self.assertGreaterEqual(node.get("errors", 0), 8000, node)
         objects, open_uploads = self.s3.read()
-        self.assertEqual((objects, open_uploads), ({}, 0), "no object, no upload left open")
+        self.assertEqual(open_uploads, 0, "no upload left open")
+        self.assertTrue(all(len(data) < 8 << 20 for data in objects.values()), "the refused object is nowhere")
         self.assertTrue(KEY_ID)
 
 
@@ -239,9 +241,9 @@ class S3Crash(JsClients, EngineTest):
       a:
         cores: {{count: 1}}
         nodes:
-          in: {{type: "receiver:http", config: {{endpoint: "127.0.0.1:{port}"}}, to: [s3]}}
+          in: {{type: "receiver:http", config: {{endpoint: "127.0.0.1:{port}", max_body_bytes: 33554432}}, to: [s3]}}
           s3: {{type: "exporter:s3", config: {{bucket: archive, endpoint: "{s3.endpoint}", path_style: true,
-               compression: none, max_object_age_secs: 1,
+               compression: none, max_object_bytes: 9437184, max_object_age_secs: 5,
                credentials: {{access_key_id: {KEY_ID}, secret_access_key: "{SECRET}"}},
                retry: {{initial_ms: 50, max_ms: 300, max_elapsed_secs: 0}}}}}}
         policies:
@@ -249,11 +251,11 @@ class S3Crash(JsClients, EngineTest):
 """).replace("HTTP", str(http_port))
         engine = self.start_engine(config)
         Admin(engine, http_port).wait_ready(20)
-        pad = "x" * 1000
-        for k in range(12):
-            lines = "".join(json.dumps({"id": i, "pad": pad}) + "\n" for i in range(k * 1000, (k + 1) * 1000))
-            status, body, _, _ = curl_post(port, "/", lines.encode(), "application/x-ndjson")
-            self.assertIn(status, (200, 202, 204), body)
+        # One input of about 12 MB: an object of 9 MiB (two parts) closed by
+        # its size whatever the machine's speed, the rest by its age.
+        lines = "".join(json.dumps({"id": i, "pad": "x" * 1000}) + "\n" for i in range(12000))
+        status, body, _, _ = curl_post(port, "/", lines.encode(), "application/x-ndjson")
+        self.assertIn(status, (200, 202, 204), body)
         wait_until(lambda: "partNumber=1" in s3.log_text(), 30, "the first part on its way")
         engine.signal(signal.SIGKILL)  # droverd is PID 1 of its namespace: every child goes with it
         engine.wait_exit(10)
