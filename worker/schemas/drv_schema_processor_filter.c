@@ -39,7 +39,6 @@ const drv_node_schema_t drv_schema_processor_filter = {
               .doc = "OTTL conditions (strings): a record meeting any is dropped (the language: processor:transform)"},
              {.key = "error_mode",
               .kind = DRV_KEY_CHOICE,
-              .fallback = "\"propagate\"",
               .choices = "propagate ignore silent",
               .doc = "a condition that cannot be evaluated: propagate (the record counted in errors, handed on), "
                      "ignore (the condition skipped, counted), silent (skipped, not counted)"},

@@ -70,7 +70,6 @@ const drv_node_schema_t drv_schema_processor_transform = {
                      "where resource.attributes[\"k8s.namespace.name\"] == \"shop\"'"},
              {.key = "error_mode",
               .kind = DRV_KEY_CHOICE,
-              .fallback = "\"propagate\"",
               .choices = "propagate ignore silent",
               .doc = "a statement that fails: propagate (the record counted in errors, handed on as it came), "
                      "ignore (the statement skipped, counted), silent (skipped, not counted)"}},
