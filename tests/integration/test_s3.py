@@ -105,6 +105,24 @@ class S3Archive(JsClients, EngineTest):
         self.assertTrue(any(len(data) > 8 << 20 for data in objects.values()), "one object past a part")
         self.assertEqual(self.s3.read()[1], 0, "no upload left open")
 
+    def test_parts_go_while_the_object_fills(self):
+        # An object that may grow to 64 MiB: its first parts are in S3
+        # before it closes (the worker holds a part of encoded bytes, not
+        # the object), and it is whole only once the pipeline's shutdown
+        # closes it.
+        self.put(compression="none", max_object_bytes=64 << 20, max_object_age_secs=600)
+        self.send(0, 20000, "x" * 1000)
+        wait_until(lambda: "partNumber=2&" in self.s3.log_text(), 60, "two parts sent while the object fills")
+        objects, open_uploads = self.s3.read()
+        self.assertEqual((objects, open_uploads), ({}, 1), "nothing listed yet, one upload open")
+        self.assertEqual(self.node()["s3"]["objects"], 0)
+        status, body, _ = self.admin.http("POST", "/api/v1/groups/default/pipelines/a/shutdown", timeout=60)
+        self.assertEqual(status, 200, body)
+        objects = self.s3.wait_objects(lambda o: o, 30, "the object, closed by the shutdown")
+        [(key, data)] = objects.items()
+        self.assertEqual([json.loads(line)["id"] for line in data.decode().splitlines()], list(range(20000)))
+        self.assertEqual(self.s3.read()[1], 0, "no upload left open")
+
     def test_s3_down_then_back_loses_nothing(self):
         self.put()
         self.send(0, 100)
@@ -137,14 +155,20 @@ class S3Archive(JsClients, EngineTest):
             "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{otlp}"}, "to": ["s3"]},
             "s3": {"type": "exporter:s3", "config": {
                 "bucket": "archive", "endpoint": self.s3.endpoint, "path_style": True, "format": "otlp_json",
-                "compression": "zstd", "max_object_age_secs": 1, "key": "otlp/{signal}/{seq}.{ext}",
+                "compression": "zstd", "max_object_age_secs": 600, "key": "otlp/{signal}/{seq}.{ext}",
                 "credentials": {"access_key_id": KEY_ID, "secret_access_key": SECRET}}}}}}
         status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/a", body=spec, timeout=30)
         self.assertEqual(status, 200, body)
-        logs = {"resourceLogs": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
-                                  "scopeLogs": [{"logRecords": [{"body": {"stringValue": f"line {i}"}}
-                                                                for i in range(5)]}]}]}
-        status, body, _, _ = curl_post(otlp, "/v1/logs", json.dumps(logs).encode(), "application/json")
+        # Six inputs of 400 KB: the object is encoded a megabyte of records
+        # at a time as they come, its runs joined into one request.
+        for post in range(6):
+            logs = {"resourceLogs": [{
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
+                "scopeLogs": [{"logRecords": [{"body": {"stringValue": f"line {i} " + "y" * 2000}}
+                                              for i in range(post * 200, post * 200 + 200)]}]}]}
+            status, body, _, _ = curl_post(otlp, "/v1/logs", json.dumps(logs).encode(), "application/json")
+            self.assertEqual(status, 200, body)
+        status, body, _ = self.admin.http("POST", "/api/v1/groups/default/pipelines/a/shutdown", timeout=60)
         self.assertEqual(status, 200, body)
         objects = self.s3.wait_objects(lambda o: o, 30, "an OTLP object")
         [(key, data)] = objects.items()
@@ -154,7 +178,7 @@ class S3Archive(JsClients, EngineTest):
         request = json.loads(text)
         bodies = [r["body"]["stringValue"] for rl in request["resourceLogs"] for sl in rl["scopeLogs"]
                   for r in sl["logRecords"]]
-        self.assertEqual(bodies, [f"line {i}" for i in range(5)])
+        self.assertEqual(bodies, [f"line {i} " + "y" * 2000 for i in range(1200)])
 
     def test_otlp_proto_objects_parse_with_protoc_classes(self):
         from grpc_otlp import WHY_NOT, request_class
@@ -166,19 +190,26 @@ class S3Archive(JsClients, EngineTest):
             "in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{otlp}"}, "to": ["s3"]},
             "s3": {"type": "exporter:s3", "config": {
                 "bucket": "archive", "endpoint": self.s3.endpoint, "path_style": True, "format": "otlp_proto",
-                "max_object_age_secs": 1, "credentials": {"access_key_id": KEY_ID, "secret_access_key": SECRET}}}}}}
+                "max_object_age_secs": 600, "credentials": {"access_key_id": KEY_ID, "secret_access_key": SECRET}}}}}}
         status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/a", body=spec, timeout=30)
         self.assertEqual(status, 200, body)
-        spans = {"resourceSpans": [{"scopeSpans": [{"spans": [
-            {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": f"b7ad6b71692033{i:02x}", "name": f"op {i}",
-             "startTimeUnixNano": "1", "endTimeUnixNano": "2"} for i in range(3)]}]}]}
-        status, body, _, _ = curl_post(otlp, "/v1/traces", json.dumps(spans).encode(), "application/json")
+        # Six inputs of 400 KB: requests encoded a megabyte of records at a
+        # time, concatenated (one request, as protobuf merges them).
+        for post in range(6):
+            spans = {"resourceSpans": [{"scopeSpans": [{"spans": [
+                {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": f"b7ad6b716920{i:04x}",
+                 "name": f"op {i} " + "z" * 2000, "startTimeUnixNano": "1", "endTimeUnixNano": "2"}
+                for i in range(post * 200, post * 200 + 200)]}]}]}
+            status, body, _, _ = curl_post(otlp, "/v1/traces", json.dumps(spans).encode(), "application/json")
+            self.assertEqual(status, 200, body)
+        status, body, _ = self.admin.http("POST", "/api/v1/groups/default/pipelines/a/shutdown", timeout=60)
         self.assertEqual(status, 200, body)
         [(key, data)] = self.s3.wait_objects(lambda o: o, 30, "a traces object").items()
         self.assertRegex(key, r"^traces/.*\.binpb\.gz$")
         request = request_class("traces").FromString(gzip.decompress(data))
         self.assertEqual([sp.name for rs in request.resource_spans for ss in rs.scope_spans for sp in ss.spans],
-                         ["op 0", "op 1", "op 2"])
+                         [f"op {i} " + "z" * 2000 for i in range(1200)])
+        self.assertGreater(len(request.resource_spans), 1, "runs concatenated")
 
 
 class S3Faults(JsClients, EngineTest):

@@ -163,11 +163,17 @@ void drv_export_close(drv_export_t *self, int lane_index)
     self->lane_batches[lane_index]++;
     lane->count = 0;
     lane->bytes = 0;
+    if (self->format.sender && self->format.sender->closed) {
+        self->format.sender->closed(self->format.arg, batch, &batch->sent);
+    }
     s_make_room(self);
 }
 
 int drv_export_encode(drv_export_t *self, batch_t *batch, char *err, size_t errlen)
 {
+    if (self->format.sender && self->format.sender->closed) {
+        return 0; // the kind's own (drv_export_sender_t)
+    }
     drv_buf_t body = {0};
     int rc = self->format.encode(self->format.arg, batch->lane, batch->taken, batch->records, &body, err, errlen);
     if (rc == 0 && self->settings.gzip) {
@@ -261,6 +267,19 @@ void drv_export_unlink(drv_export_t *self, batch_t *batch)
 int drv_export_batch_lane(const batch_t *batch)
 {
     return batch->lane;
+}
+
+const msgpack_object *drv_export_batch_records(const batch_t *batch, size_t *count)
+{
+    *count = batch->records;
+    return batch->taken;
+}
+
+const msgpack_object *drv_export_open_records(const drv_export_t *self, int lane, size_t *count, size_t *bytes)
+{
+    *count = self->lanes[lane].count;
+    *bytes = self->lanes[lane].bytes;
+    return self->lanes[lane].records;
 }
 
 //  ---------------------------------------------------------------- node hooks

@@ -76,6 +76,11 @@ typedef struct {
     //  libcurl timeout), or -1; NULL: never.
     int64_t (*due_ms)(void *arg);
     size_t in_flight; // batches sent at a time (0: DRV_EXPORT_IN_FLIGHT)
+    //  Optional: the kind encodes its batches itself, as their records come
+    //  (exporter:s3 uploads an object's first parts while it fills). Told
+    //  when a lane's batch closes, before it is queued; *state (NULL) is
+    //  then the batch's as send's is, and body is NULL at every send.
+    void (*closed)(void *arg, drv_export_batch_t *batch, void **state);
 } drv_export_sender_t;
 
 typedef struct {
@@ -121,6 +126,11 @@ void drv_export_gave_up(drv_export_t *self, drv_export_batch_t *batch, size_t re
 
 //  The lane a batch is of.
 int drv_export_batch_lane(const drv_export_batch_t *batch);
+//  A closed batch's records, as taken (*count of them).
+const msgpack_object *drv_export_batch_records(const drv_export_batch_t *batch, size_t *count);
+//  The records a lane's open batch has taken so far (*count of them,
+//  *bytes packed): they stay in this order into the batch it closes as.
+const msgpack_object *drv_export_open_records(const drv_export_t *self, int lane, size_t *count, size_t *bytes);
 
 //  Node hooks; node->state starts with a drv_export_t *.
 int drv_export_node_fd(drv_node_t *node);

@@ -1,20 +1,21 @@
 /*  exporter:s3 — records archived as objects in S3 or an S3-compatible
     store (docs/s3.md). Each batch of drv_export is one object: it closes
-    at max_object_bytes of records or max_object_age_secs after its first,
-    is encoded once (ndjson, or one OTLP Export...Request) and compressed,
-    then written with a PUT, or past PART_BYTES by a multipart upload
-    (create, the parts one by one, complete). The batch's records settle
-    only when S3 answered the PUT or the completion with success; a batch
-    given up (a 4xx, retry.max_elapsed_secs) or let go with a multipart
-    upload open has the upload aborted, so no half object is ever listed.
-    Requests are signed here (worker/s3/drv_s3_sign.c) and driven by
-    libcurl on the instance's loop, as drv_export's own posts are. */
+    at max_object_bytes of records or max_object_age_secs after its first.
+    Its records are encoded (ndjson, or one OTLP Export...Request) and
+    compressed as they come, RUN_BYTES at a time (worker/s3/drv_s3_object.c),
+    and past PART_BYTES its parts go by a multipart upload while it still
+    fills (nodes/drv_s3_upload.c); a smaller object goes by one PUT. The
+    batch's records settle only when S3 answered the PUT or the completion
+    with success; a batch given up (a 4xx, retry.max_elapsed_secs) or let
+    go with a multipart upload open has the upload aborted, so no half
+    object is ever listed. Requests are signed here (worker/s3/drv_s3_sign.c)
+    and driven by libcurl on the instance's loop, as drv_export's own posts
+    are. */
 #include "drv_export.h"
-#include "drv_gzip.h"
-#include "drv_ndjson.h"
 #include "drv_node.h"
 #include "drv_otlp_build.h"
 #include "drv_s3_key.h"
+#include "drv_s3_object.h"
 #include "drv_s3_request.h"
 #include "drv_s3_upload.h"
 #include "drv_schemas.h"
@@ -28,32 +29,39 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <zstd.h>
 
-#define OBJECTS_SENT 4 // objects uploading at once
+#define OBJECTS_SENT 4          // objects uploading at once
+#define RUN_BYTES (1024 * 1024) // records (packed) encoded at a time while an object fills
 
-enum { FORMAT_NDJSON, FORMAT_OTLP_JSON, FORMAT_OTLP_PROTO };
-enum { COMPRESS_GZIP, COMPRESS_ZSTD, COMPRESS_NONE };
 enum { LANE_LOGS, LANE_TRACES, LANE_METRICS, LANE_RECORDS };
 static const char *const s_signals[] = {"logs", "traces", "metrics", "records"};
+
+//  The object a lane's open batch makes, once begun.
+typedef struct {
+    upload_t *upload;
+    drv_s3_object_t *object;
+    size_t encoded, encoded_bytes; // the open batch's records in it, and their bytes packed
+} filling_t;
 
 typedef struct {
     drv_export_t *export; // first: drv_export's hooks find it there
     drv_node_t *node;
     drv_s3_target_t target;
     char *key_template;
-    int format, compression;
+    drv_s3_format_t format;
+    drv_s3_compression_t compression;
     char instance[300];
     char seq_path[PATH_MAX]; // "" : no file (the sequence starts at the time)
     uint64_t seq_fallback;
     drv_s3_uploads_t uploads;
+    filling_t filling[DRV_EXPORT_LANES];
 } s3_t;
 
 //  ---------------------------------------------------------------- encoding
 
 static int s_lane(const s3_t *self, const msgpack_object *record, char *why, size_t whylen)
 {
-    if (self->format != FORMAT_NDJSON) {
+    if (self->format != DRV_S3_NDJSON) {
         return drv_otlp_signal_of(record, why, whylen);
     }
     for (uint32_t i = 0; record->type == MSGPACK_OBJECT_MAP && i < record->via.map.size; i++) {
@@ -69,58 +77,6 @@ static int s_lane(const s3_t *self, const msgpack_object *record, char *why, siz
         }
     }
     return LANE_RECORDS;
-}
-
-static int s_compress(const s3_t *self, drv_buf_t *raw, drv_buf_t *body)
-{
-    if (self->compression == COMPRESS_NONE) {
-        *body = *raw;
-        *raw = (drv_buf_t){0};
-        return 0;
-    }
-    if (self->compression == COMPRESS_GZIP) {
-        char *zipped = NULL;
-        size_t size = 0;
-        if (drv_gzip_deflate(raw->data, raw->len, &zipped, &size) != 0) {
-            return -1;
-        }
-        *body = (drv_buf_t){.data = zipped, .len = size, .capacity = size};
-        return 0;
-    }
-    size_t bound = ZSTD_compressBound(raw->len);
-    if (drv_buf_reserve(body, bound) != 0) {
-        return -1;
-    }
-    size_t size = ZSTD_compress(body->data, bound, raw->data, raw->len, 3);
-    if (ZSTD_isError(size)) {
-        return -1;
-    }
-    body->len = size;
-    return 0;
-}
-
-static int s_encode(void *arg, int lane, const msgpack_object *records, size_t count, drv_buf_t *body, char *err,
-                    size_t errlen)
-{
-    s3_t *self = arg;
-    drv_buf_t raw = {0};
-    int rc = 0;
-    if (self->format == FORMAT_NDJSON) {
-        for (size_t i = 0; i < count && rc == 0; i++) {
-            rc = drv_ndjson_append(&raw, &records[i]);
-        }
-    } else {
-        drv_otlp_signal_t signal = lane == LANE_LOGS     ? DRV_OTLP_LOGS
-                                   : lane == LANE_TRACES ? DRV_OTLP_TRACES
-                                                         : DRV_OTLP_METRICS;
-        rc = drv_otlp_encode(signal, self->format == FORMAT_OTLP_JSON, records, count, &raw);
-    }
-    rc = rc == 0 ? s_compress(self, &raw, body) : rc;
-    drv_buf_free(&raw);
-    if (rc != 0) {
-        snprintf(err, errlen, "out of memory encoding an object");
-    }
-    return rc;
 }
 
 //  ---------------------------------------------------------------- uploading
@@ -150,15 +106,107 @@ static int s_key(s3_t *self, int lane, char *key, size_t keylen, char *why, size
     return 0;
 }
 
+//  The lane's object begun: a key drawn, an upload and an encoder made.
+//  0, or -1 with why.
+static int s_begin(s3_t *self, int lane, filling_t *f, char *why, size_t whylen)
+{
+    char key[1024];
+    if (s_key(self, lane, key, sizeof key, why, whylen) != 0) {
+        return -1;
+    }
+    int signal = lane == LANE_TRACES ? DRV_OTLP_TRACES : lane == LANE_METRICS ? DRV_OTLP_METRICS : DRV_OTLP_LOGS;
+    f->object = drv_s3_object_new(self->format, self->compression, signal);
+    f->upload = f->object ? drv_s3_upload_new(&self->uploads, key) : NULL;
+    if (!f->upload) {
+        drv_s3_object_destroy(&f->object);
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+//  What the lane was making let go (its upload aborted if it had begun).
+static void s_let_go(s3_t *self, filling_t *f)
+{
+    if (f->upload) {
+        drv_s3_upload_forget(&self->uploads, f->upload);
+    }
+    drv_s3_object_destroy(&f->object);
+    *f = (filling_t){0};
+}
+
+//  records[from, n) encoded into the object (ended: and the object ended):
+//  its upload goes on with them. 0, or -1 out of memory (then let go).
+static int s_add(s3_t *self, filling_t *f, const msgpack_object *records, size_t n, bool ended)
+{
+    drv_buf_t *tail = drv_s3_upload_tail(f->upload);
+    int rc = drv_s3_object_add(f->object, records + f->encoded, n - f->encoded, tail);
+    rc = rc == 0 && ended ? drv_s3_object_finish(f->object, tail) : rc;
+    if (rc != 0) {
+        s_let_go(self, f);
+        return -1;
+    }
+    f->encoded = n;
+    drv_s3_upload_filled(&self->uploads, f->upload, ended);
+    return 0;
+}
+
+//  A lane's open batch past RUN_BYTES more of records: they go into its
+//  object now, so its parts can go while it fills.
+static void s_fill(s3_t *self, int lane)
+{
+    filling_t *f = &self->filling[lane];
+    size_t count, bytes;
+    const msgpack_object *records = drv_export_open_records(self->export, lane, &count, &bytes);
+    if (count < f->encoded) { // the batch went without closing (no memory): so does its object
+        s_let_go(self, f);
+    }
+    char why[300];
+    if (bytes - f->encoded_bytes < RUN_BYTES || (!f->upload && s_begin(self, lane, f, why, sizeof why) != 0)) {
+        return; // an object that cannot begin now is made whole when its batch is sent
+    }
+    if (s_add(self, f, records, count, false) == 0) {
+        f->encoded_bytes = bytes;
+    }
+}
+
+//  A lane's batch closed: its object ends, its upload is the batch's.
+static void s_closed(void *arg, drv_export_batch_t *batch, void **state)
+{
+    s3_t *self = arg;
+    int lane = drv_export_batch_lane(batch);
+    filling_t *f = &self->filling[lane];
+    size_t count;
+    const msgpack_object *records = drv_export_batch_records(batch, &count);
+    char why[300];
+    if ((f->upload || s_begin(self, lane, f, why, sizeof why) == 0) && s_add(self, f, records, count, true) == 0) {
+        *state = f->upload;
+    }
+    drv_s3_object_destroy(&f->object);
+    *f = (filling_t){0};
+}
+
 static int s_send(void *arg, drv_export_batch_t *batch, void **state, const char *body, size_t size, char *err,
                   size_t errlen)
 {
+    (void)body, (void)size;
     s3_t *self = arg;
-    char key[1024];
-    if (!*state && s_key(self, drv_export_batch_lane(batch), key, sizeof key, err, errlen) != 0) {
-        return -1;
+    if (!*state) { // its object could not be made when it closed: made whole now
+        int lane = drv_export_batch_lane(batch);
+        filling_t f = {0};
+        size_t count;
+        const msgpack_object *records = drv_export_batch_records(batch, &count);
+        if (s_begin(self, lane, &f, err, errlen) != 0) {
+            return -1;
+        }
+        if (s_add(self, &f, records, count, true) != 0) {
+            snprintf(err, errlen, "out of memory encoding an object");
+            return -1;
+        }
+        drv_s3_object_destroy(&f.object);
+        *state = f.upload;
     }
-    return drv_s3_upload_send(&self->uploads, batch, state, *state ? NULL : key, body, size, err, errlen);
+    return drv_s3_upload_send(&self->uploads, batch, *state, err, errlen);
 }
 
 static void s_forget(void *arg, void *state)
@@ -181,8 +229,13 @@ static int64_t s_due(void *arg)
     return ((s3_t *)arg)->uploads.curl.due_ms;
 }
 
-static const drv_export_sender_t s_sender = {
-    .send = s_send, .forget = s_forget, .fd = s_fd, .run = s_serve, .due_ms = s_due, .in_flight = OBJECTS_SENT};
+static const drv_export_sender_t s_sender = {.send = s_send,
+                                             .forget = s_forget,
+                                             .fd = s_fd,
+                                             .run = s_serve,
+                                             .due_ms = s_due,
+                                             .in_flight = OBJECTS_SENT,
+                                             .closed = s_closed};
 
 //  ---------------------------------------------------------------- the kind
 
@@ -241,8 +294,8 @@ static int s_setup(s3_t *self, drv_node_t *node, const json_t *config, char *err
     }
     static const char *const formats[] = {"ndjson", "otlp_json", "otlp_proto"};
     static const char *const compressions[] = {"gzip", "zstd", "none"};
-    self->format = s_choice(config, "format", formats, 3);
-    self->compression = s_choice(config, "compression", compressions, 3);
+    self->format = (drv_s3_format_t)s_choice(config, "format", formats, 3);
+    self->compression = (drv_s3_compression_t)s_choice(config, "compression", compressions, 3);
     const char *key = json_string_value(json_object_get(config, "key"));
     self->key_template = strdup(key ? key : "{signal}/{instance}-{seq}.{ext}");
     const drv_dag_identity_t *who = drv_node_identity(node);
@@ -288,8 +341,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     if (!json_object_get(copy, "queue")) {
         json_object_set_new(copy, "queue", json_pack("{s:I}", "max_bytes", 2 * object_bytes + (16 << 20)));
     }
-    drv_export_format_t exporting = {
-        .lane_count = DRV_EXPORT_LANES, .encode = s_encode, .arg = self, .sender = &s_sender};
+    drv_export_format_t exporting = {.lane_count = DRV_EXPORT_LANES, .arg = self, .sender = &s_sender};
     for (int i = 0; i < DRV_EXPORT_LANES; i++) {
         exporting.lanes[i] = (drv_export_lane_t){self->target.host, "application/octet-stream"};
     }
@@ -301,14 +353,21 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
 static void s_run(drv_node_t *node, const msgpack_object *records, size_t n)
 {
     s3_t *self = node->state;
+    unsigned lanes = 0;
     for (size_t i = 0; i < n; i++) {
         char why[200];
         int lane = s_lane(self, &records[i], why, sizeof why);
         if (lane >= 0) {
             drv_export_record(self->export, lane, &records[i]);
+            lanes |= 1u << lane;
         } else {
             drv_node_export_error(node, 1, why);
             drv_node_count_gave_up(node, 1);
+        }
+    }
+    for (int lane = 0; lane < DRV_EXPORT_LANES; lane++) {
+        if (lanes & (1u << lane)) {
+            s_fill(self, lane);
         }
     }
 }
@@ -328,6 +387,9 @@ static void s_destroy(drv_node_t *node)
         return;
     }
     drv_export_destroy(&self->export); // forgets every batch: open uploads start their aborts
+    for (int lane = 0; lane < DRV_EXPORT_LANES; lane++) {
+        s_let_go(self, &self->filling[lane]);
+    }
     drv_s3_uploads_fini(&self->uploads);
     drv_s3_target_fini(&self->target);
     free(self->key_template);

@@ -9,20 +9,26 @@
 
 #define ABORT_TIMEOUT_MS 5000 // an abort still running when the exporter ends waits this long
 
-typedef enum { STEP_PUT, STEP_CREATE, STEP_PART, STEP_COMPLETE, STEP_ABORT } step_t;
+typedef enum { STEP_NONE, STEP_PUT, STEP_CREATE, STEP_PART, STEP_COMPLETE, STEP_ABORT } step_t;
 
-//  One object on its way: the sender's state of a batch (kept across its
-//  attempts), or an abort going on alone once its batch is gone.
+//  One object on its way: filling (its bytes still coming), waiting for
+//  its batch's turn, sent (batch set, kept across its attempts), or an
+//  abort going on alone once its batch is gone (orphan).
 struct upload_t {
     struct upload_t *next;
-    drv_export_batch_t *batch; // NULL: an abort of an upload whose batch went
+    drv_export_batch_t *batch; // NULL until its batch is sent
+    bool ended;                // every byte of the object is made
+    bool orphan;
+    bool early_failed; // a part sent while it filled failed: the rest waits for the batch's attempts
     char key[1024];
     char upload_id[512]; // "" until CreateMultipartUpload answered
-    const char *body;    // the batch's, kept by drv_export until forget
-    size_t size;
-    size_t parts, done_parts; // multipart: how many, how many S3 took
+    drv_buf_t part;      // the part under way, or failed and to be sent again (its own buffer: data grows)
+    drv_buf_t data;      // its bytes after those
+    size_t size;         // its bytes so far: parts taken, part and data
+    size_t parts, taken; // parts S3 took, and their bytes
     char (*etags)[128];
-    step_t step;
+    size_t etag_cap;
+    step_t step; // the request under way (easy set)
     CURL *easy;
     struct curl_slist *headers;
     drv_s3_answer_t answer;
@@ -30,10 +36,8 @@ struct upload_t {
     double started;     // mono seconds, the attempt's start
 };
 
-static void s_start(drv_s3_uploads_t *self, upload_t *u);
-
-//  The request of the upload's step, started: 0, or -1 when memory ran out.
-static int s_request(drv_s3_uploads_t *self, upload_t *u)
+//  The request of step, started: 0, or -1 when memory ran out.
+static int s_request(drv_s3_uploads_t *self, upload_t *u, step_t step)
 {
     char query[700] = "";
     const char *method = "PUT";
@@ -43,26 +47,24 @@ static int s_request(drv_s3_uploads_t *self, upload_t *u)
     if (u->upload_id[0] && drv_s3_uri_encode(u->upload_id, strlen(u->upload_id), false, &id) != 0) {
         return -1;
     }
-    switch (u->step) {
+    switch (step) {
     case STEP_PUT:
-        body = u->body, size = u->size;
+        body = u->data.data, size = u->data.len;
         break;
     case STEP_CREATE:
         method = "POST";
         snprintf(query, sizeof query, "uploads=");
         break;
-    case STEP_PART: {
-        size_t at = u->done_parts * DRV_S3_PART_BYTES;
-        body = u->body + at, size = u->size - at < DRV_S3_PART_BYTES ? u->size - at : DRV_S3_PART_BYTES;
-        snprintf(query, sizeof query, "partNumber=%zu&uploadId=%.*s", u->done_parts + 1, (int)id.len, id.data);
+    case STEP_PART:
+        body = u->part.data, size = u->part.len;
+        snprintf(query, sizeof query, "partNumber=%zu&uploadId=%.*s", u->parts + 1, (int)id.len, id.data);
         break;
-    }
     case STEP_COMPLETE:
         method = "POST";
         body = u->complete.data, size = u->complete.len;
         snprintf(query, sizeof query, "uploadId=%.*s", (int)id.len, id.data);
         break;
-    case STEP_ABORT:
+    default:
         method = "DELETE";
         snprintf(query, sizeof query, "uploadId=%.*s", (int)id.len, id.data);
         break;
@@ -72,6 +74,7 @@ static int s_request(drv_s3_uploads_t *self, upload_t *u)
     if (!u->easy) {
         return -1;
     }
+    u->step = step;
     curl_easy_setopt(u->easy, CURLOPT_PRIVATE, (char *)u);
     curl_multi_add_handle(self->curl.multi, u->easy);
     return 0;
@@ -102,6 +105,8 @@ static void s_free(drv_s3_uploads_t *self, upload_t *u)
 {
     s_stop_request(self, u);
     s_unlink(self, u);
+    drv_buf_free(&u->part);
+    drv_buf_free(&u->data);
     drv_buf_free(&u->complete);
     free(u->etags);
     free(u);
@@ -143,6 +148,76 @@ static void s_verdict(drv_s3_uploads_t *self, upload_t *u, drv_export_verdict_t 
     drv_export_sent(self->export, u->batch, verdict, why, secs);
 }
 
+//  The step the object is at. While it has no batch (it fills, or waits
+//  for its batch's turn) only full parts go, and the upload's creation
+//  before them; sent, whatever is next. An object of one part at most
+//  goes by one PUT.
+static step_t s_next_step(const upload_t *u, size_t *part_len)
+{
+    bool sent = u->batch != NULL, full = u->data.len >= DRV_S3_PART_BYTES;
+    *part_len = 0;
+    if (!sent && (u->early_failed || (!full && u->part.len == 0))) {
+        return STEP_NONE;
+    }
+    if (!u->upload_id[0]) {
+        bool multipart = full && (!u->ended || u->data.len > DRV_S3_PART_BYTES);
+        return multipart ? STEP_CREATE : sent ? STEP_PUT : STEP_NONE;
+    }
+    if (u->part.len == 0) {
+        *part_len = full ? DRV_S3_PART_BYTES : sent ? u->data.len : 0;
+    }
+    return u->part.len > 0 || *part_len > 0 ? STEP_PART : sent ? STEP_COMPLETE : STEP_NONE;
+}
+
+//  Starts the object's next request, if one may go: 0, or -1 when memory ran out.
+static int s_go_on(drv_s3_uploads_t *self, upload_t *u)
+{
+    size_t part_len;
+    step_t step = s_next_step(u, &part_len);
+    if (step == STEP_NONE) {
+        return 0;
+    }
+    if (part_len > 0) { // the part's bytes into a buffer of their own
+        drv_buf_t rest = {0};
+        if (drv_buf_append(&rest, u->data.data + part_len, u->data.len - part_len) != 0) {
+            return -1;
+        }
+        u->part = u->data;
+        u->part.len = part_len;
+        u->data = rest;
+    }
+    if (step == STEP_COMPLETE && s_complete_body(u) != 0) {
+        return -1;
+    }
+    if (step == STEP_PART && u->parts == u->etag_cap) {
+        size_t cap = u->etag_cap ? 2 * u->etag_cap : 8;
+        char(*grown)[128] = realloc(u->etags, cap * sizeof *grown);
+        if (!grown) {
+            return -1;
+        }
+        u->etags = grown, u->etag_cap = cap;
+    }
+    return s_request(self, u, step);
+}
+
+static void s_go_on_or_retry(drv_s3_uploads_t *self, upload_t *u)
+{
+    if (s_go_on(self, u) != 0 && u->batch) {
+        s_verdict(self, u, DRV_EXPORT_RETRY, "out of memory making a request");
+    }
+}
+
+//  A request failed: the batch's verdict, or (no batch yet) the rest waits for it.
+static void s_failed(drv_s3_uploads_t *self, upload_t *u, bool again, const char *why)
+{
+    if (!u->batch) {
+        u->early_failed = true;
+        return;
+    }
+    //  Given up: drv_export forgets the batch next, and the upload open is aborted.
+    s_verdict(self, u, again ? DRV_EXPORT_RETRY : DRV_EXPORT_DROP, why);
+}
+
 //  A request finished: the next step, or the batch's verdict.
 static void s_finished(drv_s3_uploads_t *self, upload_t *u, CURLcode result)
 {
@@ -150,7 +225,7 @@ static void s_finished(drv_s3_uploads_t *self, upload_t *u, CURLcode result)
     curl_easy_getinfo(u->easy, CURLINFO_RESPONSE_CODE, &status);
     s_stop_request(self, u);
     char why[600];
-    if (!u->batch) { // an abort on its own: done, whatever came of it
+    if (u->orphan) { // an abort on its own: done, whatever came of it
         self->aborted += status >= 200 && status < 300;
         s_free(self, u);
         return;
@@ -161,42 +236,32 @@ static void s_finished(drv_s3_uploads_t *self, upload_t *u, CURLcode result)
     bool error_body = u->step == STEP_COMPLETE && status >= 200 && status < 300 && strstr(u->answer.body, "<Error>");
     if (result != CURLE_OK) {
         snprintf(why, sizeof why, "s3://%s/%s: %s", self->target->bucket, u->key, curl_easy_strerror(result));
-        s_verdict(self, u, DRV_EXPORT_RETRY, why);
+        s_failed(self, u, true, why);
         return;
     }
     if (status < 200 || status >= 300 || error_body) {
         s_why(self, u, status, why, sizeof why);
-        bool again = status >= 500 || status == 429 || error_body || !strcmp(code, "SlowDown") ||
-                     !strcmp(code, "RequestTimeout") || !strcmp(code, "InternalError");
-        if (!again && u->upload_id[0]) {
-            //  Given up: the parts S3 holds go too (drv_export forgets the batch next).
-            u->step = STEP_ABORT;
-        }
-        s_verdict(self, u, again ? DRV_EXPORT_RETRY : DRV_EXPORT_DROP, why);
+        s_failed(self, u,
+                 status >= 500 || status == 429 || error_body || !strcmp(code, "SlowDown") ||
+                     !strcmp(code, "RequestTimeout") || !strcmp(code, "InternalError"),
+                 why);
         return;
     }
     switch (u->step) {
     case STEP_CREATE:
         if (!drv_s3_xml_text(&u->answer, "UploadId", u->upload_id, sizeof u->upload_id) || !u->upload_id[0]) {
             snprintf(why, sizeof why, "s3://%s/%s: no UploadId in the answer", self->target->bucket, u->key);
-            s_verdict(self, u, DRV_EXPORT_RETRY, why);
+            s_failed(self, u, true, why);
             return;
         }
-        u->step = STEP_PART;
-        s_start(self, u);
+        s_go_on_or_retry(self, u);
         return;
     case STEP_PART:
-        snprintf(u->etags[u->done_parts], sizeof u->etags[0], "%s", u->answer.etag);
-        if (++u->done_parts < u->parts) {
-            s_start(self, u);
-            return;
-        }
-        u->step = STEP_COMPLETE;
-        if (s_complete_body(u) != 0) {
-            s_verdict(self, u, DRV_EXPORT_RETRY, "out of memory completing a multipart upload");
-            return;
-        }
-        s_start(self, u);
+        //  S3 has it: the part's bytes go.
+        snprintf(u->etags[u->parts++], sizeof u->etags[0], "%s", u->answer.etag);
+        u->taken += u->part.len;
+        drv_buf_free(&u->part);
+        s_go_on_or_retry(self, u);
         return;
     default:
         u->upload_id[0] = 0; // whole: nothing to abort any more
@@ -204,65 +269,54 @@ static void s_finished(drv_s3_uploads_t *self, upload_t *u, CURLcode result)
     }
 }
 
-static void s_start(drv_s3_uploads_t *self, upload_t *u)
+upload_t *drv_s3_upload_new(drv_s3_uploads_t *self, const char *key)
 {
-    if (s_request(self, u) != 0) {
-        s_verdict(self, u, DRV_EXPORT_RETRY, "out of memory making a request");
+    upload_t *u = calloc(1, sizeof *u);
+    if (u) {
+        snprintf(u->key, sizeof u->key, "%s", key);
+        u->next = self->list;
+        self->list = u;
+    }
+    return u;
+}
+
+drv_buf_t *drv_s3_upload_tail(upload_t *u)
+{
+    return &u->data;
+}
+
+void drv_s3_upload_filled(drv_s3_uploads_t *self, upload_t *u, bool ended)
+{
+    u->size = u->taken + u->part.len + u->data.len;
+    u->ended = ended;
+    if (!u->easy) {
+        s_go_on(self, u); // out of memory: tried again with more bytes, or by the batch's send
     }
 }
 
-int drv_s3_upload_send(drv_s3_uploads_t *self, drv_export_batch_t *batch, void **state, const char *key,
-                       const char *body, size_t size, char *err, size_t errlen)
+int drv_s3_upload_send(drv_s3_uploads_t *self, drv_export_batch_t *batch, upload_t *u, char *err, size_t errlen)
 {
-    upload_t *u = *state;
-    if (!u) {
-        u = calloc(1, sizeof *u);
-        if (!u) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        snprintf(u->key, sizeof u->key, "%s", key);
-        u->batch = batch;
-        u->body = body;
-        u->size = size;
-        u->parts = size > DRV_S3_PART_BYTES ? (size + DRV_S3_PART_BYTES - 1) / DRV_S3_PART_BYTES : 0;
-        u->etags = u->parts ? calloc(u->parts, sizeof *u->etags) : NULL;
-        u->step = u->parts ? STEP_CREATE : STEP_PUT;
-        if (u->parts && !u->etags) {
-            free(u);
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        u->next = self->list;
-        self->list = u;
-        *state = u;
-    }
+    u->batch = batch;
     u->started = drv_time_mono_us() / 1e6;
-    //  Again after a failure: the step that failed is made again (a part,
-    //  the completion); an upload S3 refused to go on is made anew.
-    if (u->step == STEP_ABORT) {
-        u->step = STEP_CREATE, u->upload_id[0] = 0, u->done_parts = 0;
-    }
-    if (s_request(self, u) != 0) {
+    //  A part sent while it filled is still under way: its end goes on.
+    if (!u->easy && s_go_on(self, u) != 0) {
         snprintf(err, errlen, "out of memory making a request");
         return -1;
     }
     return 0;
 }
 
-void drv_s3_upload_forget(drv_s3_uploads_t *self, void *state)
+void drv_s3_upload_forget(drv_s3_uploads_t *self, upload_t *u)
 {
-    upload_t *u = state;
     s_stop_request(self, u);
-    if (!u->upload_id[0]) {
-        s_free(self, u);
+    if (!u->upload_id[0] || s_request(self, u, STEP_ABORT) != 0) {
+        s_free(self, u); // S3 lets a forgotten upload go by a lifecycle rule (docs/s3.md)
         return;
     }
     u->batch = NULL;
-    u->step = STEP_ABORT;
-    if (s_request(self, u) != 0) {
-        s_free(self, u); // S3 lets a forgotten upload go by a lifecycle rule (docs/s3.md)
-    }
+    u->orphan = true;
+    drv_buf_free(&u->part);
+    drv_buf_free(&u->data);
 }
 
 void drv_s3_uploads_run(drv_s3_uploads_t *self)
