@@ -274,7 +274,8 @@ class S3Crash(JsClients, EngineTest):
         the disk buffer make an object of two parts; droverd and every child
         SIGKILLed once the first part is on its way. The engine started
         again writes every record, once: the killed upload was never
-        completed, so S3 lists nothing of it."""
+        completed, so S3 lists nothing of it, and the next instance aborts
+        it."""
         import signal
 
         from harness import Admin, engine_yaml
@@ -320,6 +321,10 @@ class S3Crash(JsClients, EngineTest):
         self.assertEqual(status, 200, body)
         got = wait_until(lambda: (lambda i: i if len(i) >= 12000 else None)(ids()), 30, "the rest, once drained")
         self.assertEqual(got, list(range(12000)), "every record, once")
+        # The killed instance's upload was written down (drv_s3_ledger.h):
+        # the next aborted it, so S3 keeps none of its parts.
+        self.assertEqual(s3.read()[1], 0, "no upload left open")
+        self.assertRegex(s3.log_text(), r"DELETE \S*uploadId=")
 
 
 if __name__ == "__main__":

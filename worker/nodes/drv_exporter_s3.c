@@ -20,6 +20,7 @@
 #include "drv_s3_upload.h"
 #include "drv_schemas.h"
 
+#include "drover/drv_log.h"
 #include "drover/drv_secret.h"
 #include "drover/drv_time.h"
 
@@ -307,6 +308,13 @@ static int s_setup(s3_t *self, drv_node_t *node, const json_t *config, char *err
         who->buffer_dir && stat(who->buffer_dir, &st) == 0 && S_ISDIR(st.st_mode) ? who->buffer_dir : who->run_dir;
     if (dir) {
         snprintf(self->seq_path, sizeof self->seq_path, "%s/s3-%s.%s.seq", dir, self->instance, node->id);
+        //  Its multipart uploads written down beside it, and those a killed
+        //  instance of this core left open aborted.
+        char base[PATH_MAX];
+        snprintf(base, sizeof base, "%.*s", (int)(strlen(self->seq_path) - 4), self->seq_path);
+        if (drv_s3_uploads_keep(&self->uploads, base, why, sizeof why) != 0) {
+            drv_warn("node %s: uploads not written down (%s): a kill leaves them to the lifecycle rule", node->id, why);
+        }
     }
     self->seq_fallback = (uint64_t)drv_time_wall_ms() * 1000u;
     return 0;

@@ -226,7 +226,11 @@ static void s_finished(drv_s3_uploads_t *self, upload_t *u, CURLcode result)
     s_stop_request(self, u);
     char why[600];
     if (u->orphan) { // an abort on its own: done, whatever came of it
-        self->aborted += status >= 200 && status < 300;
+        bool gone = result == CURLE_OK && ((status >= 200 && status < 300) || status == 404); // 404: NoSuchUpload
+        self->aborted += gone && status != 404;
+        if (gone) {
+            drv_s3_ledger_ended(&self->ledger, u->upload_id);
+        }
         s_free(self, u);
         return;
     }
@@ -254,6 +258,7 @@ static void s_finished(drv_s3_uploads_t *self, upload_t *u, CURLcode result)
             s_failed(self, u, true, why);
             return;
         }
+        drv_s3_ledger_begun(&self->ledger, u->key, u->upload_id);
         s_go_on_or_retry(self, u);
         return;
     case STEP_PART:
@@ -264,6 +269,9 @@ static void s_finished(drv_s3_uploads_t *self, upload_t *u, CURLcode result)
         s_go_on_or_retry(self, u);
         return;
     default:
+        if (u->upload_id[0]) {
+            drv_s3_ledger_ended(&self->ledger, u->upload_id);
+        }
         u->upload_id[0] = 0; // whole: nothing to abort any more
         s_verdict(self, u, DRV_EXPORT_DONE, NULL);
     }
@@ -335,8 +343,31 @@ void drv_s3_uploads_run(drv_s3_uploads_t *self)
 
 int drv_s3_uploads_init(drv_s3_uploads_t *self, const drv_s3_target_t *target)
 {
-    *self = (drv_s3_uploads_t){.target = target};
+    *self = (drv_s3_uploads_t){.target = target, .ledger = {.fd = -1}};
     return drv_curl_loop_init(&self->curl);
+}
+
+//  An upload a dead instance left open: aborted.
+static void s_adopted(void *arg, const char *key, const char *upload_id)
+{
+    drv_s3_uploads_t *self = arg;
+    upload_t *u = drv_s3_upload_new(self, key);
+    if (u) {
+        snprintf(u->upload_id, sizeof u->upload_id, "%s", upload_id);
+        u->orphan = true;
+        if (s_request(self, u, STEP_ABORT) != 0) {
+            s_free(self, u); // still written down: the next instance tries
+        }
+    }
+}
+
+int drv_s3_uploads_keep(drv_s3_uploads_t *self, const char *base, char *why, size_t whylen)
+{
+    if (drv_s3_ledger_open(&self->ledger, base, why, whylen) != 0) {
+        return -1;
+    }
+    drv_s3_ledger_adopt(&self->ledger, base, s_adopted, self);
+    return 0;
 }
 
 void drv_s3_uploads_fini(drv_s3_uploads_t *self)
@@ -349,5 +380,6 @@ void drv_s3_uploads_fini(drv_s3_uploads_t *self)
     while (self->list) {
         s_free(self, self->list);
     }
+    drv_s3_ledger_close(&self->ledger);
     drv_curl_loop_fini(&self->curl);
 }

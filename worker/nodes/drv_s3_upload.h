@@ -16,6 +16,7 @@
 
 #include "drv_buf.h"
 #include "drv_export.h"
+#include "drv_s3_ledger.h"
 #include "drv_s3_request.h"
 
 #include "drover/drv_curl_loop.h"
@@ -32,6 +33,7 @@ typedef struct {
     const drv_s3_target_t *target;
     drv_curl_loop_t curl;
     upload_t *list; // every upload with a request under way or waiting to abort
+    drv_s3_ledger_t ledger;
     int64_t objects, bytes, parts, aborted;
 } drv_s3_uploads_t;
 
@@ -39,6 +41,10 @@ typedef struct {
 int drv_s3_uploads_init(drv_s3_uploads_t *self, const drv_s3_target_t *target);
 //  The aborts still going get a few seconds before they are let go.
 void drv_s3_uploads_fini(drv_s3_uploads_t *self);
+//  Multipart uploads are written down beside base (drv_s3_ledger.h), and
+//  those that dead instances left open are aborted. 0, or -1 with why
+//  (they are then not written down).
+int drv_s3_uploads_keep(drv_s3_uploads_t *self, const char *base, char *why, size_t whylen);
 
 //  An object to be written under key, its bytes to come: NULL when memory
 //  ran out.
