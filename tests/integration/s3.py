@@ -18,9 +18,14 @@ KEY_ID, SECRET = "AKIADROVERTEST000001", "drover-test-secret-key/0123456789abcde
 
 
 class S3:
-    def __init__(self, buckets=("archive",), delay_ms=0, sink=False, faults=None):
+    def __init__(self, buckets=("archive",), delay_ms=0, sink=False, faults=None, tls=False):
         self.delay_ms, self.sink, self.faults = delay_ms, sink, dict(faults or {})
         self.dir = tempfile.mkdtemp(prefix="drv-s3-")
+        self.cert = None
+        if tls:  # HTTPS with a certificate for 127.0.0.1 made here (self.cert: the CA a client needs)
+            from capture import self_signed_cert
+            self.cert, key = self_signed_cert(self.dir)
+            self.faults.update(S3_FRONT_TLS_CERT=self.cert, S3_FRONT_TLS_KEY=key)
         self.data = os.path.join(self.dir, "data")
         os.makedirs(self.data)
         self.port = free_port()
@@ -30,7 +35,7 @@ class S3:
 
     @property
     def endpoint(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.cert else 'http'}://127.0.0.1:{self.port}"
 
     def start(self):
         self.log = open(os.path.join(self.dir, "front.log"), "a")
@@ -63,7 +68,8 @@ class S3:
         neither completed nor aborted, as the front counts them)."""
         out = tempfile.mkdtemp(prefix="drv-s3-read-", dir=self.dir)
         done = subprocess.run(["node", os.path.join(CLIENT, "s3_read.js"), self.endpoint, bucket, out, KEY_ID, SECRET]
-                              + ([prefix] if prefix else []), capture_output=True, text=True, timeout=120)
+                              + ([prefix] if prefix else []), capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, **({"NODE_EXTRA_CA_CERTS": self.cert} if self.cert else {})))
         lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         if not lines or "error" in lines[-1]:
             raise AssertionError(f"reading s3://{bucket}: {done.stdout[-1000:]} {done.stderr[-1000:]}")
@@ -72,8 +78,10 @@ class S3:
             with open(os.path.join(out, line["key"]), "rb") as f:
                 objects[line["key"]] = f.read()
         shutil.rmtree(out, ignore_errors=True)
+        import ssl
         import urllib.request
-        with urllib.request.urlopen(f"{self.endpoint}/__front/uploads", timeout=10) as r:
+        context = ssl.create_default_context(cafile=self.cert) if self.cert else None
+        with urllib.request.urlopen(f"{self.endpoint}/__front/uploads", timeout=10, context=context) as r:
             return objects, json.load(r)["open"]
 
     def wait_objects(self, predicate, timeout=30, what="objects", bucket="archive"):

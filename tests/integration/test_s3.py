@@ -268,6 +268,29 @@ class S3Faults(JsClients, EngineTest):
         self.assertTrue(KEY_ID)
 
 
+class S3Tls(JsClients, EngineTest):
+    def test_https_with_a_ca_file_and_refused_without(self):
+        from s3 import S3
+        self.s3 = S3(tls=True)
+        self.addCleanup(self.s3.close)
+        self.start_admin_engine()
+        self.port = free_port()
+        S3Archive.put(self, tls={"ca_file": self.s3.cert})
+        self.send(0, 100)
+        objects = self.s3.wait_objects(lambda o: len(S3Archive.ids(self, o)) >= 100, 30, "the records, over HTTPS")
+        self.assertEqual(S3Archive.ids(self, objects), list(range(100)))
+        # Without the CA the store's certificate is not trusted: nothing is
+        # written, and last_error says why.
+        S3Archive.put(self)
+        self.send(100, 10)
+        node = wait_until(lambda: (lambda n: n if "certificate" in (n.get("last_error") or "").lower() else None)(
+            self.node()), 20, "a certificate error in last_error")
+        self.assertEqual(node.get("records_out", 0), 0, node)
+        self.assertEqual(len(S3Archive.ids(self, self.s3.read()[0])), 100)
+
+    send, node = S3Archive.send, S3Archive.node
+
+
 class S3Crash(JsClients, EngineTest):
     def test_the_tree_killed_mid_upload_with_a_disk_buffer_loses_nothing(self):
         """A slow S3 (each answer 300 ms late); 12 MB of records taken into

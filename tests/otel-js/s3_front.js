@@ -17,10 +17,13 @@
 // for the tests: S3_FRONT_SLOWDOWN=N answers the first N writes 503
 // SlowDown; S3_FRONT_REFUSE_COMPLETE=1 answers every multipart completion
 // 400 InvalidPart (the parts stay in s3rver until they are aborted).
+// With S3_FRONT_TLS_CERT and S3_FRONT_TLS_KEY (PEM files) it serves HTTPS.
 // s3rver 3.7.1 has no AbortMultipartUpload nor ListMultipartUploads: the
 // front keeps the uploads begun and neither completed nor aborted, answers
 // an abort itself (204), and says how many are open at GET /__front/uploads.
+const fs = require('fs');
 const http = require('http');
+const https = require('https');
 const crypto = require('crypto');
 const S3rver = require('s3rver');
 const { SignatureV4 } = require('@smithy/signature-v4');
@@ -91,7 +94,11 @@ async function main() {
   const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir, serviceEndpoint: 'localhost',
     configureBuckets: buckets.map((name) => ({ name })) });
   const { port: inner } = await server.run();
-  const front = http.createServer((req, res) => {
+  const tls = process.env.S3_FRONT_TLS_CERT
+    ? { cert: fs.readFileSync(process.env.S3_FRONT_TLS_CERT), key: fs.readFileSync(process.env.S3_FRONT_TLS_KEY) }
+    : null;
+  const serve = (handler) => (tls ? https.createServer(tls, handler) : http.createServer(handler));
+  const front = serve((req, res) => {
     process.stderr.write(`${req.method} ${req.url}\n`);
     if (req.method === 'GET' && req.url === '/__front/uploads') {
       const body = JSON.stringify({ open: open.size });
