@@ -4,7 +4,9 @@
 #include "drv_ctl_args.h"
 
 #include "drover/drv_suggest.h"
+#include "drover/drv_yaml.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +17,9 @@ static const struct {
     const char *long_name;
     bool value;
 } s_globals[] = {
-    {'e', "endpoint", true}, {'o', "output", true},   {'t', "timeout", true},
-    {0, "key", true},        {0, "server-key", true}, {'w', "watch", false},
-    {'h', "help", false},    {0, "token", true},      {0, "token-file", true},
+    {'e', "endpoint", true}, {'o', "output", true}, {'t', "timeout", true}, {0, "key", true},
+    {0, "server-key", true}, {'w', "watch", false}, {'h', "help", false},   {0, "token", true},
+    {0, "token-file", true}, {'c', "config", true},
 };
 #define GLOBALS (sizeof s_globals / sizeof s_globals[0])
 
@@ -79,6 +81,9 @@ static int s_apply(drv_ctl_t *ctl, char name, const char *value, bool *help)
         return 0;
     case 'w':
         ctl->watch = true;
+        return 0;
+    case 'c':
+        ctl->config = value;
         return 0;
     case 'h':
         *help = true;
@@ -153,6 +158,47 @@ int drv_ctl_args_take(drv_ctl_t *ctl, int argc, char **argv, bool *help_before_c
     return kept;
 }
 
+int drv_ctl_args_endpoint(drv_ctl_t *ctl)
+{
+    if (ctl->endpoint_count > 0) {
+        return 0;
+    }
+    const char *env = getenv("DROVER_ADMIN");
+    const char *path = ctl->config ? ctl->config : DRV_CTL_CONFIG;
+    static char endpoint[4200];
+    snprintf(endpoint, sizeof endpoint, "ipc:///tmp/drover/admin.sock");
+    FILE *file = env && env[0] ? NULL : fopen(path, "r");
+    if (env && env[0]) {
+        snprintf(endpoint, sizeof endpoint, "%s", env);
+    } else if (!file && ctl->config) {
+        fprintf(stderr, "droverctl: -c %s: cannot read it (%s)\n", path, strerror(errno));
+        return -1;
+    } else if (file) {
+        //  engine.admin.zmq, else engine.run_dir's admin.sock, as droverd
+        //  takes them (docs/operations.md, "Configuration").
+        char text[1 << 16];
+        size_t len = fread(text, 1, sizeof text, file);
+        fclose(file);
+        char why[300];
+        json_t *doc = drv_yaml_parse(text, len, NULL, why, sizeof why);
+        json_t *engine = json_object_get(doc, "engine");
+        const char *zmq = json_string_value(json_object_get(json_object_get(engine, "admin"), "zmq"));
+        const char *run_dir = json_string_value(json_object_get(engine, "run_dir"));
+        if (!doc && ctl->config) {
+            fprintf(stderr, "droverctl: -c %s: %s\n", path, why);
+            return -1;
+        }
+        if (zmq) {
+            snprintf(endpoint, sizeof endpoint, "%s", zmq);
+        } else if (run_dir) {
+            snprintf(endpoint, sizeof endpoint, "ipc://%s/admin.sock", run_dir);
+        }
+        json_decref(doc);
+    }
+    ctl->endpoints[ctl->endpoint_count++] = ctl->options.endpoint = endpoint;
+    return 0;
+}
+
 const char *drv_ctl_suggest(const char *name)
 {
     const char *best = NULL;
@@ -191,12 +237,12 @@ int drv_ctl_completion(drv_ctl_t *ctl, int argc, char **argv)
            "    done\n"
            "    case $prev in\n"
            "        -o|--output) COMPREPLY=($(compgen -W 'table json' -- \"$cur\")); return ;;\n"
-           "        -f|--key|--server-key) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
+           "        -f|-c|--config|--key|--server-key) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
            "        -e|--endpoint|-t|--timeout|--node|--limit|--for|--count|--events) return ;;\n"
            "    esac\n"
            "    if [[ $cur == -* ]]; then\n"
-           "        COMPREPLY=($(compgen -W '-e --endpoint -o --output -t --timeout -w --watch --key --server-key"
-           " --token-file --help' -- \"$cur\")); return\n"
+           "        COMPREPLY=($(compgen -W '-e --endpoint -c --config -o --output -t --timeout -w --watch --key"
+           " --server-key --token-file --help' -- \"$cur\")); return\n"
            "    fi\n"
            "    local targets='droverctl \"${endpoint[@]}\" __targets 2>/dev/null'\n"
            "    case $command in\n"

@@ -11,6 +11,12 @@
 //  the options. Returns the new argc, or -1 after printing what was wrong.
 int drv_ctl_args_take(drv_ctl_t *ctl, int argc, char **argv, bool *help_before_command);
 
+//  Where the engine is when no -e says: $DROVER_ADMIN, else the config
+//  file's (-c FILE, else DRV_CTL_CONFIG when it is there) engine.admin.zmq
+//  or engine.run_dir's admin.sock, else ipc:///tmp/drover/admin.sock.
+//  0, or -1 after printing why (a -c file that cannot be read).
+int drv_ctl_args_endpoint(drv_ctl_t *ctl);
+
 //  The command name closest to a mistyped one, or NULL when none is close.
 const char *drv_ctl_suggest(const char *name);
 

@@ -14,6 +14,7 @@
 #define DRV_CTL_UNREACHABLE 3 // no answer from the engine
 
 #define DRV_CTL_MAX_ENDPOINTS 256
+#define DRV_CTL_CONFIG "/etc/drover/drover.yaml" // where droverctl looks for droverd's config by default
 
 typedef struct {
     drv_ctl_options_t options;                    // options.endpoint: the one being talked to
@@ -21,6 +22,7 @@ typedef struct {
     bool yaml;                                    // -o yaml: what -o json prints, as YAML
     bool watch;                                   // -w: status and rollout status keep watching
     const char *endpoints[DRV_CTL_MAX_ENDPOINTS]; // every -e, in order (apply goes node by node)
+    const char *config;                           // -c: droverd's config file, to find its admin socket
     int endpoint_count;
 } drv_ctl_t;
 

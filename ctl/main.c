@@ -11,8 +11,11 @@ static void s_usage(FILE *out)
     fprintf(out, "usage: droverctl [options] COMMAND [ARGS] [options]\n\n"
                  "options:\n"
                  "  -e, --endpoint ENDPOINT  admin socket, tcp:// or ipc://, or the HTTP admin, http(s)://host:port\n"
-                 "                           (default $DROVER_ADMIN, or ipc:///tmp/drover/admin.sock);\n"
+                 "                           (default $DROVER_ADMIN, else the config file's engine.admin.zmq\n"
+                 "                           or engine.run_dir/admin.sock, else ipc:///tmp/drover/admin.sock);\n"
                  "                           apply takes several: one engine after another\n"
+                 "  -c, --config FILE        droverd's config file, to find its admin socket when no -e or\n"
+                 "                           $DROVER_ADMIN says (default " DRV_CTL_CONFIG " when it is there)\n"
                  "  -o, --output table|json|yaml  human tables (default), the engine's JSON, or it as YAML\n"
                  "  -t, --timeout SECS       how long to wait for an answer (default 10)\n"
                  "  -w, --watch              status, rollout status: keep watching\n"
@@ -81,7 +84,6 @@ static bool s_arguments_ok(const drv_ctl_command_t *c, int argc, char **argv)
 int main(int argc, char *argv[])
 {
     drv_ctl_t ctl = {.options = {.timeout_ms = 10000}};
-    ctl.options.endpoint = getenv("DROVER_ADMIN") ? getenv("DROVER_ADMIN") : "ipc:///tmp/drover/admin.sock";
     ctl.options.token = getenv("DROVER_TOKEN");
     bool help = false;
     argc = drv_ctl_args_take(&ctl, argc, argv, &help);
@@ -97,8 +99,8 @@ int main(int argc, char *argv[])
         return DRV_CTL_USAGE;
     }
     const char *name = argv[1];
-    if (ctl.endpoint_count == 0) {
-        ctl.endpoints[ctl.endpoint_count++] = ctl.options.endpoint;
+    if (drv_ctl_args_endpoint(&ctl) != 0) {
+        return DRV_CTL_USAGE;
     }
     if (ctl.endpoint_count > 1 && strcmp(name, "apply")) {
         fprintf(stderr, "droverctl: -e given %d times: only apply goes through several engines (node by node)\n",

@@ -47,6 +47,30 @@ class Cli(EngineTest):
         self.assertIn(status, (200, 202), reply)
         return reply
 
+    def test_the_admin_socket_is_found_from_the_config_file(self):
+        # No -e, no DROVER_ADMIN: -c names droverd's config, whose run_dir
+        # holds admin.sock (as in the image, where the config's run_dir is
+        # not /tmp/drover).
+        env = {k: v for k, v in os.environ.items() if k != "DROVER_ADMIN"}
+        run = lambda *args: subprocess.run([f"{BIN}/droverctl", *args], capture_output=True, text=True,  # noqa: E731
+                                           timeout=30, env=env)
+        found = run("-c", self.engine.config_path, "status", "-o", "json")
+        self.assertEqual(found.returncode, 0, found.stderr)
+        self.assertIn("pipelines", json.loads(found.stdout))
+        missing = run("status", "--config", os.path.join(self.out, "nowhere.yaml"))
+        self.assertEqual(missing.returncode, 2, missing.stderr)
+        self.assertIn("nowhere.yaml: cannot read it", missing.stderr)
+        # engine.admin.zmq, when the config sets it, is where droverd listens.
+        other = os.path.join(self.out, "other.yaml")
+        with open(other, "w") as f:
+            f.write("engine:\n  run_dir: /nonexistent\n  admin: {zmq: \"%s\"}\n" % self.admin.endpoint)
+        found = run("-c", other, "status", "-o", "json")
+        self.assertEqual(found.returncode, 0, found.stderr)
+        # DROVER_ADMIN still wins over the file, -e over both.
+        env["DROVER_ADMIN"] = "ipc:///nonexistent/admin.sock"
+        self.assertEqual(run("-c", self.engine.config_path, "status").returncode, 3)
+        self.assertEqual(run("-c", other, "-e", self.admin.endpoint, "status").returncode, 0)
+
     def test_options_go_before_or_after_the_command(self):
         self.put(spec(self.port, self.out))
         for args in (["status", "-o", "json"], ["-o", "json", "status"], ["status", "--output=json"],

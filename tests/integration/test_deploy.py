@@ -242,6 +242,21 @@ class Kubernetes(unittest.TestCase):
             check = subprocess.run([f"{BIN}/droverd", "--check", "-c", config], capture_output=True, text=True)
             self.assertEqual(check.returncode, 0, check.stderr)
 
+    def test_the_docs_name_the_shipped_configmaps_and_droverctl_finds_the_socket(self):
+        names = {d["metadata"]["name"] for d in self.by_kind["ConfigMap"]}
+        for doc in ("deploy.md", "kubernetes.md", "operations.md"):
+            text = read(os.path.join(DEPLOY, "..", "docs"), doc)
+            named = {a or b for a, b in re.findall(r"configmaps?/([a-z0-9-]+)|kubectl [a-z]+ configmaps? ([a-z0-9-]+)",
+                                                   text)}
+            named |= set(re.findall(r"`(drover[a-z0-9-]*-config)`", text))
+            self.assertTrue(named <= names, (doc, named - names, names))
+        # In the image, droverctl finds droverd's admin socket: DROVER_ADMIN
+        # is the socket of every shipped config's run_dir.
+        admin = re.search(r"(?m)^ENV DROVER_ADMIN=(\S+)$", read(DEPLOY, "docker/Dockerfile")).group(1)
+        for cm in self.by_kind["ConfigMap"]:
+            engine = yaml.safe_load(cm["data"]["drover.yaml"])["engine"]
+            self.assertEqual(f"ipc://{engine['run_dir']}/admin.sock", admin, cm["metadata"]["name"])
+
     def test_workloads_are_guaranteed_whole_cpus_probed_and_drain_within_the_grace_period(self):
         shutdown = yaml.safe_load(read(DEPLOY, "drover.yaml"))["engine"]["shutdown_timeout_secs"]
         workloads = self.by_kind["DaemonSet"] + self.by_kind["Deployment"]
