@@ -63,7 +63,7 @@ void drv_export_health_update(drv_engine_t *engine, drv_instance_t *inst)
                  "%lld) on %s: %s",
                  worst.node, (long long)(worst.failing_ms / 1000), (long long)(threshold_ms / 1000), worst.inst->id,
                  worst.error);
-        drv_warn("pipeline degraded pipeline=%s reason=exporter_failing node=%s instance=%s "
+        drv_warn("pipeline degraded pipeline=%s reason=ExporterFailing node=%s instance=%s "
                  "error=\"%s\"",
                  p->key, worst.node, worst.inst->id, worst.error);
         drv_events_publish(

@@ -205,6 +205,15 @@ static json_int_t s_counter(const json_t *counters, const void *arg)
     return drv_node_counter(counters, *(const drv_node_counter_t *)arg);
 }
 
+//  A node's dropped records: an exporter's are those it gave up and those
+//  its full queue let go.
+static json_int_t s_dropped(const json_t *counters, const void *arg)
+{
+    (void)arg;
+    return drv_node_counter(counters, DRV_NC_DROPPED) +
+           (drv_node_counters_exporter(counters) ? drv_node_counter(counters, DRV_NC_QUEUE_DROPPED) : 0);
+}
+
 static void s_node_lines(text_t *t, const pipelines_t *ps, const char *name, const char *prefix, const char *label,
                          drv_node_counter_t which)
 {
@@ -335,8 +344,9 @@ char *drv_metrics_render(drv_engine_t *engine)
     ps.all = drv_registry_pipelines(engine, &ps.count);
     s_instance_metric(&t, &ps, "drover_instance_records_in_total", "counter",
                       "Records that entered the instance's receivers.", s_in);
-    s_instance_metric(&t, &ps, "drover_instance_records_out_total", "counter",
-                      "Records written by the instance's exporters (each exporter counts).", s_out);
+    s_instance_metric(
+        &t, &ps, "drover_instance_records_out_total", "counter",
+        "Records the instance's exporters delivered, each once however many exporters a fan-out gives it.", s_out);
     s_instance_metric(&t, &ps, "drover_instance_errors_total", "counter",
                       "Rejected producer messages and failed exports.", s_errors);
     s_instance_metric(&t, &ps, "drover_instance_restarts_total", "counter",
@@ -350,10 +360,10 @@ char *drv_metrics_render(drv_engine_t *engine)
     s_node_metric(&t, &ps, "drover_node_records_out_total", "counter", NULL,
                   "Records the node handed on (exporters: exported), summed over the generation's instances.",
                   DRV_NC_OUT);
-    s_node_metric(&t, &ps, "drover_node_records_dropped_total", "counter", NULL,
-                  "Records the node did not hand on (filter, route without default, nil from a script, "
-                  "a script error with on_error drop, an exporter giving up).",
-                  DRV_NC_DROPPED);
+    s_header(&t, "drover_node_records_dropped_total", "counter",
+             "Records the node did not hand on (filter, route without default, nil from a script, "
+             "a script error with on_error drop, an exporter giving up or its full queue letting go).");
+    s_node_sums(&t, &ps, "drover_node_records_dropped_total", NULL, "", s_dropped, NULL);
     s_node_metric(&t, &ps, "drover_node_errors_total", "counter", NULL,
                   "Records or inputs the node failed on (script errors and limits, refused input, failed exports).",
                   DRV_NC_ERRORS);
@@ -361,11 +371,11 @@ char *drv_metrics_render(drv_engine_t *engine)
                   "Attempts the exporter made again after a failure (a batch posted again, a held write retried).",
                   DRV_NC_RETRIES);
     s_header(&t, "drover_exporter_dropped_records_total", "counter",
-             "Records the exporter dropped: given up (no reason label: an answer that retrying cannot help, "
-             "retry.max_elapsed_secs passed, a record it cannot encode), or reason queue_full (its queue was "
+             "Records the exporter dropped, by reason: GaveUp (an answer that retrying cannot help, "
+             "retry.max_elapsed_secs passed, a record it cannot encode) or QueueFull (its queue was "
              "full, queue.when_full: drop_oldest).");
-    s_node_lines(&t, &ps, "drover_exporter_dropped_records_total", "exporter:", "", DRV_NC_DROPPED); // as before
-    s_node_lines(&t, &ps, "drover_exporter_dropped_records_total", "exporter:", ",reason=\"queue_full\"",
+    s_node_lines(&t, &ps, "drover_exporter_dropped_records_total", "exporter:", ",reason=\"GaveUp\"", DRV_NC_DROPPED);
+    s_node_lines(&t, &ps, "drover_exporter_dropped_records_total", "exporter:", ",reason=\"QueueFull\"",
                  DRV_NC_QUEUE_DROPPED);
     s_node_metric(&t, &ps, "drover_exporter_backlog_records", "gauge",
                   "exporter:", "Records the exporter holds, not delivered yet.", DRV_NC_BACKLOG);

@@ -8,6 +8,7 @@
 #include "drv_broker_link.h"
 
 #include "drover/drv_node_counters.h"
+#include "drover/drv_spec.h"
 #include "drover/drv_log.h"
 #include "drover/drv_time.h"
 
@@ -88,38 +89,6 @@ drv_buffer_totals_t drv_status_buffer(const drv_pipeline_t *pipeline)
         b.oldest_age_ms = age > b.oldest_age_ms ? age : b.oldest_age_ms;
     }
     return b;
-}
-
-json_t *drv_status_nodes(const json_t *heartbeat_nodes)
-{
-    json_t *nodes = json_object();
-    const char *node;
-    json_t *c;
-    json_object_foreach((json_t *)heartbeat_nodes, node, c)
-    {
-        json_t *counts = json_pack("{s:I, s:I, s:I, s:I}", "records_in", drv_node_counter(c, DRV_NC_IN), "records_out",
-                                   drv_node_counter(c, DRV_NC_OUT), "records_dropped",
-                                   drv_node_counter(c, DRV_NC_DROPPED), "errors", drv_node_counter(c, DRV_NC_ERRORS));
-        if (drv_node_counters_exporter(c)) {
-            const char *error = json_string_value(json_array_get(c, DRV_NC_LAST_ERROR));
-            json_object_update_new(counts,
-                                   json_pack("{s:I, s:I, s:f, s:s?}", "retries", drv_node_counter(c, DRV_NC_RETRIES),
-                                             "backlog_records", drv_node_counter(c, DRV_NC_BACKLOG), "failing_secs",
-                                             (double)drv_node_counter(c, DRV_NC_FAILING_MS) / 1000.0, "last_error",
-                                             error && error[0] ? error : NULL));
-            json_object_set_new(counts, "queue",
-                                json_pack("{s:I, s:I, s:f, s:I}", "bytes", drv_node_counter(c, DRV_NC_QUEUE_BYTES),
-                                          "records", drv_node_counter(c, DRV_NC_BACKLOG), "oldest_age_secs",
-                                          (double)drv_node_counter(c, DRV_NC_QUEUE_AGE_MS) / 1000.0, "dropped_records",
-                                          drv_node_counter(c, DRV_NC_QUEUE_DROPPED)));
-        }
-        json_t *details = drv_node_counters_details(c);
-        if (details) {
-            json_object_update_missing(counts, details);
-        }
-        json_object_set_new(nodes, node, counts);
-    }
-    return nodes;
 }
 
 static void s_set(drv_condition_t *cond, bool status, const char *reason, const char *message, int64_t now)
@@ -212,7 +181,7 @@ static void s_refresh(drv_engine_t *engine, drv_pipeline_t *p, int64_t now)
                      json_object_get(json_object_get(json_object_get(p->spec, "policies"), "restart"), "window_secs")));
         s_set(&p->cond_degraded, true, "CrashLoop", message, now);
     } else if (p->exporter_failing) {
-        s_set(&p->cond_degraded, true, "exporter_failing", p->exporter_failing_why, now);
+        s_set(&p->cond_degraded, true, "ExporterFailing", p->exporter_failing_why, now);
     } else {
         s_set(&p->cond_degraded, false, "Healthy", "no crash loop, front doors bound, exporters delivering", now);
     }
@@ -285,15 +254,16 @@ static json_t *s_condition(const char *type, const drv_condition_t *cond)
                      "message", cond->message, "since", s_time(cond->since));
 }
 
-static json_t *s_instance(const drv_instance_t *inst)
+static json_t *s_instance(const drv_instance_t *inst, int64_t lag_ms)
 {
-    return json_pack(
-        "{s:i, s:I, s:s, s:o, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:s, s:o, s:o}", "core", inst->core, "generation",
-        (json_int_t)inst->generation, "id", inst->id, "pid", inst->pid > 0 ? json_integer(inst->pid) : json_null(),
-        "state", drv_inst_state_name(inst->state), "restarts", inst->restarts, "started_at", s_time(inst->started_at),
-        "last_heartbeat_at", s_time(inst->last_heartbeat_at), "records_in", (json_int_t)inst->records_in, "records_out",
-        (json_int_t)inst->records_out, "errors", (json_int_t)inst->errors, "detail", inst->detail, "last_exit_code",
-        inst->restarts > 0 ? json_integer(inst->last_exit_code) : json_null(), "nodes", drv_status_nodes(inst->nodes));
+    return json_pack("{s:i, s:I, s:s, s:o, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:s, s:o, s:o}", "core", inst->core,
+                     "generation", (json_int_t)inst->generation, "id", inst->id, "pid",
+                     inst->pid > 0 ? json_integer(inst->pid) : json_null(), "state", drv_inst_state_name(inst->state),
+                     "restarts", inst->restarts, "started_at", s_time(inst->started_at), "last_heartbeat_at",
+                     s_time(inst->last_heartbeat_at), "records_in", (json_int_t)inst->records_in, "records_out",
+                     (json_int_t)inst->records_out, "errors", (json_int_t)inst->errors, "detail", inst->detail,
+                     "last_exit_code", inst->restarts > 0 ? json_integer(inst->last_exit_code) : json_null(), "nodes",
+                     drv_status_nodes(inst->nodes, lag_ms));
 }
 
 json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
@@ -305,7 +275,8 @@ json_t *drv_status_pipeline(drv_engine_t *engine, drv_pipeline_t *p)
     }
     json_t *instances = json_array();
     for (drv_instance_t *inst = zlistx_first(p->instances); inst; inst = zlistx_next(p->instances)) {
-        json_array_append_new(instances, s_instance(inst));
+        json_array_append_new(instances,
+                              s_instance(inst, drv_spec_policy(p->spec, "health", "exporter_failing_secs") * 500));
     }
     json_t *conditions =
         json_pack("[o, o, o]", s_condition("ready", &p->cond_ready), s_condition("progressing", &p->cond_progressing),

@@ -34,8 +34,10 @@ typedef struct {
 } drv_buffer_totals_t;
 drv_buffer_totals_t drv_status_buffer(const drv_pipeline_t *pipeline);
 
-//  {node: {records_in, records_out, records_dropped, errors}} from a
-//  heartbeat's {node: [in, out, dropped, errors]} (new reference).
-json_t *drv_status_nodes(const json_t *heartbeat_nodes);
+//  {node: {records_in, records_out, records_dropped, errors, ...}} from a
+//  heartbeat's {node: [in, out, dropped, errors, ...]} (new reference); an
+//  exporter is lagging once its queue's oldest record is lag_ms old
+//  (half policies.health.exporter_failing_secs).
+json_t *drv_status_nodes(const json_t *heartbeat_nodes, int64_t lag_ms);
 
 #endif

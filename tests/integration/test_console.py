@@ -315,8 +315,8 @@ class Incident(ConsoleBase):
         spec["pipeline"]["policies"] = {"health": {"exporter_failing_secs": 2}}
         self.admin.http("PUT", "/api/v1/groups/default/pipelines/z", body=spec)
         self.open_page()
-        self.wait_card("default:z", "degraded: exporter_failing", lambda c: c.get_attribute("data-phase") == "degraded"
-                              and c.find_elements(By.CSS_SELECTOR, '.condition.bad[data-reason="exporter_failing"]'),
+        self.wait_card("default:z", "degraded: ExporterFailing", lambda c: c.get_attribute("data-phase") == "degraded"
+                              and c.find_elements(By.CSS_SELECTOR, '.condition.bad[data-reason="ExporterFailing"]'),
                               timeout=2 + 10 * SLOW)
         self.assertIn("answered 503", self.read("default:z", lambda c: c.find_element(By.CSS_SELECTOR, ".condition").text))
         self.assertIn("bad", self.read("default:z", lambda c: c.find_element(

@@ -247,15 +247,13 @@ class Kubernetes(unittest.TestCase):
         for doc in ("deploy.md", "kubernetes.md", "operations.md"):
             text = read(os.path.join(DEPLOY, "..", "docs"), doc)
             named = {a or b for a, b in re.findall(r"configmaps?/([a-z0-9-]+)|kubectl [a-z]+ configmaps? ([a-z0-9-]+)",
-                                                   text)}
-            named |= set(re.findall(r"`(drover[a-z0-9-]*-config)`", text))
+                                                   text)} | set(re.findall(r"`(drover[a-z0-9-]*-config)`", text))
             self.assertTrue(named <= names, (doc, named - names, names))
-        # In the image, droverctl finds droverd's admin socket: DROVER_ADMIN
-        # is the socket of every shipped config's run_dir.
+        # In the image droverctl finds the socket: DROVER_ADMIN is that of every shipped config's run_dir.
         admin = re.search(r"(?m)^ENV DROVER_ADMIN=(\S+)$", read(DEPLOY, "docker/Dockerfile")).group(1)
         for cm in self.by_kind["ConfigMap"]:
-            engine = yaml.safe_load(cm["data"]["drover.yaml"])["engine"]
-            self.assertEqual(f"ipc://{engine['run_dir']}/admin.sock", admin, cm["metadata"]["name"])
+            run_dir = yaml.safe_load(cm["data"]["drover.yaml"])["engine"]["run_dir"]
+            self.assertEqual(f"ipc://{run_dir}/admin.sock", admin, cm["metadata"]["name"])
 
     def test_workloads_are_guaranteed_whole_cpus_probed_and_drain_within_the_grace_period(self):
         shutdown = yaml.safe_load(read(DEPLOY, "drover.yaml"))["engine"]["shutdown_timeout_secs"]
@@ -464,42 +462,6 @@ class Fleet(unittest.TestCase):
         proc = subprocess.run(argv + ["status"], capture_output=True, text=True, timeout=30)
         self.assertEqual(proc.returncode, 2)
         self.assertIn("only apply goes through several engines", proc.stderr)
-
-
-class SystemdUnit(unittest.TestCase):
-    def test_unit_is_type_notify_reloads_with_hup_and_stops_after_the_drain(self):
-        text = read(DEPLOY, "systemd/droverd.service")
-        keys = dict(re.findall(r"(?m)^(\w+)=(.*)$", text))
-        self.assertEqual(keys["Type"], "notify")
-        self.assertEqual(keys["NotifyAccess"], "main")
-        self.assertIn("-HUP $MAINPID", keys["ExecReload"])
-        self.assertEqual(keys["KillMode"], "mixed", "SIGTERM to droverd alone: it drains its children")
-        shutdown = yaml.safe_load(read(DEPLOY, "drover.yaml"))["engine"]["shutdown_timeout_secs"]
-        self.assertGreater(int(keys["TimeoutStopSec"].rstrip("s")), shutdown)
-        self.assertTrue(keys["WatchdogSec"])
-        unit_dir = tempfile.mkdtemp(prefix="drv-unit-")
-        self.addCleanup(shutil.rmtree, unit_dir, True)
-        with open(os.path.join(unit_dir, "droverd.service"), "w") as f:
-            f.write(text.replace("/usr/local/bin/droverd", f"{BIN}/droverd"))
-        verify = subprocess.run(["systemd-analyze", "verify", os.path.join(unit_dir, "droverd.service")],
-                                capture_output=True, text=True)
-        self.assertEqual(verify.returncode, 0, verify.stderr)
-        self.assertIn("ReadWritePaths=", text, "ProtectSystem=strict: where file outputs may write is said")
-
-    def test_the_user_the_unit_runs_as_is_created_by_sysusers(self):
-        """User=drover: systemd-sysusers makes it from drover.sysusers, in a
-        scratch root here (a real one on the host)."""
-        unit = dict(re.findall(r"(?m)^(\w+)=(.*)$", read(DEPLOY, "systemd/droverd.service")))
-        root = tempfile.mkdtemp(prefix="drv-sysroot-")
-        self.addCleanup(shutil.rmtree, root, True)
-        os.makedirs(os.path.join(root, "etc"))
-        made = subprocess.run(["systemd-sysusers", f"--root={root}", os.path.join(DEPLOY, "systemd/drover.sysusers")],
-                              capture_output=True, text=True)
-        self.assertEqual(made.returncode, 0, made.stderr)
-        users = {line.split(":")[0]: line.split(":") for line in read(root, "etc/passwd").splitlines()}
-        self.assertIn(unit["User"], users)
-        self.assertEqual(users[unit["User"]][5], "/var/lib/drover")
-        self.assertIn(unit["Group"], read(root, "etc/group"))
 
 
 if __name__ == "__main__":

@@ -143,7 +143,7 @@ class Queues(EngineTest):
         self.assertLessEqual(queue["bytes"], 4096 + 2048, queue)  # one batch may be on its way out
         text = self.admin.http("GET", "/metrics")[1]
         found = re.search(r'^drover_exporter_dropped_records_total\{group="default",pipeline="fan",node="http",'
-                          r'generation="1",reason="queue_full"\} (\d+)$', text, re.M)
+                          r'generation="1",reason="QueueFull"\} (\d+)$', text, re.M)
         self.assertTrue(found and int(found.group(1)) > 0, "the drops in /metrics")
         self.engine.wait_log(r"exporter queue full: oldest records dropped node=http")
         capture = self.revive()

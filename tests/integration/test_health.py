@@ -1,6 +1,6 @@
 """What a pipeline's status says when it is not fine (docs/operations.md, PipelineStatus), through
 the real binaries: an exporter whose backend fails every attempt turns its
-pipeline degraded (reason exporter_failing, naming the node and its last
+pipeline degraded (reason ExporterFailing, naming the node and its last
 error) within policies.health.exporter_failing_secs, while /readyz stays
 200, and healthy again once the backend answers; the exporter's retries,
 backlog and last error show per node and in /metrics; a create that failed
@@ -55,6 +55,10 @@ class Health(EngineTest):
         self.put_exporting("p")
         wait_until(lambda: len(self.capture.accepted) > 2, 10, "records delivered")
         self.assertEqual(self.status("p")["phase"], "running")
+        # Ordinary batching is not lagging; nothing failed yet.
+        node = self.status("p")["instances"][0]["nodes"]["out"]
+        self.assertEqual((node["lagging"], node.get("last_error"), node["last_error_at"], node["recovered_at"]),
+                         (False, None, None, None), node)
         events = self.admin.subscribe("pipeline.exporter_failing", "pipeline.exporter_recovered")
         self.addCleanup(events.close)
         # The backend dies: every attempt is answered 503 from now on.
@@ -65,7 +69,7 @@ class Health(EngineTest):
                               FAILING_SECS + 10 * SLOW, "the pipeline degraded")
         took = time.monotonic() - died
         self.assertGreaterEqual(took, FAILING_SECS - 0.2, "not before exporter_failing_secs")
-        self.assertEqual(degraded["reason"], "exporter_failing")
+        self.assertEqual(degraded["reason"], "ExporterFailing")
         self.assertIn("exporter out", degraded["message"])
         self.assertIn("answered 503: backend down", degraded["message"])
         self.assertEqual(self.status("p")["phase"], "degraded")
@@ -77,6 +81,9 @@ class Health(EngineTest):
         self.assertGreater(node["backlog_records"], 0)
         self.assertGreaterEqual(node["failing_secs"], FAILING_SECS)
         self.assertIn("503", node["last_error"])
+        self.assertTrue(node["last_error_at"], node)
+        # Lagging once its queue's oldest record is half exporter_failing_secs old.
+        wait_until(lambda: self.status("p")["instances"][0]["nodes"]["out"]["lagging"], 10 * SLOW, "lagging")
         _, metrics, _ = self.admin.http("GET", "/metrics")
         self.assertRegex(metrics, r'drover_pipeline_degraded\{group="default",pipeline="p"\} 1')
         self.assertEqual(events.recv_multipart()[0], b"pipeline.exporter_failing")
@@ -86,7 +93,12 @@ class Health(EngineTest):
         wait_until(lambda: not self.condition("p", "degraded")["status"], 10 * SLOW, "the pipeline healthy again")
         self.assertEqual(self.status("p")["phase"], "running")
         self.assertEqual(events.recv_multipart()[0], b"pipeline.exporter_recovered")
-        self.assertIn("reason=exporter_failing node=out", self.engine.log_text())
+        # Recovered: the error is history (when, and when it recovered), not a last_error still shown.
+        node = wait_until(lambda: (lambda n: n if n["recovered_at"] and not n["last_error"] and not n["lagging"]
+                                   else None)(self.status("p")["instances"][0]["nodes"]["out"]), 10 * SLOW,
+                          "last_error gone once delivering again")
+        self.assertLessEqual(node["last_error_at"], node["recovered_at"])
+        self.assertIn("reason=ExporterFailing node=out", self.engine.log_text())
 
     def put_one_refused_batch(self, name, answer, policies=None):
         """A pipeline that sends 20 records in one batch, which the backend refuses with 400 and answer."""
@@ -112,7 +124,7 @@ class Health(EngineTest):
         self.assertFalse(self.condition("idle", "degraded")["status"], self.condition("idle", "degraded"))
         _, metrics, _ = self.admin.http("GET", "/metrics")
         self.assertIn('drover_exporter_dropped_records_total{group="default",pipeline="idle",node="out",'
-                      'generation="1"} 20', metrics)
+                      'generation="1",reason="GaveUp"} 20', metrics)
         self.assertEqual(self.status("idle")["phase"], "running")
 
     def test_a_backend_answer_that_is_not_utf8_is_kept_escaped(self):
@@ -151,6 +163,49 @@ class Health(EngineTest):
         conditions = {c["type"]: c for c in self.status("x")["conditions"]}
         self.assertEqual((conditions["degraded"]["status"], conditions["progressing"]["reason"]), (False, "Idle"))
 
+    def test_a_fan_out_with_drops_adds_up_in_status_and_metrics(self):
+        # in -> file (delivers all) and http (its backend down, a queue of
+        # 4 KiB that drops its oldest): the pipeline's records_out counts each
+        # record once, the dropping node's records_dropped has its queue's
+        # drops, every metric has one set of labels, every reason one casing.
+        port, dead = free_port(), free_port()
+        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+            "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}, "to": ["file", "http"]},
+            "file": {"type": "exporter:file", "config": {"path": f"{self.engine.out_dir}/fan.ndjson"}},
+            "http": {"type": "exporter:http", "config": {
+                "endpoint": f"http://127.0.0.1:{dead}/in", "batch": {"max_records": 50, "max_delay_ms": 20},
+                "retry": {"initial_ms": 50, "max_ms": 200}, "queue": {"max_bytes": 4096, "when_full": "drop_oldest"}}}},
+            "policies": {"health": {"exporter_failing_secs": 1}}}}
+        self.assertEqual(self.admin.http("PUT", f"{PIPE}/fan", body=spec)[0], 200)
+        for r in range(40):
+            body = "".join('{"i": %d}\n' % (r * 50 + k) for k in range(50)).encode()
+            self.assertEqual(curl_post(port, "/", body, "application/x-ndjson")[0], 200)
+        nodes = lambda: self.status("fan")["instances"][0]["nodes"]  # noqa: E731
+        wait_until(lambda: nodes()["file"]["records_out"] == 2000 and nodes()["http"]["queue"]["dropped_records"] > 0
+                   and self.status("fan")["phase"] == "degraded", 10 * SLOW, "the file written, drops counted")
+        status = self.status("fan")
+        http = status["instances"][0]["nodes"]["http"]
+        self.assertEqual((status["instances"][0]["records_in"], status["instances"][0]["records_out"]), (2000, 2000))
+        self.assertEqual(http["records_dropped"], http["queue"]["dropped_records"])
+        for condition in status["conditions"]:
+            self.assertRegex(condition["reason"], r"^[A-Z][A-Za-z]+$", condition)
+        _, text, _ = self.admin.http("GET", "/metrics")
+        labels = {}
+        for name, names in re.findall(r"^(\w+)\{([^}]*)\} ", text, re.M):
+            keys = tuple(sorted(k for k in re.findall(r'(\w+)="', names) if k != "le"))
+            family = re.sub(r"_(bucket|sum|count)$", "", name)
+            labels.setdefault(family, set()).add(keys)
+        mixed = {f: k for f, k in labels.items() if len(k) > 1}
+        self.assertEqual(mixed, {}, "metrics whose series have different label names")
+        line = lambda name, extra="": re.search(  # noqa: E731
+            r'^%s\{group="default",pipeline="fan"(?:,node="http",generation="1")?%s\} (\d+)$' % (name, extra), text, re.M)
+        self.assertEqual(int(line("drover_pipeline_records_out_total").group(1)), 2000)
+        self.assertEqual(int(line("drover_node_records_dropped_total").group(1)), http["records_dropped"])
+        self.assertEqual(int(line("drover_exporter_dropped_records_total", ',reason="QueueFull"').group(1)),
+                         http["queue"]["dropped_records"])
+        check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+
     def test_metrics_time_requests_exports_and_rollouts_and_pass_promtool(self):
         port = free_port()
         spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
@@ -173,7 +228,8 @@ class Health(EngineTest):
         self.assertEqual(metric("drover_receiver_request_duration_seconds_bucket" +
                                 labels.replace("}", ',le="+Inf"}') % "in"), 5)
         self.assertEqual(metric("drover_exporter_retries_total" + labels % "out"), 0)
-        self.assertEqual(metric("drover_exporter_dropped_records_total" + labels % "out"), 0)
+        self.assertEqual(metric("drover_exporter_dropped_records_total" + labels.replace("}", ',reason="GaveUp"}') % "out"),
+                         0)
         #  One post is timed; the other records may still be on their way.
         wait_until(lambda: metric("drover_exporter_backlog_records" + labels % "out") == 0, 10, "no backlog")
         self.assertIsNone(metric("drover_exporter_retries_total" + labels % "in"), "exporters only")

@@ -138,6 +138,7 @@ static drv_dag_t *s_build(const json_t *spec, const drv_dag_identity_t *who, con
             return NULL;
         }
     }
+    drv_dag_mark_first_copies(self, nodes);
     drv_dag_positions_open(self);
     return self;
 }
@@ -190,93 +191,6 @@ bool drv_dag_has_zmq_receivers(const drv_dag_t *self)
         }
     }
     return false;
-}
-
-void drv_dag_counters(const drv_dag_t *self, int64_t *records_in, int64_t *records_out, int64_t *errors)
-{
-    //  What entered: the receivers' in; what left: the exporters' out.
-    *records_in = *records_out = 0;
-    *errors = self->unowned_errors;
-    for (size_t i = 0; i < self->count; i++) {
-        const drv_node_t *node = &self->nodes[i];
-        drv_node_role_t role = node->kind->schema->role;
-        *records_in += role == DRV_ROLE_RECEIVER ? node->in : 0;
-        *records_out += role == DRV_ROLE_EXPORTER ? node->out : 0;
-        *errors += node->errors;
-    }
-}
-
-//  An exporter's delivery: [retries, backlog, failing_ms, last_error,
-//  last_failure_age_ms]. failing_ms is how long nothing was delivered since
-//  an attempt failed, or how long it has been backlogged, whichever is
-//  longer (0: neither); last_failure_age_ms how long ago an attempt last
-//  failed (-1: never), so that droverd can tell an exporter that keeps
-//  failing from one that failed once and has had nothing to send since.
-//  A node's counters, by the names of drover/drv_node_counters.h.
-static json_t *s_counters(drv_dag_t *self, drv_node_t *node, int64_t now)
-{
-    json_t *at[DRV_EXPORTER_COUNTERS] = {
-        [DRV_NC_IN] = json_integer(node->in),
-        [DRV_NC_OUT] = json_integer(node->out),
-        [DRV_NC_DROPPED] = json_integer(node->dropped),
-        [DRV_NC_ERRORS] = json_integer(node->errors),
-    };
-    size_t count = DRV_NODE_COUNTERS;
-    if (node->kind->schema->role == DRV_ROLE_EXPORTER) {
-        bool backlogged = node->kind->backlogged && node->kind->backlogged(node);
-        if (!backlogged) {
-            node->backlogged_since_ms = 0;
-        } else if (node->backlogged_since_ms == 0) {
-            node->backlogged_since_ms = now;
-        }
-        int64_t failing = node->failing_since_ms ? now - node->failing_since_ms : 0;
-        int64_t behind = node->backlogged_since_ms ? now - node->backlogged_since_ms : 0;
-        int64_t backlog = node->kind->backlog ? node->kind->backlog(node) : 0;
-        int64_t queued = 0, oldest = 0;
-        if (node->kind->queue) {
-            node->kind->queue(node, &queued, &oldest);
-        }
-        if (node->lag_next > 0) { // behind in the log: what it has not read again is queued too
-            queued += drv_dag_log_bytes_from(self, node->lag_next);
-            backlog += node->lag_records;
-            int64_t since = node->lag_oldest_ms ? now - (drv_time_wall_ms() - node->lag_oldest_ms) : 0;
-            oldest = since && (!oldest || since < oldest) ? since : oldest;
-        }
-        at[DRV_NC_RETRIES] = json_integer(node->retries);
-        at[DRV_NC_BACKLOG] = json_integer(backlog);
-        at[DRV_NC_FAILING_MS] = json_integer(failing > behind ? failing : behind);
-        const char *why = !node->lag_next ? "backlogged: receivers push back"
-                          : self->buffer  ? "behind the others: reads the disk buffer again from its position"
-                                          : "behind the others: reads the memory log again from its position";
-        at[DRV_NC_LAST_ERROR] = json_string(failing > 0 || behind == 0 ? node->last_error : why);
-        at[DRV_NC_FAILURE_AGE_MS] = json_integer(node->last_failure_ms ? now - node->last_failure_ms : -1);
-        at[DRV_NC_QUEUE_BYTES] = json_integer(queued);
-        at[DRV_NC_QUEUE_AGE_MS] = json_integer(oldest ? now - oldest : 0);
-        at[DRV_NC_QUEUE_DROPPED] = json_integer(node->queue_dropped);
-        count = DRV_EXPORTER_COUNTERS;
-    }
-    json_t *counters = json_array();
-    for (size_t i = 0; i < count; i++) {
-        json_array_append_new(counters, at[i]);
-    }
-    json_t *details = node->kind->details ? node->kind->details(node) : NULL;
-    if (details) {
-        json_array_append_new(counters, details);
-    }
-    if (node->duration.count > 0) {
-        json_array_append_new(counters, drv_histo_json(&node->duration));
-    }
-    return counters;
-}
-
-json_t *drv_dag_node_counters(drv_dag_t *self)
-{
-    json_t *nodes = json_object();
-    int64_t now = drv_time_mono_ms();
-    for (size_t i = 0; i < self->count; i++) {
-        json_object_set_new(nodes, self->nodes[i].id, s_counters(self, &self->nodes[i], now));
-    }
-    return nodes;
 }
 
 //  ---------------------------------------------------------------- flow

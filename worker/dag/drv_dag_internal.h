@@ -135,6 +135,9 @@ void drv_dag_positions_say(drv_node_t *node, const char *what);
 //  (positions: the slot's file as loaded), and saved with them again.
 void drv_dag_counts_restore(drv_dag_t *self, const json_t *positions);
 json_t *drv_dag_counts_saved(const drv_dag_t *self, bool reported);
+//  Marks the nodes each record's first copy reaches (drv_node_t's
+//  first_copy), from the spec's nodes, once the graph is built.
+void drv_dag_mark_first_copies(drv_dag_t *self, const json_t *nodes);
 //  An exporter that fell behind and may take more (it reads again from its position).
 bool drv_dag_lagging_may_read(const drv_node_t *node);
 

@@ -161,7 +161,10 @@ void drv_node_count_in(drv_node_t *node, size_t n)
 void drv_node_count_out(drv_node_t *node, size_t n)
 {
     node->out += s_exporter(node) || s_counts(node) ? (int64_t)n : 0; // what exporters deliver always counts
-    node->failing_since_ms = 0;
+    if (node->failing_since_ms) {
+        node->recovered_ms = drv_time_mono_ms();
+        node->failing_since_ms = 0;
+    }
 }
 
 void drv_node_observe(drv_node_t *node, double secs)

@@ -109,6 +109,7 @@ struct drv_node_t {
     drv_dag_t *dag; // the graph it belongs to
     int *to;        // indexes of the nodes it feeds
     size_t to_count;
+    bool first_copy;      // each record's first copy reaches it (drv_dag_counters' records_out: exporters so marked)
     void *state;          // the kind's own
     int64_t last_warn_ms; // rate-limits its export warnings
     //  What passed through it since the instance started (drv_dag_node_counters):
@@ -126,6 +127,7 @@ struct drv_node_t {
     int64_t queue_dropped;       // records dropped because its queue was full (when_full: drop_oldest)
     int64_t failing_since_ms;    // mono ms of the first failure since the last delivery (0: delivering)
     int64_t last_failure_ms;     // mono ms of the last failed attempt (0: none)
+    int64_t recovered_ms;        // mono ms of the first delivery after a failure (0: none yet)
     int64_t backlogged_since_ms; // mono ms it was first seen backlogged (0: not backlogged)
     char last_error[200];        // why the last attempt failed
     //  Exporters: their own position in the log, a disk buffer's or the

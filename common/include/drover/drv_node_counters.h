@@ -26,6 +26,7 @@ typedef enum {
     DRV_NC_QUEUE_BYTES,                 // what its queue holds (DRV_NC_BACKLOG: its records)
     DRV_NC_QUEUE_AGE_MS,                // how long ago the oldest of it was taken (0: empty)
     DRV_NC_QUEUE_DROPPED,               // records dropped because the queue was full (when_full: drop_oldest)
+    DRV_NC_RECOVERED_AGE_MS,            // how long ago it delivered again after failing (-1: never)
     DRV_EXPORTER_COUNTERS,
 } drv_node_counter_t;
 
@@ -35,10 +36,20 @@ static inline json_int_t drv_node_counter(const json_t *counters, drv_node_count
     return json_integer_value(json_array_get(counters, which));
 }
 
-//  True when the array carries an exporter's delivery counters.
+//  True when the array carries an exporter's delivery counters (a worker
+//  of an earlier drover, still running through an upgrade, stops before
+//  DRV_NC_RECOVERED_AGE_MS).
 static inline bool drv_node_counters_exporter(const json_t *counters)
 {
-    return json_array_size(counters) >= DRV_EXPORTER_COUNTERS;
+    return json_array_size(counters) > DRV_NC_QUEUE_DROPPED &&
+           json_is_integer(json_array_get(counters, DRV_NC_QUEUE_DROPPED));
+}
+
+//  A counter an earlier worker may not send: fallback when it is not there.
+static inline json_int_t drv_node_counter_or(const json_t *counters, drv_node_counter_t which, json_int_t fallback)
+{
+    const json_t *value = json_array_get(counters, which);
+    return json_is_integer(value) ? json_integer_value(value) : fallback;
 }
 
 //  What the node tells of itself beyond its counters (an object whose keys
