@@ -38,6 +38,7 @@
 #include "drv_admin_waiters.h"
 #include "drv_admin_http.h"
 #include "drv_opamp.h"
+#include "drv_telemetry.h"
 #include "drv_kube_source.h"
 #include "drv_upgrade.h"
 #include "drv_handoff.h"
@@ -249,6 +250,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
                        int signal_fd, json_t *handoff)
 {
     drv_engine_t engine = {.config = config, .signal_fd = signal_fd, .argv = argv, .handoff = handoff};
+    drv_telemetry_t *telemetry = NULL;
     engine.cpus = *cpus;
     engine.spec_env = drv_config_spec_env(config, &engine.cpus);
     engine.exe_path = strdup(exe);
@@ -305,6 +307,12 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     }
     engine.opamp = drv_opamp_new(&engine, err, sizeof err);
     if (!engine.opamp && err[0]) {
+        fprintf(stderr, "droverd: %s\n", err);
+        rc = DRV_EXIT_CONFIG;
+        goto done;
+    }
+    telemetry = drv_telemetry_new(&engine, err, sizeof err);
+    if (!telemetry && err[0]) {
         fprintf(stderr, "droverd: %s\n", err);
         rc = DRV_EXIT_CONFIG;
         goto done;
@@ -374,6 +382,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         }
         wait = s_min_wait(wait, drv_probe_runs_tick(&engine));
         wait = s_min_wait(wait, drv_opamp_tick(engine.opamp));
+        wait = s_min_wait(wait, drv_telemetry_tick(telemetry));
         if (!engine.shutting_down) {
             wait = s_min_wait(wait, drv_kube_source_tick(resources)); // restored first: it converges from there
         }
@@ -381,17 +390,18 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
         wait = s_min_wait(wait, http_wait);
         int64_t http_due = http_wait >= 0 ? drv_time_mono_ms() + http_wait : -1;
         zsock_t *zap = drv_admin_zap_socket(engine.zap);
-        zmq_pollitem_t items[9 + DRV_PROBE_MAX] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
-                                                   {NULL, signal_fd, ZMQ_POLLIN, 0},
-                                                   {zsock_resolve(engine.admin), 0, ZMQ_POLLIN, 0},
-                                                   {NULL, watch ? drv_config_watch_fd(watch) : -1, ZMQ_POLLIN, 0},
-                                                   {NULL, drv_admin_http_fd(&engine), ZMQ_POLLIN, 0},
-                                                   {zap ? zsock_resolve(zap) : NULL, -1, ZMQ_POLLIN, 0},
-                                                   {NULL, drv_opamp_fd(engine.opamp), ZMQ_POLLIN, 0},
-                                                   {NULL, drv_upgrade_fd(&engine), ZMQ_POLLIN, 0},
-                                                   {NULL, drv_kube_source_fd(resources), ZMQ_POLLIN, 0}};
-        int probes = drv_probe_runs_poll_items(&engine, items + 9);
-        int ready = zmq_poll(items, 9 + probes, wait < 0 ? -1 : (long)wait);
+        zmq_pollitem_t items[10 + DRV_PROBE_MAX] = {{zsock_resolve(engine.control), 0, ZMQ_POLLIN, 0},
+                                                    {NULL, signal_fd, ZMQ_POLLIN, 0},
+                                                    {zsock_resolve(engine.admin), 0, ZMQ_POLLIN, 0},
+                                                    {NULL, watch ? drv_config_watch_fd(watch) : -1, ZMQ_POLLIN, 0},
+                                                    {NULL, drv_admin_http_fd(&engine), ZMQ_POLLIN, 0},
+                                                    {zap ? zsock_resolve(zap) : NULL, -1, ZMQ_POLLIN, 0},
+                                                    {NULL, drv_opamp_fd(engine.opamp), ZMQ_POLLIN, 0},
+                                                    {NULL, drv_upgrade_fd(&engine), ZMQ_POLLIN, 0},
+                                                    {NULL, drv_kube_source_fd(resources), ZMQ_POLLIN, 0},
+                                                    {NULL, drv_telemetry_fd(telemetry), ZMQ_POLLIN, 0}};
+        int probes = drv_probe_runs_poll_items(&engine, items + 10);
+        int ready = zmq_poll(items, 10 + probes, wait < 0 ? -1 : (long)wait);
         if (ready < 0 && zmq_errno() != EINTR) {
             drv_error("poll failed: %s", zmq_strerror(zmq_errno()));
             rc = DRV_EXIT_SYSTEM;
@@ -422,7 +432,7 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
             drv_admin_zap_on_readable(engine.zap);
         }
         if (ready > 0 && probes > 0) {
-            drv_probe_runs_on_readable(&engine, items + 9, probes);
+            drv_probe_runs_on_readable(&engine, items + 10, probes);
         }
         if (ready > 0 && items[7].revents) { // output, or its end (a hang-up alone when it said nothing)
             drv_upgrade_on_readable(&engine);
@@ -434,9 +444,12 @@ int drv_supervisor_run(drv_config_t *config, const drv_cpus_t *cpus, const char 
     drv_probe_runs_stop(&engine);
     drv_kube_source_destroy(&resources);
     drv_opamp_destroy(&engine.opamp);
+    drv_telemetry_tick(telemetry); // what the shutdown logged goes if it can, without waiting
+    drv_telemetry_destroy(&telemetry);
     s_final_reap(&engine);
     drv_config_watch_destroy(&watch);
 done:
+    drv_telemetry_destroy(&telemetry);
     //  Every waiter of every kind is answered before the HTTP daemon stops.
     drv_admin_waiters_abandon(&engine, "droverd is shutting down");
     drv_taps_stop(&engine);

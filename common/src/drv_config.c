@@ -170,7 +170,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     drv_problems_unknown_keys(
         problems, engine,
         "run_dir admin shutdown_timeout_secs heartbeat_interval_ms credit_window state_file limits "
-        "data_dirs watch_config buffer_dir opamp kubernetes",
+        "data_dirs watch_config buffer_dir opamp kubernetes telemetry",
         "engine");
     json_t *watch = json_object_get(engine, "watch_config");
     if (watch && !json_is_boolean(watch)) {
@@ -213,6 +213,7 @@ static void s_engine(drv_config_t *self, json_t *engine, drv_problems_t *problem
     self->state_file = s_string_or(engine, "state_file", NULL, problems, "engine.state_file");
     s_buffer_dir(self, engine, problems);
     self->opamp = drv_config_opamp(json_object_get(engine, "opamp"), self->state_file, self->run_dir, problems);
+    self->telemetry = drv_config_telemetry(json_object_get(engine, "telemetry"), problems);
     self->kubernetes = drv_config_kubernetes(json_object_get(engine, "kubernetes"), problems);
     self->opamp_env = s_string_list(json_object_get(self->opamp, "allowed_env"), "engine.opamp.allowed_env", 256, false,
                                     &self->opamp_env_count, problems);
@@ -458,6 +459,7 @@ void drv_config_destroy(drv_config_t **self_p)
     free(self->state_file);
     free(self->buffer_dir);
     json_decref(self->opamp);
+    json_decref(self->telemetry);
     json_decref(self->kubernetes);
     free(self->curve_clients_dir);
     for (size_t i = 0; i < self->data_dir_count; i++) {

@@ -12,6 +12,7 @@
 //  NULL when absent. instance_uid_file defaults beside the state file,
 //  else in run_dir.
 json_t *drv_config_opamp(json_t *opamp, const char *state_file, const char *run_dir, drv_problems_t *problems);
+json_t *drv_config_telemetry(json_t *telemetry, drv_problems_t *problems);
 
 //  engine.kubernetes checked, in its normalized form ({api: {server,
 //  token_file?, ca_file?}, watch: {namespace ("": every one),

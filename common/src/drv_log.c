@@ -13,6 +13,15 @@
 static int s_level = DRV_LOG_INFO;
 static char s_component[64] = "drover";
 static const char *s_level_names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
+static drv_log_sink_fn s_sink;
+static void *s_sink_arg;
+static int s_in_sink; // a line the sink causes goes to stderr only
+
+void drv_log_sink(drv_log_sink_fn sink, void *arg)
+{
+    s_sink = sink;
+    s_sink_arg = arg;
+}
 
 void drv_log_init(const char *component)
 {
@@ -39,7 +48,8 @@ void drv_log_write(int level, const char *fmt, ...)
     }
     char line[2048];
     char stamp[40];
-    drv_time_rfc3339(drv_time_wall_ms(), stamp, sizeof stamp);
+    int64_t now = drv_time_wall_ms();
+    drv_time_rfc3339(now, stamp, sizeof stamp);
     int used = snprintf(line, sizeof line, "%s %s %s: ", stamp, s_level_names[level], s_component);
     va_list args;
     va_start(args, fmt);
@@ -57,4 +67,9 @@ void drv_log_write(int level, const char *fmt, ...)
     line[len++] = '\n';
     ssize_t rc = write(STDERR_FILENO, line, len);
     (void)rc;
+    if (s_sink && !s_in_sink) {
+        s_in_sink = 1;
+        s_sink(s_sink_arg, level, now, line + used, len - 1 - used);
+        s_in_sink = 0;
+    }
 }

@@ -226,6 +226,9 @@ struct drv_engine_t {
     json_t *opamp_saved; // the OpAMP agent's part of the state file ({remote_config_hash, status, error}), or NULL
     struct drv_state_saver_t *state; // saving it, with retries (operations/drv_state.c), owned
     struct drv_opamp_t *opamp;       // the OpAMP agent (opamp/drv_opamp.c), owned; NULL without engine.opamp
+    //  engine.telemetry's agent (telemetry/drv_telemetry.c) counts here, for /metrics:
+    //  requests taken (metrics, logs), requests not taken, log lines dropped from its full queue.
+    int64_t telemetry_sent[2], telemetry_failures, telemetry_dropped_logs;
     struct drv_kube_source_t
         *kube_source; // DroverPipelines watched (kubernetes/), owned; NULL without engine.kubernetes
     //  shutdown

@@ -476,5 +476,19 @@ char *drv_metrics_render(drv_engine_t *engine)
     s_printf(&t, "drover_state_save_failures_total %lld\n", (long long)engine->state->failures);
     s_header(&t, "drover_start_time_seconds", "gauge", "When droverd started, Unix time.");
     s_printf(&t, "drover_start_time_seconds %.3f\n", engine->started_at / 1000.0);
+    if (engine->config->telemetry) { // engine.telemetry's agent (telemetry/drv_telemetry.c)
+        s_header(&t, "drover_telemetry_sent_requests_total", "counter",
+                 "Requests of droverd's own telemetry the collector took, by signal.");
+        s_printf(&t, "drover_telemetry_sent_requests_total{signal=\"metrics\"} %lld\n",
+                 (long long)engine->telemetry_sent[0]);
+        s_printf(&t, "drover_telemetry_sent_requests_total{signal=\"logs\"} %lld\n",
+                 (long long)engine->telemetry_sent[1]);
+        s_header(&t, "drover_telemetry_failed_requests_total", "counter",
+                 "Requests of droverd's own telemetry the collector did not take (log lines are sent again).");
+        s_printf(&t, "drover_telemetry_failed_requests_total %lld\n", (long long)engine->telemetry_failures);
+        s_header(&t, "drover_telemetry_dropped_log_records_total", "counter",
+                 "droverd's log lines dropped from the telemetry queue, full while the collector did not take them.");
+        s_printf(&t, "drover_telemetry_dropped_log_records_total %lld\n", (long long)engine->telemetry_dropped_logs);
+    }
     return t.data;
 }

@@ -37,6 +37,7 @@ typedef struct {
     char **http_hosts; // engine.admin.http_hosts: more accepted Host values
     size_t http_host_count;
     json_t *opamp;      // engine.opamp normalized (drv_config_internal.h), or NULL: no OpAMP agent
+    json_t *telemetry;  // engine.telemetry.otlp normalized (drv_config_telemetry.c), or NULL: none pushed
     json_t *kubernetes; // engine.kubernetes normalized (drv_config_internal.h), or NULL: no resources watched
     char **opamp_env;   // engine.opamp.allowed_env: what ${env:} may name in a remote config (NULL: nothing)
     size_t opamp_env_count;
