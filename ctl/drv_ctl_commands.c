@@ -232,9 +232,10 @@ const drv_ctl_command_t drv_ctl_commands[] = {
     {"events", "[--no-history] [--count N] [--for SECS] [--events ENDPOINT] [TOPIC-PREFIX...]",
      "the kept events, then each as it happens (--no-history: only new ones)", drv_ctl_events,
      "--no-history --count= --for= --events=", -1},
-    {"tap", "GROUP/PIPELINE [--node N] [--limit K] [--for SECS]",
-     "print a sample of the records leaving a node (default: the receivers), one JSON line each", drv_ctl_tap,
-     "--node= --limit= --for=", 1},
+    {"tap", "GROUP/PIPELINE [--node N] [--generation G] [--limit K] [--for SECS]",
+     "print a sample of the records leaving a node (default: the receivers), one JSON line each; --generation: "
+     "that generation's instances only (a canary's)",
+     drv_ctl_tap, "--node= --generation= --limit= --for=", 1},
     {"call", "METHOD PATH [JSON-BODY]", "any admin route, raw", s_call_raw, "", 3},
     {"version", "", "client, engine and each process's version", drv_ctl_version, "", 0},
     {"upgrade", "[--no-wait]", "replace droverd and every process with the binaries on disk, while serving",

@@ -222,16 +222,19 @@ int drv_ctl_events(drv_ctl_t *ctl, int argc, char **argv)
     return DRV_CTL_OK;
 }
 
-//  droverctl tap GROUP/PIPELINE [--node N] [--limit K] [--for SECS]: one
-//  request that the engine answers when K records were sampled or SECS
-//  passed; each record is printed as one line of JSON.
+//  droverctl tap GROUP/PIPELINE [--node N] [--generation G] [--limit K]
+//  [--for SECS]: one request that the engine answers when K records were
+//  sampled or SECS passed; each record is printed as one line of JSON.
+//  --generation: that generation's instances only (a canary's).
 int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv)
 {
-    const char *target = NULL, *node = NULL;
+    const char *target = NULL, *node = NULL, *generation = NULL;
     long limit = 100, seconds = 10; // the route's default limit; over zmq the answer waits for the end
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--node") && i + 1 < argc) {
             node = argv[++i];
+        } else if (!strcmp(argv[i], "--generation") && i + 1 < argc) {
+            generation = argv[++i];
         } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
             limit = atol(argv[++i]);
         } else if (!strcmp(argv[i], "--for") && i + 1 < argc) {
@@ -245,7 +248,8 @@ int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv)
     }
     char group[64], pipeline[64];
     if (!target || drv_ctl_split_target(target, group, pipeline, sizeof group) != 0 || limit < 1 || seconds < 1) {
-        fprintf(stderr, "droverctl: usage: droverctl tap GROUP/PIPELINE [--node N] [--limit K] [--for SECS]\n");
+        fprintf(stderr,
+                "droverctl: usage: droverctl tap GROUP/PIPELINE [--node N] [--generation G] [--limit K] [--for SECS]\n");
         return DRV_CTL_USAGE;
     }
     char path[300];
@@ -258,6 +262,9 @@ int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv)
     json_object_set_new(query, "timeout_secs", json_string(number));
     if (node) {
         json_object_set_new(query, "node", json_string(node));
+    }
+    if (generation) {
+        json_object_set_new(query, "generation", json_string(generation));
     }
     if (ctl->options.timeout_ms < (int)seconds * 1000 + 5000) {
         ctl->options.timeout_ms = (int)seconds * 1000 + 5000; // the engine answers when the tap ends

@@ -61,15 +61,16 @@ bool drv_route_tap(drv_engine_t *engine, drv_admin_request_t *request, char **ar
     json_t *value;
     json_object_foreach(request->query, key, value)
     {
-        if (strcmp(key, "node") && strcmp(key, "limit") && strcmp(key, "timeout_secs")) {
+        if (strcmp(key, "node") && strcmp(key, "limit") && strcmp(key, "timeout_secs") && strcmp(key, "generation")) {
             drv_admin_error(response, 400, "invalid_request",
-                            "unknown query parameter \"%s\" (node, limit, timeout_secs)", key);
+                            "unknown query parameter \"%s\" (node, limit, timeout_secs, generation)", key);
             return false;
         }
     }
     bool zmq = strcmp(request->transport, "http") != 0;
-    int64_t limit, timeout_secs;
+    int64_t limit, timeout_secs, generation;
     if (drv_admin_query_int(request, "limit", "records", DRV_TAP_LIMIT, 1, 100000, &limit, response) != 0 ||
+        drv_admin_query_int(request, "generation", "generation", 0, 0, INT64_MAX, &generation, response) != 0 ||
         drv_admin_query_int(request, "timeout_secs", "seconds", zmq ? 10 : 0, zmq ? 1 : 0, 3600, &timeout_secs,
                             response) != 0) {
         return false;
@@ -78,6 +79,7 @@ bool drv_route_tap(drv_engine_t *engine, drv_admin_request_t *request, char **ar
         .node = json_string_value(json_object_get(request->query, "node")),
         .limit = (int)limit,
         .timeout_secs = (int)timeout_secs,
+        .generation = generation,
     };
     char why[800];
     if (zmq) {

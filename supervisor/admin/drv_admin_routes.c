@@ -295,7 +295,15 @@ bool drv_route_pipeline_get(drv_engine_t *engine, drv_admin_request_t *request, 
     if (pipeline) {
         //  Secrets (exporter headers, URL passwords) only for whoever may change the spec.
         json_t *spec = request->authorized ? json_incref(pipeline->spec) : drv_spec_redact(pipeline->spec);
-        s_json(response, 200, json_pack("{s:o, s:o}", "spec", spec, "status", drv_status_pipeline(engine, pipeline)));
+        json_t *body = json_pack("{s:o, s:o}", "spec", spec, "status", drv_status_pipeline(engine, pipeline));
+        //  A rollout under way (a canary holding): the spec it brings, whose
+        //  nodes the console draws beside the running ones.
+        const json_t *next = pipeline->active ? drv_rollout_new_spec(pipeline->active) : NULL;
+        if (next) {
+            json_object_set_new(body, "rollout_spec",
+                                request->authorized ? json_deep_copy(next) : drv_spec_redact((json_t *)next));
+        }
+        s_json(response, 200, body);
     }
     return false;
 }

@@ -17,6 +17,7 @@ typedef struct {
     char group[64];
     char pipeline[64];
     json_t *nodes; // ids sampled (array)
+    int64_t generation; // 0: any
     int limit;
     int sent;
     int64_t deadline_ms;  // mono, 0: none
@@ -198,7 +199,8 @@ static void s_on_samples(drv_engine_t *engine, drv_instance_t *inst, const json_
         json_t *line = json_pack("{s:s, s:I, s:i, s:s, s:o}", "time", stamp, "generation", (json_int_t)inst->generation,
                                  "core", inst->core, "node", node, "record", record);
         for (tap_t *t = zlistx_first(engine->taps->taps); t; t = zlistx_next(engine->taps->taps)) {
-            if (!t->done && !strcmp(t->group, p->group) && !strcmp(t->pipeline, p->name) && s_has(t->nodes, node)) {
+            if (!t->done && !strcmp(t->group, p->group) && !strcmp(t->pipeline, p->name) && s_has(t->nodes, node) &&
+                (!t->generation || t->generation == inst->generation)) {
                 s_give(t, line);
                 ended |= t->done;
             }
@@ -218,10 +220,41 @@ void drv_taps_init(drv_engine_t *engine)
     engine->tap_listener = s_on_samples;
 }
 
-//  The pipeline's receivers, or node alone; NULL (with why) for a node it does not have.
-static json_t *s_nodes(drv_pipeline_t *p, const char *node, char *why, size_t whylen)
+//  The nodes of the specs p runs (the active generation's, and a canary's
+//  or a rollout's new one while it runs), of generation alone when it is
+//  not 0: {id: definition}. Empty when no instance of generation runs.
+static json_t *s_specs_nodes(drv_pipeline_t *p, int64_t generation, char *generations, size_t size)
 {
-    json_t *spec_nodes = json_object_get(p->spec, "nodes");
+    json_t *all = json_object();
+    if (!generation || generation == p->generation) {
+        json_object_update(all, json_object_get(p->spec, "nodes"));
+    }
+    generations[0] = 0;
+    for (drv_instance_t *inst = zlistx_first(p->instances); inst; inst = zlistx_next(p->instances)) {
+        char gen[24];
+        snprintf(gen, sizeof gen, "%lld", (long long)inst->generation);
+        if (!strstr(generations, gen)) {
+            size_t used = strlen(generations);
+            snprintf(generations + used, size - used, "%s%s", used ? ", " : "", gen);
+        }
+        if (!generation || inst->generation == generation) {
+            json_object_update_missing(all, json_object_get(inst->spec, "nodes"));
+        }
+    }
+    return all;
+}
+
+//  The pipeline's receivers, or node alone; NULL (with why) for a node it does not have.
+static json_t *s_nodes(drv_pipeline_t *p, const char *node, int64_t generation, char *why, size_t whylen)
+{
+    char generations[300];
+    json_t *spec_nodes = s_specs_nodes(p, generation, generations, sizeof generations);
+    if (generation && json_object_size(spec_nodes) == 0) {
+        snprintf(why, whylen, "query.generation: no instance of generation %lld runs (generations: %s)",
+                 (long long)generation, generations[0] ? generations : "none");
+        json_decref(spec_nodes);
+        return NULL;
+    }
     json_t *nodes = json_array();
     const char *id;
     json_t *def;
@@ -242,14 +275,16 @@ static json_t *s_nodes(drv_pipeline_t *p, const char *node, char *why, size_t wh
         }
         snprintf(why, whylen, "query.node: %s%s%s is not a node of %s (nodes: %s)", node ? "\"" : "",
                  node ? node : "no receiver", node ? "\"" : "", p->key, known);
+        json_decref(spec_nodes);
         return NULL;
     }
+    json_decref(spec_nodes);
     return nodes;
 }
 
 int drv_taps_open(drv_engine_t *engine, drv_pipeline_t *p, const drv_tap_open_t *how, char *why, size_t whylen)
 {
-    json_t *nodes = s_nodes(p, how->node, why, whylen);
+    json_t *nodes = s_nodes(p, how->node, how->generation, why, whylen);
     if (!nodes) {
         return -1;
     }
@@ -257,6 +292,7 @@ int drv_taps_open(drv_engine_t *engine, drv_pipeline_t *p, const drv_tap_open_t 
     snprintf(tap->group, sizeof tap->group, "%s", p->group);
     snprintf(tap->pipeline, sizeof tap->pipeline, "%s", p->name);
     tap->nodes = nodes;
+    tap->generation = how->generation;
     tap->limit = how->limit > 0 ? how->limit : DRV_TAP_LIMIT;
     int64_t now = drv_time_mono_ms();
     tap->deadline_ms = how->timeout_secs > 0 ? now + (int64_t)how->timeout_secs * 1000 : 0;

@@ -1,7 +1,9 @@
 /*  drv_taps — live taps (docs/operations.md, seeing it live): a sample of the records leaving a
     node, as they flow. A tap belongs to the pipeline, not to an instance:
     every instance of every generation that has the node samples it, so a
-    tap opened before a replace shows the new generation's records after it.
+    tap opened before a replace shows the new generation's records after it,
+    and a node only a canary's generation has can be tapped while it holds
+    (or the tap confined to one generation).
     Instances sample only while a tap is open (pipeline->tap_nodes, sent to
     them in `tap` messages); each tap lets about DRV_TAP_RATE records a
     second through, and ends after `limit` records, at its timeout, or when
@@ -19,6 +21,7 @@ typedef struct {
     const char *node; // NULL: the pipeline's receivers
     int limit;
     int timeout_secs;     // 0: none
+    int64_t generation;   // only this generation's instances (a canary's); 0: every generation
     drv_stream_t *stream; // HTTP: records go here (a reference is taken) ...
     bool sse;             // ... as SSE `event: record` (else NDJSON lines)
     //  Or: the records are collected and given to on_end(arg, records) when

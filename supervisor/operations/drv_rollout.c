@@ -207,6 +207,11 @@ json_t *drv_rollout_spec_kept(const drv_rollout_t *rollout)
     return rollout->spec_kept;
 }
 
+const json_t *drv_rollout_new_spec(const drv_rollout_t *rollout)
+{
+    return rollout->new_spec;
+}
+
 drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id)
 {
     if (!pipeline->rollouts) {

@@ -78,6 +78,8 @@ drv_rollout_t *drv_rollout_find(drv_pipeline_t *pipeline, const char *id);
 //  The spec a succeeded rollout rolled out, while it is kept (the newest
 //  DRV_ROLLOUT_SPECS_KEPT succeeded ones), else NULL. Borrowed.
 json_t *drv_rollout_spec_kept(const drv_rollout_t *rollout);
+//  The spec of the generation it brings (NULL once it finished).
+const json_t *drv_rollout_new_spec(const drv_rollout_t *rollout);
 //  The pipeline's rollouts, newest first (by number): this run's, whole or
 //  as summaries, and those of runs before it that the state file kept
 //  (past_rollouts), at most DRV_ROLLOUT_HISTORY. New reference.

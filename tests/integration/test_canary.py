@@ -176,6 +176,42 @@ class Canary(EngineTest):
         self.assertEqual(sorted(self.engine.instances()), ["default/p@2#0"])
         self.every_record_once(load)
 
+    def test_a_canary_generation_is_seen_and_tapped_while_it_holds(self):
+        # The canary brings a node the running generation has not: the
+        # status shows its instance's nodes, GET the pipeline its spec, and
+        # droverctl taps it (--generation confines a tap to one).
+        self.create(2)
+        with Load(self.port) as load:
+            wait_until(lambda: load.sent > 500, 10, "load flowing")
+            body = spec(self.port, self.out, cores=2, version=2, canary={"cores": 1, "hold_secs": 600})
+            nodes = body["pipeline"]["nodes"]
+            nodes["lua"]["to"] = ["rename"]
+            nodes["rename"] = {"type": "processor:transform", "config": {"rename": {"v": "version"}}, "to": ["out"]}
+            status, reply = self.put(body, wait=False)
+            rid = reply["rollout_id"]
+            wait_until(lambda: self.rollout(rid)["state"] == "paused", 10, "the canary's hold")
+            canary = next(i for i in self.instances() if i["generation"] == 2)
+            wait_until(lambda: "rename" in next(i for i in self.instances() if i["generation"] == 2)["nodes"], 10,
+                       "the canary's nodes in the status")
+            got = self.admin.http("GET", PIPE)[1]
+            self.assertNotIn("rename", got["spec"]["nodes"])
+            self.assertIn("rename", got["rollout_spec"]["nodes"])
+            tapped = self.ctl("tap", "default/p", "--node", "rename", "--limit", "3", "--for", "20")
+            self.assertEqual(tapped.returncode, 0, tapped.stderr)
+            records = [json.loads(line) for line in tapped.stdout.splitlines()]
+            self.assertEqual(len(records), 3, tapped.stdout)
+            self.assertEqual({(r["generation"], r["core"], r["node"]) for r in records}, {(2, canary["core"], "rename")})
+            self.assertEqual({r["record"]["version"] for r in records}, {2})
+            only = self.ctl("tap", "default/p", "--generation", "1", "--limit", "2", "--for", "20")
+            self.assertEqual(only.returncode, 0, only.stderr)
+            self.assertEqual({json.loads(line)["generation"] for line in only.stdout.splitlines()}, {1})
+            wrong = self.ctl("tap", "default/p", "--node", "rename", "--generation", "1", "--for", "2")
+            self.assertEqual(wrong.returncode, 1)
+            self.assertIn('"rename" is not a node of default:p', wrong.stderr)
+            none = self.ctl("tap", "default/p", "--generation", "9", "--for", "2")
+            self.assertIn("no instance of generation 9 runs (generations: 1, 2)", none.stderr)
+            self.assertEqual(self.control(rid, "abort")[0], 200)
+
     def test_a_canary_that_crashes_fails_its_hold_at_once(self):
         self.create(2)
         canary = {"cores": 1, "hold_secs": 600}

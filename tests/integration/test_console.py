@@ -340,6 +340,22 @@ class Incident(ConsoleBase):
                                                                                            'g[data-node="out"]')))
         self.shot("9-exporter-failing.png")
 
+    def test_a_canary_s_new_node_is_drawn_beside_the_running_ones(self):
+        self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=self.simple("p"))
+        spec = self.simple("p")
+        spec["pipeline"]["nodes"]["in"]["to"] = ["tag"]
+        spec["pipeline"]["nodes"]["tag"] = {"type": "processor:transform", "config": {"set": {"v": 2}}, "to": ["out"]}
+        spec["pipeline"]["policies"] = {"rollout": {"canary": {"cores": 1, "hold_secs": 600}}}
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/p?wait=false", body=spec)
+        self.assertEqual(status, 202, body)
+        self.open_page()
+        self.wait_card("default:p", "the canary's node, marked with its generation", lambda c: any(
+            g.get_attribute("data-generation") == "2" and "gen 2" in g.text
+            for g in c.find_elements(By.CSS_SELECTOR, 'g[data-node="tag"]')))
+        self.assertIsNone(self.read("default:p", lambda c: c.find_element(By.CSS_SELECTOR, 'g[data-node="out"]')
+                                    .get_attribute("data-generation")), "a node both run is not marked")
+        self.admin.http("POST", f"/api/v1/groups/default/pipelines/p/rollouts/{body['rollout_id']}/abort")
+
     def test_history_with_what_each_rollout_changed_and_a_live_tap(self):
         self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=self.simple("p", rate=20))
         self.admin.http("PUT", "/api/v1/groups/default/pipelines/p", body=self.simple("p", rate=30))
