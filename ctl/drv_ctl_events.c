@@ -248,8 +248,9 @@ int drv_ctl_tap(drv_ctl_t *ctl, int argc, char **argv)
     }
     char group[64], pipeline[64];
     if (!target || drv_ctl_split_target(target, group, pipeline, sizeof group) != 0 || limit < 1 || seconds < 1) {
-        fprintf(stderr,
-                "droverctl: usage: droverctl tap GROUP/PIPELINE [--node N] [--generation G] [--limit K] [--for SECS]\n");
+        fprintf(
+            stderr,
+            "droverctl: usage: droverctl tap GROUP/PIPELINE [--node N] [--generation G] [--limit K] [--for SECS]\n");
         return DRV_CTL_USAGE;
     }
     char path[300];

@@ -2,9 +2,12 @@
     drv_spec.h): maps are walked key by key; anything else (a list, a
     scalar) is compared whole. A value whose JSON is longer than
     VALUE_MAX is shown by its size instead; a text of several lines (a Lua
-    script) changed is also shown as a line diff. */
+    script) changed is also shown as a line diff, and so is a map or a list
+    (a node added, removed or replaced whole), as the YAML lines of its
+    config, so that what is about to ship (a regex) can be read. */
 #include "drover/drv_line_diff.h"
 #include "drover/drv_spec.h"
+#include "drover/drv_yaml.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +45,13 @@ static void s_add(json_t *changes, size_t max, const char *path, const json_t *f
     if (json_is_string(from) && json_is_string(to) &&
         (strchr(json_string_value(from), '\n') || strchr(json_string_value(to), '\n'))) {
         json_object_set_new(change, "diff", drv_line_diff(json_string_value(from), json_string_value(to), DIFF_LINES));
+    } else if (json_is_object(from) || json_is_array(from) || json_is_object(to) || json_is_array(to)) {
+        char *a = from ? drv_yaml_emit(from) : NULL, *b = to ? drv_yaml_emit(to) : NULL;
+        if ((a || !from) && (b || !to)) {
+            json_object_set_new(change, "diff", drv_line_diff(a ? a : "", b ? b : "", DIFF_LINES));
+        }
+        free(a);
+        free(b);
     }
     json_array_append_new(changes, change);
 }

@@ -16,7 +16,7 @@
 typedef struct {
     char group[64];
     char pipeline[64];
-    json_t *nodes; // ids sampled (array)
+    json_t *nodes;      // ids sampled (array)
     int64_t generation; // 0: any
     int limit;
     int sent;

@@ -247,6 +247,24 @@ class Cli(EngineTest):
         self.assertIn("\n    @@ -1,4 +1,4 @@\n     function process(r)\n    -  r.step = 1\n    +  r.step = 2\n"
                       "       return r\n     end\n", changed.stdout)
 
+    def test_diff_shows_an_added_node_as_the_yaml_lines_of_its_config(self):
+        def spec_with(parse=None):
+            nodes = {"in": {"type": "receiver:generator", "config": {"rate": 10}, "to": ["parse" if parse else "out"]},
+                     "out": {"type": "exporter:null"}}
+            if parse:
+                nodes["parse"] = {"type": "processor:parse", "config": parse, "to": ["out"]}
+            return {"pipeline": {"cores": {"count": 1}, "nodes": nodes}}
+        self.assertEqual(self.admin.http("PUT", "/api/v1/groups/default/pipelines/y", body=spec_with())[0], 200)
+        regex = r"^(?P<host>\S+) (?P<user>\S+) \[(?P<time>[^\]]+)\] \"(?P<method>\S+) (?P<path>\S+)\" (?P<status>\d{3})$"
+        changed = self.ctl("diff", "-f", "-", "default/y",
+                           input=json.dumps(spec_with({"field": "message", "format": "regex", "pattern": regex})))
+        self.assertEqual(changed.returncode, 1, changed.stderr)
+        # The regex about to ship is shown, not "(N bytes of JSON)" alone.
+        self.assertIn("nodes.parse: (none) -> ", changed.stdout)
+        self.assertIn("    +type: processor:parse\n", changed.stdout)
+        self.assertRegex(changed.stdout, r"\n    \+  pattern: .*\(\?P<method>")
+        self.assertIn("    +  format: regex\n", changed.stdout)
+
     def test_the_normalized_spec_shows_the_defaults_an_instance_uses(self):
         http = {"pipeline": {"cores": {"count": 1}, "nodes": {
             "in": {"type": "receiver:zmq", "config": {"endpoint": f"tcp://127.0.0.1:{free_port()}"}, "to": ["out"]},
