@@ -118,6 +118,10 @@ mkdir -p bench/results
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/remote_write.py 1 --smoke; else $PY bench/remote_write.py 8; fi
     echo
+    echo "## B36 the node agent's memory (summed PSS; a guard)"
+    echo
+    if [ "${SMOKE:-0}" = 1 ]; then $PY bench/pss.py 1 --smoke; else $PY bench/pss.py 10; fi
+    echo
     echo "## B35 OTTL statements against Lua and the old forms"
     echo
     if [ "${SMOKE:-0}" = 1 ]; then $PY bench/ottl.py 0.3 --smoke; else $PY bench/ottl.py 4; fi
