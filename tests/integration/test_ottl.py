@@ -232,6 +232,32 @@ class Ottl(EngineTest):
             self.assertIn("nodes.t.config.statements[0]", text, statement)
             self.assertIn(json.dumps(said)[1:-1], text, statement)
 
+    def test_hostile_statements_at_the_api_are_refused_whole(self):
+        # Through the admin API: refused with what is wrong, nothing applied,
+        # droverd unmoved; a keep_keys of many keys is fine.
+        def spec(statements=None, conditions=None):
+            node = ({"type": "processor:transform", "config": {"statements": statements}, "to": ["o"]} if statements
+                    else {"type": "processor:filter", "config": {"conditions": conditions}, "to": ["o"]})
+            return {"in": {"type": "receiver:otlp", "config": {"endpoint": f"127.0.0.1:{self.port}"}, "to": ["t"]},
+                    "t": node, "o": {"type": "exporter:file", "config": {"path": f"{self.out}/h.ndjson"}}}
+        for hostile, said in [
+                ({"conditions": ["(" * 100000 + "true" + ")" * 100000]}, "nested deeper than 32"),
+                ({"conditions": ["not " * 100000 + "true"]}, "nested deeper than 32"),
+                ({"conditions": ['attributes' + '["a"]' * 10000 + ' == "x"']}, "a path of more than 8 keys"),
+                ({"statements": ['set(attributes["a"], Concat([' + ",".join(['"a"'] * 10000) + '], ""))']},
+                 "a list of more than 64 items"),
+                ({"statements": ['set(attributes["a"], "\\q")']}, "\\q")]:
+            text = json.dumps(self.put(spec(**hostile), expect=422))
+            self.assertIn(said, text, str(hostile)[:80])
+        status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/o", raw_body=(
+            b'{"pipeline": {"nodes": {"t": {"type": "processor:filter", "config": {"conditions": '
+            b'["body == \"\xff\xfe\""]}}}}}'), timeout=30)
+        self.assertEqual(status, 400, body)  # not UTF-8: not JSON, named as such
+        self.assertEqual(self.admin.http("GET", "/api/v1/groups/default/pipelines/o")[0], 404, "nothing applied")
+        keys = [f"k{i}" for i in range(40)]
+        self.put(spec(statements=["keep_keys(attributes, [" + ", ".join(f'"{k}"' for k in keys) + "])"]))
+        self.assertEqual(self.admin.http("GET", "/readyz")[0], 200)
+
     def test_droverctl_validate_refuses_offline_with_the_offset(self):
         import subprocess
         import tempfile

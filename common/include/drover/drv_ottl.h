@@ -20,7 +20,7 @@
 
 #define DRV_OTTL_MAX_DEPTH 32 // nested expressions at most
 #define DRV_OTTL_MAX_KEYS 8   // a path's keys at most
-#define DRV_OTTL_MAX_ARGS 8   // a call's arguments at most
+#define DRV_OTTL_MAX_ARGS 64  // a call's arguments, a list's items at most (keep_keys of many keys)
 
 typedef enum {
     DRV_OTTL_NIL,
