@@ -47,13 +47,13 @@ class S3Archive(JsClients, EngineTest):
         self.start_admin_engine(engine_extra=HEARTBEATS)
         self.port = free_port()
 
-    def put(self, **config):
+    def put(self, cores=1, **config):
         from s3 import KEY_ID, SECRET
         config = dict({"bucket": "archive", "endpoint": self.s3.endpoint, "path_style": True,
                        "credentials": {"access_key_id": KEY_ID, "secret_access_key": SECRET},
                        "max_object_age_secs": 1, "retry": {"initial_ms": 50, "max_ms": 300, "max_elapsed_secs": 0}},
                       **config)
-        spec = {"pipeline": {"cores": {"count": 1}, "nodes": {
+        spec = {"pipeline": {"cores": {"count": cores}, "nodes": {
             "in": {"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{self.port}",
                                                        "max_body_bytes": 32 << 20}, "to": ["s3"]},
             "s3": {"type": "exporter:s3", "config": config}}}}
@@ -128,6 +128,23 @@ class S3Archive(JsClients, EngineTest):
         objects = self.s3.wait_objects(lambda o: o, 30, "the object, closed by the shutdown")
         [(key, data)] = objects.items()
         self.assertEqual([json.loads(line)["id"] for line in data.decode().splitlines()], list(range(20000)))
+        self.assertEqual(self.s3.read()[1], 0, "no upload left open")
+
+    def test_every_record_once_through_a_resize_and_a_rollback(self):
+        # Objects open on a core when the pipeline grows to two, then is
+        # rolled back to one: each generation's instances write theirs as
+        # they drain, under keys of their own, and no record is in two.
+        self.put(max_object_age_secs=600)
+        self.send(0, 300)
+        self.put(cores=2, max_object_age_secs=599)  # a new generation, on two cores
+        self.send(300, 300)
+        status, body, _ = self.admin.http("POST", "/api/v1/groups/default/pipelines/a/rollback", timeout=30)
+        self.assertIn(status, (200, 202), body)
+        self.send(600, 300)
+        status, body, _ = self.admin.http("POST", "/api/v1/groups/default/pipelines/a/shutdown", timeout=60)
+        self.assertEqual(status, 200, body)
+        objects = self.s3.wait_objects(lambda o: len(self.ids(o)) >= 900, 30, "every record, once the last drained")
+        self.assertEqual(self.ids(objects), list(range(900)))
         self.assertEqual(self.s3.read()[1], 0, "no upload left open")
 
     def test_s3_down_then_back_loses_nothing(self):
