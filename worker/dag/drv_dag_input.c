@@ -105,7 +105,8 @@ bool drv_node_emit_input(drv_node_t *node, const struct iovec *raw, int raw_coun
     return s_run_now(node, records, n, NULL, 0, raw, raw_count);
 }
 
-void drv_node_emit_generated(drv_node_t *node, const msgpack_object *records, size_t n)
+void drv_node_emit_generated(drv_node_t *node, const msgpack_object *records, size_t n, const struct iovec *raw,
+                             int raw_count)
 {
     drv_dag_t *self = node->dag;
     if (!(records = s_taken(self, records, n))) {
@@ -114,7 +115,7 @@ void drv_node_emit_generated(drv_node_t *node, const msgpack_object *records, si
     }
     drv_node_count_in(node, n);
     if (!self->buffer) { // kept for exporters behind like any input (drv_dag_generate numbered it)
-        if (!drv_dag_memory_keep(self, node, self->running, records, n, NULL, 0, NULL, 0)) {
+        if (!drv_dag_memory_keep(self, node, self->running, records, n, NULL, 0, raw, raw_count)) {
             drv_node_record_error(node, "out of memory keeping generated records for an exporter behind");
             return;
         }

@@ -190,8 +190,11 @@ bool drv_node_emit_input(drv_node_t *node, const struct iovec *raw, int raw_coun
                          size_t n);
 //  A generator's batch (drv_dag_generate runs it as an input of its own
 //  without a disk buffer, as part of the last input fed with one): counted
-//  in and handed on, kept for exporters behind first without a disk buffer.
-void drv_node_emit_generated(drv_node_t *node, const msgpack_object *records, size_t n);
+//  in and handed on, kept for exporters behind first without a disk
+//  buffer: as raw (raw_count pieces: what the kind's replay makes the
+//  records again from), or packed when raw is NULL.
+void drv_node_emit_generated(drv_node_t *node, const msgpack_object *records, size_t n, const struct iovec *raw,
+                             int raw_count);
 //  Records a processor did not hand on (a filter's misses, nil from a
 //  script, matching no route).
 void drv_node_count_dropped(drv_node_t *node, size_t n);
