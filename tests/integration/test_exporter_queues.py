@@ -136,6 +136,8 @@ class Queues(EngineTest):
         # Generated batches kept for the exporter behind are what makes them
         # again (receiver:generator's replay): the revived backend gets the
         # records the file got, field for field, observed time too.
+        if self.policies:
+            self.skipTest("with a disk buffer a generated batch is run with the last input fed, not kept alone")
         self.put({"type": "receiver:generator", "config": {"rate": 0, "count": 20000, "record": {"m": "x"}}},
                  {"max_bytes": 8 << 20})
         wait_until(lambda: len(self.filed()) >= 20000, 20, "every record in the file beside the dead backend")
