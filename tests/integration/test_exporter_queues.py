@@ -134,18 +134,25 @@ class Queues(EngineTest):
 
     def test_a_generators_batches_kept_for_a_dead_backend_come_back_exactly(self):
         # Generated batches kept for the exporter behind are what makes them
-        # again (receiver:generator's replay): the revived backend gets the
-        # records the file got, field for field, observed time too.
+        # again (receiver:generator's replay), template included: replaced
+        # by a generation with another template, the pipeline hands them
+        # over, and the revived backend gets the records the file got, each
+        # once, field for field (observed time too), as the old template
+        # made them (the batches the exporter held and the log's inputs come
+        # in two runs across a handover: compared by seq).
         if self.policies:
             self.skipTest("with a disk buffer a generated batch is run with the last input fed, not kept alone")
-        self.put({"type": "receiver:generator", "config": {"rate": 0, "count": 20000, "record": {"m": "x"}}},
-                 {"max_bytes": 8 << 20})
-        wait_until(lambda: len(self.filed()) >= 20000, 20, "every record in the file beside the dead backend")
+        generator = {"type": "receiver:generator", "config": {"rate": 0, "count": 6000, "record": {"m": "x"}}}
+        self.put(generator, {"max_bytes": 8 << 20})
+        wait_until(lambda: len(self.filed()) >= 6000, 20, "every record in the file beside the dead backend")
         self.engine.wait_log(r"exporter behind: the others go on, it reads the log again from its position node=http")
+        generator["config"]["record"] = {"m": "y"}
+        self.put(generator, {"max_bytes": 8 << 20})
         capture = self.revive()
-        got = wait_until(lambda: (lambda d: d if len(d) >= 20000 else None)(self.delivered(capture)), 30,
+        old = lambda rows: sorted((r for r in rows if r["m"] == "x"), key=lambda r: r["seq"])  # noqa: E731
+        got = wait_until(lambda: (lambda d: d if len(d) >= 6000 else None)(old(self.delivered(capture))), 30,
                          "the revived backend's backlog")
-        self.assertEqual(got, self.filed(), "the same records, in the same order, field for field")
+        self.assertEqual(got, old(self.filed()), "the same records, each once, field for field")
 
     def test_drop_oldest_never_pushes_back_and_counts_what_it_drops(self):
         port = free_port()
