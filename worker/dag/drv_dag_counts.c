@@ -11,7 +11,7 @@
     crashed process's last heartbeat, drv_lifecycle.c) and counts what the
     log holds past that input. Below drv_dag_positions.c.
     And what a heartbeat tells of the counts: the instance's records in
-    and out (each record once, at the first exporter its copies reach) and
+    and out (each record once: at the exporters its first copy goes to) and
     each node's counters (drover/drv_node_counters.h). */
 #include "drv_dag_internal.h"
 

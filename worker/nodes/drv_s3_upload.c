@@ -24,7 +24,6 @@ struct upload_t {
     char upload_id[512]; // "" until CreateMultipartUpload answered
     drv_buf_t part;      // the part under way, or failed and to be sent again (its own buffer: data grows)
     drv_buf_t data;      // its bytes after those
-    size_t size;         // its bytes so far: parts taken, part and data
     size_t parts, taken; // parts S3 took, and their bytes
     char (*etags)[128];
     size_t etag_cap;
@@ -142,7 +141,7 @@ static void s_verdict(drv_s3_uploads_t *self, upload_t *u, drv_export_verdict_t 
     double secs = drv_time_mono_us() / 1e6 - u->started;
     if (verdict == DRV_EXPORT_DONE) {
         self->objects++;
-        self->bytes += (int64_t)u->size;
+        self->bytes += (int64_t)(u->taken + u->data.len); // the parts S3 took, or the PUT's body
         self->parts += (int64_t)u->parts;
     }
     drv_export_sent(self->export, u->batch, verdict, why, secs);
@@ -295,7 +294,6 @@ drv_buf_t *drv_s3_upload_tail(upload_t *u)
 
 void drv_s3_upload_filled(drv_s3_uploads_t *self, upload_t *u, bool ended)
 {
-    u->size = u->taken + u->part.len + u->data.len;
     u->ended = ended;
     if (!u->easy) {
         s_go_on(self, u); // out of memory: tried again with more bytes, or by the batch's send
