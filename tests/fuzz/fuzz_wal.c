@@ -1,6 +1,7 @@
 /*  A disk buffer's log as a crash, a bad disk or a hand could leave it:
     the input is split into an older segment and the newest one (its first
-    byte says where), the log is opened and read back to the end, a segment
+    byte says where; the next two choose the older format's names, a spare,
+    a settled mark), the log is opened and read back to the end, a segment
     dropped, everything settled. Whatever the bytes, it opens (damage is cut
     into quarantine, never a crash), every entry read back is whole, and
     what it reads never exceeds what is on disk. */
@@ -61,18 +62,53 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size == 0) {
         return 0;
     }
-    size_t split = size > 1 ? (size_t)data[0] * (size - 1) / 255 : 0;
-    s_write("00000000000000000001.wal", data + 1, split);
-    s_write("00000000000000000009.wal", data + 1 + split, size - 1 - split);
+    if (size < 3) {
+        return 0;
+    }
+    //  data[0]: where the rest splits into the older segment and the newest;
+    //  data[1]: 1 the older format's names (.wal), 2 a spare holding the
+    //  older segment's bytes too, 4 a settled mark at data[2], 8 a mark file
+    //  made of the input's first bytes.
+    uint8_t flags = data[1];
+    int64_t mark = data[2];
+    const uint8_t *rest = data + 3;
+    size_t rest_size = size - 3, split = (size_t)data[0] * rest_size / 255;
+    const char *suffix = flags & 1 ? "wal" : "log";
+    char name[64];
+    snprintf(name, sizeof name, "00000000000000000001.%s", suffix);
+    s_write(name, rest, split);
+    snprintf(name, sizeof name, "00000000000000000009.%s", suffix);
+    s_write(name, rest + split, rest_size - split);
+    if (flags & 2) {
+        s_write("spare-000003.log", rest, split);
+    }
+    if (flags & 4) {
+        uint8_t slot[28] = "DRVMARK1";
+        for (int i = 0; i < 8; i++) {
+            slot[8 + i] = (uint8_t)((uint64_t)mark >> (8 * i));
+            slot[16 + i] = i == 0;
+        }
+        uint32_t crc = drv_crc32c(0, slot, 24);
+        for (int i = 0; i < 4; i++) {
+            slot[24 + i] = (uint8_t)(crc >> (8 * i));
+        }
+        s_write("settled", slot, sizeof slot);
+    } else if (flags & 8) {
+        s_write("settled", rest, rest_size < 600 ? rest_size : 600);
+    }
     char err[300];
     drv_wal_t *wal = drv_wal_open(s_dir, s_quarantine, 4096, err, sizeof err);
     FUZZ_ASSERT(wal);
     drv_wal_entry_t entry;
     size_t read = 0;
     int rc;
+    int64_t before = 0;
     while ((rc = drv_wal_next(wal, &entry, err, sizeof err)) == 1) {
         read += entry.len + 28;
         FUZZ_ASSERT(entry.len <= size && read <= size);
+        FUZZ_ASSERT(!(flags & 4) || entry.number > mark); // settled inputs are not read again
+        FUZZ_ASSERT(entry.number > before || flags & 1);  // in order (the older format never checked numbers)
+        before = entry.number;
         if (entry.len) {
             volatile uint8_t touch = ((const uint8_t *)entry.data)[entry.len - 1]; // whole: ASan checks the end
             (void)touch;

@@ -325,20 +325,27 @@ def wal_entry(number, payload, records=1):
 
 
 def wal_seeds():
-    """wal: first byte where the input splits into an older segment and the
-    newest; whole logs, a torn one, a flipped one."""
+    """wal: the first byte splits the rest into an older segment and the
+    newest, the second chooses the older format's names (1), a spare (2), a
+    settled mark (4, at the third byte) or a mark file of garbage (8);
+    whole logs, a torn one, a flipped one, a recycled one's older tail."""
     def raw(node, body):
         return bytes([len(node)]) + node + b"\x00" + body
 
     older = b"".join(wal_entry(n, raw(b"in", msgpack.packb([{"n": n}]))) for n in range(1, 9))
     newest = b"".join(wal_entry(n, raw(b"in", msgpack.packb([{"n": n, "pad": "x" * n}]))) for n in range(9, 14))
     split = round(len(older) * 255 / (len(older) + len(newest)))
-    write("wal", "whole", bytes([split]) + older + newest)
-    write("wal", "torn", bytes([split]) + older + newest[:-5])
+    write("wal", "whole", bytes([split, 0, 0]) + older + newest)
+    write("wal", "torn", bytes([split, 0, 0]) + older + newest[:-5])
     flipped = bytearray(older)
     flipped[len(flipped) // 2] ^= 0x40
-    write("wal", "flipped", bytes([split]) + bytes(flipped) + newest)
-    write("wal", "newest-only", b"\x00" + newest)
+    write("wal", "flipped", bytes([split, 0, 0]) + bytes(flipped) + newest)
+    write("wal", "newest-only", b"\x00\x00\x00" + newest)
+    write("wal", "old-format", bytes([split, 1, 0]) + older + newest[:-5])
+    write("wal", "spare-and-mark", bytes([split, 2 | 4, 10]) + older + newest)
+    write("wal", "garbage-mark", bytes([split, 8, 0]) + older + newest)
+    stale = b"".join(wal_entry(n, raw(b"in", msgpack.packb([{"old": n}]))) for n in range(2, 6))
+    write("wal", "recycled-tail", bytes([split, 0, 0]) + older + newest + stale)
 
 
 if __name__ == "__main__":

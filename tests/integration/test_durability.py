@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import threading
@@ -36,14 +37,42 @@ def otlp_logs(ids, pad=0):
             for i in ids]}]}]}).encode()
 
 
+def segments(root, pattern="**/*"):
+    """The log's segments under root (docs/operations.md, the log on disk):
+    {first}.log, or .wal of the older format; spare-N.log are recycled ones
+    waiting to be written over, holding nothing."""
+    return [p for p in glob.glob(f"{root}/{pattern}", recursive=True)
+            if p.endswith((".log", ".wal")) and not os.path.basename(p).startswith("spare-")]
+
+
+def spares(root):
+    return glob.glob(f"{root}/**/spare-*.log", recursive=True)
+
+
 def dir_bytes(root):
     total = 0
-    for path in glob.glob(f"{root}/**/*.wal", recursive=True):
+    for path in segments(root):
         try:
             total += os.path.getsize(path)
         except FileNotFoundError:
-            pass  # settled and deleted since the glob
+            pass  # settled and recycled since the glob
     return total
+
+
+def entries(path):
+    """(offset, length) of each entry of a segment: 28-byte headers (length,
+    CRC32C, number, time, records), numbered on from the file's name."""
+    found, at, expect = [], 0, int(os.path.basename(path).split(".")[0])
+    with open(path, "rb") as f:
+        data = f.read()
+    while at + 28 <= len(data):
+        length, number = struct.unpack_from("<I", data, at)[0], struct.unpack_from("<Q", data, at + 8)[0]
+        if number != expect or at + 28 + length > len(data):
+            break
+        found.append((at, 28 + length))
+        at += 28 + length
+        expect += 1
+    return found
 
 
 def ids_in(body):
@@ -197,7 +226,9 @@ class Durability(EngineTest):
         wait_until(lambda: not set(sender.acked) - self.delivered(), 120,
                    f"every one of {len(sender.acked)} acknowledged records at the backend")
         wait_until(lambda: self.status(admin)["buffer"]["records"] == 0, 30, "the buffer settled")
-        wait_until(lambda: dir_bytes(buffer_dir) < 1 << 20, 30, "the log's segments deleted")
+        #  Settled segments are recycled: the one appended to is kept, four spares wait (and one made ahead).
+        wait_until(lambda: len(segments(buffer_dir)) <= 1 and len(spares(buffer_dir)) <= 5
+                   and self.status(admin)["buffer"]["bytes"] < 1 << 20, 30, "the log's segments recycled")
         self.assertEqual(self.status(admin)["buffer"]["replayed_records"], 0)  # nobody was restarted
 
     def test_a_torn_tail_and_a_flipped_byte_are_cut_into_quarantine_and_the_rest_replayed(self):
@@ -212,16 +243,19 @@ class Durability(EngineTest):
         sender = Sender(self.otlp_port, "damage")
         sender.start()
         slot = os.path.join(engine.run_dir, "buffer", "default", "durable")
-        wait_until(lambda: len(glob.glob(f"{slot}/*/*.wal")) >= 4, 30, "four log segments")
+        wait_until(lambda: len(segments(slot, "*/*")) >= 4, 30, "four log segments")
         engine.signal(signal.SIGKILL)
         engine.wait_exit(10)
         sender.stop()
-        segments = sorted(glob.glob(f"{slot}/*/*.wal"))
-        newest, middle = segments[-1], segments[len(segments) // 2]
+        found = sorted(segments(slot, "*/*"))
+        newest, middle = found[-1], found[len(found) // 2]
         middle_bytes = os.path.getsize(middle)
-        entry_bytes = sum(os.path.getsize(p) for p in segments) / max(1, len(sender.acked) // RECORDS_PER_REQUEST)
-        with open(newest, "r+b") as f:  # a crash in the middle of the last entry
-            f.truncate(os.path.getsize(newest) - 7)
+        lengths = [length for p in found for _, length in entries(p)]
+        entry_bytes = sum(lengths) / max(1, len(lengths))
+        at, length = entries(newest)[-1]
+        with open(newest, "r+b") as f:  # a crash in the middle of the last entry: its end never written
+            f.seek(at + length - 7)
+            f.write(b"\0" * 7)
         with open(middle, "r+b") as f:  # a bad sector: one entry's bytes changed
             f.seek(os.path.getsize(middle) // 2)
             byte = f.read(1)
@@ -329,7 +363,7 @@ class Durability(EngineTest):
             sender.start()
         root = os.path.join(engine.run_dir, "buffer", "default", "durable")
         def both_filling():
-            cores = len({os.path.dirname(p) for p in glob.glob(f"{root}/*/*.wal")})
+            cores = len({os.path.dirname(p) for p in segments(root, "*/*")})
             if cores < 2 and len(senders) < 64 and sum(len(s.acked) for s in senders) >= 500:
                 #  The kernel chose one core for every connection so far (1 in 8
                 #  with four): another connection, until one lands on the other.

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "drv_wal.h"
+#include "wal_fixture.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,38 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char s_dir[64];
-static char s_quarantine[96];
-
-static int s_setup(void **state)
-{
-    (void)state;
-    snprintf(s_dir, sizeof s_dir, "/tmp/drv-wal-XXXXXX");
-    if (!mkdtemp(s_dir)) {
-        return -1;
-    }
-    snprintf(s_quarantine, sizeof s_quarantine, "%s/quarantine", s_dir);
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", s_dir);
-    return system(cmd);
-}
-
-static drv_wal_t *s_open(size_t segment_bytes)
-{
-    char err[300];
-    drv_wal_t *wal = drv_wal_open(s_dir, s_quarantine, segment_bytes, err, sizeof err);
-    if (!wal) {
-        fail_msg("open: %s", err);
-    }
-    return wal;
-}
 
 static int64_t s_append(drv_wal_t *wal, int64_t number, bool read)
 {
@@ -87,18 +55,25 @@ static void s_expect_read(drv_wal_t *wal, int64_t first, int64_t last)
     assert_false(drv_wal_unread(wal));
 }
 
-static int s_files(const char *dir)
+//  Segments in dir (spares: the recycled ones waiting, when spares is set).
+static int s_count(const char *dir, bool spares)
 {
     DIR *d = opendir(dir);
     int n = 0;
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        n += strstr(e->d_name, ".wal") != NULL;
+        bool spare = strncmp(e->d_name, "spare-", 6) == 0;
+        n += (strstr(e->d_name, ".log") || strstr(e->d_name, ".wal")) && spare == spares;
     }
     if (d) {
         closedir(d);
     }
     return n;
+}
+
+static int s_files(const char *dir)
+{
+    return s_count(dir, false);
 }
 
 static void test_crc32c_is_castagnoli(void **state)
@@ -111,7 +86,7 @@ static void test_crc32c_is_castagnoli(void **state)
 static void test_unread_inputs_come_back_in_order_across_segments(void **state)
 {
     (void)state;
-    drv_wal_t *wal = s_open(100); // a few entries per segment
+    drv_wal_t *wal = wal_open(100); // a few entries per segment
     assert_int_equal(drv_wal_last(wal), 0);
     for (int64_t i = 1; i <= 20; i++) {
         s_append(wal, i, false);
@@ -123,7 +98,7 @@ static void test_unread_inputs_come_back_in_order_across_segments(void **state)
     assert_true(s_files(s_dir) > 3);
     assert_int_equal(drv_wal_unread_since(wal), 1001);
     drv_wal_close(&wal);
-    wal = s_open(100);
+    wal = wal_open(100);
     assert_int_equal(drv_wal_last(wal), 20);
     int64_t records = 0;
     for (int64_t i = 1; i <= 20; i++) {
@@ -141,7 +116,7 @@ static void test_unread_inputs_come_back_in_order_across_segments(void **state)
 static void test_it_is_a_queue_and_what_was_fed_at_once_is_not_read(void **state)
 {
     (void)state;
-    drv_wal_t *wal = s_open(100);
+    drv_wal_t *wal = wal_open(100);
     s_append(wal, 1, true); // nothing unread: fed at once
     assert_false(drv_wal_unread(wal));
     s_append(wal, 2, false); // held back (the pipeline was busy)
@@ -159,16 +134,20 @@ static void test_it_is_a_queue_and_what_was_fed_at_once_is_not_read(void **state
     drv_wal_sync(wal, err, sizeof err);
     drv_wal_settled(wal, 13);
     assert_int_equal(drv_wal_bytes(wal), 0);
-    assert_int_equal(s_files(s_dir), 0);
-    s_append(wal, 14, false); // a new segment, read from its start
+    assert_int_equal(s_files(s_dir), 1);                                 // the one appended to is kept, written on
+    assert_true(s_count(s_dir, true) >= 1 && s_count(s_dir, true) <= 4); // the others wait to be written over
+    s_append(wal, 14, false);
+    s_expect_read(wal, 14, 14);
+    drv_wal_close(&wal);
+    wal = wal_open(100); // the settled mark: only 14 comes back
     s_expect_read(wal, 14, 14);
     drv_wal_close(&wal);
 }
 
-static void test_settled_segments_are_deleted(void **state)
+static void test_settled_segments_are_recycled(void **state)
 {
     (void)state;
-    drv_wal_t *wal = s_open(100);
+    drv_wal_t *wal = wal_open(100);
     for (int64_t i = 1; i <= 20; i++) {
         s_append(wal, i, true);
     }
@@ -178,23 +157,21 @@ static void test_settled_segments_are_deleted(void **state)
     drv_wal_settled(wal, 10);
     assert_true(drv_wal_bytes(wal) < before);
     drv_wal_close(&wal);
-    wal = s_open(100);
-    //  After a reopen nothing counts as read: what was not deleted comes
-    //  back, from the first entry of the segment holding 11.
-    drv_wal_entry_t entry;
-    assert_int_equal(drv_wal_next(wal, &entry, err, sizeof err), 1);
-    assert_true(entry.number >= 9 && entry.number <= 11);
-    s_expect_read(wal, entry.number + 1, 20);
+    wal = wal_open(100);
+    //  After a reopen what was settled is not read again (the settled
+    //  mark), though the segment holding 10 and 11 is still there.
+    s_expect_read(wal, 11, 20);
     drv_wal_settled(wal, 20);
     assert_int_equal(drv_wal_bytes(wal), 0);
-    assert_int_equal(s_files(s_dir), 0);
+    assert_int_equal(s_files(s_dir), 0);       // found at open, never appended to: spares
+    assert_int_equal(s_count(s_dir, true), 4); // four kept, the others deleted
     drv_wal_close(&wal);
 }
 
 static void test_nothing_unread_is_deleted(void **state)
 {
     (void)state;
-    drv_wal_t *wal = s_open(100);
+    drv_wal_t *wal = wal_open(100);
     for (int64_t i = 1; i <= 20; i++) {
         s_append(wal, i, false);
     }
@@ -210,7 +187,7 @@ static char *s_only_segment(char *path, size_t cap)
     DIR *d = opendir(s_dir);
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (strstr(e->d_name, ".wal")) {
+        if (strstr(e->d_name, ".log") && strncmp(e->d_name, "spare-", 6) != 0) {
             snprintf(path, cap, "%s/%s", s_dir, e->d_name);
         }
     }
@@ -221,17 +198,15 @@ static char *s_only_segment(char *path, size_t cap)
 static void test_a_torn_tail_is_cut_and_the_rest_read(void **state)
 {
     (void)state;
-    drv_wal_t *wal = s_open(1 << 20);
+    drv_wal_t *wal = wal_open(1 << 20);
     for (int64_t i = 1; i <= 5; i++) {
         s_append(wal, i, false);
     }
     drv_wal_close(&wal);
     char path[256];
     s_only_segment(path, sizeof path);
-    struct stat st;
-    stat(path, &st);
-    assert_int_equal(truncate(path, st.st_size - 3), 0); // the crash came in the middle of entry 5
-    wal = s_open(1 << 20);
+    wal_flip(path, 4 * 35 + 33); // the crash came in the middle of entry 5 (35 bytes each): its end not written
+    wal = wal_open(1 << 20);
     assert_int_equal(drv_wal_last(wal), 4);
     assert_true(drv_wal_damage(wal).torn_bytes > 0);
     assert_int_equal(drv_wal_damage(wal).corrupt_segments, 0);
@@ -239,42 +214,30 @@ static void test_a_torn_tail_is_cut_and_the_rest_read(void **state)
     s_append(wal, 5, false); // and the log goes on
     drv_wal_close(&wal);
     assert_int_equal(s_files(s_quarantine), 1); // the cut bytes are kept, not discarded unseen
-    wal = s_open(1 << 20);
+    wal = wal_open(1 << 20);
     assert_int_equal(drv_wal_last(wal), 5);
     assert_int_equal(drv_wal_damage(wal).torn_bytes, 0);
     s_expect_read(wal, 1, 5);
     drv_wal_close(&wal);
 }
 
-static void s_flip(const char *path, off_t at)
-{
-    int fd = open(path, O_RDWR);
-    char byte;
-    assert_int_equal(pread(fd, &byte, 1, at), 1);
-    byte ^= 0x40;
-    assert_int_equal(pwrite(fd, &byte, 1, at), 1);
-    close(fd);
-}
-
 static void test_a_flipped_byte_ends_the_segment_there(void **state)
 {
     (void)state;
-    drv_wal_t *wal = s_open(1 << 20);
+    drv_wal_t *wal = wal_open(1 << 20);
     for (int64_t i = 1; i <= 5; i++) {
         s_append(wal, i, false);
     }
     drv_wal_close(&wal);
     char path[256];
     s_only_segment(path, sizeof path);
-    struct stat st;
-    stat(path, &st);
-    s_flip(path, st.st_size * 3 / 5 + 30); // in entry 4's payload (it starts at 3/5)
-    wal = s_open(1 << 20);
+    wal_flip(path, 3 * 35 + 30); // in entry 4's payload; entry 5 follows it whole: no crash did this
+    wal = wal_open(1 << 20);
     assert_int_equal(drv_wal_damage(wal).corrupt_segments, 1);
     s_expect_read(wal, 1, 3); // what came before the bad entry
     assert_int_equal(s_files(s_quarantine), 1);
     drv_wal_close(&wal);
-    wal = s_open(1 << 20); // the damage is not read again
+    wal = wal_open(1 << 20); // the damage is not read again
     assert_int_equal(drv_wal_damage(wal).corrupt_segments, 0);
     s_expect_read(wal, 1, 3);
     drv_wal_close(&wal);
@@ -283,20 +246,20 @@ static void test_a_flipped_byte_ends_the_segment_there(void **state)
 static void test_damage_in_an_older_segment_is_found_when_read(void **state)
 {
     (void)state;
-    drv_wal_t *wal = s_open(60); // two entries per segment
+    drv_wal_t *wal = wal_open(60); // two entries per segment
     for (int64_t i = 1; i <= 6; i++) {
         s_append(wal, i, false);
     }
     drv_wal_close(&wal);
     char oldest[256], middle[256];
-    snprintf(oldest, sizeof oldest, "%s/%020d.wal", s_dir, 1);
-    snprintf(middle, sizeof middle, "%s/%020d.wal", s_dir, 3);
+    snprintf(oldest, sizeof oldest, "%s/%020d.log", s_dir, 1);
+    snprintf(middle, sizeof middle, "%s/%020d.log", s_dir, 3);
     struct stat st;
     assert_int_equal(stat(oldest, &st), 0);
     assert_int_equal(truncate(oldest, st.st_size - 5), 0); // no crash does this to a finished segment
     assert_int_equal(stat(middle, &st), 0);
-    s_flip(middle, 10); // entry 3's checksum
-    wal = s_open(60);
+    wal_flip(middle, 10); // entry 3's checksum
+    wal = wal_open(60);
     assert_int_equal(drv_wal_damage(wal).corrupt_segments, 0); // only the newest is checked at open
     int64_t want[] = {1, 5, 6};
     drv_wal_entry_t entry;
@@ -317,7 +280,7 @@ static void test_damage_in_an_older_segment_is_found_when_read(void **state)
 static void test_a_flipped_byte_mid_segment_keeps_what_came_before(void **state)
 {
     (void)state;
-    drv_wal_t *wal = s_open(64 << 10);
+    drv_wal_t *wal = wal_open(64 << 10);
     char payload[4700], err[300];
     memset(payload, 'p', sizeof payload);
     for (int i = 0; i < 60; i++) {
@@ -325,11 +288,11 @@ static void test_a_flipped_byte_mid_segment_keeps_what_came_before(void **state)
     }
     drv_wal_close(&wal);
     char middle[256];
-    snprintf(middle, sizeof middle, "%s/%020d.wal", s_dir, 15); // the second segment: 14 entries each
+    snprintf(middle, sizeof middle, "%s/%020d.log", s_dir, 15); // the second segment: 14 entries each
     struct stat st;
     assert_int_equal(stat(middle, &st), 0);
-    s_flip(middle, st.st_size / 2);
-    wal = s_open(64 << 10);
+    wal_flip(middle, st.st_size / 2);
+    wal = wal_open(64 << 10);
     drv_wal_entry_t entry;
     int64_t read = 0;
     while (drv_wal_next(wal, &entry, err, sizeof err) == 1) {
@@ -344,7 +307,7 @@ static void test_a_flipped_byte_mid_segment_keeps_what_came_before(void **state)
 static void test_a_full_log_drops_its_oldest_unread_segment(void **state)
 {
     (void)state;
-    drv_wal_t *wal = s_open(100); // three entries per segment (1-3, 4-6, 7-9, 10)
+    drv_wal_t *wal = wal_open(100); // three entries per segment (1-3, 4-6, 7-9, 10)
     for (int64_t i = 1; i <= 10; i++) {
         s_append(wal, i, false);
     }
@@ -367,15 +330,17 @@ static void test_a_full_log_drops_its_oldest_unread_segment(void **state)
 static void test_an_empty_newest_segment_left_by_a_crash_does_not_block_appends(void **state)
 {
     (void)state;
-    drv_wal_t *wal = s_open(100);
+    drv_wal_t *wal = wal_open(100);
     for (int64_t i = 1; i <= 4; i++) {
         s_append(wal, i, false);
     }
     drv_wal_close(&wal);
     char path[128];
-    snprintf(path, sizeof path, "%s/%020d.wal", s_dir, 5); // made, then the crash came before the first write
-    close(open(path, O_WRONLY | O_CREAT, 0600));
-    wal = s_open(100);
+    snprintf(path, sizeof path, "%s/%020d.log", s_dir, 5); // made, then the crash came before the first write
+    int fd = open(path, O_WRONLY | O_CREAT, 0600);
+    assert_int_equal(ftruncate(fd, 100), 0); // at full size, nothing in it
+    close(fd);
+    wal = wal_open(100);
     assert_int_equal(drv_wal_last(wal), 4);
     s_append(wal, 5, false);
     s_expect_read(wal, 1, 5);
@@ -389,7 +354,7 @@ static void test_an_empty_newest_segment_left_by_a_crash_does_not_block_appends(
 static void test_a_second_reader_reads_again_from_its_own_position(void **state)
 {
     (void)state;
-    drv_wal_t *wal = s_open(100); // a few entries per segment
+    drv_wal_t *wal = wal_open(100); // a few entries per segment
     for (int64_t i = 1; i <= 20; i++) {
         s_append(wal, i, true);
     }
@@ -437,18 +402,21 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32c_is_castagnoli),
-        cmocka_unit_test_setup_teardown(test_a_second_reader_reads_again_from_its_own_position, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_unread_inputs_come_back_in_order_across_segments, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_it_is_a_queue_and_what_was_fed_at_once_is_not_read, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_settled_segments_are_deleted, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_nothing_unread_is_deleted, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_a_torn_tail_is_cut_and_the_rest_read, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_a_flipped_byte_ends_the_segment_there, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_damage_in_an_older_segment_is_found_when_read, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_a_flipped_byte_mid_segment_keeps_what_came_before, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_a_full_log_drops_its_oldest_unread_segment, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_an_empty_newest_segment_left_by_a_crash_does_not_block_appends, s_setup,
-                                        s_teardown),
+        cmocka_unit_test_setup_teardown(test_a_second_reader_reads_again_from_its_own_position, wal_setup,
+                                        wal_teardown),
+        cmocka_unit_test_setup_teardown(test_unread_inputs_come_back_in_order_across_segments, wal_setup, wal_teardown),
+        cmocka_unit_test_setup_teardown(test_it_is_a_queue_and_what_was_fed_at_once_is_not_read, wal_setup,
+                                        wal_teardown),
+        cmocka_unit_test_setup_teardown(test_settled_segments_are_recycled, wal_setup, wal_teardown),
+        cmocka_unit_test_setup_teardown(test_nothing_unread_is_deleted, wal_setup, wal_teardown),
+        cmocka_unit_test_setup_teardown(test_a_torn_tail_is_cut_and_the_rest_read, wal_setup, wal_teardown),
+        cmocka_unit_test_setup_teardown(test_a_flipped_byte_ends_the_segment_there, wal_setup, wal_teardown),
+        cmocka_unit_test_setup_teardown(test_damage_in_an_older_segment_is_found_when_read, wal_setup, wal_teardown),
+        cmocka_unit_test_setup_teardown(test_a_flipped_byte_mid_segment_keeps_what_came_before, wal_setup,
+                                        wal_teardown),
+        cmocka_unit_test_setup_teardown(test_a_full_log_drops_its_oldest_unread_segment, wal_setup, wal_teardown),
+        cmocka_unit_test_setup_teardown(test_an_empty_newest_segment_left_by_a_crash_does_not_block_appends, wal_setup,
+                                        wal_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

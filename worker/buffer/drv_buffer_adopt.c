@@ -37,8 +37,9 @@ static bool s_has_entries(const char *dir)
     struct dirent *e;
     bool found = false;
     while (d && !found && (e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        found = len > 4 && !strcmp(e->d_name + len - 4, ".wal");
+        size_t len = strlen(e->d_name); // a segment, of either format (docs/operations.md); spares hold nothing
+        found = len > 4 && (!strcmp(e->d_name + len - 4, ".wal") || !strcmp(e->d_name + len - 4, ".log")) &&
+                strncmp(e->d_name, "spare-", 6) != 0;
     }
     if (d) {
         closedir(d);

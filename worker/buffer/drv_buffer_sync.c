@@ -56,6 +56,7 @@ static void *s_thread(void *arg)
         int rc = drv_wal_sync_run(&job, err, sizeof err);
         pthread_mutex_lock(&syncer->lock);
         syncer->rc = rc;
+        syncer->job.prepared = job.prepared;
         snprintf(syncer->err, sizeof syncer->err, "%s", err);
         syncer->finished = true;
         uint64_t one = 1;
@@ -93,6 +94,7 @@ int drv_buffer_syncer_start(drv_buffer_t *self, char *err, size_t errlen)
         return -1;
     }
     self->syncer = syncer;
+    drv_wal_defer_deletes(self->wal);
     return 0;
 }
 
@@ -140,7 +142,8 @@ static void s_collect(drv_buffer_t *self)
     pthread_mutex_lock(&syncer->lock);
     bool finished = syncer->finished;
     int rc = syncer->rc;
-    int64_t last = syncer->job.last;
+    drv_wal_sync_job_t job = syncer->job;
+    int64_t last = job.last;
     char err[300];
     snprintf(err, sizeof err, "%s", syncer->err);
     syncer->finished = false;
@@ -149,9 +152,9 @@ static void s_collect(drv_buffer_t *self)
         return;
     }
     syncer->running = false;
+    drv_wal_sync_finished(self->wal, &job, rc == 0);
     if (rc != 0) {
         drv_warn("disk buffer sync failed dir=%s reason=\"%s\"", self->dir, err);
-        drv_wal_sync_failed(self->wal);
         self->dirty_since_ms = self->dirty_since_ms < 0 ? 0 : self->dirty_since_ms;
         return;
     }
@@ -165,7 +168,7 @@ static void s_hand_over(drv_buffer_t *self)
     drv_wal_sync_job_t job;
     drv_wal_sync_start(self->wal, &job);
     self->dirty_since_ms = -1;
-    if (job.fd < 0 && job.dir_fd < 0) {
+    if (drv_wal_sync_empty(&job)) {
         self->durable = job.last > self->durable ? job.last : self->durable; // nothing left to wait for
         return;
     }
@@ -184,7 +187,7 @@ int drv_buffer_sync_if_due(drv_buffer_t *self, int64_t now_ms, char *err, size_t
     drv_buffer_adopt_tick(self, now_ms);
     if (self->syncer) {
         s_collect(self);
-        if (self->dirty_since_ms >= 0 && !self->syncer->running) {
+        if ((self->dirty_since_ms >= 0 || drv_wal_chores(self->wal)) && !self->syncer->running) {
             s_hand_over(self);
         }
         return 0;

@@ -1,7 +1,8 @@
-/*  drv_wal — see drv_wal.h. This file: opening, appending, syncing and
-    settling (drv_wal_read.c reads entries back and cuts damage away).
-    Segments are kept oldest first; the newest is the one appended to;
-    segments found at open are never appended to. */
+/*  drv_wal — see drv_wal.h. This file: opening the log as a crash or an
+    older drover left it, and closing it (drv_wal_append.c appends and
+    settles, drv_wal_sync.c makes it durable, drv_wal_read.c reads entries
+    back). Segments are kept oldest first; the newest is the one appended
+    to; segments found at open are never appended to. */
 #include "drv_wal_internal.h"
 
 #include <dirent.h>
@@ -12,10 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-static int s_push(drv_wal_t *self, const segment_t *segment)
+int drv_wal_push(drv_wal_t *self, const segment_t *segment)
 {
     if (self->count == self->cap) {
         size_t grown_cap = self->cap ? 2 * self->cap : 8;
@@ -30,16 +30,17 @@ static int s_push(drv_wal_t *self, const segment_t *segment)
     return 0;
 }
 
-//  ---------------------------------------------------------------- open
-
-static int s_first_of(const char *name, int64_t *first)
+//  A segment's name: {first:020}.log, or .wal (written before segments
+//  were recycled). -1 for any other name.
+static int s_first_of(const char *name, int64_t *first, bool *old_format)
 {
     char *end = NULL;
     long long n = strtoll(name, &end, 10);
-    if (end == name || strcmp(end, ".wal") != 0 || n < 0) {
+    if (end == name || n < 0 || (strcmp(end, ".log") != 0 && strcmp(end, ".wal") != 0)) {
         return -1;
     }
     *first = n;
+    *old_format = strcmp(end, ".wal") == 0;
     return 0;
 }
 
@@ -49,38 +50,112 @@ static int s_by_first(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-//  The newest segment found: read through to find its last entry; a torn
-//  tail (a crash mid-write) or a bad entry ends it there.
-static int s_check_newest(drv_wal_t *self, segment_t *segment, char *err, size_t errlen)
+static void s_remove(drv_wal_t *self, size_t index)
+{
+    memmove(&self->segments[index], &self->segments[index + 1], (self->count - index - 1) * sizeof *self->segments);
+    self->count--;
+}
+
+//  The newest segment found: read through to find its last entry. An old
+//  format segment ends at its file's end, and a torn or bad entry before
+//  it is damage; a recycled one ends where the entries stop following on
+//  from its name's number, and only an entry numbered as the next one that
+//  is not whole is a torn write (a crash mid-write): what follows is a
+//  spare's older entries, or nothing written yet. A torn end is cut into
+//  quarantine. *read_from: where the first entry past the settled mark starts.
+static int s_check_newest(drv_wal_t *self, segment_t *segment, int64_t *read_from, char *err, size_t errlen)
 {
     int fd = drv_wal_open_segment(self, segment, O_RDONLY);
     if (fd < 0) {
         snprintf(err, errlen, "cannot open %s: %s", segment->path, strerror(errno));
         return -1;
     }
-    int64_t offset = 0;
+    int64_t offset = 0, expect = segment->first, size = segment->bytes;
     drv_wal_entry_t entry;
     drv_wal_found_t what;
-    while ((what = drv_wal_entry_at(&self->buf, fd, offset, segment->bytes, &entry)) == ENTRY_OK) {
+    *read_from = -1;
+    while ((what = drv_wal_entry_at(&self->buf, fd, offset, size, &entry)) == ENTRY_OK) {
+        if (!segment->old_format && entry.number != expect) {
+            what = ENTRY_END; // the spare's older entries: not this segment's
+            break;
+        }
+        if (*read_from < 0 && entry.number > self->mark) {
+            *read_from = offset;
+        }
         segment->last = entry.number;
-        segment->records += entry.records;
+        segment->records += entry.number > self->mark ? entry.records : 0;
         offset += HEADER + (int64_t)entry.len;
+        expect = entry.number + 1;
+    }
+    bool torn = what == ENTRY_TORN, bad = what == ENTRY_BAD;
+    if (!segment->old_format && (torn || bad)) {
+        //  Past a recycled segment's end lie a spare's older entries or
+        //  nothing: only an entry numbered as the next is torn (or one cut
+        //  short by the file's end, where nothing was made ahead), and it
+        //  spans its own length at most. When entries numbered on follow
+        //  it, no crash made it: it is damage, and so are they.
+        int64_t number = -1, next, end;
+        uint32_t len = 0, next_len, records;
+        drv_wal_header_at(fd, offset, size, &number, &len, &records); // fills number and len when a header is there
+        end = offset + HEADER + (int64_t)len;
+        bad = len <= MAX_ENTRY && drv_wal_header_at(fd, end, size, &next, &next_len, &records) && next == expect + 1;
+        for (int64_t want = expect + 1;
+             bad && drv_wal_header_at(fd, end, size, &next, &next_len, &records) && next == want; want++) {
+            end += HEADER + (int64_t)next_len;
+        }
+        torn = !bad && (size - offset < HEADER || (number == expect && len <= MAX_ENTRY));
+        end = end < size ? end : size;
+        self->bytes -= segment->bytes - (torn || bad ? end : offset);
+        segment->bytes = torn || bad ? end : offset;
     }
     close(fd);
+    if (*read_from < 0) {
+        *read_from = offset;
+    }
     if (what == ENTRY_ERROR) {
         snprintf(err, errlen, "cannot read %s: %s", segment->path, strerror(errno ? errno : ENOMEM));
         return -1;
     }
-    if (what == ENTRY_END) {
+    if (!torn && !bad) {
         return 0;
     }
-    if (what == ENTRY_TORN) {
+    if (torn) {
         self->damage.torn_bytes += segment->bytes - offset;
     } else {
         self->damage.corrupt_segments++;
         self->damage.corrupt_bytes += segment->bytes - offset;
     }
-    return drv_wal_cut(self, segment, offset, what == ENTRY_TORN ? "torn" : "bad", err, errlen);
+    return drv_wal_cut(self, segment, offset, torn ? "torn" : "bad", err, errlen);
+}
+
+//  An older recycled segment: its entries from its start while they follow
+//  on, up to the next segment's first (their checksums are checked as they
+//  are read). 0, or -1 when its first entry is whole and numbered past its
+//  name: a spare written over when the crash came, its rename lost (a
+//  number damaged would fail its checksum: reading finds that).
+static int s_walk(drv_wal_t *self, segment_t *segment, int64_t until)
+{
+    int fd = drv_wal_open_segment(self, segment, O_RDONLY);
+    int64_t at = 0, number = -1, expect = segment->first, size = segment->bytes;
+    uint32_t len, records;
+    drv_wal_entry_t entry;
+    if (fd >= 0 && drv_wal_entry_at(&self->buf, fd, 0, size, &entry) == ENTRY_OK && entry.number > segment->first) {
+        close(fd); // whole and numbered past its name: written over after a rename the crash lost
+        return -1;
+    }
+    while (fd >= 0 && expect <= until && drv_wal_header_at(fd, at, size, &number, &len, &records) && number == expect) {
+        segment->records += number > self->mark ? records : 0;
+        at += HEADER + (int64_t)len;
+        expect++;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (expect > until) { // whole up to the next segment: what follows is a spare's older entries
+        self->bytes -= segment->bytes - at;
+        segment->bytes = at;
+    } // else entries are missing: reading finds the damage at at and cuts it into quarantine
+    return 0;
 }
 
 static int s_list(drv_wal_t *self, char *err, size_t errlen)
@@ -98,7 +173,9 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
     while ((e = readdir(d))) {
         segment_t segment = {0};
         struct stat st;
-        if (s_first_of(e->d_name, &segment.first) != 0 || strlen(e->d_name) >= sizeof segment.name) {
+        bool spare = strncmp(e->d_name, SPARE_PREFIX, strlen(SPARE_PREFIX)) == 0;
+        if ((!spare && s_first_of(e->d_name, &segment.first, &segment.old_format) != 0) ||
+            strlen(e->d_name) >= sizeof segment.name) {
             continue;
         }
         if (fstatat(self->dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -117,10 +194,16 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
                                                      : "not a regular file");
             continue;
         }
+        if (spare) {
+            int64_t highest = drv_wal_spare_highest(self, e->d_name);
+            self->last = highest > self->last ? highest : self->last;
+            drv_wal_spare_found(self, e->d_name);
+            continue;
+        }
         snprintf(segment.name, sizeof segment.name, "%s", e->d_name);
         snprintf(segment.path, sizeof segment.path, "%s/%s", self->dir, e->d_name);
         segment.bytes = st.st_size;
-        if (s_push(self, &segment) != 0) {
+        if (drv_wal_push(self, &segment) != 0) {
             snprintf(err, errlen, "cannot read %s: out of memory", segment.path);
             closedir(d);
             return -1;
@@ -130,38 +213,64 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
     if (self->count > 1) {
         qsort(self->segments, self->count, sizeof *self->segments, s_by_first);
     }
-    for (size_t i = 0; i + 1 < self->count; i++) {
-        self->segments[i].last = self->segments[i + 1].first - 1;
-    }
     for (size_t i = 0; i < self->count; i++) {
-        self->bytes += self->segments[i].bytes; // a cut below takes its part off
+        self->bytes += self->segments[i].bytes; // a cut or a walk below takes its part off
     }
-    size_t checked = self->count; // the newest, read whole at open (none: count)
+    return 0;
+}
+
+//  What was found, made a log: older segments walked (and counted), the
+//  newest checked; segments that are spares by their content, and older
+//  ones wholly settled by the mark, become spares; reading starts past the
+//  mark.
+static int s_recover(drv_wal_t *self, char *err, size_t errlen)
+{
+    for (size_t i = 0; i + 1 < self->count;) {
+        segment_t *segment = &self->segments[i];
+        segment->last = self->segments[i + 1].first - 1;
+        if (segment->old_format) {
+            segment->records = drv_wal_count_records(self, segment, self->mark);
+        } else if (s_walk(self, segment, segment->last) != 0) {
+            drv_wal_spare_found(self, segment->name);
+            s_remove(self, i);
+            continue;
+        }
+        if (segment->last <= self->mark) { // settled before the crash; its rename to a spare was lost
+            self->bytes -= segment->bytes;
+            drv_wal_spare_return(self, segment);
+            s_remove(self, i);
+            continue;
+        }
+        i++;
+    }
+    int64_t read_from = 0;
     if (self->count > 0) {
         segment_t *newest = &self->segments[self->count - 1];
         newest->last = newest->first - 1;
-        checked = self->count - 1;
-        if (s_check_newest(self, newest, err, errlen) != 0) {
+        if (s_check_newest(self, newest, &read_from, err, errlen) != 0) {
             return -1;
         }
         //  Numbers go on after it, and after its name (entries numbered below
         //  the name they are filed under are damage, but the next segment's
         //  name must still be free).
-        self->last = newest->last > newest->first ? newest->last : newest->first;
-        if (newest->bytes == 0) { // nothing whole in it (a crash right after it was made): gone, its name free
-            unlinkat(self->dir_fd, newest->name, 0);
+        int64_t after = newest->last > newest->first ? newest->last : newest->first;
+        if (newest->bytes == 0) { // nothing whole in it (a crash right after it was made): a spare
+            drv_wal_spare_found(self, newest->name);
             self->count--;
-            self->dir_dirty = true;
-            self->last = newest->first - 1;
-            checked = self->count;
+            read_from = 0;
+            after = newest->first - 1;
         }
+        self->last = after > self->last ? after : self->last;
     }
+    self->last = self->mark > self->last ? self->mark : self->last;
+    self->read_last = self->mark;
     for (size_t i = 0; i < self->count; i++) {
-        segment_t *segment = &self->segments[i];
-        if (i != checked) { // the newest counted its records as it was checked
-            segment->records = drv_wal_count_records(self, segment);
-        }
-        self->found_records += segment->records;
+        self->found_records += self->segments[i].records;
+    }
+    if (self->count == 1 && read_from > 0) { // the newest alone, settled up to read_from
+        self->read_offset = read_from;
+        self->segments[0].settled_bytes = read_from;
+        self->bytes -= read_from;
     }
     return 0;
 }
@@ -169,17 +278,15 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
 drv_wal_t *drv_wal_open(const char *dir, const char *quarantine_dir, size_t segment_bytes, char *err, size_t errlen)
 {
     drv_wal_t *self = calloc(1, sizeof *self);
-    if (self) {
-        self->offset_of_number = -1;
-    }
     if (!self) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    self->offset_of_number = -1;
     snprintf(self->dir, sizeof self->dir, "%s", dir);
     snprintf(self->quarantine, sizeof self->quarantine, "%s", quarantine_dir);
     self->segment_bytes = segment_bytes;
-    self->fd = self->read_fd = self->dir_fd = self->quarantine_fd = -1;
+    self->fd = self->ended_fd = self->read_fd = self->dir_fd = self->quarantine_fd = self->mark_fd = -1;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         drv_wal_close(&self);
@@ -192,7 +299,8 @@ drv_wal_t *drv_wal_open(const char *dir, const char *quarantine_dir, size_t segm
         drv_wal_close(&self);
         return NULL;
     }
-    if (s_list(self, err, errlen) != 0) {
+    if (drv_wal_mark_open(self, err, errlen) != 0 || s_list(self, err, errlen) != 0 ||
+        s_recover(self, err, errlen) != 0) {
         drv_wal_close(&self);
         return NULL;
     }
@@ -206,251 +314,28 @@ void drv_wal_close(drv_wal_t **self_p)
         return;
     }
     *self_p = NULL;
-    if (self->fd >= 0) {
-        close(self->fd);
+    segment_t *newest = self->count ? &self->segments[self->count - 1] : NULL;
+    if (self->count == 1 && newest->bytes > 0 && newest->settled_bytes == newest->bytes && !self->dirty &&
+        self->ended_fd < 0) {
+        drv_wal_spare_return(self, newest); // all of it settled: nothing is left behind for a restart to look at
     }
-    if (self->read_fd >= 0) {
-        close(self->read_fd);
+    for (size_t i = 0; i < self->doomed_count; i++) {
+        unlinkat(self->dir_fd, self->doomed[i], 0);
     }
-    if (self->dir_fd >= 0) {
-        close(self->dir_fd);
+    if (self->mark_dirty && self->mark_fd >= 0) {
+        fdatasync(self->mark_fd);
     }
-    if (self->quarantine_fd >= 0) {
-        close(self->quarantine_fd);
+    int fds[] = {self->fd, self->ended_fd, self->read_fd, self->dir_fd, self->quarantine_fd, self->mark_fd};
+    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++) {
+        if (fds[i] >= 0) {
+            close(fds[i]);
+        }
     }
     free(self->segments);
+    free(self->spares);
+    free(self->doomed);
     free(self->buf.data);
     free(self);
-}
-
-//  ---------------------------------------------------------------- appending
-
-static int s_start_segment(drv_wal_t *self, int64_t first, char *err, size_t errlen)
-{
-    segment_t segment = {.first = first, .last = first - 1};
-    snprintf(segment.name, sizeof segment.name, "%020" PRId64 ".wal", first);
-    snprintf(segment.path, sizeof segment.path, "%s/%s", self->dir, segment.name);
-    int fd = openat(self->dir_fd, segment.name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 || s_push(self, &segment) != 0) {
-        snprintf(err, errlen, "cannot create %s: %s", segment.path, strerror(fd < 0 ? errno : ENOMEM));
-        if (fd >= 0) {
-            close(fd);
-            unlinkat(self->dir_fd, segment.name, 0);
-        }
-        return -1;
-    }
-    self->fd = fd;
-    self->dir_dirty = true;
-    return 0;
-}
-
-//  Closes the segment appended to (synced first if need be).
-static int s_end_segment(drv_wal_t *self, char *err, size_t errlen)
-{
-    int rc = self->dirty ? drv_wal_sync(self, err, errlen) : 0;
-    close(self->fd);
-    self->fd = -1;
-    return rc;
-}
-
-//  Writes iov[0..count) whole at the end of the current segment; on failure
-//  cuts back what went out, so that the log stays a sequence of whole entries.
-static int s_write(drv_wal_t *self, segment_t *current, struct iovec *iov, int count, size_t want, char *err,
-                   size_t errlen)
-{
-    size_t done = 0;
-    int first = 0;
-    while (done < want) {
-        ssize_t n = writev(self->fd, iov + first, count - first);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            snprintf(err, errlen, "cannot write %s: %s", current->path, n < 0 ? strerror(errno) : "no progress");
-            if (ftruncate(self->fd, (off_t)current->bytes) != 0) {
-                snprintf(err, errlen, "cannot write %s, nor cut the half entry: %s", current->path, strerror(errno));
-            }
-            return -1;
-        }
-        done += (size_t)n;
-        while (n > 0 && first < count) { // a short write: move past what went out
-            size_t step = (size_t)n < iov[first].iov_len ? (size_t)n : iov[first].iov_len;
-            iov[first].iov_base = (char *)iov[first].iov_base + step;
-            iov[first].iov_len -= step;
-            n -= (ssize_t)step;
-            first += iov[first].iov_len == 0;
-        }
-    }
-    return 0;
-}
-
-int64_t drv_wal_append(drv_wal_t *self, int64_t time_ms, uint32_t records, const void *data, size_t len, bool read,
-                       char *err, size_t errlen)
-{
-    struct iovec piece = {(void *)data, len};
-    return drv_wal_appendv(self, time_ms, records, &piece, 1, read, err, errlen);
-}
-
-int64_t drv_wal_appendv(drv_wal_t *self, int64_t time_ms, uint32_t records, const struct iovec *pieces, int count,
-                        bool read, char *err, size_t errlen)
-{
-    size_t len = 0;
-    for (int i = 0; i < count; i++) {
-        len += pieces[i].iov_len;
-    }
-    if (len > MAX_ENTRY || count > DRV_WAL_MAX_PIECES) {
-        snprintf(err, errlen, "an input of %zu bytes is larger than a log entry may be", len);
-        return -1;
-    }
-    read = read && !drv_wal_unread(self);
-    segment_t *current = self->fd >= 0 ? &self->segments[self->count - 1] : NULL;
-    if (current && current->bytes >= (int64_t)self->segment_bytes) {
-        if (s_end_segment(self, err, errlen) != 0) {
-            return -1;
-        }
-        current = NULL;
-    }
-    int64_t number = self->last + 1;
-    if (!current) {
-        if (s_start_segment(self, number, err, errlen) != 0) {
-            return -1;
-        }
-        current = &self->segments[self->count - 1];
-    }
-    unsigned char head[HEADER];
-    drv_wal_put32(head, (uint32_t)len);
-    drv_wal_put64(head + 8, (uint64_t)number);
-    drv_wal_put64(head + 16, (uint64_t)time_ms);
-    drv_wal_put32(head + 24, records);
-    uint32_t crc = drv_crc32c(0, head + 8, HEADER - 8);
-    struct iovec iov[1 + DRV_WAL_MAX_PIECES] = {{head, HEADER}};
-    for (int i = 0; i < count; i++) {
-        crc = drv_crc32c(crc, pieces[i].iov_base, pieces[i].iov_len);
-        iov[1 + i] = pieces[i];
-    }
-    drv_wal_put32(head + 4, crc);
-    if (s_write(self, current, iov, 1 + count, HEADER + len, err, errlen) != 0) {
-        if (current->bytes == 0) { // a segment with nothing in it: gone again
-            close(self->fd);
-            self->fd = -1;
-            unlinkat(self->dir_fd, current->name, 0);
-            self->count--;
-        }
-        return -1;
-    }
-    current->bytes += (int64_t)(HEADER + len);
-    current->records += records;
-    current->last = number;
-    self->last = number;
-    self->bytes += (int64_t)(HEADER + len);
-    self->dirty = true;
-    if (read) {
-        if (self->read_fd >= 0 && self->read_index != self->count - 1) {
-            close(self->read_fd);
-            self->read_fd = -1;
-        }
-        self->read_index = self->count - 1;
-        self->read_offset = current->bytes;
-    }
-    return number;
-}
-
-int drv_wal_sync(drv_wal_t *self, char *err, size_t errlen)
-{
-    if (self->dirty && self->fd >= 0 && fdatasync(self->fd) != 0) {
-        snprintf(err, errlen, "cannot sync %s: %s", self->segments[self->count - 1].path, strerror(errno));
-        return -1;
-    }
-    self->dirty = false;
-    if (self->dir_dirty && self->dir_fd >= 0 && fsync(self->dir_fd) != 0) {
-        snprintf(err, errlen, "cannot sync %s: %s", self->dir, strerror(errno));
-        return -1;
-    }
-    self->dir_dirty = false;
-    return 0;
-}
-
-void drv_wal_sync_start(drv_wal_t *self, drv_wal_sync_job_t *job)
-{
-    job->fd = self->dirty && self->fd >= 0 ? fcntl(self->fd, F_DUPFD_CLOEXEC, 0) : -1;
-    job->dir_fd = self->dir_dirty && self->dir_fd >= 0 ? fcntl(self->dir_fd, F_DUPFD_CLOEXEC, 0) : -1;
-    job->last = self->last;
-    self->dirty = self->dirty && job->fd < 0 && self->fd >= 0; // a dup that failed stays to do
-    self->dir_dirty = self->dir_dirty && job->dir_fd < 0;
-}
-
-int drv_wal_sync_run(drv_wal_sync_job_t *job, char *err, size_t errlen)
-{
-    int rc = 0;
-    if (job->fd >= 0 && fdatasync(job->fd) != 0) {
-        snprintf(err, errlen, "cannot sync the log: %s", strerror(errno));
-        rc = -1;
-    }
-    if (rc == 0 && job->dir_fd >= 0 && fsync(job->dir_fd) != 0) {
-        snprintf(err, errlen, "cannot sync the log's directory: %s", strerror(errno));
-        rc = -1;
-    }
-    return rc;
-}
-
-void drv_wal_sync_release(drv_wal_sync_job_t *job)
-{
-    if (job->fd >= 0) {
-        close(job->fd);
-    }
-    if (job->dir_fd >= 0) {
-        close(job->dir_fd);
-    }
-    job->fd = job->dir_fd = -1;
-}
-
-void drv_wal_sync_failed(drv_wal_t *self)
-{
-    self->dirty = self->fd >= 0;
-    self->dir_dirty = true;
-}
-
-bool drv_wal_dirty(const drv_wal_t *self)
-{
-    return self->dirty || self->dir_dirty;
-}
-
-//  ---------------------------------------------------------------- settling
-
-void drv_wal_settled(drv_wal_t *self, int64_t upto)
-{
-    size_t kept = 0, gone_before = 0;
-    bool read_gone = false;
-    for (size_t i = 0; i < self->count; i++) {
-        segment_t *segment = &self->segments[i];
-        bool appending = self->fd >= 0 && i == self->count - 1;
-        bool read = i < self->read_index || (i == self->read_index && self->read_offset >= segment->bytes);
-        if (read && segment->last <= upto && !(appending && self->dirty)) {
-            if (appending) {
-                close(self->fd); // the next input starts a new one
-                self->fd = -1;
-            }
-            if (i == self->read_index) {
-                read_gone = true;
-            } else {
-                gone_before++;
-            }
-            unlinkat(self->dir_fd, segment->name, 0);
-            self->bytes -= segment->bytes;
-            self->dir_dirty = true;
-        } else {
-            self->segments[kept++] = *segment;
-        }
-    }
-    self->count = kept;
-    self->read_index -= gone_before;
-    if (read_gone) { // reading goes on at the start of the one after it
-        if (self->read_fd >= 0) {
-            close(self->read_fd);
-            self->read_fd = -1;
-        }
-        self->read_offset = 0;
-    }
 }
 
 int64_t drv_wal_last(const drv_wal_t *self)

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+void (*drv_wal_crash_hook)(const char *step);
+
 int drv_wal_open_segment(const drv_wal_t *self, const segment_t *segment, int flags)
 {
     int fd = openat(self->dir_fd, segment->name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);

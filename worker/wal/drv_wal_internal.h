@@ -25,13 +25,22 @@ typedef struct {
     size_t cap;
 } drv_wal_buf_t;
 
+#define NAME_MAX_LEN 32
+#define MARK_NAME "settled"   // the settled mark (drv_wal_mark.c)
+#define SPARE_PREFIX "spare-" // a recycled segment waiting to be written over: spare-{serial:06}.log
+#define SPARES_KEPT 4         // more than these are deleted (off the loop when a sync thread runs)
+
 typedef struct {
-    int64_t first, last;           // input numbers it holds (last: the next one's first - 1 until read)
-    int64_t bytes;                 // on disk (intact: the newest is checked at open, the others as read)
+    int64_t first, last; // input numbers it holds (last: the next one's first - 1 until read)
+    int64_t bytes;       // of whole entries from its start (the newest is checked at open, the others as read)
     int64_t records, read_records; // in it (by its headers, at open), and read so far
-    char name[32];                 // in the log's directory: {first:020}.wal
+    int64_t settled_bytes;         // at its start, settled but kept (the segment appended to): not in self->bytes
+    bool old_format;               // {first:020}.wal, written before recycling: read to its file's end
+    char name[NAME_MAX_LEN];       // in the log's directory: {first:020}.log (or .wal)
     char path[4096];               // the same, whole, for messages
 } segment_t;
+
+typedef char drv_wal_name_t[NAME_MAX_LEN];
 
 struct drv_wal_t {
     char dir[4096];
@@ -42,9 +51,21 @@ struct drv_wal_t {
     size_t segment_bytes;
     segment_t *segments; // oldest first; the newest is the one appended to
     size_t count, cap;
-    int fd;         // the newest segment, open for appending (-1: none yet)
+    int fd;         // the newest segment, open for writing at segments[count-1].bytes (-1: none yet)
+    int ended_fd;   // the segment appended to before it, until a sync covered it (-1: none)
     bool dirty;     // appended since the last sync
-    bool dir_dirty; // a segment was created or deleted since
+    bool dir_dirty; // a segment was created since
+    //  Spares: settled segments kept to be written over (drv_wal_spare.c).
+    drv_wal_name_t *spares, *doomed; // kept; to delete (by the next sync job when deletes are deferred)
+    size_t spare_count, spare_cap, doomed_count, doomed_cap;
+    int64_t spare_serial; // the next spare's name
+    bool defer_deletes;   // a sync thread deletes (drv_wal_sync_start hands them over)
+    bool preparing;       // a sync job is making a spare ahead of need
+    //  The settled mark (drv_wal_mark.c): inputs up to mark are settled.
+    int mark_fd;
+    int64_t mark, mark_seq, mark_synced_ms;
+    bool mark_dirty;
+    int64_t read_last; // the newest input read (handed out, or fed at once): the mark never passes it
     int64_t bytes;
     int64_t last;          // the newest input's number
     int64_t found_records; // records in what was found at open
@@ -81,11 +102,40 @@ int drv_wal_cut(drv_wal_t *self, segment_t *segment, int64_t offset, const char 
 //  FIFO, a directory): moved into quarantine as odd-{name}, or left where
 //  it is when it cannot be; never opened. Noted in self->notes.
 void drv_wal_set_aside(drv_wal_t *self, const char *name, const char *what);
-//  The records of the entries in the first bytes of segment, from their
+//  A segment found at open joins the list (oldest first is sorted after).
+int drv_wal_push(drv_wal_t *self, const segment_t *segment);
+//  The records of the entries numbered past after in an old format segment, from their
 //  headers alone (their checksums are checked as they are read).
-int64_t drv_wal_count_records(const drv_wal_t *self, const segment_t *segment);
+int64_t drv_wal_count_records(const drv_wal_t *self, const segment_t *segment, int64_t after);
+//  Syncs and closes the segment a full one was left by (ended_fd), if any
+//  (drv_wal_sync.c). 0, or -1 with err.
+int drv_wal_sync_ended(drv_wal_t *self, char *err, size_t errlen);
+
+//  Spares (drv_wal_spare.c). At open: a spare found (by name, or a segment
+//  whose entries do not start at its name's number) joins the kept ones.
+void drv_wal_spare_found(drv_wal_t *self, const char *name);
+//  A settled segment leaves the log: renamed a spare, or deleted past SPARES_KEPT.
+void drv_wal_spare_return(drv_wal_t *self, const segment_t *segment);
+//  The file for a new segment named name: a spare renamed, or a new file
+//  made at full size. Its descriptor open for writing, or -1 with errno.
+int drv_wal_spare_take(drv_wal_t *self, const char *name);
+//  The largest input number written in a spare (its stale entries): numbers
+//  never go back below it, so that stale entries never follow on.
+int64_t drv_wal_spare_highest(const drv_wal_t *self, const char *name);
+
+//  The settled mark (drv_wal_mark.c): read at open (0 when none), written as settling goes on.
+int drv_wal_mark_open(drv_wal_t *self, char *err, size_t errlen);
+void drv_wal_mark_write(drv_wal_t *self, int64_t settled);
+
 //  Reads exactly len bytes at offset: 1, 0 at the end of the file (or short), -1 on error.
 int drv_wal_pread(int fd, void *buf, size_t len, int64_t offset);
+//  A step a crash could come after (drv_wal_crash_hook).
+#define DRV_WAL_STEP(name)                                                                                             \
+    do {                                                                                                               \
+        if (drv_wal_crash_hook) {                                                                                      \
+            drv_wal_crash_hook(name);                                                                                  \
+        }                                                                                                              \
+    } while (0)
 void drv_wal_put32(unsigned char *p, uint32_t v);
 void drv_wal_put64(unsigned char *p, uint64_t v);
 

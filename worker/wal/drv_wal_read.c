@@ -112,9 +112,17 @@ int drv_wal_next(drv_wal_t *self, drv_wal_entry_t *entry, char *err, size_t errl
             }
         }
         drv_wal_found_t what = drv_wal_entry_at(&self->buf, self->read_fd, self->read_offset, segment->bytes, entry);
+        if (what == ENTRY_OK && !segment->old_format && entry->number > self->mark &&
+            (entry->number <= self->read_last || entry->number < segment->first || entry->number > segment->last)) {
+            what = ENTRY_BAD; // whole, but not numbered on: no crash does that in the middle of the log
+        }
         if (what == ENTRY_OK) {
             self->read_offset += HEADER + (int64_t)entry->len;
+            if (entry->number <= self->mark) {
+                continue; // settled before a restart (the settled mark): not again
+            }
             segment->read_records += entry->records;
+            self->read_last = entry->number;
             return 1;
         }
         if (what == ENTRY_ERROR) {
@@ -164,13 +172,13 @@ int64_t drv_wal_unread_since(drv_wal_t *self)
     return -1;
 }
 
-int64_t drv_wal_count_records(const drv_wal_t *self, const segment_t *segment)
+int64_t drv_wal_count_records(const drv_wal_t *self, const segment_t *segment, int64_t after)
 {
     int64_t records = 0, bytes = segment->bytes;
     int fd = drv_wal_open_segment(self, segment, O_RDONLY);
     unsigned char head[HEADER];
     for (int64_t at = 0; fd >= 0 && at + HEADER <= bytes && drv_wal_pread(fd, head, HEADER, at) == 1;) {
-        records += s_get32(head + 24);
+        records += (int64_t)s_get64(head + 8) > after ? s_get32(head + 24) : 0;
         at += HEADER + (int64_t)s_get32(head);
     }
     if (fd >= 0) {
@@ -192,9 +200,8 @@ int64_t drv_wal_drop_oldest_unread(drv_wal_t *self)
             close(self->read_fd);
             self->read_fd = -1;
         }
-        unlinkat(self->dir_fd, segment->name, 0);
-        self->bytes -= segment->bytes;
-        self->dir_dirty = true;
+        self->bytes -= segment->bytes - segment->settled_bytes;
+        drv_wal_spare_return(self, segment);
         memmove(segment, segment + 1, (self->count - i - 1) * sizeof *segment);
         self->count--;
         return records;
