@@ -11,9 +11,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 //  A broken invariant is a crash the fuzzer reports, in every build.
+#include <stdio.h>
+
 #define FUZZ_ASSERT(cond)                                                                                              \
     do {                                                                                                               \
         if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                                                 \
             __builtin_trap();                                                                                          \
         }                                                                                                              \
     } while (0)

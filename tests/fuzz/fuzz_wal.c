@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         read += entry.len + 28;
         FUZZ_ASSERT(entry.len <= size && read <= size);
         FUZZ_ASSERT(!(flags & 4) || entry.number > mark); // settled inputs are not read again
-        FUZZ_ASSERT(entry.number > before || flags & 1);  // in order (the older format never checked numbers)
+        FUZZ_ASSERT(entry.number > before);               // in order
         before = entry.number;
         if (entry.len) {
             volatile uint8_t touch = ((const uint8_t *)entry.data)[entry.len - 1]; // whole: ASan checks the end

@@ -195,8 +195,6 @@ static int s_list(drv_wal_t *self, char *err, size_t errlen)
             continue;
         }
         if (spare) {
-            int64_t highest = drv_wal_spare_highest(self, e->d_name);
-            self->last = highest > self->last ? highest : self->last;
             drv_wal_spare_found(self, e->d_name);
             continue;
         }
@@ -321,6 +319,17 @@ void drv_wal_close(drv_wal_t **self_p)
     }
     for (size_t i = 0; i < self->doomed_count; i++) {
         unlinkat(self->dir_fd, self->doomed[i], 0);
+    }
+    if (self->count == 0 && self->dir_fd >= 0) {
+        //  Nothing left: the slot keeps no spares for an instance that may
+        //  never come (a replace's next generation runs in another slot, a
+        //  deleted pipeline in none), and without them numbering may start
+        //  again from 1, so the mark goes too.
+        for (size_t i = 0; i < self->spare_count; i++) {
+            unlinkat(self->dir_fd, self->spares[i], 0);
+        }
+        unlinkat(self->dir_fd, MARK_NAME, 0);
+        self->mark_dirty = false;
     }
     if (self->mark_dirty && self->mark_fd >= 0) {
         fdatasync(self->mark_fd);

@@ -112,16 +112,14 @@ int64_t drv_wal_count_records(const drv_wal_t *self, const segment_t *segment, i
 int drv_wal_sync_ended(drv_wal_t *self, char *err, size_t errlen);
 
 //  Spares (drv_wal_spare.c). At open: a spare found (by name, or a segment
-//  whose entries do not start at its name's number) joins the kept ones.
+//  whose entries do not start at its name's number) joins the kept ones, and
+//  numbering goes on above the entries it holds.
 void drv_wal_spare_found(drv_wal_t *self, const char *name);
 //  A settled segment leaves the log: renamed a spare, or deleted past SPARES_KEPT.
 void drv_wal_spare_return(drv_wal_t *self, const segment_t *segment);
 //  The file for a new segment named name: a spare renamed, or a new file
 //  made at full size. Its descriptor open for writing, or -1 with errno.
 int drv_wal_spare_take(drv_wal_t *self, const char *name);
-//  The largest input number written in a spare (its stale entries): numbers
-//  never go back below it, so that stale entries never follow on.
-int64_t drv_wal_spare_highest(const drv_wal_t *self, const char *name);
 
 //  The settled mark (drv_wal_mark.c): read at open (0 when none), written as settling goes on.
 int drv_wal_mark_open(drv_wal_t *self, char *err, size_t errlen);

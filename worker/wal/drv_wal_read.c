@@ -112,7 +112,7 @@ int drv_wal_next(drv_wal_t *self, drv_wal_entry_t *entry, char *err, size_t errl
             }
         }
         drv_wal_found_t what = drv_wal_entry_at(&self->buf, self->read_fd, self->read_offset, segment->bytes, entry);
-        if (what == ENTRY_OK && !segment->old_format && entry->number > self->mark &&
+        if (what == ENTRY_OK && entry->number > self->mark &&
             (entry->number <= self->read_last || entry->number < segment->first || entry->number > segment->last)) {
             what = ENTRY_BAD; // whole, but not numbered on: no crash does that in the middle of the log
         }

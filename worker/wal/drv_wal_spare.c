@@ -48,8 +48,31 @@ static void s_doom(drv_wal_t *self, const char *name)
     }
 }
 
+//  The largest input number written in a spare (its older entries).
+static int64_t s_highest(const drv_wal_t *self, const char *name)
+{
+    segment_t segment = {0};
+    snprintf(segment.name, sizeof segment.name, "%s", name);
+    int fd = drv_wal_open_segment(self, &segment, O_RDONLY);
+    int64_t highest = 0, number, expect = -1;
+    uint32_t len, records;
+    for (int64_t at = 0;
+         fd >= 0 && drv_wal_header_at(fd, at, INT64_MAX, &number, &len, &records) && (expect < 0 || number == expect);
+         at += HEADER + (int64_t)len) {
+        highest = number > highest ? number : highest;
+        expect = number + 1;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return highest;
+}
+
 void drv_wal_spare_found(drv_wal_t *self, const char *name)
 {
+    //  Numbers go on above whatever it holds: its older entries never follow on from a new one's.
+    int64_t highest = s_highest(self, name);
+    self->last = highest > self->last ? highest : self->last;
     long long serial = -1;
     char tail[8] = "";
     if (sscanf(name, SPARE_PREFIX "%lld%7s", &serial, tail) == 2 && strcmp(tail, ".log") == 0 && serial >= 0) {
@@ -121,23 +144,4 @@ int drv_wal_spare_take(drv_wal_t *self, const char *name)
         return -1;
     }
     return fd;
-}
-
-int64_t drv_wal_spare_highest(const drv_wal_t *self, const char *name)
-{
-    segment_t segment = {0};
-    snprintf(segment.name, sizeof segment.name, "%s", name);
-    int fd = drv_wal_open_segment(self, &segment, O_RDONLY);
-    int64_t highest = 0, number, expect = -1;
-    uint32_t len, records;
-    for (int64_t at = 0;
-         fd >= 0 && drv_wal_header_at(fd, at, INT64_MAX, &number, &len, &records) && (expect < 0 || number == expect);
-         at += HEADER + (int64_t)len) {
-        highest = number > highest ? number : highest;
-        expect = number + 1;
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return highest;
 }
