@@ -106,13 +106,14 @@ def b18(gigabytes):
         logs = os.path.join(engine.run_dir, "buffer", "default", "b18")
         want = gigabytes * (1 << 30)
 
-        def on_disk():
+        def on_disk():  # the log's segments (spare-N.log, recycled ones waiting, hold nothing)
             total = 0
-            for path in glob.glob(f"{logs}/*/*.wal"):
+            for path in glob.glob(f"{logs}/*/*.log") + glob.glob(f"{logs}/*/*.wal"):
                 try:
-                    total += os.path.getsize(path)
+                    if not os.path.basename(path).startswith("spare-"):
+                        total += os.path.getsize(path)
                 except FileNotFoundError:
-                    pass  # settled and deleted since the glob
+                    pass  # settled and recycled since the glob
             return total
 
         while on_disk() < want:
@@ -133,7 +134,8 @@ def b18(gigabytes):
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             peak = max(peak, rss_kb(measured()))
-            if on_disk() < (8 << 20) and metric(http, "drover_buffer_records") == 0:
+            if (metric(http, "drover_buffer_replayed_records_total") > 0 and metric(http, "drover_buffer_records") == 0
+                    and metric(http, "drover_buffer_bytes") < (1 << 20)):
                 break
             time.sleep(0.05)  # a sampling period, not synchronisation
         drained = time.monotonic() - started
@@ -155,7 +157,7 @@ def main():
         rows.append(f"| B17 OTLP/HTTP logs in over {connections} connections with `type: disk, sync: batch`, logs/s on "
                     f"one core ({f1} failed) | {batch:,.0f} | {memory:,.0f} (`type: memory`, {f0} failed) | "
                     f"{batch / memory:.2f} | >= 0.70 |")
-        if connections == 64:
+        if not smoke or connections == 64:
             always, f2 = b17(seconds, {"type": "disk", "sync": "always"}, connections)
             rows.append(f"| B17 the same with `sync: always` ({f2} failed) | {always:,.0f} | {memory:,.0f} | "
                         f"{always / memory:.2f} | reported |")
