@@ -61,8 +61,12 @@ bool drv_utf8_valid(const char *s, size_t len, bool allow_nul)
             i += 8; // eight ASCII bytes (and no NUL unless allowed) at once
             continue;
         }
-        if (p[i] == 0 && !allow_nul) {
-            return false;
+        if (p[i] < 0x80) { // ASCII, in the tail a word did not cover
+            if (p[i] == 0 && !allow_nul) {
+                return false;
+            }
+            i++;
+            continue;
         }
         size_t bad;
         size_t n = drv_utf8_seq(p + i, len - i, &bad);

@@ -1,12 +1,15 @@
 /*  drv_ndjson: a written line never holds a duplicate key, whatever keys
     the record had (issue 23: 1 and "1", or two invalid UTF-8 keys that
-    both read "a\ufffd", were written as the same key twice). */
+    both read "a\ufffd", were written as the same key twice); strings are
+    escaped alike wherever their special bytes fall against the eight-byte
+    words the writer scans (issue 55). */
 #include "drv_ndjson.h"
 
 #include <msgpack.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,11 +60,36 @@ static void test_keys_that_read_alike_are_told_apart(void **state)
     free(line);
 }
 
+//  A 24-byte string with one special byte (or sequence) at every offset:
+//  the same escape wherever it falls in, or across, the words scanned.
+static void test_escapes_are_found_at_every_offset(void **state)
+{
+    (void)state;
+    const char *special[] = {"\"", "\\", "\n", "\x01", "\xc3\xa9", "\xff", "\x7f"};
+    const char *escaped[] = {"\\\"", "\\\\", "\\n", "\\u0001", "\xc3\xa9", "\xef\xbf\xbd", "\x7f"};
+    for (size_t k = 0; k < sizeof special / sizeof *special; k++) {
+        for (size_t at = 0; at < 24; at++) {
+            char in[40], want[80];
+            size_t n = strlen(special[k]);
+            memset(in, 'a', sizeof in);
+            memcpy(in + at, special[k], n);
+            in[24 + n - 1] = '\0';
+            snprintf(want, sizeof want, "{\"%.*s%s%.*s\":0}\n", (int)at, in, escaped[k], (int)(24 - 1 - at),
+                     in + at + n);
+            msgpack_object key = s_str(in);
+            char *line = s_line(&key, 1);
+            assert_string_equal(line, want);
+            free(line);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_keys_are_written_as_they_are),
         cmocka_unit_test(test_keys_that_read_alike_are_told_apart),
+        cmocka_unit_test(test_escapes_are_found_at_every_offset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

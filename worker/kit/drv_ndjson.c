@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 static int s_base64(drv_buf_t *out, const void *data, size_t size)
 {
@@ -33,6 +34,17 @@ static const bool s_plain[256] = {
     [']' ... '~'] = true,
 };
 
+//  True when none of eight bytes needs a look of its own: no control
+//  byte, no " or \, nothing past ASCII. Each test finds whether any byte
+//  is below a bound (x - n*ones & ~x & highs, exact for "any" when n <= 128).
+static inline bool s_word_plain(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+    uint64_t special = ((w - ones * 0x20) & ~w) | ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) | w;
+    return (special & highs) == 0;
+}
+
 //  Strictly valid UTF-8 out, whatever came in: each ill-formed subpart
 //  (surrogates, overlongs, past U+10FFFF, truncated) becomes U+FFFD.
 static int s_string(drv_buf_t *out, const char *s, size_t len)
@@ -45,6 +57,10 @@ static int s_string(drv_buf_t *out, const char *s, size_t len)
     while (i < len) {
         //  A run of what needs no escaping goes in at once.
         size_t run = i;
+        uint64_t word;
+        while (len - run >= 8 && (memcpy(&word, p + run, 8), s_word_plain(word))) {
+            run += 8;
+        }
         while (run < len && s_plain[p[run]]) {
             run++;
         }
