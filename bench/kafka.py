@@ -7,6 +7,8 @@ B25: exporter:kafka writing COUNT records (receiver:generator, each about
 both idempotent with acks=all and lz4, to a topic of 4 partitions: records
 a second from the start until the last is acknowledged (drover: the
 exporter's records_out in /status; kcat: its whole run). Goal >= 1.0.
+Reported beside it: kcat on CPU 0 alone, the one core the pipeline's
+instance (librdkafka's threads with it) runs on.
 
 B26: receiver:kafka -> exporter:null consuming those COUNT messages against
 kcat -C reading the same topic from the beginning to its end: records a
@@ -67,10 +69,12 @@ def drover_produce(cluster, topic, count):
         d.close()
 
 
-def kcat_produce(cluster, topic, path, count):
+def kcat_produce(cluster, topic, path, count, pin=False):
+    """pin: kcat (and so its librdkafka threads) on CPU 0 alone, as the
+    pipeline's one instance and its librdkafka threads are."""
     with open(path, "rb") as lines:  # on stdin: a line a message (a file named is one message)
         started = time.monotonic()
-        subprocess.run(["kcat", "-b", cluster.bootstrap, "-P", "-t", topic, "-z", "lz4", "-X",
+        subprocess.run([*(["taskset", "-c", "0"] if pin else []), "kcat", "-b", cluster.bootstrap, "-P", "-t", topic, "-z", "lz4", "-X",
                         "enable.idempotence=true", "-X", "acks=all"], stdin=lines, check=True, capture_output=True,
                        timeout=300)
         return count / (time.monotonic() - started)
@@ -121,12 +125,13 @@ def main():
         with open(lines, "w") as f:
             for n in range(count):
                 f.write(json.dumps({**RECORD, "seq": n, "core": 0}, separators=(",", ":")) + "\n")
-        ours = theirs = ours_in = theirs_in = 0.0
+        ours = theirs = pinned = ours_in = theirs_in = 0.0
         for r in range(rounds):
-            for name in (f"d{r}", f"k{r}"):
+            for name in (f"d{r}", f"k{r}", f"p{r}"):
                 cluster.topic(name, 4)
             ours = max(ours, drover_produce(cluster, f"d{r}", count))
             theirs = max(theirs, kcat_produce(cluster, f"k{r}", lines, count))
+            pinned = max(pinned, kcat_produce(cluster, f"p{r}", lines, count, pin=True))
             rate, there = kcat_consume(cluster, f"k{r}")
             theirs_in = max(theirs_in, rate)
             ours_in = max(ours_in, drover_consume(cluster, f"k{r}", there, f"bench{r}"))
@@ -134,12 +139,14 @@ def main():
         print("| --- | ---: |")
         print(f"| receiver:generator -> exporter:kafka (ndjson, lz4, acks=all, idempotent) | {ours:,.0f} |")
         print(f"| kcat -P of the same lines (lz4, acks=all, idempotent) | {theirs:,.0f} |")
+        print(f"| kcat -P on CPU 0 alone (taskset -c 0: one core, as the pipeline's instance has) | {pinned:,.0f} |")
         print(f"| receiver:kafka -> exporter:null (from the first record read) | {ours_in:,.0f} |")
         print(f"| kcat -C of the same topic to its end | {theirs_in:,.0f} |")
         print()
         for name, a, b in (("B25 exporter:kafka / kcat -P", ours, theirs),
                            ("B26 receiver:kafka / kcat -C", ours_in, theirs_in)):
             print(f"{name} = {a / b:.2f} (goal >= 1.0: {'met' if a / b >= 1.0 else 'missed'})")
+        print(f"B25 on one core each: exporter:kafka / kcat -P on CPU 0 = {ours / pinned:.2f} (reported)")
     finally:
         cluster.stop()
         subprocess.run(["rm", "-rf", work])
