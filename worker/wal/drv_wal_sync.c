@@ -107,6 +107,14 @@ void drv_wal_sync_start(drv_wal_t *self, drv_wal_sync_job_t *job)
         job->dir_sync = job->dir_sync && job->dir_fd >= 0;
         self->dir_dirty = self->dir_dirty && !job->dir_sync;
     }
+    if (job->dir_fd < 0 && (job->doomed_count || job->prepare[0])) { // no descriptor to do them with: later
+        self->doomed = job->doomed;
+        self->doomed_count = self->doomed_cap = job->doomed_count;
+        job->doomed = NULL;
+        job->doomed_count = 0;
+        job->prepare[0] = '\0';
+        self->preparing = false;
+    }
 }
 
 bool drv_wal_sync_empty(const drv_wal_sync_job_t *job)
