@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,12 +85,46 @@ static void test_escapes_are_found_at_every_offset(void **state)
     }
 }
 
+//  Integers as JSON numbers, every digit, at the edges of each width.
+static void test_integers_are_written_whole(void **state)
+{
+    (void)state;
+    const struct {
+        msgpack_object value;
+        const char *want;
+    } cases[] = {
+        {{.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 0}, "0"},
+        {{.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 9}, "9"},
+        {{.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 10}, "10"},
+        {{.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 99}, "99"},
+        {{.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 100}, "100"},
+        {{.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 1032}, "1032"},
+        {{.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 1795979003123456789ull}, "1795979003123456789"},
+        {{.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = UINT64_MAX}, "18446744073709551615"},
+        {{.type = MSGPACK_OBJECT_NEGATIVE_INTEGER, .via.i64 = -1}, "-1"},
+        {{.type = MSGPACK_OBJECT_NEGATIVE_INTEGER, .via.i64 = -10}, "-10"},
+        {{.type = MSGPACK_OBJECT_NEGATIVE_INTEGER, .via.i64 = INT64_MIN}, "-9223372036854775808"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        msgpack_object_kv kv = {s_str("n"), cases[i].value};
+        msgpack_object map = {.type = MSGPACK_OBJECT_MAP, .via.map = {1, &kv}};
+        drv_buf_t out = {0};
+        assert_int_equal(drv_ndjson_append(&out, &map), 0);
+        char want[64];
+        snprintf(want, sizeof want, "{\"n\":%s}\n", cases[i].want);
+        assert_int_equal(out.len, strlen(want));
+        assert_memory_equal(out.data, want, out.len);
+        drv_buf_free(&out);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_keys_are_written_as_they_are),
         cmocka_unit_test(test_keys_that_read_alike_are_told_apart),
         cmocka_unit_test(test_escapes_are_found_at_every_offset),
+        cmocka_unit_test(test_integers_are_written_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

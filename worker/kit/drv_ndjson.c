@@ -102,15 +102,28 @@ static int s_string(drv_buf_t *out, const char *s, size_t len)
 
 static int s_value(drv_buf_t *out, const msgpack_object *obj);
 
+//  "00".."99": two digits a division (a nanosecond time has 19).
+static const char s_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
+
 //  An integer in decimal, without printf's machinery.
 static int s_decimal(drv_buf_t *out, uint64_t magnitude, bool negative)
 {
     char text[24];
     char *at = text + sizeof text;
-    do {
-        *--at = (char)('0' + magnitude % 10);
-        magnitude /= 10;
-    } while (magnitude);
+    while (magnitude >= 100) {
+        const char *pair = s_pairs + 2 * (magnitude % 100);
+        magnitude /= 100;
+        *--at = pair[1];
+        *--at = pair[0];
+    }
+    if (magnitude >= 10) {
+        *--at = s_pairs[2 * magnitude + 1];
+        *--at = s_pairs[2 * magnitude];
+    } else {
+        *--at = (char)('0' + magnitude);
+    }
     if (negative) {
         *--at = '-';
     }
