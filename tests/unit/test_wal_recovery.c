@@ -237,6 +237,33 @@ static void test_sync_jobs_delete_spares_and_make_one_ahead_of_need(void **state
     drv_wal_close(&wal);
 }
 
+static void test_an_idle_log_lets_its_spares_go_but_one(void **state)
+{
+    (void)state;
+    drv_wal_t *wal = wal_open(100);
+    for (int64_t i = 1; i <= 20; i++) {
+        s_append(wal, i, true);
+    }
+    drv_wal_settled(wal, 20);
+    assert_int_equal(s_count("spare-", ".log"), 4);
+    drv_wal_tick(wal, 1000); // spares were used: the quiet starts now
+    drv_wal_tick(wal, 60999);
+    assert_int_equal(s_count("spare-", ".log"), 4);
+    for (int64_t i = 21; i <= 23; i++) { // three entries fill a segment: one is taken, the quiet starts again
+        s_append(wal, i, true);
+    }
+    drv_wal_tick(wal, 61000);
+    drv_wal_tick(wal, 120999);
+    assert_int_equal(s_count("spare-", ".log"), 3);
+    drv_wal_tick(wal, 121000);
+    assert_int_equal(s_count("spare-", ".log"), 1);
+    s_append(wal, 24, true);
+    drv_wal_close(&wal);
+    wal = wal_open(100);
+    s_expect_read(wal, 21, 24);
+    drv_wal_close(&wal);
+}
+
 //  ---------------------------------------------------------------- killed at each step
 
 static int s_steps_left;
@@ -359,6 +386,7 @@ int main(void)
                                         wal_teardown),
         cmocka_unit_test_setup_teardown(test_sync_jobs_delete_spares_and_make_one_ahead_of_need, wal_setup,
                                         wal_teardown),
+        cmocka_unit_test_setup_teardown(test_an_idle_log_lets_its_spares_go_but_one, wal_setup, wal_teardown),
         cmocka_unit_test_setup_teardown(test_a_kill_at_every_step_keeps_everything_synced_and_unsettled, wal_setup,
                                         wal_teardown),
     };

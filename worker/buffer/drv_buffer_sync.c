@@ -183,8 +183,8 @@ static void s_hand_over(drv_buffer_t *self)
 
 int drv_buffer_sync_if_due(drv_buffer_t *self, int64_t now_ms, char *err, size_t errlen)
 {
-    (void)now_ms;
     drv_buffer_adopt_tick(self, now_ms);
+    drv_wal_tick(self->wal, now_ms);
     if (self->syncer) {
         s_collect(self);
         if ((self->dirty_since_ms >= 0 || drv_wal_chores(self->wal)) && !self->syncer->running) {

@@ -110,6 +110,10 @@ void drv_wal_sync_release(drv_wal_sync_job_t *job);
 void drv_wal_sync_finished(drv_wal_t *self, const drv_wal_sync_job_t *job, bool ok);
 //  Spares past those kept are deleted by sync jobs, not at once (a thread runs them).
 void drv_wal_defer_deletes(drv_wal_t *self);
+//  Called now and then (every turn of the instance's loop will do): spares
+//  nobody took or returned for a minute are let go, but one (docs/operations.md,
+//  "The log on disk"); by the next sync job when deletes are deferred.
+void drv_wal_tick(drv_wal_t *self, int64_t now_ms);
 //  True while a sync job has something to do though nothing was appended
 //  (spares to delete, the settled mark to sync, a full segment to sync).
 bool drv_wal_chores(const drv_wal_t *self);

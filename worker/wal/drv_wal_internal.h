@@ -29,6 +29,7 @@ typedef struct {
 #define MARK_NAME "settled"   // the settled mark (drv_wal_mark.c)
 #define SPARE_PREFIX "spare-" // a recycled segment waiting to be written over: spare-{serial:06}.log
 #define SPARES_KEPT 4         // more than these are deleted (off the loop when a sync thread runs)
+#define SPARES_IDLE_MS 60000  // spares untouched this long are deleted but one
 
 typedef struct {
     int64_t first, last; // input numbers it holds (last: the next one's first - 1 until read)
@@ -58,9 +59,11 @@ struct drv_wal_t {
     //  Spares: settled segments kept to be written over (drv_wal_spare.c).
     drv_wal_name_t *spares, *doomed; // kept; to delete (by the next sync job when deletes are deferred)
     size_t spare_count, spare_cap, doomed_count, doomed_cap;
-    int64_t spare_serial; // the next spare's name
-    bool defer_deletes;   // a sync thread deletes (drv_wal_sync_start hands them over)
-    bool preparing;       // a sync job is making a spare ahead of need
+    int64_t spare_serial;       // the next spare's name
+    bool defer_deletes;         // a sync thread deletes (drv_wal_sync_start hands them over)
+    bool preparing;             // a sync job is making a spare ahead of need
+    bool spare_used;            // a spare was taken or returned since the last tick
+    int64_t spares_quiet_since; // mono ms (0: not yet ticked)
     //  The settled mark (drv_wal_mark.c): inputs up to mark are settled.
     int mark_fd;
     int64_t mark, mark_seq, mark_synced_ms;

@@ -8,7 +8,9 @@
     stays past the new entries, numbered below them: the reader stops where
     numbers do not follow on. Spares past SPARES_KEPT are deleted, by the
     sync thread when there is one (the last close of a file frees its
-    blocks, which no answer should wait for). */
+    blocks, which no answer should wait for), and so are all but one once
+    none was taken or returned for SPARES_IDLE_MS: an idle log does not
+    hold four segments of disk. */
 #include "drv_wal_internal.h"
 
 #include <errno.h>
@@ -100,6 +102,7 @@ void drv_wal_spare_found(drv_wal_t *self, const char *name)
 
 void drv_wal_spare_return(drv_wal_t *self, const segment_t *segment)
 {
+    self->spare_used = true;
     drv_wal_name_t spare;
     if (self->spare_count >= SPARES_KEPT) {
         s_doom(self, segment->name);
@@ -115,6 +118,7 @@ void drv_wal_spare_return(drv_wal_t *self, const segment_t *segment)
 
 int drv_wal_spare_take(drv_wal_t *self, const char *name)
 {
+    self->spare_used = true;
     int fd = -1;
     while (fd < 0 && self->spare_count > 0) {
         const char *spare = self->spares[--self->spare_count];
@@ -144,4 +148,20 @@ int drv_wal_spare_take(drv_wal_t *self, const char *name)
         return -1;
     }
     return fd;
+}
+
+void drv_wal_tick(drv_wal_t *self, int64_t now_ms)
+{
+    if (self->spare_used || self->spares_quiet_since == 0) {
+        self->spare_used = false;
+        self->spares_quiet_since = now_ms;
+        return;
+    }
+    if (now_ms - self->spares_quiet_since < SPARES_IDLE_MS) {
+        return;
+    }
+    while (self->spare_count > 1) { // an idle log keeps one, for its next segment
+        s_doom(self, self->spares[--self->spare_count]);
+    }
+    self->spares_quiet_since = now_ms;
 }
