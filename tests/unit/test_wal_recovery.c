@@ -114,6 +114,45 @@ static void test_a_recycled_segments_older_entries_are_never_read(void **state)
     drv_wal_close(&wal);
 }
 
+//  Entries of one length, so that a spare's older entries start exactly
+//  where the new ones end: whole, their checksums good, numbered lower.
+static void s_append_fixed(drv_wal_t *wal, int64_t number, bool read)
+{
+    char payload[32], err[300];
+    int len = snprintf(payload, sizeof payload, "in %06lld", (long long)number);
+    assert_int_equal(drv_wal_append(wal, 1, 1, payload, (size_t)len, read, err, sizeof err), number);
+}
+
+static void test_a_whole_older_entry_right_after_the_newest_ones_ends_the_segment(void **state)
+{
+    (void)state;
+    drv_wal_t *wal = wal_open(200); // six 37-byte entries a segment
+    for (int64_t i = 1; i <= 21; i++) {
+        s_append_fixed(wal, i, true);
+        drv_wal_settled(wal, i);
+    }
+    drv_wal_close(&wal); // not synced: the segment appended to stays, with what it holds settled
+    wal = wal_open(200);
+    assert_false(drv_wal_unread(wal));
+    assert_int_equal(drv_wal_bytes(wal), 0); // nothing past its entries counted
+    for (int64_t i = 22; i <= 29; i++) {
+        s_append_fixed(wal, i, false); // over spares: their older entries follow, aligned
+    }
+    drv_wal_close(&wal);
+    wal = wal_open(200);
+    assert_int_equal(drv_wal_bytes(wal), 8 * 37);
+    drv_wal_entry_t entry;
+    char err[300];
+    for (int64_t want = 22; want <= 29; want++) {
+        assert_int_equal(drv_wal_next(wal, &entry, err, sizeof err), 1);
+        assert_int_equal(entry.number, want);
+    }
+    assert_int_equal(drv_wal_next(wal, &entry, err, sizeof err), 0);
+    assert_int_equal(drv_wal_damage(wal).corrupt_segments, 0);
+    assert_int_equal(drv_wal_damage(wal).torn_bytes, 0);
+    drv_wal_close(&wal);
+}
+
 static void test_the_settled_mark_keeps_settled_inputs_from_coming_back(void **state)
 {
     (void)state;
@@ -380,6 +419,8 @@ int main(void)
     drv_wal_crash_hook = NULL;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_recycled_segments_older_entries_are_never_read, wal_setup, wal_teardown),
+        cmocka_unit_test_setup_teardown(test_a_whole_older_entry_right_after_the_newest_ones_ends_the_segment,
+                                        wal_setup, wal_teardown),
         cmocka_unit_test_setup_teardown(test_the_settled_mark_keeps_settled_inputs_from_coming_back, wal_setup,
                                         wal_teardown),
         cmocka_unit_test_setup_teardown(test_a_log_of_the_older_format_is_read_once_and_replaced, wal_setup,

@@ -76,7 +76,9 @@ static int s_check_newest(drv_wal_t *self, segment_t *segment, int64_t *read_fro
     *read_from = -1;
     while ((what = drv_wal_entry_at(&self->buf, fd, offset, size, &entry)) == ENTRY_OK) {
         if (!segment->old_format && entry.number != expect) {
-            what = ENTRY_END; // the spare's older entries: not this segment's
+            self->bytes -= segment->bytes - offset; // the spare's older entries: not this segment's
+            segment->bytes = offset;
+            what = ENTRY_END;
             break;
         }
         if (*read_from < 0 && entry.number > self->mark) {
