@@ -153,6 +153,64 @@ static void test_a_whole_older_entry_right_after_the_newest_ones_ends_the_segmen
     drv_wal_close(&wal);
 }
 
+//  A settled segment written over as a spare after a crash lost its renames
+//  comes back under its old name, numbered past it: a spare again, its
+//  bytes not counted as the log's.
+static void test_a_segment_numbered_past_its_name_is_a_spare_and_not_counted(void **state)
+{
+    (void)state;
+    drv_wal_t *wal = wal_open(100); // three entries a segment: 1-3, 4-6, 7-9, 10-12
+    for (int64_t i = 1; i <= 12; i++) {
+        s_append(wal, i, false);
+    }
+    drv_wal_close(&wal);
+    wal = wal_open(100);
+    int64_t bytes = drv_wal_bytes(wal);
+    drv_wal_close(&wal);
+    char from[128], to[128], cmd[300];
+    snprintf(from, sizeof from, "%s/%020d.log", s_dir, 7);
+    snprintf(to, sizeof to, "%s/%020d.log", s_dir, 0);
+    snprintf(cmd, sizeof cmd, "cp %s %s", from, to);
+    assert_int_equal(system(cmd), 0);
+    wal = wal_open(100);
+    assert_int_equal(drv_wal_bytes(wal), bytes);
+    assert_int_equal(s_count("spare-", ".log"), 1);
+    s_expect_read(wal, 1, 12);
+    assert_int_equal(drv_wal_damage(wal).corrupt_segments, 0);
+    drv_wal_close(&wal);
+}
+
+//  A mark past any number a log can reach is damage: ignored, so nothing
+//  is skipped and numbering does not overflow.
+static void test_a_mark_past_any_reachable_number_is_ignored(void **state)
+{
+    (void)state;
+    drv_wal_t *wal = wal_open(1 << 20);
+    for (int64_t i = 1; i <= 3; i++) {
+        s_append(wal, i, false);
+    }
+    drv_wal_close(&wal);
+    unsigned char slot[28] = "DRVMARK1";
+    uint64_t seq = 9; // newer than the slots written (an odd seq: the slot at 512)
+    for (int i = 0; i < 8; i++) {
+        slot[8 + i] = (unsigned char)((uint64_t)INT64_MAX >> (8 * i));
+        slot[16 + i] = (unsigned char)(seq >> (8 * i));
+    }
+    uint32_t crc = drv_crc32c(0, slot, 24);
+    for (int i = 0; i < 4; i++) {
+        slot[24 + i] = (unsigned char)(crc >> (8 * i));
+    }
+    char mark[128];
+    snprintf(mark, sizeof mark, "%s/settled", s_dir);
+    int fd = open(mark, O_WRONLY);
+    assert_int_equal(pwrite(fd, slot, sizeof slot, 512), (ssize_t)sizeof slot);
+    close(fd);
+    wal = wal_open(1 << 20);
+    s_expect_read(wal, 1, 3);
+    s_append(wal, 4, false);
+    drv_wal_close(&wal);
+}
+
 static void test_the_settled_mark_keeps_settled_inputs_from_coming_back(void **state)
 {
     (void)state;
@@ -421,6 +479,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_recycled_segments_older_entries_are_never_read, wal_setup, wal_teardown),
         cmocka_unit_test_setup_teardown(test_a_whole_older_entry_right_after_the_newest_ones_ends_the_segment,
                                         wal_setup, wal_teardown),
+        cmocka_unit_test_setup_teardown(test_a_segment_numbered_past_its_name_is_a_spare_and_not_counted, wal_setup,
+                                        wal_teardown),
+        cmocka_unit_test_setup_teardown(test_a_mark_past_any_reachable_number_is_ignored, wal_setup, wal_teardown),
         cmocka_unit_test_setup_teardown(test_the_settled_mark_keeps_settled_inputs_from_coming_back, wal_setup,
                                         wal_teardown),
         cmocka_unit_test_setup_teardown(test_a_log_of_the_older_format_is_read_once_and_replaced, wal_setup,

@@ -231,6 +231,7 @@ static int s_recover(drv_wal_t *self, char *err, size_t errlen)
         if (segment->old_format) {
             segment->records = drv_wal_count_records(self, segment, self->mark);
         } else if (s_walk(self, segment, segment->last) != 0) {
+            self->bytes -= segment->bytes;
             drv_wal_spare_found(self, segment->name);
             s_remove(self, i);
             continue;

@@ -127,6 +127,11 @@ int64_t drv_wal_appendv(drv_wal_t *self, int64_t time_ms, uint32_t records, cons
         snprintf(err, errlen, "an input of %zu bytes is larger than a log entry may be", len);
         return -1;
     }
+    if (self->last >= DRV_WAL_MAX_NUMBER) {
+        snprintf(err, errlen, "%s: input numbers used up (a damaged log numbered its entries past %lld)", self->dir,
+                 (long long)DRV_WAL_MAX_NUMBER);
+        return -1;
+    }
     read = read && !drv_wal_unread(self);
     segment_t *current = self->fd >= 0 ? &self->segments[self->count - 1] : NULL;
     if (current && current->bytes >= (int64_t)self->segment_bytes) {

@@ -25,6 +25,9 @@ typedef struct {
     size_t cap;
 } drv_wal_buf_t;
 
+//  Input numbers past this are damage (a log numbers one by one from 1:
+//  no instance lives to reach it); the next number never overflows.
+#define DRV_WAL_MAX_NUMBER (INT64_C(1) << 62)
 #define NAME_MAX_LEN 32
 #define MARK_NAME "settled"   // the settled mark (drv_wal_mark.c)
 #define SPARE_PREFIX "spare-" // a recycled segment waiting to be written over: spare-{serial:06}.log

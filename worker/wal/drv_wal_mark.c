@@ -48,7 +48,7 @@ static int s_slot(int fd, int64_t offset, int64_t *settled, int64_t *seq)
     }
     *settled = (int64_t)s_get64(slot + 8);
     *seq = (int64_t)s_get64(slot + 16);
-    return *settled >= 0 && *seq >= 0;
+    return *settled >= 0 && *settled <= DRV_WAL_MAX_NUMBER && *seq >= 0;
 }
 
 int drv_wal_mark_open(drv_wal_t *self, char *err, size_t errlen)
