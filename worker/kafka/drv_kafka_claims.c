@@ -15,6 +15,7 @@ struct drv_kafka_claims_t {
     char dir[4096];
     char member[64]; // our member file's name
     int member_fd;   // locked while we want a share; -1 once left
+    bool left;       // no share wanted any more: not joined again
     int *locks;      // by partition: the locked descriptor, or -1
     int32_t lock_count;
 };
@@ -51,10 +52,37 @@ static int s_lock(const drv_kafka_claims_t *self, const char *name, bool create)
     return fd;
 }
 
+//  True when name under the claims' directory is the file fd has open.
+static bool s_names(const drv_kafka_claims_t *self, const char *name, int fd)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", self->dir, name);
+    struct stat held, named;
+    return fstat(fd, &held) == 0 && stat(path, &named) == 0 && held.st_ino == named.st_ino &&
+           held.st_dev == named.st_dev;
+}
+
+//  Our member file, locked before it appears under its name (made as
+//  join.<pid>, locked, renamed): another member never finds it unlocked
+//  and takes it for a dead one's. Made again when it is gone from under
+//  its name (removed by hand, or swept by a member that looked just as a
+//  dead instance's file with our pid was replaced).
 static void s_join(drv_kafka_claims_t *self)
 {
-    if (self->member_fd < 0) {
-        self->member_fd = s_lock(self, self->member, true);
+    if (self->left || (self->member_fd >= 0 && s_names(self, self->member, self->member_fd))) {
+        return;
+    }
+    if (self->member_fd >= 0) {
+        close(self->member_fd);
+    }
+    char joining[64], from[4400], to[4400];
+    snprintf(joining, sizeof joining, "join.%ld", (long)getpid());
+    snprintf(from, sizeof from, "%s/%s", self->dir, joining);
+    snprintf(to, sizeof to, "%s/%s", self->dir, self->member);
+    self->member_fd = s_lock(self, joining, true);
+    if (self->member_fd >= 0 && rename(from, to) != 0) {
+        close(self->member_fd);
+        self->member_fd = -1;
     }
 }
 
@@ -101,6 +129,7 @@ void drv_kafka_claims_leave(drv_kafka_claims_t *self)
         close(self->member_fd);
         self->member_fd = -1;
     }
+    self->left = true;
 }
 
 void drv_kafka_claims_destroy(drv_kafka_claims_t **self_p)
@@ -141,9 +170,11 @@ static int32_t s_members(drv_kafka_claims_t *self)
             members += errno == EWOULDBLOCK; // held: alive (gone meanwhile: not counted)
             continue;
         }
-        char path[4400];
-        snprintf(path, sizeof path, "%s/%s", self->dir, entry->d_name);
-        unlink(path);
+        if (s_names(self, entry->d_name, fd)) { // not a live member's renamed over it since
+            char path[4400];
+            snprintf(path, sizeof path, "%s/%s", self->dir, entry->d_name);
+            unlink(path);
+        }
         close(fd);
     }
     closedir(dir);
@@ -152,9 +183,10 @@ static int32_t s_members(drv_kafka_claims_t *self)
 
 int32_t drv_kafka_claims_share(drv_kafka_claims_t *self, int32_t count)
 {
-    if (self->member_fd < 0) {
-        return 0; // left: gives every partition back
+    if (self->left) {
+        return 0; // gives every partition back
     }
+    s_join(self);
     int32_t members = s_members(self);
     members = members > 0 ? members : 1;
     return (count + members - 1) / members;

@@ -8,8 +8,9 @@
 
     A lock is flock(2)'d by the instance reading the partition (the kernel
     lets go of it when the instance dies); a member file is locked by an
-    instance for as long as it wants a share, and a draining one lets go of
-    it first. Each counts the members and reads at most its share
+    instance for as long as it wants a share (locked before it is renamed
+    in, so that no member takes it for a dead one's), and a draining one
+    lets go of it first. Each counts the members and reads at most its share
     (partitions / members, rounded up): one holding more gives the rest
     back once what it read of them is settled and committed, one holding
     less takes what is free. A partition changes hands only after its last
