@@ -132,6 +132,8 @@ def main():
     print()
     runs = {(False, 0): (0.0, 0.0), (False, 1): (0.0, 0.0), (True, 0): (0.0, 0.0), (True, 1): (0.0, 0.0),
             (True, 2): (0.0, 0.0)}
+    if smoke:  # each kind of run once: it works, not how fast
+        runs = {(False, 1): (0.0, 0.0), (True, 2): (0.0, 0.0)}
     for _ in range(rounds):
         for disk, dead in runs:
             got = otlp_rate(dead, seconds, disk)
@@ -142,6 +144,8 @@ def main():
         print(f"| {'disk' if disk else 'memory'} buffer, beside {dead} dead exporter:http | {value:,.0f} | "
               f"{f'{held:.2f}' if disk else ''} |")
     print()
+    if smoke:
+        return
     alone = runs[False, 0][0]
     r = runs[False, 1][0] / alone if alone else 0
     print(f"B22 OTLP, memory: healthy branch beside a dead sibling / alone = {r:.2f} "
@@ -153,7 +157,6 @@ def main():
         print(f"B22 OTLP, disk: healthy branch beside {dead} dead / alone = {r:.2f} "
               f"(goal >= 0.9: {'met' if r >= 0.9 else 'missed'}); log bytes / accepted = {held:.2f} "
               f"(goal <= 1.2: {'met' if 0 < held <= 1.2 else 'missed'})")
-
 
 if __name__ == "__main__":
     main()
