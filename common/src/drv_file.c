@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,4 +116,36 @@ int drv_file_mkdirs(const char *path, char *err, size_t errlen)
             }
         }
     }
+}
+
+bool drv_file_names(const char *path, int fd)
+{
+    struct stat held, named;
+    return fd >= 0 && fstat(fd, &held) == 0 && stat(path, &named) == 0 && held.st_ino == named.st_ino &&
+           held.st_dev == named.st_dev;
+}
+
+int drv_file_lock_in(const char *dir, const char *name)
+{
+    char temp[4400], path[4400];
+    snprintf(temp, sizeof temp, "%s/joining.%ld", dir, (long)getpid());
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    //  Held while ours replaces it: a live holder's is not replaced.
+    int before = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (before >= 0 && flock(before, LOCK_EX | LOCK_NB) != 0) {
+        close(before);
+        errno = EWOULDBLOCK;
+        return -1;
+    }
+    int fd = open(temp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0 && (flock(fd, LOCK_EX | LOCK_NB) != 0 || rename(temp, path) != 0)) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        fd = -1;
+    }
+    if (before >= 0) {
+        close(before);
+    }
+    return fd;
 }

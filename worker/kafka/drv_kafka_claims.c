@@ -1,6 +1,8 @@
 /*  drv_kafka_claims — see drv_kafka_claims.h. */
 #include "drv_kafka_claims.h"
 
+#include "drover/drv_file.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -57,33 +59,22 @@ static bool s_names(const drv_kafka_claims_t *self, const char *name, int fd)
 {
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", self->dir, name);
-    struct stat held, named;
-    return fstat(fd, &held) == 0 && stat(path, &named) == 0 && held.st_ino == named.st_ino &&
-           held.st_dev == named.st_dev;
+    return drv_file_names(path, fd);
 }
 
-//  Our member file, locked before it appears under its name (made as
-//  join.<pid>, locked, renamed): another member never finds it unlocked
-//  and takes it for a dead one's. Made again when it is gone from under
-//  its name (removed by hand, or swept by a member that looked just as a
-//  dead instance's file with our pid was replaced).
+//  Our member file, locked before it appears under its name: another
+//  member never finds it unlocked and takes it for a dead one's. Made
+//  again when it is gone from under its name (removed by hand, or swept by
+//  a member that looked as it replaced a dead instance's with our pid).
 static void s_join(drv_kafka_claims_t *self)
 {
-    if (self->left || (self->member_fd >= 0 && s_names(self, self->member, self->member_fd))) {
+    if (self->left || s_names(self, self->member, self->member_fd)) {
         return;
     }
     if (self->member_fd >= 0) {
         close(self->member_fd);
     }
-    char joining[64], from[4400], to[4400];
-    snprintf(joining, sizeof joining, "join.%ld", (long)getpid());
-    snprintf(from, sizeof from, "%s/%s", self->dir, joining);
-    snprintf(to, sizeof to, "%s/%s", self->dir, self->member);
-    self->member_fd = s_lock(self, joining, true);
-    if (self->member_fd >= 0 && rename(from, to) != 0) {
-        close(self->member_fd);
-        self->member_fd = -1;
-    }
+    self->member_fd = drv_file_lock_in(self->dir, self->member);
 }
 
 drv_kafka_claims_t *drv_kafka_claims_new(const char *run_dir, const char *group, const char *topic, char *err,

@@ -312,8 +312,15 @@ void drv_checkpoint_mark_started(const char *dir)
 int drv_checkpoint_join(const char *dir, int64_t generation, int core)
 {
     char name[64];
-    snprintf(name, sizeof name, "member.%lld.%d", (long long)generation, core);
-    return drv_checkpoint_lock_name(dir, name);
+    snprintf(name, sizeof name, "member.%lld.%d.lock", (long long)generation, core);
+    return drv_file_lock_in(dir, name); // never found unlocked by another's sweep in drv_checkpoint_rank
+}
+
+bool drv_checkpoint_joined(const char *dir, int64_t generation, int core, int fd)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/member.%lld.%d.lock", dir, (long long)generation, core);
+    return drv_file_names(path, fd);
 }
 
 bool drv_checkpoint_rank(const char *dir, int64_t generation, int core, int *rank, int *count)
@@ -338,7 +345,7 @@ bool drv_checkpoint_rank(const char *dir, int64_t generation, int core, int *ran
                 //  Removed only when old: a fresh one may be an instance
                 //  between making its lock and taking it.
                 struct stat st;
-                if (fstat(probe, &st) == 0 && st.st_mtime < time(NULL) - 60) {
+                if (fstat(probe, &st) == 0 && st.st_mtime < time(NULL) - 60 && drv_file_names(path, probe)) {
                     unlink(path);
                 }
                 close(probe);

@@ -68,6 +68,9 @@ int drv_checkpoint_save_name(const char *dir, const char *name, const json_t *do
 //  core) and how many they are: false when it is not of the newest (a
 //  generation draining while the next runs reads nothing new).
 int drv_checkpoint_join(const char *dir, int64_t generation, int core);
+//  True while fd (from join) is still the member file under its name:
+//  false once it was removed from under it (then joined again).
+bool drv_checkpoint_joined(const char *dir, int64_t generation, int core, int fd);
 bool drv_checkpoint_rank(const char *dir, int64_t generation, int core, int *rank, int *count);
 //  True when the pipeline read files before (the marker is there); mark makes it so.
 bool drv_checkpoint_started(const char *dir);

@@ -41,6 +41,11 @@ static bool s_wild(const char *text)
 //  Which instances read: joins when it has not yet, then its place among them.
 static void s_members(drv_tail_t *self)
 {
+    if (self->member_fd >= 0 &&
+        !drv_checkpoint_joined(self->dir, self->config.generation, self->config.core, self->member_fd)) {
+        close(self->member_fd); // removed from under us: not counted, so joined again
+        self->member_fd = -1;
+    }
     if (self->member_fd < 0) {
         self->member_fd = drv_checkpoint_join(self->dir, self->config.generation, self->config.core);
     }

@@ -1,8 +1,10 @@
 /*  drv_file — reading a whole file of bounded size (the config file, a Lua
-    script_file), and writing a whole buffer to a descriptor. */
+    script_file), writing a whole buffer to a descriptor, and the lock
+    files a process holds while it lives. */
 #ifndef DRV_FILE_H
 #define DRV_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 //  The file's bytes, NUL-terminated (caller frees), with their count in
@@ -22,5 +24,17 @@ int drv_file_mkdirs(const char *path, char *err, size_t errlen);
 //  Writes all len bytes of data to fd, retrying short writes and EINTR.
 //  Returns 0, or -1 with errno set (ENOSPC when a write wrote nothing).
 int drv_file_write_all(int fd, const void *data, size_t len);
+
+//  A lock file that a process holds while it lives, and that others sweep
+//  when nobody holds it (a dead holder's): dir/name made locked before it
+//  appears under its name (made as dir/joining.<pid>, flock'd, renamed),
+//  so that no sweeper ever finds a live holder's file unlocked; it
+//  replaces a dead holder's file of that name, never a live one's. The
+//  descriptor, or -1 with errno set (EWOULDBLOCK: a live holder has it). A sweeper removes only a file that
+//  drv_file_names says is still under the name it locked, and a holder whose file is no longer under its name
+//  (drv_file_names false) makes it again.
+int drv_file_lock_in(const char *dir, const char *name);
+//  True when path names the file fd has open.
+bool drv_file_names(const char *path, int fd);
 
 #endif
