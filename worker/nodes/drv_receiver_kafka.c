@@ -27,6 +27,7 @@
 
 #define INPUTS_PER_TURN 8
 #define CLOSE_WAIT_MS 15000
+#define CLOSED_CHECK_MS 100 // a closing consumer asked this often whether it is closed
 #define PAUSED_CHECK_MS 20  // backpressure is looked at again this often
 #define DIVIDE_EVERY_MS 100 // assignment: node: the share looked at again this often
 
@@ -39,6 +40,8 @@ typedef struct {
     drv_kafka_divide_t *divide; // assignment: node (else NULL: the group assigns)
     int64_t next_divide_ms;
     bool draining, closing, closed;
+    int64_t close_deadline_ms; // mono: a close not done by then is left to the consumer's destroy
+    int64_t next_closed_check_ms;
     int64_t ready_deadline_ms; // mono: READY without an assignment after the session timeout
     bool more;                 // a turn ended with messages left: the queue wakes the pipe only when it was empty
     int64_t drain_deadline_ms;
@@ -115,6 +118,8 @@ static void s_close(kafka_rx_t *self)
         return;
     }
     self->closing = true;
+    self->close_deadline_ms = drv_time_mono_ms() + CLOSE_WAIT_MS;
+    self->next_closed_check_ms = drv_time_mono_ms() + CLOSED_CHECK_MS;
     drv_kafka_group_closing(self->group);
     if (self->divide) {
         drv_kafka_divide_close(self->divide); // every lock goes: the next readers start where this one committed
@@ -140,6 +145,12 @@ static int s_readable(drv_node_t *node)
             rd_kafka_message_destroy(message);
         }
         self->closed = rd_kafka_consumer_closed(self->rk);
+        self->next_closed_check_ms = now + CLOSED_CHECK_MS;
+        if (!self->closed && now >= self->close_deadline_ms) {
+            drv_warn("kafka close not done node=%s reason=\"the group did not let it leave within %d ms\"", node->id,
+                     CLOSE_WAIT_MS);
+            self->closed = true; // what settled was committed before: the destroy lets the rest go
+        }
         return 0;
     }
     bool hold_back = self->draining || drv_node_backlogged(node) || drv_kafka_group_rebalancing(self->group);
@@ -238,6 +249,11 @@ static int64_t s_timeout_ms(drv_node_t *node)
         return -1;
     }
     int64_t now = drv_time_mono_ms(), due = -1;
+    if (self->closing) {
+        //  The end of a close need not come as an event on the queue
+        //  (librdkafka's own rd_kafka_consumer_close polls it every 100 ms).
+        return self->next_closed_check_ms <= now ? 0 : self->next_closed_check_ms - now;
+    }
     if (self->more) {
         return 0;
     }
