@@ -298,10 +298,21 @@ class Engine:
         return wait_until(lambda: (lambda now: now if all(i in now for i in ids) else None)(self.instances()),
                           timeout, f"instances {ids}")
 
-    def signal(self, sig):
-        # Only while droverd is still unshare's child: once it has exited its
-        # host pid may already belong to another test's process.
+    def ours(self):
+        """True while self.pid is this engine's droverd: unshare's child, or
+        (unshare gone) a droverd run with this engine's config. Once it has
+        exited its host pid may belong to another test's process."""
         if self.proc.poll() is None and self.pid in children_of(self.proc.pid):
+            return True
+        try:
+            with open(f"/proc/{self.pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        return "droverd" in args[0].decode(errors="replace") and self.config_path.encode() in args
+
+    def signal(self, sig):
+        if self.ours():
             os.kill(self.pid, sig)
 
     def wait_exit(self, timeout=30.0):
@@ -313,8 +324,14 @@ class Engine:
                 self.signal(signal.SIGTERM)
                 self.proc.wait(timeout=15)
             except Exception:
+                #  droverd is PID 1 of its namespace: killed, every process in
+                #  it goes too. Killing unshare alone would leave them running.
+                print(f"droverd pid {self.pid} did not stop within 15 s of SIGTERM: killed", flush=True)
+                self.signal(signal.SIGKILL)
                 self.proc.kill()
                 self.proc.wait()
+        elif self.pid and self.pid > 0 and self.ours():
+            self.signal(signal.SIGKILL)  # unshare gone, droverd not: nothing is left behind
         if self.proc:
             self.log.close()
 
