@@ -43,7 +43,10 @@ int drv_wal_header_at(int fd, int64_t offset, int64_t size, int64_t *number, uin
     *len = s_get32(head);
     *number = (int64_t)s_get64(head + 8);
     *records = s_get32(head + 24);
-    return *len <= MAX_ENTRY && size - offset - HEADER >= (int64_t)*len;
+    //  A number no log reaches is damage (appends stop at the bound): a
+    //  spare's junk taken for an entry must not raise the numbering past it.
+    return *len <= MAX_ENTRY && size - offset - HEADER >= (int64_t)*len && *number >= 1 &&
+           *number <= DRV_WAL_MAX_NUMBER;
 }
 
 drv_wal_found_t drv_wal_entry_at(drv_wal_buf_t *buf, int fd, int64_t offset, int64_t size, drv_wal_entry_t *entry)
@@ -75,10 +78,11 @@ drv_wal_found_t drv_wal_entry_at(drv_wal_buf_t *buf, int fd, int64_t offset, int
     if (rc != 1) {
         return rc == 0 ? ENTRY_TORN : ENTRY_ERROR;
     }
-    if (drv_crc32c(0, buf->data, len + HEADER - 8) != s_get32(head + 4)) {
+    int64_t number = (int64_t)s_get64(head + 8);
+    if (drv_crc32c(0, buf->data, len + HEADER - 8) != s_get32(head + 4) || number < 1 || number > DRV_WAL_MAX_NUMBER) {
         return ENTRY_BAD;
     }
-    *entry = (drv_wal_entry_t){.number = (int64_t)s_get64(head + 8),
+    *entry = (drv_wal_entry_t){.number = number,
                                .time_ms = (int64_t)s_get64(head + 16),
                                .records = s_get32(head + 24),
                                .data = buf->data + HEADER - 8,
