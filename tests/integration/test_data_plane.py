@@ -9,7 +9,7 @@ import unittest
 import msgpack
 import zmq
 
-from harness import EngineTest, Producer, free_port, proc_status, read_ndjson, unobserved, wait_until
+from harness import SLOW, EngineTest, Producer, free_port, proc_status, read_ndjson, unobserved, wait_until
 
 ZMQ_PIPELINE = """
 engine:
@@ -72,14 +72,19 @@ BURST_PIPELINE = """
 class Bursts(EngineTest):
     """The tail of a burst is never left in the broker (issue 34): batches
     pushed as fast as pyzmq sends them, heartbeats every 20 ms and the status
-    polled all along; every record is out within seconds of the last send."""
+    polled all along; every record comes out, records_out never standing
+    still for 5 s on the way."""
 
-    def test_every_record_of_each_burst_is_out_within_seconds_of_the_last_send(self):
+    def test_every_record_of_each_burst_comes_out_and_the_count_never_stalls(self):
         import threading
         from harness import Admin, engine_yaml
         http_port, zmq_port = free_port(), free_port()
+        #  20 ms (sanitized: times DROVER_TEST_SLOW): three missed, 60 ms of a
+        #  sanitized worker's stall on a busy machine, and droverd restarts
+        #  it, and the count of a burst redelivered is not the count sent.
         engine = self.start_engine(engine_yaml(BURST_PIPELINE.replace("PORT", str(zmq_port)),
-                                               "  heartbeat_interval_ms: 20\n").replace("HTTP", str(http_port)))
+                                               f"  heartbeat_interval_ms: {int(20 * SLOW)}\n")
+                                   .replace("HTTP", str(http_port)))
         admin = Admin(engine, http_port)
         admin.wait_ready(20)
         path = "/api/v1/groups/default/pipelines/burst/status"
@@ -101,7 +106,19 @@ class Bursts(EngineTest):
                 producer.send(batch)
             sent += (40000 if burst == 0 else 5000) * 64
             out = lambda: admin.http("GET", path)[1]["totals"]["records_out"]
-            wait_until(lambda: out() >= sent, 5, f"all {sent} records of burst {burst} out (stuck at {out()})")
+            #  Stuck, not slow: a tail left in the broker shows as records_out
+            #  standing still short of what was sent (a sanitized build on a
+            #  busy machine may take longer than seconds, moving all along).
+            progress = {"out": -1, "since": time.monotonic()}
+
+            def moving():
+                now = out()
+                if now != progress["out"]:
+                    progress.update(out=now, since=time.monotonic())
+                self.assertLess(time.monotonic() - progress["since"], 5 * SLOW,
+                                f"burst {burst}: records_out stuck at {now} of {sent} for 5 s")
+                return now >= sent
+            wait_until(moving, 120, f"all {sent} records of burst {burst} out")
             self.assertEqual(out(), sent)
 
 
