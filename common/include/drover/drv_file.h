@@ -26,13 +26,13 @@ int drv_file_mkdirs(const char *path, char *err, size_t errlen);
 int drv_file_write_all(int fd, const void *data, size_t len);
 
 //  A lock file that a process holds while it lives, and that others sweep
-//  when nobody holds it (a dead holder's): dir/name made locked before it
+//  when nobody holds it (a dead holder's): dir/name, made locked before it
 //  appears under its name (made as dir/joining.<pid>, flock'd, renamed),
-//  so that no sweeper ever finds a live holder's file unlocked; it
-//  replaces a dead holder's file of that name, never a live one's. The
-//  descriptor, or -1 with errno set (EWOULDBLOCK: a live holder has it). A sweeper removes only a file that
-//  drv_file_names says is still under the name it locked, and a holder whose file is no longer under its name
-//  (drv_file_names false) makes it again.
+//  so that no sweeper ever finds a live holder's file unlocked. It replaces
+//  a dead holder's file of that name, never a live one's. The descriptor,
+//  or -1 with errno set (EWOULDBLOCK: a live holder has it). A sweeper
+//  removes only a file that drv_file_names says is still under the name it
+//  locked; a holder whose file is no longer under its name makes it again.
 int drv_file_lock_in(const char *dir, const char *name);
 //  True when path names the file fd has open.
 bool drv_file_names(const char *path, int fd);
