@@ -1,6 +1,7 @@
 /*  drv_file — reading a whole file of bounded size, writing one, making directories. */
 #include "drover/drv_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 //  path opened non-blocking, when it is a regular file; -1 with err set.
@@ -125,10 +127,51 @@ bool drv_file_names(const char *path, int fd)
            held.st_dev == named.st_dev;
 }
 
+//  A joining file nobody holds that is older than JOINING_STALE_S was left
+//  by a process that died between making it and renaming it: removed. (A
+//  live joiner holds its file from a moment after making it; the age
+//  keeps that moment out of reach.)
+#define JOINING_STALE_S 60
+
+static void s_sweep_joining(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        return;
+    }
+    struct dirent *entry;
+    time_t now = time(NULL);
+    while ((entry = readdir(d)) != NULL) {
+        struct stat st;
+        if (strncmp(entry->d_name, "joining.", 8) != 0 ||
+            fstatat(dirfd(d), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            now - st.st_mtime < JOINING_STALE_S) {
+            continue;
+        }
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, entry->d_name);
+        int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && drv_file_names(path, fd)) {
+            unlink(path);
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
+    closedir(d);
+}
+
 int drv_file_lock_in(const char *dir, const char *name)
 {
+    static unsigned serial;
+    s_sweep_joining(dir);
     char temp[4400], path[4400];
-    snprintf(temp, sizeof temp, "%s/joining.%ld", dir, (long)getpid());
+    //  pid and a serial: unique among this namespace's processes; the time
+    //  tells apart a pid reused in another namespace sharing dir.
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(temp, sizeof temp, "%s/joining.%ld.%u.%lld%09ld", dir, (long)getpid(), serial++, (long long)ts.tv_sec,
+             ts.tv_nsec);
     snprintf(path, sizeof path, "%s/%s", dir, name);
     //  Held while ours replaces it: a live holder's is not replaced.
     int before = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
@@ -137,9 +180,10 @@ int drv_file_lock_in(const char *dir, const char *name)
         errno = EWOULDBLOCK;
         return -1;
     }
-    int fd = open(temp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(temp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0 && (flock(fd, LOCK_EX | LOCK_NB) != 0 || rename(temp, path) != 0)) {
         int saved = errno;
+        unlink(temp); // ours alone (O_EXCL): nothing is left beside
         close(fd);
         errno = saved;
         fd = -1;

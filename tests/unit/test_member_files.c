@@ -13,6 +13,7 @@
 #include "drover/drv_file.h"
 #include "drv_checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char s_dir[64];
@@ -70,6 +73,53 @@ static void s_kill(pid_t pid)
     waitpid(pid, NULL, 0);
 }
 
+//  How many joining.* files dir holds.
+static int s_joining_files(void)
+{
+    DIR *d = opendir(s_dir);
+    assert_non_null(d);
+    int count = 0;
+    struct dirent *entry;
+    while ((entry = readdir(d)) != NULL) {
+        count += strncmp(entry->d_name, "joining.", 8) == 0;
+    }
+    closedir(d);
+    return count;
+}
+
+//  dir/name made now, or ago_s seconds ago; its descriptor.
+static int s_made(const char *name, int ago_s)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", s_dir, name);
+    int fd = open(path, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    struct timespec times[2] = {{.tv_sec = time(NULL) - ago_s}, {.tv_sec = time(NULL) - ago_s}};
+    assert_int_equal(futimens(fd, times), 0);
+    return fd;
+}
+
+static void test_a_dead_joiners_file_goes_a_live_or_fresh_one_stays(void **state)
+{
+    (void)state;
+    close(s_made("joining.4242.0.1", 120));     // a joiner killed between making and renaming it
+    close(s_made("joining.4243.0.1", 0));       // one a joiner is about to lock
+    int held = s_made("joining.4244.0.1", 120); // one a stopped joiner still holds
+    assert_int_equal(flock(held, LOCK_EX | LOCK_NB), 0);
+    int fd = drv_file_lock_in(s_dir, "member.9");
+    assert_true(fd >= 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/joining.4242.0.1", s_dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/joining.4243.0.1", s_dir);
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/joining.4244.0.1", s_dir);
+    assert_int_equal(access(path, F_OK), 0);
+    assert_int_equal(s_joining_files(), 2);
+    close(held);
+    close(fd);
+}
+
 static void test_locked_before_it_is_named_never_over_a_live_one(void **state)
 {
     (void)state;
@@ -88,9 +138,7 @@ static void test_locked_before_it_is_named_never_over_a_live_one(void **state)
     int fd = drv_file_lock_in(s_dir, "member.7");
     assert_true(fd >= 0);
     assert_true(drv_file_names(path, fd));
-    char joining[256];
-    snprintf(joining, sizeof joining, "%s/joining.%ld", s_dir, (long)getpid());
-    assert_int_equal(access(joining, F_OK), -1); // renamed, nothing left beside
+    assert_int_equal(s_joining_files(), 0); // renamed, nothing left beside
     assert_int_equal(unlink(path), 0);
     assert_false(drv_file_names(path, fd));
     close(fd);
@@ -128,6 +176,7 @@ static void test_a_reader_whose_member_file_was_removed_joins_again(void **state
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_a_dead_joiners_file_goes_a_live_or_fresh_one_stays, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_locked_before_it_is_named_never_over_a_live_one, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_reader_whose_member_file_was_removed_joins_again, s_setup, s_teardown),
     };

@@ -27,8 +27,10 @@ int drv_file_write_all(int fd, const void *data, size_t len);
 
 //  A lock file that a process holds while it lives, and that others sweep
 //  when nobody holds it (a dead holder's): dir/name, made locked before it
-//  appears under its name (made as dir/joining.<pid>, flock'd, renamed),
-//  so that no sweeper ever finds a live holder's file unlocked. It replaces
+//  appears under its name (made as dir/joining.<pid>.<serial>.<time>,
+//  flock'd, renamed), so that no sweeper ever finds a live holder's file
+//  unlocked; joining files a dead process left, unheld and a minute old,
+//  are removed on the way. It replaces
 //  a dead holder's file of that name, never a live one's. The descriptor,
 //  or -1 with errno set (EWOULDBLOCK: a live holder has it). A sweeper
 //  removes only a file that drv_file_names says is still under the name it
