@@ -127,12 +127,34 @@ bool drv_file_names(const char *path, int fd)
            held.st_dev == named.st_dev;
 }
 
-//  A joining file nobody holds that is older than JOINING_STALE_S was left
-//  by a process that died between making it and renaming it: removed. (A
-//  live joiner holds its file from a moment after making it; the age
-//  keeps that moment out of reach.)
-#define JOINING_STALE_S 60
+//  A file nobody holds is removed only once this old: a live holder made
+//  by drv_file_lock_in is never found unheld, but a joining file is for a
+//  moment, and so is a member file an older drover made before locking it
+//  (an upgrade's old generation). docs/operations.md, "Upgrading drover".
+#define UNHELD_STALE_S 60
 
+int drv_file_sweep_unheld(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return saved == EWOULDBLOCK ? 1 : -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_mtime < time(NULL) - UNHELD_STALE_S && drv_file_names(path, fd)) {
+        unlink(path);
+    }
+    close(fd);
+    return 0;
+}
+
+//  Joining files a process left when it died between making one and
+//  renaming it.
 static void s_sweep_joining(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -140,22 +162,11 @@ static void s_sweep_joining(const char *dir)
         return;
     }
     struct dirent *entry;
-    time_t now = time(NULL);
     while ((entry = readdir(d)) != NULL) {
-        struct stat st;
-        if (strncmp(entry->d_name, "joining.", 8) != 0 ||
-            fstatat(dirfd(d), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-            now - st.st_mtime < JOINING_STALE_S) {
-            continue;
-        }
-        char path[4400];
-        snprintf(path, sizeof path, "%s/%s", dir, entry->d_name);
-        int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && drv_file_names(path, fd)) {
-            unlink(path);
-        }
-        if (fd >= 0) {
-            close(fd);
+        if (strncmp(entry->d_name, "joining.", 8) == 0) {
+            char path[4400];
+            snprintf(path, sizeof path, "%s/%s", dir, entry->d_name);
+            drv_file_sweep_unheld(path);
         }
     }
     closedir(d);

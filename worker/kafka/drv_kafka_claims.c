@@ -139,7 +139,7 @@ void drv_kafka_claims_destroy(drv_kafka_claims_t **self_p)
 }
 
 //  Members still wanting a share: their files locked. A file nobody locks
-//  is a member that died: removed.
+//  is a member that died: not counted, and removed once a minute old.
 static int32_t s_members(drv_kafka_claims_t *self)
 {
     DIR *dir = opendir(self->dir);
@@ -156,17 +156,9 @@ static int32_t s_members(drv_kafka_claims_t *self)
             members += self->member_fd >= 0;
             continue;
         }
-        int fd = s_lock(self, entry->d_name, false);
-        if (fd < 0) {
-            members += errno == EWOULDBLOCK; // held: alive (gone meanwhile: not counted)
-            continue;
-        }
-        if (s_names(self, entry->d_name, fd)) { // not a live member's renamed over it since
-            char path[4400];
-            snprintf(path, sizeof path, "%s/%s", self->dir, entry->d_name);
-            unlink(path);
-        }
-        close(fd);
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", self->dir, entry->d_name);
+        members += drv_file_sweep_unheld(path) == 1; // held: alive (gone meanwhile: not counted)
     }
     closedir(dir);
     return members;

@@ -339,22 +339,8 @@ bool drv_checkpoint_rank(const char *dir, int64_t generation, int core, int *ran
         bool self_ = gen == generation && c == core;
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (!self_) {
-            int probe = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-            if (probe >= 0 && flock(probe, LOCK_EX | LOCK_NB) == 0) { // nobody holds it: gone
-                //  Removed only when old: an instance of a drover before
-                //  drv_file_lock_in (an upgrade's old generation) makes its
-                //  file, then locks it, and may be found between the two.
-                struct stat st;
-                if (fstat(probe, &st) == 0 && st.st_mtime < time(NULL) - 60 && drv_file_names(path, probe)) {
-                    unlink(path);
-                }
-                close(probe);
-                continue;
-            }
-            if (probe >= 0) {
-                close(probe);
-            }
+        if (!self_ && drv_file_sweep_unheld(path) == 0) { // nobody holds it: gone
+            continue;
         }
         gens[n] = gen;
         cores[n++] = c;

@@ -36,6 +36,11 @@ int drv_file_write_all(int fd, const void *data, size_t len);
 //  removes only a file that drv_file_names says is still under the name it
 //  locked; a holder whose file is no longer under its name makes it again.
 int drv_file_lock_in(const char *dir, const char *name);
+//  A sweeper's look at a lock file: 1 when a live holder has it, 0 when
+//  nobody does (then removed if a minute old and still under its name:
+//  younger, it may be a joiner's between making and locking it), -1 when
+//  it cannot be opened (gone).
+int drv_file_sweep_unheld(const char *path);
 //  True when path names the file fd has open.
 bool drv_file_names(const char *path, int fd);
 
