@@ -223,7 +223,8 @@ class KafkaOut(Kafka):
         admin.wait_ready()
         bad = {"pipeline": {"nodes": {
             "in": {"type": "receiver:kafka", "config": {"brokers": ["nohost"], "topics": ["a b"], "group_id": "g",
-                                                        "sasl": {"mechanism": "MD5", "username": "u"}},
+                                                        "sasl": {"mechanism": "MD5", "username": "u"},
+                                                        "close_timeout_ms": 10},
                    "to": ["out"]},
             "out": {"type": "exporter:kafka", "config": {"brokers": [], "topic": "x/{signal}", "key": "attributes[x",
                                                          "compression": "brotli"}}}}}
@@ -234,7 +235,8 @@ class KafkaOut(Kafka):
             self.assertIn(path, problems, problems)
         text = json.dumps(body)
         for said in ("brokers[0]: must be host:port", "topics[0]", "sasl.mechanism", "sasl.password: required",
-                     "config.brokers: at least one", "config.topic", "config.key"):
+                     "config.brokers: at least one", "config.topic", "config.key",
+                     "config.close_timeout_ms: at least 1000"):
             self.assertIn(said, text)
         cluster = self.cluster(1, [("t", 1)])
         good = {"pipeline": {"cores": {"count": 1}, "nodes": {

@@ -9,7 +9,8 @@ format and three codecs round trip through exporter:kafka into
 receiver:kafka, an OTLP request built by protobuf's own classes and put on
 a topic by kcat is read, and start_at: latest skips what was there; behind
 a dead backend every partition pauses and the lag shows in the status and
-/metrics; junk messages are counted and skipped. test_kafka.py has the
+/metrics; junk messages are counted and skipped; a drain with the brokers
+down ends at close_timeout_ms. test_kafka.py has the
 exporter and the base both use."""
 
 import collections
@@ -26,7 +27,7 @@ import unittest
 from capture import Capture
 from hostile import SANITIZED
 from grpc_otlp import WHY_NOT, pb
-from harness import free_port, read_ndjson, wait_until
+from harness import SLOW, free_port, read_ndjson, wait_until
 from kafka_cluster import produce
 from test_kafka import Kafka
 
@@ -199,6 +200,22 @@ class KafkaIn(Kafka):
         self.assertEqual(sorted(r["i"] for r in self.filed()), [0, 1])
         wait_until(lambda: self.node("in").get("errors") == 2, 5, "two messages counted as errors")
         self.engine.wait_log(r"in \[0\] at offset 1: ", 5)  # the first one named
+
+    def test_a_drain_with_the_brokers_down_ends_at_close_timeout_ms(self):
+        cluster = self.cluster(1, [("in", 1)])
+        produce(cluster.bootstrap, "in", [json.dumps({"i": i}) for i in range(10)], partition=0)
+        self.start(self.consumer(cluster, close_timeout_ms=1000))
+        wait_until(lambda: len(self.filed()) >= 10, 20, "the 10 records filed")
+        cluster.down()  # nothing can be committed, and the group cannot be left
+        started = time.monotonic()
+        status, body, _ = self.admin.http("DELETE", "/api/v1/groups/default/pipelines/kafka", timeout=120)
+        self.assertEqual((status, body.get("state")), (200, "succeeded"), body)
+        #  Ended by its own deadlines (1 s for the commit, 1 s to leave), not
+        #  by the default's 15 s each nor droverd's drain timeout.
+        self.engine.wait_log(r'kafka close not done node=in reason="the group did not let it leave within '
+                             r'close_timeout_ms 1000"', 5)
+        self.assertLess(time.monotonic() - started, 20 * SLOW)
+        self.assertEqual(sorted(r["i"] for r in self.filed()), list(range(10)))
 
     def test_messages_produced_by_kcat_are_consumed(self):
         cluster = self.cluster(1, [("in", 4)])

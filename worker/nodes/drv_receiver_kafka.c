@@ -10,8 +10,8 @@
     Under backpressure every partition is paused (librdkafka fetches
     nothing more, and its queue is bounded), and polling goes on so that
     the group is served. A draining instance reads nothing more, waits (at
-    most CLOSE_WAIT_MS) for what it read to settle and be committed, then
-    leaves the group. */
+    most close_timeout_ms) for what it read to settle and be committed, then
+    leaves the group (at most close_timeout_ms again). */
 #include "drv_kafka.h"
 #include "drv_kafka_divide.h"
 #include "drv_kafka_group.h"
@@ -26,7 +26,6 @@
 #include <string.h>
 
 #define INPUTS_PER_TURN 8
-#define CLOSE_WAIT_MS 15000
 #define CLOSED_CHECK_MS 100 // a closing consumer asked this often whether it is closed
 #define PAUSED_CHECK_MS 20  // backpressure is looked at again this often
 #define DIVIDE_EVERY_MS 100 // assignment: node: the share looked at again this often
@@ -45,6 +44,7 @@ typedef struct {
     int64_t ready_deadline_ms; // mono: READY without an assignment after the session timeout
     bool more;                 // a turn ended with messages left: the queue wakes the pipe only when it was empty
     int64_t drain_deadline_ms;
+    int64_t close_wait_ms; // close_timeout_ms: for what was read to settle, then again for the group to let go
 } kafka_rx_t;
 
 //  ---------------------------------------------------------------- reading
@@ -118,7 +118,7 @@ static void s_close(kafka_rx_t *self)
         return;
     }
     self->closing = true;
-    self->close_deadline_ms = drv_time_mono_ms() + CLOSE_WAIT_MS;
+    self->close_deadline_ms = drv_time_mono_ms() + self->close_wait_ms;
     self->next_closed_check_ms = drv_time_mono_ms() + CLOSED_CHECK_MS;
     drv_kafka_group_closing(self->group);
     if (self->divide) {
@@ -147,8 +147,9 @@ static int s_readable(drv_node_t *node)
         self->closed = rd_kafka_consumer_closed(self->rk);
         self->next_closed_check_ms = now + CLOSED_CHECK_MS;
         if (!self->closed && now >= self->close_deadline_ms) {
-            drv_warn("kafka close not done node=%s reason=\"the group did not let it leave within %d ms\"", node->id,
-                     CLOSE_WAIT_MS);
+            drv_warn("kafka close not done node=%s reason=\"the group did not let it leave within close_timeout_ms "
+                     "%lld\"",
+                     node->id, (long long)self->close_wait_ms);
             self->closed = true; // what settled was committed before: the destroy lets the rest go
         }
         return 0;
@@ -282,7 +283,7 @@ static void s_drain(drv_node_t *node)
     kafka_rx_t *self = node->state;
     if (self->rk && !self->draining) {
         self->draining = true;
-        self->drain_deadline_ms = drv_time_mono_ms() + CLOSE_WAIT_MS;
+        self->drain_deadline_ms = drv_time_mono_ms() + self->close_wait_ms;
         drv_kafka_group_pause(self->group, true);
         drv_kafka_group_commit_now(self->group);
         if (self->divide) {
@@ -400,6 +401,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
     }
     self->node = node;
     self->wake.fds[0] = self->wake.fds[1] = -1;
+    self->close_wait_ms = json_integer_value(json_object_get(config, "close_timeout_ms"));
     self->messages = drv_kafka_messages_new(json_string_value(json_object_get(config, "format")),
                                             json_string_value(json_object_get(config, "signal")));
     if (!self->messages) {

@@ -32,6 +32,10 @@ static void s_check(drv_spec_check_t *check, const char *node_path, const json_t
     if (session && json_integer_value(session) < 1000) {
         drv_spec_check_problem(check, node_path, "config.session_timeout_ms: at least 1000");
     }
+    json_t *close = json_object_get(config, "close_timeout_ms");
+    if (close && json_integer_value(close) < 1000) {
+        drv_spec_check_problem(check, node_path, "config.close_timeout_ms: at least 1000");
+    }
     const char *group = json_string_value(json_object_get(config, "group_id"));
     if (group && strlen(group) > 255) {
         drv_spec_check_problem(check, node_path, "config.group_id: at most 255 bytes");
@@ -74,6 +78,13 @@ const drv_node_schema_t drv_schema_receiver_kafka = {
               .maximum = 3600000,
               .doc = "how long the group waits for a member that stopped answering before its partitions go to "
                      "others (brokers take 6000 and up by default: group.min.session.timeout.ms)"},
+             {.key = "close_timeout_ms",
+              .kind = DRV_KEY_NONNEG_INT,
+              .fallback = "15000",
+              .maximum = 600000,
+              .doc = "how long a draining instance waits for what it read to be settled and committed, and then "
+                     "again for the group to let it leave: a group that does not (its brokers down) is left to "
+                     "expire the member, and the instance ends (kafka close not done in the log)"},
              {.key = "signal",
               .kind = DRV_KEY_CHOICE,
               .fallback = "\"logs\"",
