@@ -5,6 +5,7 @@ them back."""
 
 import os
 import subprocess
+import tempfile
 import threading
 
 from harness import BIN, wait_until
@@ -16,12 +17,16 @@ class MockCluster:
     """kafka_mock BROKERS TOPIC:PARTITIONS...; ends with the test."""
 
     def __init__(self, brokers=1, topics=()):
+        #  Its log to a file, not a pipe nobody reads while it runs: a full
+        #  pipe would stop the brokers mid-test.
+        self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen([MOCK, str(brokers)] + [f"{t}:{p}" for t, p in topics],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
         line = self.proc.stdout.readline().split()
         if len(line) != 2 or line[0] != "bootstrap":
-            raise AssertionError(f"kafka_mock did not start: {line} {self.proc.stderr.read()}")
+            self.stop()
+            self.log.seek(0)
+            raise AssertionError(f"kafka_mock did not start: {line} {self.log.read()}")
         self.bootstrap = line[1]
         self.brokers = self.bootstrap.split(",")
         self._lock = threading.Lock()
@@ -51,6 +56,8 @@ class MockCluster:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.log):
+            f.close()
 
 
 def produce(bootstrap, topic, lines, key=None, partition=None):
