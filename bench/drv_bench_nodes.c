@@ -3,10 +3,12 @@
     process and fed the same 64-record batch over and over, no sockets:
     records/s through one processor on one core (pin it with taskset).
     KIND: transform (set one field, rename one) or lua (a script doing the
-    same), or none (the DAG alone). B35's (docs/ottl.md): ottl (four OTTL
+    same), or none (the DAG alone); lua-lazy: lua with record: lazy; a
+    -wide suffix (lua-wide, lua-lazy-wide, transform-wide, none-wide):
+    records of 40 fields instead of 7, the same three touched. B35's (docs/ottl.md): ottl (four OTTL
     statements: a set with a where on a resource attribute, a
     replace_pattern, a delete_key, a keep_keys), ottl-lua (a script doing
-    the same), ottl-old (the old set and delete doing the part they can),
+    the same; ottl-lua-lazy with record: lazy), ottl-old (the old set and delete doing the part they can),
     ottl-none (the DAG alone), on records with attributes and a resource.
 
     drover-bench lua-split SECONDS — where a record's time goes in
@@ -18,6 +20,7 @@
 #include "drv_nodes.h"
 #include "drv_schemas.h"
 #include "drv_lua.h"
+#include "drv_lua_back.h"
 #include "drv_node.h"
 
 #include "drover/drv_cpus.h"
@@ -86,14 +89,24 @@ static void s_pack_rich(msgpack_sbuffer *buf)
     }
 }
 
-//  A typical log record, BATCH of them as one producer message.
-static void s_pack_batch(msgpack_sbuffer *buf)
+#define WIDE_EXTRA 33 // fields a wide record has beside the typical one's 7 (an enriched Kubernetes log's)
+
+//  A typical log record, BATCH of them as one producer message; wide, with
+//  WIDE_EXTRA more string fields (k8s.pod.name, labels, ...) after them.
+static void s_pack_batch(msgpack_sbuffer *buf, bool wide)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
     msgpack_pack_array(&pk, BATCH);
     for (int i = 0; i < BATCH; i++) {
-        msgpack_pack_map(&pk, 7);
+        msgpack_pack_map(&pk, 7 + (wide ? WIDE_EXTRA : 0));
+        for (int f = 0; wide && f < WIDE_EXTRA; f++) {
+            char key[40], value[40];
+            snprintf(key, sizeof key, "k8s.pod.labels.label-%02d", f);
+            snprintf(value, sizeof value, "value-%02d-of-pod-%d", f, i);
+            s_pack_str(&pk, key);
+            s_pack_str(&pk, value);
+        }
         msgpack_pack_str_with_body(&pk, "time_unix_nano", 14);
         msgpack_pack_uint64(&pk, 1763900000123456789ull + (uint64_t)i);
         msgpack_pack_str_with_body(&pk, "severity_text", 13);
@@ -114,18 +127,18 @@ static void s_pack_batch(msgpack_sbuffer *buf)
 static json_t *s_spec(const char *kind)
 {
     json_t *processor;
-    if (!strcmp(kind, "transform")) {
+    if (!strncmp(kind, "transform", 9)) {
         processor = json_pack("{s:s, s:{s:{s:s}, s:{s:s}}, s:[s]}", "type", "processor:transform", "config", "set",
                               "env", "prod", "rename", "message", "msg", "to", "out");
-    } else if (!strcmp(kind, "lua")) {
-        processor =
-            json_pack("{s:s, s:{s:s}, s:[s]}", "type", "processor:lua", "config", "script", s_script, "to", "out");
+    } else if (!strncmp(kind, "lua", 3) && strncmp(kind, "lua-split", 9)) {
+        processor = json_pack("{s:s, s:{s:s, s:s}, s:[s]}", "type", "processor:lua", "config", "script", s_script,
+                              "record", strstr(kind, "-lazy") ? "lazy" : "table", "to", "out");
     } else if (!strcmp(kind, "ottl")) {
         processor = json_pack("{s:s, s:{s:[s,s,s,s]}, s:[s]}", "type", "processor:transform", "config", "statements",
                               s_statements[0], s_statements[1], s_statements[2], s_statements[3], "to", "out");
-    } else if (!strcmp(kind, "ottl-lua")) {
-        processor =
-            json_pack("{s:s, s:{s:s}, s:[s]}", "type", "processor:lua", "config", "script", s_ottl_script, "to", "out");
+    } else if (!strncmp(kind, "ottl-lua", 8)) {
+        processor = json_pack("{s:s, s:{s:s, s:s}, s:[s]}", "type", "processor:lua", "config", "script", s_ottl_script,
+                              "record", strstr(kind, "-lazy") ? "lazy" : "table", "to", "out");
     } else if (!strcmp(kind, "ottl-old")) {
         processor = json_pack("{s:s, s:{s:{s:s}, s:[s,s,s]}, s:[s]}", "type", "processor:transform", "config", "set",
                               "attributes[\"env\"]", "prod", "delete", "attributes[\"password\"]",
@@ -166,7 +179,7 @@ int drv_bench_node_loop(const char *kind, double seconds)
     if (!strncmp(kind, "ottl", 4)) {
         s_pack_rich(&batch);
     } else {
-        s_pack_batch(&batch);
+        s_pack_batch(&batch, strstr(kind, "-wide") != NULL);
     }
     double start = drv_bench_now(), end = start + seconds;
     long records = 0;
@@ -258,7 +271,7 @@ int drv_bench_lua_split(double seconds)
 {
     msgpack_sbuffer batch;
     msgpack_sbuffer_init(&batch);
-    s_pack_batch(&batch);
+    s_pack_batch(&batch, false);
     msgpack_unpacked unpacked;
     msgpack_unpacked_init(&unpacked);
     msgpack_unpack_next(&unpacked, batch.data, batch.size, NULL);

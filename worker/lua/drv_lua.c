@@ -1,5 +1,7 @@
 /*  drv_lua — the sandboxed state behind processor:lua (see the header). */
 #include "drv_lua.h"
+#include "drv_lua_back.h"
+#include "drv_lua_lazy.h"
 
 #include "drover/drv_limits.h"
 #include "drover/drv_log.h"
@@ -29,6 +31,8 @@ struct drv_lua_t {
     int64_t print_second; // rate limit of print
     int prints;
     drv_lua_memo_t memo; // the strings of the record being called
+    bool lazy_records;   // record: lazy (drv_lua_lazy.h)
+    drv_lua_lazy_t lazy;
 };
 
 //  Lua's allocator, refusing what would take the state past its limit:
@@ -248,16 +252,22 @@ static void s_returned(lua_State *L, batch_t *b, msgpack_object **out, size_t *c
     const drv_lua_memo_t *memo = &b->self->memo;
     size_t budget = s_copy_budget(b->self);
     if (!list) {
-        lua_pushnil(L);
-        if (!lua_next(L, result)) {
-            return; // {}: nothing
+        //  A lazy record holds nothing itself: what it is comes of its record.
+        bool lazy = b->self->lazy_records && drv_lua_lazy_parts(L, result);
+        if (lazy) {
+            lua_pop(L, 1);
+        } else {
+            lua_pushnil(L);
+            if (!lua_next(L, result)) {
+                return; // {}: nothing
+            }
+            lua_pop(L, 2);
         }
-        lua_pop(L, 2);
         *out = b->alloc(b->alloc_arg, sizeof **out);
         if (drv_lua_to_object(L, result, b->alloc, b->alloc_arg, memo, &budget, *out, b->err, sizeof b->err)) {
             s_fail(L, b);
         }
-        *count = 1;
+        *count = lazy && (*out)->via.map.size == 0 ? 0 : 1; // every field deleted: nothing, as {} is
         return;
     }
     size_t n = lua_rawlen(L, result);
@@ -294,12 +304,19 @@ static int s_batch(lua_State *L)
     while (b->next < b->n) {
         s_arm(self);
         lua_rawgeti(L, LUA_REGISTRYINDEX, self->function_ref);
-        drv_lua_push_object(L, &b->records[b->next], &self->memo);
+        if (self->lazy_records) {
+            drv_lua_lazy_push(L, &self->lazy, &b->records[b->next]);
+        } else {
+            drv_lua_push_object(L, &b->records[b->next], &self->memo);
+        }
         lua_call(L, 1, 1);
         msgpack_object *out;
         size_t count;
         s_returned(L, b, &out, &count);
         lua_pop(L, 1);
+        if (self->lazy_records) {
+            drv_lua_lazy_end(L, &self->lazy);
+        }
         size_t index = b->next++;
         b->result(b->result_arg, index, out, count, NULL);
     }
@@ -331,6 +348,9 @@ void drv_lua_run(drv_lua_t *self, const msgpack_object *records, size_t n, drv_l
         if (rc != LUA_OK) {
             char reason[400];
             s_error_reason(self, rc, reason, sizeof reason);
+            if (self->lazy_records) {
+                drv_lua_lazy_end(L, &self->lazy); // the failed call's record is no longer readable
+            }
             result(result_arg, b.next++, NULL, 0, reason);
         }
     }
@@ -344,6 +364,10 @@ static int s_setup(lua_State *L)
     drv_lua_t *self = s_owner(L);
     s_open_sandbox(L);
     drv_lua_record_setup(L);
+    if (self->lazy_records) {
+        self->lazy.memo = &self->memo;
+        drv_lua_lazy_setup(L, &self->lazy);
+    }
     if (luaL_loadbufferx(L, options->source, options->length, "=script", "t") != LUA_OK) {
         return lua_error(L);
     }
@@ -360,6 +384,7 @@ drv_lua_t *drv_lua_new(const drv_lua_options_t *options, char *err, size_t errle
     drv_lua_t *self = calloc(1, sizeof *self);
     self->max_instructions = options->max_instructions;
     self->max_memory = (size_t)options->max_memory_bytes;
+    self->lazy_records = options->lazy_records;
     self->function_ref = LUA_NOREF;
     snprintf(self->name, sizeof self->name, "%s", options->name ? options->name : "lua");
     self->L = s_state(self);

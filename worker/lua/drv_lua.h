@@ -25,6 +25,7 @@ typedef struct {
     int64_t max_instructions; // per call (0: no limit)
     int64_t max_memory_bytes; // the whole state
     const char *name;         // for log lines (the node id)
+    bool lazy_records;        // record: lazy (drv_lua_lazy.h), else tables
 } drv_lua_options_t;
 
 //  Compiles source as text (never bytecode) without running it: 0, or -1

@@ -1,4 +1,5 @@
-/*  drv_lua_record — a record (msgpack object) as a Lua table and back.
+/*  drv_lua_record — a record (msgpack object) as a Lua table, and what
+    the way back (drv_lua_back.h) needs of it.
     Maps become tables keyed by strings, arrays become sequences marked with
     one shared metatable (so an empty array comes back as an array),
     integers stay integers (64 bits), floats floats, str and bin strings,
@@ -10,6 +11,7 @@
 
 #include <lua.h>
 #include <msgpack.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,13 +52,16 @@ void drv_lua_record_setup(lua_State *L);
 //  Pushes obj onto L's stack as a Lua value, noting its strings in memo
 //  (NULL: none), which it clears first.
 void drv_lua_push_object(lua_State *L, const msgpack_object *obj, drv_lua_memo_t *memo);
-//  The Lua value at index as a msgpack object in memory from alloc,
-//  reusing the strings memo noted (NULL: copies every string). What it
-//  allocates is taken from *budget (bytes), which it lowers; past it the
-//  copy fails ("memory limit reached").
-//  Returns 0, or -1 with the reason in err (a function, a cycle, a key
-//  that is not a string...). Leaves the stack as it found it.
-int drv_lua_to_object(lua_State *L, int index, drv_lua_alloc_fn alloc, void *arg, const drv_lua_memo_t *memo,
-                      size_t *budget, msgpack_object *out, char *err, size_t errlen);
+//  memo cleared for a new record (what drv_lua_push_object does first).
+void drv_lua_memo_begin(lua_State *L, drv_lua_memo_t *memo);
+//  Pushes obj as drv_lua_push_object does, noting its strings in memo
+//  beside what was noted since drv_lua_memo_begin (a lazy record's fields,
+//  pushed as they are read).
+void drv_lua_push_more(lua_State *L, const msgpack_object *obj, drv_lua_memo_t *memo);
+//  The record's string whose bytes Lua keeps at text (len long) in this
+//  record's memo, or NULL.
+const msgpack_object *drv_lua_memo_recall(const drv_lua_memo_t *memo, const char *text, size_t len);
+//  True when the table at index carries the array mark.
+bool drv_lua_marked_array(lua_State *L, int index);
 
 #endif

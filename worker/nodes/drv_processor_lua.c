@@ -37,6 +37,7 @@ static int s_init(drv_node_t *node, const json_t *config, char *err, size_t errl
         .max_instructions = json_integer_value(json_object_get(config, "max_instructions")),
         .max_memory_bytes = json_integer_value(json_object_get(config, "max_memory_bytes")),
         .name = node->id,
+        .lazy_records = strcmp(json_string_value(json_object_get(config, "record")), "lazy") == 0,
     };
     char reason[400];
     drv_lua_t *lua = drv_lua_new(&options, reason, sizeof reason);

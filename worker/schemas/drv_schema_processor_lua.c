@@ -135,6 +135,15 @@ const drv_node_schema_t drv_schema_processor_lua = {
               .choices = "drop pass",
               .doc = "a record the script fails on: drop it, or pass it on unchanged (counted in errors either "
                      "way)"},
+             {.key = "record",
+              .kind = DRV_KEY_CHOICE,
+              .fallback = "\"table\"",
+              .choices = "table lazy",
+              .doc = "what the function is given: table, the record as a Lua table of all its fields; lazy, a "
+                     "table that reads a field only when the script reads it and keeps only what the script "
+                     "changes (faster when a script touches few of many fields; next(), rawget() and # see "
+                     "nothing, pairs() works, and a record is usable only in its own call: docs/operations.md, "
+                     "\"Lua\")"},
              {.key = "max_instructions",
               .kind = DRV_KEY_NONNEG_INT,
               .fallback = "1000000",
