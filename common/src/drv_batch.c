@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PAIRWISE_MAX 16 // up to this many keys, compare every pair; past it, sort
+#define PAIRWISE_MAX 16  // up to this many keys, compare every pair
+#define HASHED_MAX 1024  // up to this many, a table of prints; past it, sort
+#define PROBES_PER_KEY 4 // a table whose probes run longer gives way to sorting
 
 static bool s_key_equal(const msgpack_object *a, const msgpack_object *b)
 {
@@ -42,8 +44,45 @@ static uint64_t s_key_print(const msgpack_object *key)
     return key->type == MSGPACK_OBJECT_STR ? drv_keyprint(key->via.str.ptr, key->via.str.size) : UINT64_MAX;
 }
 
+//  A larger map's keys through a table of their prints (twice as many
+//  slots as keys, on the stack): found in one pass, the bytes compared
+//  only where two prints are equal. Many keys alike in their prints (a
+//  hostile map) would make the probes long: past PROBES_PER_KEY a key on
+//  average it gives up (false) and the caller sorts instead. True when it
+//  decided: *dup is the key seen twice, or NULL.
+static bool s_duplicate_hashed(const msgpack_object_map *map, const msgpack_object **dup)
+{
+    uint32_t n = map->size, size = 32;
+    while (size < 2 * n) {
+        size *= 2;
+    }
+    uint32_t slot[2 * HASHED_MAX]; // 1 + the key's index; 0: empty
+    uint64_t print[HASHED_MAX];
+    memset(slot, 0, size * sizeof *slot);
+    uint64_t probes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        print[i] = s_key_print(&map->ptr[i].key);
+        uint32_t at = (uint32_t)(print[i] ^ (print[i] >> 29) ^ (print[i] >> 47)) & (size - 1);
+        for (; slot[at]; at = (at + 1) & (size - 1)) {
+            uint32_t j = slot[at] - 1;
+            if (print[i] == print[j] && s_key_equal(&map->ptr[i].key, &map->ptr[j].key)) {
+                *dup = &map->ptr[i].key;
+                return true;
+            }
+            if (++probes > (uint64_t)PROBES_PER_KEY * n) {
+                return false;
+            }
+        }
+        slot[at] = i + 1;
+    }
+    *dup = NULL;
+    return true;
+}
+
 //  The first key that appears twice in map, or NULL. A small map compares
-//  every pair of prints, and the bytes only where two prints are equal.
+//  every pair of prints, and the bytes only where two prints are equal;
+//  a larger one hashes its prints, and sorts its keys when that would not
+//  end quickly.
 static const msgpack_object *s_duplicate_key(const msgpack_object_map *map, msgpack_zone *zone)
 {
     uint32_t n = map->size;
@@ -58,6 +97,12 @@ static const msgpack_object *s_duplicate_key(const msgpack_object_map *map, msgp
             }
         }
         return NULL;
+    }
+    if (n <= HASHED_MAX) {
+        const msgpack_object *dup = NULL;
+        if (s_duplicate_hashed(map, &dup)) {
+            return dup;
+        }
     }
     const msgpack_object **keys = msgpack_zone_malloc(zone, n * sizeof *keys);
     if (!keys) {
