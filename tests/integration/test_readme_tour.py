@@ -105,7 +105,7 @@ class ReadmeTour(unittest.TestCase):
             command.append(line)
             follower = next((f for f in FOLLOWERS if f in line), None)
             if follower:
-                wait_until(lambda: FOLLOWERS[follower] in self.tmux.screen("tour"), 30 * SLOW,
+                wait_until(lambda: self.shows_below(line, FOLLOWERS[follower]), 30 * SLOW,
                            f"'{line}' following ({FOLLOWERS[follower]})", interval=0.1)
                 self.tmux.keys("tour", "C-c")
             #  Its prompt, not the one it was typed at: the last line must be
@@ -140,6 +140,14 @@ class ReadmeTour(unittest.TestCase):
         #  The screen read once per look: read twice, it may change in between.
         wait_until(lambda: (lambda screen: len(screen) == 1 and PROMPT.search(screen[0]))(
             self.tmux.screen("tour").strip().splitlines()), 10, "a clear screen", interval=0.02)
+
+    def shows_below(self, typed, text):
+        """True once text is on the screen below the typed line: the line's
+        own comment may say the same words (the tour's "rollout holding
+        (canary)"), and a Ctrl-C sent before the command runs is lost."""
+        lines = self.tmux.screen("tour").splitlines()
+        at = [i for i, line in enumerate(lines) if typed.strip() in line]
+        return bool(at) and text in "\n".join(lines[at[-1] + 1:])
 
     def last_line(self, after=None):
         lines = [line for line in self.tmux.screen("tour").splitlines() if line.strip()]
