@@ -76,6 +76,36 @@ static int s_files(const char *dir)
     return s_count(dir, false);
 }
 
+static int s_ended_synced;
+
+static void s_count_ended_synced(const char *step)
+{
+    s_ended_synced += strcmp(step, "ended synced") == 0;
+}
+
+//  sync: none: a segment that fills is closed, not synced on the loop when
+//  the next one ends (as a log with a sync thread leaves it to the thread).
+static void test_a_log_nothing_syncs_syncs_no_full_segment(void **state)
+{
+    (void)state;
+    drv_wal_crash_hook = s_count_ended_synced;
+    for (int never = 0; never < 2; never++) {
+        drv_wal_t *wal = wal_open(100);
+        if (never) {
+            drv_wal_never_synced(wal);
+        }
+        s_ended_synced = 0;
+        int64_t first = drv_wal_last(wal) + 1;
+        for (int64_t i = first; i < first + 20; i++) {
+            s_append(wal, i, true);
+        }
+        assert_true(s_files(s_dir) > 3); // segments filled one after another
+        assert_int_equal(s_ended_synced > 0, !never);
+        drv_wal_close(&wal);
+    }
+    drv_wal_crash_hook = NULL;
+}
+
 static void test_crc32c_is_castagnoli(void **state)
 {
     (void)state;
@@ -402,6 +432,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32c_is_castagnoli),
+        cmocka_unit_test_setup_teardown(test_a_log_nothing_syncs_syncs_no_full_segment, wal_setup, wal_teardown),
         cmocka_unit_test_setup_teardown(test_a_second_reader_reads_again_from_its_own_position, wal_setup,
                                         wal_teardown),
         cmocka_unit_test_setup_teardown(test_unread_inputs_come_back_in_order_across_segments, wal_setup, wal_teardown),

@@ -118,6 +118,9 @@ drv_buffer_t *drv_buffer_open(const char *root, const char *group, const char *p
         drv_buffer_close(&self);
         return NULL;
     }
+    if (policy->sync == DRV_BUFFER_SYNC_NONE) {
+        drv_wal_never_synced(self->wal);
+    }
     self->found_last = self->durable = drv_wal_last(self->wal);
     self->records = drv_wal_found_records(self->wal);
     drv_wal_damage_t damage = drv_wal_damage(self->wal);

@@ -110,6 +110,10 @@ void drv_wal_sync_release(drv_wal_sync_job_t *job);
 void drv_wal_sync_finished(drv_wal_t *self, const drv_wal_sync_job_t *job, bool ok);
 //  Spares past those kept are deleted by sync jobs, not at once (a thread runs them).
 void drv_wal_defer_deletes(drv_wal_t *self);
+//  Nothing syncs this log (policies.buffer sync: none): a full segment is
+//  closed as it ends, not left for a sync that would otherwise come at the
+//  next segment's end, on the loop.
+void drv_wal_never_synced(drv_wal_t *self);
 //  Called now and then (every turn of the instance's loop will do): spares
 //  nobody took or returned for a minute are let go, but one (docs/operations.md,
 //  "The log on disk"); by the next sync job when deletes are deferred.

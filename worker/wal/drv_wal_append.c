@@ -36,7 +36,8 @@ static int s_start_segment(drv_wal_t *self, int64_t first, char *err, size_t err
 
 //  The segment appended to is full: what in it is not synced yet is left to
 //  the next sync (ended_fd), so that no sync waits on the loop here; one
-//  left from before that no sync took yet is synced now.
+//  left from before that no sync took yet is synced now. A log nothing
+//  syncs closes it.
 static int s_end_segment(drv_wal_t *self, char *err, size_t errlen)
 {
     if (drv_wal_sync_ended(self, err, errlen) != 0) {
@@ -44,7 +45,7 @@ static int s_end_segment(drv_wal_t *self, char *err, size_t errlen)
         self->fd = -1;
         return -1;
     }
-    if (self->dirty) {
+    if (self->dirty && !self->never_synced) {
         self->ended_fd = self->fd;
     } else {
         close(self->fd);

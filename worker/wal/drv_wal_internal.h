@@ -64,6 +64,7 @@ struct drv_wal_t {
     size_t spare_count, spare_cap, doomed_count, doomed_cap;
     int64_t spare_serial;       // the next spare's name
     bool defer_deletes;         // a sync thread deletes (drv_wal_sync_start hands them over)
+    bool never_synced;          // nothing syncs it (sync: none): a full segment is closed, not left to a sync
     bool preparing;             // a sync job is making a spare ahead of need
     bool spare_used;            // a spare was taken or returned since the last tick
     int64_t spares_quiet_since; // mono ms (0: not yet ticked)

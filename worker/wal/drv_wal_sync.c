@@ -38,6 +38,7 @@ int drv_wal_sync_ended(drv_wal_t *self, char *err, size_t errlen)
     int rc = fdatasync(self->ended_fd);
     close(self->ended_fd);
     self->ended_fd = -1;
+    DRV_WAL_STEP("ended synced");
     if (rc != 0) {
         snprintf(err, errlen, "cannot sync a segment of %s: %s", self->dir, strerror(errno));
         return -1;
@@ -71,6 +72,11 @@ int drv_wal_sync(drv_wal_t *self, char *err, size_t errlen)
 void drv_wal_defer_deletes(drv_wal_t *self)
 {
     self->defer_deletes = true;
+}
+
+void drv_wal_never_synced(drv_wal_t *self)
+{
+    self->never_synced = true;
 }
 
 bool drv_wal_chores(const drv_wal_t *self)
