@@ -2,7 +2,9 @@
     the record had (issue 23: 1 and "1", or two invalid UTF-8 keys that
     both read "a\ufffd", were written as the same key twice); strings are
     escaped alike wherever their special bytes fall against the eight-byte
-    words the writer scans (issue 55). */
+    words the writer scans (issue 55); a key that is a map of maps is cut
+    short, not escaped again at each level into a line millions of times
+    its size. */
 #include "drv_ndjson.h"
 
 #include <msgpack.h>
@@ -36,6 +38,27 @@ static char *s_line(const msgpack_object *keys, size_t n)
 static msgpack_object s_str(const char *s)
 {
     return (msgpack_object){.type = MSGPACK_OBJECT_STR, .via.str = {(uint32_t)strlen(s), s}};
+}
+
+//  A map whose only key is the map one level down, depth levels deep: each
+//  level's key text is the escaped text of the one below.
+static void test_keys_that_are_maps_of_maps_stay_bounded(void **state)
+{
+    (void)state;
+    enum { DEPTH = 20 };
+    msgpack_object_kv kv[DEPTH];
+    msgpack_object level = s_str("a \"quoted\" \\ key");
+    for (int d = 0; d < DEPTH; d++) {
+        kv[d].key = level;
+        kv[d].val = (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = (uint64_t)d};
+        level = (msgpack_object){.type = MSGPACK_OBJECT_MAP, .via.map = {1, &kv[d]}};
+    }
+    drv_buf_t out = {0};
+    assert_int_equal(drv_ndjson_append(&out, &level), 0);
+    assert_true(out.len < 16 * 1024); // uncut: 2^20 times the innermost key
+    assert_non_null(memmem(out.data, out.len, "...", 3));
+    assert_int_equal(out.data[out.len - 1], '\n');
+    drv_buf_free(&out);
 }
 
 static void test_plain_keys_are_written_as_they_are(void **state)
@@ -122,6 +145,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_keys_are_written_as_they_are),
+        cmocka_unit_test(test_keys_that_are_maps_of_maps_stay_bounded),
         cmocka_unit_test(test_keys_that_read_alike_are_told_apart),
         cmocka_unit_test(test_escapes_are_found_at_every_offset),
         cmocka_unit_test(test_integers_are_written_whole),

@@ -133,6 +133,14 @@ static int s_decimal(drv_buf_t *out, uint64_t magnitude, bool negative)
 static bool s_keys_distinct_as_text(const msgpack_object_map *map);
 static int s_map_renaming(drv_buf_t *out, const msgpack_object_map *map);
 
+//  A key that is not a string is written as its JSON text, as a string,
+//  cut at KEY_TEXT_MAX bytes ("..." says so). Uncut, a map whose keys are
+//  maps whose keys are maps... would grow at each level as its text is
+//  escaped again: a 3 KB message made a 30 MB line (the batch fuzz target's
+//  slow input, tests/unit/test_ndjson.c), and 32 levels could make more
+//  than an instance has.
+#define KEY_TEXT_MAX 1024
+
 static int s_key(drv_buf_t *out, const msgpack_object *key)
 {
     if (key->type == MSGPACK_OBJECT_STR) {
@@ -140,6 +148,10 @@ static int s_key(drv_buf_t *out, const msgpack_object *key)
     }
     drv_buf_t text = {0};
     int rc = s_value(&text, key);
+    if (rc == 0 && text.len > KEY_TEXT_MAX) {
+        text.len = KEY_TEXT_MAX; // a UTF-8 sequence cut short reads as U+FFFD
+        rc = drv_buf_append(&text, "...", 3);
+    }
     if (rc == 0) {
         rc = s_string(out, text.data, text.len);
     }
