@@ -130,7 +130,7 @@ static json_t *s_spec(const char *kind)
     if (!strncmp(kind, "transform", 9)) {
         processor = json_pack("{s:s, s:{s:{s:s}, s:{s:s}}, s:[s]}", "type", "processor:transform", "config", "set",
                               "env", "prod", "rename", "message", "msg", "to", "out");
-    } else if (!strncmp(kind, "lua", 3) && strncmp(kind, "lua-split", 9)) {
+    } else if (!strncmp(kind, "lua", 3)) {
         processor = json_pack("{s:s, s:{s:s, s:s}, s:[s]}", "type", "processor:lua", "config", "script", s_script,
                               "record", strstr(kind, "-lazy") ? "lazy" : "table", "to", "out");
     } else if (!strcmp(kind, "ottl")) {

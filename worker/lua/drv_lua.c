@@ -413,6 +413,7 @@ void drv_lua_destroy(drv_lua_t **self_p)
         if (self->L) {
             lua_close(self->L);
         }
+        drv_lua_lazy_fini(&self->lazy);
         free(self);
         *self_p = NULL;
     }

@@ -128,9 +128,10 @@ static int s_map(convert_t *c, int index, int depth, msgpack_object *out)
 //  the overlay at index applied (a value set replaces the field's, the
 //  deleted mark drops it), then the overlay's new fields. Untouched: the
 //  record itself.
-static int s_lazy(convert_t *c, int overlay, int depth, const msgpack_object *record, msgpack_object *out)
+static int s_lazy(convert_t *c, int overlay, int depth, drv_lua_lazy_t *lazy, msgpack_object *out)
 {
     lua_State *L = c->L;
+    const msgpack_object *record = lazy->record;
     if (lua_isnil(L, overlay)) {
         *out = *record;
         return 0;
@@ -158,7 +159,7 @@ static int s_lazy(convert_t *c, int overlay, int depth, const msgpack_object *re
             lua_pop(L, 2);
             return -1;
         }
-        int64_t at = drv_lua_lazy_field(record, L, key);
+        int64_t at = drv_lua_lazy_field(lazy, L, key);
         int rc = 0;
         if (drv_lua_lazy_deleted(L, key + 1)) {
             if (at >= 0) {
@@ -198,9 +199,9 @@ static int s_table(convert_t *c, int index, int depth, msgpack_object *out)
         return -1;
     }
     luaL_checkstack(L, 6, "record nested too deep");
-    const msgpack_object *record = drv_lua_lazy_parts(L, index);
-    if (record) {
-        int rc = s_lazy(c, lua_gettop(L), depth, record, out);
+    drv_lua_lazy_t *lazy = drv_lua_lazy_parts(L, index);
+    if (lazy) {
+        int rc = s_lazy(c, lua_gettop(L), depth, lazy, out);
         lua_pop(L, 1);
         return rc;
     }

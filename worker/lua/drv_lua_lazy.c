@@ -5,8 +5,13 @@
     metatable (its [1] the live tag, its [2] lazy). */
 #include "drv_lua_lazy.h"
 
+#include "drover/drv_time.h"
+
 #include <lauxlib.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 //  Tags a script cannot forge (it makes no light userdata): these
 //  variables' addresses.
@@ -22,27 +27,91 @@ static drv_lua_lazy_t *s_lazy(lua_State *L)
     return lua_touserdata(L, lua_upvalueindex(1));
 }
 
-int64_t drv_lua_lazy_field(const msgpack_object *record, lua_State *L, int index)
+#define SCANS_PER_KEY 4 // a record's keys compared this many times over in scans: it is indexed
+
+static uint64_t s_hash(const drv_lua_lazy_t *lazy, const char *bytes, size_t len)
 {
+    uint64_t h = lazy->seed ^ 0xcbf29ce484222325ull; // FNV-1a over every byte, seeded
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ (uint8_t)bytes[i]) * 0x100000001b3ull;
+    }
+    return h ^ (h >> 29);
+}
+
+static bool s_same(const msgpack_object *key, const char *bytes, size_t len)
+{
+    return key->type == MSGPACK_OBJECT_STR && key->via.str.size == len && memcmp(key->via.str.ptr, bytes, len) == 0;
+}
+
+//  The record's string keys into lazy's slots; false out of memory (the
+//  scans go on).
+static bool s_index_keys(drv_lua_lazy_t *lazy)
+{
+    const msgpack_object *record = lazy->record;
+    size_t size = 16;
+    while (size < 2 * (size_t)record->via.map.size) {
+        size *= 2;
+    }
+    if (size > lazy->slot_count) {
+        uint32_t *grown = realloc(lazy->slots, size * sizeof *grown);
+        if (!grown) {
+            return false;
+        }
+        lazy->slots = grown;
+        lazy->slot_count = size;
+    }
+    memset(lazy->slots, 0, size * sizeof *lazy->slots);
+    for (uint32_t i = 0; i < record->via.map.size; i++) {
+        const msgpack_object *key = &record->via.map.ptr[i].key;
+        if (key->type == MSGPACK_OBJECT_STR) {
+            size_t at = s_hash(lazy, key->via.str.ptr, key->via.str.size) & (size - 1);
+            while (lazy->slots[at]) {
+                at = (at + 1) & (size - 1);
+            }
+            lazy->slots[at] = i + 1;
+        }
+    }
+    lazy->indexed = true;
+    return true;
+}
+
+int64_t drv_lua_lazy_field(drv_lua_lazy_t *lazy, lua_State *L, int index)
+{
+    const msgpack_object *record = lazy->record;
     if (!record || lua_type(L, index) != LUA_TSTRING) {
         return -1;
     }
     size_t len;
     const char *key = lua_tolstring(L, index, &len);
-    for (uint32_t i = 0; i < record->via.map.size; i++) {
-        const msgpack_object *k = &record->via.map.ptr[i].key;
-        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == len && memcmp(k->via.str.ptr, key, len) == 0) {
+    uint32_t n = record->via.map.size;
+    if (!lazy->indexed && lazy->scanned > (uint64_t)SCANS_PER_KEY * n + 64) {
+        s_index_keys(lazy);
+    }
+    if (lazy->indexed) {
+        size_t mask = lazy->slot_count - 1;
+        for (size_t at = s_hash(lazy, key, len) & mask; lazy->slots[at]; at = (at + 1) & mask) {
+            uint32_t i = lazy->slots[at] - 1;
+            if (s_same(&record->via.map.ptr[i].key, key, len)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (s_same(&record->via.map.ptr[i].key, key, len)) {
+            lazy->scanned += i + 1;
             return i;
         }
     }
+    lazy->scanned += n;
     return -1;
 }
 
 //  The record's value of the string key at index, or NULL.
-static const msgpack_object *s_field(const msgpack_object *record, lua_State *L, int index)
+static const msgpack_object *s_field(drv_lua_lazy_t *lazy, lua_State *L, int index)
 {
-    int64_t at = drv_lua_lazy_field(record, L, index);
-    return at >= 0 ? &record->via.map.ptr[at].val : NULL;
+    int64_t at = drv_lua_lazy_field(lazy, L, index);
+    return at >= 0 ? &lazy->record->via.map.ptr[at].val : NULL;
 }
 
 //  Pushes the overlay, made when there is none: its index.
@@ -86,7 +155,7 @@ static int s_index(lua_State *L)
             return 1;
         }
     }
-    const msgpack_object *field = s_field(lazy->record, L, 2);
+    const msgpack_object *field = s_field(lazy, L, 2);
     if (!field) {
         return 0;
     }
@@ -156,7 +225,7 @@ static int s_step(lua_State *L)
     int overlay = lua_gettop(L);
     lua_pushvalue(L, lua_upvalueindex(3));
     while (lua_next(L, overlay)) {
-        bool shown = lua_touserdata(L, -1) != &s_deleted && !s_field(record, L, -2);
+        bool shown = lua_touserdata(L, -1) != &s_deleted && !s_field(lazy, L, -2);
         if (shown) {
             lua_pushvalue(L, -2);
             lua_replace(L, lua_upvalueindex(3));
@@ -223,6 +292,14 @@ void drv_lua_lazy_setup(lua_State *L, drv_lua_lazy_t *lazy)
     lazy->table_ref = s_slot(L);
     lazy->overlay_ref = s_slot(L);
     lazy->record = NULL;
+    lazy->seed = (uint64_t)drv_time_mono_us() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)lazy;
+}
+
+void drv_lua_lazy_fini(drv_lua_lazy_t *lazy)
+{
+    free(lazy->slots);
+    lazy->slots = NULL;
+    lazy->slot_count = 0;
 }
 
 void drv_lua_lazy_end(lua_State *L, drv_lua_lazy_t *lazy)
@@ -237,6 +314,7 @@ void drv_lua_lazy_end(lua_State *L, drv_lua_lazy_t *lazy)
     lua_pushboolean(L, 0);
     lua_rawseti(L, LUA_REGISTRYINDEX, lazy->overlay_ref);
     lazy->record = NULL;
+    lazy->indexed = false;
 }
 
 void drv_lua_lazy_push(lua_State *L, drv_lua_lazy_t *lazy, const msgpack_object *record)
@@ -246,6 +324,8 @@ void drv_lua_lazy_push(lua_State *L, drv_lua_lazy_t *lazy, const msgpack_object 
     }
     drv_lua_memo_begin(L, lazy->memo);
     lazy->record = record;
+    lazy->scanned = 0;
+    lazy->indexed = false; // another record, maybe where the last one was
     lua_createtable(L, 0, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, lazy->live_ref);
     lua_setmetatable(L, -2);
@@ -253,7 +333,7 @@ void drv_lua_lazy_push(lua_State *L, drv_lua_lazy_t *lazy, const msgpack_object 
     lua_rawseti(L, LUA_REGISTRYINDEX, lazy->table_ref);
 }
 
-const msgpack_object *drv_lua_lazy_parts(lua_State *L, int index)
+drv_lua_lazy_t *drv_lua_lazy_parts(lua_State *L, int index)
 {
     if (!lua_getmetatable(L, index)) {
         return NULL;
@@ -261,7 +341,7 @@ const msgpack_object *drv_lua_lazy_parts(lua_State *L, int index)
     lua_rawgeti(L, -1, 1);
     const void *tag = lua_touserdata(L, -1);
     lua_rawgeti(L, -2, 2);
-    const drv_lua_lazy_t *lazy = lua_touserdata(L, -1);
+    drv_lua_lazy_t *lazy = lua_touserdata(L, -1);
     lua_pop(L, 3);
     if (tag == &s_dead_tag) {
         luaL_error(L, "%s", s_ended);
@@ -274,7 +354,7 @@ const msgpack_object *drv_lua_lazy_parts(lua_State *L, int index)
         lua_pop(L, 1);
         lua_pushnil(L); // nothing set: nil, as the header says
     }
-    return lazy->record;
+    return lazy;
 }
 
 bool drv_lua_lazy_deleted(lua_State *L, int index)

@@ -28,23 +28,34 @@ typedef struct {
     int live_ref, dead_ref; // the metatables
     int table_ref;          // the call's lazy table, or false
     int overlay_ref;        // its overlay, or false
+    //  Finding a field: the record's keys are scanned until the scans add up
+    //  to a few times its size; then they are indexed (an open-addressing
+    //  table of slots, hashed over every byte with a seed of the state's), so
+    //  a script that touches every field of a huge record is not quadratic.
+    uint64_t scanned; // keys compared in this call's scans
+    bool indexed;     // the index is this call's record's
+    uint32_t *slots;  // 1 + the pair's index; 0: empty
+    size_t slot_count;
+    uint64_t seed;
 } drv_lua_lazy_t;
 
 //  The metatables, once per state (lazy lives as long as the state).
 void drv_lua_lazy_setup(lua_State *L, drv_lua_lazy_t *lazy);
+//  What lazy holds outside the state (its index), after lua_close.
+void drv_lua_lazy_fini(drv_lua_lazy_t *lazy);
 //  Pushes record as a lazy table for the next call; the one before is
 //  ended first.
 void drv_lua_lazy_push(lua_State *L, drv_lua_lazy_t *lazy, const msgpack_object *record);
 //  The call is over: its lazy table raises from now on.
 void drv_lua_lazy_end(lua_State *L, drv_lua_lazy_t *lazy);
-//  For the way back: when the value at index is the call's lazy table, its
-//  record, with its overlay pushed (a table, or nil when the script set
-//  nothing; the caller pops it). NULL, with nothing pushed, for any other
-//  value; an ended lazy table raises.
-const msgpack_object *drv_lua_lazy_parts(lua_State *L, int index);
-//  The index of record's pair whose key is the string at index, or -1
-//  (another type of key, or none).
-int64_t drv_lua_lazy_field(const msgpack_object *record, lua_State *L, int index);
+//  For the way back: when the value at index is the call's lazy table,
+//  lazy (its record in lazy->record), with its overlay pushed (a table, or
+//  nil when the script set nothing; the caller pops it). NULL, with nothing
+//  pushed, for any other value; an ended lazy table raises.
+drv_lua_lazy_t *drv_lua_lazy_parts(lua_State *L, int index);
+//  The index of the call's record's pair whose key is the string at index,
+//  or -1 (another type of key, or none).
+int64_t drv_lua_lazy_field(drv_lua_lazy_t *lazy, lua_State *L, int index);
 //  True when the value at index is the overlay's mark of a deleted field.
 bool drv_lua_lazy_deleted(lua_State *L, int index);
 

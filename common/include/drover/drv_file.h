@@ -30,11 +30,11 @@ int drv_file_write_all(int fd, const void *data, size_t len);
 //  appears under its name (made as dir/joining.<pid>.<serial>.<time>,
 //  flock'd, renamed), so that no sweeper ever finds a live holder's file
 //  unlocked; joining files a dead process left, unheld and a minute old,
-//  are removed on the way. It replaces
-//  a dead holder's file of that name, never a live one's. The descriptor,
-//  or -1 with errno set (EWOULDBLOCK: a live holder has it). A sweeper
-//  removes only a file that drv_file_names says is still under the name it
-//  locked; a holder whose file is no longer under its name makes it again.
+//  are removed on the way. It replaces a dead holder's file of that name,
+//  never a live one's. The descriptor, or -1 with errno set (EWOULDBLOCK: a
+//  live holder has it). A sweeper (drv_file_sweep_unheld) removes only a
+//  file still under the name it locked; a holder whose file is no longer
+//  under its name (drv_file_names false) makes it again.
 int drv_file_lock_in(const char *dir, const char *name);
 //  A sweeper's look at a lock file: 1 when a live holder has it, 0 when
 //  nobody does (then removed if a minute old and still under its name:
