@@ -110,10 +110,11 @@ static void s_tick(drv_broker_t *self)
         if (drv_instance_wants_sync(inst, now)) {
             drv_msg_t msg;
             drv_msg_init(&msg, DRV_MSG_SYNC);
-            drv_msg_send(self->backend, inst->id, &msg, true); // fails until it connects
+            int64_t id = inst->sync_serial + 1; // its answer names it
+            drv_msg_set_int(&msg, DRV_F_SYNC_ID, id);
+            bool taken = drv_msg_send(self->backend, inst->id, &msg, true) == 0; // fails until it connects
             drv_msg_clear(&msg);
-            inst->next_sync_ms = now + SYNC_RETRY_MS;
-            inst->sent_since_sync = 0; // its answer counts what goes after this SYNC against its window
+            drv_instance_sync_sent(inst, id, taken, now);
         }
     }
     s_forget_gone(self, now);

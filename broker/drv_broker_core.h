@@ -17,7 +17,6 @@
 
 #define FORWARD_PER_ROUND 256
 #define CLOSE_FLUSH_MS 200
-#define SYNC_RETRY_MS 100
 //  After droverd says an instance is gone, acks it sent just before exiting may
 //  still be on their way: wait this long before redelivering what is unacked.
 #define ACK_GRACE_MS 100

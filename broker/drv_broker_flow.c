@@ -257,8 +257,9 @@ void drv_broker_handle_backend(drv_broker_t *self)
             inst->ring_wants_empty = inst->ring_wants_empty && inst->ring && !drv_ring_empty(inst->ring);
             inst->ring_blocked = inst->ring_wants_empty;
             bool known = inst->credit_known;
-            drv_instance_credit(inst, msg.n, msg.reset, msg.synced, inst->sent_since_sync);
-            if (!known) {
+            drv_instance_credit(inst, msg.n, msg.reset, msg.synced, drv_msg_has(&msg, DRV_F_SYNC_ID) ? msg.sync_id : 0,
+                                inst->sent_since_sync);
+            if (!known && inst->credit_known) {
                 drv_info("instance connected instance=%s credit=%lld", inst->id, (long long)inst->credit);
             }
             drv_broker_redeliver(self); // parked batches before the front doors' next: one may wait for a ring

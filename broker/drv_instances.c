@@ -84,6 +84,7 @@ void drv_instance_route(drv_instance_t *inst, const char *pipeline, json_t *node
     json_decref(inst->nodes);
     inst->nodes = json_is_array(nodes) ? json_incref(nodes) : NULL;
     inst->next_sync_ms = 0; // sync at once if it has not granted us credit
+    inst->sync_awaited = 0; // a new process, maybe: a SYNC the old one took is never answered
 }
 
 void drv_instance_unroute(drv_instance_t *inst)
@@ -97,6 +98,7 @@ void drv_instance_unroute(drv_instance_t *inst)
     //  instance would stay unrouted for good (docs/architecture.md).
     inst->credit_known = false;
     inst->next_sync_ms = 0;
+    inst->sync_awaited = 0; // its pipe is gone, and a SYNC it held with it
 }
 
 bool drv_instance_wants_sync(const drv_instance_t *inst, int64_t now_ms)
@@ -105,8 +107,25 @@ bool drv_instance_wants_sync(const drv_instance_t *inst, int64_t now_ms)
            now_ms >= inst->next_sync_ms;
 }
 
-void drv_instance_credit(drv_instance_t *inst, int64_t count, bool reset, bool synced, int64_t in_flight)
+void drv_instance_sync_sent(drv_instance_t *inst, int64_t id, bool taken, int64_t now_ms)
 {
+    inst->sync_serial = id;
+    if (taken) {
+        inst->sync_awaited = id;
+    }
+    inst->next_sync_ms = now_ms + (taken ? SYNC_ANSWER_MS : SYNC_RETRY_MS);
+    inst->sent_since_sync = 0; // its answer counts what goes after this SYNC against its window
+}
+
+void drv_instance_credit(drv_instance_t *inst, int64_t count, bool reset, bool synced, int64_t sync_id,
+                         int64_t in_flight)
+{
+    if (inst->sync_awaited) {
+        if (!synced || (sync_id && sync_id != inst->sync_awaited)) {
+            return; // its own first credit, or the answer to an older SYNC: the awaited answer states the window
+        }
+        inst->sync_awaited = 0; // (an older worker names no SYNC: it answers the one it took)
+    }
     if (!reset && !inst->credit_known) {
         //  Sent before it read our SYNC (to the broker before us, queued in
         //  its socket while it reconnected, or before a failed send): its

@@ -12,6 +12,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+//  SYNC is sent again this often until a pipe to the instance takes it,
+//  and again when one it took is not answered within SYNC_ANSWER_MS.
+#define SYNC_RETRY_MS 100
+#define SYNC_ANSWER_MS 1000
+
 typedef struct {
     char *id;                // instance id, also its routing id on the backend
     char *pipeline;          // "group:pipeline"; NULL until INSTANCE_ADD names it
@@ -26,6 +31,8 @@ typedef struct {
     bool marker_pending;     // marker could not be delivered yet (not connected); retried
     int64_t deleted_at_ms;   // droverd said it is gone (0: not yet)
     int64_t next_sync_ms;    // when to send SYNC again while it has granted no credit
+    int64_t sync_serial;     // the number of the last SYNC sent to it
+    int64_t sync_awaited;    // the SYNC it took and has not answered (0: none): nothing is sent to it meanwhile
     int64_t next_marker_ms;  // when to retry an undelivered DRAIN marker
     drv_ring_t *ring;        // its data ring, mapped (NULL: batches go over the socket)
     pid_t ring_pid;          // the process and descriptor it was offered as
@@ -56,12 +63,20 @@ void drv_instance_route(drv_instance_t *inst, const char *pipeline, json_t *node
 //  asks it (SYNC, until that gets through) to state its window again.
 void drv_instance_unroute(drv_instance_t *inst);
 //  True when it should be sent a SYNC now: routed, or unrouted by a failed
-//  send, and no credit from it since.
+//  send, no credit from it since, and no SYNC it took waiting for its
+//  answer (but one unanswered for a second, in case a reconnect lost it).
 bool drv_instance_wants_sync(const drv_instance_t *inst, int64_t now_ms);
+//  SYNC number `id` went out now (`taken`: its pipe took it).
+void drv_instance_sync_sent(drv_instance_t *inst, int64_t id, bool taken, int64_t now_ms);
 //  A CREDIT message: `reset` (a new process: its window is `count`),
-//  `synced` (the answer to our SYNC: `in_flight` batches, sent since the
-//  SYNC, already use the window) or else `count` batches returned as credit.
-void drv_instance_credit(drv_instance_t *inst, int64_t count, bool reset, bool synced, int64_t in_flight);
+//  `synced` (the answer to our SYNC numbered `sync_id`, 0 when it names
+//  none: `in_flight` batches, sent since the SYNC, already use the window)
+//  or else `count` batches returned as credit. While a SYNC it took is
+//  unanswered, only the answer to that one sets its credit: batches written
+//  to its data ring meanwhile could reach it before the SYNC does, and its
+//  answer would count them as in flight for good (docs/architecture.md).
+void drv_instance_credit(drv_instance_t *inst, int64_t count, bool reset, bool synced, int64_t sync_id,
+                         int64_t in_flight);
 //  True when it can take a batch of this pipeline's receiver node now.
 bool drv_instance_serves(const drv_instance_t *inst, const char *pipeline, const char *node);
 

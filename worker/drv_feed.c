@@ -77,7 +77,7 @@ void drv_feed_destroy(drv_feed_t **self_p)
 //  from feeding the others; it is acknowledged once settled
 //  (schemas/control.md, `credit`). A reset offers the ring again: a broker
 //  that restarted maps it anew.
-static void s_send_credit(drv_feed_t *self, int64_t n, int64_t acked, bool reset, bool synced)
+static void s_send_credit(drv_feed_t *self, int64_t n, int64_t acked, bool reset, bool synced, int64_t sync_id)
 {
     drv_msg_t msg;
     drv_msg_init(&msg, DRV_MSG_CREDIT);
@@ -86,6 +86,9 @@ static void s_send_credit(drv_feed_t *self, int64_t n, int64_t acked, bool reset
     drv_msg_set_bool(&msg, DRV_F_RESET, reset);
     if (synced) {
         drv_msg_set_bool(&msg, DRV_F_SYNCED, true);
+        if (sync_id) {
+            drv_msg_set_int(&msg, DRV_F_SYNC_ID, sync_id); // which SYNC this answers: the broker waits for its last
+        }
     }
     if (reset && self->ring) {
         drv_msg_set_int(&msg, DRV_F_PID, getpid());
@@ -98,7 +101,7 @@ static void s_send_credit(drv_feed_t *self, int64_t n, int64_t acked, bool reset
 
 void drv_feed_start(drv_feed_t *self)
 {
-    s_send_credit(self, self->credit_window, 0, true, false);
+    s_send_credit(self, self->credit_window, 0, true, false, 0);
 }
 
 void *drv_feed_socket(drv_feed_t *self)
@@ -125,7 +128,7 @@ void drv_feed_settle(drv_feed_t *self, drv_dag_t *dag)
 {
     self->acked_owed += (int64_t)drv_unsettled_settle(&self->unsettled, drv_dag_settle(dag));
     if (self->credit_owed > 0 || self->acked_owed > 0) {
-        s_send_credit(self, self->credit_owed, self->acked_owed, false, false);
+        s_send_credit(self, self->credit_owed, self->acked_owed, false, false, 0);
         self->credit_owed = 0;
         self->acked_owed = 0;
     }
@@ -152,7 +155,7 @@ static void s_batch(drv_feed_t *self, drv_dag_t *dag, const char *node, const vo
         //  Half the window taken in one round: the broker would otherwise
         //  wait for the round's end with nothing to send (the ring empties
         //  faster than a socket did).
-        s_send_credit(self, self->credit_owed, 0, false, false);
+        s_send_credit(self, self->credit_owed, 0, false, false, 0);
         self->credit_owed = 0;
     }
 }
@@ -163,7 +166,7 @@ static void s_batch(drv_feed_t *self, drv_dag_t *dag, const char *node, const vo
 //  against the window. Batches still being exported came from a broker
 //  that is gone, or from this one before a send to us failed (it
 //  redelivers those): nobody is left to acknowledge them to.
-static void s_sync(drv_feed_t *self, drv_dag_t *dag)
+static void s_sync(drv_feed_t *self, drv_dag_t *dag, int64_t sync_id)
 {
     drv_feed_settle(self, dag);
     if (drv_unsettled_count(&self->unsettled) > 0) {
@@ -172,7 +175,7 @@ static void s_sync(drv_feed_t *self, drv_dag_t *dag)
         drv_unsettled_forget(&self->unsettled);
     }
     self->credit_owed = 0; // the window below counts what is taken from now on
-    s_send_credit(self, self->credit_window, 0, true, true);
+    s_send_credit(self, self->credit_window, 0, true, true, sync_id);
 }
 
 //  One message from the broker: its header, and the payload that follows a
@@ -194,7 +197,7 @@ static bool s_message(drv_feed_t *self, drv_dag_t *dag, const void *header, size
     } else if (msg.type == DRV_MSG_DRAIN) {
         *marker = true;
     } else if (msg.type == DRV_MSG_SYNC) {
-        s_sync(self, dag);
+        s_sync(self, dag, drv_msg_has(&msg, DRV_F_SYNC_ID) ? msg.sync_id : 0);
     } // RING: the doorbell; the ring is read anyway
     drv_msg_clear(&msg);
     return batch;

@@ -42,10 +42,11 @@ static const field_def_t s_fields[DRV_F_COUNT] = {
     INT(heartbeat_ms), INT(credit_window), INT(n),          INT(records_in), INT(records_out),
     INT(errors),       INT(batches),       BOOL(ok),        BOOL(reset),     JSON(spec),
     JSON(receivers),   BOOL(synced),       JSON(nodes),     STR(buffer_dir), JSON(buffer),
-    INT(acked),        INT(ring_fd),       INT(ring_bytes), STR(run_dir),
+    INT(acked),        INT(ring_fd),       INT(ring_bytes), STR(run_dir),    INT(sync_id),
 };
 
 #define B(f) (1u << (f))
+_Static_assert(DRV_F_COUNT <= 32, "a field is a bit of drv_msg_t.present");
 
 typedef struct {
     const char *name;
@@ -75,9 +76,9 @@ static const type_def_t s_types[DRV_MSG_TYPE_COUNT] = {
     {"instance_del", B(DRV_F_PIPELINE) | B(DRV_F_INSTANCE), 0},
     {"bound", B(DRV_F_PIPELINE) | B(DRV_F_NODE) | B(DRV_F_ENDPOINT) | B(DRV_F_OK), B(DRV_F_REASON)},
     {"credit", B(DRV_F_N) | B(DRV_F_RESET),
-     B(DRV_F_SYNCED) | B(DRV_F_ACKED) | B(DRV_F_PID) | B(DRV_F_RING_FD) | B(DRV_F_RING_BYTES)},
+     B(DRV_F_SYNCED) | B(DRV_F_ACKED) | B(DRV_F_PID) | B(DRV_F_RING_FD) | B(DRV_F_RING_BYTES) | B(DRV_F_SYNC_ID)},
     {"batch", B(DRV_F_NODE), 0},
-    {"sync", 0, 0},
+    {"sync", 0, B(DRV_F_SYNC_ID)},
     {"tap", B(DRV_F_NODES) | B(DRV_F_N), 0},
     {"tapped", B(DRV_F_INSTANCE) | B(DRV_F_NODES), 0},
     {"ring", 0, 0},

@@ -83,6 +83,8 @@ def main():
         "ready": msg(type="ready", instance="default/p@1#0"),
         "heartbeat": msg(type="heartbeat", instance="broker", records_in=1, records_out=2, errors=3, batches=4),
         "credit": msg(type="credit", n=16, reset=True, synced=True),
+        "sync_answer": msg(type="credit", n=16, reset=True, synced=True, sync_id=3),
+        "sync": msg(type="sync", sync_id=3),
         "pipeline_set": msg(type="pipeline_set", pipeline="default:p",
                             receivers=[{"node": "in", "endpoint": "tcp://127.0.0.1:1", "ack": True}]),
         "instance_add": msg(type="instance_add", pipeline="default:p", instance="default/p@1#0", receivers=["in"]),

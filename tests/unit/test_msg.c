@@ -38,6 +38,7 @@ static void s_fill(drv_msg_t *msg, drv_msg_type_t type)
     drv_msg_set_bool(msg, DRV_F_OK, true);
     drv_msg_set_bool(msg, DRV_F_RESET, true);
     drv_msg_set_bool(msg, DRV_F_SYNCED, true);
+    drv_msg_set_int(msg, DRV_F_SYNC_ID, 12);
     json_t *spec = json_pack("{s:{s:i}, s:[s, f, n, b]}", "cores", "count", 2, "list", "x", 1.5, 1);
     drv_msg_set_json(msg, DRV_F_SPEC, spec);
     drv_msg_set_json(msg, DRV_F_RECEIVERS, spec);
@@ -88,7 +89,7 @@ static void test_every_message_refuses_each_missing_required_field(void **state)
                                   "heartbeat_ms", "credit_window", "n",          "records_in", "records_out",
                                   "errors",       "batches",       "ok",         "reset",      "spec",
                                   "receivers",    "synced",        "nodes",      "buffer_dir", "buffer",
-                                  "acked",        "ring_fd",       "ring_bytes", "run_dir"};
+                                  "acked",        "ring_fd",       "ring_bytes", "run_dir",    "sync_id"};
     _Static_assert(sizeof names / sizeof *names == DRV_F_COUNT, "one name per field");
     int refusals = 0;
     for (int type = 0; type < DRV_MSG_TYPE_COUNT; type++) {

@@ -70,6 +70,7 @@ typedef enum {
     DRV_F_RING_FD,
     DRV_F_RING_BYTES,
     DRV_F_RUN_DIR,
+    DRV_F_SYNC_ID,
     DRV_F_COUNT
 } drv_msg_field_t;
 
@@ -99,6 +100,7 @@ typedef struct {
     int64_t acked;      // CREDIT: batches settled (acknowledged), when present; n is then credit alone
     int64_t ring_fd;    // CREDIT with reset: the worker's data ring, its descriptor in process `pid`
     int64_t ring_bytes; // ... and its size (drover/drv_ring.h)
+    int64_t sync_id;    // SYNC: its number; CREDIT with synced: the SYNC it answers
     json_t *spec;       // the normalized PipelineSpec (owned)
     json_t *receivers;  // [{node, endpoint}] (owned)
     json_t *nodes;      // per-node counters {"node": [in, out, dropped, errors]}; TAP: [node, ...];
