@@ -76,9 +76,9 @@ class Queues(EngineTest):
         port = free_port()
         self.put({"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}}, {"max_bytes": 8 << 20})
         self.post_all(port, 300, 20)  # 6,000 records; the dead exporter alone once held 16 batches before 429s
-        wait_until(lambda: len(self.filed()) >= 6000, 5, "every record in the file beside the dead backend")
+        wait_until(lambda: len(self.filed()) >= 6000, 20, "every record in the file beside the dead backend")
         self.assertEqual(sorted(r["i"] for r in self.filed()), list(range(6000)))
-        queued = wait_until(lambda: (lambda q: q if q["records"] >= 6000 - 50 else None)(self.queue()), 5,
+        queued = wait_until(lambda: (lambda q: q if q["records"] >= 6000 - 50 else None)(self.queue()), 20,
                             "the dead exporter's queue holding the backlog")
         self.assertGreater(queued["bytes"], 0)
         self.assertEqual(queued["dropped_records"], 0)
@@ -89,7 +89,7 @@ class Queues(EngineTest):
         got = wait_until(lambda: (lambda d: d if len(d) >= 6000 else None)(self.delivered(capture)), 20,
                          "the revived backend's backlog")
         self.assertEqual([r["i"] for r in got], list(range(6000)), "the whole backlog, in order, once")
-        wait_until(lambda: self.queue()["records"] == 0 and self.queue()["bytes"] == 0, 5, "the queue empty")
+        wait_until(lambda: self.queue()["records"] == 0 and self.queue()["bytes"] == 0, 20, "the queue empty")
 
     def test_a_dead_backend_beside_a_file_over_the_broker_stops_nothing(self):
         port = free_port()
@@ -124,7 +124,7 @@ class Queues(EngineTest):
             records = [{"i": r * 10 + k, "team": team} for k in range(10) for team in ("a", "b")]
             status, body, _, _ = curl_post(port, "/", ndjson(records), "application/x-ndjson")
             self.assertEqual(status, 200, f"request {r} answered {status}: {body[:200]}")
-        wait_until(lambda: len(self.filed()) >= 2000, 5, "team a's every record beside team b's dead backend")
+        wait_until(lambda: len(self.filed()) >= 2000, 20, "team a's every record beside team b's dead backend")
         self.assertEqual(sorted(r["i"] for r in self.filed()), list(range(2000)))
         self.assertEqual({r["team"] for r in self.filed()}, {"a"})
         capture = self.revive()
@@ -159,8 +159,8 @@ class Queues(EngineTest):
         self.put({"type": "receiver:http", "config": {"endpoint": f"127.0.0.1:{port}"}},
                  {"max_bytes": 4096, "when_full": "drop_oldest"})
         self.post_all(port, 200, 20)  # 4,000 records, far more than 4 KiB of queue
-        wait_until(lambda: len(self.filed()) >= 4000, 5, "every record in the file")
-        queue = wait_until(lambda: (lambda q: q if q["dropped_records"] > 0 else None)(self.queue()), 5,
+        wait_until(lambda: len(self.filed()) >= 4000, 20, "every record in the file")
+        queue = wait_until(lambda: (lambda q: q if q["dropped_records"] > 0 else None)(self.queue()), 20,
                            "drops counted")
         self.assertLessEqual(queue["bytes"], 4096 + 2048, queue)  # one batch may be on its way out
         text = self.admin.http("GET", "/metrics")[1]
@@ -190,10 +190,10 @@ class Queues(EngineTest):
             (curl_post(port, "/", ndjson([{"i": 3000}]), "application/x-ndjson"), time.monotonic())))
         sender.start()
         self.addCleanup(sender.join, 60)
-        wait_until(lambda: len(self.filed()) >= 3001, 5, "the acknowledged record in the file beside the dead backend")
+        wait_until(lambda: len(self.filed()) >= 3001, 20, "the acknowledged record in the file beside the dead backend")
         #  The heartbeat after that shows the record waiting for the dead branch
         #  (a settle would have answered it by then), and only then is the backend revived.
-        wait_until(lambda: self.queue()["records"] >= 3001 - 50, 5, "the record queued for the dead branch")
+        wait_until(lambda: self.queue()["records"] >= 3001 - 50, 20, "the record queued for the dead branch")
         revived_at = time.monotonic()
         capture = self.revive()
         wait_until(lambda: answers, 30, "the answer once the revived backend has the record")
@@ -214,7 +214,7 @@ class Queues(EngineTest):
                                           timeout=30)
         self.assertEqual(status, 200, body)
         self.post_all(port, 300, 10)
-        wait_until(lambda: len(self.filed()) >= 3000, 5, "every record in the file beside the dead backend")
+        wait_until(lambda: len(self.filed()) >= 3000, 20, "every record in the file beside the dead backend")
         change(spec)
         status, body, _ = self.admin.http("PUT", "/api/v1/groups/default/pipelines/fan", body={"pipeline": spec},
                                           timeout=60)
@@ -224,7 +224,7 @@ class Queues(EngineTest):
                          "the revived backend's whole backlog after the change")
         self.assertEqual(sorted(r["i"] for r in got), list(range(3000)), "nothing lost, nothing twice")
         self.post_all(port, 10, 10)  # and the new generation goes on
-        wait_until(lambda: len(self.filed()) >= 3100, 5, "the new generation's records in the file")
+        wait_until(lambda: len(self.filed()) >= 3100, 20, "the new generation's records in the file")
         self.assertEqual(sorted(r["i"] for r in self.filed()), sorted(list(range(3000)) + list(range(100))),
                          "the file beside it not written again")
 
@@ -263,9 +263,9 @@ class DiskQueues(Queues):
         self.admin = Admin(self.engine, self.http_port)
         self.admin.wait_ready(20)
         self.post_all(port, 300, 10)  # 3,000 records, inputs 1..300 of the log
-        wait_until(lambda: len(self.filed()) >= 3000, 5, "every record in the file beside the dead backend")
+        wait_until(lambda: len(self.filed()) >= 3000, 20, "every record in the file beside the dead backend")
         #  Where each exporter stands is saved now and then: the file's at the last input.
-        wait_until(lambda: self.positions().get("file", 0) >= 300, 5, "the file exporter's position saved")
+        wait_until(lambda: self.positions().get("file", 0) >= 300, 20, "the file exporter's position saved")
         self.assertLess(self.positions().get("http", 0), 300, "the dead exporter's position behind")
         self.engine.signal(signal.SIGKILL)  # droverd is PID 1 of its namespace: every child goes with it
         self.engine.wait_exit(10)
