@@ -122,16 +122,46 @@ class BrokerSync(unittest.TestCase):
     def credit(self, sock, ring, **fields):
         sock.send(pack(type="credit", pid=os.getpid(), ring_fd=ring.fd, ring_bytes=RING_BYTES, **fields))
 
-    def test_a_first_credit_crossing_a_sync_waits_for_its_answer(self):
-        ring = Ring()
-        self.addCleanup(ring.close)
-        #  Routed before its first credit came: the broker SYNCs it as soon as a pipe to it takes one.
+    def assert_quiet(self, ring, seconds, why):
+        """Nothing is written to the ring for this long (the old broker wrote within milliseconds)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.assertEqual(ring.take(), [], why)
+            time.sleep(0.01)  # pacing the look, not waiting for the broker
+
+    def feed(self, sock, ring, seqs):
+        """One turn of drover-worker's loop: what the ring holds, then the
+        socket; each batch credited back, each SYNC answered (the broker
+        sends another when an answer is a second late). The seqs so far."""
+        for header, payload in ring.take():
+            self.assertEqual(header["type"], "batch")
+            seqs.extend(r["seq"] for r in msgpack.unpackb(payload))
+            sock.send(pack(type="credit", n=1, acked=1, reset=False))
+        while sock.poll(0):
+            frames = sock.recv_multipart()
+            header = msgpack.unpackb(frames[0])
+            if header["type"] == "batch":
+                seqs.extend(r["seq"] for r in msgpack.unpackb(frames[1]))
+                sock.send(pack(type="credit", n=1, acked=1, reset=False))
+            elif header["type"] == "sync":
+                self.credit(sock, ring, n=WINDOW, reset=True, synced=True, sync_id=header["sync_id"])
+        return seqs
+
+    def routed_and_synced(self, ring):
+        """Routed before its first credit came: the broker SYNCs it as soon
+        as a pipe to it takes one. Its socket and that SYNC."""
         self.send_control(type="instance_add", pipeline="g:p", instance="g/p@1#0", receivers=["in"])
         sock = self.instance()
         self.assertTrue(sock.poll(10000), "no SYNC")
         sync = msgpack.unpackb(sock.recv())
         self.assertEqual(sync["type"], "sync")
         self.assertIn("sync_id", sync)
+        return sock, sync
+
+    def test_a_first_credit_crossing_a_sync_waits_for_its_answer(self):
+        ring = Ring()
+        self.addCleanup(ring.close)
+        sock, sync = self.routed_and_synced(ring)
         sent = 3 * WINDOW
         for i in range(sent):
             self.producer.send([{"seq": i}])
@@ -139,42 +169,17 @@ class BrokerSync(unittest.TestCase):
         #  takes what the ring holds before each socket message it reads, so
         #  before the SYNC: the broker must have written nothing there yet.
         self.credit(sock, ring, n=WINDOW, reset=True)
-        deadline = time.monotonic() + 1.0  # the broker fed the ring within milliseconds when it did
-        early = []
-        while time.monotonic() < deadline and not early:
-            early = ring.take()
-            time.sleep(0.01)
-        self.assertEqual(early, [], "batches were written to its ring before its SYNC was answered")
-        #  The answer (as drover-worker's: what it took before is forgotten,
-        #  its window whole); and so for each SYNC it reads from now on.
+        self.assert_quiet(ring, 1.0, "batches were written to its ring before its SYNC was answered")
+        #  The answer (as drover-worker's: what it took before is forgotten, its window whole).
         self.credit(sock, ring, n=WINDOW, reset=True, synced=True, sync_id=sync["sync_id"])
         seqs = []
-
-        def feed():
-            for header, payload in ring.take():
-                self.assertEqual(header["type"], "batch")
-                seqs.extend(r["seq"] for r in msgpack.unpackb(payload))
-                sock.send(pack(type="credit", n=1, acked=1, reset=False))
-            while sock.poll(0):
-                frames = sock.recv_multipart()
-                header = msgpack.unpackb(frames[0])
-                if header["type"] == "batch":
-                    seqs.extend(r["seq"] for r in msgpack.unpackb(frames[1]))
-                    sock.send(pack(type="credit", n=1, acked=1, reset=False))
-                elif header["type"] == "sync":  # sent again while the first answer was on its way
-                    self.credit(sock, ring, n=WINDOW, reset=True, synced=True, sync_id=header["sync_id"])
-            return len(seqs) >= sent
-
-        wait_until(feed, 20, f"all {sent} batches, a window at a time")
+        wait_until(lambda: len(self.feed(sock, ring, seqs)) >= sent, 20, f"all {sent} batches, a window at a time")
         self.assertEqual(sorted(seqs), list(range(sent)), "each batch once")
 
     def test_an_answer_to_an_older_sync_is_not_counted(self):
         ring = Ring()
         self.addCleanup(ring.close)
-        self.send_control(type="instance_add", pipeline="g:p", instance="g/p@1#0", receivers=["in"])
-        sock = self.instance()
-        self.assertTrue(sock.poll(10000), "no SYNC")
-        first = msgpack.unpackb(sock.recv())
+        sock, first = self.routed_and_synced(ring)
         #  Unanswered for a second: it goes again under a new number.
         self.assertTrue(sock.poll(10000), "no second SYNC")
         second = msgpack.unpackb(sock.recv())
@@ -182,15 +187,12 @@ class BrokerSync(unittest.TestCase):
         self.assertGreater(second["sync_id"], first["sync_id"])
         self.producer.send([{"seq": 0}])
         self.credit(sock, ring, n=WINDOW, reset=True, synced=True, sync_id=first["sync_id"])
-        deadline = time.monotonic() + 0.5
-        while time.monotonic() < deadline:
-            self.assertEqual(ring.take(), [], "fed on the answer to a SYNC that is not the last")
-            time.sleep(0.01)
+        self.assert_quiet(ring, 0.5, "fed on the answer to a SYNC that is not the last")
+        #  The last one answered (and any sent since, as a slow machine may see).
         self.credit(sock, ring, n=WINDOW, reset=True, synced=True, sync_id=second["sync_id"])
-        taken = []
-        wait_until(lambda: taken.extend(ring.take()) or taken, 10, "the batch, once the last SYNC was answered")
-        self.assertEqual(msgpack.unpackb(taken[0][1]), [{"seq": 0}])
-
+        seqs = []
+        wait_until(lambda: self.feed(sock, ring, seqs), 10, "the batch, once the last SYNC was answered")
+        self.assertEqual(seqs, [0])
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
